@@ -1,0 +1,107 @@
+// The Communicator: collectives over a Transport, executed asynchronously in
+// the order they were issued on one progress thread, so the training thread
+// can keep computing while they run (this is what lets bucketed DDP overlap
+// all-reduce with backward).
+//
+// Every rank must issue the same collectives in the same order (the sequence
+// number of each is printed in errors). Buffers must stay valid and untouched
+// until the returned Work completes.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/comm/store.h"
+#include "core/comm/transport.h"
+#include "core/comm/types.h"
+
+namespace mddp::comm {
+
+// Handle of one asynchronous collective.
+class Work {
+ public:
+  virtual ~Work() = default;
+  // Blocks until the collective finished; rethrows its error (CommError) if it failed.
+  virtual void wait() = 0;
+  virtual bool completed() const = 0;
+  // Steady-clock nanoseconds at which the progress thread started/finished it (0 until then).
+  virtual int64_t start_ns() const = 0;
+  virtual int64_t end_ns() const = 0;
+};
+using WorkPtr = std::shared_ptr<Work>;
+
+struct CommOptions {
+  Algorithm algorithm = Algorithm::kAuto;        // all_reduce's default algorithm
+  std::chrono::milliseconds timeout{300'000};    // bound on every wait of a collective
+};
+
+// Identity checked in the data-plane handshake: a stranger or another job is refused.
+struct JobIdentity {
+  std::string job_id = "local";
+  std::string token;  // shared secret; compared in constant time
+};
+
+// One record of the in-memory history printed with errors (last 32 collectives).
+struct CollectiveRecord {
+  uint64_t seq = 0;
+  std::string op;  // "all_reduce(ring)", "broadcast", ...
+  std::size_t bytes = 0;
+  int64_t start_ns = 0, end_ns = 0;  // end_ns == 0: never finished
+};
+
+class Communicator {
+ public:
+  // Takes ownership of a connected transport and starts the progress thread.
+  Communicator(std::unique_ptr<Transport> transport, CommOptions options);
+  ~Communicator();  // drains nothing: pending work fails with AbortedError
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  int rank() const;
+  int size() const;
+  const CommOptions& options() const;
+  std::string transport_name() const;
+
+  // In place: data[count] becomes the element-wise reduction over ranks.
+  WorkPtr all_reduce(void* data, int64_t count, DataType dtype, ReduceOp op,
+                     Algorithm algorithm = Algorithm::kAuto);
+  // in[count * size] on every rank; out[count] = reduction of block `rank`.
+  WorkPtr reduce_scatter(const void* in, void* out, int64_t count, DataType dtype, ReduceOp op);
+  // in[count] on every rank; out[count * size] holds rank r's block at r*count.
+  WorkPtr all_gather(const void* in, void* out, int64_t count, DataType dtype);
+  WorkPtr broadcast(void* data, int64_t count, DataType dtype, int root);
+  // The reduction lands in data on `root`; other ranks' data is left unspecified.
+  WorkPtr reduce(void* data, int64_t count, DataType dtype, ReduceOp op, int root);
+  // root's in[count * size] -> block r to rank r's out[count] (in ignored elsewhere).
+  WorkPtr scatter(const void* in, void* out, int64_t count, DataType dtype, int root);
+  // every rank's in[count] -> root's out[count * size] (out ignored elsewhere).
+  WorkPtr gather(const void* in, void* out, int64_t count, DataType dtype, int root);
+  WorkPtr barrier();
+  WorkPtr send(const void* data, int64_t count, DataType dtype, int peer);
+  WorkPtr recv(void* data, int64_t count, DataType dtype, int peer);
+
+  // Fails every pending and future collective with AbortedError(reason) and
+  // unblocks the transport at once. Thread-safe, idempotent.
+  void abort(const std::string& reason);
+
+  // The last collectives, oldest first (what an error message prints).
+  std::vector<CollectiveRecord> history() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Connects this rank to every peer: listens on `bind_host` (port 0 = any free
+// port), publishes "<prefix>/addr/<rank>" in the store, reads the others',
+// and handshakes. kAuto picks shm when all ranks share this host.
+std::unique_ptr<Communicator> connect(Store& store, int rank, int size, const JobIdentity& job,
+                                      TransportKind kind, CommOptions options,
+                                      const std::string& bind_host = "127.0.0.1",
+                                      const std::string& prefix = "comm");
+
+}  // namespace mddp::comm

@@ -1,0 +1,57 @@
+// Vocabulary shared by the comm layer: element types, reduction ops,
+// algorithms and the errors a collective can end with.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "core/common/check.h"
+
+namespace mddp::comm {
+
+// 16-bit types travel as 16 bits and are accumulated in fp32.
+enum class DataType { kFloat32, kFloat16, kBFloat16 };
+enum class ReduceOp { kSum, kAvg, kMax, kMin };
+enum class Algorithm { kAuto, kRing, kNaive, kTree };
+enum class TransportKind { kAuto, kTcp, kShm };
+
+std::size_t element_size(DataType t);
+const char* to_string(DataType t);
+const char* to_string(ReduceOp op);
+const char* to_string(Algorithm a);
+const char* to_string(TransportKind k);
+// Parse the command-line spellings (fp32|fp16|bf16, sum|avg|max|min,
+// auto|ring|naive|tree, auto|tcp|shm); throw InputError listing the choices.
+DataType parse_dtype(const std::string& s);
+ReduceOp parse_reduce_op(const std::string& s);
+Algorithm parse_algorithm(const std::string& s);
+TransportKind parse_transport(const std::string& s);
+
+using Clock = std::chrono::steady_clock;
+using Deadline = Clock::time_point;
+
+// A collective or transport operation failed. what() names this rank, the
+// peer, the collective and its sequence number where known.
+class CommError : public Error {
+ public:
+  using Error::Error;
+};
+// A wait ran past its deadline (a peer is slow, stopped or dead).
+class TimeoutError : public CommError {
+ public:
+  using CommError::CommError;
+};
+// abort() was called (e.g. the coordinator reported another rank dead).
+class AbortedError : public CommError {
+ public:
+  using CommError::CommError;
+};
+// A peer closed its connection, sent an invalid frame or failed the handshake.
+class PeerError : public CommError {
+ public:
+  using CommError::CommError;
+};
+
+}  // namespace mddp::comm

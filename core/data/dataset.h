@@ -1,0 +1,30 @@
+// Datasets hand out batches by sample index, so a sampler decides which
+// rank sees which samples. Targets are either class indices (stored as
+// floats, one per sample) or regression vectors.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "core/tensor/tensor.h"
+
+namespace mddp::data {
+
+class Dataset {
+ public:
+  virtual ~Dataset() = default;
+  virtual int64_t size() const = 0;
+  // Shape of one input sample, e.g. {784} for a flat vector or {1, 28, 28} for an image.
+  virtual tensor::Shape sample_shape() const = 0;
+  // 0 for class-index targets, else the length of a regression target vector.
+  virtual int64_t target_dim() const = 0;
+  virtual int64_t num_classes() const = 0;  // 0 for regression
+  virtual std::string name() const = 0;
+  // Fills x [B, sample_shape...] and y ([B] class indices, or [B, target_dim])
+  // with the samples at `indices` (B = indices.size()); x and y are preallocated.
+  virtual void get_batch(std::span<const int64_t> indices, tensor::Tensor& x, tensor::Tensor& y) const = 0;
+};
+
+}  // namespace mddp::data

@@ -1,0 +1,55 @@
+#include "core/nn/models.h"
+
+#include "core/common/check.h"
+#include "core/nn/layers.h"
+
+namespace mddp::nn {
+namespace {
+
+std::unique_ptr<Sequential> build_mlp(const ModelConfig& cfg, int64_t in, Rng& rng, tensor::Device dev) {
+  if (cfg.width < 1 || cfg.depth < 1) throw InputError("--width and --depth must be at least 1");
+  auto m = std::make_unique<Sequential>();
+  if (cfg.classes > 0) m->add(std::make_unique<Flatten>());
+  for (int64_t i = 0; i < cfg.depth; ++i) {
+    m->add(std::make_unique<Linear>(i == 0 ? in : cfg.width, cfg.width, rng, dev));
+    if (cfg.classes > 0 || i + 1 < cfg.depth) m->add(std::make_unique<ReLU>());
+  }
+  if (cfg.classes > 0) m->add(std::make_unique<Linear>(cfg.width, cfg.classes, rng, dev));
+  return m;
+}
+
+std::unique_ptr<Sequential> build_cnn(const ModelConfig& cfg, const std::vector<int64_t>& shape, Rng& rng,
+                                      tensor::Device dev) {
+  if (shape.size() != 3)
+    throw InputError("--model cnn needs image inputs [C, H, W]; this dataset gives " +
+                     tensor::shape_str(shape) + " (use --model mlp, or an image dataset)");
+  if (cfg.classes < 1) throw InputError("--model cnn needs --classes >= 1");
+  auto m = std::make_unique<Sequential>();
+  int64_t c = shape[0], h = shape[1], w = shape[2];
+  for (int64_t out : cfg.channels) {
+    if (h < 2 || w < 2) throw InputError(str("--channels: too many conv blocks for a ", shape[1], "x", shape[2], " image"));
+    m->add(std::make_unique<Conv2d>(c, out, 3, rng, dev));
+    m->add(std::make_unique<ReLU>());
+    m->add(std::make_unique<MaxPool2d>(2));
+    c = out;
+    h /= 2;
+    w /= 2;
+  }
+  m->add(std::make_unique<Flatten>());
+  m->add(std::make_unique<Linear>(c * h * w, cfg.hidden, rng, dev));
+  m->add(std::make_unique<ReLU>());
+  m->add(std::make_unique<Linear>(cfg.hidden, cfg.classes, rng, dev));
+  return m;
+}
+
+}  // namespace
+
+std::unique_ptr<Sequential> build_model(const ModelConfig& cfg, const std::vector<int64_t>& sample_shape,
+                                        tensor::Device device) {
+  Rng rng(cfg.seed);
+  if (cfg.kind == "mlp") return build_mlp(cfg, tensor::numel_of(sample_shape), rng, device);
+  if (cfg.kind == "cnn") return build_cnn(cfg, sample_shape, rng, device);
+  throw InputError("unknown model '" + cfg.kind + "' (use mlp or cnn)");
+}
+
+}  // namespace mddp::nn

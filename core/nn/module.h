@@ -1,0 +1,58 @@
+// Modules with explicit forward and backward (no general autograd graph).
+//
+// forward(x) returns the module's output, a buffer it owns and reuses across
+// steps (valid until its next forward); x must stay alive until backward.
+// backward(dy) accumulates parameter gradients (like PyTorch: call
+// zero_grad() between steps, or don't, for gradient accumulation) and
+// returns dx, also owned by the module.
+//
+// Note [Grad-ready hooks]: backward fires the grad-ready hook for each
+// parameter the moment its gradient is final, in the order autograd would:
+// last layer first, and within a layer before its dx is computed, so that
+// DDP can start all-reducing while earlier layers are still in backward.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/tensor/tensor.h"
+
+namespace mddp::nn {
+
+using tensor::Tensor;
+
+struct Parameter {
+  std::string name;  // "3.weight": index in the Sequential, then the role
+  Tensor value;
+  Tensor grad;       // same shape; may be re-pointed to a view (DDP buckets)
+};
+
+using GradReadyHook = std::function<void(Parameter&)>;
+
+class Module {
+ public:
+  virtual ~Module() = default;
+
+  virtual const Tensor& forward(const Tensor& x) = 0;
+  // need_dx = false skips computing dx (the first layer's input needs none).
+  virtual const Tensor& backward(const Tensor& dy, bool need_dx = true) = 0;
+  virtual std::string describe() const = 0;  // "Linear(784 -> 256)"
+
+  // This module's parameters (and its children's), in registration order.
+  virtual void collect_parameters(std::vector<Parameter*>& out) { (void)out; }
+  std::vector<Parameter*> parameters();
+  int64_t num_parameters();
+
+  virtual void set_grad_ready_hook(GradReadyHook hook) { hook_ = std::move(hook); }
+  void zero_grad();
+
+ protected:
+  void grad_ready(Parameter& p) {
+    if (hook_) hook_(p);
+  }
+  GradReadyHook hook_;
+};
+
+}  // namespace mddp::nn

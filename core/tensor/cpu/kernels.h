@@ -1,0 +1,43 @@
+// CPU kernels on raw, contiguous float arrays. Shapes are checked by the
+// callers in core/tensor/ops.cc; these only compute. Single-threaded unless
+// set_num_threads() asked for more (gemm honours it through oneDNN's OpenMP).
+#pragma once
+
+#include <cstdint>
+
+namespace mddp::tensor::cpu {
+
+// The one place the CPU GEMM is chosen (see gemm.cc for why oneDNN).
+void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+          const float* b, float beta, float* c);
+
+void bias_add(float* y, const float* bias, int64_t n, int64_t c, int64_t inner);
+void bias_grad(const float* dy, float* dbias, int64_t n, int64_t c, int64_t inner);
+void relu_forward(const float* x, float* y, int64_t n);
+void relu_backward(const float* y, const float* dy, float* dx, int64_t n);
+
+// One image: x [C, H, W] -> col [C*K*K, Ho*Wo]; col2im adds back into dx [C, H, W] (zeroed by caller).
+void im2col(const float* x, int64_t c, int64_t h, int64_t w, int k, int pad, float* col);
+void col2im(const float* col, int64_t c, int64_t h, int64_t w, int k, int pad, float* dx);
+void maxpool2d_forward(const float* x, int64_t nc, int64_t h, int64_t w, int k, float* y);
+void maxpool2d_backward(const float* x, const float* dy, int64_t nc, int64_t h, int64_t w, int k,
+                        float* dx);
+
+float softmax_xent_forward(const float* logits, const float* labels, int64_t n, int64_t classes,
+                           float* probs);
+void softmax_xent_backward(const float* probs, const float* labels, int64_t n, int64_t classes,
+                           float* dlogits);
+int64_t count_correct(const float* logits, const float* labels, int64_t n, int64_t classes);
+float mse_forward(const float* pred, const float* target, int64_t n);
+void mse_backward(const float* pred, const float* target, int64_t n, float* dpred);
+
+void sgd_update(float* p, const float* g, float* buf, int64_t n, float lr, float momentum,
+                float weight_decay, bool first_step);
+void adam_update(float* p, const float* g, float* m, float* v, int64_t n, float lr, float beta1,
+                 float beta2, float eps, float weight_decay, int64_t step);
+
+void fill(float* x, int64_t n, float value);
+void scale(float* x, int64_t n, float alpha);
+void axpy(float alpha, const float* x, float* y, int64_t n);
+
+}  // namespace mddp::tensor::cpu

@@ -1,0 +1,71 @@
+// The few ops training needs. Each takes tensors, checks shapes and devices,
+// and dispatches to the backend of the tensors' device (cpu/ here; cuda/ when
+// built with CUDA). Outputs are preallocated by the caller: no op allocates.
+// Shapes use N batch, C/O channels, H/W height/width, K kernel size.
+#pragma once
+
+#include "core/tensor/tensor.h"
+
+namespace mddp::tensor {
+
+// ---- threads ---------------------------------------------------------------
+// Compute threads for this process's ops (1 by default: one rank per core).
+void set_num_threads(int n);
+int num_threads();
+
+// ---- BLAS-like -------------------------------------------------------------
+// c = alpha * op(a) @ op(b) + beta * c, op(x) = x or x^T. All row-major 2-D.
+// a: [m, k] ([k, m] if trans_a), b: [k, n] ([n, k] if trans_b), c: [m, n].
+void gemm(bool trans_a, bool trans_b, float alpha, const Tensor& a, const Tensor& b, float beta,
+          Tensor& c);
+void fill(Tensor& x, float value);
+void copy(const Tensor& src, Tensor& dst);             // same numel
+void scale(Tensor& x, float alpha);                    // x *= alpha
+void axpy(float alpha, const Tensor& x, Tensor& y);    // y += alpha * x
+
+// ---- layers ----------------------------------------------------------------
+// y[n, c, ...] += bias[c] for y of shape [N, C] or [N, C, H, W].
+void bias_add(Tensor& y, const Tensor& bias);
+// dbias[c] += sum over n (and h, w) of dy[n, c, ...].
+void bias_grad(const Tensor& dy, Tensor& dbias);
+void relu_forward(const Tensor& x, Tensor& y);
+// dx = dy where y > 0, else 0 (y is the forward output).
+void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx);
+
+// Convolution with stride 1 and zero padding `pad`, by im2col + gemm.
+// x: [N, C, H, W], w: [O, C, K, K], b: [O], y: [N, O, H+2p-K+1, W+2p-K+1],
+// col: workspace [C*K*K, Ho*Wo].
+void conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& b, int pad, Tensor& col,
+                    Tensor& y);
+// Accumulates dw [O, C, K, K] and db [O] (the parameter gradients, ready first).
+void conv2d_backward_params(const Tensor& x, const Tensor& dy, int pad, Tensor& col, Tensor& dw,
+                            Tensor& db);
+// Overwrites dx [N, C, H, W] with the gradient of the input.
+void conv2d_backward_input(const Tensor& w, const Tensor& dy, int pad, Tensor& col, Tensor& dx);
+// Max pooling with window = stride = `k` (floor mode). x: [N, C, H, W], y: [N, C, H/k, W/k].
+void maxpool2d_forward(const Tensor& x, int k, Tensor& y);
+// Routes dy to the first maximum of each window (recomputed from x); dx is overwritten.
+void maxpool2d_backward(const Tensor& x, const Tensor& dy, int k, Tensor& dx);
+
+// ---- losses (mean over the batch) -----------------------------------------
+// logits: [N, classes], labels: [N] holding class indices as floats (exact to 2^24).
+// Returns the mean cross-entropy; stores softmax probabilities in `probs` [N, classes].
+float softmax_xent_forward(const Tensor& logits, const Tensor& labels, Tensor& probs);
+// dlogits = (probs - onehot(labels)) / N
+void softmax_xent_backward(const Tensor& probs, const Tensor& labels, Tensor& dlogits);
+// Number of rows whose arg-max equals the label.
+int64_t count_correct(const Tensor& logits, const Tensor& labels);
+// Mean over all elements of (pred - target)^2, like torch.nn.MSELoss().
+float mse_forward(const Tensor& pred, const Tensor& target);
+// dpred = 2 (pred - target) / numel
+void mse_backward(const Tensor& pred, const Tensor& target, Tensor& dpred);
+
+// ---- optimisers: one fused pass over each parameter -----------------------
+// PyTorch's SGD: g = grad + wd*p; buf = momentum*buf + g (buf = g on step 1); p -= lr*buf.
+void sgd_update(Tensor& param, const Tensor& grad, Tensor& momentum_buf, float lr, float momentum,
+                float weight_decay, bool first_step);
+// PyTorch's Adam (L2 weight decay, bias-corrected); `step` counts from 1.
+void adam_update(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, float lr, float beta1,
+                 float beta2, float eps, float weight_decay, int64_t step);
+
+}  // namespace mddp::tensor

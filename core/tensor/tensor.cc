@@ -1,0 +1,113 @@
+#include "core/tensor/tensor.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "core/common/check.h"
+#include "core/tensor/cuda/cuda_runtime.h"
+#include "mddp/config.h"
+
+namespace mddp::tensor {
+
+int64_t numel_of(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    MDDP_CHECK(d >= 0, "negative dimension in ", shape_str(shape));
+    n *= d;
+  }
+  return n;
+}
+
+std::string shape_str(const Shape& shape) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+Storage::Storage(std::size_t bytes, Device device) : bytes_(bytes), device_(device) {
+  const std::size_t padded = (bytes + 63) / 64 * 64;
+  if (device.is_cpu()) {
+    data_ = std::aligned_alloc(64, padded == 0 ? 64 : padded);
+    if (!data_) throw Error(str("out of memory allocating ", bytes, " bytes on the CPU"));
+    return;
+  }
+  require_available(device);
+#if MDDP_HAVE_CUDA
+  data_ = cuda::allocate(padded == 0 ? 64 : padded, device.index);
+#endif
+}
+
+Storage::~Storage() {
+  if (device_.is_cpu()) {
+    std::free(data_);
+    return;
+  }
+#if MDDP_HAVE_CUDA
+  cuda::free(data_, device_.index);
+#endif
+}
+
+namespace {
+void copy_bytes(void* dst, Device dst_dev, const void* src, Device src_dev, std::size_t n) {
+  if (n == 0) return;
+  if (dst_dev.is_cpu() && src_dev.is_cpu()) {
+    std::memcpy(dst, src, n);
+    return;
+  }
+#if MDDP_HAVE_CUDA
+  cuda::copy(dst, src, n);
+#else
+  MDDP_CHECK(false, "CUDA tensor in a build without CUDA");
+#endif
+}
+}  // namespace
+
+Tensor Tensor::empty(const Shape& shape, Device device) {
+  Tensor t;
+  t.numel_ = numel_of(shape);
+  t.shape_ = shape;
+  t.storage_ = std::make_shared<Storage>(t.bytes(), device);
+  return t;
+}
+
+Tensor Tensor::zeros(const Shape& shape, Device device) {
+  Tensor t = empty(shape, device);
+  t.copy_from(std::vector<float>(t.numel(), 0.0f));
+  return t;
+}
+
+Tensor Tensor::view(int64_t offset, const Shape& shape) const {
+  MDDP_CHECK(defined(), "view of an undefined tensor");
+  const int64_t n = numel_of(shape);
+  MDDP_CHECK(offset >= 0 && offset + n <= numel_, "view [", offset, ", ", offset + n,
+             ") out of range for a tensor of ", numel_, " elements");
+  Tensor t = *this;
+  t.offset_ = offset_ + offset;
+  t.numel_ = n;
+  t.shape_ = shape;
+  return t;
+}
+
+std::vector<float> Tensor::to_vector() const {
+  std::vector<float> out(numel_);
+  if (numel_) copy_bytes(out.data(), Device{}, data(), device(), bytes());
+  return out;
+}
+
+void Tensor::copy_from(const std::vector<float>& values) {
+  MDDP_CHECK_EQ(static_cast<int64_t>(values.size()), numel_, "copy_from size");
+  if (numel_) copy_bytes(data(), device(), values.data(), Device{}, bytes());
+}
+
+Tensor Tensor::from_vector(const Shape& shape, const std::vector<float>& values, Device device) {
+  Tensor t = empty(shape, device);
+  t.copy_from(values);
+  return t;
+}
+
+void ensure_shape(Tensor& t, const Shape& shape, Device device) {
+  if (t.defined() && t.shape() == shape && t.device() == device) return;
+  t = Tensor::empty(shape, device);
+}
+
+}  // namespace mddp::tensor

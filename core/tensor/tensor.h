@@ -1,0 +1,79 @@
+// Contiguous float32 tensors. A Tensor is a shape plus a window into a
+// reference-counted Storage on one Device; view() makes another window into
+// the same storage without copying. DDP relies on that: a parameter's
+// gradient can be a view into its bucket's flat buffer (See Note [Grad views]
+// in core/ddp/reducer.h), so backward writes straight into what is all-reduced.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/tensor/device.h"
+
+namespace mddp::tensor {
+
+using Shape = std::vector<int64_t>;
+
+int64_t numel_of(const Shape& shape);
+std::string shape_str(const Shape& shape);
+
+// Owns `bytes` bytes on `device`, 64-byte aligned on the CPU. Not copyable.
+class Storage {
+ public:
+  Storage(std::size_t bytes, Device device);
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  void* data() const { return data_; }
+  std::size_t bytes() const { return bytes_; }
+  Device device() const { return device_; }
+
+ private:
+  void* data_ = nullptr;
+  std::size_t bytes_ = 0;
+  Device device_;
+};
+
+class Tensor {
+ public:
+  Tensor() = default;  // undefined: no storage
+
+  static Tensor empty(const Shape& shape, Device device = {});  // contents unspecified
+  static Tensor zeros(const Shape& shape, Device device = {});
+
+  // A window of numel_of(shape) elements starting `offset` elements into this tensor.
+  Tensor view(int64_t offset, const Shape& shape) const;
+  // The same elements seen with another shape of equal numel.
+  Tensor reshape(const Shape& shape) const { return view(0, shape); }
+
+  bool defined() const { return storage_ != nullptr; }
+  float* data() const { return static_cast<float*>(storage_->data()) + offset_; }
+  const Shape& shape() const { return shape_; }
+  int ndim() const { return static_cast<int>(shape_.size()); }
+  int64_t dim(int i) const { return shape_.at(i < 0 ? shape_.size() + i : i); }
+  int64_t numel() const { return numel_; }
+  std::size_t bytes() const { return static_cast<std::size_t>(numel_) * sizeof(float); }
+  Device device() const { return storage_ ? storage_->device() : Device{}; }
+  // True when both windows lie in the same storage (views of one buffer).
+  bool shares_storage(const Tensor& other) const { return storage_ == other.storage_; }
+
+  // Host copies, for tests, checkpoints and logging (work on any device).
+  std::vector<float> to_vector() const;
+  void copy_from(const std::vector<float>& values);
+  static Tensor from_vector(const Shape& shape, const std::vector<float>& values, Device device = {});
+
+ private:
+  std::shared_ptr<Storage> storage_;
+  int64_t offset_ = 0;
+  int64_t numel_ = 0;
+  Shape shape_;
+};
+
+// Reallocates `t` only when its shape differs: modules keep their output
+// buffers across steps, so the steady-state step allocates nothing.
+void ensure_shape(Tensor& t, const Shape& shape, Device device);
+
+}  // namespace mddp::tensor
