@@ -39,12 +39,6 @@ struct CommOptions {
   std::chrono::milliseconds timeout{300'000};    // bound on every wait of a collective
 };
 
-// Identity checked in the data-plane handshake: a stranger or another job is refused.
-struct JobIdentity {
-  std::string job_id = "local";
-  std::string token;  // shared secret; compared in constant time
-};
-
 // One record of the in-memory history printed with errors (last 32 collectives).
 struct CollectiveRecord {
   uint64_t seq = 0;
@@ -96,9 +90,8 @@ class Communicator {
   std::unique_ptr<Impl> impl_;
 };
 
-// Connects this rank to every peer: listens on `bind_host` (port 0 = any free
-// port), publishes "<prefix>/addr/<rank>" in the store, reads the others',
-// and handshakes. kAuto picks shm when all ranks share this host.
+// Connects this rank's transport (connect_transport in transport/connect.h)
+// and starts a Communicator over it.
 std::unique_ptr<Communicator> connect(Store& store, int rank, int size, const JobIdentity& job,
                                       TransportKind kind, CommOptions options,
                                       const std::string& bind_host = "127.0.0.1",

@@ -29,6 +29,12 @@ ReduceOp parse_reduce_op(const std::string& s);
 Algorithm parse_algorithm(const std::string& s);
 TransportKind parse_transport(const std::string& s);
 
+// Identity checked in the data-plane handshake: a stranger or another job is refused.
+struct JobIdentity {
+  std::string job_id = "local";
+  std::string token;  // shared secret; compared in constant time
+};
+
 using Clock = std::chrono::steady_clock;
 using Deadline = Clock::time_point;
 

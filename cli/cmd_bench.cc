@@ -1,0 +1,12 @@
+#include "cli/commands.h"
+
+namespace mddp::cli {
+
+// `microddp bench <what>`: benchmarks that also verify (nccl-tests style).
+void register_bench(CLI::App& app) {
+  auto* bench = app.add_subcommand("bench", "Benchmarks (all-reduce, training throughput)");
+  bench->require_subcommand(1);
+  // Sub-benchmarks register themselves here (bench allreduce, bench train).
+}
+
+}  // namespace mddp::cli

@@ -1,0 +1,14 @@
+// Each subcommand lives in its own cmd_*.cc and registers itself on the
+// root CLI11 app; main.cc only wires them. A command's callback throws
+// mddp::Error on failure; main prints it as one line and exits non-zero.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace mddp::cli {
+
+void register_train(CLI::App& app);
+void register_bench(CLI::App& app);  // bench allreduce, bench train, ...
+void register_demo(CLI::App& app);   // demo collectives, demo manual, demo hooks
+
+}  // namespace mddp::cli

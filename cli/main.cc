@@ -1,0 +1,30 @@
+// microddp: one binary, one subcommand per job (see `microddp --help`).
+#include <cstdio>
+#include <exception>
+
+#include "cli/commands.h"
+#include "core/common/check.h"
+#include "core/common/log.h"
+#include "mddp/config.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"microddp " MDDP_VERSION " - distributed data-parallel training from first principles"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "microddp " MDDP_VERSION);
+  mddp::log::init("main");
+  mddp::cli::register_train(app);
+  mddp::cli::register_bench(app);
+  mddp::cli::register_demo(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const mddp::Error& e) {
+    std::fprintf(stderr, "microddp: error: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "microddp: internal error: %s\n", e.what());
+    return 2;
+  }
+  return 0;
+}
