@@ -12,7 +12,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "microddp " MDDP_VERSION);
   mddp::log::init("main");
-  // register_train arrives with core/train
+  mddp::cli::register_train(app);
   mddp::cli::register_bench(app);
   mddp::cli::register_demo(app);
   try {

@@ -40,11 +40,12 @@ const Tensor& Linear::forward(const Tensor& x) {
 
 const Tensor& Linear::backward(const Tensor& dy, bool need_dx) {
   MDDP_CHECK(x_ != nullptr, "backward before forward");
-  // dW [out, in] += dy^T [out, N] @ x [N, in]; db += column sums of dy.
-  ops::gemm(true, false, 1.0f, dy, *x_, 1.0f, weight.grad);
-  grad_ready(weight);
+  // db += column sums of dy; dW [out, in] += dy^T [out, N] @ x [N, in].
+  // Bias first: hooks fire in reverse parameters() order (Note [Grad-ready hooks]).
   ops::bias_grad(dy, bias.grad);
   grad_ready(bias);
+  ops::gemm(true, false, 1.0f, dy, *x_, 1.0f, weight.grad);
+  grad_ready(weight);
   if (!need_dx) return dx_;
   ensure_shape(dx_, x_->shape(), dy.device());
   ops::gemm(false, false, 1.0f, dy, weight.value, 0.0f, dx_);  // dx [N, in] = dy @ W
@@ -95,8 +96,8 @@ const Tensor& Conv2d::forward(const Tensor& x) {
 const Tensor& Conv2d::backward(const Tensor& dy, bool need_dx) {
   MDDP_CHECK(x_ != nullptr, "backward before forward");
   ops::conv2d_backward_params(*x_, dy, k_ / 2, col_, weight.grad, bias.grad);
+  grad_ready(bias);  // reverse parameters() order, as in Linear
   grad_ready(weight);
-  grad_ready(bias);
   if (!need_dx) return dx_;
   ensure_shape(dx_, x_->shape(), dy.device());
   ops::conv2d_backward_input(weight.value, dy, k_ / 2, col_, dx_);
@@ -122,6 +123,7 @@ const Tensor& MaxPool2d::forward(const Tensor& x) {
 }
 
 const Tensor& MaxPool2d::backward(const Tensor& dy, bool need_dx) {
+  MDDP_CHECK(x_ != nullptr, "backward before forward");
   if (!need_dx) return dx_;
   ensure_shape(dx_, x_->shape(), dy.device());
   ops::maxpool2d_backward(*x_, dy, k_, dx_);

@@ -10,6 +10,8 @@
 // parameter the moment its gradient is final, in the order autograd would:
 // last layer first, and within a layer before its dx is computed, so that
 // DDP can start all-reducing while earlier layers are still in backward.
+// Each parameter fires exactly once per backward, and the firing order is
+// exactly the reverse of parameters() (a layer's bias before its weight).
 #pragma once
 
 #include <functional>

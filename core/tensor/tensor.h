@@ -2,7 +2,7 @@
 // reference-counted Storage on one Device; view() makes another window into
 // the same storage without copying. DDP relies on that: a parameter's
 // gradient can be a view into its bucket's flat buffer (See Note [Grad views]
-// in core/ddp/reducer.h), so backward writes straight into what is all-reduced.
+// in core/ddp/reducer.cc), so backward writes straight into what is all-reduced.
 #pragma once
 
 #include <cstdint>

@@ -1,0 +1,55 @@
+#include "cli/train_flags.h"
+
+#include <cstdio>
+
+namespace mddp::cli {
+
+void add_training_flags(CLI::App& cmd, train::TrainConfig& cfg) {
+  const char* g = "Model";
+  cmd.add_option("--model", cfg.model.kind, "mlp (FullMLP) or cnn")->check(CLI::IsMember({"mlp", "cnn"}))->group(g)->capture_default_str();
+  cmd.add_option("--width", cfg.model.width, "MLP hidden width")->group(g)->capture_default_str();
+  cmd.add_option("--depth", cfg.model.depth, "MLP hidden layers (Linear+ReLU)")->group(g)->capture_default_str();
+  cmd.add_option("--classes", cfg.model.classes, "output classes (0: no head, output = width, for --loss mse)")->group(g)->capture_default_str();
+  cmd.add_option("--channels", cfg.model.channels, "CNN conv channels, one block each")->group(g)->capture_default_str();
+  cmd.add_option("--hidden", cfg.model.hidden, "CNN fully connected width")->group(g)->capture_default_str();
+  cmd.add_option("--loss", cfg.loss, "xent (classification) or mse (regression)")->check(CLI::IsMember({"xent", "mse"}))->group(g)->capture_default_str();
+
+  g = "Data";
+  cmd.add_option("--dataset", cfg.data.spec, "fashion-mnist, synthetic, synthetic-regression or idx:DIR")->group(g)->capture_default_str();
+  cmd.add_option("--synthetic-size", cfg.data.synthetic_size, "training samples of a synthetic dataset")->group(g)->capture_default_str();
+  cmd.add_option("--batch", cfg.batch, "global batch size (split evenly over ranks)")->group(g)->capture_default_str();
+
+  g = "Training";
+  cmd.add_option("--steps", cfg.steps, "stop after N steps (0: use --epochs)")->group(g)->capture_default_str();
+  cmd.add_option("--epochs", cfg.epochs, "passes over the training set")->group(g)->capture_default_str();
+  cmd.add_option("--optimizer", cfg.optim.name, "sgd or adam")->check(CLI::IsMember({"sgd", "adam"}))->group(g)->capture_default_str();
+  cmd.add_option("--lr", cfg.optim.lr, "learning rate")->group(g)->capture_default_str();
+  cmd.add_option("--momentum", cfg.optim.momentum, "SGD momentum")->group(g)->capture_default_str();
+  cmd.add_option("--weight-decay", cfg.optim.weight_decay, "L2 weight decay")->group(g)->capture_default_str();
+  cmd.add_option("--seed", cfg.seed, "seed of the initial weights and the data order")->group(g)->capture_default_str();
+  cmd.add_flag("!--no-eval", cfg.eval, "skip the test-set evaluation at each epoch end")->group(g);
+
+  g = "Runtime";
+  cmd.add_option("--device", cfg.device, "cpu, cuda or cuda:K")->group(g)->capture_default_str();
+  cmd.add_option("--threads", cfg.threads, "compute threads per process")->group(g)->capture_default_str();
+  cmd.add_option("--run-dir", cfg.run_dir, "directory for the log and the checkpoint")->group(g);
+  cmd.add_option("--log-every", cfg.log_every, "print every N steps (0: about 20 lines)")->group(g)->capture_default_str();
+}
+
+void print_config(const train::TrainConfig& cfg, int64_t num_parameters, const std::string& model) {
+  std::printf("+----------------------+------------------------------------------------+\n");
+  auto row = [](const char* k, const std::string& v) { std::printf("| %-20s | %-46s |\n", k, v.c_str()); };
+  row("model", model.size() > 46 ? model.substr(0, 43) + "..." : model);
+  row("parameters", std::to_string(num_parameters) + " (" + std::to_string(num_parameters * 4 / 1000) + " kB fp32)");
+  row("dataset", cfg.data.spec);
+  row("loss", cfg.loss);
+  row("global batch", std::to_string(cfg.batch));
+  row("optimizer", cfg.optim.name + " lr " + std::to_string(cfg.optim.lr) +
+                       (cfg.optim.name == "sgd" ? " momentum " + std::to_string(cfg.optim.momentum) : ""));
+  row("seed", std::to_string(cfg.seed));
+  row("device / threads", cfg.device + " / " + std::to_string(cfg.threads));
+  std::printf("+----------------------+------------------------------------------------+\n");
+  std::fflush(stdout);
+}
+
+}  // namespace mddp::cli

@@ -1,0 +1,51 @@
+// The catalogue of collective algorithms. Each is implemented in its own file
+// under the spec comment that states its words and its alpha-beta cost; all
+// run on the progress thread, blocking, bounded by ctx.deadline, and throw the
+// transport's CommError (naming the peer) when a step fails.
+//
+// Buffer contracts are the Communicator's (communicator.h); counts are in
+// elements. Every rank must call the same algorithm with the same count,
+// dtype, op and root. count 0 moves nothing (except barrier).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/comm/algorithms/context.h"
+
+namespace mddp::comm {
+
+// ---- all-reduce: data[count] becomes the reduction over all ranks ----------
+void all_reduce_ring(const AlgoContext& ctx, void* data, int64_t count, DataType t, ReduceOp op);
+void all_reduce_naive(const AlgoContext& ctx, void* data, int64_t count, DataType t, ReduceOp op);
+void all_reduce_tree(const AlgoContext& ctx, void* data, int64_t count, DataType t, ReduceOp op);
+// kAuto's choice for a message of `bytes` on `world` ranks: never kAuto.
+// Depends only on its arguments, so every rank picks the same.
+Algorithm choose_all_reduce_algorithm(std::size_t bytes, int world);
+
+// ---- ring building blocks (ring_reduce_scatter.cc, ring_all_gather.cc) -----
+// In place over data split into `blocks` (blocks.parts == n): afterwards
+// block r holds the reduction (kAvg: still the sum) of every rank's block r;
+// the other blocks hold partial results.
+void ring_reduce_scatter_inplace(const AlgoContext& ctx, void* data, Blocks blocks, DataType t,
+                                 ReduceOp op);
+// In place: block r of data is this rank's; afterwards every block is filled.
+void ring_all_gather_inplace(const AlgoContext& ctx, void* data, Blocks blocks, DataType t);
+
+// ---- the other collectives --------------------------------------------------
+// in[count * n] -> out[count]: the reduction of everyone's block r.
+void reduce_scatter_ring(const AlgoContext& ctx, const void* in, void* out, int64_t count,
+                         DataType t, ReduceOp op);
+// in[count] -> out[count * n], rank q's block at q*count. in may alias out's block r.
+void all_gather_ring(const AlgoContext& ctx, const void* in, void* out, int64_t count, DataType t);
+void broadcast_tree(const AlgoContext& ctx, void* data, int64_t count, DataType t, int root);
+// The result lands in root's data; other ranks' data is overwritten with partial results.
+void reduce_tree(const AlgoContext& ctx, void* data, int64_t count, DataType t, ReduceOp op,
+                 int root);
+void scatter_linear(const AlgoContext& ctx, const void* in, void* out, int64_t count, DataType t,
+                    int root);
+void gather_linear(const AlgoContext& ctx, const void* in, void* out, int64_t count, DataType t,
+                   int root);
+void barrier_dissemination(const AlgoContext& ctx);
+
+}  // namespace mddp::comm

@@ -1,0 +1,53 @@
+// Naive all-reduce = gather to a root + broadcast from it, one peer at a time.
+//
+// Spec. Every rank other than the root (rank 0) sends its whole buffer to the
+// root and waits. The root receives the n-1 buffers one after another,
+// combines each into its own (16-bit types: in an fp32 scratch, rounded once),
+// divides by n for kAvg, and then sends the result to each rank in turn.
+//
+// Cost, all of it at the root:  T_naive = 2(n-1)(alpha + S/beta).
+// The root receives (n-1)S and sends (n-1)S while every other rank moves
+// only S each way, so the root's link is the bottleneck and the time grows
+// linearly with n, where the ring's stays near 2S/beta. Kept because it is
+// the obvious first design (the seeds' all_reduce_mean is this, via
+// reduce + broadcast), and the benchmark shows why it loses.
+#include "core/comm/algorithms/algorithms.h"
+#include "core/comm/reduce_kernels.h"
+
+namespace mddp::comm {
+
+void all_reduce_naive(const AlgoContext& ctx, void* data, int64_t count, DataType t, ReduceOp op) {
+  constexpr int kRoot = 0;
+  const int n = ctx.size;
+  if (count == 0 || n == 1) return;
+  const auto elems = static_cast<std::size_t>(count);
+  const std::size_t bytes = bytes_of(count, t);
+
+  if (ctx.rank != kRoot) {
+    ctx.send(kRoot, data, bytes);
+    ctx.recv(kRoot, data, bytes);
+    return;
+  }
+
+  const bool wide = t != DataType::kFloat32;
+  float* acc = wide ? ctx.scratch.floats(Scratch::kAccum, elems) : nullptr;
+  if (wide) to_float(acc, data, elems, t);
+  void* incoming = ctx.scratch.get(Scratch::kRecv, bytes);
+  for (int q = 1; q < n; ++q) {
+    ctx.recv(q, incoming, bytes);
+    if (wide) {
+      accumulate(acc, incoming, elems, t, op);
+    } else {
+      reduce(data, data, incoming, elems, t, op);
+    }
+  }
+  const float divisor = op == ReduceOp::kAvg ? static_cast<float>(n) : 1.0f;
+  if (wide) {
+    from_float(data, acc, elems, t, divisor);
+  } else {
+    divide(data, elems, t, divisor);
+  }
+  for (int q = 1; q < n; ++q) ctx.send(q, data, bytes);
+}
+
+}  // namespace mddp::comm

@@ -1,0 +1,223 @@
+// The TCP data plane.
+//
+// Wire format. After the handshake (tcp/handshake.h) each connection carries
+// frames in both directions, one per send():
+//
+//   u32 magic "MDDF" | u32 sequence | u64 length | length bytes of payload
+//
+// (little-endian; sequence counts the frames of that direction from 0). The
+// receiver names the byte count it expects, so the header is validated
+// before a single payload byte is read: a wrong magic or sequence means the
+// stream is corrupt or out of step, a wrong length means the two ranks are
+// running different collectives; both are PeerErrors naming the peer and
+// both values, and the connection is dead from then on (its framing is lost).
+// Payload goes straight between the socket and the caller's buffer (no
+// staging copy); a 0-byte message is a bare header, so it still orders.
+//
+// Progress. Sockets are non-blocking. An operation is a small state machine
+// (header, then payload) advanced until the socket would block; run() polls
+// every unfinished operation's socket plus the abort eventfd, with the time
+// left to the deadline. send_recv() runs its send and its receive in that
+// one loop, so two neighbours that both send 64 MiB at once keep draining
+// each other's data instead of deadlocking on full socket buffers.
+//
+// Failures: EOF or ECONNRESET mid-message (the peer died or closed) is a
+// PeerError; the deadline is a TimeoutError naming the peers still pending;
+// abort() makes the eventfd readable and every call throws AbortedError.
+// MSG_NOSIGNAL everywhere, so a dead peer never raises SIGPIPE.
+#include "core/comm/transport/tcp/tcp_transport.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "core/comm/transport/tcp/mesh.h"
+
+namespace mddp::comm {
+
+namespace {
+constexpr uint32_t kFrameMagic = 0x4644444d;  // bytes 'M' 'D' 'D' 'F'
+constexpr std::size_t kHeaderBytes = 16;
+
+void encode_header(uint8_t* p, uint32_t seq, uint64_t length) {
+  for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(kFrameMagic >> (8 * i));
+  for (int i = 0; i < 4; ++i) p[4 + i] = static_cast<uint8_t>(seq >> (8 * i));
+  for (int i = 0; i < 8; ++i) p[8 + i] = static_cast<uint8_t>(length >> (8 * i));
+}
+uint64_t load_le(const uint8_t* p, int bytes) {
+  uint64_t v = 0;
+  for (int i = 0; i < bytes; ++i) v |= static_cast<uint64_t>(p[i]) << (8 * i);
+  return v;
+}
+}  // namespace
+
+struct TcpTransport::Peer {
+  int rank = 0;
+  tcp::Fd fd;
+  uint32_t send_seq = 0, recv_seq = 0;
+  std::string broken;  // set once the connection failed; every later call rethrows it
+};
+
+struct TcpTransport::Op {
+  Peer* peer = nullptr;
+  bool sending = false;
+  uint8_t header[kHeaderBytes] = {};
+  std::size_t header_done = 0;
+  uint8_t* data = nullptr;
+  std::size_t bytes = 0, done = 0;
+  bool finished = false;
+};
+
+std::unique_ptr<TcpTransport> TcpTransport::connect(Store& store, int rank, int size, const JobIdentity& job,
+                                                    std::chrono::milliseconds timeout, const std::string& bind_host,
+                                                    const std::string& prefix) {
+  auto fds = tcp::connect_mesh(store, rank, size, job, Clock::now() + timeout, bind_host, prefix);
+  return std::make_unique<TcpTransport>(rank, size, std::move(fds));
+}
+
+TcpTransport::TcpTransport(int rank, int size, std::vector<tcp::Fd> fds) : rank_(rank), size_(size) {
+  MDDP_CHECK(static_cast<int>(fds.size()) == size, "one socket per rank");
+  for (int r = 0; r < size; ++r) {
+    auto p = std::make_unique<Peer>();
+    p->rank = r;
+    p->fd = std::move(fds[static_cast<std::size_t>(r)]);
+    MDDP_CHECK(r == rank || p->fd.valid(), "no connection to rank ", r);
+    peers_.push_back(std::move(p));
+  }
+}
+
+TcpTransport::~TcpTransport() = default;
+
+void TcpTransport::abort(const std::string& reason) { abort_.abort(reason); }
+
+void TcpTransport::send(int peer, const void* data, std::size_t bytes, Deadline deadline) {
+  send_recv(peer, data, bytes, -1, nullptr, 0, deadline);
+}
+
+void TcpTransport::recv(int peer, void* data, std::size_t bytes, Deadline deadline) {
+  send_recv(-1, nullptr, 0, peer, data, bytes, deadline);
+}
+
+void TcpTransport::send_recv(int send_peer, const void* send_data, std::size_t send_bytes, int recv_peer,
+                             void* recv_data, std::size_t recv_bytes, Deadline deadline) {
+  Op ops[2];
+  int count = 0;
+  auto add = [&](int peer, bool sending, const void* data, std::size_t bytes) {
+    MDDP_CHECK(peer >= 0 && peer < size_ && peer != rank_, "rank ", rank_, " cannot talk to rank ", peer,
+               " (world size ", size_, ")");
+    MDDP_CHECK(bytes == 0 || data != nullptr, "null buffer for ", bytes, " bytes");
+    Op& op = ops[count++];
+    op.peer = peers_[static_cast<std::size_t>(peer)].get();
+    op.sending = sending;
+    op.data = static_cast<uint8_t*>(const_cast<void*>(data));
+    op.bytes = bytes;
+    if (sending) encode_header(op.header, op.peer->send_seq, bytes);
+  };
+  if (send_peer != -1) add(send_peer, true, send_data, send_bytes);  // -1: recv() alone
+  if (recv_peer != -1) add(recv_peer, false, recv_data, recv_bytes);  // -1: send() alone
+  run(ops, count, deadline);
+}
+
+void TcpTransport::fail(Peer& p, const std::string& what) {
+  p.broken = str("rank ", rank_, ": connection to rank ", p.rank, ": ", what);
+  throw PeerError(p.broken);
+}
+
+// Moves bytes until the operation finishes (true) or the socket would block.
+bool TcpTransport::advance(Op& op) {
+  Peer& p = *op.peer;
+  const int fd = p.fd.get();
+  while (!op.finished) {
+    ssize_t n;
+    if (op.sending) {
+      iovec iov[2];
+      int iovcnt = 0;
+      if (op.header_done < kHeaderBytes) iov[iovcnt++] = {op.header + op.header_done, kHeaderBytes - op.header_done};
+      if (op.done < op.bytes) iov[iovcnt++] = {op.data + op.done, op.bytes - op.done};
+      msghdr msg{};
+      msg.msg_iov = iov;
+      msg.msg_iovlen = static_cast<std::size_t>(iovcnt);
+      n = ::sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    } else if (op.header_done < kHeaderBytes) {
+      n = ::recv(fd, op.header + op.header_done, kHeaderBytes - op.header_done, MSG_DONTWAIT);
+    } else {
+      n = ::recv(fd, op.data + op.done, op.bytes - op.done, MSG_DONTWAIT);
+    }
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return false;
+      fail(p, str(op.sending ? "sending " : "receiving ", op.bytes, " bytes failed after ", op.done, ": ",
+                  tcp::errno_string(errno), " (rank ", p.rank, " probably died or closed its transport)"));
+    }
+    if (n == 0 && !op.sending)
+      fail(p, str("rank ", p.rank, " closed the connection while rank ", rank_, " was receiving ", op.bytes,
+                  " bytes (", op.done, " arrived): it probably exited or crashed; see its log"));
+    auto got = static_cast<std::size_t>(n);
+    std::size_t to_header = std::min(got, kHeaderBytes - op.header_done);
+    op.header_done += to_header;
+    op.done += got - to_header;  // receives never straddle; sends may
+    if (!op.sending && op.header_done == kHeaderBytes && got == to_header) {
+      // The header just completed: check it before touching the payload.
+      uint32_t magic = static_cast<uint32_t>(load_le(op.header, 4));
+      uint32_t seq = static_cast<uint32_t>(load_le(op.header + 4, 4));
+      uint64_t length = load_le(op.header + 8, 8);
+      if (magic != kFrameMagic)
+        fail(p, str("rank ", p.rank, " sent a corrupt frame header (bad magic 0x", std::hex, magic, std::dec, ")"));
+      if (seq != p.recv_seq)
+        fail(p, str("rank ", p.rank, " sent frame #", seq, " where #", p.recv_seq, " was expected"));
+      if (length != op.bytes)
+        fail(p, str("rank ", p.rank, " sent a message of ", length, " bytes but rank ", rank_, " expected ", op.bytes,
+                    " bytes: the ranks are running different collectives or sizes"));
+    }
+    if (op.header_done == kHeaderBytes && op.done == op.bytes) {
+      op.finished = true;
+      ++(op.sending ? p.send_seq : p.recv_seq);
+    }
+  }
+  return true;
+}
+
+void TcpTransport::run(Op* ops, int count, Deadline deadline) {
+  const auto start = Clock::now();
+  for (int i = 0; i < count; ++i)
+    if (!ops[i].peer->broken.empty()) throw PeerError(ops[i].peer->broken + " (an earlier call failed)");
+  while (true) {
+    if (abort_.aborted())
+      throw AbortedError(str("rank ", rank_, ": communication aborted: ", abort_.reason()));
+    bool all = true;
+    for (int i = 0; i < count; ++i) all = advance(ops[i]) && all;
+    if (all) return;
+
+    const auto now = Clock::now();
+    if (now >= deadline) {
+      std::string pending;
+      for (int i = 0; i < count; ++i)
+        if (!ops[i].finished)
+          pending += str(pending.empty() ? "" : " and ", ops[i].sending ? "sending " : "receiving ", ops[i].bytes,
+                         " bytes ", ops[i].sending ? "to" : "from", " rank ", ops[i].peer->rank, " (",
+                         ops[i].done, " done)");
+      auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now - start).count();
+      throw TimeoutError(str("rank ", rank_, ": timed out after ", ms, " ms ", pending,
+                             "; is that rank alive, and running the same collective?"));
+    }
+    pollfd pfds[3];
+    int n = 0;
+    for (int i = 0; i < count; ++i) {
+      if (ops[i].finished) continue;
+      short ev = ops[i].sending ? POLLOUT : POLLIN;
+      if (n > 0 && pfds[n - 1].fd == ops[i].peer->fd.get())
+        pfds[n - 1].events |= ev;
+      else
+        pfds[n++] = {ops[i].peer->fd.get(), ev, 0};
+    }
+    pfds[n++] = {abort_.fd(), POLLIN, 0};
+    auto ms = std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count();
+    if (::poll(pfds, static_cast<nfds_t>(n), static_cast<int>(std::min<int64_t>(ms, 60'000))) < 0 && errno != EINTR)
+      throw CommError(str("rank ", rank_, ": poll failed: ", tcp::errno_string(errno)));
+  }
+}
+
+}  // namespace mddp::comm

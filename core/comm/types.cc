@@ -1,0 +1,60 @@
+#include "core/comm/types.h"
+
+#include <array>
+#include <string_view>
+#include <utility>
+
+namespace mddp::comm {
+namespace {
+
+// One table per enum: the command-line spelling of each value, in enum order.
+constexpr std::array<std::pair<DataType, const char*>, 3> kDtypes{
+    {{DataType::kFloat32, "fp32"}, {DataType::kFloat16, "fp16"}, {DataType::kBFloat16, "bf16"}}};
+constexpr std::array<std::pair<ReduceOp, const char*>, 4> kOps{
+    {{ReduceOp::kSum, "sum"}, {ReduceOp::kAvg, "avg"}, {ReduceOp::kMax, "max"}, {ReduceOp::kMin, "min"}}};
+constexpr std::array<std::pair<Algorithm, const char*>, 4> kAlgorithms{{{Algorithm::kAuto, "auto"},
+                                                                        {Algorithm::kRing, "ring"},
+                                                                        {Algorithm::kNaive, "naive"},
+                                                                        {Algorithm::kTree, "tree"}}};
+constexpr std::array<std::pair<TransportKind, const char*>, 3> kTransports{
+    {{TransportKind::kAuto, "auto"}, {TransportKind::kTcp, "tcp"}, {TransportKind::kShm, "shm"}}};
+
+template <typename E, std::size_t N>
+const char* name_of(const std::array<std::pair<E, const char*>, N>& table, E value) {
+  for (const auto& [v, name] : table)
+    if (v == value) return name;
+  return "?";
+}
+
+template <typename E, std::size_t N>
+E parse(const std::array<std::pair<E, const char*>, N>& table, const std::string& s, const char* what) {
+  for (const auto& [v, name] : table)
+    if (s == name) return v;
+  std::string choices;
+  for (const auto& [v, name] : table) choices += (choices.empty() ? "" : ", ") + std::string(name);
+  throw InputError(str("unknown ", what, " '", s, "' (valid choices: ", choices, ")"));
+}
+
+}  // namespace
+
+std::size_t element_size(DataType t) {
+  switch (t) {
+    case DataType::kFloat32: return 4;
+    case DataType::kFloat16:
+    case DataType::kBFloat16: return 2;
+  }
+  MDDP_CHECK(false, "unknown DataType ", static_cast<int>(t));
+  return 0;
+}
+
+const char* to_string(DataType t) { return name_of(kDtypes, t); }
+const char* to_string(ReduceOp op) { return name_of(kOps, op); }
+const char* to_string(Algorithm a) { return name_of(kAlgorithms, a); }
+const char* to_string(TransportKind k) { return name_of(kTransports, k); }
+
+DataType parse_dtype(const std::string& s) { return parse(kDtypes, s, "data type"); }
+ReduceOp parse_reduce_op(const std::string& s) { return parse(kOps, s, "reduce op"); }
+Algorithm parse_algorithm(const std::string& s) { return parse(kAlgorithms, s, "algorithm"); }
+TransportKind parse_transport(const std::string& s) { return parse(kTransports, s, "transport"); }
+
+}  // namespace mddp::comm

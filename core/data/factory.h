@@ -1,0 +1,40 @@
+// Builds a dataset from its command-line spec:
+//
+//   synthetic              classification, label = argmax(X·W*)     (default)
+//   synthetic-regression   y = X·W* + noise
+//   fashion-mnist          /usr/share/datasets/fashion-mnist (Debian's dataset-fashion-mnist)
+//   idx:DIR                any MNIST-layout IDX directory
+//
+// For synthetic data the train and test splits draw different samples from
+// the same teacher W*, so test accuracy measures generalisation.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/data/dataset.h"
+#include "core/data/split.h"
+
+namespace mddp::data {
+
+inline constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
+
+struct DatasetConfig {
+  std::string spec = "synthetic";
+  int64_t synthetic_size = 8192;    // training samples of synthetic data
+  int64_t synthetic_test_size = 0;  // test samples; 0 = a quarter of synthetic_size (2048 by default)
+  int64_t input_dim = 128;          // synthetic input width
+  int64_t classes = 10;             // synthetic classification classes
+  int64_t target_dim = 0;           // synthetic regression target width; 0 = input_dim
+  float noise = 0.1f;               // synthetic regression noise std
+  uint64_t seed = 0;
+};
+
+// The accepted specs, for help texts and error messages.
+std::string dataset_choices();
+
+// Throws InputError for an unknown spec, bad sizes, or missing/malformed files.
+std::unique_ptr<Dataset> make_dataset(const DatasetConfig& config, Split split);
+
+}  // namespace mddp::data

@@ -1,0 +1,128 @@
+#include "core/data/idx_reader.h"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <array>
+#include <filesystem>
+#include <iomanip>
+#include <sstream>
+
+#include "core/common/check.h"
+
+namespace mddp::data {
+namespace {
+
+// Upper bound on the payload we agree to allocate (16 GiB); a corrupt header
+// claiming more is reported as such instead of failing inside new[].
+constexpr int64_t kMaxIdxBytes = int64_t{1} << 34;
+
+std::string hex32(uint32_t v) {
+  std::ostringstream os;
+  os << "0x" << std::hex << std::setw(8) << std::setfill('0') << v;
+  return os.str();
+}
+
+// Owns a gzFile; gzopen also opens uncompressed files, reading them as they are.
+class GzReader {
+ public:
+  explicit GzReader(const std::string& path) : path_(path) {
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec))
+      throw InputError(str(path, ": no such file"));
+    if (std::filesystem::is_directory(path, ec))
+      throw InputError(str(path, ": is a directory, expected an IDX file"));
+    file_ = gzopen(path.c_str(), "rb");
+    if (file_ == nullptr) throw InputError(str(path, ": cannot open for reading"));
+  }
+  ~GzReader() {
+    if (file_ != nullptr) gzclose(file_);
+  }
+  GzReader(const GzReader&) = delete;
+  GzReader& operator=(const GzReader&) = delete;
+
+  // Reads exactly `n` bytes or throws, saying what was being read.
+  void read_exact(void* dst, int64_t n, const char* what) {
+    auto* out = static_cast<unsigned char*>(dst);
+    int64_t done = 0;
+    while (done < n) {
+      // gzread takes an unsigned int length: read in chunks of at most 1 GiB.
+      const auto chunk = static_cast<unsigned>(std::min<int64_t>(n - done, int64_t{1} << 30));
+      const int got = gzread(file_, out + done, chunk);
+      if (got < 0) {
+        int errnum = 0;
+        const char* msg = gzerror(file_, &errnum);
+        throw InputError(str(path_, ": corrupt or unreadable data while reading the ", what, " (", msg, ")"));
+      }
+      if (got == 0)
+        throw InputError(str(path_, ": truncated file: the ", what, " needs ", n, " bytes but only ", done,
+                             " are there (re-download or re-extract it)"));
+      done += got;
+    }
+  }
+
+ private:
+  std::string path_;
+  gzFile file_ = nullptr;
+};
+
+uint32_t big_endian_u32(const std::array<unsigned char, 4>& b) {
+  return (uint32_t{b[0]} << 24) | (uint32_t{b[1]} << 16) | (uint32_t{b[2]} << 8) | uint32_t{b[3]};
+}
+
+}  // namespace
+
+IdxArray read_idx(const std::string& path) {
+  GzReader in(path);
+  std::array<unsigned char, 4> word{};
+  in.read_exact(word.data(), 4, "magic number");
+  IdxArray out;
+  out.magic = big_endian_u32(word);
+  const uint32_t ndims = out.magic & 0xff;
+  // 0x08 is the unsigned-byte element type, the only one MNIST-style files use.
+  if ((out.magic & 0xffffff00u) != 0x00000800u || ndims < 1 || ndims > 4)
+    throw InputError(str(path, ": not an unsigned-byte IDX file (magic ", hex32(out.magic),
+                         ", expected 0x000008NN with 1 <= NN <= 4)"));
+  int64_t total = 1;
+  for (uint32_t d = 0; d < ndims; ++d) {
+    in.read_exact(word.data(), 4, "header");
+    const int64_t dim = big_endian_u32(word);
+    out.dims.push_back(dim);
+    total *= dim;  // each dim < 2^32 and total is capped below, so no overflow before the check
+    if (total > kMaxIdxBytes)
+      throw InputError(str(path, ": header claims more than ", kMaxIdxBytes, " bytes of data; corrupt file?"));
+  }
+  out.data.resize(static_cast<std::size_t>(total));
+  in.read_exact(out.data.data(), total, "data");
+  return out;
+}
+
+IdxImages read_idx_images(const std::string& path) {
+  IdxArray a = read_idx(path);
+  if (a.magic != kIdxImagesMagic)
+    throw InputError(str(path, ": wrong magic ", hex32(a.magic), " for an images file (expected ",
+                         hex32(kIdxImagesMagic), ": count, rows, cols)"));
+  IdxImages out;
+  out.count = a.dims[0];
+  out.rows = a.dims[1];
+  out.cols = a.dims[2];
+  out.pixels = std::move(a.data);
+  return out;
+}
+
+std::vector<uint8_t> read_idx_labels(const std::string& path, int64_t num_classes) {
+  IdxArray a = read_idx(path);
+  if (a.magic != kIdxLabelsMagic)
+    throw InputError(str(path, ": wrong magic ", hex32(a.magic), " for a labels file (expected ",
+                         hex32(kIdxLabelsMagic), ")"));
+  if (num_classes > 0) {
+    for (std::size_t i = 0; i < a.data.size(); ++i) {
+      if (a.data[i] >= num_classes)
+        throw InputError(str(path, ": label ", int{a.data[i]}, " at index ", i, " is out of range [0, ",
+                             num_classes, ")"));
+    }
+  }
+  return std::move(a.data);
+}
+
+}  // namespace mddp::data

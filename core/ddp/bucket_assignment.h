@@ -1,0 +1,28 @@
+// Which parameters share a bucket — a pure function, tested on its own.
+//
+// Note [Bucket order]: gradients become ready in reverse order of
+// registration (the last layer first; Note [Grad-ready hooks] in
+// core/nn/module.h), so buckets are filled in that order: bucket 0 holds the
+// last parameters and is the first to be ready. The first bucket is kept
+// small (default 1 MB) so communication starts as early as possible; the
+// others fill up to the cap (default 25 MB), like PyTorch's Reducer. Every
+// rank computes the same assignment from the same sizes, and buckets are
+// launched strictly in index order, so all ranks issue the same sequence of
+// collectives.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+namespace mddp::ddp {
+
+// `param_bytes[i]` is the gradient size of parameter i (registration order).
+// Returns buckets, each a list of parameter indices in the order their
+// gradients become ready. A bucket is closed when adding the next parameter
+// would exceed its cap (first bucket: first_cap_bytes, others: cap_bytes); a
+// parameter larger than the cap gets a bucket of its own. Every parameter is
+// in exactly one bucket.
+std::vector<std::vector<std::size_t>> assign_buckets(const std::vector<std::size_t>& param_bytes,
+                                                     std::size_t first_cap_bytes, std::size_t cap_bytes);
+
+}  // namespace mddp::ddp

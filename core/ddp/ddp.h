@@ -1,0 +1,59 @@
+// DistributedDataParallel: wraps a model so that N replicas on N ranks train
+// as one model on the union of their batches.
+//
+//  * at construction: checks that every rank built the same model (names and
+//    shapes; the error shows the first difference) and broadcasts rank 0's
+//    initial parameters, so replicas start identical;
+//  * per step: the grad-ready hooks feed the chosen GradSync strategy;
+//    after_backward() waits until every gradient is the average over ranks;
+//  * no_sync: with accumulation over K micro-batches, only the last
+//    micro-batch's backward synchronises (the others just accumulate);
+//  * local SGD: with local_sgd = K, gradients are never synchronised;
+//    instead parameters are averaged after every K-th optimiser step.
+#pragma once
+
+#include <memory>
+
+#include "core/ddp/grad_sync.h"
+#include "core/nn/module.h"
+
+namespace mddp::ddp {
+
+struct DdpOptions {
+  SyncOptions sync;
+  int64_t local_sgd = 0;  // > 0: average parameters every K steps instead of gradients
+};
+
+class DistributedDataParallel {
+ public:
+  // Collective: every rank must construct it at the same point.
+  DistributedDataParallel(nn::Module& model, comm::Communicator& comm, DdpOptions options);
+  ~DistributedDataParallel();
+
+  // Before each micro-batch's backward: synchronise only on the last one.
+  void before_backward(bool last_micro_batch);
+  // After backward: waits for the averaged gradients (no-op while not synchronising).
+  void after_backward();
+  // After the optimiser step `step` (1-based): local SGD's parameter average.
+  void after_optimizer(int64_t step);
+  // Mean over ranks of a scalar (e.g. the loss). Collective.
+  double mean_over_ranks(double value);
+
+  // The last synchronisation's cost (empty if the step did not synchronise).
+  const SyncStats& last_stats() const;
+  GradSync& grad_sync() { return *sync_; }
+
+ private:
+  void check_same_model();
+  void broadcast_parameters();
+
+  nn::Module& model_;
+  comm::Communicator& comm_;
+  DdpOptions options_;
+  std::unique_ptr<GradSync> sync_;
+  bool sync_enabled_ = true;
+  bool synced_this_step_ = false;
+  SyncStats empty_;
+};
+
+}  // namespace mddp::ddp

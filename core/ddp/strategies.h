@@ -1,0 +1,59 @@
+// The three GradSync strategies (see grad_sync.h). Private to core/ddp.
+#pragma once
+
+#include <unordered_map>
+#include <vector>
+
+#include "core/ddp/allreduce_unit.h"
+#include "core/ddp/grad_sync.h"
+
+namespace mddp::ddp {
+
+class NaiveSync : public GradSync {
+ public:
+  NaiveSync(std::vector<nn::Parameter*> params, Compression compress, comm::Communicator& comm);
+  void on_grad_ready(nn::Parameter& p) override;
+  void finish() override;
+
+ private:
+  comm::Communicator& comm_;
+  std::vector<AllReduceUnit> units_;
+};
+
+class HookedSync : public GradSync {
+ public:
+  HookedSync(std::vector<nn::Parameter*> params, Compression compress, comm::Communicator& comm);
+  void on_grad_ready(nn::Parameter& p) override;
+  void finish() override;
+
+ private:
+  comm::Communicator& comm_;
+  std::unordered_map<const nn::Parameter*, std::size_t> index_of_;
+  std::vector<AllReduceUnit> units_;
+  std::vector<std::size_t> launch_order_;  // FIFO: the order the communicator runs them
+};
+
+// Bucketed DDP, PyTorch's Reducer in miniature. See reducer.cc.
+class Reducer : public GradSync {
+ public:
+  Reducer(std::vector<nn::Parameter*> params, const SyncOptions& options, comm::Communicator& comm);
+  void on_grad_ready(nn::Parameter& p) override;
+  void finish() override;
+  // For tests and `demo hooks`: parameter indices per bucket.
+  const std::vector<std::vector<std::size_t>>& buckets() const { return assignment_; }
+
+ private:
+  struct Slot {  // where a parameter lives
+    std::size_t bucket;
+  };
+  comm::Communicator& comm_;
+  std::vector<std::vector<std::size_t>> assignment_;
+  std::vector<tensor::Tensor> flat_;       // one flat buffer per bucket
+  std::vector<AllReduceUnit> units_;       // one per bucket
+  std::vector<std::size_t> pending_;       // gradients still missing, per bucket
+  std::vector<std::size_t> bucket_size_;   // parameters per bucket
+  std::unordered_map<const nn::Parameter*, Slot> slot_of_;
+  std::size_t next_to_launch_ = 0;
+};
+
+}  // namespace mddp::ddp

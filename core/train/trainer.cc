@@ -1,0 +1,146 @@
+#include "core/train/trainer.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "core/common/check.h"
+#include "core/common/timer.h"
+#include "core/tensor/ops.h"
+#include "core/train/checkpoint.h"
+#include "mddp/config.h"
+
+namespace mddp::train {
+namespace {
+
+tensor::Shape batch_shape(int64_t n, const tensor::Shape& sample) {
+  tensor::Shape s{n};
+  s.insert(s.end(), sample.begin(), sample.end());
+  return s;
+}
+
+tensor::Shape target_shape(int64_t n, const data::Dataset& d) {
+  return d.target_dim() == 0 ? tensor::Shape{n} : tensor::Shape{n, d.target_dim()};
+}
+
+}  // namespace
+
+Trainer::Trainer(TrainConfig cfg, int rank, int world_size)
+    : cfg_(std::move(cfg)), rank_(rank), world_size_(world_size) {
+  cfg_.validate();
+  tensor::set_num_threads(cfg_.threads);
+  const tensor::Device device = tensor::Device::parse(cfg_.device);
+  tensor::require_available(device);
+
+  // Synthetic data is shaped by the model: inputs of `width` features and,
+  // for regression, targets as wide as the model's output.
+  cfg_.data.seed = cfg_.seed;
+  cfg_.data.input_dim = cfg_.model.width;
+  cfg_.data.classes = cfg_.model.classes;
+  cfg_.data.target_dim = cfg_.model.classes > 0 ? cfg_.model.classes : cfg_.model.width;
+  train_set_ = data::make_dataset(cfg_.data, data::Split::kTrain);
+  if (cfg_.eval) test_set_ = data::make_dataset(cfg_.data, data::Split::kTest);
+  if (train_set_->num_classes() > 0 && cfg_.model.classes != train_set_->num_classes())
+    throw InputError(str("--classes ", cfg_.model.classes, " but ", train_set_->name(), " has ",
+                         train_set_->num_classes(), " classes"));
+
+  if (cfg_.batch % world_size_ != 0)
+    throw InputError(str("--batch ", cfg_.batch, " is not divisible by ", world_size_, " ranks"));
+  sampler_ = std::make_unique<data::GlobalBatchSampler>(train_set_->size(), cfg_.batch * cfg_.accumulate, rank_,
+                                                        world_size_, cfg_.seed);
+  cfg_.model.seed = cfg_.seed;
+  model_ = nn::build_model(cfg_.model, train_set_->sample_shape(), device);
+  loss_ = nn::make_loss(cfg_.loss);
+  optimizer_ = nn::make_optimizer(cfg_.optim, model_->parameters());
+  x_ = tensor::Tensor::empty(batch_shape(local_batch(), train_set_->sample_shape()), device);
+  y_ = tensor::Tensor::empty(target_shape(local_batch(), *train_set_), device);
+}
+
+int64_t Trainer::total_steps() const {
+  return cfg_.steps > 0 ? cfg_.steps : cfg_.epochs * steps_per_epoch();
+}
+
+StepResult Trainer::step(const StepHooks& hooks) {
+  StepResult r;
+  r.epoch = steps_done_ / steps_per_epoch();
+  r.step = steps_done_ + 1;
+  const int64_t k_micro = cfg_.accumulate;
+  // This rank's slice of the step's global batch: `accumulate` micro-batches
+  // of local_batch() samples each (Note [Global batch] in core/data/sampler.h).
+  const auto indices = sampler_->indices(r.epoch, steps_done_ % steps_per_epoch());
+  const int64_t t_begin = now_ns();
+  model_->zero_grad();
+  double loss_sum = 0;
+  for (int64_t m = 0; m < k_micro; ++m) {
+    const int64_t t0 = now_ns();
+    train_set_->get_batch(indices.subspan(m * local_batch(), local_batch()), x_, y_);
+    const int64_t t1 = now_ns();
+    const tensor::Tensor& out = model_->forward(x_);
+    loss_sum += loss_->forward(out, y_);
+    const int64_t t2 = now_ns();
+    const bool last = m + 1 == k_micro;
+    if (hooks.before_backward) hooks.before_backward(last);
+    model_->backward(loss_->backward(), /*need_dx=*/false);
+    const int64_t t3 = now_ns();
+    if (last && hooks.after_backward) hooks.after_backward();
+    const int64_t t4 = now_ns();
+    r.times.data += ns_to_ms(t1 - t0);
+    r.times.forward += ns_to_ms(t2 - t1);
+    r.times.backward += ns_to_ms(t3 - t2);
+    r.times.sync += ns_to_ms(t4 - t3);
+  }
+  const int64_t t5 = now_ns();
+  if (k_micro > 1)  // the sum of K micro-batch means -> the mean over all K*b samples
+    for (nn::Parameter* p : model_->parameters()) tensor::scale(p->grad, 1.0f / static_cast<float>(k_micro));
+  optimizer_->step();
+  ++steps_done_;
+  if (hooks.after_optimizer) hooks.after_optimizer(steps_done_);
+  const int64_t t6 = now_ns();
+  r.times.optimizer = ns_to_ms(t6 - t5);
+  r.times.total = ns_to_ms(t6 - t_begin);
+  r.loss = static_cast<float>(loss_sum / static_cast<double>(k_micro));
+  return r;
+}
+
+EvalResult Trainer::evaluate() {
+  EvalResult r;
+  if (!test_set_) return r;
+  const int64_t chunk = 1000;
+  const tensor::Device device = x_.device();
+  tensor::Tensor x = tensor::Tensor::empty(batch_shape(chunk, test_set_->sample_shape()), device);
+  tensor::Tensor y = tensor::Tensor::empty(target_shape(chunk, *test_set_), device);
+  auto eval_loss = nn::make_loss(cfg_.loss);
+  std::vector<int64_t> idx(chunk);
+  double loss_sum = 0;
+  int64_t correct = 0;
+  for (int64_t begin = 0; begin < test_set_->size(); begin += chunk) {
+    const int64_t n = std::min(chunk, test_set_->size() - begin);
+    if (n != x.dim(0)) {  // the last, shorter chunk: views of the same buffers
+      x = x.view(0, batch_shape(n, test_set_->sample_shape()));
+      y = y.view(0, target_shape(n, *test_set_));
+    }
+    idx.resize(n);
+    std::iota(idx.begin(), idx.end(), begin);
+    test_set_->get_batch(idx, x, y);
+    const tensor::Tensor& out = model_->forward(x);
+    loss_sum += static_cast<double>(eval_loss->forward(out, y)) * n;
+    if (test_set_->num_classes() > 0) correct += tensor::count_correct(out, y);
+  }
+  r.samples = test_set_->size();
+  r.loss = loss_sum / static_cast<double>(r.samples);
+  if (test_set_->num_classes() > 0) r.accuracy = static_cast<double>(correct) / static_cast<double>(r.samples);
+  return r;
+}
+
+void Trainer::save_checkpoint(const std::string& path) {
+  std::vector<NamedTensor> tensors;
+  for (nn::Parameter* p : model_->parameters()) tensors.push_back({p->name, p->value});
+  for (auto& [name, t] : optimizer_->state()) tensors.push_back({"optimizer." + name, t});
+  save_safetensors(path, tensors,
+                   {{"format", "microddp-checkpoint-v1"},
+                    {"microddp_version", MDDP_VERSION},
+                    {"step", std::to_string(steps_done_)},
+                    {"model", model_->describe()},
+                    {"optimizer", cfg_.optim.name}});
+}
+
+}  // namespace mddp::train

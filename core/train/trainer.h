@@ -1,0 +1,82 @@
+// The training loop: model, loss, optimiser, data shard, evaluation and
+// checkpoints. One Trainer per process; with world_size > 1 it trains this
+// rank's shard of every global batch (the DDP layer keeps replicas in sync).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "core/data/dataset.h"
+#include "core/data/sampler.h"
+#include "core/nn/loss.h"
+#include "core/nn/optimizer.h"
+#include "core/nn/sequential.h"
+#include "core/train/config.h"
+
+namespace mddp::train {
+
+// Wall time of each phase of one step, in milliseconds (summed over micro-batches).
+// `sync` is the time after backward spent making gradients consistent (DDP's
+// exposed communication); `backward` excludes it.
+struct StepTimes {
+  double data = 0, forward = 0, backward = 0, sync = 0, optimizer = 0, total = 0;
+};
+
+// Where the DDP layer plugs into a step (all optional).
+struct StepHooks {
+  std::function<void(bool last_micro_batch)> before_backward;  // no_sync on all but the last
+  std::function<void()> after_backward;                        // wait for averaged gradients
+  std::function<void(int64_t step)> after_optimizer;           // local SGD
+};
+
+struct StepResult {
+  int64_t step = 0;   // 1-based, global across epochs
+  int64_t epoch = 0;  // 0-based
+  float loss = 0;     // this rank's mean loss over its shard
+  StepTimes times;
+};
+
+struct EvalResult {
+  double loss = 0;
+  double accuracy = -1;  // fraction correct; -1 for regression
+  int64_t samples = 0;
+};
+
+class Trainer {
+ public:
+  Trainer(TrainConfig cfg, int rank = 0, int world_size = 1);
+
+  const TrainConfig& config() const { return cfg_; }
+  nn::Sequential& model() { return *model_; }
+  nn::Optimizer& optimizer() { return *optimizer_; }
+  const data::Dataset& train_set() const { return *train_set_; }
+  int64_t steps_per_epoch() const { return sampler_->steps_per_epoch(); }
+  int64_t total_steps() const;
+  int64_t steps_done() const { return steps_done_; }
+  int64_t local_batch() const { return cfg_.batch / world_size_; }  // per micro-batch
+
+  // One optimiser step: for each of the `accumulate` micro-batches, load this
+  // rank's shard, forward, backward (gradients accumulate); then average the
+  // accumulated gradients over micro-batches and step the optimiser. With
+  // accumulation K this equals one step on a K-times larger batch.
+  StepResult step(const StepHooks& hooks = {});
+  // Mean loss and accuracy over the whole test split (run on every rank alike).
+  EvalResult evaluate();
+  // Model parameters and optimiser state, with step/epoch metadata.
+  void save_checkpoint(const std::string& path);
+
+ private:
+  TrainConfig cfg_;
+  int rank_, world_size_;
+  std::unique_ptr<data::Dataset> train_set_, test_set_;
+  std::unique_ptr<data::GlobalBatchSampler> sampler_;
+  std::unique_ptr<nn::Sequential> model_;
+  std::unique_ptr<nn::Loss> loss_;
+  std::unique_ptr<nn::Optimizer> optimizer_;
+  tensor::Tensor x_, y_;  // this rank's batch, allocated once
+  int64_t steps_done_ = 0;
+};
+
+}  // namespace mddp::train

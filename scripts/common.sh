@@ -1,0 +1,44 @@
+# Shared by scripts/start and scripts/test: install what is missing, then
+# configure and build. Idempotent: a second run does no apt work and an
+# incremental build. Run as root on Debian 12.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD="${MICRODDP_BUILD_DIR:-$ROOT/build}"
+JOBS="${JOBS:-$(nproc)}"
+
+# Build and test dependencies, all from Debian's archive.
+APT_PACKAGES=(
+  build-essential cmake ninja-build ccache pkg-config
+  libspdlog-dev libcli11-dev nlohmann-json3-dev libtomlplusplus-dev
+  libdnnl-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libboost-dev
+  dataset-fashion-mnist iproute2 procps
+)
+
+say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
+
+install_packages() {
+  local missing=()
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if ((${#missing[@]})); then
+    say "installing ${#missing[@]} Debian packages: ${missing[*]}"
+    [[ $(id -u) -eq 0 ]] || { echo "need root to install packages (run with sudo)"; exit 1; }
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  fi
+}
+
+# configure_and_build DIR [cmake -D options]
+configure_and_build() {
+  local dir="$1"
+  shift
+  if [[ ! -f "$dir/build.ninja" ]]; then
+    say "configuring $dir"
+    cmake -S "$ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "$@"
+  fi
+  say "building $dir ($JOBS jobs)"
+  cmake --build "$dir" -j "$JOBS"
+}
