@@ -6,7 +6,8 @@ namespace mddp::cli {
 void register_bench(CLI::App& app) {
   auto* bench = app.add_subcommand("bench", "Benchmarks (all-reduce, training throughput)");
   bench->require_subcommand(1);
-  // Sub-benchmarks register themselves here (bench allreduce, bench train).
+  register_bench_train(*bench);
+  register_bench_gemm(*bench);
 }
 
 }  // namespace mddp::cli

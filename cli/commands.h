@@ -11,4 +11,8 @@ void register_train(CLI::App& app);
 void register_bench(CLI::App& app);  // bench allreduce, bench train, ...
 void register_demo(CLI::App& app);   // demo collectives, demo manual, demo hooks
 
+// Sub-commands, registered by their parents.
+void register_bench_train(CLI::App& bench);
+void register_bench_gemm(CLI::App& bench);
+
 }  // namespace mddp::cli

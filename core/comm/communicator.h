@@ -5,7 +5,11 @@
 //
 // Every rank must issue the same collectives in the same order (the sequence
 // number of each is printed in errors). Buffers must stay valid and untouched
-// until the returned Work completes.
+// until the returned Work completes. Every collective is bounded by
+// CommOptions::timeout from the moment it starts running. The first failure
+// ends the communicator: every later call fails at once, carrying that first
+// error (see Note [One failure ends the communicator] in communicator.cc).
+// The algorithms and their costs: core/comm/algorithms/, docs/allreduce.md.
 #pragma once
 
 #include <chrono>
@@ -63,7 +67,8 @@ class Communicator {
   // In place: data[count] becomes the element-wise reduction over ranks.
   WorkPtr all_reduce(void* data, int64_t count, DataType dtype, ReduceOp op,
                      Algorithm algorithm = Algorithm::kAuto);
-  // in[count * size] on every rank; out[count] = reduction of block `rank`.
+  // in[count * size] on every rank; out[count] = reduction of block `rank`
+  // (out must not overlap in).
   WorkPtr reduce_scatter(const void* in, void* out, int64_t count, DataType dtype, ReduceOp op);
   // in[count] on every rank; out[count * size] holds rank r's block at r*count.
   WorkPtr all_gather(const void* in, void* out, int64_t count, DataType dtype);
@@ -75,6 +80,9 @@ class Communicator {
   // every rank's in[count] -> root's out[count * size] (out ignored elsewhere).
   WorkPtr gather(const void* in, void* out, int64_t count, DataType dtype, int root);
   WorkPtr barrier();
+  // Point-to-point. A send may block until the peer receives (a transport
+  // need not buffer a whole message) and the queue runs in order, so pair
+  // them up: in a ring, rank 0 sends first and the others receive first.
   WorkPtr send(const void* data, int64_t count, DataType dtype, int peer);
   WorkPtr recv(void* data, int64_t count, DataType dtype, int peer);
 

@@ -12,6 +12,18 @@
 
 namespace mddp::train {
 
+// How ranks talk and keep their replicas in sync (ignored by a single process).
+struct DistConfig {
+  std::string ddp = "bucketed";       // naive | hooked | bucketed
+  double bucket_mb = 25.0;            // bucket cap (MiB)
+  double first_bucket_mb = 1.0;       // cap of the first bucket (MiB)
+  std::string compress = "none";      // none | fp16 | bf16 (the all-reduce's wire type)
+  int64_t local_sgd = 0;              // > 0: average parameters every K steps instead
+  std::string algorithm = "auto";     // auto | ring | naive | tree
+  std::string transport = "auto";     // auto | tcp | shm
+  int64_t timeout_ms = 60'000;        // bound on every collective wait
+};
+
 struct TrainConfig {
   nn::ModelConfig model;
   std::string loss = "xent";              // xent | mse
@@ -27,6 +39,7 @@ struct TrainConfig {
   int threads = 1;                        // compute threads per process
   int64_t log_every = 0;                  // 0 = about 20 lines per run
   bool eval = true;                       // test accuracy after each epoch
+  DistConfig dist;
 
   // Rejects contradictory or impossible settings with an InputError naming the flag.
   void validate() const;

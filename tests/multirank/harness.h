@@ -76,6 +76,13 @@ class Buffer {
   std::vector<uint8_t> bytes_;
 };
 
+// v rounded to the nearest value of type t.
+inline float round_to(DataType t, float v) {
+  if (t == DataType::kFloat16) return fp16_to_float(float_to_fp16(v));
+  if (t == DataType::kBFloat16) return bf16_to_float(float_to_bf16(v));
+  return v;
+}
+
 // Rank r's input element i: an integer in [-8, 8], different per rank and
 // position. Any partial sum over <= 8 ranks is an integer of magnitude <= 64,
 // exact in fp32, fp16 and bf16, so every algorithm must match the reference
@@ -101,9 +108,7 @@ inline float expected_value(DataType t, ReduceOp op, int n, int64_t i) {
     else acc += v;
   }
   if (op == ReduceOp::kAvg) acc /= static_cast<float>(n);
-  Buffer one(t, 1);
-  one.set(0, acc);
-  return one.get(0);
+  return round_to(t, acc);
 }
 
 // Compares got[i] with want(i) for i < count, reporting the number of wrong

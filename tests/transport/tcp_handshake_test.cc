@@ -165,7 +165,7 @@ TEST(TcpHandshakeTest, CodecRoundTripsAndRejectsGarbage) {
   EXPECT_TRUE(contains(why, "longer than")) << why;
   EXPECT_TRUE(tcp::constant_time_equal("abc", "abc"));
   EXPECT_FALSE(tcp::constant_time_equal("abc", "abd"));
-  EXPECT_FALSE(tcp::constant_time_equal("abc", "abc\0"));
+  EXPECT_FALSE(tcp::constant_time_equal("abc", std::string_view("abc\0", 4)));
   EXPECT_FALSE(tcp::constant_time_equal("", "a"));
 }
 

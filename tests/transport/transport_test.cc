@@ -77,7 +77,7 @@ TEST_P(ExchangeTest, AllToAllSendRecvExactBytes) {
 
 std::vector<Case> exchange_cases() {
   std::vector<Case> cases;
-  for (auto kind : {TransportKind::kTcp})
+  for (auto kind : {TransportKind::kTcp, TransportKind::kShm})
     for (int n : {1, 2, 3, 4, 8}) cases.push_back({kind, n});
   return cases;
 }
@@ -215,7 +215,7 @@ TEST_P(TransportTest, WrongFrameLengthIsAPeerErrorNamingBothLengths) {
       60s);
 }
 
-INSTANTIATE_TEST_SUITE_P(Kinds, TransportTest, ::testing::Values(TransportKind::kTcp), kind_name);
+INSTANTIATE_TEST_SUITE_P(Kinds, TransportTest, ::testing::Values(TransportKind::kTcp, TransportKind::kShm), kind_name);
 
 }  // namespace
 }  // namespace mddp::comm::test

@@ -100,7 +100,6 @@ inline std::vector<double> numeric_grad(Tensor& t, const std::function<double()>
       p[i] = lo;
       const double f_lo = f();
       ok = ok && (!smooth || smooth());
-      if (!ok) fprintf(stderr, "RETRY %d\n", attempt);
       if (ok) {
         g[static_cast<std::size_t>(i)] = (f_hi - f_lo) / (static_cast<double>(hi) - lo);
         break;
@@ -142,8 +141,6 @@ inline ::testing::AssertionResult all_close(const std::string& what,
       ++bad;
     }
   }
-  { double me=0; for (std::size_t i=0;i<expected.size();++i) me=std::max(me,std::abs(actual[i]-expected[i])/std::max(scale,1e-300));
-    fprintf(stderr, "MEASURE %s maxerr/scale=%.3g worst_excess=%.3g scale=%.3g\n", what.c_str(), me, worst_excess, scale); }
   if (bad == 0) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure()
          << what << ": " << bad << " of " << expected.size() << " elements differ (rtol " << rtol

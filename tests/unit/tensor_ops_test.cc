@@ -428,12 +428,12 @@ TEST(SoftmaxXent, MatchesDoubleFormulas) {
 
 // count_correct counts rows whose first arg-max equals the label (ties go to the lower index).
 TEST(SoftmaxXent, CountCorrectUsesFirstArgMax) {
-  Tensor logits = Tensor::from_vector({4, 3}, {1, 3, 3,    // tie between 1 and 2
-                                               1, 3, 3,    // same row, other label
-                                               5, -1, 0,   //
+  Tensor logits = Tensor::from_vector({4, 3}, {1, 3, 3,    // tie: class 1 wins, not 2
+                                               3, 3, 0,    // tie: class 0 wins, not 1
+                                               5, -1, 0,   // plain maximum
                                                -2, -1, -3});
-  Tensor labels = Tensor::from_vector({4}, {1, 2, 0, 1});
-  EXPECT_EQ(ops::count_correct(logits, labels), 3);
+  Tensor labels = Tensor::from_vector({4}, {1, 0, 0, 2});
+  EXPECT_EQ(ops::count_correct(logits, labels), 3);  // last-max would count 1
   Rng rng(42);
   Tensor big = random_tensor({50, 7}, rng), big_labels = random_labels(50, 7, rng);
   const auto lv = big.to_vector(), yv = big_labels.to_vector();

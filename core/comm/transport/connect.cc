@@ -4,6 +4,7 @@
 
 #include <fstream>
 
+#include "core/comm/transport/shm/shm_transport.h"
 #include "core/comm/transport/tcp/tcp_transport.h"
 
 namespace mddp::comm {
@@ -46,7 +47,8 @@ std::unique_ptr<Transport> connect_transport(Store& store, int rank, int size, c
   if (kind == TransportKind::kAuto) kind = choose(store, rank, size, deadline, prefix);
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
   switch (kind) {
-    case TransportKind::kShm:  // shared memory arrives in the next step; tcp meanwhile
+    case TransportKind::kShm:
+      return ShmTransport::connect(store, rank, size, job, left, prefix);
     case TransportKind::kTcp:
     case TransportKind::kAuto:
       return TcpTransport::connect(store, rank, size, job, left, bind_host, prefix);

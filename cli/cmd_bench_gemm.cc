@@ -1,0 +1,52 @@
+// `microddp bench gemm`: the single-core SGEMM rate of the GEMM microddp
+// uses (core/tensor/cpu/gemm.cc), for the training step's lower bound:
+// a step cannot beat its FLOPs divided by this rate.
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+
+#include "cli/commands.h"
+#include "core/common/check.h"
+#include "core/common/rng.h"
+#include "core/common/timer.h"
+#include "core/tensor/ops.h"
+
+namespace mddp::cli {
+
+void register_bench_gemm(CLI::App& bench) {
+  struct Opts {
+    int64_t m = 256, n = 1024, k = 1024;
+    int iters = 20;
+    int threads = 1;
+  };
+  auto o = std::make_shared<Opts>();
+  auto* cmd = bench.add_subcommand("gemm", "SGEMM GFLOP/s of microddp's CPU GEMM (best of --iters)");
+  cmd->add_option("-m", o->m, "rows of A and C")->capture_default_str();
+  cmd->add_option("-n", o->n, "columns of B and C")->capture_default_str();
+  cmd->add_option("-k", o->k, "inner dimension")->capture_default_str();
+  cmd->add_option("--iters", o->iters, "repetitions (the best is reported)")->capture_default_str();
+  cmd->add_option("--threads", o->threads, "compute threads")->capture_default_str();
+  cmd->callback([o] {
+    if (o->m < 1 || o->n < 1 || o->k < 1 || o->iters < 1) throw InputError("-m, -n, -k and --iters must be positive");
+    tensor::set_num_threads(o->threads);
+    Rng rng(1);
+    auto random = [&](int64_t r, int64_t c) {
+      std::vector<float> v(r * c);
+      for (float& x : v) x = rng.uniform(-1, 1);
+      return tensor::Tensor::from_vector({r, c}, v);
+    };
+    tensor::Tensor a = random(o->m, o->k), b = random(o->k, o->n), c = tensor::Tensor::zeros({o->m, o->n});
+    double best = 1e30;
+    for (int i = 0; i < o->iters + 1; ++i) {  // one extra, untimed warm-up
+      const int64_t t0 = now_ns();
+      tensor::gemm(false, false, 1.0f, a, b, 0.0f, c);
+      if (i > 0) best = std::min(best, (now_ns() - t0) * 1e-9);
+    }
+    const double gflops = 2.0 * o->m * o->n * o->k / best * 1e-9;
+    std::printf("gemm %lldx%lldx%lld: best %.3f ms, %.1f GFLOP/s (%d thread%s)\n", static_cast<long long>(o->m),
+                static_cast<long long>(o->n), static_cast<long long>(o->k), best * 1e3, gflops, o->threads,
+                o->threads == 1 ? "" : "s");
+  });
+}
+
+}  // namespace mddp::cli

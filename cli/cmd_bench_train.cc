@@ -1,0 +1,158 @@
+// `microddp bench train`: training throughput, single process or N local
+// ranks with DDP. Warm-up steps, then timed steps; global samples/s, the
+// phase breakdown, overlap and peak RSS per rank. Defaults are the
+// benchmark's FullMLP (16 square layers, MSE, SGD), as in bench/README.md.
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "cli/local_ranks.h"
+#include "cli/train_flags.h"
+#include "core/comm/transport/connect.h"
+#include "core/common/check.h"
+#include "core/common/timer.h"
+#include "core/train/distributed.h"
+
+namespace mddp::cli {
+namespace {
+
+using nlohmann::json;
+
+struct BenchOptions {
+  int nproc = 1;
+  int warmup = 3;
+  int iters = 10;
+  std::string json_path;
+};
+
+double peak_rss_mb() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
+}
+
+// Runs warm-up and timed steps of `step`, returns this rank's measurements.
+json time_steps(const BenchOptions& o, const std::function<train::StepResult()>& step,
+                const std::function<ddp::SyncStats()>& sync_stats, const std::function<void()>& barrier) {
+  for (int i = 0; i < o.warmup; ++i) step();
+  barrier();
+  double data = 0, fwd = 0, bwd = 0, exposed = 0, opt = 0, comm_total = 0;
+  const int64_t t0 = now_ns();
+  for (int i = 0; i < o.iters; ++i) {
+    const train::StepResult r = step();
+    data += r.times.data;
+    fwd += r.times.forward;
+    bwd += r.times.backward;
+    exposed += r.times.sync;
+    opt += r.times.optimizer;
+    comm_total += sync_stats().total_ms;
+  }
+  barrier();
+  const double wall_s = (now_ns() - t0) * 1e-9;
+  const double n = o.iters;
+  return {{"wall_s", wall_s},           {"data_ms", data / n},     {"forward_ms", fwd / n},
+          {"backward_ms", bwd / n},     {"exposed_comm_ms", exposed / n},
+          {"total_comm_ms", comm_total / n}, {"optimizer_ms", opt / n},
+          {"overlap", comm_total > 0 ? std::clamp(1.0 - exposed / comm_total, 0.0, 1.0) : 0.0},
+          {"peak_rss_mb", peak_rss_mb()}};
+}
+
+json run_rank(const train::TrainConfig& cfg, const BenchOptions& o, int rank, comm::Store* store) {
+  if (o.nproc == 1) {
+    train::Trainer t(cfg);
+    return time_steps(o, [&] { return t.step(); }, [] { return ddp::SyncStats{}; }, [] {});
+  }
+  comm::JobIdentity job{"bench-train", ""};
+  auto transport = comm::connect_transport(*store, rank, o.nproc, job, comm::parse_transport(cfg.dist.transport),
+                                           std::chrono::milliseconds(cfg.dist.timeout_ms));
+  auto comm = std::make_unique<comm::Communicator>(std::move(transport), train::comm_options(cfg));
+  train::DistributedTrainer dt(cfg, std::move(comm));
+  return time_steps(o, [&] { return dt.step(); }, [&] { return dt.ddp().last_stats(); },
+                    [&] { dt.comm().barrier()->wait(); });
+}
+
+void report(const train::TrainConfig& cfg, const BenchOptions& o, const std::vector<json>& ranks) {
+  double wall = 0;
+  json mean = json::object();
+  for (const char* k : {"data_ms", "forward_ms", "backward_ms", "exposed_comm_ms", "total_comm_ms", "optimizer_ms", "overlap"}) {
+    double s = 0;
+    for (const auto& r : ranks) s += r[k].get<double>();
+    mean[k] = s / static_cast<double>(ranks.size());
+  }
+  std::vector<double> rss;
+  for (const auto& r : ranks) {
+    wall = std::max(wall, r["wall_s"].get<double>());
+    rss.push_back(r["peak_rss_mb"].get<double>());
+  }
+  const double sps = o.iters * cfg.batch * cfg.accumulate / wall;
+  std::printf("bench train: %s width %lld depth %lld, global batch %lld on %d rank(s), %s",
+              cfg.model.kind.c_str(), static_cast<long long>(cfg.model.width), static_cast<long long>(cfg.model.depth),
+              static_cast<long long>(cfg.batch), o.nproc, o.nproc > 1 ? cfg.dist.ddp.c_str() : "no DDP");
+  if (o.nproc > 1 && cfg.dist.ddp == "bucketed") std::printf(" (buckets %.3g MiB, first %.3g MiB)", cfg.dist.bucket_mb, cfg.dist.first_bucket_mb);
+  std::printf("\n  samples/s %.1f   step %.2f ms   (%d warm-up + %d timed steps)\n", sps, wall * 1e3 / o.iters,
+              o.warmup, o.iters);
+  std::printf("  per step, mean over ranks (ms): data %.2f  forward %.2f  backward %.2f  exposed comm %.2f  optimizer %.2f\n",
+              mean["data_ms"].get<double>(), mean["forward_ms"].get<double>(), mean["backward_ms"].get<double>(),
+              mean["exposed_comm_ms"].get<double>(), mean["optimizer_ms"].get<double>());
+  if (o.nproc > 1)
+    std::printf("  all-reduce: total %.2f ms per step, overlap %.0f%% (hidden behind backward)\n",
+                mean["total_comm_ms"].get<double>(), mean["overlap"].get<double>() * 100);
+  std::printf("  peak RSS per rank (MB):");
+  for (double r : rss) std::printf(" %.0f", r);
+  std::printf("\n");
+  if (!o.json_path.empty()) {
+    json j = {{"samples_per_s", sps}, {"step_ms", wall * 1e3 / o.iters}, {"nproc", o.nproc},
+              {"ddp", o.nproc > 1 ? cfg.dist.ddp : "none"}, {"bucket_mb", cfg.dist.bucket_mb},
+              {"width", cfg.model.width}, {"depth", cfg.model.depth}, {"batch", cfg.batch},
+              {"phases_ms", mean}, {"peak_rss_mb", rss}, {"ranks", ranks}};
+    std::ofstream(o.json_path) << j.dump(2) << "\n";
+  }
+}
+
+}  // namespace
+
+void register_bench_train(CLI::App& bench) {
+  auto cfg = std::make_shared<train::TrainConfig>();
+  // The benchmark model: FullMLP, 16 square layers of 1024, MSE, plain SGD.
+  cfg->model.width = 1024;
+  cfg->model.depth = 16;
+  cfg->model.classes = 0;
+  cfg->loss = "mse";
+  cfg->data.spec = "synthetic-regression";
+  cfg->data.synthetic_size = 4096;
+  cfg->batch = 256;
+  cfg->optim = {.name = "sgd", .lr = 0.01f};
+  cfg->eval = false;
+  auto o = std::make_shared<BenchOptions>();
+  auto* cmd = bench.add_subcommand("train", "Training throughput: samples/s, phases, overlap, memory");
+  cmd->add_option("--nproc", o->nproc, "ranks (processes on this host); 1 = no DDP")->capture_default_str();
+  cmd->add_option("--warmup", o->warmup, "untimed steps first")->capture_default_str();
+  cmd->add_option("--iters", o->iters, "timed steps")->capture_default_str();
+  cmd->add_option("--json", o->json_path, "also write the results as JSON to this file");
+  add_training_flags(*cmd, *cfg);
+  cmd->callback([cfg, o] {
+    if (o->iters < 1 || o->warmup < 0) throw InputError("--iters must be >= 1 and --warmup >= 0");
+    cfg->steps = o->warmup + o->iters;
+    if (o->nproc == 1) {
+      report(*cfg, *o, {run_rank(*cfg, *o, 0, nullptr)});
+      return;
+    }
+    const int rc = run_local_ranks(o->nproc, [&](int rank, comm::Store& store) {
+      const json mine = run_rank(*cfg, *o, rank, &store);
+      store.set("bench/result/" + std::to_string(rank), mine.dump());
+      if (rank != 0) return;
+      std::vector<json> all;
+      for (int r = 0; r < o->nproc; ++r)
+        all.push_back(json::parse(store.get("bench/result/" + std::to_string(r), std::chrono::minutes(10))));
+      report(*cfg, *o, all);
+    });
+    if (rc != 0) throw Error(str("bench train failed (a rank exited with status ", rc, ")"));
+  });
+}
+
+}  // namespace mddp::cli

@@ -1,0 +1,22 @@
+// Runs N ranks of a job on this host as forked processes that meet through a
+// FileStore in a fresh temporary directory (no coordinator needed): used by
+// `bench train`, `verify` and `demo` commands. The first failing rank's exit
+// status is returned and the others are stopped, so nothing hangs.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "core/comm/store.h"
+
+namespace mddp::cli {
+
+// fn(rank, store) runs in child `rank`; a thrown mddp::Error prints one line
+// "rank R: error: ..." and makes that child exit 1. Returns 0 when all ranks
+// succeeded, else the first failure's exit code (128+signal if killed).
+int run_local_ranks(int nproc, const std::function<void(int rank, comm::Store& store)>& fn);
+
+// A fresh, empty directory under $TMPDIR (or /tmp); removed by the caller.
+std::string make_temp_dir(const std::string& prefix);
+
+}  // namespace mddp::cli

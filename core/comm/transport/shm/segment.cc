@@ -1,0 +1,116 @@
+#include "core/comm/transport/shm/segment.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <new>
+#include <utility>
+
+#include "core/comm/types.h"
+
+namespace mddp::comm::shm {
+namespace {
+
+[[noreturn]] void fail(const std::string& what, const std::string& name) {
+  throw CommError(str("shared memory: ", what, " '", name, "': ", std::strerror(errno),
+                      errno == ENOSPC || errno == ENOMEM ? " (is /dev/shm full? try --transport tcp)" : ""));
+}
+
+}  // namespace
+
+Segment Segment::create(const std::string& name, int rank, int size, uint64_t job_hash, uint64_t ring_capacity) {
+  int fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0) fail("cannot create", name);
+  Segment s;
+  s.name_ = name;  // from here on, the destructor unlinks it
+  s.bytes_ = bytes_for(size, ring_capacity);
+  if (::ftruncate(fd, static_cast<off_t>(s.bytes_)) != 0) {
+    ::close(fd);
+    fail("cannot size", name);
+  }
+  // MAP_POPULATE allocates the pages now, not on the first message.
+  s.base_ = ::mmap(nullptr, s.bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+  ::close(fd);
+  if (s.base_ == MAP_FAILED) {
+    s.base_ = nullptr;
+    fail("cannot map", name);
+  }
+  auto* h = new (s.base_) SegmentHeader{};
+  h->version = kSegmentVersion;
+  h->rank = rank;
+  h->size = size;
+  h->pid = static_cast<int32_t>(::getpid());
+  h->job_hash = job_hash;
+  h->ring_capacity = ring_capacity;
+  for (int sender = 0; sender < size; ++sender)
+    if (sender != rank) new (s.ring(sender)) RingHeader{};
+  h->magic.store(kSegmentMagic, std::memory_order_release);
+  return s;
+}
+
+Segment Segment::attach(const std::string& name, int rank, int size, uint64_t job_hash) {
+  int fd = ::shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0);
+  if (fd < 0) fail(str("cannot open rank ", rank, "'s segment"), name);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || static_cast<std::size_t>(st.st_size) < kPage) {
+    ::close(fd);
+    throw CommError(str("shared memory: rank ", rank, "'s segment '", name, "' is truncated"));
+  }
+  Segment s;
+  s.bytes_ = static_cast<std::size_t>(st.st_size);
+  s.base_ = ::mmap(nullptr, s.bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  ::close(fd);
+  if (s.base_ == MAP_FAILED) {
+    s.base_ = nullptr;
+    fail("cannot map", name);
+  }
+  const SegmentHeader* h = s.header();
+  if (h->magic.load(std::memory_order_acquire) != kSegmentMagic || h->version != kSegmentVersion ||
+      h->rank != rank || h->size != size || h->job_hash != job_hash ||
+      s.bytes_ != bytes_for(size, h->ring_capacity))
+    throw CommError(str("shared memory: segment '", name, "' is not rank ", rank, " of ", size,
+                        " of this job (stale name in the store, or a different microddp build?)"));
+  return s;
+}
+
+Segment::Segment(Segment&& o) noexcept
+    : base_(std::exchange(o.base_, nullptr)), bytes_(std::exchange(o.bytes_, 0)), name_(std::move(o.name_)) {
+  o.name_.clear();
+}
+
+Segment& Segment::operator=(Segment&& o) noexcept {
+  if (this != &o) {
+    release();
+    base_ = std::exchange(o.base_, nullptr);
+    bytes_ = std::exchange(o.bytes_, 0);
+    name_ = std::move(o.name_);
+    o.name_.clear();
+  }
+  return *this;
+}
+
+Segment::~Segment() { release(); }
+
+void Segment::release() {
+  unlink();
+  if (base_) ::munmap(base_, bytes_);
+  base_ = nullptr;
+}
+
+void Segment::unlink() {
+  if (!name_.empty()) ::shm_unlink(name_.c_str());
+  name_.clear();
+}
+
+RingHeader* Segment::ring(int sender) const {
+  const int owner = header()->rank;
+  const int slot = sender < owner ? sender : sender - 1;
+  auto* p = static_cast<uint8_t*>(base_) + kPage + static_cast<std::size_t>(slot) * (kPage + header()->ring_capacity);
+  return reinterpret_cast<RingHeader*>(p);
+}
+
+}  // namespace mddp::comm::shm

@@ -1,0 +1,77 @@
+// The shared-memory segment of one rank: its doorbell and the rings that
+// carry messages *to* it, one from each peer. See the spec comment in
+// shm_transport.cc for how the rings are used.
+//
+//   page 0        SegmentHeader (identity, pid, closed flag, doorbell)
+//   then, for each peer p != owner, in rank order:
+//     one page    RingHeader (head and tail, each on its own cache line)
+//     capacity    ring bytes
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace mddp::comm::shm {
+
+constexpr uint64_t kSegmentMagic = 0x314d48534444444dull;  // "MDDDSHM1"
+constexpr uint32_t kSegmentVersion = 1;
+
+struct SegmentHeader {
+  std::atomic<uint64_t> magic;  // set last by the creator (release): the segment is ready
+  uint32_t version;
+  int32_t rank, size;
+  int32_t pid;  // of the owner, to detect its death with kill(pid, 0)
+  uint64_t job_hash;
+  uint64_t ring_capacity;
+  alignas(64) std::atomic<uint32_t> closed;  // 1 once the owner destroyed its transport
+  // Bumped by whoever made progress possible for the owner (data into its
+  // rings, space freed in the rings it writes); it sleeps on it with a futex.
+  alignas(64) std::atomic<uint32_t> doorbell;
+  std::atomic<uint32_t> sleepers;  // owner threads asleep on the doorbell
+};
+
+// A single-producer single-consumer byte ring. head and tail count bytes
+// ever written and read (never wrap; 2^64 bytes is forever): used = head - tail.
+struct RingHeader {
+  alignas(64) std::atomic<uint64_t> head;  // written by the producer only
+  alignas(64) std::atomic<uint64_t> tail;  // written by the consumer only
+};
+
+static_assert(std::atomic<uint64_t>::is_always_lock_free && std::atomic<uint32_t>::is_always_lock_free,
+              "shared-memory atomics must be lock-free to work across processes");
+
+// One mapped segment. The creator unlinks the name once every rank has
+// attached (unlink()), or on destruction at the latest.
+class Segment {
+ public:
+  // Creates and maps a new segment named `name` ("/mddp-..."); fails if it exists.
+  static Segment create(const std::string& name, int rank, int size, uint64_t job_hash, uint64_t ring_capacity);
+  // Maps an existing segment and checks it belongs to rank `rank` of this job.
+  static Segment attach(const std::string& name, int rank, int size, uint64_t job_hash);
+  Segment() = default;
+  Segment(Segment&& o) noexcept;
+  Segment& operator=(Segment&& o) noexcept;
+  ~Segment();
+
+  SegmentHeader* header() const { return static_cast<SegmentHeader*>(base_); }
+  // The ring that carries messages from `sender` to this segment's owner.
+  RingHeader* ring(int sender) const;
+  uint8_t* ring_data(int sender) const { return reinterpret_cast<uint8_t*>(ring(sender)) + kPage; }
+  uint64_t capacity() const { return header()->ring_capacity; }
+  void unlink();  // removes the name (creator only); idempotent
+
+  static constexpr std::size_t kPage = 4096;
+  static std::size_t bytes_for(int size, uint64_t ring_capacity) {
+    return kPage + static_cast<std::size_t>(size > 0 ? size - 1 : 0) * (kPage + ring_capacity);
+  }
+
+ private:
+  void release();
+  void* base_ = nullptr;
+  std::size_t bytes_ = 0;
+  std::string name_;  // non-empty while we created it and have not unlinked it
+};
+
+}  // namespace mddp::comm::shm

@@ -1,0 +1,412 @@
+// The shared-memory data plane, for ranks on one host.
+//
+// Segments. Every rank creates one POSIX shared-memory segment (shm_open +
+// mmap) holding the rings that carry messages *to* it, one per peer, and
+// maps every peer's segment to write into its ring there (shm/segment.h).
+// Names are "/mddp-<job hash>-<pid>-<random>-r<rank>", published in the
+// Store; once every rank has attached every segment, each creator unlinks
+// its name, so /dev/shm is clean while the job runs and after it ends, even
+// by a crash (only a crash during the rendezvous itself can leak one).
+//
+// Ring. A single-producer single-consumer byte ring per directed pair,
+// capacity a power of two (4 MiB by default). head and tail are byte counts
+// that only grow, each on its own cache line; the producer alone writes
+// head, the consumer alone writes tail. The producer copies bytes in, then
+// publishes head with a release store; the consumer reads head with an
+// acquire load, copies bytes out, then publishes tail with a release store
+// (which frees the space). Each side caches the other's counter and reloads
+// it only when the cached value says full/empty, to keep the cache line
+// still. Messages larger than the ring stream through it in chunks of at
+// most 256 KiB (a size that stays in L2 between the two copies), so a
+// 64 MiB message needs no 64 MiB of shared memory and the receiver starts
+// copying out while the sender is still copying in.
+//
+// Frames. As on TCP each message is a 16-byte header (u32 magic "MDDF",
+// u32 sequence, u64 length) followed by the payload, written into the ring
+// as one byte stream; the receiver checks the header against what it expects
+// before it copies a payload byte, and a mismatch is a PeerError naming both
+// lengths. Payload is copied straight from the sender's buffer into the ring
+// and from the ring into the receiver's buffer: two copies, no staging.
+//
+// Waiting. A waiting side first spins (20 us, pause), then yields (until
+// 100 us), then sleeps on its rank's *doorbell*, a futex word in its own
+// segment: whoever publishes head or tail that the sleeper waits on bumps the
+// doorbell and wakes it if it is asleep (a sleeper count, and seq_cst fences
+// on both sides, close the lost-wakeup race: See Note [Doorbell]). One
+// doorbell per rank lets send_recv wait on its send and its receive at once.
+// Sleeps last at most 10 ms, and between them the sleeper checks the deadline
+// (TimeoutError), abort() (which also rings the doorbell, so it is seen at
+// once) and whether the peers it waits on are alive: the closed flag a peer
+// sets when its transport is destroyed, and kill(pid, 0) plus the process
+// state, for a peer that died without a word (PeerError).
+#include "core/comm/transport/shm/shm_transport.h"
+
+#include <linux/futex.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <fstream>
+#include <random>
+
+namespace mddp::comm {
+
+namespace {
+using namespace std::chrono_literals;
+using shm::RingHeader;
+using shm::SegmentHeader;
+
+constexpr uint32_t kFrameMagic = 0x4644444d;  // bytes 'M' 'D' 'D' 'F'
+constexpr std::size_t kHeaderBytes = 16;
+constexpr std::size_t kChunk = 256 << 10;
+constexpr auto kSpin = 20us, kYield = 100us, kSleepSlice = 10ms;
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+long futex(std::atomic<uint32_t>* word, int op, uint32_t value, const timespec* timeout) {
+  // Shared (not FUTEX_PRIVATE) futexes: the waker may be another process.
+  return ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), op, value, timeout, nullptr, 0);
+}
+
+uint64_t fnv1a(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+// False once `pid` exited, even while it is a zombie nobody reaped yet
+// (kill(pid, 0) still succeeds for a zombie).
+bool process_alive(int pid) {
+  if (::kill(pid, 0) != 0 && errno == ESRCH) return false;
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  if (!std::getline(in, stat)) return true;  // no /proc: trust kill()
+  auto paren = stat.rfind(')');
+  char state = paren != std::string::npos && paren + 2 < stat.size() ? stat[paren + 2] : 'R';
+  return state != 'Z' && state != 'X';
+}
+
+void copy_in(uint8_t* ring, uint64_t cap, uint64_t pos, const uint8_t* src, std::size_t n) {
+  std::size_t off = pos & (cap - 1), first = std::min<std::size_t>(n, cap - off);
+  std::memcpy(ring + off, src, first);
+  std::memcpy(ring, src + first, n - first);
+}
+
+void copy_out(const uint8_t* ring, uint64_t cap, uint64_t pos, uint8_t* dst, std::size_t n) {
+  std::size_t off = pos & (cap - 1), first = std::min<std::size_t>(n, cap - off);
+  std::memcpy(dst, ring + off, first);
+  std::memcpy(dst + first, ring, n - first);
+}
+
+uint64_t load_le(const uint8_t* p, int bytes) {
+  uint64_t v = 0;
+  for (int i = 0; i < bytes; ++i) v |= static_cast<uint64_t>(p[i]) << (8 * i);
+  return v;
+}
+}  // namespace
+
+// Note [Doorbell]: a waiter does sleepers++, fence, v = doorbell, re-checks
+// its rings, then futex_wait(doorbell, v). A waker publishes head/tail,
+// fences, and if sleepers > 0 bumps the doorbell and wakes. Either the
+// waker's fence comes first in the seq_cst order, and the waiter's re-check
+// sees the published counter; or the waiter's comes first, the waker sees
+// sleepers > 0, and its bump makes futex_wait return (value != v) or wakes it.
+void ShmTransport::ring_doorbell(SegmentHeader* h) {
+  h->doorbell.fetch_add(1, std::memory_order_seq_cst);
+  futex(&h->doorbell, FUTEX_WAKE, INT_MAX, nullptr);
+}
+
+namespace {
+inline void notify(SegmentHeader* h) {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (h->sleepers.load(std::memory_order_relaxed) > 0) {
+    h->doorbell.fetch_add(1, std::memory_order_seq_cst);
+    futex(&h->doorbell, FUTEX_WAKE, INT_MAX, nullptr);
+  }
+}
+}  // namespace
+
+struct ShmTransport::Channel {
+  int peer = 0;
+  RingHeader* ring = nullptr;
+  uint8_t* data = nullptr;
+  uint64_t cap = 0;
+  uint64_t pos = 0;   // ours: head when producing, tail when consuming
+  uint64_t seen = 0;  // theirs, as last loaded: tail when producing, head when consuming
+  SegmentHeader* peer_header = nullptr;  // the peer's: its doorbell, pid and closed flag
+  uint32_t seq = 0;
+  std::string broken;  // set once the channel failed; every later call rethrows it
+};
+
+struct ShmTransport::Op {
+  Channel* ch = nullptr;
+  bool sending = false;
+  uint8_t header[kHeaderBytes] = {};
+  std::size_t header_done = 0;
+  uint8_t* data = nullptr;
+  std::size_t bytes = 0, done = 0;
+  bool finished = false;
+};
+
+std::unique_ptr<ShmTransport> ShmTransport::connect(Store& store, int rank, int size, const JobIdentity& job,
+                                                    std::chrono::milliseconds timeout, const std::string& prefix,
+                                                    std::size_t ring_capacity) {
+  MDDP_CHECK(size >= 1 && rank >= 0 && rank < size, "rank ", rank, " of ", size);
+  if (ring_capacity == 0) ring_capacity = size <= 8 ? (4u << 20) : (1u << 20);
+  MDDP_CHECK(ring_capacity >= 4096 && (ring_capacity & (ring_capacity - 1)) == 0,
+             "ring capacity must be a power of two >= 4096, got ", ring_capacity);
+  std::vector<shm::Segment> segments(static_cast<std::size_t>(size));
+  if (size == 1) return std::unique_ptr<ShmTransport>(new ShmTransport(rank, size, std::move(segments)));
+
+  const Deadline deadline = Clock::now() + timeout;
+  auto get = [&](const std::string& key, int r, const char* what) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    try {
+      return store.get(key, std::max(left, 0ms));
+    } catch (const TimeoutError& e) {
+      throw TimeoutError(str("rank ", rank, ": rank ", r, " never ", what, " its shared-memory segment (", e.what(),
+                             "); did it start, on this host?"));
+    }
+  };
+  const uint64_t job_hash = fnv1a(job.job_id + '\0' + job.token);
+  const std::string name = str("/mddp-", std::hex, job_hash & 0xffffffffu, std::dec, "-", ::getpid(), "-", std::hex,
+                               std::random_device{}(), std::dec, "-r", rank);
+  auto& mine = segments[static_cast<std::size_t>(rank)];
+  mine = shm::Segment::create(name, rank, size, job_hash, ring_capacity);
+  store.set(str(prefix, "/shm/seg/", rank), name);
+  for (int r = 0; r < size; ++r)
+    if (r != rank)
+      segments[static_cast<std::size_t>(r)] =
+          shm::Segment::attach(get(str(prefix, "/shm/seg/", r), r, "published"), r, size, job_hash);
+  store.set(str(prefix, "/shm/attached/", rank), "1");
+  for (int r = 0; r < size; ++r)
+    if (r != rank) get(str(prefix, "/shm/attached/", r), r, "attached");
+  mine.unlink();  // everyone has it mapped: the name is no longer needed
+  return std::unique_ptr<ShmTransport>(new ShmTransport(rank, size, std::move(segments)));
+}
+
+ShmTransport::ShmTransport(int rank, int size, std::vector<shm::Segment> segments)
+    : rank_(rank), size_(size), segments_(std::move(segments)), out_(size), in_(size) {
+  for (int p = 0; p < size; ++p) {
+    if (p == rank) continue;
+    const auto& theirs = segments_[static_cast<std::size_t>(p)];
+    const auto& mine = segments_[static_cast<std::size_t>(rank)];
+    auto out = std::make_unique<Channel>();
+    out->peer = p;
+    out->ring = theirs.ring(rank);
+    out->data = theirs.ring_data(rank);
+    out->cap = theirs.capacity();
+    out->peer_header = theirs.header();
+    auto in = std::make_unique<Channel>(*out);
+    in->ring = mine.ring(p);
+    in->data = mine.ring_data(p);
+    in->cap = mine.capacity();
+    out_[static_cast<std::size_t>(p)] = std::move(out);
+    in_[static_cast<std::size_t>(p)] = std::move(in);
+  }
+}
+
+ShmTransport::~ShmTransport() {
+  if (size_ == 1) return;
+  segments_[static_cast<std::size_t>(rank_)].header()->closed.store(1, std::memory_order_release);
+  for (int p = 0; p < size_; ++p)
+    if (p != rank_) ring_doorbell(segments_[static_cast<std::size_t>(p)].header());
+}
+
+void ShmTransport::abort(const std::string& reason) {
+  abort_.abort(reason);
+  if (size_ > 1) ring_doorbell(segments_[static_cast<std::size_t>(rank_)].header());
+}
+
+void ShmTransport::send(int peer, const void* data, std::size_t bytes, Deadline deadline) {
+  send_recv(peer, data, bytes, -1, nullptr, 0, deadline);
+}
+
+void ShmTransport::recv(int peer, void* data, std::size_t bytes, Deadline deadline) {
+  send_recv(-1, nullptr, 0, peer, data, bytes, deadline);
+}
+
+void ShmTransport::send_recv(int send_peer, const void* send_data, std::size_t send_bytes, int recv_peer,
+                             void* recv_data, std::size_t recv_bytes, Deadline deadline) {
+  Op ops[2];
+  int count = 0;
+  auto add = [&](int peer, bool sending, const void* data, std::size_t bytes) {
+    MDDP_CHECK(peer >= 0 && peer < size_ && peer != rank_, "rank ", rank_, " cannot talk to rank ", peer,
+               " (world size ", size_, ")");
+    MDDP_CHECK(bytes == 0 || data != nullptr, "null buffer for ", bytes, " bytes");
+    Op& op = ops[count++];
+    op.ch = (sending ? out_ : in_)[static_cast<std::size_t>(peer)].get();
+    op.sending = sending;
+    op.data = static_cast<uint8_t*>(const_cast<void*>(data));
+    op.bytes = bytes;
+    if (sending) {
+      for (int i = 0; i < 4; ++i) op.header[i] = static_cast<uint8_t>(kFrameMagic >> (8 * i));
+      for (int i = 0; i < 4; ++i) op.header[4 + i] = static_cast<uint8_t>(op.ch->seq >> (8 * i));
+      for (int i = 0; i < 8; ++i) op.header[8 + i] = static_cast<uint8_t>(static_cast<uint64_t>(bytes) >> (8 * i));
+    }
+  };
+  if (send_peer != -1) add(send_peer, true, send_data, send_bytes);  // -1: recv() alone
+  if (recv_peer != -1) add(recv_peer, false, recv_data, recv_bytes);  // -1: send() alone
+  run(ops, count, deadline);
+}
+
+void ShmTransport::fail(Channel& c, const std::string& what) {
+  c.broken = str("rank ", rank_, ": shared memory with rank ", c.peer, ": ", what);
+  throw PeerError(c.broken);
+}
+
+// Copies what the ring allows now; true when it moved any bytes.
+bool ShmTransport::advance(Op& op) {
+  Channel& c = *op.ch;
+  bool progressed = false;
+  while (!op.finished) {
+    if (op.sending) {
+      uint64_t room = c.cap - (c.pos - c.seen);
+      if (room == 0) {
+        c.seen = c.ring->tail.load(std::memory_order_acquire);
+        room = c.cap - (c.pos - c.seen);
+        if (room == 0) break;
+      }
+      std::size_t h = std::min<std::size_t>(room, kHeaderBytes - op.header_done);
+      copy_in(c.data, c.cap, c.pos, op.header + op.header_done, h);
+      c.pos += h;
+      op.header_done += h;
+      std::size_t n = std::min<std::size_t>({room - h, op.bytes - op.done, kChunk});
+      copy_in(c.data, c.cap, c.pos, op.data + op.done, n);
+      c.pos += n;
+      op.done += n;
+      c.ring->head.store(c.pos, std::memory_order_release);
+    } else {
+      uint64_t avail = c.seen - c.pos;
+      if (avail == 0) {
+        c.seen = c.ring->head.load(std::memory_order_acquire);
+        avail = c.seen - c.pos;
+        if (avail == 0) break;
+      }
+      std::size_t h = std::min<std::size_t>(avail, kHeaderBytes - op.header_done);
+      if (h > 0) {
+        copy_out(c.data, c.cap, c.pos, op.header + op.header_done, h);
+        c.pos += h;
+        op.header_done += h;
+        if (op.header_done == kHeaderBytes) {
+          uint32_t magic = static_cast<uint32_t>(load_le(op.header, 4));
+          uint32_t seq = static_cast<uint32_t>(load_le(op.header + 4, 4));
+          uint64_t length = load_le(op.header + 8, 8);
+          if (magic != kFrameMagic) fail(c, str("corrupt frame header (bad magic 0x", std::hex, magic, ")"));
+          if (seq != c.seq) fail(c, str("rank ", c.peer, " sent frame #", seq, " where #", c.seq, " was expected"));
+          if (length != op.bytes)
+            fail(c, str("rank ", c.peer, " sent a message of ", length, " bytes but rank ", rank_, " expected ",
+                        op.bytes, " bytes: the ranks are running different collectives or sizes"));
+        }
+      }
+      std::size_t n = op.header_done == kHeaderBytes ? std::min<std::size_t>({avail - h, op.bytes - op.done, kChunk}) : 0;
+      copy_out(c.data, c.cap, c.pos, op.data + op.done, n);
+      c.pos += n;
+      op.done += n;
+      c.ring->tail.store(c.pos, std::memory_order_release);
+    }
+    notify(c.peer_header);
+    progressed = true;
+    if (op.header_done == kHeaderBytes && op.done == op.bytes) {
+      op.finished = true;
+      ++c.seq;
+    }
+  }
+  return progressed;
+}
+
+bool ShmTransport::could_advance(const Op& op) const {
+  const Channel& c = *op.ch;
+  if (op.finished) return false;
+  if (op.sending) return c.pos - c.ring->tail.load(std::memory_order_acquire) < c.cap;
+  return c.ring->head.load(std::memory_order_acquire) != c.pos;
+}
+
+void ShmTransport::run(Op* ops, int count, Deadline deadline) {
+  const auto start = Clock::now();
+  for (int i = 0; i < count; ++i)
+    if (!ops[i].ch->broken.empty()) throw PeerError(ops[i].ch->broken + " (an earlier call failed)");
+  Clock::time_point idle_since{}, next_liveness_check{};
+  uint32_t idle_rounds = 0;
+  while (true) {
+    if (abort_.aborted()) throw AbortedError(str("rank ", rank_, ": communication aborted: ", abort_.reason()));
+    bool progressed = false, all = true;
+    for (int i = 0; i < count; ++i) {
+      progressed = advance(ops[i]) || progressed;
+      all = all && ops[i].finished;
+    }
+    if (all) return;
+    if (progressed) {
+      idle_rounds = 0;
+      continue;
+    }
+    if (idle_rounds++ == 0) idle_since = Clock::now();
+    if (idle_rounds % 64 != 0) {
+      cpu_relax();
+      continue;
+    }
+    const auto now = Clock::now();
+    if (now >= deadline) {
+      std::string pending;
+      for (int i = 0; i < count; ++i)
+        if (!ops[i].finished)
+          pending += str(pending.empty() ? "" : " and ", ops[i].sending ? "sending " : "receiving ", ops[i].bytes,
+                         " bytes ", ops[i].sending ? "to" : "from", " rank ", ops[i].ch->peer, " (", ops[i].done,
+                         " done)");
+      auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now - start).count();
+      throw TimeoutError(str("rank ", rank_, ": timed out after ", ms, " ms ", pending,
+                             "; is that rank alive, and running the same collective?"));
+    }
+    if (now - idle_since < kSpin) continue;
+    if (now - idle_since < kYield) {
+      ::sched_yield();
+      continue;
+    }
+    if (now >= next_liveness_check) {
+      check_peers_alive(ops, count);
+      next_liveness_check = now + kSleepSlice;
+    }
+    sleep(ops, count, deadline);
+  }
+}
+
+void ShmTransport::sleep(Op* ops, int count, Deadline deadline) {
+  SegmentHeader* me = segments_[static_cast<std::size_t>(rank_)].header();
+  me->sleepers.fetch_add(1, std::memory_order_seq_cst);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  const uint32_t seen = me->doorbell.load(std::memory_order_seq_cst);
+  bool ready = abort_.aborted();
+  for (int i = 0; i < count; ++i) ready = ready || could_advance(ops[i]);
+  if (!ready) {
+    auto left = std::min<Clock::duration>(deadline - Clock::now(), kSleepSlice);
+    auto ns = std::max<int64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(left).count(), 0);
+    timespec ts{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
+    futex(&me->doorbell, FUTEX_WAIT, seen, &ts);
+  }
+  me->sleepers.fetch_sub(1, std::memory_order_seq_cst);
+}
+
+void ShmTransport::check_peers_alive(Op* ops, int count) {
+  for (int i = 0; i < count; ++i) {
+    if (ops[i].finished || could_advance(ops[i])) continue;
+    Channel& c = *ops[i].ch;
+    const char* doing = ops[i].sending ? "sending" : "receiving";
+    if (c.peer_header->closed.load(std::memory_order_acquire))
+      fail(c, str("rank ", c.peer, " closed its transport while rank ", rank_, " was ", doing, " ", ops[i].bytes,
+                  " bytes (", ops[i].done, " done): it exited or left the collective early"));
+    const int pid = c.peer_header->pid;
+    if (pid != ::getpid() && !process_alive(pid))
+      fail(c, str("rank ", c.peer, " (pid ", pid, ") died while rank ", rank_, " was ", doing, " ", ops[i].bytes,
+                  " bytes (", ops[i].done, " done); see its log or exit status"));
+  }
+}
+
+}  // namespace mddp::comm

@@ -1,0 +1,58 @@
+// ShmTransport: the Transport for ranks on one host, through shared memory.
+// See the spec comment in shm_transport.cc.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/comm/store.h"
+#include "core/comm/transport.h"
+#include "core/comm/transport/abort_signal.h"
+#include "core/comm/transport/shm/segment.h"
+
+namespace mddp::comm {
+
+class ShmTransport : public Transport {
+ public:
+  // Creates this rank's segment, attaches every peer's, and waits until all
+  // ranks attached before unlinking its own name (so nothing is left in
+  // /dev/shm). Collective; TimeoutError names the missing ranks.
+  // ring_capacity: bytes per directed pair (a power of two; 0 picks 4 MiB, or
+  // 1 MiB above 8 ranks).
+  static std::unique_ptr<ShmTransport> connect(Store& store, int rank, int size, const JobIdentity& job,
+                                               std::chrono::milliseconds timeout, const std::string& prefix = "comm",
+                                               std::size_t ring_capacity = 0);
+  ~ShmTransport() override;
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  std::string name() const override { return "shm"; }
+  // Thread-safety: abort() from any thread; otherwise at most one thread at
+  // a time sends to a given peer and one receives from it.
+  void send(int peer, const void* data, std::size_t bytes, Deadline deadline) override;
+  void recv(int peer, void* data, std::size_t bytes, Deadline deadline) override;
+  void send_recv(int send_peer, const void* send_data, std::size_t send_bytes, int recv_peer, void* recv_data,
+                 std::size_t recv_bytes, Deadline deadline) override;
+  void abort(const std::string& reason) override;
+
+  struct Channel;  // one direction with one peer (shm_transport.cc)
+  struct Op;       // one message being sent or received
+
+ private:
+  ShmTransport(int rank, int size, std::vector<shm::Segment> segments);
+  void run(Op* ops, int count, Deadline deadline);
+  bool advance(Op& op);
+  bool could_advance(const Op& op) const;
+  void sleep(Op* ops, int count, Deadline deadline);
+  void check_peers_alive(Op* ops, int count);
+  [[noreturn]] void fail(Channel& c, const std::string& what);
+  void ring_doorbell(shm::SegmentHeader* h);
+
+  int rank_, size_;
+  std::vector<shm::Segment> segments_;            // [r]: rank r's segment (rings into r)
+  std::vector<std::unique_ptr<Channel>> out_, in_;  // [peer]
+  AbortSignal abort_;
+};
+
+}  // namespace mddp::comm
