@@ -54,15 +54,15 @@ std::string History::format(const std::vector<CollectiveRecord>& records, int64_
     const auto& r = records[i];
     char line[256];
     if (r.start_ns == 0) {
-      std::snprintf(line, sizeof line, "  #%llu %s %s: never started\n",
+      std::snprintf(line, sizeof line, "    #%llu %s %s: never started\n",
                     static_cast<unsigned long long>(r.seq), r.op.c_str(),
                     human_bytes(r.bytes).c_str());
     } else if (r.end_ns == 0) {
-      std::snprintf(line, sizeof line, "  #%llu %s %s: started %.1f ms ago, never finished\n",
+      std::snprintf(line, sizeof line, "    #%llu %s %s: started %.1f ms ago, never finished\n",
                     static_cast<unsigned long long>(r.seq), r.op.c_str(),
                     human_bytes(r.bytes).c_str(), static_cast<double>(now_ns - r.start_ns) * 1e-6);
     } else {
-      std::snprintf(line, sizeof line, "  #%llu %s %s: started %.1f ms ago, took %.3f ms\n",
+      std::snprintf(line, sizeof line, "    #%llu %s %s: started %.1f ms ago, took %.3f ms\n",
                     static_cast<unsigned long long>(r.seq), r.op.c_str(),
                     human_bytes(r.bytes).c_str(), static_cast<double>(now_ns - r.start_ns) * 1e-6,
                     static_cast<double>(r.end_ns - r.start_ns) * 1e-6);

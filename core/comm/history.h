@@ -24,8 +24,8 @@ class History {
   std::vector<CollectiveRecord> snapshot() const;  // oldest first
 
   // The last `max_lines` records as indented lines, times relative to now_ns:
-  //   #41 all_reduce(ring)  400.0 KiB  started 12.1 ms ago, took 0.8 ms
-  //   #42 all_reduce(ring)  400.0 KiB  started 5001.7 ms ago, never finished
+  //     #41 all_reduce(ring)  400.0 KiB  started 12.1 ms ago, took 0.8 ms
+  //     #42 all_reduce(ring)  400.0 KiB  started 5001.7 ms ago, never finished
   static std::string format(const std::vector<CollectiveRecord>& records, int64_t now_ns,
                             std::size_t max_lines);
 

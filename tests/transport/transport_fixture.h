@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -32,12 +34,14 @@ inline Deadline in(std::chrono::milliseconds d) { return Clock::now() + d; }
 // delivered to the wrong place or out of order cannot pass for the right one.
 inline std::vector<uint8_t> pattern(int src, int dst, std::size_t bytes, int salt = 0) {
   std::vector<uint8_t> v(bytes);
-  uint32_t x = static_cast<uint32_t>(src * 1000003 + dst * 7919 + static_cast<int>(bytes % 65521) + salt * 31) | 1u;
-  for (std::size_t i = 0; i < bytes; ++i) {
+  uint64_t x = (static_cast<uint64_t>(src) * 1000003u + static_cast<uint64_t>(dst) * 7919u + bytes * 31u +
+                static_cast<uint64_t>(salt) * 131u) |
+               1u;
+  for (std::size_t i = 0; i < bytes; i += 8) {  // xorshift64, eight bytes at a time
     x ^= x << 13;
-    x ^= x >> 17;
-    x ^= x << 5;
-    v[i] = static_cast<uint8_t>(x);
+    x ^= x >> 7;
+    x ^= x << 17;
+    std::memcpy(v.data() + i, &x, std::min<std::size_t>(8, bytes - i));
   }
   return v;
 }

@@ -7,6 +7,8 @@
 #include <future>
 #include <thread>
 
+#include <unistd.h>
+
 #include "core/comm/memory_store.h"
 #include "support/ranks.h"
 #include "transport_fixture.h"
@@ -210,6 +212,41 @@ TEST_P(TransportTest, WrongFrameLengthIsAPeerErrorNamingBothLengths) {
             EXPECT_TRUE(contains(e.what(), "8 bytes")) << e.what();
             EXPECT_TRUE(contains(e.what(), "16 bytes")) << e.what();
           }
+        }
+      },
+      60s);
+}
+
+TEST(ConnectTest, AutoPicksShmOnOneHostAndLeavesNothingInDevShm) {
+  MemoryStore store;
+  run_threads(
+      3,
+      [&](int rank) {
+        auto t = connect_rank(store, rank, 3, TransportKind::kAuto);
+        EXPECT_EQ(t->name(), "shm");
+        // Every rank is attached, so every segment name is already unlinked.
+        std::string name = store.get("comm/shm/seg/" + std::to_string(rank), 1s);
+        EXPECT_NE(::access(("/dev/shm" + name).c_str(), F_OK), 0) << name << " still exists";
+      },
+      60s);
+}
+
+TEST(ConnectTest, AutoPicksTcpWhenHostsDiffer) {
+  MemoryStore store;
+  store.set("comm/host/1", "elsewhere/boot-id");  // rank 1 claims another host; only rank 0 runs here
+  run_threads(
+      2,
+      [&](int rank) {
+        if (rank == 0) {
+          auto t = connect_transport(store, 0, 2, {"test-job", "s3cret-token"}, TransportKind::kAuto, 30s);
+          EXPECT_EQ(t->name(), "tcp");
+          char c = 0;
+          t->send(1, &c, 1, in(30s));
+        } else {  // rank 1 skips the host exchange (it already "published") and joins over tcp directly
+          auto t = connect_transport(store, 1, 2, {"test-job", "s3cret-token"}, TransportKind::kTcp, 30s);
+          char c = 1;
+          t->recv(0, &c, 1, in(30s));
+          EXPECT_EQ(c, 0);
         }
       },
       60s);

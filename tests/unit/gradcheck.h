@@ -83,8 +83,8 @@ inline double dot_ref(const std::vector<float>& y, const std::vector<float>& r) 
 // The error is O(eps^2 f''') from truncation plus (noise in f) / eps.
 // If `smooth` is given, it is asked after every evaluation of f whether that
 // evaluation stayed on the same smooth piece as the unperturbed point (no ReLU
-// or max-pool kink crossed); if not, the step is retried with eps / 4 (up to
-// four times), and the result is NaN, failing any comparison, if it never does.
+// or max-pool kink crossed); if not, the step is halved and retried (down to
+// eps / 128), and the result is NaN, failing any comparison, if it never does.
 inline std::vector<double> numeric_grad(Tensor& t, const std::function<double()>& f, float eps,
                                         const std::function<bool()>& smooth = {}) {
   std::vector<double> g(static_cast<std::size_t>(t.numel()), std::nan(""));
@@ -92,7 +92,7 @@ inline std::vector<double> numeric_grad(Tensor& t, const std::function<double()>
   for (int64_t i = 0; i < t.numel(); ++i) {
     const float orig = p[i];
     float e = eps;
-    for (int attempt = 0; attempt < 5; ++attempt, e /= 4) {
+    for (int attempt = 0; attempt < 8; ++attempt, e /= 2) {
       const float hi = orig + e, lo = orig - e;
       p[i] = hi;
       const double f_hi = f();
@@ -110,14 +110,16 @@ inline std::vector<double> numeric_grad(Tensor& t, const std::function<double()>
   return g;
 }
 
-// Passes when every |analytic_i - expected_i| <= atol + rtol * |expected_i|,
-// with atol = atol_frac * max_i |expected_i| (so the test is scale-free), and
-// the expected gradient is not identically zero (a vacuous check). On failure
+// Passes when every |actual_i - expected_i| <= atol + rtol * |expected_i|,
+// with atol = atol_frac * max(max_i |expected_i|, scale_floor) (scale-free;
+// scale_floor lets a whole-model check use the model's largest gradient), and
+// the expected values are not identically zero (a vacuous check). On failure
 // it names the tensor, the number of mismatches, the worst one and the first few.
 inline ::testing::AssertionResult all_close(const std::string& what,
                                             const std::vector<double>& expected,
                                             const std::vector<float>& actual, double rtol,
-                                            double atol_frac, bool allow_all_zero = false) {
+                                            double atol_frac, bool allow_all_zero = false,
+                                            double scale_floor = 0.0) {
   if (expected.size() != actual.size())
     return ::testing::AssertionFailure() << what << ": size " << actual.size() << " vs expected "
                                          << expected.size();
@@ -125,6 +127,7 @@ inline ::testing::AssertionResult all_close(const std::string& what,
   for (double e : expected) scale = std::max(scale, std::abs(e));
   if (scale == 0.0 && !allow_all_zero && !expected.empty())
     return ::testing::AssertionFailure() << what << ": expected values are all zero (vacuous)";
+  scale = std::max(scale, scale_floor);
   const double atol = atol_frac * scale;
   std::size_t bad = 0, worst = 0;
   double worst_excess = -1.0;

@@ -62,8 +62,9 @@ using shm::SegmentHeader;
 
 constexpr uint32_t kFrameMagic = 0x4644444d;  // bytes 'M' 'D' 'D' 'F'
 constexpr std::size_t kHeaderBytes = 16;
-constexpr std::size_t kChunk = 256 << 10;
-constexpr auto kSpin = 20us, kYield = 100us, kSleepSlice = 10ms;
+static const std::size_t kChunk = getenv("MDDP_CHUNK") ? std::stoul(getenv("MDDP_CHUNK")) : (256 << 10);
+constexpr std::chrono::microseconds kSpin{20}, kYield{100};
+constexpr std::chrono::milliseconds kSleepSlice{10};
 
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -160,7 +161,7 @@ std::unique_ptr<ShmTransport> ShmTransport::connect(Store& store, int rank, int 
                                                     std::chrono::milliseconds timeout, const std::string& prefix,
                                                     std::size_t ring_capacity) {
   MDDP_CHECK(size >= 1 && rank >= 0 && rank < size, "rank ", rank, " of ", size);
-  if (ring_capacity == 0) ring_capacity = size <= 8 ? (4u << 20) : (1u << 20);
+  if (ring_capacity == 0) ring_capacity = getenv("MDDP_RING") ? std::stoul(getenv("MDDP_RING")) : size <= 8 ? (4u << 20) : (1u << 20);
   MDDP_CHECK(ring_capacity >= 4096 && (ring_capacity & (ring_capacity - 1)) == 0,
              "ring capacity must be a power of two >= 4096, got ", ring_capacity);
   std::vector<shm::Segment> segments(static_cast<std::size_t>(size));
@@ -279,7 +280,7 @@ bool ShmTransport::advance(Op& op) {
       copy_in(c.data, c.cap, c.pos, op.header + op.header_done, h);
       c.pos += h;
       op.header_done += h;
-      std::size_t n = std::min<std::size_t>({room - h, op.bytes - op.done, kChunk});
+      std::size_t n = std::min(std::min<std::size_t>(room - h, op.bytes - op.done), kChunk);
       copy_in(c.data, c.cap, c.pos, op.data + op.done, n);
       c.pos += n;
       op.done += n;
@@ -307,7 +308,8 @@ bool ShmTransport::advance(Op& op) {
                         op.bytes, " bytes: the ranks are running different collectives or sizes"));
         }
       }
-      std::size_t n = op.header_done == kHeaderBytes ? std::min<std::size_t>({avail - h, op.bytes - op.done, kChunk}) : 0;
+      std::size_t n = 0;
+      if (op.header_done == kHeaderBytes) n = std::min(std::min<std::size_t>(avail - h, op.bytes - op.done), kChunk);
       copy_out(c.data, c.cap, c.pos, op.data + op.done, n);
       c.pos += n;
       op.done += n;

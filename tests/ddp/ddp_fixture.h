@@ -1,0 +1,35 @@
+// Shared pieces of the DDP tests: small configs, a tiny image dataset written
+// as IDX files, and runners for N ranks (threads over real transports) and
+// for the single-process reference.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/comm/types.h"
+#include "core/train/config.h"
+#include "core/train/trainer.h"
+
+namespace mddp::test {
+
+using Params = std::vector<std::vector<float>>;  // one vector per parameter, registration order
+
+// Writes a 64-image 8x8 10-class IDX dataset (train and test) once per test
+// binary; returns its "idx:DIR" spec.
+std::string tiny_image_dataset();
+
+train::TrainConfig mlp_config();  // synthetic classification, FullMLP width 12 depth 3, SGD + momentum
+train::TrainConfig cnn_config();  // tiny IDX images, CNN channels {3, 4}, hidden 10
+
+Params snapshot(nn::Module& model);
+
+// Trains `steps` steps on `world` ranks (threads, MemoryStore rendezvous,
+// the given transport) and returns every rank's final parameters.
+std::vector<Params> train_ranks(const train::TrainConfig& cfg, int world, comm::TransportKind kind, int steps);
+// The reference: one process, whole global batch (cfg.batch * cfg.accumulate).
+Params train_single(const train::TrainConfig& cfg, int steps);
+
+// max |a - b| / max |b| over one parameter (norm-wise relative error).
+double rel_error(const std::vector<float>& a, const std::vector<float>& b);
+
+}  // namespace mddp::test
