@@ -6,10 +6,12 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "cli/bench_train.h"
 #include "cli/commands.h"
 #include "cli/local_ranks.h"
 #include "cli/train_flags.h"
@@ -23,12 +25,6 @@ namespace {
 
 using nlohmann::json;
 
-struct BenchOptions {
-  int nproc = 1;
-  int warmup = 3;
-  int iters = 10;
-  std::string json_path;
-};
 
 double peak_rss_mb() {
   rusage ru{};
@@ -76,7 +72,9 @@ json run_rank(const train::TrainConfig& cfg, const BenchOptions& o, int rank, co
                     [&] { dt.comm().barrier()->wait(); });
 }
 
-void report(const train::TrainConfig& cfg, const BenchOptions& o, const std::vector<json>& ranks) {
+}  // namespace
+
+json summarize(const train::TrainConfig& cfg, const BenchOptions& o, const std::vector<json>& ranks) {
   double wall = 0;
   json mean = json::object();
   for (const char* k : {"data_ms", "forward_ms", "backward_ms", "exposed_comm_ms", "total_comm_ms", "optimizer_ms", "overlap"}) {
@@ -90,12 +88,22 @@ void report(const train::TrainConfig& cfg, const BenchOptions& o, const std::vec
     rss.push_back(r["peak_rss_mb"].get<double>());
   }
   const double sps = o.iters * cfg.batch * cfg.accumulate / wall;
+  return {{"samples_per_s", sps}, {"step_ms", wall * 1e3 / o.iters}, {"nproc", o.nproc},
+          {"ddp", o.nproc > 1 ? cfg.dist.ddp : "none"}, {"bucket_mb", cfg.dist.bucket_mb},
+          {"width", cfg.model.width}, {"depth", cfg.model.depth}, {"batch", cfg.batch},
+          {"phases_ms", mean}, {"peak_rss_mb", rss}, {"ranks", ranks}};
+}
+
+namespace {
+
+void report(const train::TrainConfig& cfg, const BenchOptions& o, const json& j) {
+  const json& mean = j["phases_ms"];
+  const double sps = j["samples_per_s"].get<double>(), step_ms = j["step_ms"].get<double>();
   std::printf("bench train: %s width %lld depth %lld, global batch %lld on %d rank(s), %s",
               cfg.model.kind.c_str(), static_cast<long long>(cfg.model.width), static_cast<long long>(cfg.model.depth),
               static_cast<long long>(cfg.batch), o.nproc, o.nproc > 1 ? cfg.dist.ddp.c_str() : "no DDP");
   if (o.nproc > 1 && cfg.dist.ddp == "bucketed") std::printf(" (buckets %.3g MiB, first %.3g MiB)", cfg.dist.bucket_mb, cfg.dist.first_bucket_mb);
-  std::printf("\n  samples/s %.1f   step %.2f ms   (%d warm-up + %d timed steps)\n", sps, wall * 1e3 / o.iters,
-              o.warmup, o.iters);
+  std::printf("\n  samples/s %.1f   step %.2f ms   (%d warm-up + %d timed steps)\n", sps, step_ms, o.warmup, o.iters);
   std::printf("  per step, mean over ranks (ms): data %.2f  forward %.2f  backward %.2f  exposed comm %.2f  optimizer %.2f\n",
               mean["data_ms"].get<double>(), mean["forward_ms"].get<double>(), mean["backward_ms"].get<double>(),
               mean["exposed_comm_ms"].get<double>(), mean["optimizer_ms"].get<double>());
@@ -103,18 +111,34 @@ void report(const train::TrainConfig& cfg, const BenchOptions& o, const std::vec
     std::printf("  all-reduce: total %.2f ms per step, overlap %.0f%% (hidden behind backward)\n",
                 mean["total_comm_ms"].get<double>(), mean["overlap"].get<double>() * 100);
   std::printf("  peak RSS per rank (MB):");
-  for (double r : rss) std::printf(" %.0f", r);
+  for (const auto& r : j["peak_rss_mb"]) std::printf(" %.0f", r.get<double>());
   std::printf("\n");
-  if (!o.json_path.empty()) {
-    json j = {{"samples_per_s", sps}, {"step_ms", wall * 1e3 / o.iters}, {"nproc", o.nproc},
-              {"ddp", o.nproc > 1 ? cfg.dist.ddp : "none"}, {"bucket_mb", cfg.dist.bucket_mb},
-              {"width", cfg.model.width}, {"depth", cfg.model.depth}, {"batch", cfg.batch},
-              {"phases_ms", mean}, {"peak_rss_mb", rss}, {"ranks", ranks}};
-    std::ofstream(o.json_path) << j.dump(2) << "\n";
-  }
+  if (!o.json_path.empty()) std::ofstream(o.json_path) << j.dump(2) << "\n";
 }
 
 }  // namespace
+
+json bench_train(const train::TrainConfig& config, const BenchOptions& o) {
+  if (o.iters < 1 || o.warmup < 0) throw InputError("--iters must be >= 1 and --warmup >= 0");
+  train::TrainConfig cfg = config;
+  cfg.steps = o.warmup + o.iters;
+  if (o.nproc == 1) return summarize(cfg, o, {run_rank(cfg, o, 0, nullptr)});
+  const std::string dir = make_temp_dir("microddp-bench");
+  const std::string out = dir + "/result.json";
+  const int rc = run_local_ranks(o.nproc, [&](int rank, comm::Store& store) {
+    const json mine = run_rank(cfg, o, rank, &store);
+    store.set("bench/result/" + std::to_string(rank), mine.dump());
+    if (rank != 0) return;
+    std::vector<json> all;
+    for (int r = 0; r < o.nproc; ++r)
+      all.push_back(json::parse(store.get("bench/result/" + std::to_string(r), std::chrono::minutes(10))));
+    std::ofstream(out) << summarize(cfg, o, all).dump();
+  });
+  if (rc != 0) throw Error(str("bench train failed (a rank exited with status ", rc, ")"));
+  json j = json::parse(std::ifstream(out));
+  std::filesystem::remove_all(dir);
+  return j;
+}
 
 void register_bench_train(CLI::App& bench) {
   auto cfg = std::make_shared<train::TrainConfig>();
@@ -135,24 +159,7 @@ void register_bench_train(CLI::App& bench) {
   cmd->add_option("--iters", o->iters, "timed steps")->capture_default_str();
   cmd->add_option("--json", o->json_path, "also write the results as JSON to this file");
   add_training_flags(*cmd, *cfg);
-  cmd->callback([cfg, o] {
-    if (o->iters < 1 || o->warmup < 0) throw InputError("--iters must be >= 1 and --warmup >= 0");
-    cfg->steps = o->warmup + o->iters;
-    if (o->nproc == 1) {
-      report(*cfg, *o, {run_rank(*cfg, *o, 0, nullptr)});
-      return;
-    }
-    const int rc = run_local_ranks(o->nproc, [&](int rank, comm::Store& store) {
-      const json mine = run_rank(*cfg, *o, rank, &store);
-      store.set("bench/result/" + std::to_string(rank), mine.dump());
-      if (rank != 0) return;
-      std::vector<json> all;
-      for (int r = 0; r < o->nproc; ++r)
-        all.push_back(json::parse(store.get("bench/result/" + std::to_string(r), std::chrono::minutes(10))));
-      report(*cfg, *o, all);
-    });
-    if (rc != 0) throw Error(str("bench train failed (a rank exited with status ", rc, ")"));
-  });
+  cmd->callback([cfg, o] { report(*cfg, *o, bench_train(*cfg, *o)); });
 }
 
 }  // namespace mddp::cli

@@ -15,14 +15,17 @@ int main(int argc, char** argv) {
   mddp::cli::register_train(app);
   mddp::cli::register_bench(app);
   mddp::cli::register_demo(app);
+  mddp::cli::register_verify(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   } catch (const mddp::Error& e) {
+    std::fflush(stdout);
     std::fprintf(stderr, "microddp: error: %s\n", e.what());
     return 1;
   } catch (const std::exception& e) {
+    std::fflush(stdout);
     std::fprintf(stderr, "microddp: internal error: %s\n", e.what());
     return 2;
   }

@@ -9,7 +9,8 @@
 namespace mddp::tensor {
 
 // ---- threads ---------------------------------------------------------------
-// Compute threads for this process's ops (1 by default: one rank per core).
+// Compute threads for this process's ops (the trainer sets --threads, default 1:
+// one rank per core; without a call, OpenMP uses every core).
 void set_num_threads(int n);
 int num_threads();
 

@@ -252,6 +252,34 @@ TEST(ConnectTest, AutoPicksTcpWhenHostsDiffer) {
       60s);
 }
 
+TEST_P(TransportTest, PeerThatClosesEndsAWaitingRecvWithPeerError) {
+  MemoryStore store;
+  run_threads(
+      2,
+      [&](int rank) {
+        auto t = connect_rank(store, rank, 2, GetParam());
+        if (rank == 1) {
+          char c = 1;
+          t->send(0, &c, 1, in(30s));
+          t.reset();  // leaves: closes sockets / marks its segment closed
+          return;
+        }
+        char c = 0;
+        t->recv(1, &c, 1, in(30s));  // sent before the close: still delivered
+        EXPECT_EQ(c, 1);
+        auto start = Clock::now();
+        try {
+          t->recv(1, &c, 1, in(30s));
+          ADD_FAILURE() << "recv from a closed peer returned";
+        } catch (const PeerError& e) {
+          EXPECT_TRUE(contains(e.what(), "rank 0:")) << e.what();
+          EXPECT_TRUE(contains(e.what(), "rank 1")) << e.what();
+        }
+        EXPECT_LT(Clock::now() - start, 10s);
+      },
+      60s);
+}
+
 INSTANTIATE_TEST_SUITE_P(Kinds, TransportTest, ::testing::Values(TransportKind::kTcp, TransportKind::kShm), kind_name);
 
 }  // namespace

@@ -121,8 +121,8 @@ inline ::testing::AssertionResult all_close(const std::string& what,
                                             double atol_frac, bool allow_all_zero = false,
                                             double scale_floor = 0.0) {
   if (expected.size() != actual.size())
-    return ::testing::AssertionFailure() << what << ": size " << actual.size() << " vs expected "
-                                         << expected.size();
+    return ::testing::AssertionFailure()
+           << what << ": size " << actual.size() << " vs expected " << expected.size();
   double scale = 0.0;
   for (double e : expected) scale = std::max(scale, std::abs(e));
   if (scale == 0.0 && !allow_all_zero && !expected.empty())
@@ -159,8 +159,8 @@ inline ::testing::AssertionResult all_within(const std::string& what,
                                              const std::vector<double>& bound,
                                              const std::vector<float>& actual) {
   if (expected.size() != actual.size())
-    return ::testing::AssertionFailure() << what << ": size " << actual.size() << " vs expected "
-                                         << expected.size();
+    return ::testing::AssertionFailure()
+           << what << ": size " << actual.size() << " vs expected " << expected.size();
   std::size_t bad = 0;
   double max_err = 0.0;
   std::ostringstream first;
@@ -175,9 +175,9 @@ inline ::testing::AssertionResult all_within(const std::string& what,
     }
   }
   if (bad == 0) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << what << ": " << bad << " of " << expected.size()
-                                       << " elements out of bounds, max |err| " << max_err
-                                       << "; first:" << first.str();
+  return ::testing::AssertionFailure()
+         << what << ": " << bad << " of " << expected.size()
+         << " elements out of bounds, max |err| " << max_err << "; first:" << first.str();
 }
 
 // 2^-24, the unit roundoff of float.
@@ -189,8 +189,7 @@ inline std::vector<double> to_double(const std::vector<float>& v) {
 
 // Bitwise equality of two float vectors (NaN payloads included).
 inline bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() &&
-         std::equal(a.begin(), a.end(), b.begin(), [](float x, float y) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](float x, float y) {
            return std::memcmp(&x, &y, sizeof(float)) == 0;
          });
 }

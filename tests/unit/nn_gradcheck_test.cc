@@ -48,7 +48,9 @@ constexpr double kAtolFrac = 2e-4;
 
 enum class Head { kDot, kXent, kMse };
 
-const char* head_name(Head h) { return h == Head::kDot ? "dot" : h == Head::kXent ? "xent" : "mse"; }
+const char* head_name(Head h) {
+  return h == Head::kDot ? "dot" : h == Head::kXent ? "xent" : "mse";
+}
 
 // The loss of the module's current output, in double, by the reference formula.
 double reference_loss(const Tensor& y, Head head, const Tensor& target) {
@@ -115,8 +117,8 @@ constexpr float kEps = 1e-2f;
 // the nn loss class's backward (or by r itself for kDot); the loss class's
 // forward value is also checked against the reference formula.
 void check_gradients(Module& m, Tensor& x, Head head, uint64_t seed) {
-  SCOPED_TRACE(str(m.describe(), " input ", tensor::shape_str(x.shape()), " loss ",
-                   head_name(head)));
+  SCOPED_TRACE(
+      str(m.describe(), " input ", tensor::shape_str(x.shape()), " loss ", head_name(head)));
   Rng rng(seed);
   m.zero_grad();
   const Tensor& y = m.forward(x);
@@ -152,8 +154,8 @@ void check_gradients(Module& m, Tensor& x, Head head, uint64_t seed) {
   EXPECT_TRUE(all_close("dx", numeric[0], dx, kRtol, kAtolFrac, constant_loss, scale));
   std::size_t i = 0;
   for (Parameter* p : m.parameters()) {
-    EXPECT_TRUE(all_close("d" + p->name, numeric[i + 1], grads[i], kRtol, kAtolFrac,
-                          constant_loss, scale));
+    EXPECT_TRUE(
+        all_close("d" + p->name, numeric[i + 1], grads[i], kRtol, kAtolFrac, constant_loss, scale));
     ++i;
   }
 }
@@ -340,8 +342,7 @@ nn::ModelConfig tiny_cnn_config() {
 // exactly once, in the reverse of parameters() order, with its final gradient.
 void check_hooks(nn::Sequential& model, const Tensor& x, int64_t classes) {
   std::vector<HookEvent> events;
-  model.set_grad_ready_hook(
-      [&](Parameter& p) { events.push_back({&p, p.grad.to_vector()}); });
+  model.set_grad_ready_hook([&](Parameter& p) { events.push_back({&p, p.grad.to_vector()}); });
   Rng rng(600);
   Tensor labels = random_labels(x.dim(0), classes, rng);
   nn::CrossEntropyLoss loss;
@@ -353,8 +354,8 @@ void check_hooks(nn::Sequential& model, const Tensor& x, int64_t classes) {
   std::vector<Parameter*> want(params.rbegin(), params.rend());
   ASSERT_EQ(events.size(), want.size()) << "one event per parameter per backward";
   for (std::size_t i = 0; i < want.size(); ++i) {
-    EXPECT_EQ(events[i].param, want[i]) << "event " << i << " is " << events[i].param->name
-                                        << ", expected " << want[i]->name;
+    EXPECT_EQ(events[i].param, want[i])
+        << "event " << i << " is " << events[i].param->name << ", expected " << want[i]->name;
     EXPECT_TRUE(bitwise_equal(events[i].grad_at_fire, events[i].param->grad.to_vector()))
         << events[i].param->name << " changed after its hook fired";
   }
@@ -446,7 +447,8 @@ TEST(Errors, LayersRejectBadInputs) {
   EXPECT_THROW(nn::Conv2d(1, 1, 2, rng), std::logic_error);  // even kernel: no "same" padding
   nn::MaxPool2d pool(2);
   EXPECT_THROW(pool.forward(Tensor::zeros({4, 4})), std::logic_error);
-  EXPECT_THROW(pool.backward(Tensor::zeros({1, 1, 1, 1}), true), std::logic_error);  // before forward
+  EXPECT_THROW(pool.backward(Tensor::zeros({1, 1, 1, 1}), true),
+               std::logic_error);  // before forward
   nn::Linear fresh(2, 2, rng);
   EXPECT_THROW(fresh.backward(Tensor::zeros({1, 2}), true), std::logic_error);
 
@@ -468,8 +470,9 @@ TEST(Errors, LayersRejectBadInputs) {
 // Building a model on a CUDA device without a GPU is a clear InputError, not a crash.
 TEST(Errors, ModelOnCudaWithoutGpuIsInputError) {
   if (tensor::cuda_device_count() > 0) GTEST_SKIP() << "a GPU is present";
-  const std::string msg = thrown_message<InputError>(
-      [] { nn::build_model(tiny_cnn_config(), {1, 8, 8}, tensor::Device::parse("cuda:0")); });
+  const std::string msg = thrown_message<InputError>([] {
+    nn::build_model(tiny_cnn_config(), {1, 8, 8}, tensor::Device::parse("cuda:0"));
+  });
   EXPECT_NE(msg.find("cuda:0"), std::string::npos) << msg;
 }
 

@@ -2,6 +2,8 @@
 // rules (torch.optim.SGD / torch.optim.Adam, defaults dampening = 0,
 // nesterov = False, amsgrad = False), and bitwise determinism of model
 // building and training.
+#include "core/nn/optimizer.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,7 +15,6 @@
 #include "core/common/check.h"
 #include "core/nn/loss.h"
 #include "core/nn/models.h"
-#include "core/nn/optimizer.h"
 #include "tests/unit/gradcheck.h"
 
 namespace mddp::test {
@@ -99,10 +100,14 @@ void check_sgd(float lr, float momentum, float weight_decay) {
 }
 
 // Plain SGD: p -= lr * grad, for five steps.
-TEST(Sgd, PlainMatchesPyTorchRule) { check_sgd(0.1f, 0.0f, 0.0f); }
+TEST(Sgd, PlainMatchesPyTorchRule) {
+  check_sgd(0.1f, 0.0f, 0.0f);
+}
 
 // SGD with momentum: the first step sets buf = g, later steps buf = m buf + g.
-TEST(Sgd, MomentumMatchesPyTorchRule) { check_sgd(0.05f, 0.9f, 0.0f); }
+TEST(Sgd, MomentumMatchesPyTorchRule) {
+  check_sgd(0.05f, 0.9f, 0.0f);
+}
 
 // SGD with L2 weight decay added to the gradient, with and without momentum.
 TEST(Sgd, WeightDecayMatchesPyTorchRule) {
@@ -160,10 +165,14 @@ void check_adam(float lr, float weight_decay, float eps) {
 }
 
 // Adam with bias correction (the first steps move each weight by about lr).
-TEST(Adam, MatchesPyTorchRule) { check_adam(0.01f, 0.0f, 1e-8f); }
+TEST(Adam, MatchesPyTorchRule) {
+  check_adam(0.01f, 0.0f, 1e-8f);
+}
 
 // Adam with L2 weight decay folded into the gradient, and a large eps.
-TEST(Adam, WeightDecayAndEpsMatchPyTorchRule) { check_adam(0.003f, 0.1f, 1e-3f); }
+TEST(Adam, WeightDecayAndEpsMatchPyTorchRule) {
+  check_adam(0.003f, 0.1f, 1e-3f);
+}
 
 // Bad optimiser settings are InputErrors naming the flag.
 TEST(Optimizer, RejectsBadConfig) {

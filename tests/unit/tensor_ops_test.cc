@@ -95,8 +95,8 @@ void gemm_ref(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha,
 // gemm matches a naive double triple loop for all transposes, odd shapes and alpha/beta.
 TEST(Gemm, MatchesNaiveReferenceAllTransposes) {
   const GemmCase cases[] = {{1, 1, 1}, {3, 5, 7}, {17, 1, 33}, {64, 130, 31}, {2, 9, 1}};
-  const std::pair<float, float> scalars[] = {{1.0f, 0.0f}, {1.0f, 1.0f}, {0.5f, 1.0f},
-                                             {-1.5f, 0.25f}, {0.0f, 2.0f}};
+  const std::pair<float, float> scalars[] = {
+      {1.0f, 0.0f}, {1.0f, 1.0f}, {0.5f, 1.0f}, {-1.5f, 0.25f}, {0.0f, 2.0f}};
   Rng rng(7);
   for (const GemmCase& g : cases)
     for (int ta = 0; ta < 2; ++ta)
@@ -213,7 +213,9 @@ struct ConvCase {
   int pad;
 };
 
-int64_t out_size(int64_t in, int64_t k, int pad) { return in + 2 * pad - k + 1; }
+int64_t out_size(int64_t in, int64_t k, int pad) {
+  return in + 2 * pad - k + 1;
+}
 
 // Input pixel (iy, ix) of image n, channel c, or 0 in the zero padding.
 double pixel(const std::vector<float>& x, const ConvCase& d, int64_t n, int64_t c, int64_t iy,
@@ -223,16 +225,16 @@ double pixel(const std::vector<float>& x, const ConvCase& d, int64_t n, int64_t 
 }
 
 // Each case: odd sizes, padding 0 / same / wider than k/2, C > 1, O > 1, N > 1.
-const ConvCase kConvCases[] = {
-    {1, 1, 1, 1, 1, 1, 0}, {1, 1, 5, 5, 1, 3, 1}, {2, 3, 5, 7, 4, 3, 1}, {3, 2, 6, 5, 1, 3, 0},
-    {1, 2, 4, 4, 2, 5, 2}, {2, 2, 3, 3, 3, 3, 2}, {1, 3, 7, 3, 2, 1, 0}};
+const ConvCase kConvCases[] = {{1, 1, 1, 1, 1, 1, 0}, {1, 1, 5, 5, 1, 3, 1}, {2, 3, 5, 7, 4, 3, 1},
+                               {3, 2, 6, 5, 1, 3, 0}, {1, 2, 4, 4, 2, 5, 2}, {2, 2, 3, 3, 3, 3, 2},
+                               {1, 3, 7, 3, 2, 1, 0}};
 
 // conv2d_forward matches a direct 7-loop convolution in double.
 TEST(Conv2d, ForwardMatchesDirectConvolution) {
   Rng rng(21);
   for (const ConvCase& d : kConvCases) {
-    SCOPED_TRACE(str("N=", d.n, " C=", d.c, " H=", d.h, " W=", d.w, " O=", d.o, " K=", d.k,
-                     " pad=", d.pad));
+    SCOPED_TRACE(
+        str("N=", d.n, " C=", d.c, " H=", d.h, " W=", d.w, " O=", d.o, " K=", d.k, " pad=", d.pad));
     const int64_t ho = out_size(d.h, d.k, d.pad), wo = out_size(d.w, d.k, d.pad);
     Tensor x = random_tensor({d.n, d.c, d.h, d.w}, rng);
     Tensor w = random_tensor({d.o, d.c, d.k, d.k}, rng), b = random_tensor({d.o}, rng);
@@ -268,8 +270,8 @@ TEST(Conv2d, ForwardMatchesDirectConvolution) {
 TEST(Conv2d, BackwardMatchesDirectSums) {
   Rng rng(22);
   for (const ConvCase& d : kConvCases) {
-    SCOPED_TRACE(str("N=", d.n, " C=", d.c, " H=", d.h, " W=", d.w, " O=", d.o, " K=", d.k,
-                     " pad=", d.pad));
+    SCOPED_TRACE(
+        str("N=", d.n, " C=", d.c, " H=", d.h, " W=", d.w, " O=", d.o, " K=", d.k, " pad=", d.pad));
     const int64_t ho = out_size(d.h, d.k, d.pad), wo = out_size(d.w, d.k, d.pad);
     Tensor x = random_tensor({d.n, d.c, d.h, d.w}, rng);
     Tensor w = random_tensor({d.o, d.c, d.k, d.k}, rng);
@@ -428,9 +430,9 @@ TEST(SoftmaxXent, MatchesDoubleFormulas) {
 
 // count_correct counts rows whose first arg-max equals the label (ties go to the lower index).
 TEST(SoftmaxXent, CountCorrectUsesFirstArgMax) {
-  Tensor logits = Tensor::from_vector({4, 3}, {1, 3, 3,    // tie: class 1 wins, not 2
-                                               3, 3, 0,    // tie: class 0 wins, not 1
-                                               5, -1, 0,   // plain maximum
+  Tensor logits = Tensor::from_vector({4, 3}, {1, 3, 3,   // tie: class 1 wins, not 2
+                                               3, 3, 0,   // tie: class 0 wins, not 1
+                                               5, -1, 0,  // plain maximum
                                                -2, -1, -3});
   Tensor labels = Tensor::from_vector({4}, {1, 0, 0, 2});
   EXPECT_EQ(ops::count_correct(logits, labels), 3);  // last-max would count 1
@@ -483,7 +485,8 @@ TEST(Errors, MismatchedShapesThrow) {
   EXPECT_THROW(ops::axpy(1, a, c), std::logic_error);
   EXPECT_THROW(ops::copy(a, c), std::logic_error);
 
-  Tensor x = Tensor::zeros({1, 2, 5, 5}), w = Tensor::zeros({3, 1, 3, 3}), bias = Tensor::zeros({3});
+  Tensor x = Tensor::zeros({1, 2, 5, 5}), w = Tensor::zeros({3, 1, 3, 3}),
+         bias = Tensor::zeros({3});
   Tensor col = Tensor::zeros({18, 25}), y = Tensor::zeros({1, 3, 5, 5});
   EXPECT_THROW(ops::conv2d_forward(x, w, bias, 1, col, y), std::logic_error);  // C 2 vs 1
   Tensor w2 = Tensor::zeros({3, 2, 3, 3}), y_bad = Tensor::zeros({1, 3, 4, 4});
@@ -498,20 +501,19 @@ TEST(Errors, MismatchedShapesThrow) {
   Tensor logits = Tensor::zeros({3, 4}), probs = Tensor::zeros({3, 4});
   EXPECT_THROW(ops::softmax_xent_forward(logits, Tensor::zeros({2}), probs), std::logic_error);
   Tensor probs_bad = Tensor::zeros({3, 3});
-  EXPECT_THROW(ops::softmax_xent_forward(logits, Tensor::zeros({3}), probs_bad),
-               std::logic_error);
+  EXPECT_THROW(ops::softmax_xent_forward(logits, Tensor::zeros({3}), probs_bad), std::logic_error);
   EXPECT_THROW(ops::mse_forward(a, c), std::logic_error);
 }
 
 // Labels must be integral class indices in [0, classes): anything else throws, naming the row.
 TEST(Errors, LabelOutsideClassesThrows) {
   Tensor logits = Tensor::zeros({2, 4}), probs = Tensor::zeros({2, 4});
-  for (float bad : {-1.0f, 4.0f, 100.0f, 1.5f, std::nanf(""),
-                    std::numeric_limits<float>::infinity()}) {
+  for (float bad :
+       {-1.0f, 4.0f, 100.0f, 1.5f, std::nanf(""), std::numeric_limits<float>::infinity()}) {
     SCOPED_TRACE(bad);
     Tensor labels = Tensor::from_vector({2}, {0.0f, bad});
-    const std::string msg = thrown_message<std::logic_error>(
-        [&] { ops::softmax_xent_forward(logits, labels, probs); });
+    const std::string msg =
+        thrown_message<std::logic_error>([&] { ops::softmax_xent_forward(logits, labels, probs); });
     EXPECT_NE(msg.find("at row 1"), std::string::npos) << msg;
     EXPECT_THROW(ops::softmax_xent_backward(probs, labels, probs), std::logic_error);
     EXPECT_THROW(ops::count_correct(logits, labels), std::logic_error);
@@ -537,8 +539,7 @@ TEST(Errors, CudaDeviceWithoutGpuIsAClearError) {
   } else {
     Tensor g = Tensor::zeros({2, 2}, dev);
     Tensor h = Tensor::zeros({2, 2});
-    const std::string msg =
-        thrown_message<Error>([&] { ops::gemm(false, false, 1, g, h, 0, h); });
+    const std::string msg = thrown_message<Error>([&] { ops::gemm(false, false, 1, g, h, 0, h); });
     EXPECT_NE(msg.find("gemm"), std::string::npos) << msg;
   }
   EXPECT_THROW(tensor::require_available(tensor::Device::parse("cuda:99")), InputError);

@@ -37,10 +37,9 @@ class Scratch {
   std::size_t capacity_[kNumSlots] = {};
 };
 
-// Largest slice of a block moved by one transport call in the pipelined
-// algorithms (ring). Big enough that alpha is small against S/beta, small
-// enough that a received segment is still in cache when it is reduced and that
-// the transport carries the next one while this one is reduced.
+// Largest slice of a block moved by one transport call in the ring. Big
+// enough that alpha is small against S/beta, small enough that a received
+// segment is still in L2 when it is reduced (ring_reduce_scatter.cc).
 inline constexpr std::size_t kSegmentBytes = 256 * 1024;
 
 // Balanced split of `count` elements into `parts` blocks:

@@ -9,13 +9,12 @@
 //   receives block (r - s - 1) mod n  from the left, straight into place,
 //
 // so every block travels n-1 hops round the ring and after n-1 steps every
-// rank holds all n blocks. Blocks move as segments (kSegmentBytes), like the
-// reduce-scatter, so the next rank can forward the front of a block while its
-// tail is still arriving.
+// rank holds all n blocks. Each block moves in one send_recv: with no
+// arithmetic between transfers there is nothing for segments to interleave
+// with (compare ring_reduce_scatter.cc).
 //
 // Cost: (n-1)(alpha + S/(n beta)) for S the gathered size; each rank sends
 // and receives (n-1)S/n bytes. No scratch: received bytes land in place.
-#include <algorithm>
 #include <cstring>
 
 #include "core/comm/algorithms/algorithms.h"
@@ -26,22 +25,13 @@ void ring_all_gather_inplace(const AlgoContext& ctx, void* data, Blocks blocks, 
   MDDP_CHECK_EQ(blocks.parts, ctx.size);
   const int n = ctx.size;
   if (blocks.count == 0 || n == 1) return;
-  const auto es = static_cast<int64_t>(element_size(t));
-  const int64_t seg = std::max<int64_t>(1, static_cast<int64_t>(kSegmentBytes) / es);
   auto* base = static_cast<std::byte*>(data);
 
   for (int s = 0; s < n - 1; ++s) {
     const int send_b = ctx.peer(-s);
     const int recv_b = ctx.peer(-s - 1);
-    const int64_t send_n = blocks.size(send_b), recv_n = blocks.size(recv_b);
-    std::byte* send_base = base + blocks.begin(send_b) * es;
-    std::byte* recv_base = base + blocks.begin(recv_b) * es;
-    for (int64_t off = 0; off < std::max(send_n, recv_n); off += seg) {
-      const int64_t sn = std::clamp<int64_t>(send_n - off, 0, seg);
-      const int64_t rn = std::clamp<int64_t>(recv_n - off, 0, seg);
-      ctx.exchange(ctx.right(), send_base + off * es, static_cast<std::size_t>(sn * es), ctx.left(),
-                   recv_base + off * es, static_cast<std::size_t>(rn * es));
-    }
+    ctx.exchange(ctx.right(), at(base, blocks.begin(send_b), t), bytes_of(blocks.size(send_b), t), ctx.left(),
+                 at(base, blocks.begin(recv_b), t), bytes_of(blocks.size(recv_b), t));
   }
   // The spec's claim: the last block received is the right neighbour's, the
   // only one that had not yet come round.

@@ -12,12 +12,20 @@
 // hop, and after n-1 steps rank r holds the full reduction of block r (the
 // last block it received is (r - n) mod n = r).
 //
-// Pipelining: each step moves its block as segments (kSegmentBytes). Segment
-// k is exchanged with Transport::send_recv and reduced straight out of a
-// segment-sized scratch buffer, while the transport (socket buffers, the
-// shared-memory ring) is already carrying segment k+1 from the left; the
-// scratch is one segment however large the message, and it is still in cache
-// when reduced.
+// Segments: each step moves its block as segments of at most kSegmentBytes.
+// Segment k is exchanged with Transport::send_recv (both directions in flight
+// at once, so two neighbours sending large blocks cannot deadlock) into a
+// segment-sized scratch buffer and reduced from there while it is still in
+// cache; the next segment's exchange follows at once. The scratch is one
+// segment however large the message. See Note [What the segments overlap].
+//
+// Note [What the segments overlap]. A segment's transfer overlaps the
+// reduction of the one before only where something other than this rank's
+// cores moves the bytes: a NIC's DMA, or a neighbour that runs ahead and has
+// its next segment in flight (in socket buffers or the shared-memory ring)
+// while this rank reduces. On one host the "wire" is a memcpy made by the
+// same two cores that reduce, so the gain here is cache locality and bounded
+// scratch, not hidden transfer time.
 //
 // Cost: n-1 steps of one block each way:  (n-1)(alpha + S/(n beta)), plus
 // the reduction of (n-1)S/n bytes. Per-rank traffic (n-1)S/n sent and received.

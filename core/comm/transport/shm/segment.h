@@ -4,7 +4,7 @@
 //
 //   page 0        SegmentHeader (identity, pid, closed flag, doorbell)
 //   then, for each peer p != owner, in rank order:
-//     one page    RingHeader (head and tail, each on its own cache line)
+//     one page    RingHeader (head, tail and acked, each on its own cache line)
 //     capacity    ring bytes
 #pragma once
 
@@ -25,7 +25,11 @@ struct SegmentHeader {
   int32_t pid;  // of the owner, to detect its death with kill(pid, 0)
   uint64_t job_hash;
   uint64_t ring_capacity;
+  // Address, in the owner's process, of a known 8-byte value: a peer that can
+  // read it with process_vm_readv may read the owner's buffers directly.
+  std::atomic<uint64_t> probe_addr;
   alignas(64) std::atomic<uint32_t> closed;  // 1 once the owner destroyed its transport
+  std::atomic<uint32_t> reads_direct;        // 1 when the owner can read every peer's memory (single copy)
   // Bumped by whoever made progress possible for the owner (data into its
   // rings, space freed in the rings it writes); it sleeps on it with a futex.
   alignas(64) std::atomic<uint32_t> doorbell;
@@ -37,6 +41,9 @@ struct SegmentHeader {
 struct RingHeader {
   alignas(64) std::atomic<uint64_t> head;  // written by the producer only
   alignas(64) std::atomic<uint64_t> tail;  // written by the consumer only
+  // Single-copy frames the consumer has finished reading from the producer's
+  // buffer (written by the consumer only): the producer's send waits for it.
+  alignas(64) std::atomic<uint64_t> acked;
 };
 
 static_assert(std::atomic<uint64_t>::is_always_lock_free && std::atomic<uint32_t>::is_always_lock_free,

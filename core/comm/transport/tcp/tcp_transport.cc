@@ -23,7 +23,9 @@
 //
 // Failures: EOF or ECONNRESET mid-message (the peer died or closed) is a
 // PeerError; the deadline is a TimeoutError naming the peers still pending;
-// abort() makes the eventfd readable and every call throws AbortedError.
+// abort() makes the eventfd readable and every call throws AbortedError. A
+// call that fails halfway through a frame leaves that connection out of
+// step, so every later call on it throws the same error.
 // MSG_NOSIGNAL everywhere, so a dead peer never raises SIGPIPE.
 #include "core/comm/transport/tcp/tcp_transport.h"
 
@@ -200,8 +202,11 @@ void TcpTransport::run(Op* ops, int count, Deadline deadline) {
                          " bytes ", ops[i].sending ? "to" : "from", " rank ", ops[i].peer->rank, " (",
                          ops[i].done, " done)");
       auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now - start).count();
-      throw TimeoutError(str("rank ", rank_, ": timed out after ", ms, " ms ", pending,
-                             "; is that rank alive, and running the same collective?"));
+      std::string what = str("rank ", rank_, ": timed out after ", ms, " ms ", pending,
+                             "; is that rank alive, and running the same collective?");
+      for (int i = 0; i < count; ++i)  // a frame cut short leaves its stream out of step for good
+        if (!ops[i].finished && ops[i].header_done > 0) ops[i].peer->broken = what + " (the frame was cut short)";
+      throw TimeoutError(what);
     }
     pollfd pfds[3];
     int n = 0;

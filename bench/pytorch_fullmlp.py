@@ -1,0 +1,266 @@
+#!/usr/bin/python3
+"""PyTorch reference for `microddp bench train`: FullMLP training throughput.
+
+The model and step are the same as microddp's benchmark: 16 x nn.Linear(W, W)
+with ReLU between (no head), MSE against synthetic regression targets, SGD
+lr 0.01 without momentum, global batch B split evenly over the ranks, one
+compute thread per process.
+
+  --ranks 1   one plain process, no DDP
+  --ranks N   N local processes, torch.distributed (gloo, 127.0.0.1) and
+              DistributedDataParallel(bucket_cap_mb=--bucket-mb)
+  --no-sync   (N > 1) run forward/backward inside ddp.no_sync(): the same
+              compute on N processes at once with no gradient all-reduce,
+              the compute-only reference
+
+Prints one JSON line: samples_per_s (global), step_ms, phases_ms (forward,
+backward incl. DDP's all-reduce, optimizer; mean over ranks), peak_rss_mb per
+rank (getrusage ru_maxrss), and the BLAS / kernel in use.
+
+Use Debian's /usr/bin/python3 (python3-torch 1.13). Run with
+OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 (set here if unset) and the same
+OPENBLAS_CORETYPE as the side it is compared with.
+"""
+import argparse
+import json
+import os
+import resource
+import socket
+import subprocess
+import sys
+import time
+
+# One compute thread per process, before torch (and its BLAS) is loaded.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("MKL_NUM_THREADS", "1")
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--ranks", type=int, default=1, help="processes; 1 = no DDP")
+    p.add_argument("--width", type=int, default=1024, help="hidden width W")
+    p.add_argument("--depth", type=int, default=16, help="Linear(W, W) layers")
+    p.add_argument("--batch", type=int, default=256, help="global batch (split over ranks)")
+    p.add_argument("--bucket-mb", type=float, default=25.0, help="DDP bucket_cap_mb")
+    p.add_argument("--no-sync", action="store_true", help="compute only: DDP no_sync(), no all-reduce")
+    p.add_argument("--warmup", type=int, default=3, help="untimed steps first")
+    p.add_argument("--iters", type=int, default=10, help="timed steps")
+    p.add_argument("--synthetic-size", type=int, default=4096, help="samples in the synthetic dataset")
+    p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--json", default="", help="also write the result to this file")
+    p.add_argument("--gemm", default="", metavar="MxNxK",
+                   help="instead: best-of-20 single-thread torch.mm (OpenBLAS sgemm) GFLOP/s for this shape")
+    # Internal: set by the launcher for each child process.
+    p.add_argument("--_rank", type=int, default=-1, help=argparse.SUPPRESS)
+    p.add_argument("--_port", type=int, default=0, help=argparse.SUPPRESS)
+    a = p.parse_args(argv)
+    if a.batch % a.ranks:
+        p.error("--batch must be divisible by --ranks")
+    if a.iters < 1 or a.warmup < 0:
+        p.error("--iters must be >= 1 and --warmup >= 0")
+    return a
+
+
+def blas_info():
+    """Which BLAS and which OpenBLAS kernel (core type) torch's Linear runs on."""
+    import ctypes
+    import torch
+
+    info = {"torch": torch.__version__, "openblas_coretype_env": os.environ.get("OPENBLAS_CORETYPE", "")}
+    for line in torch.__config__.show().splitlines():
+        if "BLAS_INFO" in line:
+            for kv in line.split(","):
+                if "BLAS_INFO" in kv:
+                    info["torch_blas_info"] = kv.strip()
+    # torch links libblas.so.3 (Debian's alternative, OpenBLAS); ask OpenBLAS itself.
+    for name in ("libopenblas.so.0", "libblas.so.3"):
+        try:
+            lib = ctypes.CDLL(name)
+            lib.openblas_get_corename.restype = ctypes.c_char_p
+            lib.openblas_get_config.restype = ctypes.c_char_p
+            info["openblas_core"] = lib.openblas_get_corename().decode()
+            info["openblas_config"] = lib.openblas_get_config().decode().strip()
+            break
+        except (OSError, AttributeError):
+            continue
+    try:
+        info["libblas_so_3"] = os.path.realpath("/usr/lib/x86_64-linux-gnu/libblas.so.3")
+    except OSError:
+        pass
+    return info
+
+
+def run_rank(a, rank, world):
+    import torch
+    import torch.nn as nn
+
+    torch.set_num_threads(1)
+    torch.manual_seed(a.seed)  # same initial weights on every rank (DDP broadcasts anyway)
+    ddp_on = world > 1
+    if ddp_on:
+        import torch.distributed as dist
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{a._port}", rank=rank, world_size=world)
+
+    W = a.width
+    layers = []
+    for i in range(a.depth):
+        layers.append(nn.Linear(W, W))
+        if i + 1 < a.depth:
+            layers.append(nn.ReLU())
+    model = nn.Sequential(*layers)
+    if ddp_on:
+        model = DDP(model, bucket_cap_mb=a.bucket_mb)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.0)
+    loss_fn = nn.MSELoss()
+
+    # Synthetic regression data (X * w_true + noise), generated once; each step
+    # takes this rank's contiguous shard of the next global batch (a view, no copy).
+    g = torch.Generator().manual_seed(a.seed + 1)
+    n = max(a.synthetic_size, a.batch)
+    X = torch.randn(n, W, generator=g)
+    w_true = torch.randn(W, W, generator=g) / W ** 0.5
+    Y = X @ w_true + 0.01 * torch.randn(n, W, generator=g)
+    local = a.batch // world
+    batches_per_epoch = n // a.batch
+
+    def sync_ctx():
+        if ddp_on and a.no_sync:
+            return model.no_sync()
+        import contextlib
+
+        return contextlib.nullcontext()
+
+    phases = {"forward_ms": 0.0, "backward_ms": 0.0, "optimizer_ms": 0.0}
+
+    def step(i, timed):
+        b = i % batches_per_epoch
+        lo = b * a.batch + rank * local
+        x, y = X[lo : lo + local], Y[lo : lo + local]
+        t0 = time.perf_counter()
+        opt.zero_grad(set_to_none=False)
+        with sync_ctx():
+            loss = loss_fn(model(x), y)
+            t1 = time.perf_counter()
+            loss.backward()  # under DDP this includes the gradient all-reduce
+        t2 = time.perf_counter()
+        opt.step()
+        t3 = time.perf_counter()
+        if timed:
+            phases["forward_ms"] += (t1 - t0) * 1e3
+            phases["backward_ms"] += (t2 - t1) * 1e3
+            phases["optimizer_ms"] += (t3 - t2) * 1e3
+
+    def barrier():
+        if ddp_on:
+            dist.barrier()
+
+    for i in range(a.warmup):
+        step(i, False)
+    barrier()
+    t0 = time.perf_counter()
+    for i in range(a.iters):
+        step(a.warmup + i, True)
+    barrier()
+    wall = time.perf_counter() - t0
+    res = {
+        "rank": rank,
+        "wall_s": wall,
+        "phases_ms": {k: v / a.iters for k, v in phases.items()},
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,  # KiB on Linux
+    }
+    if ddp_on:
+        dist.destroy_process_group()
+    return res
+
+
+def gemm_rate(shape, reps=20):
+    """Best single-thread GFLOP/s of torch.mm for C[m,n] = A[m,k] B[k,n] (torch's BLAS: OpenBLAS here)."""
+    import torch
+
+    torch.set_num_threads(1)
+    m, n, k = (int(v) for v in shape.lower().split("x"))
+    a, b = torch.rand(m, k) * 2 - 1, torch.rand(k, n) * 2 - 1
+    c = torch.empty(m, n)
+    torch.mm(a, b, out=c)  # untimed warm-up
+    best = 1e30
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        torch.mm(a, b, out=c)
+        best = min(best, time.perf_counter() - t0)
+    return {"impl": "pytorch", "gemm": [m, n, k], "best_ms": best * 1e3, "gflops": 2.0 * m * n * k / best * 1e-9,
+            "blas": blas_info()}
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def launch(a, argv):
+    """Start a.ranks child processes of this script; collect their JSON lines."""
+    port = free_port()
+    env = dict(os.environ)
+    env.setdefault("GLOO_SOCKET_IFNAME", "lo")
+    procs = []
+    for r in range(a.ranks):
+        cmd = [sys.executable, os.path.abspath(__file__)] + argv + ["--_rank", str(r), "--_port", str(port)]
+        procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, env=env, text=True))
+    results, failed = [], False
+    for p in procs:
+        out, _ = p.communicate()
+        if p.returncode != 0:
+            failed = True
+            continue
+        lines = [l for l in out.splitlines() if l.startswith("{")]
+        results.append(json.loads(lines[-1]))
+    if failed or len(results) != a.ranks:
+        sys.exit("pytorch_fullmlp: a rank failed")
+    return sorted(results, key=lambda r: r["rank"])
+
+
+def main():
+    argv = sys.argv[1:]
+    a = parse_args(argv)
+    if a.gemm:
+        line = json.dumps(gemm_rate(a.gemm))
+        print(line, flush=True)
+        if a.json:
+            with open(a.json, "w") as f:
+                f.write(line + "\n")
+        return
+    if a._rank >= 0:  # a child of the launcher
+        print(json.dumps(run_rank(a, a._rank, a.ranks)), flush=True)
+        return
+    ranks = [run_rank(a, 0, 1)] if a.ranks == 1 else launch(a, argv)
+    wall = max(r["wall_s"] for r in ranks)
+    phases = {k: sum(r["phases_ms"][k] for r in ranks) / len(ranks) for k in ranks[0]["phases_ms"]}
+    out = {
+        "impl": "pytorch",
+        "ranks": a.ranks,
+        "ddp": "none" if a.ranks == 1 else ("no_sync" if a.no_sync else "ddp"),
+        "bucket_mb": a.bucket_mb if a.ranks > 1 else None,
+        "width": a.width,
+        "depth": a.depth,
+        "batch": a.batch,
+        "warmup": a.warmup,
+        "iters": a.iters,
+        "samples_per_s": a.iters * a.batch / wall,
+        "step_ms": wall * 1e3 / a.iters,
+        "phases_ms": phases,
+        "peak_rss_mb": [r["peak_rss_mb"] for r in ranks],
+        "threads": 1,
+        "blas": blas_info(),
+    }
+    line = json.dumps(out)
+    print(line, flush=True)
+    if a.json:
+        with open(a.json, "w") as f:
+            f.write(json.dumps(out, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,336 @@
+#!/usr/bin/env bash
+# microddp `bench train` against PyTorch (bench/pytorch_fullmlp.py), side by side
+# in one run: interleaved A/B rounds, medians [min..max], ratios per round.
+#
+# For each configuration (W=1024 B=256 and W=256 B=64 by default):
+#   (a) one rank: microddp --nproc 1 vs PyTorch --ranks 1 (no DDP); the GEMM
+#       lower bound of the step from `microddp bench gemm` at m=B n=W k=W
+#       (and torch.mm / OpenBLAS at the same shape, for reference);
+#   (b) two ranks: microddp bucketed (default caps) vs PyTorch DDP gloo with
+#       bucket_cap_mb 1 and 25 and the compute-only no_sync reference; scaling
+#       efficiency; peak RSS per rank; microddp's overlap and phase breakdown;
+#   (c) a 2-rank sweep of microddp: naive, hooked, bucketed --bucket-mb 0.25/1/5/25.
+#
+# Usage: bench/train_vs_pytorch.sh [--quick] [--rounds N] [--out FILE.md]
+#                                  [--configs "1024x256 256x64"] [--no-sweep] [--keep DIR]
+# Environment: MICRODDP (default: <repo>/build/cli/microddp), PYTHON (default
+# /usr/bin/python3, Debian's python3-torch). OPENBLAS_CORETYPE is passed through
+# unchanged to both sides and reported.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(dirname "$here")
+MICRODDP=${MICRODDP:-$root/build/cli/microddp}
+PY=${PYTHON:-/usr/bin/python3}
+TORCH_SCRIPT=$here/pytorch_fullmlp.py
+
+rounds=3
+quick=0
+sweep=1
+out=""
+keep=""
+configs="1024x256 256x64"
+per_run_timeout=300
+
+usage() { sed -n '2,19p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --quick) quick=1; rounds=1; shift ;;
+    --rounds) rounds=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --configs) configs=$2; shift 2 ;;
+    --no-sweep) sweep=0; shift ;;
+    --keep) keep=$2; shift 2 ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "unknown option: $1" >&2; usage >&2; exit 2 ;;
+  esac
+done
+
+[[ -x $MICRODDP ]] || { echo "microddp binary not found: $MICRODDP (build it or set MICRODDP)" >&2; exit 1; }
+"$PY" -c 'import torch' 2>/dev/null || { echo "$PY has no torch (use Debian's /usr/bin/python3)" >&2; exit 1; }
+[[ -z $out ]] || out=$(realpath -m "$out")
+
+# One compute thread per process on both sides.
+export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
+
+if [[ -n $keep ]]; then work=$keep; mkdir -p "$work"; else work=$(mktemp -d /tmp/train_vs_pytorch.XXXXXX); fi
+echo "results in $work"
+
+# Steps per run: (warm-up, timed) for W >= 512 and for smaller widths.
+if (( quick )); then big=(1 3); small=(5 40); else big=(2 8); small=(10 100); fi
+gemm_iters=50
+
+{
+  echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo "host: $(uname -srm)"
+  echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
+  echo "cores: $(getconf _NPROCESSORS_ONLN)"
+  flags=$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -E '^(avx|avx2|fma|avx512[a-z_]*)$' | sort -u | tr '\n' ' ')
+  echo "simd flags: ${flags:-none}"
+  echo "OPENBLAS_CORETYPE: ${OPENBLAS_CORETYPE:-<unset>}"
+  echo "threads: OMP_NUM_THREADS=$OMP_NUM_THREADS OPENBLAS_NUM_THREADS=$OPENBLAS_NUM_THREADS"
+  echo "microddp: $MICRODDP ($(cd "$root" && git rev-parse --short HEAD 2>/dev/null || echo '?'))"
+  echo "torch: $("$PY" -c 'import re, torch; c = torch.__config__.show(); print(torch.__version__, "|", re.search(r"CPU capability usage: \w+", c)[0], "|", ", ".join(re.findall(r"(?:BLAS_INFO|LAPACK_INFO|USE_MKLDNN)=\w+", c)))' 2>/dev/null)"
+  echo "libblas.so.3 -> $(realpath /usr/lib/x86_64-linux-gnu/libblas.so.3 2>/dev/null || echo '?')"
+  echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+} > "$work/env.txt"
+cat "$work/env.txt"
+
+# run NAME CMD...: runs under /usr/bin/time -v (CPU share, RSS), never fails the script.
+run() {
+  local name=$1; shift
+  local t0=$SECONDS
+  if /usr/bin/time -v -o "$work/$name.time" timeout "$per_run_timeout" "$@" > "$work/$name.log" 2>&1; then
+    printf '  %-40s ok   %3ds\n' "$name" $((SECONDS - t0))
+  else
+    printf '  %-40s FAILED (see %s)\n' "$name" "$work/$name.log"
+    rm -f "$work/$name.json"
+  fi
+}
+
+mddp_train() {  # NAME W B WARMUP ITERS ARGS...
+  local name=$1 w=$2 b=$3 wu=$4 it=$5; shift 5
+  run "$name" "$MICRODDP" bench train --width "$w" --batch "$b" --warmup "$wu" --iters "$it" --threads 1 \
+    --json "$work/$name.json" "$@"
+}
+torch_train() {  # NAME W B WARMUP ITERS ARGS...
+  local name=$1 w=$2 b=$3 wu=$4 it=$5; shift 5
+  run "$name" "$PY" "$TORCH_SCRIPT" --width "$w" --batch "$b" --warmup "$wu" --iters "$it" --json "$work/$name.json" "$@"
+}
+mddp_gemm() {  # NAME M N K
+  local name=$1
+  run "$name" "$MICRODDP" bench gemm -m "$2" -n "$3" -k "$4" --iters "$gemm_iters" --threads 1
+  if [[ -f $work/$name.log ]]; then
+    "$PY" - "$work/$name.log" "$work/$name.json" <<'EOF' || true
+import json, re, sys
+m = re.search(r"gemm (\d+)x(\d+)x(\d+): best ([\d.]+) ms, ([\d.]+) GFLOP/s", open(sys.argv[1]).read())
+if m:
+    json.dump({"impl": "microddp", "gemm": [int(m[1]), int(m[2]), int(m[3])], "best_ms": float(m[4]),
+               "gflops": float(m[5])}, open(sys.argv[2], "w"))
+EOF
+  fi
+}
+
+start=$SECONDS
+for ((r = 0; r < rounds; r++)); do
+  for cfg in $configs; do
+    w=${cfg%x*}; b=${cfg#*x}
+    if (( w >= 512 )); then wu=${big[0]}; it=${big[1]}; else wu=${small[0]}; it=${small[1]}; fi
+    p="r${r}_${cfg}"
+    # A/B pairs; the order flips every round so neither side always goes first.
+    jobs=(
+      "mddp_gemm ${p}_gemm_mddp $b $w $w"
+      "torch_train ${p}_gemm_torch $w $b 0 1 --gemm ${b}x${w}x${w}"
+      "mddp_train ${p}_mddp_1 $w $b $wu $it --nproc 1"
+      "torch_train ${p}_torch_1 $w $b $wu $it --ranks 1"
+      "mddp_train ${p}_mddp_2_bucketed $w $b $wu $it --nproc 2 --ddp bucketed"
+      "torch_train ${p}_torch_2_b25 $w $b $wu $it --ranks 2 --bucket-mb 25"
+      "torch_train ${p}_torch_2_b1 $w $b $wu $it --ranks 2 --bucket-mb 1"
+      "torch_train ${p}_torch_2_nosync $w $b $wu $it --ranks 2 --no-sync"
+    )
+    if (( sweep )); then
+      jobs+=(
+        "mddp_train ${p}_mddp_2_naive $w $b $wu $it --nproc 2 --ddp naive"
+        "mddp_train ${p}_mddp_2_hooked $w $b $wu $it --nproc 2 --ddp hooked"
+        "mddp_train ${p}_mddp_2_b0.25 $w $b $wu $it --nproc 2 --ddp bucketed --bucket-mb 0.25"
+        "mddp_train ${p}_mddp_2_b1 $w $b $wu $it --nproc 2 --ddp bucketed --bucket-mb 1"
+        "mddp_train ${p}_mddp_2_b5 $w $b $wu $it --nproc 2 --ddp bucketed --bucket-mb 5"
+      )
+    fi
+    echo "round $((r + 1))/$rounds, W=$w B=$b (${wu} warm-up + ${it} timed steps)"
+    n=${#jobs[@]}
+    for ((j = 0; j < n; j++)); do
+      if (( r % 2 )); then job=${jobs[n - 1 - j]}; else job=${jobs[j]}; fi
+      eval "$job"
+    done
+  done
+done
+echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)" >> "$work/env.txt"
+echo "benchmark wall time: $((SECONDS - start)) s" >> "$work/env.txt"
+
+"$PY" - "$work" "$rounds" "$configs" "$out" <<'EOF'
+import glob, json, os, re, statistics, sys
+
+work, rounds, configs, out = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), sys.argv[4]
+env = open(os.path.join(work, "env.txt")).read().strip().splitlines()
+
+
+def load(name):
+    f = os.path.join(work, name + ".json")
+    if not os.path.exists(f):
+        return None
+    j = json.load(open(f))
+    t = os.path.join(work, name + ".time")
+    if os.path.exists(t):
+        m = re.search(r"Percent of CPU this job got: (\d+)%", open(t).read())
+        if m:
+            j["cpu_pct"] = int(m[1])
+    return j
+
+
+def series(cfg, tag):
+    return [load(f"r{r}_{cfg}_{tag}") for r in range(rounds)]
+
+
+def med(xs):
+    xs = [x for x in xs if x is not None]
+    if not xs:
+        return "failed"
+    if len(xs) == 1:
+        return fmt(xs[0])
+    return f"{fmt(statistics.median(xs))} [{fmt(min(xs))}..{fmt(max(xs))}]"
+
+
+def mval(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def fmt(x):
+    if x is None:
+        return "—"
+    a = abs(x)
+    return f"{x:.0f}" if a >= 100 else f"{x:.1f}" if a >= 10 else f"{x:.2f}" if a >= 0.1 else f"{x:.3f}"
+
+
+def get(js, f):
+    return [f(j) if j else None for j in js]
+
+
+def target(value, goal, higher_better):
+    if value is None:
+        return "n/a"
+    ok = value >= goal if higher_better else value <= goal
+    return ("met" if ok else "MISSED") + f" (target {'≥' if higher_better else '≤'} {goal})"
+
+
+L = []
+L.append("# microddp vs PyTorch: FullMLP training, side by side")
+L.append("")
+L.append(f"Median [min..max] over {rounds} interleaved round(s); ratios are taken per round (same round, "
+         "adjacent runs) and then the median. One compute thread per process on both sides. "
+         "Wall-clock throughput on a shared machine: `CPU%` is the CPU share the run got "
+         "(of one core; 100 % per rank = uncontended).")
+L.append("")
+L.append("```")
+L += env
+blas = None
+for f in sorted(glob.glob(os.path.join(work, "*_torch_*.json"))):
+    j = json.load(open(f))
+    if j.get("blas"):
+        blas = j["blas"]
+        break
+if blas:
+    L.append(f"torch: {blas.get('torch')}, {blas.get('torch_blas_info', '').lstrip('- ')}; Linear/mm through "
+             f"libblas.so.3 = {blas.get('libblas_so_3', '?')}")
+    L.append(f"OpenBLAS: {blas.get('openblas_config', '?')}; kernel (core) in use: {blas.get('openblas_core', '?')}")
+L.append("microddp: GEMM through oneDNN dnnl_sgemm (core/tensor/cpu/gemm.cc)")
+L.append("```")
+
+for cfg in configs:
+    W, B = (int(v) for v in cfg.split("x"))
+    S = {t: series(cfg, t) for t in ["gemm_mddp", "gemm_torch", "mddp_1", "torch_1", "mddp_2_bucketed", "torch_2_b25",
+                                     "torch_2_b1", "torch_2_nosync", "mddp_2_naive", "mddp_2_hooked", "mddp_2_b0.25",
+                                     "mddp_2_b1", "mddp_2_b5"]}
+    depth = next((j["depth"] for j in S["mddp_1"] + S["torch_1"] if j), 16)
+    sps = lambda t: get(S[t], lambda j: j["samples_per_s"])
+    stp = lambda t: get(S[t], lambda j: j["step_ms"])
+    rss = lambda t: get(S[t], lambda j: max(j["peak_rss_mb"]))
+    cpu = lambda t: get(S[t], lambda j: j.get("cpu_pct"))
+
+    def ratio(a, b):
+        return [x / y if x is not None and y else None for x, y in zip(a, b)]
+
+    L.append("")
+    L.append(f"## W={W}, global batch B={B}, depth {depth}")
+    # (a) one rank
+    ngemm = 3 * depth - 1  # forward + weight grad per layer; no input grad for the first layer
+    flops = 2.0 * B * W * W * ngemm
+    g_m = [j["gflops"] if j else None for j in S["gemm_mddp"]]
+    g_t = [j["gflops"] if j else None for j in S["gemm_torch"]]
+    best_m = max([g for g in g_m if g] or [0]) or None
+    best_t = max([g for g in g_t if g] or [0]) or None
+    lb_m = flops / (best_m * 1e9) * 1e3 if best_m else None
+    lb_t = flops / (best_t * 1e9) * 1e3 if best_t else None
+    L.append("")
+    L.append("### (a) one rank, no DDP")
+    L.append("")
+    L.append("| run | samples/s | step ms | peak RSS MB | CPU% |")
+    L.append("|---|---|---|---|---|")
+    for t, name in [("mddp_1", "microddp `--nproc 1`"), ("torch_1", "PyTorch `--ranks 1`")]:
+        L.append(f"| {name} | {med(sps(t))} | {med(stp(t))} | {med(rss(t))} | {med(cpu(t))} |")
+    r_sps = ratio(sps("mddp_1"), sps("torch_1"))
+    L.append("")
+    L.append(f"* microddp / PyTorch samples/s: **{med(r_sps)}** — {target(mval(r_sps), 1.5, True)}")
+    L.append(f"* GEMM at m={B} n={W} k={W}, best single-thread GFLOP/s in this run: microddp (oneDNN) "
+             f"{fmt(best_m)} (per round {', '.join(fmt(g) for g in g_m)}); torch.mm (OpenBLAS) {fmt(best_t)} "
+             f"(per round {', '.join(fmt(g) for g in g_t)})")
+    L.append(f"* GEMM lower bound: {ngemm} GEMMs × 2·B·W² = {flops / 1e9:.2f} GFLOP per step → {fmt(lb_m)} ms at "
+             f"microddp's GEMM rate ({fmt(B / lb_m * 1e3) if lb_m else '—'} samples/s), {fmt(lb_t)} ms at OpenBLAS's")
+    r_lb = [s / lb_m if s and lb_m else None for s in stp("mddp_1")]
+    r_lbt = [s / lb_t if s and lb_t else None for s in stp("torch_1")]
+    L.append(f"* microddp step / its GEMM lower bound: **{med(r_lb)}** — {target(mval(r_lb), 1.3, False)}; "
+             f"PyTorch step / OpenBLAS lower bound: {med(r_lbt)}")
+
+    # (b) two ranks
+    L.append("")
+    L.append("### (b) two ranks")
+    L.append("")
+    L.append("| run | samples/s (global) | step ms | peak RSS MB / rank | CPU% |")
+    L.append("|---|---|---|---|---|")
+    for t, name in [("mddp_2_bucketed", "microddp bucketed (default caps: 25 MiB, first 1 MiB)"),
+                    ("torch_2_b1", "PyTorch DDP bucket_cap_mb 1"), ("torch_2_b25", "PyTorch DDP bucket_cap_mb 25"),
+                    ("torch_2_nosync", "PyTorch compute only (no_sync)")]:
+        L.append(f"| {name} | {med(sps(t))} | {med(stp(t))} | {med(rss(t))} | {med(cpu(t))} |")
+    best_pt = [max(x, y) if x and y else (x or y) for x, y in zip(sps("torch_2_b1"), sps("torch_2_b25"))]
+    r2 = ratio(sps("mddp_2_bucketed"), best_pt)
+    eff_m = [x / (2 * y) if x and y else None for x, y in zip(sps("mddp_2_bucketed"), sps("mddp_1"))]
+    eff_t = [x / (2 * y) if x and y else None for x, y in zip(best_pt, sps("torch_1"))]
+    rss_r25 = ratio(rss("mddp_2_bucketed"), rss("torch_2_b25"))
+    rss_r1 = ratio(rss("mddp_2_bucketed"), rss("torch_2_b1"))
+    L.append("")
+    L.append(f"* microddp / better PyTorch DDP (per round) samples/s: **{med(r2)}** — {target(mval(r2), 2.0, True)}")
+    L.append(f"* scaling efficiency sps(2) / (2·sps(1)): microddp {med(eff_m)}; PyTorch (better DDP) {med(eff_t)}")
+    L.append(f"* peak RSS per rank microddp / PyTorch: **{med(rss_r25)}** vs DDP 25 MB, {med(rss_r1)} vs DDP 1 MB — "
+             f"{target(mval(rss_r25), 0.6, False)}")
+    L.append("")
+    L.append("Phase breakdown, ms per step, mean over ranks, median over rounds (PyTorch's backward includes "
+             "DDP's all-reduce, which it does not report separately):")
+    L.append("")
+    L.append("| run | data | forward | backward | exposed comm | total all-reduce | optimizer | overlap |")
+    L.append("|---|---|---|---|---|---|---|---|")
+    for t, name in [("mddp_1", "microddp 1 rank"), ("torch_1", "PyTorch 1 rank"),
+                    ("mddp_2_bucketed", "microddp 2 ranks bucketed"), ("torch_2_b1", "PyTorch 2 ranks DDP 1 MB"),
+                    ("torch_2_b25", "PyTorch 2 ranks DDP 25 MB"), ("torch_2_nosync", "PyTorch 2 ranks no_sync")]:
+        ph = lambda k: fmt(mval(get(S[t], lambda j: j["phases_ms"].get(k))))
+        ov = mval(get(S[t], lambda j: j["phases_ms"].get("overlap")))
+        mddp = t.startswith("mddp")
+        L.append(f"| {name} | {ph('data_ms') if mddp else '—'} | {ph('forward_ms')} | {ph('backward_ms')} | "
+                 f"{ph('exposed_comm_ms') if mddp else '—'} | {ph('total_comm_ms') if mddp else '—'} | "
+                 f"{ph('optimizer_ms')} | {f'{ov * 100:.0f} %' if mddp and t != 'mddp_1' and ov is not None else '—'} |")
+
+    # (c) sweep
+    if any(S["mddp_2_naive"]):
+        L.append("")
+        L.append("### (c) microddp, two ranks: DDP mode and bucket cap")
+        L.append("")
+        L.append("| mode | samples/s (global) | step ms | exposed comm ms | total all-reduce ms | overlap | "
+                 "peak RSS MB / rank |")
+        L.append("|---|---|---|---|---|---|---|")
+        for t, name in [("mddp_2_naive", "naive"), ("mddp_2_hooked", "hooked"),
+                        ("mddp_2_b0.25", "bucketed 0.25 MiB"), ("mddp_2_b1", "bucketed 1 MiB"),
+                        ("mddp_2_b5", "bucketed 5 MiB"), ("mddp_2_bucketed", "bucketed 25 MiB (default)")]:
+            ex = get(S[t], lambda j: j["phases_ms"]["exposed_comm_ms"])
+            tot = get(S[t], lambda j: j["phases_ms"]["total_comm_ms"])
+            ov = mval(get(S[t], lambda j: j["phases_ms"]["overlap"]))
+            L.append(f"| {name} | {med(sps(t))} | {med(stp(t))} | {med(ex)} | {med(tot)} | "
+                     f"{f'{ov * 100:.0f} %' if ov is not None else '—'} | {med(rss(t))} |")
+
+text = "\n".join(L) + "\n"
+print()
+print(text)
+if out:
+    with open(out, "w") as f:
+        f.write(text)
+    print(f"summary written to {out}")
+EOF

@@ -1,0 +1,82 @@
+// Shared-memory specifics: messages far larger than the ring stream through
+// it (wrap-around at every offset), the ring and single-copy paths deliver
+// the same bytes, and no segment is left in /dev/shm when a rank is missing.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include "core/comm/memory_store.h"
+#include "core/comm/transport/shm/shm_transport.h"
+#include "support/ranks.h"
+#include "transport_fixture.h"
+
+namespace mddp::comm::test {
+namespace {
+
+using mddp::test::run_threads;
+
+std::unique_ptr<ShmTransport> connect_shm(Store& store, int rank, int size, ShmOptions options,
+                                          std::chrono::milliseconds timeout = 30s) {
+  return ShmTransport::connect(store, rank, size, {"test-job", "s3cret-token"}, timeout, "comm", options);
+}
+
+struct Config {
+  const char* name;
+  ShmOptions options;
+};
+
+class ShmPathTest : public ::testing::TestWithParam<Config> {};
+
+TEST_P(ShmPathTest, AllToAllExactBytesAtAwkwardSizes) {
+  MemoryStore store;
+  const std::size_t sizes[] = {0, 1, 7, 15, 16, 17, 4095, 4096, 4097, 65537, 1'000'003};
+  run_threads(
+      3,
+      [&](int rank) {
+        auto t = connect_shm(store, rank, 3, GetParam().options);
+        for (int round = 0; round < 2; ++round)
+          for (std::size_t bytes : sizes)
+            for (int k = 1; k < 3; ++k) {
+              int to = (rank + k) % 3, from = (rank - k + 3) % 3;
+              auto out = pattern(rank, to, bytes, round);
+              std::vector<uint8_t> got(bytes);
+              t->send_recv(to, out.data(), bytes, from, got.data(), bytes, in(30s));
+              EXPECT_TRUE(same_bytes(got, pattern(from, rank, bytes, round))) << from << "->" << rank << " " << bytes;
+            }
+      },
+      120s);
+}
+
+TEST_P(ShmPathTest, RingOf64MiBBothWays) {
+  MemoryStore store;
+  const std::size_t bytes = 64u << 20;
+  run_threads(
+      2,
+      [&](int rank) {
+        auto t = connect_shm(store, rank, 2, GetParam().options);
+        auto out = pattern(rank, 1 - rank, bytes);
+        std::vector<uint8_t> got(bytes);
+        t->send_recv(1 - rank, out.data(), bytes, 1 - rank, got.data(), bytes, in(60s));
+        EXPECT_TRUE(same_bytes(got, pattern(1 - rank, rank, bytes)));
+      },
+      120s);
+}
+
+INSTANTIATE_TEST_SUITE_P(Paths, ShmPathTest,
+                         ::testing::Values(Config{"tiny_ring", {4096, 0}}, Config{"ring_only", {1 << 20, 0}},
+                                           Config{"single_copy", {1 << 20, 4096}}),
+                         [](const auto& info) { return info.param.name; });
+
+TEST(ShmTest, NoSegmentLeftWhenARankNeverArrives) {
+  MemoryStore store;
+  run_threads(
+      2,
+      [&](int rank) {
+        EXPECT_THROW(connect_shm(store, rank, 3, {}, 300ms), TimeoutError);
+        std::string name = store.get("comm/shm/seg/" + std::to_string(rank), 1s);
+        EXPECT_NE(::access(("/dev/shm" + name).c_str(), F_OK), 0) << name << " was left behind";
+      },
+      60s);
+}
+
+}  // namespace
+}  // namespace mddp::comm::test
