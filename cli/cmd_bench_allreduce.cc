@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <cctype>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -60,21 +61,25 @@ std::size_t parse_size(const std::string& s) {
   }
   std::string suffix = s.substr(pos);
   for (char& c : suffix) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  if (suffix.ends_with("IB")) suffix.resize(suffix.size() - 2);
-  else if (suffix.size() > 1 && suffix.ends_with("B")) suffix.pop_back();
+  if (suffix.ends_with("IB"))
+    suffix.resize(suffix.size() - 2);
+  else if (suffix.size() > 1 && suffix.ends_with("B"))
+    suffix.pop_back();
   const std::size_t scale = suffix.empty() || suffix == "B" ? 1
                             : suffix == "K"                 ? std::size_t{1} << 10
                             : suffix == "M"                 ? std::size_t{1} << 20
                             : suffix == "G"                 ? std::size_t{1} << 30
                                                             : 0;
   if (pos == 0 || scale == 0)
-    throw InputError(str("bad size '", s, "' (bytes, with an optional K, M or G suffix: 4096, 64K, 1G)"));
+    throw InputError(
+        str("bad size '", s, "' (bytes, with an optional K, M or G suffix: 4096, 64K, 1G)"));
   return static_cast<std::size_t>(v) * scale;
 }
 
 std::vector<std::size_t> size_sweep(const BenchOpts& o) {
   const std::size_t lo = parse_size(o.min_bytes), hi = parse_size(o.max_bytes);
-  if (lo == 0 || lo > hi) throw InputError(str("-b ", o.min_bytes, " must be positive and at most -e ", o.max_bytes));
+  if (lo == 0 || lo > hi)
+    throw InputError(str("-b ", o.min_bytes, " must be positive and at most -e ", o.max_bytes));
   if (!(o.factor > 1.0)) throw InputError(str("-f must be greater than 1, got ", o.factor));
   std::vector<std::size_t> sizes;
   for (double s = static_cast<double>(lo); s <= static_cast<double>(hi) * (1 + 1e-9); s *= o.factor)
@@ -85,14 +90,17 @@ std::vector<std::size_t> size_sweep(const BenchOpts& o) {
 // Rank r's element i is ((r + i) mod 5) - 2: small integers, so every
 // partial sum is exact in fp32, fp16 and bf16 (|sum| <= 2n <= 256 for n <= 128),
 // and the exact result is periodic in i with period 5.
-float bench_value(int rank, int64_t i) { return static_cast<float>((rank + i) % 5) - 2.0f; }
+float bench_value(int rank, int64_t i) {
+  return static_cast<float>((rank + i) % 5) - 2.0f;
+}
 
 void encode(comm::DataType t, float v, void* out) {
   if (t == comm::DataType::kFloat32) {
     std::memcpy(out, &v, 4);
     return;
   }
-  const uint16_t h = t == comm::DataType::kFloat16 ? comm::float_to_fp16(v) : comm::float_to_bf16(v);
+  const uint16_t h =
+      t == comm::DataType::kFloat16 ? comm::float_to_fp16(v) : comm::float_to_bf16(v);
   std::memcpy(out, &h, 2);
 }
 
@@ -118,23 +126,27 @@ int64_t count_wrong(comm::DataType t, const std::byte* data, int64_t count, int 
   return wrong;
 }
 
-void write_json(const BenchOpts& o, const std::string& transport, int n, const std::vector<Row>& rows,
-                double avg_busbw, bool ok) {
+void write_json(const BenchOpts& o, const std::string& transport, int n,
+                const std::vector<Row>& rows, double avg_busbw, bool ok) {
   std::FILE* f = std::fopen(o.json.c_str(), "w");
   if (!f) throw InputError(str("cannot write --json file '", o.json, "': ", std::strerror(errno)));
   std::fprintf(f,
-               "{\n  \"benchmark\": \"allreduce\",\n  \"nproc\": %d,\n  \"transport\": \"%s\",\n  \"algo\": \"%s\",\n"
-               "  \"dtype\": \"%s\",\n  \"op\": \"sum\",\n  \"iters\": %d,\n  \"warmup\": %d,\n  \"results\": [\n",
+               "{\n  \"benchmark\": \"allreduce\",\n  \"nproc\": %d,\n  \"transport\": \"%s\",\n  "
+               "\"algo\": \"%s\",\n"
+               "  \"dtype\": \"%s\",\n  \"op\": \"sum\",\n  \"iters\": %d,\n  \"warmup\": %d,\n  "
+               "\"results\": [\n",
                n, transport.c_str(), o.algo.c_str(), o.dtype.c_str(), o.iters, o.warmup);
   for (std::size_t k = 0; k < rows.size(); ++k) {
     const Row& r = rows[k];
     std::fprintf(f,
-                 "    {\"bytes\": %zu, \"count\": %lld, \"algo\": \"%s\", \"time_us\": %.3f, \"algbw_gbps\": %.6f, "
+                 "    {\"bytes\": %zu, \"count\": %lld, \"algo\": \"%s\", \"time_us\": %.3f, "
+                 "\"algbw_gbps\": %.6f, "
                  "\"busbw_gbps\": %.6f, \"wrong\": %lld}%s\n",
-                 r.bytes, static_cast<long long>(r.count), r.algo.c_str(), r.time_us, r.algbw, r.busbw,
-                 static_cast<long long>(r.wrong), k + 1 < rows.size() ? "," : "");
+                 r.bytes, static_cast<long long>(r.count), r.algo.c_str(), r.time_us, r.algbw,
+                 r.busbw, static_cast<long long>(r.wrong), k + 1 < rows.size() ? "," : "");
   }
-  std::fprintf(f, "  ],\n  \"avg_busbw_gbps\": %.6f,\n  \"ok\": %s\n}\n", avg_busbw, ok ? "true" : "false");
+  std::fprintf(f, "  ],\n  \"avg_busbw_gbps\": %.6f,\n  \"ok\": %s\n}\n", avg_busbw,
+               ok ? "true" : "false");
   std::fclose(f);
 }
 
@@ -158,12 +170,14 @@ void bench_rank(const BenchOpts& o, int rank, comm::Store& store) {
   std::vector<std::byte> buf(sizes.back() / es * es + es);
 
   if (rank == 0) {
-    std::printf("# microddp bench allreduce: %d ranks (processes), transport %s, algo %s, dtype %s, op sum\n", n,
-                comm->transport_name().c_str(), o.algo.c_str(), o.dtype.c_str());
-    std::printf("# iters %d, warmup %d; time = slowest rank's mean; busbw = algbw * 2(n-1)/n\n#\n", o.iters,
-                o.warmup);
-    std::printf("# %12s %12s %6s %6s %6s %12s %12s %12s %8s\n", "size(B)", "count", "type", "redop", "algo",
-                "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong");
+    std::printf(
+        "# microddp bench allreduce: %d rank%s (processes), transport %s, algo %s, dtype %s, op "
+        "sum\n",
+        n, n == 1 ? "" : "s", comm->transport_name().c_str(), o.algo.c_str(), o.dtype.c_str());
+    std::printf("# iters %d, warmup %d; time = slowest rank's mean; busbw = algbw * 2(n-1)/n\n#\n",
+                o.iters, o.warmup);
+    std::printf("# %12s %12s %6s %6s %6s %12s %12s %12s %8s\n", "size(B)", "count", "type", "redop",
+                "algo", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong");
     std::fflush(stdout);
   }
 
@@ -178,13 +192,16 @@ void bench_rank(const BenchOpts& o, int rank, comm::Store& store) {
     // Timed runs on zeros (sums of zeros stay zeros: no overflow to inf
     // across iterations, the same arithmetic cost).
     std::memset(buf.data(), 0, bytes);
-    for (int i = 0; i < o.warmup; ++i) comm->all_reduce(buf.data(), count, dtype, comm::ReduceOp::kSum, algo);
+    for (int i = 0; i < o.warmup; ++i)
+      comm->all_reduce(buf.data(), count, dtype, comm::ReduceOp::kSum, algo);
     comm->barrier()->wait();
     const int64_t t0 = now_ns();
     comm::WorkPtr last;
-    for (int i = 0; i < o.iters; ++i) last = comm->all_reduce(buf.data(), count, dtype, comm::ReduceOp::kSum, algo);
+    for (int i = 0; i < o.iters; ++i)
+      last = comm->all_reduce(buf.data(), count, dtype, comm::ReduceOp::kSum, algo);
     if (last) last->wait();
-    float time_us = static_cast<float>(static_cast<double>(now_ns() - t0) * 1e-3 / std::max(1, o.iters));
+    float time_us =
+        static_cast<float>(static_cast<double>(now_ns() - t0) * 1e-3 / std::max(1, o.iters));
     const std::string used = last_algorithm(*comm);
     // Every rank agrees on the slowest time and the total of wrong elements.
     comm->all_reduce(&time_us, 1, comm::DataType::kFloat32, comm::ReduceOp::kMax)->wait();
@@ -194,8 +211,9 @@ void bench_rank(const BenchOpts& o, int rank, comm::Store& store) {
     const double busbw = algbw * 2.0 * (n - 1) / n;
     rows.push_back({bytes, count, used, time_us, algbw, busbw, static_cast<int64_t>(wrong)});
     if (rank == 0) {
-      std::printf("  %12zu %12lld %6s %6s %6s %12.2f %12.3f %12.3f %8lld\n", bytes, static_cast<long long>(count),
-                  o.dtype.c_str(), "sum", used.c_str(), time_us, algbw, busbw, static_cast<long long>(wrong));
+      std::printf("  %12zu %12lld %6s %6s %6s %12.2f %12.3f %12.3f %8lld\n", bytes,
+                  static_cast<long long>(count), o.dtype.c_str(), "sum", used.c_str(), time_us,
+                  algbw, busbw, static_cast<long long>(wrong));
       std::fflush(stdout);
     }
   }
@@ -206,7 +224,8 @@ void bench_rank(const BenchOpts& o, int rank, comm::Store& store) {
   const double avg_busbw = rows.empty() ? 0.0 : sum_busbw / static_cast<double>(rows.size());
   const bool ok = total_wrong == 0;
   if (rank == 0) {
-    std::printf("# Out of bounds values : %lld %s\n", static_cast<long long>(total_wrong), ok ? "OK" : "FAILED");
+    std::printf("# Out of bounds values : %lld %s\n", static_cast<long long>(total_wrong),
+                ok ? "OK" : "FAILED");
     std::printf("# Avg bus bandwidth    : %.3f GB/s\n#\n%s\n", avg_busbw, ok ? "OK" : "FAILED");
     std::fflush(stdout);
     if (!o.json.empty()) write_json(o, comm->transport_name(), n, rows, avg_busbw, ok);
@@ -219,16 +238,21 @@ void bench_rank(const BenchOpts& o, int rank, comm::Store& store) {
 
 void register_bench_allreduce(CLI::App& bench) {
   auto o = std::make_shared<BenchOpts>();
-  auto* cmd = bench.add_subcommand(
-      "allreduce", "All-reduce time, algbw and busbw over a size sweep on --nproc local processes (nccl-tests style)");
-  cmd->add_option("--nproc", o->nproc, "ranks (forked processes on this host)")->capture_default_str();
-  cmd->add_option("-b,--minbytes", o->min_bytes, "smallest message (bytes; K, M, G suffixes)")->capture_default_str();
+  auto* cmd = bench.add_subcommand("allreduce",
+                                   "All-reduce time, algbw and busbw over a size sweep on --nproc "
+                                   "local processes (nccl-tests style)");
+  cmd->add_option("--nproc", o->nproc, "ranks (forked processes on this host)")
+      ->capture_default_str();
+  cmd->add_option("-b,--minbytes", o->min_bytes, "smallest message (bytes; K, M, G suffixes)")
+      ->capture_default_str();
   cmd->add_option("-e,--maxbytes", o->max_bytes, "largest message")->capture_default_str();
-  cmd->add_option("-f,--stepfactor", o->factor, "multiply the size by this each step")->capture_default_str();
+  cmd->add_option("-f,--stepfactor", o->factor, "multiply the size by this each step")
+      ->capture_default_str();
   cmd->add_option("--iters", o->iters, "timed all-reduces per size")->capture_default_str();
   cmd->add_option("--warmup", o->warmup, "untimed all-reduces per size")->capture_default_str();
   cmd->add_option("--algo", o->algo, "ring | naive | tree | auto")->capture_default_str();
-  cmd->add_option("--transport", o->transport, "tcp | shm | auto (shm on one host)")->capture_default_str();
+  cmd->add_option("--transport", o->transport, "tcp | shm | auto (shm on one host)")
+      ->capture_default_str();
   cmd->add_option("--dtype", o->dtype, "fp32 | bf16 | fp16 (16-bit on the wire, summed in fp32)")
       ->capture_default_str();
   cmd->add_option("--timeout-ms", o->timeout_ms, "bound on each collective")->capture_default_str();
@@ -240,9 +264,19 @@ void register_bench_allreduce(CLI::App& bench) {
     comm::parse_transport(o->transport);
     size_sweep(*o);
     if (o->nproc < 1) throw InputError(str("--nproc must be at least 1, got ", o->nproc));
-    if (o->iters < 1 || o->warmup < 0) throw InputError("--iters must be at least 1 and --warmup at least 0");
-    const int code = run_local_ranks(o->nproc, [o](int rank, comm::Store& store) { bench_rank(*o, rank, store); });
-    if (code != 0) throw Error(str("bench allreduce failed (exit code ", code, "); the failing rank's error is above"));
+    if (o->iters < 1 || o->warmup < 0)
+      throw InputError("--iters must be at least 1 and --warmup at least 0");
+    if (!o->json.empty()) {  // fail now, not after the whole sweep
+      std::FILE* f = std::fopen(o->json.c_str(), "w");
+      if (!f)
+        throw InputError(str("cannot write --json file '", o->json, "': ", std::strerror(errno)));
+      std::fclose(f);
+    }
+    const int code = run_local_ranks(
+        o->nproc, [o](int rank, comm::Store& store) { bench_rank(*o, rank, store); });
+    if (code != 0)
+      throw Error(
+          str("bench allreduce failed (exit code ", code, "); the failing rank's error is above"));
   });
 }
 

@@ -159,6 +159,7 @@ void register_bench_train(CLI::App& bench) {
   cmd->add_option("--iters", o->iters, "timed steps")->capture_default_str();
   cmd->add_option("--json", o->json_path, "also write the results as JSON to this file");
   add_training_flags(*cmd, *cfg);
+  add_ddp_flags(*cmd, *cfg);
   cmd->callback([cfg, o] { report(*cfg, *o, bench_train(*cfg, *o)); });
 }
 

@@ -30,6 +30,7 @@ void register_demo_bucketing(CLI::App& demo) {
   cmd->add_option("--nproc", o->nproc, "ranks on this host")->capture_default_str();
   cmd->add_option("--iters", o->iters, "timed steps per mode")->capture_default_str();
   add_training_flags(*cmd, *cfg);
+  add_ddp_flags(*cmd, *cfg);
   cmd->callback([cfg, o] {
     if (o->nproc < 2) throw InputError("demo bucketing compares synchronisation: use --nproc 2 or more");
     std::printf("FullMLP width %lld depth %lld, global batch %lld, %d ranks, %d timed steps each\n",

@@ -36,6 +36,11 @@ std::string show(const std::vector<float>& v) {
   return s + "]";
 }
 
+std::string pad(std::string s, std::size_t width) {
+  if (s.size() < width) s.append(width - s.size(), ' ');
+  return s;
+}
+
 // One step of the demo, printed rank by rank: barriers order the ranks'
 // lines (each rank flushes before the next one's turn).
 class Stage {
@@ -50,17 +55,20 @@ class Stage {
     }
   }
   // Prints "rank r: before ... after ... OK" in rank order. An empty `want`
-  // means the result is unspecified on this rank (not checked).
-  void report(const std::vector<float>& before, const std::vector<float>& after, const std::vector<float>& want) {
+  // means nothing is defined on this rank; `note` says why instead.
+  void report(const std::vector<float>& before, const std::vector<float>& after,
+              const std::vector<float>& want, const char* note = "") {
     const bool checked = !want.empty();
     const bool ok = !checked || after == want;
     if (!ok) ++wrong_;
+    const std::string verdict = !checked ? "" : ok ? "OK" : "WRONG, expected " + show(want);
     for (int r = 0; r < comm_.size(); ++r) {
       comm_.barrier()->wait();
       if (r != comm_.rank()) continue;
-      std::printf("rank %d: before %-18s after %-22s %s\n", r, show(before).c_str(),
-                  checked ? show(after).c_str() : "(unspecified)",
-                  !checked ? "" : ok ? "OK" : ("WRONG, expected " + show(want)).c_str());
+      std::string line = str("rank ", r, ": before ", pad(show(before), 18), " after ",
+                             pad(checked ? show(after) : note, 22), " ", verdict);
+      while (line.back() == ' ') line.pop_back();
+      std::printf("%s\n", line.c_str());
       std::fflush(stdout);
     }
   }
@@ -73,13 +81,15 @@ class Stage {
 void demo_rank(int nproc, const std::string& algo_name, int rank, comm::Store& store) {
   const auto algo = comm::parse_algorithm(algo_name);
   const comm::JobIdentity job{"demo-collectives", ""};
-  auto c = comm::connect(store, rank, nproc, job, comm::TransportKind::kAuto, comm::CommOptions{algo, std::chrono::seconds(30)});
+  auto c = comm::connect(store, rank, nproc, job, comm::TransportKind::kAuto,
+                         comm::CommOptions{algo, std::chrono::seconds(30)});
   const int n = c->size(), r = rank;
   const auto fn = static_cast<float>(n), fr = static_cast<float>(r);
   int wrong = 0;
   Stage stage(*c, wrong);
   if (r == 0) {
-    std::printf("%d ranks over %s; all_reduce uses --algo %s\n", n, c->transport_name().c_str(), algo_name.c_str());
+    std::printf("%d ranks over %s; all_reduce uses --algo %s\n", n, c->transport_name().c_str(),
+                algo_name.c_str());
     std::fflush(stdout);
   }
 
@@ -107,7 +117,8 @@ void demo_rank(int nproc, const std::string& algo_name, int rank, comm::Store& s
     stage.title("reduce(sum, root 0): only rank 0 receives the sum (binomial tree)");
     std::vector<float> v{fr + 1}, before = v;
     c->reduce(v.data(), 1, DataType::kFloat32, ReduceOp::kSum, 0)->wait();
-    stage.report(before, v, r == 0 ? std::vector<float>{fn * (fn + 1) / 2} : std::vector<float>{});
+    stage.report(before, v, r == 0 ? std::vector<float>{fn * (fn + 1) / 2} : std::vector<float>{},
+                 "(unspecified: not the root)");
   }
   {
     stage.title("scatter(root 0): rank 0 hands block r to rank r");
@@ -124,7 +135,7 @@ void demo_rank(int nproc, const std::string& algo_name, int rank, comm::Store& s
     c->gather(v.data(), out.data(), 1, DataType::kFloat32, 0)->wait();
     if (r == 0)
       for (int q = 0; q < n; ++q) want.push_back(static_cast<float>(q * q));
-    stage.report(v, r == 0 ? out : std::vector<float>{}, want);
+    stage.report(v, out, want, "(nothing: not the root)");
   }
   {
     stage.title("all_gather: everyone gets every rank's block (ring)");
@@ -151,13 +162,16 @@ void register_demo_collectives(CLI::App& demo) {
     std::string algo = "ring";
   };
   auto o = std::make_shared<Opts>();
-  auto* cmd = demo.add_subcommand("collectives", "Each rank prints its tensor before and after every collective");
-  cmd->add_option("--nproc", o->nproc, "ranks (forked processes on this host)")->capture_default_str();
-  cmd->add_option("--algo", o->algo, "all_reduce algorithm: ring | naive | tree | auto")->capture_default_str();
+  auto* cmd = demo.add_subcommand("collectives",
+                                  "Each rank prints its tensor before and after every collective");
+  cmd->add_option("--nproc", o->nproc, "ranks (forked processes on this host)")
+      ->capture_default_str();
+  cmd->add_option("--algo", o->algo, "all_reduce algorithm: ring | naive | tree | auto")
+      ->capture_default_str();
   cmd->callback([o] {
     comm::parse_algorithm(o->algo);
-    const int code =
-        run_local_ranks(o->nproc, [o](int rank, comm::Store& store) { demo_rank(o->nproc, o->algo, rank, store); });
+    const int code = run_local_ranks(
+        o->nproc, [o](int rank, comm::Store& store) { demo_rank(o->nproc, o->algo, rank, store); });
     if (code != 0) throw Error(str("demo collectives failed (exit code ", code, ")"));
   });
 }

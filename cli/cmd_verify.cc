@@ -96,6 +96,7 @@ void register_verify(CLI::App& app) {
   auto* cmd = app.add_subcommand("verify", "Check DDP (naive, hooked, bucketed) against one process on the whole batch");
   cmd->add_option("--nproc", *nproc, "ranks on this host")->capture_default_str();
   add_training_flags(*cmd, *cfg);
+  add_ddp_flags(*cmd, *cfg);
   cmd->callback([cfg, nproc] {
     if (!run(*cfg, *nproc)) throw Error("verify: DDP did not reproduce the single-process model");
   });

@@ -9,6 +9,8 @@
 namespace mddp::cli {
 
 void add_training_flags(CLI::App& cmd, train::TrainConfig& cfg);
+// --ddp, --bucket-mb, ... for the commands that run several ranks.
+void add_ddp_flags(CLI::App& cmd, train::TrainConfig& cfg);
 // The config table printed once at start (llm.c style).
 void print_config(const train::TrainConfig& cfg, int64_t num_parameters, const std::string& model);
 

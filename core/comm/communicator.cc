@@ -90,7 +90,8 @@ struct Communicator::Impl {
   // The error a task reports when it is refused because of first_error.
   std::exception_ptr refusal(const Task& task) const {
     return same_type(first_error,
-                     str(label(task), ": not run: an earlier collective failed and this "
+                     str(label(task),
+                         ": not run: an earlier collective failed and this "
                          "communicator is unusable (recreate it on every rank); first error: ",
                          what_of(first_error)));
   }
@@ -220,12 +221,24 @@ Communicator::Communicator(std::unique_ptr<Transport> transport, CommOptions opt
 
 Communicator::~Communicator() = default;
 
-int Communicator::rank() const { return impl_->rank; }
-int Communicator::size() const { return impl_->size; }
-const CommOptions& Communicator::options() const { return impl_->options; }
-std::string Communicator::transport_name() const { return impl_->transport->name(); }
-std::vector<CollectiveRecord> Communicator::history() const { return impl_->history.snapshot(); }
-void Communicator::abort(const std::string& reason) { impl_->abort(reason); }
+int Communicator::rank() const {
+  return impl_->rank;
+}
+int Communicator::size() const {
+  return impl_->size;
+}
+const CommOptions& Communicator::options() const {
+  return impl_->options;
+}
+std::string Communicator::transport_name() const {
+  return impl_->transport->name();
+}
+std::vector<CollectiveRecord> Communicator::history() const {
+  return impl_->history.snapshot();
+}
+void Communicator::abort(const std::string& reason) {
+  impl_->abort(reason);
+}
 
 namespace {
 void check_args(const void* p, int64_t count, const char* what) {
@@ -241,9 +254,9 @@ WorkPtr Communicator::all_reduce(void* data, int64_t count, DataType dtype, Redu
   if (algorithm == Algorithm::kAuto) algorithm = impl_->options.algorithm;
   if (algorithm == Algorithm::kAuto) algorithm = choose_all_reduce_algorithm(bytes, size());
   using Fn = void (*)(const AlgoContext&, void*, int64_t, DataType, ReduceOp);
-  Fn fn = algorithm == Algorithm::kRing    ? all_reduce_ring
-          : algorithm == Algorithm::kTree  ? all_reduce_tree
-                                           : all_reduce_naive;
+  Fn fn = algorithm == Algorithm::kRing   ? all_reduce_ring
+          : algorithm == Algorithm::kTree ? all_reduce_tree
+                                          : all_reduce_naive;
   return impl_->submit(str("all_reduce(", to_string(algorithm), ")"), bytes,
                        [=](const AlgoContext& ctx) { fn(ctx, data, count, dtype, op); });
 }
@@ -252,17 +265,17 @@ WorkPtr Communicator::reduce_scatter(const void* in, void* out, int64_t count, D
                                      ReduceOp op) {
   check_args(in, count, "reduce_scatter");
   check_args(out, count, "reduce_scatter");
-  return impl_->submit("reduce_scatter(ring)", bytes_of(count * size(), dtype),
-                       [=](const AlgoContext& ctx) {
-                         reduce_scatter_ring(ctx, in, out, count, dtype, op);
-                       });
+  return impl_->submit(
+      "reduce_scatter(ring)", bytes_of(count * size(), dtype),
+      [=](const AlgoContext& ctx) { reduce_scatter_ring(ctx, in, out, count, dtype, op); });
 }
 
 WorkPtr Communicator::all_gather(const void* in, void* out, int64_t count, DataType dtype) {
   check_args(in, count, "all_gather");
   check_args(out, count, "all_gather");
-  return impl_->submit("all_gather(ring)", bytes_of(count * size(), dtype),
-                       [=](const AlgoContext& ctx) { all_gather_ring(ctx, in, out, count, dtype); });
+  return impl_->submit(
+      "all_gather(ring)", bytes_of(count * size(), dtype),
+      [=](const AlgoContext& ctx) { all_gather_ring(ctx, in, out, count, dtype); });
 }
 
 namespace {
@@ -274,31 +287,35 @@ void check_root(int root, int size, const char* what) {
 WorkPtr Communicator::broadcast(void* data, int64_t count, DataType dtype, int root) {
   check_args(data, count, "broadcast");
   check_root(root, size(), "broadcast");
-  return impl_->submit(str("broadcast(root ", root, ")"), bytes_of(count, dtype),
-                       [=](const AlgoContext& ctx) { broadcast_tree(ctx, data, count, dtype, root); });
+  return impl_->submit(
+      str("broadcast(root ", root, ")"), bytes_of(count, dtype),
+      [=](const AlgoContext& ctx) { broadcast_tree(ctx, data, count, dtype, root); });
 }
 
 WorkPtr Communicator::reduce(void* data, int64_t count, DataType dtype, ReduceOp op, int root) {
   check_args(data, count, "reduce");
   check_root(root, size(), "reduce");
-  return impl_->submit(str("reduce(root ", root, ")"), bytes_of(count, dtype),
-                       [=](const AlgoContext& ctx) { reduce_tree(ctx, data, count, dtype, op, root); });
+  return impl_->submit(
+      str("reduce(root ", root, ")"), bytes_of(count, dtype),
+      [=](const AlgoContext& ctx) { reduce_tree(ctx, data, count, dtype, op, root); });
 }
 
 WorkPtr Communicator::scatter(const void* in, void* out, int64_t count, DataType dtype, int root) {
   check_root(root, size(), "scatter");
   if (rank() == root) check_args(in, count, "scatter");
   check_args(out, count, "scatter");
-  return impl_->submit(str("scatter(root ", root, ")"), bytes_of(count * size(), dtype),
-                       [=](const AlgoContext& ctx) { scatter_linear(ctx, in, out, count, dtype, root); });
+  return impl_->submit(
+      str("scatter(root ", root, ")"), bytes_of(count * size(), dtype),
+      [=](const AlgoContext& ctx) { scatter_linear(ctx, in, out, count, dtype, root); });
 }
 
 WorkPtr Communicator::gather(const void* in, void* out, int64_t count, DataType dtype, int root) {
   check_root(root, size(), "gather");
   check_args(in, count, "gather");
   if (rank() == root) check_args(out, count, "gather");
-  return impl_->submit(str("gather(root ", root, ")"), bytes_of(count * size(), dtype),
-                       [=](const AlgoContext& ctx) { gather_linear(ctx, in, out, count, dtype, root); });
+  return impl_->submit(
+      str("gather(root ", root, ")"), bytes_of(count * size(), dtype),
+      [=](const AlgoContext& ctx) { gather_linear(ctx, in, out, count, dtype, root); });
 }
 
 WorkPtr Communicator::barrier() {

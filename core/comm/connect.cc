@@ -1,6 +1,7 @@
 // connect(): the transport's rendezvous, then a Communicator over it.
-#include "core/comm/communicator.h"
 #include "core/comm/transport/connect.h"
+
+#include "core/comm/communicator.h"
 
 namespace mddp::comm {
 

@@ -18,11 +18,14 @@
 
 namespace mddp::comm {
 
-inline float bf16_to_float(uint16_t h) { return std::bit_cast<float>(uint32_t{h} << 16); }
+inline float bf16_to_float(uint16_t h) {
+  return std::bit_cast<float>(uint32_t{h} << 16);
+}
 
 inline uint16_t float_to_bf16(float f) {
   const uint32_t x = std::bit_cast<uint32_t>(f);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);  // quiet NaN
+  if ((x & 0x7fffffffu) > 0x7f800000u)
+    return static_cast<uint16_t>((x >> 16) | 0x40u);  // quiet NaN
   // Add just under half an ulp of the 16-bit result, plus one if the kept
   // part is odd: a tie then carries only from an odd value (ties to even).
   // A carry out of the mantissa bumps the exponent, which is also correct

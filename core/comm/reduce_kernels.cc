@@ -41,17 +41,24 @@ template <typename Fn>
 void dispatch(DataType t, ReduceOp op, Fn&& fn) {
   auto with_op = [&]<typename D>() {
     switch (combine_op(op)) {
-      case ReduceOp::kSum: return fn.template operator()<D, Sum>();
-      case ReduceOp::kMax: return fn.template operator()<D, Max>();
-      case ReduceOp::kMin: return fn.template operator()<D, Min>();
-      case ReduceOp::kAvg: break;
+      case ReduceOp::kSum:
+        return fn.template operator()<D, Sum>();
+      case ReduceOp::kMax:
+        return fn.template operator()<D, Max>();
+      case ReduceOp::kMin:
+        return fn.template operator()<D, Min>();
+      case ReduceOp::kAvg:
+        break;
     }
     MDDP_CHECK(false, "unknown reduce op ", static_cast<int>(op));
   };
   switch (t) {
-    case DataType::kFloat32: return with_op.template operator()<F32>();
-    case DataType::kFloat16: return with_op.template operator()<F16>();
-    case DataType::kBFloat16: return with_op.template operator()<BF16>();
+    case DataType::kFloat32:
+      return with_op.template operator()<F32>();
+    case DataType::kFloat16:
+      return with_op.template operator()<F16>();
+    case DataType::kBFloat16:
+      return with_op.template operator()<BF16>();
   }
   MDDP_CHECK(false, "unknown dtype ", static_cast<int>(t));
 }
@@ -60,9 +67,12 @@ void dispatch(DataType t, ReduceOp op, Fn&& fn) {
 
 double unit_roundoff(DataType t) {
   switch (t) {
-    case DataType::kFloat32: return 1.0 / (1 << 24);
-    case DataType::kFloat16: return 1.0 / (1 << 11);
-    case DataType::kBFloat16: return 1.0 / (1 << 8);
+    case DataType::kFloat32:
+      return 1.0 / (1 << 24);
+    case DataType::kFloat16:
+      return 1.0 / (1 << 11);
+    case DataType::kBFloat16:
+      return 1.0 / (1 << 8);
   }
   MDDP_CHECK(false, "unknown dtype ", static_cast<int>(t));
 }

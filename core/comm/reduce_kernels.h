@@ -18,7 +18,9 @@ namespace mddp::comm {
 double unit_roundoff(DataType t);
 
 // The op applied between ranks' values: avg is a sum, divided at the end.
-inline ReduceOp combine_op(ReduceOp op) { return op == ReduceOp::kAvg ? ReduceOp::kSum : op; }
+inline ReduceOp combine_op(ReduceOp op) {
+  return op == ReduceOp::kAvg ? ReduceOp::kSum : op;
+}
 
 // dst[i] = op(a[i], b[i]) for i < n. dst may alias a or b. kAvg acts as kSum.
 void reduce(void* dst, const void* a, const void* b, std::size_t n, DataType t, ReduceOp op);

@@ -22,7 +22,8 @@ TEST_P(AllReduceTest, EveryAlgorithmOpDtypeAndCount) {
                              to_string(t), " count ", count));
             Buffer buf = make_input(t, count, comm.rank());
             comm.all_reduce(buf.data(), count, t, op, algo)->wait();
-            ASSERT_TRUE(matches(buf, 0, count, [&](int64_t i) { return expected_value(t, op, n, i); }));
+            ASSERT_TRUE(
+                matches(buf, 0, count, [&](int64_t i) { return expected_value(t, op, n, i); }));
           }
   });
 }
@@ -52,36 +53,37 @@ TEST_P(AllReduceTest, RingSegmentBoundaries) {
 // One transport: this checks arithmetic, not the wire.
 TEST(AllReduceSixteenBit, WithinStatedTolerance) {
   for (int n : {3, 8}) {
-  const TransportKind kind = TransportKind::kShm;
-  const int64_t count = 20011;
-  auto value = [](int rank, int64_t i) {
-    return static_cast<float>(std::sin(0.37 * static_cast<double>(i) + 1.3 * rank)) * 3.0f;
-  };
-  with_comms(kind, n, [&](Communicator& comm) {
-    for (auto algo : {Algorithm::kRing, Algorithm::kNaive, Algorithm::kTree})
-      for (auto t : {DataType::kFloat16, DataType::kBFloat16})
-        for (auto op : {ReduceOp::kSum, ReduceOp::kAvg}) {
-          Buffer buf(t, count);
-          for (int64_t i = 0; i < count; ++i) buf.set(i, value(comm.rank(), i));
-          comm.all_reduce(buf.data(), count, t, op, algo)->wait();
-          double worst = 0;
-          for (int64_t i = 0; i < count; ++i) {
-            double exact = 0, magnitude = 0;
-            for (int q = 0; q < n; ++q) {
-              const double x = round_to(t, value(q, i));
-              exact += x;
-              magnitude += std::fabs(x);
+    const TransportKind kind = TransportKind::kShm;
+    const int64_t count = 20011;
+    auto value = [](int rank, int64_t i) {
+      return static_cast<float>(std::sin(0.37 * static_cast<double>(i) + 1.3 * rank)) * 3.0f;
+    };
+    with_comms(kind, n, [&](Communicator& comm) {
+      for (auto algo : {Algorithm::kRing, Algorithm::kNaive, Algorithm::kTree})
+        for (auto t : {DataType::kFloat16, DataType::kBFloat16})
+          for (auto op : {ReduceOp::kSum, ReduceOp::kAvg}) {
+            Buffer buf(t, count);
+            for (int64_t i = 0; i < count; ++i) buf.set(i, value(comm.rank(), i));
+            comm.all_reduce(buf.data(), count, t, op, algo)->wait();
+            double worst = 0;
+            for (int64_t i = 0; i < count; ++i) {
+              double exact = 0, magnitude = 0;
+              for (int q = 0; q < n; ++q) {
+                const double x = round_to(t, value(q, i));
+                exact += x;
+                magnitude += std::fabs(x);
+              }
+              if (op == ReduceOp::kAvg) exact /= n, magnitude /= n;
+              const double err = std::fabs(buf.get(i) - exact);
+              const double bound = n * unit_roundoff(t) * magnitude + 1e-7;
+              worst = std::max(worst, err / bound);
+              ASSERT_LE(err, bound)
+                  << to_string(algo) << " " << to_string(t) << " " << to_string(op) << " [" << i
+                  << "] got " << buf.get(i) << " exact " << exact;
             }
-            if (op == ReduceOp::kAvg) exact /= n, magnitude /= n;
-            const double err = std::fabs(buf.get(i) - exact);
-            const double bound = n * unit_roundoff(t) * magnitude + 1e-7;
-            worst = std::max(worst, err / bound);
-            ASSERT_LE(err, bound) << to_string(algo) << " " << to_string(t) << " " << to_string(op) << " [" << i
-                                  << "] got " << buf.get(i) << " exact " << exact;
+            EXPECT_GT(worst, 0.0) << "no rounding at all: the test is not testing 16-bit";
           }
-          EXPECT_GT(worst, 0.0) << "no rounding at all: the test is not testing 16-bit";
-        }
-  });
+    });
   }
 }
 

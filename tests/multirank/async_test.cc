@@ -22,7 +22,8 @@ TEST_P(AsyncTest, IssuedBeforeWaitingCompleteInOrder) {
     std::vector<WorkPtr> works;
     const Algorithm algos[] = {Algorithm::kRing, Algorithm::kTree, Algorithm::kNaive};
     for (int k = 0; k < kOps; ++k) {
-      works.push_back(comm.all_reduce(bufs[k].data(), count, DataType::kFloat32, ReduceOp::kSum, algos[k % 3]));
+      works.push_back(
+          comm.all_reduce(bufs[k].data(), count, DataType::kFloat32, ReduceOp::kSum, algos[k % 3]));
       if (k == kOps / 2) works.push_back(comm.broadcast(&token, 1, DataType::kFloat32, 2));
     }
     works.push_back(comm.barrier());
@@ -31,10 +32,13 @@ TEST_P(AsyncTest, IssuedBeforeWaitingCompleteInOrder) {
     for (auto& w : works) EXPECT_TRUE(w->completed());
     for (std::size_t k = 1; k < works.size(); ++k) {
       EXPECT_GT(works[k - 1]->end_ns(), 0);
-      EXPECT_LE(works[k - 1]->end_ns(), works[k]->start_ns()) << "work " << k << " started before its predecessor ended";
+      EXPECT_LE(works[k - 1]->end_ns(), works[k]->start_ns())
+          << "work " << k << " started before its predecessor ended";
     }
     for (int k = 0; k < kOps; ++k)
-      ASSERT_TRUE(matches(bufs[k], 0, count, [&](int64_t i) { return expected_value(DataType::kFloat32, ReduceOp::kSum, n, i); }))
+      ASSERT_TRUE(matches(
+          bufs[k], 0, count,
+          [&](int64_t i) { return expected_value(DataType::kFloat32, ReduceOp::kSum, n, i); }))
           << "all_reduce " << k;
     EXPECT_EQ(token, 42.0f);
   });
@@ -61,7 +65,8 @@ TEST_P(AsyncTest, HistoryRecordsTheLastCollectives) {
       EXPECT_GE(rec.end_ns, rec.start_ns) << rec.op;
     }
     // Only the last 32 are kept.
-    for (int k = 0; k < 40; ++k) comm.all_reduce(data.data(), 1, DataType::kFloat32, ReduceOp::kMax);
+    for (int k = 0; k < 40; ++k)
+      comm.all_reduce(data.data(), 1, DataType::kFloat32, ReduceOp::kMax);
     comm.barrier()->wait();
     h = comm.history();
     ASSERT_EQ(h.size(), 32u);
@@ -88,7 +93,8 @@ TEST_P(AsyncTest, AlgorithmSelection) {
     std::vector<float> big(1 << 20, 1.0f);
     comm.all_reduce(big.data(), 1, DataType::kFloat32, ReduceOp::kSum)->wait();
     comm.all_reduce(big.data(), 1 << 20, DataType::kFloat32, ReduceOp::kSum)->wait();
-    EXPECT_EQ(comm.history()[0].op, str("all_reduce(", to_string(choose_all_reduce_algorithm(4, 8)), ")"));
+    EXPECT_EQ(comm.history()[0].op,
+              str("all_reduce(", to_string(choose_all_reduce_algorithm(4, 8)), ")"));
     EXPECT_EQ(comm.history()[1].op, "all_reduce(ring)");
   });
 }
@@ -103,7 +109,8 @@ TEST(AutoSelectTest, FollowsTheAlphaBetaCrossover) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Transports, AsyncTest, ::testing::Values(TransportKind::kTcp, TransportKind::kShm),
+INSTANTIATE_TEST_SUITE_P(Transports, AsyncTest,
+                         ::testing::Values(TransportKind::kTcp, TransportKind::kShm),
                          [](const auto& info) { return std::string(to_string(info.param)); });
 
 }  // namespace

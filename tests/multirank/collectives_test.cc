@@ -15,7 +15,9 @@ const DataType kDtypes[] = {DataType::kFloat32, DataType::kFloat16, DataType::kB
 const ReduceOp kOps[] = {ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kMax, ReduceOp::kMin};
 
 // Roots worth trying: the first and the last rank (a tree rooted away from 0).
-std::vector<int> roots(int n) { return n == 1 ? std::vector<int>{0} : std::vector<int>{0, n - 1}; }
+std::vector<int> roots(int n) {
+  return n == 1 ? std::vector<int>{0} : std::vector<int>{0, n - 1};
+}
 
 TEST_P(CollectivesTest, ReduceScatter) {
   const auto [kind, n] = GetParam();
@@ -47,7 +49,8 @@ TEST_P(CollectivesTest, AllGather) {
         std::vector<uint8_t> out(block * n);
         comm.all_gather(in.data(), out.data(), count, t)->wait();
         for (int q = 0; q < n; ++q)
-          ASSERT_TRUE(same_bytes(out.data() + q * block, pattern(q, block, 1).data(), block)) << "block " << q;
+          ASSERT_TRUE(same_bytes(out.data() + q * block, pattern(q, block, 1).data(), block))
+              << "block " << q;
       }
   });
 }
@@ -58,7 +61,8 @@ TEST_P(CollectivesTest, BroadcastFromEveryRootKind) {
     for (int root : roots(n))
       for (auto t : kDtypes)
         for (int64_t count : sweep_counts(n)) {
-          SCOPED_TRACE(str("rank ", comm.rank(), " root ", root, " ", to_string(t), " count ", count));
+          SCOPED_TRACE(
+              str("rank ", comm.rank(), " root ", root, " ", to_string(t), " count ", count));
           const std::size_t bytes = static_cast<std::size_t>(count) * element_size(t);
           auto data = pattern(comm.rank(), bytes, 2);
           comm.broadcast(data.data(), count, t, root)->wait();
@@ -79,7 +83,8 @@ TEST_P(CollectivesTest, Reduce) {
             Buffer buf = make_input(t, count, comm.rank());
             comm.reduce(buf.data(), count, t, op, root)->wait();
             if (comm.rank() == root) {
-              ASSERT_TRUE(matches(buf, 0, count, [&](int64_t i) { return expected_value(t, op, n, i); }));
+              ASSERT_TRUE(
+                  matches(buf, 0, count, [&](int64_t i) { return expected_value(t, op, n, i); }));
             }
           }
   });
@@ -156,7 +161,8 @@ TEST_P(CollectivesTest, SendRecvRing) {
       }
       first->wait();
       second->wait();
-      ASSERT_TRUE(same_bytes(in.data(), pattern(left, bytes, 5).data(), bytes)) << "count " << count;
+      ASSERT_TRUE(same_bytes(in.data(), pattern(left, bytes, 5).data(), bytes))
+          << "count " << count;
     }
   });
 }

@@ -11,7 +11,9 @@
 namespace mddp::comm::test {
 namespace {
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
 
 // Waits (bounded) until `flag` is set: how a rank that must not take part
 // stays connected until the others have seen their error.
@@ -62,7 +64,8 @@ TEST_P(FailureTest, TimeoutNamesTheMissingPeer) {
           }
           const std::string msg = expect_error<TimeoutError>(work);
           const auto took = Clock::now() - start;
-          EXPECT_TRUE(msg.starts_with(str("rank 0: all_reduce(", to_string(algo), ") #2: "))) << msg;
+          EXPECT_TRUE(msg.starts_with(str("rank 0: all_reduce(", to_string(algo), ") #2: ")))
+              << msg;
           EXPECT_TRUE(contains(msg, "timed out")) << msg;
           EXPECT_TRUE(contains(msg, "rank 2")) << msg;  // the missing peer
           EXPECT_TRUE(contains(msg, "#1 barrier")) << msg;
@@ -88,9 +91,11 @@ TEST_P(FailureTest, LaterCallsFailFastWithTheFirstError) {
           return;
         }
         float x = 1;
-        const std::string first = expect_error<TimeoutError>(comm.all_reduce(&x, 1, DataType::kFloat32, ReduceOp::kSum));
+        const std::string first =
+            expect_error<TimeoutError>(comm.all_reduce(&x, 1, DataType::kFloat32, ReduceOp::kSum));
         const auto start = Clock::now();
-        const std::string later = expect_error<TimeoutError>(comm.broadcast(&x, 1, DataType::kFloat32, 0));
+        const std::string later =
+            expect_error<TimeoutError>(comm.broadcast(&x, 1, DataType::kFloat32, 0));
         EXPECT_LT(Clock::now() - start, 100ms);
         EXPECT_TRUE(later.starts_with("rank 0: broadcast(root 0) #2: not run")) << later;
         EXPECT_TRUE(contains(later, first.substr(0, first.find('\n')))) << later;
@@ -123,7 +128,7 @@ TEST_P(FailureTest, AbortUnblocksPendingAndQueuedWork) {
         EXPECT_LT(Clock::now() - start, 5s);  // not the 60 s timeout
         EXPECT_TRUE(msg.starts_with("rank 0: all_reduce(")) << msg;
         EXPECT_TRUE(contains(msg, "the coordinator reported rank 1 dead")) << msg;
-        EXPECT_TRUE(contains(expect_error<AbortedError>(queued), "#2: not run")) ;
+        EXPECT_TRUE(contains(expect_error<AbortedError>(queued), "#2: not run"));
         EXPECT_TRUE(contains(expect_error<AbortedError>(comm.barrier()), "rank 1 dead"));
         comm.abort("again");  // idempotent
         done = true;
@@ -149,7 +154,8 @@ TEST_P(FailureTest, PeerThatLeftIsAPeerError) {
         wait_for(left);
         float x = 1;
         const auto start = Clock::now();
-        const std::string msg = expect_error<PeerError>(comm->all_reduce(&x, 1, DataType::kFloat32, ReduceOp::kSum));
+        const std::string msg =
+            expect_error<PeerError>(comm->all_reduce(&x, 1, DataType::kFloat32, ReduceOp::kSum));
         EXPECT_LT(Clock::now() - start, 5s);
         EXPECT_TRUE(msg.starts_with("rank 0: all_reduce(ring) #2: ")) << msg;
         EXPECT_TRUE(contains(msg, "rank 1")) << msg;
@@ -182,7 +188,8 @@ TEST_P(FailureTest, DestructionFailsPendingWork) {
       60s);
 }
 
-INSTANTIATE_TEST_SUITE_P(Transports, FailureTest, ::testing::Values(TransportKind::kTcp, TransportKind::kShm),
+INSTANTIATE_TEST_SUITE_P(Transports, FailureTest,
+                         ::testing::Values(TransportKind::kTcp, TransportKind::kShm),
                          [](const auto& info) { return std::string(to_string(info.param)); });
 
 }  // namespace

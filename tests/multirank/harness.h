@@ -42,7 +42,8 @@ inline void with_comms(TransportKind kind, int n, const std::function<void(Commu
 // references in kernels_test.cc).
 class Buffer {
  public:
-  Buffer(DataType t, int64_t count) : t_(t), bytes_(static_cast<std::size_t>(count) * element_size(t)) {}
+  Buffer(DataType t, int64_t count)
+      : t_(t), bytes_(static_cast<std::size_t>(count) * element_size(t)) {}
   DataType dtype() const { return t_; }
   int64_t count() const { return static_cast<int64_t>(bytes_.size() / element_size(t_)); }
   void* data() { return bytes_.data(); }
@@ -103,9 +104,12 @@ inline float expected_value(DataType t, ReduceOp op, int n, int64_t i) {
   float acc = input_value(0, i);
   for (int r = 1; r < n; ++r) {
     const float v = input_value(r, i);
-    if (op == ReduceOp::kMax) acc = v > acc ? v : acc;
-    else if (op == ReduceOp::kMin) acc = v < acc ? v : acc;
-    else acc += v;
+    if (op == ReduceOp::kMax)
+      acc = v > acc ? v : acc;
+    else if (op == ReduceOp::kMin)
+      acc = v < acc ? v : acc;
+    else
+      acc += v;
   }
   if (op == ReduceOp::kAvg) acc /= static_cast<float>(n);
   return round_to(t, acc);
@@ -140,7 +144,8 @@ inline std::vector<uint8_t> pattern(int rank, std::size_t bytes, int salt) {
   return v;
 }
 
-inline ::testing::AssertionResult same_bytes(const uint8_t* got, const uint8_t* want, std::size_t n) {
+inline ::testing::AssertionResult same_bytes(const uint8_t* got, const uint8_t* want,
+                                             std::size_t n) {
   for (std::size_t i = 0; i < n; ++i)
     if (got[i] != want[i])
       return ::testing::AssertionFailure() << "first mismatch at byte " << i << " of " << n;

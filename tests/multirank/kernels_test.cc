@@ -60,12 +60,13 @@ TEST(HalfTest, FloatToFp16MatchesHardwareRounding) {
 uint16_t bf16_reference(float f) {
   const uint32_t bits = std::bit_cast<uint32_t>(f);
   const auto lo = static_cast<uint16_t>(bits >> 16);  // toward zero
-  const auto hi = static_cast<uint16_t>(lo + 1);       // away from zero (may be inf)
+  const auto hi = static_cast<uint16_t>(lo + 1);      // away from zero (may be inf)
   // Distances compared in magnitude, so both signs work alike.
   const double dl = std::fabs(std::fabs(static_cast<double>(f)) - std::fabs(bf16_to_float(lo)));
   // Past the largest finite value IEEE rounds as if the next step up, 2^128,
   // existed; landing there means infinity.
-  const double hi_value = std::isinf(bf16_to_float(hi)) ? std::ldexp(1.0, 128) : std::fabs(bf16_to_float(hi));
+  const double hi_value =
+      std::isinf(bf16_to_float(hi)) ? std::ldexp(1.0, 128) : std::fabs(bf16_to_float(hi));
   const double dh = std::fabs(std::fabs(static_cast<double>(f)) - hi_value);
   if (dl < dh) return lo;
   if (dh < dl) return hi;
@@ -117,8 +118,12 @@ TEST(ReduceKernelsTest, Fp32OpsMatchScalarReference) {
 // is round(bf16(0.1) + bf16(0.2)), not a sum of rounded halves.
 TEST(ReduceKernelsTest, SixteenBitRoundsOnceFromFp32) {
   for (auto t : {DataType::kFloat16, DataType::kBFloat16}) {
-    auto enc = [&](float f) { return t == DataType::kFloat16 ? float_to_fp16(f) : float_to_bf16(f); };
-    auto dec = [&](uint16_t h) { return t == DataType::kFloat16 ? fp16_to_float(h) : bf16_to_float(h); };
+    auto enc = [&](float f) {
+      return t == DataType::kFloat16 ? float_to_fp16(f) : float_to_bf16(f);
+    };
+    auto dec = [&](uint16_t h) {
+      return t == DataType::kFloat16 ? fp16_to_float(h) : bf16_to_float(h);
+    };
     std::vector<uint16_t> a, b;
     for (int i = 0; i < 200; ++i) {
       a.push_back(enc(0.37f * static_cast<float>(i) - 30.0f));

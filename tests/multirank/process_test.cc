@@ -18,11 +18,13 @@ TEST_P(ProcessTest, AllReduceAndBroadcastAcrossProcesses) {
         FileStore store(dir.path());
         auto comm = connect(store, rank, n, kJob, GetParam(), CommOptions{Algorithm::kAuto, 20s});
         for (auto algo : {Algorithm::kRing, Algorithm::kTree, Algorithm::kNaive})
-          for (auto [t, op] : {std::pair{DataType::kFloat32, ReduceOp::kSum}, std::pair{DataType::kBFloat16, ReduceOp::kAvg}}) {
+          for (auto [t, op] : {std::pair{DataType::kFloat32, ReduceOp::kSum},
+                               std::pair{DataType::kBFloat16, ReduceOp::kAvg}}) {
             const int64_t count = 100003;
             Buffer buf = make_input(t, count, rank);
             comm->all_reduce(buf.data(), count, t, op, algo)->wait();
-            EXPECT_TRUE(matches(buf, 0, count, [&](int64_t i) { return expected_value(t, op, n, i); }))
+            EXPECT_TRUE(
+                matches(buf, 0, count, [&](int64_t i) { return expected_value(t, op, n, i); }))
                 << to_string(algo) << " " << to_string(t);
           }
         float token = rank == 3 ? 42.0f : 0.0f;
@@ -33,7 +35,8 @@ TEST_P(ProcessTest, AllReduceAndBroadcastAcrossProcesses) {
       60s);
 }
 
-INSTANTIATE_TEST_SUITE_P(Transports, ProcessTest, ::testing::Values(TransportKind::kTcp, TransportKind::kShm),
+INSTANTIATE_TEST_SUITE_P(Transports, ProcessTest,
+                         ::testing::Values(TransportKind::kTcp, TransportKind::kShm),
                          [](const auto& info) { return std::string(to_string(info.param)); });
 
 }  // namespace

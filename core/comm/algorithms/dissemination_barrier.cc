@@ -28,7 +28,8 @@ void barrier_dissemination(const AlgoContext& ctx) {
     ctx.exchange(to, &token, 1, from, &got, 1);
     if (got != token) {
       throw CommError(str("barrier round ", round, ": rank ", from, " sent token ", int{got},
-                          ", expected ", int{token}, ": the ranks' collectives are out of step "
+                          ", expected ", int{token},
+                          ": the ranks' collectives are out of step "
                           "(every rank must issue the same collectives in the same order)"));
     }
   }

@@ -30,8 +30,8 @@ void ring_all_gather_inplace(const AlgoContext& ctx, void* data, Blocks blocks, 
   for (int s = 0; s < n - 1; ++s) {
     const int send_b = ctx.peer(-s);
     const int recv_b = ctx.peer(-s - 1);
-    ctx.exchange(ctx.right(), at(base, blocks.begin(send_b), t), bytes_of(blocks.size(send_b), t), ctx.left(),
-                 at(base, blocks.begin(recv_b), t), bytes_of(blocks.size(recv_b), t));
+    ctx.exchange(ctx.right(), at(base, blocks.begin(send_b), t), bytes_of(blocks.size(send_b), t),
+                 ctx.left(), at(base, blocks.begin(recv_b), t), bytes_of(blocks.size(recv_b), t));
   }
   // The spec's claim: the last block received is the right neighbour's, the
   // only one that had not yet come round.

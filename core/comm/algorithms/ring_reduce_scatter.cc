@@ -52,8 +52,8 @@ void run_ring(const AlgoContext& ctx, const std::byte* contrib, std::byte* work,
   const int64_t seg = std::max<int64_t>(1, static_cast<int64_t>(kSegmentBytes) / es);
   auto acc = [&](int b) { return in_place ? work + blocks.begin(b) * es : work; };
   auto own = [&](int b) { return contrib + blocks.begin(b) * es; };
-  auto* scratch = static_cast<std::byte*>(
-      ctx.scratch.get(Scratch::kRecv, static_cast<std::size_t>(std::min(seg, blocks.size(0)) * es)));
+  auto* scratch = static_cast<std::byte*>(ctx.scratch.get(
+      Scratch::kRecv, static_cast<std::size_t>(std::min(seg, blocks.size(0)) * es)));
 
   for (int s = 0; s < n - 1; ++s) {
     const int send_b = ctx.peer(-s - 1);
@@ -100,7 +100,8 @@ void reduce_scatter_ring(const AlgoContext& ctx, const void* in, void* out, int6
     run_ring(ctx, static_cast<const std::byte*>(in), static_cast<std::byte*>(out),
              /*in_place=*/false, blocks, t, op);
   }
-  if (op == ReduceOp::kAvg) divide(out, static_cast<std::size_t>(count), t, static_cast<float>(ctx.size));
+  if (op == ReduceOp::kAvg)
+    divide(out, static_cast<std::size_t>(count), t, static_cast<float>(ctx.size));
 }
 
 }  // namespace mddp::comm
