@@ -18,6 +18,7 @@
 #include "core/comm/transport/connect.h"
 #include "core/common/check.h"
 #include "core/common/timer.h"
+#include "core/perf/step_metrics.h"
 #include "core/train/distributed.h"
 
 namespace mddp::cli {
@@ -54,7 +55,7 @@ json time_steps(const BenchOptions& o, const std::function<train::StepResult()>&
   return {{"wall_s", wall_s},           {"data_ms", data / n},     {"forward_ms", fwd / n},
           {"backward_ms", bwd / n},     {"exposed_comm_ms", exposed / n},
           {"total_comm_ms", comm_total / n}, {"optimizer_ms", opt / n},
-          {"overlap", comm_total > 0 ? std::clamp(1.0 - exposed / comm_total, 0.0, 1.0) : 0.0},
+          {"overlap", perf::overlap_fraction(exposed, comm_total)},
           {"peak_rss_mb", peak_rss_mb()}};
 }
 

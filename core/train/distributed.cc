@@ -34,4 +34,22 @@ DistributedTrainer::DistributedTrainer(const TrainConfig& cfg, std::unique_ptr<c
 
 StepResult DistributedTrainer::step() { return trainer_.step(hooks_.step); }
 
+perf::StepMetrics DistributedTrainer::metrics(const StepResult& r) const {
+  const ddp::SyncStats& s = ddp_->last_stats();
+  perf::StepMetrics m;
+  m.rank = comm_->rank();
+  m.step = r.step;
+  m.loss = r.loss;
+  m.data_ms = r.times.data;
+  m.forward_ms = r.times.forward;
+  m.backward_ms = r.times.backward;
+  m.exposed_comm_ms = r.times.sync;
+  m.optimizer_ms = r.times.optimizer;
+  m.step_ms = r.times.total;
+  m.total_comm_ms = s.total_ms;
+  m.comm_bytes = s.bytes;
+  m.buckets = s.spans;
+  return m;
+}
+
 }  // namespace mddp::train

@@ -7,6 +7,7 @@
 
 #include "core/comm/communicator.h"
 #include "core/ddp/ddp.h"
+#include "core/perf/step_metrics.h"
 #include "core/train/loop.h"
 #include "core/train/trainer.h"
 
@@ -23,6 +24,8 @@ class DistributedTrainer {
   ddp::DistributedDataParallel& ddp() { return *ddp_; }
   // One synchronised optimiser step.
   StepResult step();
+  // The metrics record of a step just taken (phases, communication, bucket spans).
+  perf::StepMetrics metrics(const StepResult& r) const;
   // Hooks for run_training(): DDP's places in a step, the loss averaged over
   // ranks, rank 0 prints.
   const LoopHooks& loop_hooks() const { return hooks_; }

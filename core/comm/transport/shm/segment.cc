@@ -16,8 +16,10 @@ namespace mddp::comm::shm {
 namespace {
 
 [[noreturn]] void fail(const std::string& what, const std::string& name) {
-  throw CommError(str("shared memory: ", what, " '", name, "': ", std::strerror(errno),
-                      errno == ENOSPC || errno == ENOMEM ? " (is /dev/shm full? try --transport tcp)" : ""));
+  const char* hint = errno == ENOSPC || errno == ENOMEM ? " (is /dev/shm full? try --transport tcp)"
+                     : errno == ENOENT ? " (ranks in different containers do not share /dev/shm: use --transport tcp)"
+                                       : "";
+  throw CommError(str("shared memory: ", what, " '", name, "': ", std::strerror(errno), hint));
 }
 
 }  // namespace

@@ -115,12 +115,14 @@ bool process_alive(int pid) {
 }
 
 void copy_in(uint8_t* ring, uint64_t cap, uint64_t pos, const uint8_t* src, std::size_t n) {
+  if (n == 0) return;  // src may be null for an empty message
   std::size_t off = pos & (cap - 1), first = std::min<std::size_t>(n, cap - off);
   std::memcpy(ring + off, src, first);
   std::memcpy(ring, src + first, n - first);
 }
 
 void copy_out(const uint8_t* ring, uint64_t cap, uint64_t pos, uint8_t* dst, std::size_t n) {
+  if (n == 0) return;  // dst may be null for an empty message
   std::size_t off = pos & (cap - 1), first = std::min<std::size_t>(n, cap - off);
   std::memcpy(dst, ring + off, first);
   std::memcpy(dst + first, ring, n - first);

@@ -44,8 +44,8 @@ struct Incoming {
   std::size_t sent = 0;
 };
 
-// Reads up to `want` bytes; false when the socket has nothing more now.
-// Returns bytes read through `got`; -1 on EOF, -2 on error (errno kept).
+// Reads up to `want` bytes without blocking: the count read (0 when nothing
+// is there now), -1 on EOF, -2 on error (errno kept).
 ssize_t read_some(int fd, uint8_t* p, std::size_t want) {
   while (true) {
     ssize_t n = ::recv(fd, p, want, MSG_DONTWAIT);
@@ -57,6 +57,7 @@ ssize_t read_some(int fd, uint8_t* p, std::size_t want) {
   }
 }
 
+// Writes s[from..] without blocking: the count written, or -2 on error.
 ssize_t write_some(int fd, const std::string& s, std::size_t from) {
   while (true) {
     ssize_t n = ::send(fd, s.data() + from, s.size() - from, MSG_DONTWAIT | MSG_NOSIGNAL);
