@@ -26,6 +26,7 @@ void register_bench_gemm(CLI::App& bench) {
   cmd->add_option("-k", o->k, "inner dimension")->capture_default_str();
   cmd->add_option("--iters", o->iters, "repetitions (the best is reported)")->capture_default_str();
   cmd->add_option("--threads", o->threads, "compute threads")->capture_default_str();
+  cmd->footer("The library is chosen per CPU (oneDNN with AVX-512, else OpenBLAS); MICRODDP_GEMM=onednn|openblas overrides.");
   cmd->callback([o] {
     if (o->m < 1 || o->n < 1 || o->k < 1 || o->iters < 1) throw InputError("-m, -n, -k and --iters must be positive");
     tensor::set_num_threads(o->threads);
@@ -43,8 +44,8 @@ void register_bench_gemm(CLI::App& bench) {
       if (i > 0) best = std::min(best, (now_ns() - t0) * 1e-9);
     }
     const double gflops = 2.0 * o->m * o->n * o->k / best * 1e-9;
-    std::printf("gemm %lldx%lldx%lld: best %.3f ms, %.1f GFLOP/s (%d thread%s)\n", static_cast<long long>(o->m),
-                static_cast<long long>(o->n), static_cast<long long>(o->k), best * 1e3, gflops, o->threads,
+    std::printf("gemm %lldx%lldx%lld (%s): best %.3f ms, %.1f GFLOP/s (%d thread%s)\n", static_cast<long long>(o->m),
+                static_cast<long long>(o->n), static_cast<long long>(o->k), tensor::gemm_backend_name(), best * 1e3, gflops, o->threads,
                 o->threads == 1 ? "" : "s");
   });
 }

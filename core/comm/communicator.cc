@@ -4,10 +4,11 @@
 // Note [One failure ends the communicator]. A collective that fails leaves
 // the ranks' message streams in an unknown state (half a ring step may have
 // been sent), so nothing after it can be trusted: the first error is kept,
-// the transport is aborted (its peers then fail fast instead of waiting for
-// their own timeouts), queued work fails, and every later call fails at once
-// with a message that carries the first error. Recovery is a new
-// Communicator on every rank.
+// the transport is aborted (nothing more is sent or received on it), queued
+// work fails, and every later call fails at once with a message that carries
+// the first error. Recovery is a new Communicator on every rank; peers
+// still waiting on this rank see its connections close (PeerError) when the
+// failed communicator is destroyed, or time out.
 #include "core/comm/communicator.h"
 
 #include <condition_variable>
@@ -19,41 +20,13 @@
 #include <thread>
 
 #include "core/comm/algorithms/algorithms.h"
+#include "core/comm/failure.h"
 #include "core/comm/history.h"
 #include "core/comm/work.h"
 #include "core/common/timer.h"
 
 namespace mddp::comm {
-namespace {
-
-constexpr std::size_t kHistoryInErrors = 8;
-
-// A new exception of the same CommError subtype as `cause`, with `message`.
-std::exception_ptr same_type(std::exception_ptr cause, const std::string& message) {
-  try {
-    std::rethrow_exception(cause);
-  } catch (const AbortedError&) {
-    return std::make_exception_ptr(AbortedError(message));
-  } catch (const TimeoutError&) {
-    return std::make_exception_ptr(TimeoutError(message));
-  } catch (const PeerError&) {
-    return std::make_exception_ptr(PeerError(message));
-  } catch (...) {
-    return std::make_exception_ptr(CommError(message));
-  }
-}
-
-std::string what_of(std::exception_ptr e) {
-  try {
-    std::rethrow_exception(e);
-  } catch (const std::exception& ex) {
-    return ex.what();
-  } catch (...) {
-    return "unknown exception";
-  }
-}
-
-}  // namespace
+using detail::what_of;
 
 struct Communicator::Impl {
   struct Task {
@@ -89,11 +62,11 @@ struct Communicator::Impl {
 
   // The error a task reports when it is refused because of first_error.
   std::exception_ptr refusal(const Task& task) const {
-    return same_type(first_error,
-                     str(label(task),
-                         ": not run: an earlier collective failed and this "
-                         "communicator is unusable (recreate it on every rank); first error: ",
-                         what_of(first_error)));
+    return detail::same_type(first_error,
+                             str(label(task),
+                                 ": not run: this communicator failed earlier and is unusable "
+                                 "(recreate it on every rank); first error: ",
+                                 what_of(first_error)));
   }
 
   WorkPtr submit(std::string op, std::size_t bytes, std::function<void(const AlgoContext&)> run) {
@@ -143,48 +116,21 @@ struct Communicator::Impl {
       const AlgoContext ctx{*transport, rank, size, Clock::now() + options.timeout, scratch};
       task.run(ctx);
     } catch (...) {
-      error = describe_failure(task, std::current_exception());
+      error = detail::describe_failure(rank, label(task), std::current_exception(), options.timeout,
+                                       history.snapshot());
     }
     const int64_t end = now_ns();
     if (!error) history.finished(task.seq, end);
-    if (error) fail(error);
+    if (error) {
+      const std::string what = what_of(error);
+      fail(error, str("an earlier collective failed: ", what.substr(0, what.find('\n'))));
+    }
     task.work->finish(error, error ? 0 : end);
   }
 
-  // "rank 1: all_reduce(ring) #42: <what the transport said>", a hint, and
-  // the last collectives of the history.
-  std::exception_ptr describe_failure(const Task& task, std::exception_ptr cause) {
-    // The transport's messages start with "rank R: " too; say it once.
-    auto detail = [&](const std::exception& e) {
-      std::string what = e.what();
-      const std::string own = str("rank ", rank, ": ");
-      return what.starts_with(own) ? what.substr(own.size()) : what;
-    };
-    std::string message = str(label(task), ": ");
-    std::string hint;
-    try {
-      std::rethrow_exception(cause);
-    } catch (const TimeoutError& e) {
-      message += detail(e);
-      hint = str("the collective's deadline is CommOptions::timeout (", options.timeout.count(),
-                 " ms); if that peer is only slow, raise it");
-    } catch (const PeerError& e) {
-      message += detail(e);
-      hint = "the peer's process probably exited or crashed: its own log has the first error";
-    } catch (const std::logic_error& e) {
-      message += str("internal error: ", e.what());
-    } catch (const std::exception& e) {
-      message += detail(e);
-    }
-    if (!hint.empty()) message += "\n  hint: " + hint;
-    message += str("\n  last collectives on rank ", rank, " (oldest first):\n");
-    message += detail::History::format(history.snapshot(), now_ns(), kHistoryInErrors);
-    if (message.back() == '\n') message.pop_back();
-    return same_type(cause, message);
-  }
-
-  // Records the first error and tears down: See Note [One failure ends the communicator].
-  void fail(std::exception_ptr error) {
+  // Records the first error and tears down: See Note [One failure ends the
+  // communicator]. `reason` is what the transport's blocked calls report.
+  void fail(std::exception_ptr error, const std::string& reason) {
     std::deque<Task> dropped;
     {
       std::lock_guard lock(mu);
@@ -192,12 +138,11 @@ struct Communicator::Impl {
       dropped.swap(queue);
       for (auto& task : dropped) task.work->finish(refusal(task), 0);
     }
-    const std::string message = what_of(error);
-    transport->abort(message.substr(0, message.find('\n')));
+    transport->abort(reason);
   }
 
   void abort(const std::string& reason) {
-    fail(std::make_exception_ptr(AbortedError(str("rank ", rank, ": aborted: ", reason))));
+    fail(std::make_exception_ptr(AbortedError(str("rank ", rank, ": aborted: ", reason))), reason);
   }
 
   ~Impl() {
@@ -265,6 +210,11 @@ WorkPtr Communicator::reduce_scatter(const void* in, void* out, int64_t count, D
                                      ReduceOp op) {
   check_args(in, count, "reduce_scatter");
   check_args(out, count, "reduce_scatter");
+  const auto* in_b = static_cast<const std::byte*>(in);
+  const auto* out_b = static_cast<const std::byte*>(out);
+  MDDP_CHECK(count == 0 || out_b + bytes_of(count, dtype) <= in_b ||
+                 in_b + bytes_of(count * size(), dtype) <= out_b,
+             "reduce_scatter: out must not overlap in");
   return impl_->submit(
       "reduce_scatter(ring)", bytes_of(count * size(), dtype),
       [=](const AlgoContext& ctx) { reduce_scatter_ring(ctx, in, out, count, dtype, op); });

@@ -36,7 +36,10 @@ void split_nc(const Tensor& t, int64_t& n, int64_t& c, int64_t& inner) {
 void set_num_threads(int n) {
   MDDP_CHECK(n >= 1, "threads must be >= 1, got ", n);
   omp_set_num_threads(n);
+  cpu::set_blas_threads(n);
 }
+
+const char* gemm_backend_name() { return cpu::gemm_backend_name(); }
 
 int num_threads() { return omp_get_max_threads(); }
 

@@ -13,6 +13,8 @@ namespace mddp::tensor {
 // one rank per core; without a call, OpenMP uses every core).
 void set_num_threads(int n);
 int num_threads();
+// Which library computes gemm on the CPU ("oneDNN dnnl_sgemm" or "OpenBLAS cblas_sgemm").
+const char* gemm_backend_name();
 
 // ---- BLAS-like -------------------------------------------------------------
 // c = alpha * op(a) @ op(b) + beta * c, op(x) = x or x^T. All row-major 2-D.

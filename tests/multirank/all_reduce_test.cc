@@ -22,29 +22,30 @@ TEST_P(AllReduceTest, EveryAlgorithmOpDtypeAndCount) {
                              to_string(t), " count ", count));
             Buffer buf = make_input(t, count, comm.rank());
             comm.all_reduce(buf.data(), count, t, op, algo)->wait();
-            ASSERT_TRUE(
-                matches(buf, 0, count, [&](int64_t i) { return expected_value(t, op, n, i); }));
+            ASSERT_TRUE(matches(buf, 0, count, Expected(t, op, n)));
           }
   });
 }
 
 // Blocks that span several ring segments, where block 0 has one segment more
 // than the others (count = n * 2 segments + 1): the uneven send/receive
-// segment counts of one ring step.
-TEST_P(AllReduceTest, RingSegmentBoundaries) {
-  const auto [kind, n] = GetParam();
-  with_comms(kind, n, [&](Communicator& comm) {
-    for (auto t : {DataType::kFloat32, DataType::kBFloat16}) {
-      const auto seg = static_cast<int64_t>(kSegmentBytes / element_size(t));
-      for (int64_t count : {int64_t{n} * 2 * seg + 1, int64_t{n} * seg - 1}) {
-        SCOPED_TRACE(str("rank ", comm.rank(), " ", to_string(t), " count ", count));
-        Buffer buf = make_input(t, count, comm.rank());
-        comm.all_reduce(buf.data(), count, t, ReduceOp::kSum, Algorithm::kRing)->wait();
-        ASSERT_TRUE(matches(buf, 0, count,
-                            [&](int64_t i) { return expected_value(t, ReduceOp::kSum, n, i); }));
-      }
-    }
-  });
+// segment counts of one ring step. Two and three ranks cover both shapes of
+// the ring (one neighbour on both sides, and distinct neighbours).
+TEST(AllReduceRingSegments, UnevenSegmentCounts) {
+  for (auto kind : {TransportKind::kTcp, TransportKind::kShm})
+    for (int n : {2, 3})
+      with_comms(kind, n, [&](Communicator& comm) {
+        for (auto t : {DataType::kFloat32, DataType::kBFloat16}) {
+          const auto seg = static_cast<int64_t>(kSegmentBytes / element_size(t));
+          for (int64_t count : {int64_t{n} * 2 * seg + 1, int64_t{n} * seg - 1}) {
+            SCOPED_TRACE(str(to_string(kind), " rank ", comm.rank(), " of ", n, " ", to_string(t),
+                             " count ", count));
+            Buffer buf = make_input(t, count, comm.rank());
+            comm.all_reduce(buf.data(), count, t, ReduceOp::kSum, Algorithm::kRing)->wait();
+            ASSERT_TRUE(matches(buf, 0, count, Expected(t, ReduceOp::kSum, n)));
+          }
+        }
+      });
 }
 
 // Non-integer 16-bit inputs: every partial sum is rounded to the wire type,

@@ -36,9 +36,7 @@ TEST_P(AsyncTest, IssuedBeforeWaitingCompleteInOrder) {
           << "work " << k << " started before its predecessor ended";
     }
     for (int k = 0; k < kOps; ++k)
-      ASSERT_TRUE(matches(
-          bufs[k], 0, count,
-          [&](int64_t i) { return expected_value(DataType::kFloat32, ReduceOp::kSum, n, i); }))
+      ASSERT_TRUE(matches(bufs[k], 0, count, Expected(DataType::kFloat32, ReduceOp::kSum, n)))
           << "all_reduce " << k;
     EXPECT_EQ(token, 42.0f);
   });

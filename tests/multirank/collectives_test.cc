@@ -25,14 +25,14 @@ TEST_P(CollectivesTest, ReduceScatter) {
     const int r = comm.rank();
     for (auto op : kOps)
       for (auto t : kDtypes)
-        for (int64_t count : sweep_counts(n)) {
+        for (int64_t count : block_counts(n)) {
           SCOPED_TRACE(str("rank ", r, " ", to_string(op), " ", to_string(t), " count ", count));
           Buffer in = make_input(t, count * n, r);
           Buffer out(t, count);
           comm.reduce_scatter(in.data(), out.data(), count, t, op)->wait();
           // Block r of the whole input is elements [r*count, (r+1)*count).
           ASSERT_TRUE(matches(out, 0, count,
-                              [&](int64_t i) { return expected_value(t, op, n, r * count + i); }));
+                              [&, e = Expected(t, op, n)](int64_t i) { return e(r * count + i); }));
         }
   });
 }
@@ -42,7 +42,7 @@ TEST_P(CollectivesTest, AllGather) {
   with_comms(kind, n, [&](Communicator& comm) {
     const int r = comm.rank();
     for (auto t : kDtypes)
-      for (int64_t count : sweep_counts(n)) {
+      for (int64_t count : block_counts(n)) {
         SCOPED_TRACE(str("rank ", r, " ", to_string(t), " count ", count));
         const std::size_t block = static_cast<std::size_t>(count) * element_size(t);
         auto in = pattern(r, block, 1);
@@ -83,8 +83,7 @@ TEST_P(CollectivesTest, Reduce) {
             Buffer buf = make_input(t, count, comm.rank());
             comm.reduce(buf.data(), count, t, op, root)->wait();
             if (comm.rank() == root) {
-              ASSERT_TRUE(
-                  matches(buf, 0, count, [&](int64_t i) { return expected_value(t, op, n, i); }));
+              ASSERT_TRUE(matches(buf, 0, count, Expected(t, op, n)));
             }
           }
   });
@@ -96,7 +95,7 @@ TEST_P(CollectivesTest, ScatterAndGather) {
     const int r = comm.rank();
     for (int root : roots(n))
       for (auto t : kDtypes)
-        for (int64_t count : sweep_counts(n)) {
+        for (int64_t count : block_counts(n)) {
           SCOPED_TRACE(str("rank ", r, " root ", root, " ", to_string(t), " count ", count));
           const std::size_t block = static_cast<std::size_t>(count) * element_size(t);
           // scatter: root's block q (pattern(q)) lands on rank q.

@@ -23,8 +23,7 @@ TEST_P(ProcessTest, AllReduceAndBroadcastAcrossProcesses) {
             const int64_t count = 100003;
             Buffer buf = make_input(t, count, rank);
             comm->all_reduce(buf.data(), count, t, op, algo)->wait();
-            EXPECT_TRUE(
-                matches(buf, 0, count, [&](int64_t i) { return expected_value(t, op, n, i); }))
+            EXPECT_TRUE(matches(buf, 0, count, Expected(t, op, n)))
                 << to_string(algo) << " " << to_string(t);
           }
         float token = rank == 3 ? 42.0f : 0.0f;

@@ -7,7 +7,11 @@
 
 namespace mddp::tensor::cpu {
 
-// The one place the CPU GEMM is chosen (see gemm.cc for why oneDNN).
+// The one place the CPU GEMM is chosen (gemm.cc: oneDNN with AVX-512, else OpenBLAS).
+enum class GemmBackend { kOneDnn, kOpenBlas };
+GemmBackend gemm_backend();
+const char* gemm_backend_name();
+void set_blas_threads(int n);
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
           const float* b, float beta, float* c);
 

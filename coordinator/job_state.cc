@@ -1,0 +1,53 @@
+#include "coordinator/job_state.h"
+
+namespace mddp::coordinator {
+
+const char* to_string(State s) {
+  switch (s) {
+    case State::kForming: return "forming";
+    case State::kRunning: return "running";
+    case State::kSucceeded: return "succeeded";
+    case State::kFailed: return "failed";
+  }
+  return "?";
+}
+
+JobStatus JobState::status() const {
+  std::lock_guard lock(mu_);
+  return status_;
+}
+
+void JobState::set_running() {
+  std::lock_guard lock(mu_);
+  if (status_.state == State::kForming) status_.state = State::kRunning;
+}
+
+bool JobState::succeed() {
+  {
+    std::lock_guard lock(mu_);
+    if (status_.state != State::kRunning) return false;
+    status_.state = State::kSucceeded;
+  }
+  cv_.notify_all();
+  return true;
+}
+
+bool JobState::fail(int rank, std::string message) {
+  {
+    std::lock_guard lock(mu_);
+    if (status_.terminal()) return false;
+    status_.state = State::kFailed;
+    status_.failure = std::move(message);
+    status_.failed_rank = rank;
+  }
+  cv_.notify_all();
+  return true;
+}
+
+JobStatus JobState::wait_terminal(TimePoint deadline) const {
+  std::unique_lock lock(mu_);
+  cv_.wait_until(lock, deadline, [&] { return status_.terminal(); });
+  return status_;
+}
+
+}  // namespace mddp::coordinator

@@ -1,0 +1,104 @@
+// Rendezvous: collects world_size workers, then gives each a rank and a
+// session. Workers that asked for a rank (RANK / SLURM_PROCID) get it; the
+// others fill the free ranks in the order they joined.
+//
+// A join is refused at once, each with its own message: a wrong token
+// (compared in constant time; the message reveals nothing about the job),
+// another protocol version, another job id, a job that is already full, a
+// requested rank outside 0..N-1, a rank another worker already asked for.
+//
+// The rendezvous window opens with the first pending join and lasts
+// `timeout`; when it closes before N joined, every pending join fails with
+// "k of N joined" and timed_out() becomes true. A join whose own deadline
+// passes first (or that is cancelled) leaves and frees its place.
+// Waits follow Note [Waits complete exactly once] (outcome.h). Thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "coordinator/outcome.h"
+
+namespace mddp::coordinator {
+
+struct JoinRequest {
+  std::string job_id, token;
+  uint32_t protocol_version = 0;
+  std::string host, data_addr, device;
+  int requested_rank = -1;  // < 0: any
+  int64_t pid = 0;
+};
+
+// A worker of the formed job.
+struct Member {
+  int rank = -1;
+  std::string host, data_addr, device;
+  int64_t pid = 0;
+  std::string session;  // the credential of every later call
+};
+
+struct JoinResult {
+  Outcome outcome;
+  Member self;                  // when ok
+  std::vector<Member> members;  // when ok: every rank, in rank order
+};
+
+class Rendezvous {
+ public:
+  struct Options {
+    std::string job_id = "local";
+    std::string token;  // "" = none required
+    int world_size = 1;
+    uint32_t protocol_version = 1;
+    std::chrono::milliseconds timeout{std::chrono::minutes(5)};
+  };
+  using JoinCallback = std::function<void(JoinResult)>;
+  // Runs once, when all N joined, before any joiner's callback.
+  using CompleteHook = std::function<void(const std::vector<Member>&)>;
+
+  Rendezvous(Options options, CompleteHook on_complete = {});
+
+  Ticket join(JoinRequest request, TimePoint deadline, TimePoint now, JoinCallback done);
+  void cancel(uint64_t id);
+  // Fails the joins past their deadline; returns the failure message when the
+  // whole rendezvous window closed (then timed_out()).
+  std::optional<std::string> expire(TimePoint now);
+  // Fails every pending join with kAborted and refuses later ones.
+  void abort(const std::string& why);
+
+  bool complete() const;
+  bool timed_out() const;
+  int world_size() const { return options_.world_size; }
+  // The member holding `session`, if any.
+  std::optional<Member> member(const std::string& session) const;
+  std::vector<Member> members() const;  // rank order; empty until complete
+
+ private:
+  struct Pending {
+    JoinRequest request;
+    TimePoint deadline;
+    JoinCallback done;
+  };
+  // Why `r` must be refused now, or nullopt. Called under mu_.
+  std::optional<Outcome> refusal(const JoinRequest& r) const;
+  std::string pending_summary() const;  // "2 of 4 workers joined (host a pid 1, host b pid 2)"
+
+  const Options options_;
+  const CompleteHook on_complete_;
+  mutable std::mutex mu_;
+  std::map<uint64_t, Pending> pending_;  // ticket id -> join, in join order
+  std::optional<TimePoint> window_end_;
+  std::vector<Member> members_;  // rank order, once complete
+  bool timed_out_ = false;
+  std::optional<std::string> aborted_;
+};
+
+// A random 128-bit session id, hex.
+std::string new_session_id();
+
+}  // namespace mddp::coordinator
