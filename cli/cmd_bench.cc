@@ -8,6 +8,7 @@ void register_bench(CLI::App& app) {
   bench->require_subcommand(1);
   register_bench_train(*bench);
   register_bench_gemm(*bench);
+  register_bench_allreduce(*bench);
 }
 
 }  // namespace mddp::cli

@@ -9,6 +9,7 @@ void register_demo(CLI::App& app) {
   register_demo_manual(*demo);
   register_demo_hooks(*demo);
   register_demo_bucketing(*demo);
+  register_demo_collectives(*demo);
 }
 
 }  // namespace mddp::cli

@@ -14,6 +14,8 @@ void register_demo(CLI::App& app);   // demo collectives, demo manual, demo hook
 // Sub-commands, registered by their parents.
 void register_bench_train(CLI::App& bench);
 void register_bench_gemm(CLI::App& bench);
+void register_bench_allreduce(CLI::App& bench);
+void register_demo_collectives(CLI::App& demo);
 void register_demo_manual(CLI::App& demo);
 void register_demo_hooks(CLI::App& demo);
 void register_demo_bucketing(CLI::App& demo);

@@ -19,7 +19,7 @@ std::string first_difference(const std::string& a, const std::string& b) {
   constexpr std::size_t kContext = 24;
   std::size_t i = 0;
   while (i < a.size() && i < b.size() && a[i] == b[i]) ++i;
-  const std::size_t from = i > kContext ? i - kContext : 0;
+  const std::size_t from = i > kContext + 8 ? i - kContext : 0;  // no "..." to save a few characters
   auto excerpt = [&](const std::string& s) {
     std::string e = s.substr(std::min(from, s.size()), 2 * kContext);
     return std::string(from > 0 ? "'..." : "'") + e + (from + 2 * kContext < s.size() ? "...'" : "'");
@@ -64,16 +64,16 @@ std::string fingerprint_diff(const Fingerprint& mine, const Fingerprint& rank0, 
 
 FingerprintCheck::FingerprintCheck(int world_size) : world_size_(world_size) {}
 
-Outcome FingerprintCheck::compare(int rank, const Fingerprint& fp) const {
+Outcome FingerprintCheck::compare(const std::string& who, const Fingerprint& fp) const {
   const std::string diff = fingerprint_diff(fp, *rank0_);
   if (diff.empty()) return Outcome::success();
   return Outcome::error(Code::kFailedPrecondition,
-                        str("rank ", rank, " differs from rank 0: ", diff,
+                        str(who, " differs from rank 0: ", diff,
                             ". Every rank must build the same model from the coordinator's config: run the same "
                             "microddp build everywhere"));
 }
 
-Ticket FingerprintCheck::submit(int rank, Fingerprint fp, TimePoint deadline, TimePoint now, Callback done) {
+Ticket FingerprintCheck::submit(int rank, const std::string& who, Fingerprint fp, TimePoint deadline, TimePoint now, Callback done) {
   const Ticket ticket{Ticket::Kind::kValidate, next_ticket_id()};
   std::vector<std::pair<Callback, Outcome>> fire;
   {
@@ -85,12 +85,12 @@ Ticket FingerprintCheck::submit(int rank, Fingerprint fp, TimePoint deadline, Ti
     } else if (rank == 0) {
       rank0_ = std::move(fp);
       fire.emplace_back(std::move(done), Outcome::success());
-      for (auto& [id, w] : waiting_) fire.emplace_back(std::move(w.done), compare(w.rank, w.fp));
+      for (auto& [id, w] : waiting_) fire.emplace_back(std::move(w.done), compare(w.who, w.fp));
       waiting_.clear();
     } else if (rank0_) {
-      fire.emplace_back(std::move(done), compare(rank, fp));
+      fire.emplace_back(std::move(done), compare(who, fp));
     } else {
-      waiting_.emplace(ticket.id, Waiting{rank, std::move(fp), deadline, now, std::move(done)});
+      waiting_.emplace(ticket.id, Waiting{rank, who, std::move(fp), deadline, now, std::move(done)});
     }
   }
   for (auto& [cb, outcome] : fire) cb(outcome);
@@ -120,7 +120,7 @@ void FingerprintCheck::expire(TimePoint now) {
       }
       fire.emplace_back(std::move(it->second.done),
                         Outcome::error(Code::kDeadlineExceeded,
-                                       str("rank ", it->second.rank, " waited ", format_duration(now - it->second.since),
+                                       str(it->second.who, " waited ", format_duration(now - it->second.since),
                                            " for rank 0's fingerprint: rank 0 has not validated its model (is it "
                                            "still building it, or stuck?)")));
       it = waiting_.erase(it);

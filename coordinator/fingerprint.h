@@ -3,7 +3,7 @@
 // unrelated numbers. Each rank sends its fingerprint after building the
 // model; ranks 1..N-1 are compared with rank 0's (waiting for it), and a
 // difference comes back as one line showing it:
-//   "rank 2 differs from rank 0: parameter 1 '0.bias': shape [128] here vs [256] on rank 0; ..."
+//   "rank 2 (host b) differs from rank 0: parameter 1 '0.bias': shape [128] here vs [256] on rank 0; ..."
 // Waits follow Note [Waits complete exactly once] (outcome.h). Thread-safe.
 #pragma once
 
@@ -42,8 +42,9 @@ class FingerprintCheck {
 
   // Rank 0's call is answered at once (and answers those waiting for it);
   // another rank's when rank 0's fingerprint is in. A rank may check again
-  // (its fingerprint is replaced).
-  Ticket submit(int rank, Fingerprint fp, TimePoint deadline, TimePoint now, Callback done);
+  // (its fingerprint is replaced). `who` names the rank in messages
+  // ("rank 2 (host b)").
+  Ticket submit(int rank, const std::string& who, Fingerprint fp, TimePoint deadline, TimePoint now, Callback done);
   void cancel(uint64_t id);
   void expire(TimePoint now);
   void abort(const std::string& why);
@@ -51,11 +52,12 @@ class FingerprintCheck {
  private:
   struct Waiting {
     int rank;
+    std::string who;
     Fingerprint fp;
     TimePoint deadline, since;
     Callback done;
   };
-  Outcome compare(int rank, const Fingerprint& fp) const;  // under mu_, rank 0's present
+  Outcome compare(const std::string& who, const Fingerprint& fp) const;  // under mu_, rank 0's present
 
   const int world_size_;
   std::mutex mu_;

@@ -114,7 +114,7 @@ Ticket Rendezvous::join(JoinRequest request, TimePoint deadline, TimePoint now, 
     window_end_.reset();
     members = members_;
   }
-  if (on_complete_) on_complete_(members);
+  if (on_complete_) on_complete_(members, now);
   for (auto& p : ready) {
     const Member self = members[static_cast<std::size_t>(p.request.requested_rank)];
     p.done(JoinResult{Outcome::success(), self, members});

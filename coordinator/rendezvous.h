@@ -58,8 +58,9 @@ class Rendezvous {
     std::chrono::milliseconds timeout{std::chrono::minutes(5)};
   };
   using JoinCallback = std::function<void(JoinResult)>;
-  // Runs once, when all N joined, before any joiner's callback.
-  using CompleteHook = std::function<void(const std::vector<Member>&)>;
+  // Runs once, when all N joined (at `now` of the last join), before any
+  // joiner's callback.
+  using CompleteHook = std::function<void(const std::vector<Member>&, TimePoint now)>;
 
   Rendezvous(Options options, CompleteHook on_complete = {});
 

@@ -22,7 +22,7 @@ namespace mddp::comm {
 namespace {
 
 // alpha * beta for the transports here: loopback TCP has alpha of order 15 us
-// and beta of order 3 GB/s (docs/ANCHORS), about 45 KB. A placeholder from
+// and beta of order 3 GB/s (shared/ANCHORS.md), about 45 KB. A placeholder from
 // those published figures until `microddp bench allreduce --algo tree/ring`
 // measures the crossover on this machine; change it here only.
 constexpr double kAlphaBetaBytes = 32.0 * 1024;

@@ -1,0 +1,176 @@
+// `microddp coordinator`: the control plane of one job. Waits for
+// --world-size workers, hands them ranks and the job config (the training
+// flags given here), watches them and logs their metrics; exits 0 when every
+// rank finished, else 1 with one line naming the rank that failed.
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <thread>
+
+#include "cli/commands.h"
+#include "cli/train_flags.h"
+#include "coordinator/coordinator.h"
+#include "coordinator/flag_config.h"
+#include "coordinator/job_config_json.h"
+#include "core/common/check.h"
+
+namespace mddp::cli {
+namespace {
+
+struct CoordinatorArgs {
+  int world_size = 0;
+  int port = 29500;
+  std::string host = "127.0.0.1";
+  std::string token, token_file, job_id = "local", config, address_file;
+  int64_t heartbeat_ms = 1000, heartbeat_timeout_ms = 10000;
+  double rendezvous_timeout_s = 300;
+  train::TrainConfig train;
+};
+
+std::string read_token_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError("cannot read --token-file " + path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string t = ss.str();
+  while (!t.empty() && (t.back() == '\n' || t.back() == '\r' || t.back() == ' ')) t.pop_back();
+  if (t.empty()) throw InputError("--token-file " + path + " is empty");
+  return t;
+}
+
+// What workers should dial: the listening host, or this machine's name when
+// listening on every interface.
+std::string dial_address(const std::string& host, int port) {
+  std::string h = host;
+  if (h == "0.0.0.0" || h == "::" || h.empty()) {
+    char name[256] = {};
+    h = ::gethostname(name, sizeof name - 1) == 0 ? name : "localhost";
+  }
+  return (h.find(':') != std::string::npos ? "[" + h + "]" : h) + ":" + std::to_string(port);
+}
+
+// SIGINT / SIGTERM blocked in this thread and every thread started while it
+// lives (create it before the coordinator starts its threads), so that only
+// SignalWatcher receives them.
+class BlockedSignals {
+ public:
+  BlockedSignals() {
+    sigemptyset(&set_);
+    sigaddset(&set_, SIGINT);
+    sigaddset(&set_, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set_, &old_);
+  }
+  ~BlockedSignals() { pthread_sigmask(SIG_SETMASK, &old_, nullptr); }
+  const sigset_t& set() const { return set_; }
+
+ private:
+  sigset_t set_, old_;
+};
+
+// Turns SIGINT / SIGTERM into a clean end of the job: it fails ("interrupted")
+// and every waiting worker is answered. Stops (joins) on destruction.
+class SignalWatcher {
+ public:
+  SignalWatcher(const BlockedSignals& blocked, coordinator::Coordinator& c) {
+    thread_ = std::thread([this, &blocked, &c] {
+      const timespec poll{0, 200'000'000};
+      while (!stop_) {
+        const int sig = sigtimedwait(&blocked.set(), nullptr, &poll);
+        if (sig > 0) {
+          c.job().shutdown(str("the coordinator was interrupted (", sig == SIGINT ? "SIGINT" : "SIGTERM", ")"));
+          return;
+        }
+      }
+    });
+  }
+  ~SignalWatcher() {
+    stop_ = true;
+    thread_.join();
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+void run_coordinator(CLI::App& cmd, CoordinatorArgs& a) {
+  if (!a.config.empty()) coordinator::apply_toml_config(cmd, a.config);
+  if (a.world_size < 1) throw InputError("give the number of workers: --world-size N (or world-size in --config)");
+  a.train.validate();
+  if (!a.token_file.empty()) a.token = read_token_file(a.token_file);
+  if (a.rendezvous_timeout_s <= 0)
+    throw InputError(str("--rendezvous-timeout-s must be > 0, got ", a.rendezvous_timeout_s));
+
+  coordinator::CoordinatorOptions o;
+  o.host = a.host;
+  o.port = a.port;
+  o.job.job_id = a.job_id;
+  o.job.token = a.token;
+  o.job.world_size = a.world_size;
+  o.job.config_json = coordinator::dump_job_config(a.train);
+  o.job.heartbeat_interval = std::chrono::milliseconds(a.heartbeat_ms);
+  o.job.heartbeat_timeout = std::chrono::milliseconds(a.heartbeat_timeout_ms);
+  o.job.rendezvous_timeout =
+      std::chrono::milliseconds(static_cast<int64_t>(a.rendezvous_timeout_s * 1000.0));
+  o.job.run_dir = a.train.run_dir;
+
+  BlockedSignals blocked;
+  coordinator::Coordinator c(std::move(o));
+  SignalWatcher watcher(blocked, c);
+
+  const std::string addr = dial_address(a.host, c.port());
+  std::printf("microddp coordinator: job '%s', %d workers, listening on %s\n", a.job_id.c_str(), a.world_size,
+              c.address().c_str());
+  std::printf("start each worker with: microddp worker --coordinator %s%s\n", addr.c_str(),
+              a.token.empty() ? "" : (a.token_file.empty() ? " --token ..." : " --token-file " + a.token_file).c_str());
+  if (a.token.empty() && a.host != "127.0.0.1" && a.host != "localhost" && a.host != "::1")
+    std::printf("warning: no --token: anyone who can reach %s can join this job\n", addr.c_str());
+  std::fflush(stdout);
+  if (!a.address_file.empty()) {
+    const std::string tmp = a.address_file + ".tmp";
+    std::ofstream(tmp) << addr << "\n";
+    if (std::rename(tmp.c_str(), a.address_file.c_str()) != 0)
+      throw Error(str("cannot write --address-file ", a.address_file, ": ", std::strerror(errno)));
+  }
+
+  const coordinator::JobStatus status = c.wait();
+  const auto records = c.job().metrics_log().count();
+  const auto log_path = c.job().metrics_log().path();
+  c.shutdown();
+  if (status.state != coordinator::State::kSucceeded)
+    throw Error(status.failure.empty() ? std::string("the job did not finish") : status.failure);
+  std::printf("job '%s' succeeded: %d ranks finished, %llu metrics records%s\n", a.job_id.c_str(), a.world_size,
+              static_cast<unsigned long long>(records),
+              log_path.empty() ? "" : (" in " + log_path.string()).c_str());
+}
+
+}  // namespace
+
+void register_coordinator(CLI::App& app) {
+  auto a = std::make_shared<CoordinatorArgs>();
+  auto* cmd = app.add_subcommand(
+      "coordinator", "Run the control plane of a job: rendezvous, key/value store, barriers, health, metrics log");
+  const char* g = "Coordinator";
+  cmd->add_option("--world-size", a->world_size, "number of workers (ranks) in the job")->envname("WORLD_SIZE")->group(g);
+  cmd->add_option("--port", a->port, "port to listen on (0: any free port)")->envname("MASTER_PORT")->group(g)->capture_default_str();
+  cmd->add_option("--host", a->host, "interface to listen on: 127.0.0.1 (this machine only) or 0.0.0.0 (all)")->group(g)->capture_default_str();
+  auto* token = cmd->add_option("--token", a->token, "shared secret a worker must present to join")->group(g);
+  cmd->add_option("--token-file", a->token_file, "read the token from this file")->excludes(token)->group(g);
+  cmd->add_option("--job-id", a->job_id, "name of the job; workers must ask for the same")->group(g)->capture_default_str();
+  cmd->add_option("--config", a->config, "TOML file of flags (same names without --; the command line wins)")->configurable(false)->group(g);
+  cmd->add_option("--heartbeat-ms", a->heartbeat_ms, "how often workers send a heartbeat")->group(g)->capture_default_str();
+  cmd->add_option("--heartbeat-timeout-ms", a->heartbeat_timeout_ms, "fail the job when a worker is silent this long")->group(g)->capture_default_str();
+  cmd->add_option("--rendezvous-timeout-s", a->rendezvous_timeout_s, "fail when not all workers joined this long after the first")->group(g)->capture_default_str();
+  cmd->add_option("--address-file", a->address_file, "write HOST:PORT for workers here once listening")->group(g);
+  add_training_flags(*cmd, a->train);
+  add_ddp_flags(*cmd, a->train);
+  cmd->callback([cmd, a] { run_coordinator(*cmd, *a); });
+}
+
+}  // namespace mddp::cli

@@ -1,0 +1,98 @@
+#include "coordinator/coordinator.h"
+
+#include <grpcpp/grpcpp.h>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "coordinator/service.h"
+#include "core/common/check.h"
+
+namespace mddp::coordinator {
+
+struct Coordinator::Impl {
+  CoordinatorOptions options;
+  Job job;
+  Service service{job};
+  std::unique_ptr<grpc::Server> server;
+  int port = 0;
+  std::thread ticker;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool stopping = false;
+  std::once_flag shutdown_once;
+
+  explicit Impl(CoordinatorOptions o) : options(std::move(o)), job(options.job) {}
+
+  void tick_loop() {
+    std::unique_lock lock(mu);
+    while (!stopping) {
+      lock.unlock();
+      job.tick(Clock::now());
+      lock.lock();
+      cv.wait_for(lock, options.tick, [&] { return stopping; });
+    }
+  }
+};
+
+Coordinator::Coordinator(CoordinatorOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {
+  const auto& o = impl_->options;
+  if (o.port < 0 || o.port > 65535) throw InputError(str("--port must be 0..65535, got ", o.port));
+  const std::string listen = (o.host.find(':') != std::string::npos ? "[" + o.host + "]" : o.host) + ":" +
+                             std::to_string(o.port);
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &impl_->port);
+  builder.RegisterService(&impl_->service);
+  // Don't share a port with another process (SO_REUSEPORT would let two coordinators bind one).
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  builder.SetMaxReceiveMessageSize(8 << 20);
+  impl_->server = builder.BuildAndStart();
+  if (!impl_->server || impl_->port == 0)
+    throw Error(str("cannot listen on ", listen, ": the port is in use or the address is not one of this host's "
+                    "(pick another --port, or 0 for any free port; --host 0.0.0.0 listens everywhere)"));
+  impl_->ticker = std::thread([this] { impl_->tick_loop(); });
+  spdlog::info("coordinator for job '{}' listening on {} ({} workers expected)", o.job.job_id, address(),
+               o.job.world_size);
+}
+
+Coordinator::~Coordinator() { shutdown(); }
+
+int Coordinator::port() const { return impl_->port; }
+
+std::string Coordinator::address() const {
+  const std::string& h = impl_->options.host;
+  return (h.find(':') != std::string::npos ? "[" + h + "]" : h) + ":" + std::to_string(impl_->port);
+}
+
+Job& Coordinator::job() { return impl_->job; }
+
+JobStatus Coordinator::wait() {
+  while (!impl_->job.wait_finished(Clock::now() + std::chrono::hours(1))) {
+  }
+  return impl_->job.status();
+}
+
+bool Coordinator::wait_for(std::chrono::milliseconds timeout) {
+  return impl_->job.wait_finished(Clock::now() + timeout);
+}
+
+void Coordinator::shutdown(const std::string& why) {
+  std::call_once(impl_->shutdown_once, [&] {
+    impl_->job.shutdown(why);  // no-op on the state when the job is over; answers every wait
+    {
+      std::lock_guard lock(impl_->mu);
+      impl_->stopping = true;
+    }
+    impl_->cv.notify_all();
+    if (impl_->ticker.joinable()) impl_->ticker.join();
+    // Calls still open (metrics streams) get a moment, then are cancelled.
+    impl_->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+    impl_->server->Wait();
+    spdlog::info("coordinator stopped");
+  });
+}
+
+}  // namespace mddp::coordinator

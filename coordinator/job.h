@@ -1,0 +1,120 @@
+// Job: one training job as the coordinator sees it — the state classes
+// (Rendezvous, FingerprintCheck, KvStore, Barrier, Health, MetricsLog,
+// JobState) tied together, in domain terms with no gRPC. The service
+// (service.h) only translates messages to these calls.
+//
+// Calls after join name the caller by its session; an unknown session is
+// refused (kUnauthenticated). The first failure (a rank that leaves with a
+// failure, goes silent, or builds a different model; a rendezvous that times
+// out) fails the job, is logged once, and aborts every pending wait with
+// "the job failed: ...", so no call hangs on a dead job. Waits follow
+// Note [Waits complete exactly once] (outcome.h). tick(now) drives deadlines
+// and health; call it every few tens of milliseconds, from one thread.
+// Thread-safe.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "coordinator/barrier.h"
+#include "coordinator/fingerprint.h"
+#include "coordinator/health.h"
+#include "coordinator/job_state.h"
+#include "coordinator/kv_store.h"
+#include "coordinator/metrics_log.h"
+#include "coordinator/outcome.h"
+#include "coordinator/rendezvous.h"
+
+namespace mddp::coordinator {
+
+// Control-plane protocol version (proto: PROTOCOL_VERSION_CURRENT).
+constexpr uint32_t kProtocolVersion = 1;
+
+struct JobOptions {
+  std::string job_id = "local";
+  std::string token;  // "" = none
+  int world_size = 1;
+  std::string config_json = "{}";  // handed to every worker at join
+  std::chrono::milliseconds heartbeat_interval{1000};
+  std::chrono::milliseconds heartbeat_timeout{10000};
+  std::chrono::milliseconds rendezvous_timeout{std::chrono::minutes(5)};
+  // After a failure, how long the job stays up so the live ranks hear of it
+  // in a heartbeat and leave; 0 = 3 heartbeat intervals + 2 s.
+  std::chrono::milliseconds linger{0};
+  std::filesystem::path run_dir;  // metrics.jsonl goes here; "" = in memory only
+};
+
+class Job {
+ public:
+  struct Reply {  // of heartbeat and leave
+    Outcome outcome;
+    JobStatus status;
+    int rank = -1;
+  };
+
+  explicit Job(JobOptions options);
+  const JobOptions& options() const { return options_; }
+
+  Ticket join(JoinRequest request, TimePoint deadline, TimePoint now, Rendezvous::JoinCallback done);
+  Ticket validate(const std::string& session, Fingerprint fp, TimePoint deadline, TimePoint now,
+                  FingerprintCheck::Callback done);
+  Outcome set(const std::string& session, const std::string& key, std::string value);
+  Ticket get(const std::string& session, const std::string& key, TimePoint deadline, TimePoint now,
+             KvStore::GetCallback done);
+  Ticket barrier(const std::string& session, const std::string& name, TimePoint deadline, TimePoint now,
+                 Barrier::Callback done);
+  Reply heartbeat(const std::string& session, const Progress& progress, TimePoint now);
+  // Appends the records of one batch (their rank set from the session); the
+  // reply's rank is the sender's.
+  Reply metrics(const std::string& session, std::vector<MetricsRecord> records);
+  Reply leave(const std::string& session, bool ok, const std::string& message, TimePoint now);
+  void cancel(Ticket ticket);
+
+  void tick(TimePoint now);
+  // Fails the job (if not over yet) and aborts every wait; e.g. on Ctrl-C.
+  void shutdown(const std::string& why);
+
+  JobStatus status() const { return state_.status(); }
+  // True once the job is over: succeeded, or failed and every rank left (or
+  // the linger time passed).
+  bool finished() const;
+  // Blocks until finished() or `deadline`; returns finished().
+  bool wait_finished(TimePoint deadline) const;
+
+  std::optional<Member> member(const std::string& session) const { return rendezvous_.member(session); }
+  const Health& health() const { return health_; }
+  const MetricsLog& metrics_log() const { return metrics_log_; }
+  const KvStore& store() const { return store_; }
+
+ private:
+  // The member of `session`, or the refusal to give the caller.
+  std::optional<Member> lookup(const std::string& session, Outcome& refusal) const;
+  void fail(int rank, const std::string& message);
+  void abort_waits(const std::string& why);
+  void on_rendezvous(const std::vector<Member>& members, TimePoint now);
+  void set_finished();
+
+  const JobOptions options_;
+  JobState state_;
+  Rendezvous rendezvous_;
+  FingerprintCheck fingerprints_;
+  KvStore store_;
+  Barrier barrier_;
+  Health health_;
+  MetricsLog metrics_log_;
+
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;
+  bool finished_ = false;
+  std::optional<TimePoint> failed_at_;
+  TimePoint next_sync_{};
+  bool metrics_write_failed_ = false;
+};
+
+}  // namespace mddp::coordinator

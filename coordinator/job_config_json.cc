@@ -1,0 +1,199 @@
+#include "coordinator/job_config_json.h"
+
+#include <set>
+
+#include "core/common/check.h"
+
+namespace mddp::coordinator {
+namespace {
+
+using nlohmann::json;
+
+// Reads the keys of one JSON object into fields, checking types; finish()
+// rejects the keys nobody asked for.
+class Reader {
+ public:
+  Reader(const json& j, std::string path) : j_(j), path_(std::move(path)) {
+    if (!j_.is_object()) throw InputError(str("job config: '", where(), "' must be an object, got ", j_.dump()));
+  }
+
+  template <typename T>
+  void operator()(const char* key, T& out) {
+    auto it = j_.find(key);
+    if (it == j_.end()) return;
+    seen_.insert(key);
+    read(*it, key, out);
+  }
+  Reader object(const char* key) {
+    seen_.insert(key);
+    static const json kEmpty = json::object();
+    auto it = j_.find(key);
+    return Reader(it == j_.end() ? kEmpty : *it, path_ + key + ".");
+  }
+  void finish() const {
+    for (const auto& [k, v] : j_.items())
+      if (!seen_.count(k))
+        throw InputError(str("job config: unknown key '", path_, k,
+                             "' (was the config written by another microddp version?)"));
+  }
+
+ private:
+  std::string where() const { return path_.empty() ? "(root)" : path_.substr(0, path_.size() - 1); }
+  [[noreturn]] void wrong(const char* key, const char* want, const json& v) const {
+    throw InputError(str("job config: '", path_, key, "' must be ", want, ", got ", v.dump()));
+  }
+  void read(const json& v, const char* key, std::string& out) const {
+    if (!v.is_string()) wrong(key, "a string", v);
+    out = v.get<std::string>();
+  }
+  void read(const json& v, const char* key, bool& out) const {
+    if (!v.is_boolean()) wrong(key, "true or false", v);
+    out = v.get<bool>();
+  }
+  void read(const json& v, const char* key, int64_t& out) const {
+    if (!v.is_number_integer()) wrong(key, "an integer", v);
+    out = v.get<int64_t>();
+  }
+  void read(const json& v, const char* key, int& out) const {
+    if (!v.is_number_integer()) wrong(key, "an integer", v);
+    out = v.get<int>();
+  }
+  void read(const json& v, const char* key, uint64_t& out) const {
+    if (!v.is_number_unsigned()) wrong(key, "an integer >= 0", v);
+    out = v.get<uint64_t>();
+  }
+  void read(const json& v, const char* key, double& out) const {
+    if (!v.is_number()) wrong(key, "a number", v);
+    out = v.get<double>();
+  }
+  void read(const json& v, const char* key, float& out) const {
+    if (!v.is_number()) wrong(key, "a number", v);
+    out = v.get<float>();
+  }
+  void read(const json& v, const char* key, std::vector<int64_t>& out) const {
+    if (!v.is_array()) wrong(key, "an array of integers", v);
+    out.clear();
+    for (const auto& e : v) {
+      if (!e.is_number_integer()) wrong(key, "an array of integers", v);
+      out.push_back(e.get<int64_t>());
+    }
+  }
+
+  const json& j_;
+  std::string path_;
+  std::set<std::string> seen_;
+};
+
+}  // namespace
+
+json job_config_to_json(const train::TrainConfig& c) {
+  const auto& m = c.model;
+  const auto& d = c.data;
+  const auto& o = c.optim;
+  const auto& s = c.dist;
+  return {
+      {"model",
+       {{"kind", m.kind}, {"width", m.width}, {"depth", m.depth}, {"classes", m.classes}, {"channels", m.channels},
+        {"hidden", m.hidden}, {"seed", m.seed}}},
+      {"loss", c.loss},
+      {"data",
+       {{"spec", d.spec}, {"synthetic_size", d.synthetic_size}, {"synthetic_test_size", d.synthetic_test_size},
+        {"input_dim", d.input_dim}, {"classes", d.classes}, {"target_dim", d.target_dim}, {"noise", d.noise},
+        {"seed", d.seed}}},
+      {"batch", c.batch},
+      {"steps", c.steps},
+      {"epochs", c.epochs},
+      {"optim",
+       {{"name", o.name}, {"lr", o.lr}, {"momentum", o.momentum}, {"weight_decay", o.weight_decay},
+        {"beta1", o.beta1}, {"beta2", o.beta2}, {"eps", o.eps}}},
+      {"accumulate", c.accumulate},
+      {"seed", c.seed},
+      {"device", c.device},
+      {"run_dir", c.run_dir},
+      {"threads", c.threads},
+      {"log_every", c.log_every},
+      {"eval", c.eval},
+      {"dist",
+       {{"ddp", s.ddp}, {"bucket_mb", s.bucket_mb}, {"first_bucket_mb", s.first_bucket_mb},
+        {"compress", s.compress}, {"local_sgd", s.local_sgd}, {"algorithm", s.algorithm},
+        {"transport", s.transport}, {"timeout_ms", s.timeout_ms}}},
+  };
+}
+
+train::TrainConfig job_config_from_json(const json& j) {
+  train::TrainConfig c;
+  Reader r(j, "");
+  {
+    Reader m = r.object("model");
+    m("kind", c.model.kind);
+    m("width", c.model.width);
+    m("depth", c.model.depth);
+    m("classes", c.model.classes);
+    m("channels", c.model.channels);
+    m("hidden", c.model.hidden);
+    m("seed", c.model.seed);
+    m.finish();
+  }
+  r("loss", c.loss);
+  {
+    Reader d = r.object("data");
+    d("spec", c.data.spec);
+    d("synthetic_size", c.data.synthetic_size);
+    d("synthetic_test_size", c.data.synthetic_test_size);
+    d("input_dim", c.data.input_dim);
+    d("classes", c.data.classes);
+    d("target_dim", c.data.target_dim);
+    d("noise", c.data.noise);
+    d("seed", c.data.seed);
+    d.finish();
+  }
+  r("batch", c.batch);
+  r("steps", c.steps);
+  r("epochs", c.epochs);
+  {
+    Reader o = r.object("optim");
+    o("name", c.optim.name);
+    o("lr", c.optim.lr);
+    o("momentum", c.optim.momentum);
+    o("weight_decay", c.optim.weight_decay);
+    o("beta1", c.optim.beta1);
+    o("beta2", c.optim.beta2);
+    o("eps", c.optim.eps);
+    o.finish();
+  }
+  r("accumulate", c.accumulate);
+  r("seed", c.seed);
+  r("device", c.device);
+  r("run_dir", c.run_dir);
+  r("threads", c.threads);
+  r("log_every", c.log_every);
+  r("eval", c.eval);
+  {
+    Reader s = r.object("dist");
+    s("ddp", c.dist.ddp);
+    s("bucket_mb", c.dist.bucket_mb);
+    s("first_bucket_mb", c.dist.first_bucket_mb);
+    s("compress", c.dist.compress);
+    s("local_sgd", c.dist.local_sgd);
+    s("algorithm", c.dist.algorithm);
+    s("transport", c.dist.transport);
+    s("timeout_ms", c.dist.timeout_ms);
+    s.finish();
+  }
+  r.finish();
+  return c;
+}
+
+std::string dump_job_config(const train::TrainConfig& cfg) { return job_config_to_json(cfg).dump(); }
+
+train::TrainConfig parse_job_config(const std::string& text) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw InputError(str("job config is not valid JSON: ", e.what()));
+  }
+  return job_config_from_json(j);
+}
+
+}  // namespace mddp::coordinator

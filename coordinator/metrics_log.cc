@@ -1,0 +1,77 @@
+#include "coordinator/metrics_log.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "core/common/check.h"
+
+namespace mddp::coordinator {
+
+MetricsLog::MetricsLog(const std::filesystem::path& run_dir, std::size_t tail_capacity)
+    : path_(run_dir.empty() ? std::filesystem::path() : run_dir / "metrics.jsonl"),
+      tail_capacity_(tail_capacity) {
+  if (path_.empty()) return;
+  std::error_code ec;
+  std::filesystem::create_directories(run_dir, ec);
+  if (ec) throw Error(str("cannot create the run directory ", run_dir, ": ", ec.message(), " (check --run-dir)"));
+  file_ = std::fopen(path_.c_str(), "a");
+  if (!file_) throw Error(str("cannot open ", path_, " for appending: ", std::strerror(errno), " (check --run-dir)"));
+}
+
+MetricsLog::~MetricsLog() {
+  if (file_) {
+    std::fflush(file_);
+    ::fdatasync(::fileno(file_));
+    std::fclose(file_);
+  }
+}
+
+nlohmann::json MetricsLog::to_json(const MetricsRecord& r) {
+  nlohmann::json j = r.metrics.to_json();
+  j["time_unix_ns"] = r.time_unix_ns;
+  j["received_unix_ns"] = r.received_unix_ns;
+  return j;
+}
+
+std::string MetricsLog::append(std::vector<MetricsRecord> batch) {
+  std::string lines;
+  std::lock_guard lock(mu_);
+  for (auto& r : batch) {
+    r.seq = ++count_;
+    if (file_) lines += to_json(r).dump() + "\n";
+    tail_.push_back(std::move(r));
+    if (tail_.size() > tail_capacity_) tail_.pop_front();
+  }
+  if (!file_ || lines.empty()) return {};
+  const std::size_t written = std::fwrite(lines.data(), 1, lines.size(), file_);
+  const bool ok = written == lines.size() && std::fflush(file_) == 0;
+  dirty_ = true;
+  if (!ok) return str("writing ", path_, " failed: ", std::strerror(errno), " (disk full?)");
+  return {};
+}
+
+void MetricsLog::sync() {
+  std::lock_guard lock(mu_);
+  if (!file_ || !dirty_) return;
+  ::fdatasync(::fileno(file_));
+  dirty_ = false;
+}
+
+uint64_t MetricsLog::count() const {
+  std::lock_guard lock(mu_);
+  return count_;
+}
+
+std::vector<MetricsRecord> MetricsLog::since(uint64_t after, std::size_t max) const {
+  std::lock_guard lock(mu_);
+  std::vector<MetricsRecord> out;
+  if (tail_.empty()) return out;
+  const uint64_t first = tail_.front().seq;  // seqs in the tail are consecutive
+  const std::size_t start = after < first ? 0 : static_cast<std::size_t>(after - first + 1);
+  for (std::size_t i = start; i < tail_.size() && out.size() < max; ++i) out.push_back(tail_[i]);
+  return out;
+}
+
+}  // namespace mddp::coordinator

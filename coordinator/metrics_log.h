@@ -1,0 +1,61 @@
+// The metrics log: every rank's per-step record, appended as one JSON line
+// to <run dir>/metrics.jsonl (durable: each batch is written and flushed at
+// once, so a crash loses at most the batch in flight; sync() forces it to
+// disk), and kept in a bounded in-memory tail that the dashboard reads.
+// Append-only: an existing file is continued, never truncated. Thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <deque>
+#include <filesystem>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/perf/step_metrics.h"
+
+namespace mddp::coordinator {
+
+struct MetricsRecord {
+  perf::StepMetrics metrics;  // metrics.rank is the sender's rank
+  int64_t time_unix_ns = 0;   // the worker's wall clock at the end of the step
+  int64_t received_unix_ns = 0;
+  uint64_t seq = 0;           // position in the log, from 1 (set by append)
+};
+
+class MetricsLog {
+ public:
+  // `run_dir` "" keeps records in memory only; otherwise the directory is
+  // created and metrics.jsonl opened for appending (throws mddp::Error
+  // naming the path when it cannot be).
+  explicit MetricsLog(const std::filesystem::path& run_dir, std::size_t tail_capacity = 20000);
+  ~MetricsLog();
+  MetricsLog(const MetricsLog&) = delete;
+  MetricsLog& operator=(const MetricsLog&) = delete;
+
+  // Appends the batch (one line per record) and flushes. Returns "" or why
+  // the file write failed (the records are still kept in memory).
+  std::string append(std::vector<MetricsRecord> batch);
+  // Forces the file to disk (fdatasync).
+  void sync();
+
+  uint64_t count() const;  // records appended since start
+  // Up to `max` records with seq > `after`, oldest first (from the tail only).
+  std::vector<MetricsRecord> since(uint64_t after, std::size_t max) const;
+  std::filesystem::path path() const { return path_; }  // "" when in memory only
+
+  // The JSON object of one line of metrics.jsonl.
+  static nlohmann::json to_json(const MetricsRecord& r);
+
+ private:
+  const std::filesystem::path path_;
+  const std::size_t tail_capacity_;
+  mutable std::mutex mu_;
+  std::FILE* file_ = nullptr;
+  bool dirty_ = false;
+  uint64_t count_ = 0;
+  std::deque<MetricsRecord> tail_;
+};
+
+}  // namespace mddp::coordinator

@@ -1,0 +1,135 @@
+#include "coordinator/wire.h"
+
+namespace mddp::coordinator {
+
+JoinRequest from_proto(const v1::JoinRequest& m) {
+  JoinRequest r;
+  r.job_id = m.job_id();
+  r.token = m.token();
+  r.protocol_version = m.protocol_version();
+  r.host = m.host();
+  r.data_addr = m.data_addr();
+  r.device = m.device();
+  r.requested_rank = m.has_requested_rank() && m.requested_rank() >= 0 ? m.requested_rank() : -1;
+  r.pid = m.pid();
+  return r;
+}
+
+void to_proto(const Member& m, v1::Member* out) {
+  out->set_rank(m.rank);
+  out->set_host(m.host);
+  out->set_data_addr(m.data_addr);
+  out->set_device(m.device);
+  out->set_pid(m.pid);
+}
+
+Member from_proto(const v1::Member& m) { return Member{m.rank(), m.host(), m.data_addr(), m.device(), m.pid(), {}}; }
+
+Fingerprint from_proto(const v1::Fingerprint& m) {
+  Fingerprint f;
+  f.model = m.model();
+  for (const auto& p : m.parameters()) f.parameters.push_back({p.name(), {p.shape().begin(), p.shape().end()}});
+  for (const auto& b : m.buckets()) f.buckets.emplace_back(b.parameters().begin(), b.parameters().end());
+  f.dtype = m.dtype();
+  f.version = m.version();
+  return f;
+}
+
+void to_proto(const Fingerprint& f, v1::Fingerprint* out) {
+  out->set_model(f.model);
+  for (const auto& p : f.parameters) {
+    auto* q = out->add_parameters();
+    q->set_name(p.name);
+    for (int64_t d : p.shape) q->add_shape(d);
+  }
+  for (const auto& b : f.buckets) {
+    auto* q = out->add_buckets();
+    for (int64_t i : b) q->add_parameters(i);
+  }
+  out->set_dtype(f.dtype);
+  out->set_version(f.version);
+}
+
+Progress from_proto(const v1::Progress& m) {
+  Progress p;
+  p.step = m.step();
+  p.phase = m.phase().empty() ? "setup" : m.phase();
+  p.collective_entered = m.collective_entered();
+  p.collective_completed = m.collective_completed();
+  p.op = m.op();
+  p.bucket = m.has_bucket() ? m.bucket() : -1;
+  return p;
+}
+
+void to_proto(const Progress& p, v1::Progress* out) {
+  out->set_step(p.step);
+  out->set_phase(p.phase);
+  out->set_collective_entered(p.collective_entered);
+  out->set_collective_completed(p.collective_completed);
+  out->set_op(p.op);
+  if (p.bucket >= 0) out->set_bucket(p.bucket);
+}
+
+v1::JobState to_proto(State s) {
+  switch (s) {
+    case State::kForming: return v1::JOB_STATE_FORMING;
+    case State::kRunning: return v1::JOB_STATE_RUNNING;
+    case State::kSucceeded: return v1::JOB_STATE_SUCCEEDED;
+    case State::kFailed: return v1::JOB_STATE_FAILED;
+  }
+  return v1::JOB_STATE_UNSPECIFIED;
+}
+
+State from_proto(v1::JobState s) {
+  switch (s) {
+    case v1::JOB_STATE_RUNNING: return State::kRunning;
+    case v1::JOB_STATE_SUCCEEDED: return State::kSucceeded;
+    case v1::JOB_STATE_FAILED: return State::kFailed;
+    default: return State::kForming;
+  }
+}
+
+MetricsRecord from_proto(const v1::StepMetrics& m) {
+  MetricsRecord r;
+  perf::StepMetrics& s = r.metrics;
+  s.step = m.step();
+  s.loss = m.loss();
+  s.data_ms = m.data_ms();
+  s.forward_ms = m.forward_ms();
+  s.backward_ms = m.backward_ms();
+  s.exposed_comm_ms = m.exposed_comm_ms();
+  s.total_comm_ms = m.total_comm_ms();
+  s.optimizer_ms = m.optimizer_ms();
+  s.step_ms = m.step_ms();
+  s.comm_bytes = static_cast<std::size_t>(m.comm_bytes());
+  for (const auto& b : m.buckets())
+    s.buckets.push_back(ddp::CommSpan{b.index(), static_cast<std::size_t>(b.bytes()), b.ready_ns(), b.launch_ns(),
+                                      b.start_ns(), b.end_ns()});
+  r.time_unix_ns = m.time_unix_ns();
+  return r;
+}
+
+void to_proto(const perf::StepMetrics& s, int64_t time_unix_ns, v1::StepMetrics* out) {
+  out->set_step(s.step);
+  out->set_loss(s.loss);
+  out->set_data_ms(s.data_ms);
+  out->set_forward_ms(s.forward_ms);
+  out->set_backward_ms(s.backward_ms);
+  out->set_exposed_comm_ms(s.exposed_comm_ms);
+  out->set_total_comm_ms(s.total_comm_ms);
+  out->set_optimizer_ms(s.optimizer_ms);
+  out->set_step_ms(s.step_ms);
+  out->set_comm_bytes(static_cast<int64_t>(s.comm_bytes));
+  for (const auto& b : s.buckets) {
+    auto* q = out->add_buckets();
+    q->set_index(b.index);
+    q->set_bytes(static_cast<int64_t>(b.bytes));
+    q->set_ready_ns(b.ready_ns);
+    q->set_launch_ns(b.launch_ns);
+    q->set_start_ns(b.start_ns);
+    q->set_end_ns(b.end_ns);
+  }
+  out->set_time_unix_ns(time_unix_ns);
+}
+
+}  // namespace mddp::coordinator

@@ -1,0 +1,35 @@
+// Conversions between the control-plane messages (proto/microddp.proto) and
+// the plain structs of the coordinator and core. Shared by the coordinator
+// (service.cc) and the worker's client, so both read the wire the same way.
+#pragma once
+
+#include <cstdint>
+
+#include "coordinator/fingerprint.h"
+#include "coordinator/health.h"
+#include "coordinator/job_state.h"
+#include "coordinator/metrics_log.h"
+#include "coordinator/rendezvous.h"
+#include "core/perf/step_metrics.h"
+#include "proto/microddp.pb.h"
+
+namespace mddp::coordinator {
+
+JoinRequest from_proto(const v1::JoinRequest& m);
+void to_proto(const Member& m, v1::Member* out);
+Member from_proto(const v1::Member& m);
+
+Fingerprint from_proto(const v1::Fingerprint& m);
+void to_proto(const Fingerprint& f, v1::Fingerprint* out);
+
+Progress from_proto(const v1::Progress& m);
+void to_proto(const Progress& p, v1::Progress* out);
+
+v1::JobState to_proto(State s);
+State from_proto(v1::JobState s);
+
+// A record as received (rank left 0: the coordinator sets it from the session).
+MetricsRecord from_proto(const v1::StepMetrics& m);
+void to_proto(const perf::StepMetrics& m, int64_t time_unix_ns, v1::StepMetrics* out);
+
+}  // namespace mddp::coordinator

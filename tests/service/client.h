@@ -1,0 +1,149 @@
+// A minimal blocking client of the coordinator for the tests: one stub, and
+// every call bounded by a gRPC deadline (kCallDeadline unless given).
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "coordinator/job.h"
+#include "proto/microddp.grpc.pb.h"
+
+namespace mddp::coordinator::test {
+
+constexpr std::chrono::seconds kCallDeadline{20};
+
+class TestClient {
+ public:
+  explicit TestClient(const std::string& address)
+      : stub_(v1::Coordinator::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()))) {}
+
+  static v1::JoinRequest join_request(const std::string& host, const std::string& token = "tok", int rank = -1) {
+    v1::JoinRequest r;
+    r.set_job_id("job");
+    r.set_token(token);
+    r.set_protocol_version(kProtocolVersion);
+    r.set_host(host);
+    r.set_data_addr("127.0.0.1");
+    r.set_device("cpu");
+    r.set_pid(::getpid());
+    if (rank >= 0) r.set_requested_rank(rank);
+    return r;
+  }
+
+  grpc::Status join(const v1::JoinRequest& req, v1::JoinReply* reply,
+                    std::chrono::milliseconds deadline = kCallDeadline) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + deadline);
+    grpc::Status s = stub_->Join(&ctx, req, reply);
+    if (s.ok()) session_ = reply->session();
+    return s;
+  }
+  grpc::Status join(const std::string& host, const std::string& token = "tok", int rank = -1) {
+    return join(join_request(host, token, rank), &joined_);
+  }
+  const v1::JoinReply& joined() const { return joined_; }
+  const std::string& session() const { return session_; }
+
+  grpc::Status validate(const v1::Fingerprint& fp) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + kCallDeadline);
+    v1::ValidateRequest req;
+    req.set_session(session_);
+    *req.mutable_fingerprint() = fp;
+    req.set_timeout_ms(10000);
+    v1::ValidateReply reply;
+    return stub_->Validate(&ctx, req, &reply);
+  }
+  grpc::Status set(const std::string& key, const std::string& value) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + kCallDeadline);
+    v1::SetRequest req;
+    req.set_session(session_);
+    req.set_key(key);
+    req.set_value(value);
+    v1::SetReply reply;
+    return stub_->Set(&ctx, req, &reply);
+  }
+  grpc::Status get(const std::string& key, int64_t timeout_ms, std::string* value) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + kCallDeadline);
+    v1::GetRequest req;
+    req.set_session(session_);
+    req.set_key(key);
+    req.set_timeout_ms(timeout_ms);
+    v1::GetReply reply;
+    grpc::Status s = stub_->Get(&ctx, req, &reply);
+    *value = reply.value();
+    return s;
+  }
+  grpc::Status barrier(const std::string& name, int64_t timeout_ms, int64_t* generation = nullptr) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + kCallDeadline);
+    v1::BarrierRequest req;
+    req.set_session(session_);
+    req.set_name(name);
+    req.set_timeout_ms(timeout_ms);
+    v1::BarrierReply reply;
+    grpc::Status s = stub_->Barrier(&ctx, req, &reply);
+    if (generation) *generation = reply.generation();
+    return s;
+  }
+  grpc::Status heartbeat(v1::HeartbeatReply* reply, int64_t step = 0, const std::string& phase = "forward") {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + kCallDeadline);
+    v1::HeartbeatRequest req;
+    req.set_session(session_);
+    req.mutable_progress()->set_step(step);
+    req.mutable_progress()->set_phase(phase);
+    req.set_client_send_unix_ns(12345);
+    return stub_->Heartbeat(&ctx, req, reply);
+  }
+  grpc::Status leave(bool ok, const std::string& message, v1::LeaveReply* reply = nullptr) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + kCallDeadline);
+    v1::LeaveRequest req;
+    req.set_session(session_);
+    req.set_ok(ok);
+    req.set_message(message);
+    v1::LeaveReply r;
+    return stub_->Leave(&ctx, req, reply ? reply : &r);
+  }
+  // Streams `steps` records in batches of `batch`; returns the ack's count (-1 on error).
+  int64_t stream_metrics(int steps, int batch) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + kCallDeadline);
+    v1::MetricsAck ack;
+    auto writer = stub_->StreamMetrics(&ctx, &ack);
+    v1::MetricsBatch b;
+    for (int s = 1; s <= steps; ++s) {
+      auto* m = b.add_steps();
+      m->set_step(s);
+      m->set_loss(1.0 / s);
+      m->set_step_ms(5);
+      auto* span = m->add_buckets();
+      span->set_index(0);
+      span->set_bytes(4096);
+      if (b.steps_size() == batch || s == steps) {
+        b.set_session(session_);
+        if (!writer->Write(b)) break;
+        b.Clear();
+      }
+    }
+    writer->WritesDone();
+    grpc::Status st = writer->Finish();
+    return st.ok() ? ack.count() : -1;
+  }
+
+  v1::Coordinator::Stub& stub() { return *stub_; }
+
+ private:
+  std::unique_ptr<v1::Coordinator::Stub> stub_;
+  v1::JoinReply joined_;
+  std::string session_;
+};
+
+}  // namespace mddp::coordinator::test

@@ -1,0 +1,170 @@
+// Job: the state classes together, still without gRPC.
+#include "coordinator/job.h"
+
+#include <gtest/gtest.h>
+
+#include <optional>
+
+namespace mddp::coordinator {
+namespace {
+
+using namespace std::chrono_literals;
+
+JobOptions options(int n) {
+  JobOptions o;
+  o.job_id = "j";
+  o.token = "t";
+  o.world_size = n;
+  o.config_json = R"({"batch": 8})";
+  o.heartbeat_interval = 100ms;
+  o.heartbeat_timeout = 1000ms;
+  o.rendezvous_timeout = 5s;
+  return o;
+}
+
+JoinRequest worker(int i) {
+  JoinRequest r;
+  r.job_id = "j";
+  r.token = "t";
+  r.protocol_version = kProtocolVersion;
+  r.host = "host" + std::to_string(i);
+  r.pid = 1000 + i;
+  return r;
+}
+
+// Joins n workers at `now`; returns their sessions by rank.
+std::vector<std::string> form(Job& job, int n, TimePoint now) {
+  std::vector<std::string> sessions(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i)
+    job.join(worker(i), now + 1h, now, [&](JoinResult r) {
+      ASSERT_TRUE(r.outcome.ok()) << r.outcome.message;
+      sessions[static_cast<std::size_t>(r.self.rank)] = r.self.session;
+    });
+  return sessions;
+}
+
+TEST(Job, RunsToSuccessWhenEveryRankLeavesOk) {
+  Job job(options(2));
+  const TimePoint t0 = Clock::now();
+  EXPECT_EQ(job.status().state, State::kForming);
+  auto s = form(job, 2, t0);
+  EXPECT_EQ(job.status().state, State::kRunning);
+  EXPECT_TRUE(job.set(s[0], "comm/addr/0", "a:1").ok());
+  std::optional<std::string> got;
+  job.get(s[1], "comm/addr/0", t0 + 1s, t0, [&](Outcome o, std::string v) {
+    EXPECT_TRUE(o.ok());
+    got = v;
+  });
+  EXPECT_EQ(got, "a:1");
+  auto hb = job.heartbeat(s[1], Progress{}, t0 + 50ms);
+  EXPECT_TRUE(hb.outcome.ok());
+  EXPECT_EQ(hb.rank, 1);
+  EXPECT_EQ(hb.status.state, State::kRunning);
+  MetricsRecord rec;
+  rec.metrics.rank = 7;  // ignored: the session says who sent it
+  auto m = job.metrics(s[1], {rec});
+  EXPECT_TRUE(m.outcome.ok());
+  EXPECT_EQ(job.metrics_log().since(0, 10).at(0).metrics.rank, 1);
+  EXPECT_EQ(job.leave(s[0], true, "", t0 + 60ms).status.state, State::kRunning);
+  EXPECT_FALSE(job.finished());
+  EXPECT_EQ(job.leave(s[1], true, "", t0 + 70ms).status.state, State::kSucceeded);
+  EXPECT_TRUE(job.finished());
+}
+
+TEST(Job, UnknownSessionIsRefused) {
+  Job job(options(1));
+  const TimePoint t0 = Clock::now();
+  form(job, 1, t0);
+  EXPECT_EQ(job.set("forged", "k", "v").code, Code::kUnauthenticated);
+  EXPECT_EQ(job.heartbeat("forged", Progress{}, t0).outcome.code, Code::kUnauthenticated);
+  EXPECT_EQ(job.leave("", true, "", t0).outcome.code, Code::kUnauthenticated);
+  std::optional<Outcome> o;
+  job.barrier("forged", "b", t0 + 1s, t0, [&](Outcome x, int64_t) { o = x; });
+  EXPECT_EQ(o->code, Code::kUnauthenticated);
+  EXPECT_EQ(job.status().state, State::kRunning) << "a stranger does not disturb the job";
+}
+
+TEST(Job, FailureAbortsEveryWaitAndNamesTheRank) {
+  Job job(options(3));
+  const TimePoint t0 = Clock::now();
+  auto s = form(job, 3, t0);
+  std::optional<Outcome> get, barrier;
+  job.get(s[0], "never", t0 + 1h, t0, [&](Outcome o, std::string) { get = o; });
+  job.barrier(s[2], "b", t0 + 1h, t0, [&](Outcome o, int64_t) { barrier = o; });
+  job.leave(s[1], false, "out of memory", t0 + 10ms);
+  ASSERT_TRUE(get && barrier);
+  EXPECT_EQ(get->code, Code::kAborted);
+  EXPECT_EQ(get->message, "the job failed: rank 1 (host host1) failed: out of memory");
+  EXPECT_EQ(barrier->code, Code::kAborted);
+  const JobStatus st = job.heartbeat(s[0], Progress{}, t0 + 20ms).status;
+  EXPECT_EQ(st.state, State::kFailed);
+  EXPECT_EQ(st.failed_rank, 1);
+  // Finished once the others left (they heard of it in a heartbeat) ...
+  job.tick(t0 + 30ms);
+  EXPECT_FALSE(job.finished());
+  job.leave(s[0], false, "aborted: rank 1 failed", t0 + 40ms);
+  job.leave(s[2], false, "aborted: rank 1 failed", t0 + 40ms);
+  job.tick(t0 + 50ms);
+  EXPECT_TRUE(job.finished());
+  EXPECT_EQ(job.status().failure, "rank 1 (host host1) failed: out of memory") << "the root cause, not the echoes";
+}
+
+TEST(Job, SilentRankFailsTheJobAndTheOthersAreFinishedAfterTheLinger) {
+  Job job(options(2));
+  const TimePoint t0 = Clock::now();
+  auto s = form(job, 2, t0);
+  for (int i = 1; i <= 12; ++i) {
+    const TimePoint now = t0 + i * 100ms;
+    job.heartbeat(s[0], Progress{}, now);
+    job.tick(now);
+  }
+  const JobStatus st = job.status();
+  ASSERT_EQ(st.state, State::kFailed);
+  EXPECT_EQ(st.failed_rank, 1);
+  EXPECT_NE(st.failure.find("rank 1 (host host1) stopped sending heartbeats"), std::string::npos) << st.failure;
+  EXPECT_FALSE(job.finished()) << "rank 0 still gets to hear it";
+  job.tick(t0 + 1200ms + 3 * 100ms + 2s);
+  EXPECT_TRUE(job.finished());
+}
+
+TEST(Job, FingerprintDifferenceFailsTheJob) {
+  Job job(options(2));
+  const TimePoint t0 = Clock::now();
+  auto s = form(job, 2, t0);
+  Fingerprint f0, f1;
+  f0.model = "Linear(4 -> 2)";
+  f1.model = "Linear(4 -> 3)";
+  std::optional<Outcome> o0, o1;
+  job.validate(s[1], f1, t0 + 1s, t0, [&](Outcome o) { o1 = o; });
+  job.validate(s[0], f0, t0 + 1s, t0, [&](Outcome o) { o0 = o; });
+  ASSERT_TRUE(o0 && o1);
+  EXPECT_TRUE(o0->ok());
+  EXPECT_EQ(o1->code, Code::kFailedPrecondition);
+  EXPECT_EQ(job.status().state, State::kFailed);
+  EXPECT_EQ(job.status().failed_rank, 1);
+  EXPECT_NE(job.status().failure.find("rank 1 (host host1) differs from rank 0: model"), std::string::npos)
+      << job.status().failure;
+}
+
+TEST(Job, RendezvousTimeoutFailsTheJob) {
+  Job job(options(3));
+  const TimePoint t0 = Clock::now();
+  std::optional<Outcome> o;
+  job.join(worker(0), t0 + 1h, t0, [&](JoinResult r) { o = r.outcome; });
+  job.tick(t0 + 5s);
+  ASSERT_TRUE(o);
+  EXPECT_EQ(o->code, Code::kDeadlineExceeded);
+  EXPECT_EQ(job.status().state, State::kFailed);
+  EXPECT_NE(job.status().failure.find("1 of 3 workers joined"), std::string::npos);
+  job.tick(t0 + 5s);
+  EXPECT_TRUE(job.finished()) << "nobody to wait for";
+}
+
+TEST(Job, RejectsContradictoryHeartbeatSettings) {
+  JobOptions o = options(2);
+  o.heartbeat_timeout = 150ms;
+  EXPECT_THROW(Job{o}, InputError);
+}
+
+}  // namespace
+}  // namespace mddp::coordinator

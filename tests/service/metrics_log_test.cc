@@ -1,0 +1,153 @@
+// MetricsLog: durable JSON lines, append-only, bounded tail. And the job
+// config JSON round trip.
+#include "coordinator/metrics_log.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "coordinator/job_config_json.h"
+#include "core/common/check.h"
+
+namespace mddp::coordinator {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path temp_dir(const std::string& name) {
+  fs::path p = fs::temp_directory_path() / ("mddp_service_" + name + "_" + std::to_string(::getpid()));
+  fs::remove_all(p);
+  return p;
+}
+
+std::vector<std::string> lines_of(const fs::path& p) {
+  std::ifstream in(p);
+  std::vector<std::string> out;
+  for (std::string l; std::getline(in, l);) out.push_back(l);
+  return out;
+}
+
+MetricsRecord record(int rank, int64_t step) {
+  MetricsRecord r;
+  r.metrics.rank = rank;
+  r.metrics.step = step;
+  r.metrics.loss = 2.5;
+  r.metrics.step_ms = 10;
+  r.metrics.exposed_comm_ms = 1;
+  r.metrics.total_comm_ms = 4;
+  r.metrics.buckets.push_back(ddp::CommSpan{0, 1024, 1, 2, 3, 4});
+  r.time_unix_ns = 1700000000000000000 + step;
+  return r;
+}
+
+TEST(MetricsLog, WritesOneJsonLinePerRecordFlushedPerBatch) {
+  const fs::path dir = temp_dir("log") / "run";  // created on demand
+  {
+    MetricsLog log(dir);
+    EXPECT_EQ(log.append({record(0, 1), record(1, 1)}), "");
+    // Flushed: readable while the log is still open.
+    auto lines = lines_of(dir / "metrics.jsonl");
+    ASSERT_EQ(lines.size(), 2u);
+    auto j = nlohmann::json::parse(lines[1]);
+    EXPECT_EQ(j["rank"], 1);
+    EXPECT_EQ(j["step"], 1);
+    EXPECT_DOUBLE_EQ(j["overlap"].get<double>(), 0.75);
+    EXPECT_EQ(j["buckets"][0]["bytes"], 1024);
+    EXPECT_EQ(j["time_unix_ns"], 1700000000000000001);
+    log.sync();
+  }
+  {
+    MetricsLog again(dir);  // append-only: continues the file
+    again.append({record(0, 2)});
+    EXPECT_EQ(again.count(), 1u);
+  }
+  EXPECT_EQ(lines_of(dir / "metrics.jsonl").size(), 3u);
+  fs::remove_all(dir.parent_path());
+}
+
+TEST(MetricsLog, KeepsABoundedTailInOrder) {
+  MetricsLog log("", 5);  // memory only
+  EXPECT_EQ(log.path(), fs::path());
+  for (int s = 1; s <= 8; ++s) log.append({record(0, s)});
+  EXPECT_EQ(log.count(), 8u);
+  auto all = log.since(0, 100);
+  ASSERT_EQ(all.size(), 5u);
+  EXPECT_EQ(all.front().seq, 4u);
+  EXPECT_EQ(all.back().metrics.step, 8);
+  auto newer = log.since(6, 100);
+  ASSERT_EQ(newer.size(), 2u);
+  EXPECT_EQ(newer[0].seq, 7u);
+  EXPECT_EQ(log.since(6, 1).size(), 1u);
+  EXPECT_TRUE(log.since(8, 10).empty());
+}
+
+TEST(MetricsLog, UnwritableRunDirIsAClearError) {
+  const fs::path file = temp_dir("file");
+  std::ofstream(file) << "x";
+  try {
+    MetricsLog log(file / "sub");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--run-dir"), std::string::npos) << e.what();
+  }
+  fs::remove(file);
+}
+
+TEST(JobConfigJson, RoundTripsEveryField) {
+  train::TrainConfig c;
+  c.model.kind = "cnn";
+  c.model.channels = {8, 16};
+  c.model.width = 77;
+  c.loss = "mse";
+  c.data.spec = "synthetic-regression";
+  c.data.noise = 0.25f;
+  c.batch = 96;
+  c.steps = 123;
+  c.optim.name = "sgd";
+  c.optim.lr = 0.037f;
+  c.optim.momentum = 0.9f;
+  c.accumulate = 3;
+  c.seed = 18446744073709551615ull;
+  c.device = "cuda:1";
+  c.run_dir = "/tmp/r";
+  c.threads = 4;
+  c.eval = false;
+  c.dist.ddp = "hooked";
+  c.dist.bucket_mb = 2.5;
+  c.dist.compress = "bf16";
+  c.dist.transport = "shm";
+  c.dist.timeout_ms = 1234;
+  const train::TrainConfig d = parse_job_config(dump_job_config(c));
+  EXPECT_EQ(job_config_to_json(d), job_config_to_json(c));
+  EXPECT_EQ(d.model.channels, (std::vector<int64_t>{8, 16}));
+  EXPECT_EQ(d.optim.lr, 0.037f) << "floats survive exactly";
+  EXPECT_EQ(d.seed, c.seed);
+  EXPECT_FALSE(d.eval);
+  EXPECT_EQ(d.dist.timeout_ms, 1234);
+}
+
+TEST(JobConfigJson, MissingKeysKeepDefaultsUnknownOrWrongTypesAreErrors) {
+  const train::TrainConfig d = parse_job_config(R"({"batch": 8, "dist": {"ddp": "naive"}})");
+  EXPECT_EQ(d.batch, 8);
+  EXPECT_EQ(d.dist.ddp, "naive");
+  EXPECT_EQ(d.dist.bucket_mb, train::TrainConfig{}.dist.bucket_mb);
+  auto error_of = [](const std::string& text) {
+    try {
+      parse_job_config(text);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(error_of(R"({"model": {"widht": 3}})").find("unknown key 'model.widht'"), std::string::npos);
+  EXPECT_NE(error_of(R"({"batch": "64"})").find("'batch' must be an integer, got \"64\""), std::string::npos);
+  EXPECT_NE(error_of(R"({"batch": 6.5})").find("'batch' must be an integer"), std::string::npos);
+  EXPECT_NE(error_of(R"({"optim": []})").find("'optim' must be an object"), std::string::npos);
+  EXPECT_NE(error_of(R"({"eval": 1})").find("'eval' must be true or false"), std::string::npos);
+  EXPECT_NE(error_of("{").find("not valid JSON"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace mddp::coordinator

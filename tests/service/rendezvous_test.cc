@@ -1,0 +1,207 @@
+// Rendezvous without gRPC: rank assignment and every refusal, with time
+// driven by hand.
+#include "coordinator/rendezvous.h"
+
+#include <gtest/gtest.h>
+
+#include <optional>
+
+namespace mddp::coordinator {
+namespace {
+
+using namespace std::chrono_literals;
+
+const TimePoint t0 = Clock::now();
+const TimePoint kFar = t0 + 1h;
+
+JoinRequest worker(const std::string& host, int requested = -1) {
+  JoinRequest r;
+  r.job_id = "job";
+  r.token = "secret";
+  r.protocol_version = 1;
+  r.host = host;
+  r.pid = 100;
+  r.requested_rank = requested;
+  return r;
+}
+
+Rendezvous::Options options(int n) {
+  Rendezvous::Options o;
+  o.job_id = "job";
+  o.token = "secret";
+  o.world_size = n;
+  o.timeout = 10s;
+  return o;
+}
+
+// Collects the result of one join.
+struct Result {
+  std::optional<JoinResult> r;
+  Rendezvous::JoinCallback cb() {
+    return [this](JoinResult x) {
+      ASSERT_FALSE(r.has_value()) << "callback ran twice";
+      r = std::move(x);
+    };
+  }
+};
+
+TEST(Rendezvous, AssignsRanksInJoinOrderWhenAllJoined) {
+  int hook_calls = 0;
+  Rendezvous rv(options(3), [&](const std::vector<Member>& m, TimePoint) {
+    ++hook_calls;
+    EXPECT_EQ(m.size(), 3u);
+  });
+  Result a, b, c;
+  rv.join(worker("a"), kFar, t0, a.cb());
+  rv.join(worker("b"), kFar, t0, b.cb());
+  EXPECT_FALSE(a.r || b.r) << "nobody gets a rank before all joined";
+  EXPECT_FALSE(rv.complete());
+  rv.join(worker("c"), kFar, t0, c.cb());
+  ASSERT_TRUE(a.r && b.r && c.r);
+  EXPECT_EQ(hook_calls, 1);
+  EXPECT_TRUE(a.r->outcome.ok());
+  EXPECT_EQ(a.r->self.rank, 0);
+  EXPECT_EQ(b.r->self.rank, 1);
+  EXPECT_EQ(c.r->self.rank, 2);
+  EXPECT_EQ(c.r->members.size(), 3u);
+  EXPECT_EQ(c.r->members[1].host, "b");
+  EXPECT_NE(a.r->self.session, b.r->self.session);
+  EXPECT_EQ(a.r->self.session.size(), 32u);
+  auto m = rv.member(b.r->self.session);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->rank, 1);
+  EXPECT_FALSE(rv.member("nonsense"));
+  EXPECT_FALSE(rv.member(""));
+}
+
+TEST(Rendezvous, HonoursRequestedRanksAndFillsTheRest) {
+  Rendezvous rv(options(4));
+  Result a, b, c, d;
+  rv.join(worker("a"), kFar, t0, a.cb());     // any -> 1 (0 is requested by c)
+  rv.join(worker("b", 3), kFar, t0, b.cb());  // asks for 3
+  rv.join(worker("c", 0), kFar, t0, c.cb());  // asks for 0
+  rv.join(worker("d"), kFar, t0, d.cb());     // any -> 2
+  ASSERT_TRUE(a.r && b.r && c.r && d.r);
+  EXPECT_EQ(a.r->self.rank, 1);
+  EXPECT_EQ(b.r->self.rank, 3);
+  EXPECT_EQ(c.r->self.rank, 0);
+  EXPECT_EQ(d.r->self.rank, 2);
+  EXPECT_EQ(a.r->members[0].host, "c");
+}
+
+TEST(Rendezvous, WrongTokenIsRefusedAndTheJobGoesOn) {
+  Rendezvous rv(options(2));
+  Result a, bad, b;
+  rv.join(worker("a"), kFar, t0, a.cb());
+  JoinRequest intruder = worker("x");
+  intruder.token = "guess";
+  rv.join(intruder, kFar, t0, bad.cb());
+  ASSERT_TRUE(bad.r);
+  EXPECT_EQ(bad.r->outcome.code, Code::kUnauthenticated);
+  EXPECT_NE(bad.r->outcome.message.find("wrong token"), std::string::npos);
+  EXPECT_EQ(bad.r->outcome.message.find("'job'"), std::string::npos) << "a stranger does not learn the job id";
+  intruder.token = "";
+  Result empty;
+  rv.join(intruder, kFar, t0, empty.cb());
+  EXPECT_EQ(empty.r->outcome.code, Code::kUnauthenticated);
+  rv.join(worker("b"), kFar, t0, b.cb());
+  ASSERT_TRUE(a.r && b.r);
+  EXPECT_TRUE(a.r->outcome.ok());
+  EXPECT_TRUE(b.r->outcome.ok());
+}
+
+TEST(Rendezvous, RefusesAnotherProtocolVersionOrJob) {
+  Rendezvous rv(options(2));
+  Result v, j;
+  JoinRequest old = worker("a");
+  old.protocol_version = 2;
+  rv.join(old, kFar, t0, v.cb());
+  EXPECT_EQ(v.r->outcome.code, Code::kFailedPrecondition);
+  EXPECT_NE(v.r->outcome.message.find("protocol v2, this coordinator v1"), std::string::npos) << v.r->outcome.message;
+  JoinRequest other = worker("a");
+  other.job_id = "other";
+  rv.join(other, kFar, t0, j.cb());
+  EXPECT_EQ(j.r->outcome.code, Code::kFailedPrecondition);
+  EXPECT_NE(j.r->outcome.message.find("job 'other' but this coordinator runs job 'job'"), std::string::npos);
+}
+
+TEST(Rendezvous, RefusesDuplicateAndOutOfRangeRanks) {
+  Rendezvous rv(options(3));
+  Result a, dup, out, neg;
+  rv.join(worker("a", 1), kFar, t0, a.cb());
+  rv.join(worker("b", 1), kFar, t0, dup.cb());
+  ASSERT_TRUE(dup.r);
+  EXPECT_EQ(dup.r->outcome.code, Code::kAlreadyExists);
+  EXPECT_NE(dup.r->outcome.message.find("rank 1 is already taken by host a"), std::string::npos)
+      << dup.r->outcome.message;
+  rv.join(worker("c", 3), kFar, t0, out.cb());
+  EXPECT_EQ(out.r->outcome.code, Code::kInvalidArgument);
+  EXPECT_NE(out.r->outcome.message.find("outside 0..2"), std::string::npos);
+  EXPECT_FALSE(a.r) << "the first worker still waits";
+}
+
+TEST(Rendezvous, RefusesAWorkerBeyondN) {
+  Rendezvous rv(options(2));
+  Result a, b, extra;
+  rv.join(worker("a"), kFar, t0, a.cb());
+  rv.join(worker("b"), kFar, t0, b.cb());
+  rv.join(worker("c"), kFar, t0, extra.cb());
+  ASSERT_TRUE(extra.r);
+  EXPECT_EQ(extra.r->outcome.code, Code::kResourceExhausted);
+  EXPECT_NE(extra.r->outcome.message.find("is full: all 2 ranks joined"), std::string::npos);
+  EXPECT_NE(extra.r->outcome.message.find("host c"), std::string::npos);
+}
+
+TEST(Rendezvous, WindowTimeoutSaysHowManyJoined) {
+  Rendezvous rv(options(4));
+  Result a, b;
+  rv.join(worker("a"), kFar, t0, a.cb());
+  rv.join(worker("b"), kFar, t0 + 2s, b.cb());
+  EXPECT_FALSE(rv.expire(t0 + 9s));
+  EXPECT_FALSE(a.r);
+  auto closed = rv.expire(t0 + 10s);
+  ASSERT_TRUE(closed);
+  ASSERT_TRUE(a.r && b.r);
+  EXPECT_EQ(a.r->outcome.code, Code::kDeadlineExceeded);
+  EXPECT_NE(a.r->outcome.message.find("2 of 4 workers joined"), std::string::npos) << a.r->outcome.message;
+  EXPECT_NE(a.r->outcome.message.find("host a pid 100, host b pid 100"), std::string::npos);
+  EXPECT_TRUE(rv.timed_out());
+  Result late;
+  rv.join(worker("c"), kFar, t0 + 11s, late.cb());
+  EXPECT_EQ(late.r->outcome.code, Code::kFailedPrecondition);
+}
+
+TEST(Rendezvous, AJoinPastItsOwnDeadlineOrCancelledFreesItsPlace) {
+  Rendezvous rv(options(2));
+  Result a, b, c;
+  rv.join(worker("a", 0), t0 + 1s, t0, a.cb());
+  rv.expire(t0 + 1s);
+  ASSERT_TRUE(a.r);
+  EXPECT_EQ(a.r->outcome.code, Code::kDeadlineExceeded);
+  const Ticket t = rv.join(worker("b", 0), kFar, t0 + 2s, b.cb());  // rank 0 is free again
+  EXPECT_FALSE(b.r);
+  rv.cancel(t.id);
+  ASSERT_TRUE(b.r);
+  EXPECT_EQ(b.r->outcome.code, Code::kCancelled);
+  rv.cancel(t.id);  // twice: no second callback
+  Result d, e;
+  rv.join(worker("d", 0), kFar, t0 + 3s, d.cb());
+  rv.join(worker("e"), kFar, t0 + 3s, e.cb());
+  ASSERT_TRUE(d.r && e.r);
+  EXPECT_EQ(d.r->self.rank, 0);
+  EXPECT_EQ(e.r->self.rank, 1);
+}
+
+TEST(Rendezvous, AbortAnswersEveryPendingJoin) {
+  Rendezvous rv(options(3));
+  Result a, later;
+  rv.join(worker("a"), kFar, t0, a.cb());
+  rv.abort("the job failed: x");
+  ASSERT_TRUE(a.r);
+  EXPECT_EQ(a.r->outcome.code, Code::kAborted);
+  rv.join(worker("b"), kFar, t0, later.cb());
+  EXPECT_EQ(later.r->outcome.code, Code::kAborted);
+}
+
+}  // namespace
+}  // namespace mddp::coordinator
