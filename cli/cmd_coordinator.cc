@@ -19,6 +19,7 @@
 #include "coordinator/flag_config.h"
 #include "coordinator/job_config_json.h"
 #include "core/common/check.h"
+#include "core/common/log.h"
 
 namespace mddp::cli {
 namespace {
@@ -83,7 +84,8 @@ class SignalWatcher {
       while (!stop_) {
         const int sig = sigtimedwait(&blocked.set(), nullptr, &poll);
         if (sig > 0) {
-          c.job().shutdown(str("the coordinator was interrupted (", sig == SIGINT ? "SIGINT" : "SIGTERM", ")"));
+          c.job().shutdown(
+              str("the coordinator was interrupted (", sig == SIGINT ? "SIGINT" : "SIGTERM", ")"));
           return;
         }
       }
@@ -100,8 +102,10 @@ class SignalWatcher {
 };
 
 void run_coordinator(CLI::App& cmd, CoordinatorArgs& a) {
+  log::init("coordinator");
   if (!a.config.empty()) coordinator::apply_toml_config(cmd, a.config);
-  if (a.world_size < 1) throw InputError("give the number of workers: --world-size N (or world-size in --config)");
+  if (a.world_size < 1)
+    throw InputError("give the number of workers: --world-size N (or world-size in --config)");
   a.train.validate();
   if (!a.token_file.empty()) a.token = read_token_file(a.token_file);
   if (a.rendezvous_timeout_s <= 0)
@@ -125,10 +129,13 @@ void run_coordinator(CLI::App& cmd, CoordinatorArgs& a) {
   SignalWatcher watcher(blocked, c);
 
   const std::string addr = dial_address(a.host, c.port());
-  std::printf("microddp coordinator: job '%s', %d workers, listening on %s\n", a.job_id.c_str(), a.world_size,
-              c.address().c_str());
-  std::printf("start each worker with: microddp worker --coordinator %s%s\n", addr.c_str(),
-              a.token.empty() ? "" : (a.token_file.empty() ? " --token ..." : " --token-file " + a.token_file).c_str());
+  std::printf("microddp coordinator: job '%s', %d workers, listening on %s\n", a.job_id.c_str(),
+              a.world_size, c.address().c_str());
+  std::printf(
+      "start each worker with: microddp worker --coordinator %s%s\n", addr.c_str(),
+      a.token.empty()
+          ? ""
+          : (a.token_file.empty() ? " --token ..." : " --token-file " + a.token_file).c_str());
   if (a.token.empty() && a.host != "127.0.0.1" && a.host != "localhost" && a.host != "::1")
     std::printf("warning: no --token: anyone who can reach %s can join this job\n", addr.c_str());
   std::fflush(stdout);
@@ -145,8 +152,8 @@ void run_coordinator(CLI::App& cmd, CoordinatorArgs& a) {
   c.shutdown();
   if (status.state != coordinator::State::kSucceeded)
     throw Error(status.failure.empty() ? std::string("the job did not finish") : status.failure);
-  std::printf("job '%s' succeeded: %d ranks finished, %llu metrics records%s\n", a.job_id.c_str(), a.world_size,
-              static_cast<unsigned long long>(records),
+  std::printf("job '%s' succeeded: %d ranks finished, %llu metrics records%s\n", a.job_id.c_str(),
+              a.world_size, static_cast<unsigned long long>(records),
               log_path.empty() ? "" : (" in " + log_path.string()).c_str());
 }
 
@@ -155,19 +162,46 @@ void run_coordinator(CLI::App& cmd, CoordinatorArgs& a) {
 void register_coordinator(CLI::App& app) {
   auto a = std::make_shared<CoordinatorArgs>();
   auto* cmd = app.add_subcommand(
-      "coordinator", "Run the control plane of a job: rendezvous, key/value store, barriers, health, metrics log");
+      "coordinator",
+      "Run the control plane of a job: rendezvous, key/value store, barriers, health, metrics log");
   const char* g = "Coordinator";
-  cmd->add_option("--world-size", a->world_size, "number of workers (ranks) in the job")->envname("WORLD_SIZE")->group(g);
-  cmd->add_option("--port", a->port, "port to listen on (0: any free port)")->envname("MASTER_PORT")->group(g)->capture_default_str();
-  cmd->add_option("--host", a->host, "interface to listen on: 127.0.0.1 (this machine only) or 0.0.0.0 (all)")->group(g)->capture_default_str();
-  auto* token = cmd->add_option("--token", a->token, "shared secret a worker must present to join")->group(g);
-  cmd->add_option("--token-file", a->token_file, "read the token from this file")->excludes(token)->group(g);
-  cmd->add_option("--job-id", a->job_id, "name of the job; workers must ask for the same")->group(g)->capture_default_str();
-  cmd->add_option("--config", a->config, "TOML file of flags (same names without --; the command line wins)")->configurable(false)->group(g);
-  cmd->add_option("--heartbeat-ms", a->heartbeat_ms, "how often workers send a heartbeat")->group(g)->capture_default_str();
-  cmd->add_option("--heartbeat-timeout-ms", a->heartbeat_timeout_ms, "fail the job when a worker is silent this long")->group(g)->capture_default_str();
-  cmd->add_option("--rendezvous-timeout-s", a->rendezvous_timeout_s, "fail when not all workers joined this long after the first")->group(g)->capture_default_str();
-  cmd->add_option("--address-file", a->address_file, "write HOST:PORT for workers here once listening")->group(g);
+  cmd->add_option("--world-size", a->world_size, "number of workers (ranks) in the job")
+      ->envname("WORLD_SIZE")
+      ->group(g);
+  cmd->add_option("--port", a->port, "port to listen on (0: any free port)")
+      ->envname("MASTER_PORT")
+      ->group(g)
+      ->capture_default_str();
+  cmd->add_option("--host", a->host,
+                  "interface to listen on: 127.0.0.1 (this machine only) or 0.0.0.0 (all)")
+      ->group(g)
+      ->capture_default_str();
+  auto* token =
+      cmd->add_option("--token", a->token, "shared secret a worker must present to join")->group(g);
+  cmd->add_option("--token-file", a->token_file, "read the token from this file")
+      ->excludes(token)
+      ->group(g);
+  cmd->add_option("--job-id", a->job_id, "name of the job; workers must ask for the same")
+      ->group(g)
+      ->capture_default_str();
+  cmd->add_option("--config", a->config,
+                  "TOML file of flags (same names without --; the command line wins)")
+      ->configurable(false)
+      ->group(g);
+  cmd->add_option("--heartbeat-ms", a->heartbeat_ms, "how often workers send a heartbeat")
+      ->group(g)
+      ->capture_default_str();
+  cmd->add_option("--heartbeat-timeout-ms", a->heartbeat_timeout_ms,
+                  "fail the job when a worker is silent this long")
+      ->group(g)
+      ->capture_default_str();
+  cmd->add_option("--rendezvous-timeout-s", a->rendezvous_timeout_s,
+                  "fail when not all workers joined this long after the start")
+      ->group(g)
+      ->capture_default_str();
+  cmd->add_option("--address-file", a->address_file,
+                  "write HOST:PORT for workers here once listening")
+      ->group(g);
   add_training_flags(*cmd, a->train);
   add_ddp_flags(*cmd, a->train);
   cmd->callback([cmd, a] { run_coordinator(*cmd, *a); });

@@ -16,7 +16,8 @@ Barrier::Barrier(int world_size) : world_size_(world_size) {
   MDDP_CHECK(world_size >= 1, "world size ", world_size);
 }
 
-Ticket Barrier::arrive(const std::string& name, int rank, TimePoint deadline, TimePoint now, Callback done) {
+Ticket Barrier::arrive(const std::string& name, int rank, TimePoint deadline, TimePoint now,
+                       Callback done) {
   const Ticket ticket{Ticket::Kind::kBarrier, next_ticket_id()};
   std::vector<Callback> fire;
   Outcome outcome;
@@ -26,16 +27,18 @@ Ticket Barrier::arrive(const std::string& name, int rank, TimePoint deadline, Ti
     if (aborted_) {
       outcome = Outcome::error(Code::kAborted, *aborted_);
     } else if (rank < 0 || rank >= world_size_) {
-      outcome = Outcome::error(Code::kInvalidArgument, str("rank ", rank, " out of range 0..", world_size_ - 1));
+      outcome = Outcome::error(Code::kInvalidArgument,
+                               str("rank ", rank, " out of range 0..", world_size_ - 1));
     } else if (name.empty() || name.size() > 256) {
       outcome = Outcome::error(Code::kInvalidArgument, "a barrier needs a name of 1 to 256 bytes");
     } else {
       Named& b = barriers_[name];
       generation = b.generation;
       if (b.arrived.count(rank)) {
-        outcome = Outcome::error(Code::kFailedPrecondition,
-                                 str("rank ", rank, " entered barrier '", name, "' twice in generation ", b.generation,
-                                     " (is another process using this rank's session?)"));
+        outcome =
+            Outcome::error(Code::kFailedPrecondition,
+                           str("rank ", rank, " entered barrier '", name, "' twice in generation ",
+                               b.generation, " (is another process using this rank's session?)"));
       } else {
         b.arrived.emplace(rank, Arrival{rank, deadline, now, std::move(done), ticket.id});
         if (static_cast<int>(b.arrived.size()) < world_size_) return ticket;
@@ -89,11 +92,13 @@ void Barrier::expire(TimePoint now) {
       if (!expired) continue;
       std::vector<int> missing, present;
       for (int r = 0; r < world_size_; ++r) (b.arrived.count(r) ? present : missing).push_back(r);
-      const std::string msg = str("barrier '", name, "' (generation ", b.generation, ") timed out after ",
-                                  format_duration(now - since), ": rank", missing.size() > 1 ? "s " : " ",
-                                  rank_list(missing), " did not arrive (", rank_list(present), " did)");
+      const std::string msg =
+          str("barrier '", name, "' (generation ", b.generation, ") timed out after ",
+              format_duration(now - since), ": rank", missing.size() > 1 ? "s " : " ",
+              rank_list(missing), " did not arrive (", rank_list(present), " did)");
       for (auto& [r, a] : b.arrived)
-        fire.push_back(Fire{std::move(a.done), Outcome::error(Code::kDeadlineExceeded, msg), b.generation});
+        fire.push_back(
+            Fire{std::move(a.done), Outcome::error(Code::kDeadlineExceeded, msg), b.generation});
       b.arrived.clear();
     }
   }

@@ -26,7 +26,8 @@ class Barrier {
   using Callback = std::function<void(Outcome, int64_t generation)>;
   explicit Barrier(int world_size);
 
-  Ticket arrive(const std::string& name, int rank, TimePoint deadline, TimePoint now, Callback done);
+  Ticket arrive(const std::string& name, int rank, TimePoint deadline, TimePoint now,
+                Callback done);
   void cancel(uint64_t id);
   void expire(TimePoint now);
   void abort(const std::string& why);

@@ -38,11 +38,12 @@ struct Coordinator::Impl {
   }
 };
 
-Coordinator::Coordinator(CoordinatorOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {
+Coordinator::Coordinator(CoordinatorOptions options)
+    : impl_(std::make_unique<Impl>(std::move(options))) {
   const auto& o = impl_->options;
   if (o.port < 0 || o.port > 65535) throw InputError(str("--port must be 0..65535, got ", o.port));
-  const std::string listen = (o.host.find(':') != std::string::npos ? "[" + o.host + "]" : o.host) + ":" +
-                             std::to_string(o.port);
+  const std::string listen = (o.host.find(':') != std::string::npos ? "[" + o.host + "]" : o.host) +
+                             ":" + std::to_string(o.port);
   grpc::ServerBuilder builder;
   builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &impl_->port);
   builder.RegisterService(&impl_->service);
@@ -51,23 +52,31 @@ Coordinator::Coordinator(CoordinatorOptions options) : impl_(std::make_unique<Im
   builder.SetMaxReceiveMessageSize(8 << 20);
   impl_->server = builder.BuildAndStart();
   if (!impl_->server || impl_->port == 0)
-    throw Error(str("cannot listen on ", listen, ": the port is in use or the address is not one of this host's "
-                    "(pick another --port, or 0 for any free port; --host 0.0.0.0 listens everywhere)"));
+    throw Error(
+        str("cannot listen on ", listen,
+            ": the port is in use or the address is not one of this host's "
+            "(pick another --port, or 0 for any free port; --host 0.0.0.0 listens everywhere)"));
   impl_->ticker = std::thread([this] { impl_->tick_loop(); });
-  spdlog::info("coordinator for job '{}' listening on {} ({} workers expected)", o.job.job_id, address(),
-               o.job.world_size);
+  spdlog::info("coordinator for job '{}' listening on {} ({} workers expected)", o.job.job_id,
+               address(), o.job.world_size);
 }
 
-Coordinator::~Coordinator() { shutdown(); }
+Coordinator::~Coordinator() {
+  shutdown();
+}
 
-int Coordinator::port() const { return impl_->port; }
+int Coordinator::port() const {
+  return impl_->port;
+}
 
 std::string Coordinator::address() const {
   const std::string& h = impl_->options.host;
   return (h.find(':') != std::string::npos ? "[" + h + "]" : h) + ":" + std::to_string(impl_->port);
 }
 
-Job& Coordinator::job() { return impl_->job; }
+Job& Coordinator::job() {
+  return impl_->job;
+}
 
 JobStatus Coordinator::wait() {
   while (!impl_->job.wait_finished(Clock::now() + std::chrono::hours(1))) {
@@ -89,6 +98,9 @@ void Coordinator::shutdown(const std::string& why) {
     impl_->cv.notify_all();
     if (impl_->ticker.joinable()) impl_->ticker.join();
     // Calls still open (metrics streams) get a moment, then are cancelled.
+    // (A worker process that keeps an idle channel open without reading it
+    // also holds Shutdown until this deadline: its connection never sees the
+    // GOAWAY.)
     impl_->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
     impl_->server->Wait();
     spdlog::info("coordinator stopped");

@@ -3,7 +3,8 @@
 // unrelated numbers. Each rank sends its fingerprint after building the
 // model; ranks 1..N-1 are compared with rank 0's (waiting for it), and a
 // difference comes back as one line showing it:
-//   "rank 2 (host b) differs from rank 0: parameter 1 '0.bias': shape [128] here vs [256] on rank 0; ..."
+//   "rank 2 (host b) differs from rank 0: parameter 1 '0.bias': shape [128] here vs [256] on rank
+//   0; ..."
 // Waits follow Note [Waits complete exactly once] (outcome.h). Thread-safe.
 #pragma once
 
@@ -33,7 +34,8 @@ struct Fingerprint {
 
 // The differences of `mine` (rank `rank`) from rank 0's, "" when equal: at
 // most `max_items` items separated by "; ", then "(and K more)".
-std::string fingerprint_diff(const Fingerprint& mine, const Fingerprint& rank0, std::size_t max_items = 6);
+std::string fingerprint_diff(const Fingerprint& mine, const Fingerprint& rank0,
+                             std::size_t max_items = 6);
 
 class FingerprintCheck {
  public:
@@ -44,7 +46,8 @@ class FingerprintCheck {
   // another rank's when rank 0's fingerprint is in. A rank may check again
   // (its fingerprint is replaced). `who` names the rank in messages
   // ("rank 2 (host b)").
-  Ticket submit(int rank, const std::string& who, Fingerprint fp, TimePoint deadline, TimePoint now, Callback done);
+  Ticket submit(int rank, const std::string& who, Fingerprint fp, TimePoint deadline, TimePoint now,
+                Callback done);
   void cancel(uint64_t id);
   void expire(TimePoint now);
   void abort(const std::string& why);
@@ -57,7 +60,8 @@ class FingerprintCheck {
     TimePoint deadline, since;
     Callback done;
   };
-  Outcome compare(const std::string& who, const Fingerprint& fp) const;  // under mu_, rank 0's present
+  Outcome compare(const std::string& who,
+                  const Fingerprint& fp) const;  // under mu_, rank 0's present
 
   const int world_size_;
   std::mutex mu_;

@@ -1,7 +1,8 @@
 #include "coordinator/flag_config.h"
 
-#include <cstdio>
 #include <toml++/toml.h>
+
+#include <cstdio>
 #include <vector>
 
 #include "core/common/check.h"
@@ -42,23 +43,33 @@ void apply_toml_config(CLI::App& cmd, const std::string& path) {
     const std::string name(key.str());
     CLI::Option* opt = cmd.get_option_no_throw("--" + name);
     if (opt == nullptr || !opt->get_configurable())
-      throw InputError(str(path, ": unknown key '", name, "' (keys are the flags of `microddp ", cmd.get_name(),
-                           "` without the leading --, e.g. world-size = 4)"));
+      throw InputError(str(path, ": unknown key '", name, "' (keys are the flags of `microddp ",
+                           cmd.get_name(), "` without the leading --, e.g. world-size = 4)"));
     if (opt->count() > 0) continue;  // the command line wins
     std::vector<std::string> values;
     std::string text;
     if (const toml::array* arr = node.as_array()) {
       for (const auto& e : *arr) {
-        if (!scalar_text(e, text)) throw InputError(str(path, ": '", name, "' must be a list of plain values"));
+        if (!scalar_text(e, text))
+          throw InputError(str(path, ": '", name, "' must be a list of plain values"));
         values.push_back(text);
       }
     } else if (scalar_text(node, text)) {
       values.push_back(text);
     } else {
-      throw InputError(str(path, ": '", name, "' must be a value or a list (no tables: write flags as top-level keys)"));
+      throw InputError(
+          str(path, ": '", name,
+              "' must be a value or a list (no tables: write flags as top-level keys)"));
     }
     try {
-      for (const auto& v : values) opt->add_result(v);
+      if (opt->get_expected_min() ==
+          0) {  // a flag: "true" / "false", negated for "!--no-x" flags as CLI11 does
+        if (values.size() != 1)
+          throw InputError(str(path, ": '", name, "' is a flag: give true or false"));
+        opt->add_result(opt->get_flag_value(name, values[0]));
+      } else {
+        opt->add_result(values);
+      }
       opt->run_callback();
     } catch (const CLI::Error& e) {
       throw InputError(str(path, ": ", name, " = ", text, ": ", e.what()));

@@ -8,7 +8,8 @@ namespace mddp::coordinator {
 
 Health::Health(Options options) : options_(options) {
   MDDP_CHECK(options_.interval.count() > 0 && options_.timeout > options_.interval,
-             "heartbeat interval ", options_.interval.count(), " ms, timeout ", options_.timeout.count(), " ms");
+             "heartbeat interval ", options_.interval.count(), " ms, timeout ",
+             options_.timeout.count(), " ms");
 }
 
 void Health::start(const std::vector<std::string>& hosts, TimePoint now) {
@@ -52,8 +53,9 @@ Health::LeaveResult Health::leave(int rank, bool ok, const std::string& message,
     last_progress_ = now;
     next_roll_call_.reset();
     if (!ok)
-      result.failure = Failure{rank, str("rank ", rank, " (host ", h.host, ") failed: ",
-                                         message.empty() ? std::string("no reason given") : message)};
+      result.failure = Failure{
+          rank, str("rank ", rank, " (host ", h.host,
+                    ") failed: ", message.empty() ? std::string("no reason given") : message)};
   }
   result.all_left = result.all_ok = true;
   for (const auto& r : ranks_) {
@@ -77,13 +79,15 @@ Health::CheckResult Health::check(TimePoint now) {
   }
   if (silent) {
     reported_silent_[static_cast<std::size_t>(silent->rank)] = true;
-    result.failure = Failure{
-        silent->rank,
-        str("rank ", silent->rank, " (host ", silent->host, ") stopped sending heartbeats: the last came ",
-            format_duration(now - silent->last_seen), " ago (timeout ", format_duration(options_.timeout),
-            "), in ", silent->progress.phase, " of step ", silent->progress.step,
-            ". Was the process killed (out of memory?) or its host cut off? If it is only slow, raise "
-            "--heartbeat-timeout-ms")};
+    result.failure =
+        Failure{silent->rank, str("rank ", silent->rank, " (host ", silent->host,
+                                  ") stopped sending heartbeats: the last came ",
+                                  format_duration(now - silent->last_seen), " ago (timeout ",
+                                  format_duration(options_.timeout), "), in ",
+                                  silent->progress.phase, " of step ", silent->progress.step,
+                                  ". Was the process killed (out of memory?) or its host cut off? "
+                                  "If it is only slow, raise "
+                                  "--heartbeat-timeout-ms")};
   }
 
   bool running = false;
@@ -119,7 +123,8 @@ std::string Health::roll_call_locked(TimePoint now) const {
     } else {
       std::string where;
       if (p.collective_entered > p.collective_completed) {
-        where = str(" in ", p.op.empty() ? std::string("collective") : p.op, " #", p.collective_entered);
+        where = str(" in ", p.op.empty() ? std::string("collective") : p.op, " #",
+                    p.collective_entered);
         if (p.bucket >= 0) where += str(" (bucket ", p.bucket, ")");
         one = "waits" + where;
         many = "wait" + where;
@@ -142,7 +147,8 @@ std::string Health::roll_call_locked(TimePoint now) const {
   for (const auto& pl : places) {
     if (!out.empty()) out += "; ";
     std::string ranks;
-    for (std::size_t i = 0; i < pl.ranks.size(); ++i) ranks += (i ? ", " : "") + std::to_string(pl.ranks[i]);
+    for (std::size_t i = 0; i < pl.ranks.size(); ++i)
+      ranks += (i ? ", " : "") + std::to_string(pl.ranks[i]);
     out += pl.ranks.size() == 1 ? "rank " + ranks + " " + pl.one : "ranks " + ranks + " " + pl.many;
   }
   return out;

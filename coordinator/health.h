@@ -6,7 +6,8 @@
 //      "rank 1 (host b) stopped sending heartbeats: the last came 10.2 s ago ..."
 //  * when no rank's progress changed for more than 2 intervals, a roll call
 //    says where everyone is, grouping ranks that are at the same place:
-//      "ranks 0, 2, 3 wait in all_reduce #1042 (bucket 7); rank 1 was last seen in forward of step 1042"
+//      "ranks 0, 2, 3 wait in all_reduce #1042 (bucket 7); rank 1 was last seen in forward of step
+//      1042"
 //    (repeated every 10 intervals while the stall lasts).
 // A rank that leaves with a failure fails the job, named; when all ranks have
 // left with success the job succeeded. Thread-safe; time comes from the caller.
@@ -25,7 +26,8 @@ namespace mddp::coordinator {
 
 struct Progress {
   int64_t step = 0;
-  std::string phase = "setup";  // setup | data | forward | backward | sync | optimizer | eval | checkpoint | done
+  std::string phase =
+      "setup";  // setup | data | forward | backward | sync | optimizer | eval | checkpoint | done
   int64_t collective_entered = 0;    // sequence number of the last collective entered
   int64_t collective_completed = 0;  // ... and of the last completed
   std::string op;                    // the collective entered last
@@ -62,7 +64,7 @@ class Health {
     bool all_ok = false;  // every rank left with ok = true
   };
   struct CheckResult {
-    std::optional<Failure> failure;       // a rank went silent (reported once per rank)
+    std::optional<Failure> failure;        // a rank went silent (reported once per rank)
     std::optional<std::string> roll_call;  // "no progress for 2.1 s: ranks ..."
   };
 
@@ -88,7 +90,7 @@ class Health {
   mutable std::mutex mu_;
   std::vector<RankHealth> ranks_;
   std::vector<bool> reported_silent_;
-  TimePoint last_progress_{};             // last time any rank's progress changed
+  TimePoint last_progress_{};                // last time any rank's progress changed
   std::optional<TimePoint> next_roll_call_;  // set while a stall was reported
 };
 

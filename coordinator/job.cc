@@ -6,20 +6,25 @@
 
 namespace mddp::coordinator {
 
-Job::Job(JobOptions options)
+Job::Job(JobOptions options, TimePoint now)
     : options_(std::move(options)),
-      rendezvous_(Rendezvous::Options{options_.job_id, options_.token, options_.world_size, kProtocolVersion,
-                                      options_.rendezvous_timeout},
-                  [this](const std::vector<Member>& members, TimePoint now) { on_rendezvous(members, now); }),
+      rendezvous_(Rendezvous::Options{options_.job_id, options_.token, options_.world_size,
+                                      kProtocolVersion, options_.rendezvous_timeout},
+                  now,
+                  [this](const std::vector<Member>& members, TimePoint now) {
+                    on_rendezvous(members, now);
+                  }),
       fingerprints_(options_.world_size),
       barrier_(options_.world_size),
       health_(Health::Options{options_.heartbeat_interval, options_.heartbeat_timeout}),
       metrics_log_(options_.run_dir) {
-  if (options_.world_size < 1) throw InputError(str("--world-size must be at least 1, got ", options_.world_size));
-  if (options_.heartbeat_interval.count() <= 0 || options_.heartbeat_timeout <= 2 * options_.heartbeat_interval)
+  if (options_.world_size < 1)
+    throw InputError(str("--world-size must be at least 1, got ", options_.world_size));
+  if (options_.heartbeat_interval.count() <= 0 ||
+      options_.heartbeat_timeout <= 2 * options_.heartbeat_interval)
     throw InputError(str("--heartbeat-timeout-ms (", options_.heartbeat_timeout.count(),
-                         ") must exceed two heartbeat periods (--heartbeat-ms ", options_.heartbeat_interval.count(),
-                         ")"));
+                         ") must exceed two heartbeat periods (--heartbeat-ms ",
+                         options_.heartbeat_interval.count(), ")"));
 }
 
 void Job::on_rendezvous(const std::vector<Member>& members, TimePoint now) {
@@ -32,28 +37,33 @@ void Job::on_rendezvous(const std::vector<Member>& members, TimePoint now) {
   }
   health_.start(hosts, now);
   state_.set_running();
-  spdlog::info("rendezvous complete: all {} workers joined job '{}' (rank {})", members.size(), options_.job_id,
-               table);
+  spdlog::info("rendezvous complete: all {} workers joined job '{}' (rank {})", members.size(),
+               options_.job_id, table);
 }
 
 std::optional<Member> Job::lookup(const std::string& session, Outcome& refusal) const {
   auto m = rendezvous_.member(session);
   if (!m)
-    refusal = Outcome::error(Code::kUnauthenticated,
-                             "unknown session: join first (or the coordinator was restarted and this worker "
-                             "belongs to its old job)");
+    refusal = Outcome::error(
+        Code::kUnauthenticated,
+        "unknown session: join first (or the coordinator was restarted and this worker "
+        "belongs to its old job)");
   return m;
 }
 
-Ticket Job::join(JoinRequest request, TimePoint deadline, TimePoint now, Rendezvous::JoinCallback done) {
+Ticket Job::join(JoinRequest request, TimePoint deadline, TimePoint now,
+                 Rendezvous::JoinCallback done) {
   const std::string who = str("host ", request.host, " pid ", request.pid);
   spdlog::info("join from {}{}", who,
-               request.requested_rank >= 0 ? str(" (asks for rank ", request.requested_rank, ")") : std::string());
-  return rendezvous_.join(std::move(request), deadline, now, [who, done = std::move(done)](JoinResult r) {
-    if (!r.outcome.ok())
-      spdlog::warn("join from {} refused ({}): {}", who, to_string(r.outcome.code), r.outcome.message);
-    done(std::move(r));
-  });
+               request.requested_rank >= 0 ? str(" (asks for rank ", request.requested_rank, ")")
+                                           : std::string());
+  return rendezvous_.join(std::move(request), deadline, now,
+                          [who, done = std::move(done)](JoinResult r) {
+                            if (!r.outcome.ok())
+                              spdlog::warn("join from {} refused ({}): {}", who,
+                                           to_string(r.outcome.code), r.outcome.message);
+                            done(std::move(r));
+                          });
 }
 
 Ticket Job::validate(const std::string& session, Fingerprint fp, TimePoint deadline, TimePoint now,
@@ -66,16 +76,17 @@ Ticket Job::validate(const std::string& session, Fingerprint fp, TimePoint deadl
   }
   const int rank = m->rank;
   const std::string who = str("rank ", rank, " (host ", m->host, ")");
-  return fingerprints_.submit(rank, who, std::move(fp), deadline, now, [this, rank, done = std::move(done)](Outcome o) {
-    if (o.ok()) {
-      spdlog::info("rank {} validated its model", rank);
-    } else if (o.code == Code::kFailedPrecondition) {
-      fail(rank, o.message);
-    } else if (o.code != Code::kAborted) {
-      spdlog::warn("rank {} validation: {}", rank, o.message);
-    }
-    done(std::move(o));
-  });
+  return fingerprints_.submit(rank, who, std::move(fp), deadline, now,
+                              [this, rank, done = std::move(done)](Outcome o) {
+                                if (o.ok()) {
+                                  spdlog::info("rank {} validated its model", rank);
+                                } else if (o.code == Code::kFailedPrecondition) {
+                                  fail(rank, o.message);
+                                } else if (o.code != Code::kAborted) {
+                                  spdlog::warn("rank {} validation: {}", rank, o.message);
+                                }
+                                done(std::move(o));
+                              });
 }
 
 Outcome Job::set(const std::string& session, const std::string& key, std::string value) {
@@ -84,12 +95,13 @@ Outcome Job::set(const std::string& session, const std::string& key, std::string
   if (!m) return refusal;
   spdlog::debug("rank {} set '{}' ({} bytes)", m->rank, key, value.size());
   Outcome o = store_.set(key, std::move(value));
-  if (!o.ok() && o.code != Code::kAborted) spdlog::warn("rank {} set '{}': {}", m->rank, key, o.message);
+  if (!o.ok() && o.code != Code::kAborted)
+    spdlog::warn("rank {} set '{}': {}", m->rank, key, o.message);
   return o;
 }
 
-Ticket Job::get(const std::string& session, const std::string& key, TimePoint deadline, TimePoint now,
-                KvStore::GetCallback done) {
+Ticket Job::get(const std::string& session, const std::string& key, TimePoint deadline,
+                TimePoint now, KvStore::GetCallback done) {
   Outcome refusal;
   auto m = lookup(session, refusal);
   if (!m) {
@@ -97,17 +109,18 @@ Ticket Job::get(const std::string& session, const std::string& key, TimePoint de
     return {};
   }
   const int rank = m->rank;
-  return store_.get(key, deadline, now, [rank, key, done = std::move(done)](Outcome o, std::string value) {
-    if (!o.ok() && o.code != Code::kAborted) {
-      o.message = str("rank ", rank, ": ", o.message);
-      spdlog::warn("get '{}': {}", key, o.message);
-    }
-    done(std::move(o), std::move(value));
-  });
+  return store_.get(key, deadline, now,
+                    [rank, key, done = std::move(done)](Outcome o, std::string value) {
+                      if (!o.ok() && o.code != Code::kAborted) {
+                        o.message = str("rank ", rank, ": ", o.message);
+                        spdlog::warn("get '{}': {}", key, o.message);
+                      }
+                      done(std::move(o), std::move(value));
+                    });
 }
 
-Ticket Job::barrier(const std::string& session, const std::string& name, TimePoint deadline, TimePoint now,
-                    Barrier::Callback done) {
+Ticket Job::barrier(const std::string& session, const std::string& name, TimePoint deadline,
+                    TimePoint now, Barrier::Callback done) {
   Outcome refusal;
   auto m = lookup(session, refusal);
   if (!m) {
@@ -115,11 +128,15 @@ Ticket Job::barrier(const std::string& session, const std::string& name, TimePoi
     return {};
   }
   const int rank = m->rank;
-  return barrier_.arrive(name, rank, deadline, now, [rank, name, done = std::move(done)](Outcome o, int64_t gen) {
-    if (o.ok() && rank == 0) spdlog::info("barrier '{}' generation {} complete", name, gen);
-    if (!o.ok() && o.code != Code::kAborted) spdlog::warn("rank {} barrier '{}': {}", rank, name, o.message);
-    done(std::move(o), gen);
-  });
+  return barrier_.arrive(name, rank, deadline, now,
+                         [rank, name, done = std::move(done)](Outcome o, int64_t gen) {
+                           if (o.ok() && rank == 0)
+                             spdlog::log(gen == 0 ? spdlog::level::info : spdlog::level::debug,
+                                         "barrier '{}' generation {} complete", name, gen);
+                           if (!o.ok() && o.code != Code::kAborted)
+                             spdlog::warn("rank {} barrier '{}': {}", rank, name, o.message);
+                           done(std::move(o), gen);
+                         });
 }
 
 Job::Reply Job::heartbeat(const std::string& session, const Progress& progress, TimePoint now) {
@@ -143,14 +160,16 @@ Job::Reply Job::metrics(const std::string& session, std::vector<MetricsRecord> r
   const std::string error = metrics_log_.append(std::move(records));
   if (!error.empty()) {
     std::lock_guard lock(mu_);
-    if (!metrics_write_failed_) spdlog::error("metrics log: {} (records are kept in memory only)", error);
+    if (!metrics_write_failed_)
+      spdlog::error("metrics log: {} (records are kept in memory only)", error);
     metrics_write_failed_ = true;
   }
   reply.status = state_.status();
   return reply;
 }
 
-Job::Reply Job::leave(const std::string& session, bool ok, const std::string& message, TimePoint now) {
+Job::Reply Job::leave(const std::string& session, bool ok, const std::string& message,
+                      TimePoint now) {
   Reply reply;
   auto m = lookup(session, reply.outcome);
   if (!m) {
@@ -166,18 +185,28 @@ Job::Reply Job::leave(const std::string& session, bool ok, const std::string& me
   if (left.failure) fail(left.failure->rank, left.failure->message);
   if (left.all_ok && state_.succeed())
     spdlog::info("job '{}' succeeded: all {} ranks finished", options_.job_id, options_.world_size);
-  if (left.all_left && state_.status().terminal()) set_finished();
+  // finished() follows at the next tick, not here: this reply must get out
+  // before the server starts shutting down.
   reply.status = state_.status();
   return reply;
 }
 
 void Job::cancel(Ticket ticket) {
   switch (ticket.kind) {
-    case Ticket::Kind::kNone: break;
-    case Ticket::Kind::kJoin: rendezvous_.cancel(ticket.id); break;
-    case Ticket::Kind::kValidate: fingerprints_.cancel(ticket.id); break;
-    case Ticket::Kind::kGet: store_.cancel(ticket.id); break;
-    case Ticket::Kind::kBarrier: barrier_.cancel(ticket.id); break;
+    case Ticket::Kind::kNone:
+      break;
+    case Ticket::Kind::kJoin:
+      rendezvous_.cancel(ticket.id);
+      break;
+    case Ticket::Kind::kValidate:
+      fingerprints_.cancel(ticket.id);
+      break;
+    case Ticket::Kind::kGet:
+      store_.cancel(ticket.id);
+      break;
+    case Ticket::Kind::kBarrier:
+      barrier_.cancel(ticket.id);
+      break;
   }
 }
 
@@ -212,11 +241,13 @@ void Job::tick(TimePoint now) {
     if (h.roll_call) spdlog::warn("{}", *h.roll_call);
     if (h.failure) fail(h.failure->rank, h.failure->message);
   }
+  bool all_left = true;
+  for (const auto& r : health_.ranks()) all_left = all_left && r.left;
+  if (status.state == State::kSucceeded) set_finished();
   if (status.state == State::kFailed) {
-    bool all_left = true;
-    for (const auto& r : health_.ranks()) all_left = all_left && r.left;
-    const auto linger = options_.linger.count() > 0 ? options_.linger
-                                                    : 3 * options_.heartbeat_interval + std::chrono::seconds(2);
+    const auto linger = options_.linger.count() > 0
+                            ? options_.linger
+                            : 3 * options_.heartbeat_interval + std::chrono::seconds(2);
     bool over;
     {
       std::lock_guard lock(mu_);

@@ -58,17 +58,19 @@ class Job {
     int rank = -1;
   };
 
-  explicit Job(JobOptions options);
+  // The rendezvous window opens at `now`.
+  explicit Job(JobOptions options, TimePoint now = Clock::now());
   const JobOptions& options() const { return options_; }
 
-  Ticket join(JoinRequest request, TimePoint deadline, TimePoint now, Rendezvous::JoinCallback done);
+  Ticket join(JoinRequest request, TimePoint deadline, TimePoint now,
+              Rendezvous::JoinCallback done);
   Ticket validate(const std::string& session, Fingerprint fp, TimePoint deadline, TimePoint now,
                   FingerprintCheck::Callback done);
   Outcome set(const std::string& session, const std::string& key, std::string value);
   Ticket get(const std::string& session, const std::string& key, TimePoint deadline, TimePoint now,
              KvStore::GetCallback done);
-  Ticket barrier(const std::string& session, const std::string& name, TimePoint deadline, TimePoint now,
-                 Barrier::Callback done);
+  Ticket barrier(const std::string& session, const std::string& name, TimePoint deadline,
+                 TimePoint now, Barrier::Callback done);
   Reply heartbeat(const std::string& session, const Progress& progress, TimePoint now);
   // Appends the records of one batch (their rank set from the session); the
   // reply's rank is the sender's.
@@ -81,13 +83,16 @@ class Job {
   void shutdown(const std::string& why);
 
   JobStatus status() const { return state_.status(); }
-  // True once the job is over: succeeded, or failed and every rank left (or
-  // the linger time passed).
+  // True once the job is over (as seen by the tick after it): succeeded, or
+  // failed and every rank left (or the linger time passed).
   bool finished() const;
   // Blocks until finished() or `deadline`; returns finished().
   bool wait_finished(TimePoint deadline) const;
 
-  std::optional<Member> member(const std::string& session) const { return rendezvous_.member(session); }
+  std::optional<Member> member(const std::string& session) const {
+    return rendezvous_.member(session);
+  }
+  const Rendezvous& rendezvous() const { return rendezvous_; }
   const Health& health() const { return health_; }
   const MetricsLog& metrics_log() const { return metrics_log_; }
   const KvStore& store() const { return store_; }

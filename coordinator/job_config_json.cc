@@ -14,7 +14,8 @@ using nlohmann::json;
 class Reader {
  public:
   Reader(const json& j, std::string path) : j_(j), path_(std::move(path)) {
-    if (!j_.is_object()) throw InputError(str("job config: '", where(), "' must be an object, got ", j_.dump()));
+    if (!j_.is_object())
+      throw InputError(str("job config: '", where(), "' must be an object, got ", j_.dump()));
   }
 
   template <typename T>
@@ -93,19 +94,34 @@ json job_config_to_json(const train::TrainConfig& c) {
   const auto& s = c.dist;
   return {
       {"model",
-       {{"kind", m.kind}, {"width", m.width}, {"depth", m.depth}, {"classes", m.classes}, {"channels", m.channels},
-        {"hidden", m.hidden}, {"seed", m.seed}}},
+       {{"kind", m.kind},
+        {"width", m.width},
+        {"depth", m.depth},
+        {"classes", m.classes},
+        {"channels", m.channels},
+        {"hidden", m.hidden},
+        {"seed", m.seed}}},
       {"loss", c.loss},
       {"data",
-       {{"spec", d.spec}, {"synthetic_size", d.synthetic_size}, {"synthetic_test_size", d.synthetic_test_size},
-        {"input_dim", d.input_dim}, {"classes", d.classes}, {"target_dim", d.target_dim}, {"noise", d.noise},
+       {{"spec", d.spec},
+        {"synthetic_size", d.synthetic_size},
+        {"synthetic_test_size", d.synthetic_test_size},
+        {"input_dim", d.input_dim},
+        {"classes", d.classes},
+        {"target_dim", d.target_dim},
+        {"noise", d.noise},
         {"seed", d.seed}}},
       {"batch", c.batch},
       {"steps", c.steps},
       {"epochs", c.epochs},
       {"optim",
-       {{"name", o.name}, {"lr", o.lr}, {"momentum", o.momentum}, {"weight_decay", o.weight_decay},
-        {"beta1", o.beta1}, {"beta2", o.beta2}, {"eps", o.eps}}},
+       {{"name", o.name},
+        {"lr", o.lr},
+        {"momentum", o.momentum},
+        {"weight_decay", o.weight_decay},
+        {"beta1", o.beta1},
+        {"beta2", o.beta2},
+        {"eps", o.eps}}},
       {"accumulate", c.accumulate},
       {"seed", c.seed},
       {"device", c.device},
@@ -114,9 +130,14 @@ json job_config_to_json(const train::TrainConfig& c) {
       {"log_every", c.log_every},
       {"eval", c.eval},
       {"dist",
-       {{"ddp", s.ddp}, {"bucket_mb", s.bucket_mb}, {"first_bucket_mb", s.first_bucket_mb},
-        {"compress", s.compress}, {"local_sgd", s.local_sgd}, {"algorithm", s.algorithm},
-        {"transport", s.transport}, {"timeout_ms", s.timeout_ms}}},
+       {{"ddp", s.ddp},
+        {"bucket_mb", s.bucket_mb},
+        {"first_bucket_mb", s.first_bucket_mb},
+        {"compress", s.compress},
+        {"local_sgd", s.local_sgd},
+        {"algorithm", s.algorithm},
+        {"transport", s.transport},
+        {"timeout_ms", s.timeout_ms}}},
   };
 }
 
@@ -184,7 +205,9 @@ train::TrainConfig job_config_from_json(const json& j) {
   return c;
 }
 
-std::string dump_job_config(const train::TrainConfig& cfg) { return job_config_to_json(cfg).dump(); }
+std::string dump_job_config(const train::TrainConfig& cfg) {
+  return job_config_to_json(cfg).dump();
+}
 
 train::TrainConfig parse_job_config(const std::string& text) {
   json j;

@@ -4,10 +4,14 @@ namespace mddp::coordinator {
 
 const char* to_string(State s) {
   switch (s) {
-    case State::kForming: return "forming";
-    case State::kRunning: return "running";
-    case State::kSucceeded: return "succeeded";
-    case State::kFailed: return "failed";
+    case State::kForming:
+      return "forming";
+    case State::kRunning:
+      return "running";
+    case State::kSucceeded:
+      return "succeeded";
+    case State::kFailed:
+      return "failed";
   }
   return "?";
 }

@@ -10,16 +10,17 @@ Outcome KvStore::check_key(const std::string& key) const {
   if (key.empty()) return Outcome::error(Code::kInvalidArgument, "empty key");
   if (key.size() > limits_.max_key_bytes)
     return Outcome::error(Code::kInvalidArgument,
-                          str("key of ", key.size(), " bytes (at most ", limits_.max_key_bytes, "): '",
-                              key.substr(0, 40), "...'"));
+                          str("key of ", key.size(), " bytes (at most ", limits_.max_key_bytes,
+                              "): '", key.substr(0, 40), "...'"));
   return Outcome::success();
 }
 
 Outcome KvStore::set(const std::string& key, std::string value) {
   if (auto o = check_key(key); !o.ok()) return o;
   if (value.size() > limits_.max_value_bytes)
-    return Outcome::error(Code::kInvalidArgument, str("value of key '", key, "' has ", value.size(),
-                                                      " bytes (at most ", limits_.max_value_bytes, ")"));
+    return Outcome::error(Code::kInvalidArgument,
+                          str("value of key '", key, "' has ", value.size(), " bytes (at most ",
+                              limits_.max_value_bytes, ")"));
   std::vector<GetCallback> fire;
   {
     std::lock_guard lock(mu_);
@@ -28,8 +29,9 @@ Outcome KvStore::set(const std::string& key, std::string value) {
     const std::size_t old = it == values_.end() ? 0 : key.size() + it->second.size();
     const std::size_t total = total_bytes_ - old + key.size() + value.size();
     if (total > limits_.max_total_bytes)
-      return Outcome::error(Code::kResourceExhausted, str("the store is full (", limits_.max_total_bytes,
-                                                          " bytes): refusing key '", key, "'"));
+      return Outcome::error(
+          Code::kResourceExhausted,
+          str("the store is full (", limits_.max_total_bytes, " bytes): refusing key '", key, "'"));
     total_bytes_ = total;
     for (auto w = waiters_.begin(); w != waiters_.end();) {
       if (w->second.key != key) {
@@ -99,12 +101,13 @@ void KvStore::expire(TimePoint now) {
         ++it;
         continue;
       }
-      fire.emplace_back(std::move(it->second.done),
-                        Outcome::error(Code::kDeadlineExceeded,
-                                       str("key '", it->second.key, "' was not set within ",
-                                           format_duration(now - it->second.since),
-                                           ": the rank that publishes it has not reached that point (slow start, "
-                                           "crashed, or another job?)")));
+      fire.emplace_back(
+          std::move(it->second.done),
+          Outcome::error(Code::kDeadlineExceeded,
+                         str("key '", it->second.key, "' was not set within ",
+                             format_duration(now - it->second.since),
+                             ": the rank that publishes it has not reached that point (slow start, "
+                             "crashed, or another job?)")));
       it = waiters_.erase(it);
     }
   }

@@ -22,8 +22,8 @@ class KvStore {
  public:
   struct Limits {
     std::size_t max_key_bytes = 512;
-    std::size_t max_value_bytes = 1 << 20;    // 1 MiB
-    std::size_t max_total_bytes = 64 << 20;   // keys + values
+    std::size_t max_value_bytes = 1 << 20;   // 1 MiB
+    std::size_t max_total_bytes = 64 << 20;  // keys + values
   };
   using GetCallback = std::function<void(Outcome, std::string value)>;
 

@@ -15,9 +15,13 @@ MetricsLog::MetricsLog(const std::filesystem::path& run_dir, std::size_t tail_ca
   if (path_.empty()) return;
   std::error_code ec;
   std::filesystem::create_directories(run_dir, ec);
-  if (ec) throw Error(str("cannot create the run directory ", run_dir, ": ", ec.message(), " (check --run-dir)"));
+  if (ec)
+    throw Error(
+        str("cannot create the run directory ", run_dir, ": ", ec.message(), " (check --run-dir)"));
   file_ = std::fopen(path_.c_str(), "a");
-  if (!file_) throw Error(str("cannot open ", path_, " for appending: ", std::strerror(errno), " (check --run-dir)"));
+  if (!file_)
+    throw Error(
+        str("cannot open ", path_, " for appending: ", std::strerror(errno), " (check --run-dir)"));
 }
 
 MetricsLog::~MetricsLog() {

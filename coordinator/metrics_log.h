@@ -21,7 +21,7 @@ struct MetricsRecord {
   perf::StepMetrics metrics;  // metrics.rank is the sender's rank
   int64_t time_unix_ns = 0;   // the worker's wall clock at the end of the step
   int64_t received_unix_ns = 0;
-  uint64_t seq = 0;           // position in the log, from 1 (set by append)
+  uint64_t seq = 0;  // position in the log, from 1 (set by append)
 };
 
 class MetricsLog {

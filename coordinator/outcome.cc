@@ -7,15 +7,24 @@ namespace mddp::coordinator {
 
 const char* to_string(Code code) {
   switch (code) {
-    case Code::kOk: return "ok";
-    case Code::kInvalidArgument: return "invalid argument";
-    case Code::kUnauthenticated: return "unauthenticated";
-    case Code::kFailedPrecondition: return "failed precondition";
-    case Code::kAlreadyExists: return "already exists";
-    case Code::kResourceExhausted: return "resource exhausted";
-    case Code::kDeadlineExceeded: return "deadline exceeded";
-    case Code::kAborted: return "aborted";
-    case Code::kCancelled: return "cancelled";
+    case Code::kOk:
+      return "ok";
+    case Code::kInvalidArgument:
+      return "invalid argument";
+    case Code::kUnauthenticated:
+      return "unauthenticated";
+    case Code::kFailedPrecondition:
+      return "failed precondition";
+    case Code::kAlreadyExists:
+      return "already exists";
+    case Code::kResourceExhausted:
+      return "resource exhausted";
+    case Code::kDeadlineExceeded:
+      return "deadline exceeded";
+    case Code::kAborted:
+      return "aborted";
+    case Code::kCancelled:
+      return "cancelled";
   }
   return "?";
 }

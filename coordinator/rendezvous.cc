@@ -4,8 +4,8 @@
 #include <cstdio>
 #include <random>
 
-#include "core/common/check.h"
 #include "core/comm/transport/tcp/handshake.h"
+#include "core/common/check.h"
 
 namespace mddp::coordinator {
 
@@ -20,45 +20,55 @@ std::string new_session_id() {
   return out;
 }
 
-Rendezvous::Rendezvous(Options options, CompleteHook on_complete)
-    : options_(std::move(options)), on_complete_(std::move(on_complete)) {
+Rendezvous::Rendezvous(Options options, TimePoint opened, CompleteHook on_complete)
+    : options_(std::move(options)),
+      on_complete_(std::move(on_complete)),
+      window_end_(opened + options_.timeout) {
   MDDP_CHECK(options_.world_size >= 1, "world size ", options_.world_size);
 }
 
-static std::string who(const JoinRequest& r) { return str("host ", r.host, " pid ", r.pid); }
+static std::string who(const JoinRequest& r) {
+  return str("host ", r.host, " pid ", r.pid);
+}
 
 std::optional<Outcome> Rendezvous::refusal(const JoinRequest& r) const {
   const int n = options_.world_size;
   // The token first: a stranger learns nothing about the job.
   if (!comm::tcp::constant_time_equal(r.token, options_.token))
-    return Outcome::error(Code::kUnauthenticated,
-                          "wrong token: this worker is not a member of the job (give it the coordinator's "
-                          "--token or --token-file)");
+    return Outcome::error(
+        Code::kUnauthenticated,
+        "wrong token: this worker is not a member of the job (give it the coordinator's "
+        "--token or --token-file)");
   if (r.protocol_version != options_.protocol_version)
-    return Outcome::error(Code::kFailedPrecondition,
-                          str("worker speaks control-plane protocol v", r.protocol_version, ", this coordinator v",
-                              options_.protocol_version, ": run the same microddp build on every machine"));
+    return Outcome::error(
+        Code::kFailedPrecondition,
+        str("worker speaks control-plane protocol v", r.protocol_version, ", this coordinator v",
+            options_.protocol_version, ": run the same microddp build on every machine"));
   if (r.job_id != options_.job_id)
-    return Outcome::error(Code::kFailedPrecondition, str("worker asked for job '", r.job_id, "' but this coordinator runs job '",
+    return Outcome::error(Code::kFailedPrecondition, str("worker asked for job '", r.job_id,
+                                                         "' but this coordinator runs job '",
                                                          options_.job_id, "': check --job-id"));
   if (aborted_) return Outcome::error(Code::kAborted, *aborted_);
   if (timed_out_)
-    return Outcome::error(Code::kFailedPrecondition, "the rendezvous of job '" + options_.job_id +
-                                                         "' already timed out; restart the coordinator");
+    return Outcome::error(Code::kFailedPrecondition,
+                          "the rendezvous of job '" + options_.job_id +
+                              "' already timed out; restart the coordinator");
   if (!members_.empty())
-    return Outcome::error(Code::kResourceExhausted,
-                          str("job '", options_.job_id, "' is full: all ", n, " ranks joined already; this worker (",
-                              who(r), ") is one too many: check --world-size / --nproc and RANK"));
+    return Outcome::error(
+        Code::kResourceExhausted,
+        str("job '", options_.job_id, "' is full: all ", n, " ranks joined already; this worker (",
+            who(r), ") is one too many: check --world-size / --nproc and RANK"));
   if (r.requested_rank >= n)
-    return Outcome::error(Code::kInvalidArgument,
-                          str("requested rank ", r.requested_rank, " (from RANK / SLURM_PROCID) is outside 0..", n - 1,
-                              " (world size ", n, ")"));
+    return Outcome::error(Code::kInvalidArgument, str("requested rank ", r.requested_rank,
+                                                      " (from RANK / SLURM_PROCID) is outside 0..",
+                                                      n - 1, " (world size ", n, ")"));
   if (r.requested_rank >= 0) {
     for (const auto& [id, p] : pending_)
       if (p.request.requested_rank == r.requested_rank)
-        return Outcome::error(Code::kAlreadyExists,
-                              str("rank ", r.requested_rank, " is already taken by ", who(p.request), "; this worker (",
-                                  who(r), ") asked for it too: give each worker its own RANK"));
+        return Outcome::error(
+            Code::kAlreadyExists,
+            str("rank ", r.requested_rank, " is already taken by ", who(p.request),
+                "; this worker (", who(r), ") asked for it too: give each worker its own RANK"));
   }
   return std::nullopt;
 }
@@ -88,7 +98,6 @@ Ticket Rendezvous::join(JoinRequest request, TimePoint deadline, TimePoint now, 
       done(JoinResult{*refused, {}, {}});
       return ticket;
     }
-    if (pending_.empty()) window_end_ = now + options_.timeout;
     pending_.emplace(ticket.id, Pending{std::move(request), deadline, std::move(done)});
     if (static_cast<int>(pending_.size()) < options_.world_size) return ticket;
 
@@ -96,7 +105,8 @@ Ticket Rendezvous::join(JoinRequest request, TimePoint deadline, TimePoint now, 
     const int n = options_.world_size;
     std::vector<bool> taken(static_cast<std::size_t>(n), false);
     for (const auto& [id, p] : pending_)
-      if (p.request.requested_rank >= 0) taken[static_cast<std::size_t>(p.request.requested_rank)] = true;
+      if (p.request.requested_rank >= 0)
+        taken[static_cast<std::size_t>(p.request.requested_rank)] = true;
     members_.resize(static_cast<std::size_t>(n));
     int next_free = 0;
     for (auto& [id, p] : pending_) {
@@ -106,12 +116,12 @@ Ticket Rendezvous::join(JoinRequest request, TimePoint deadline, TimePoint now, 
         rank = next_free++;
       }
       members_[static_cast<std::size_t>(rank)] =
-          Member{rank, p.request.host, p.request.data_addr, p.request.device, p.request.pid, new_session_id()};
+          Member{rank,          p.request.host,  p.request.data_addr, p.request.device,
+                 p.request.pid, new_session_id()};
       p.request.requested_rank = rank;  // remember the assignment for the callbacks below
       ready.push_back(std::move(p));
     }
     pending_.clear();
-    window_end_.reset();
     members = members_;
   }
   if (on_complete_) on_complete_(members, now);
@@ -130,7 +140,6 @@ void Rendezvous::cancel(uint64_t id) {
     if (it == pending_.end()) return;
     done = std::move(it->second.done);
     pending_.erase(it);
-    if (pending_.empty()) window_end_.reset();
   }
   done(JoinResult{Outcome::error(Code::kCancelled, "the worker cancelled its join"), {}, {}});
 }
@@ -140,15 +149,16 @@ std::optional<std::string> Rendezvous::expire(TimePoint now) {
   std::optional<std::string> window_closed;
   {
     std::lock_guard lock(mu_);
-    if (pending_.empty()) return std::nullopt;
-    if (window_end_ && now >= *window_end_) {
+    if (!members_.empty() || timed_out_ || aborted_) return std::nullopt;
+    if (now >= window_end_) {
       const std::string msg =
-          str("rendezvous of job '", options_.job_id, "' timed out after ", format_duration(options_.timeout), ": ",
-              pending_summary(), "; start the missing ", options_.world_size - static_cast<int>(pending_.size()),
+          str("rendezvous of job '", options_.job_id, "' timed out after ",
+              format_duration(options_.timeout), ": ", pending_summary(), "; start the missing ",
+              options_.world_size - static_cast<int>(pending_.size()),
               " or check --world-size (--rendezvous-timeout-s sets the wait)");
-      for (auto& [id, p] : pending_) fire.emplace_back(std::move(p.done), Outcome::error(Code::kDeadlineExceeded, msg));
+      for (auto& [id, p] : pending_)
+        fire.emplace_back(std::move(p.done), Outcome::error(Code::kDeadlineExceeded, msg));
       pending_.clear();
-      window_end_.reset();
       timed_out_ = true;
       window_closed = msg;
     } else {
@@ -160,9 +170,9 @@ std::optional<std::string> Rendezvous::expire(TimePoint now) {
         fire.emplace_back(std::move(it->second.done), Outcome{});
         it = pending_.erase(it);
       }
-      const std::string msg = str("gave up waiting for the rendezvous (the worker's deadline): ", pending_summary());
+      const std::string msg =
+          str("gave up waiting for the rendezvous (the worker's deadline): ", pending_summary());
       for (auto& f : fire) f.second = Outcome::error(Code::kDeadlineExceeded, msg);
-      if (pending_.empty()) window_end_.reset();
     }
   }
   for (auto& [done, outcome] : fire) done(JoinResult{outcome, {}, {}});
@@ -176,7 +186,6 @@ void Rendezvous::abort(const std::string& why) {
     aborted_ = why;
     for (auto& [id, p] : pending_) fire.push_back(std::move(p.done));
     pending_.clear();
-    window_end_.reset();
   }
   for (auto& done : fire) done(JoinResult{Outcome::error(Code::kAborted, why), {}, {}});
 }
@@ -184,6 +193,11 @@ void Rendezvous::abort(const std::string& why) {
 bool Rendezvous::complete() const {
   std::lock_guard lock(mu_);
   return !members_.empty();
+}
+
+int Rendezvous::joined() const {
+  std::lock_guard lock(mu_);
+  return members_.empty() ? static_cast<int>(pending_.size()) : options_.world_size;
 }
 
 bool Rendezvous::timed_out() const {

@@ -7,10 +7,10 @@
 // another protocol version, another job id, a job that is already full, a
 // requested rank outside 0..N-1, a rank another worker already asked for.
 //
-// The rendezvous window opens with the first pending join and lasts
-// `timeout`; when it closes before N joined, every pending join fails with
-// "k of N joined" and timed_out() becomes true. A join whose own deadline
-// passes first (or that is cancelled) leaves and frees its place.
+// The rendezvous window opens when the Rendezvous is made (the coordinator
+// starts) and lasts `timeout`; when it closes before N joined, every pending
+// join fails with "k of N joined" and timed_out() becomes true. A join whose
+// own deadline passes first (or that is cancelled) leaves and frees its place.
 // Waits follow Note [Waits complete exactly once] (outcome.h). Thread-safe.
 #pragma once
 
@@ -62,7 +62,8 @@ class Rendezvous {
   // joiner's callback.
   using CompleteHook = std::function<void(const std::vector<Member>&, TimePoint now)>;
 
-  Rendezvous(Options options, CompleteHook on_complete = {});
+  // The window opens at `opened`.
+  Rendezvous(Options options, TimePoint opened, CompleteHook on_complete = {});
 
   Ticket join(JoinRequest request, TimePoint deadline, TimePoint now, JoinCallback done);
   void cancel(uint64_t id);
@@ -74,6 +75,8 @@ class Rendezvous {
 
   bool complete() const;
   bool timed_out() const;
+  // Workers waiting in the rendezvous (world_size once complete).
+  int joined() const;
   int world_size() const { return options_.world_size; }
   // The member holding `session`, if any.
   std::optional<Member> member(const std::string& session) const;
@@ -93,7 +96,7 @@ class Rendezvous {
   const CompleteHook on_complete_;
   mutable std::mutex mu_;
   std::map<uint64_t, Pending> pending_;  // ticket id -> join, in join order
-  std::optional<TimePoint> window_end_;
+  const TimePoint window_end_;
   std::vector<Member> members_;  // rank order, once complete
   bool timed_out_ = false;
   std::optional<std::string> aborted_;

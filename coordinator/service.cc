@@ -11,14 +11,16 @@ namespace mddp::coordinator {
 namespace {
 
 int64_t unix_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
 
 // The earliest of: now + the requested wait (kDefaultWait when <= 0, at most
 // kMaxWait) and the client's gRPC deadline.
 TimePoint deadline_of(const grpc::CallbackServerContext* ctx, int64_t timeout_ms, TimePoint now) {
-  std::chrono::milliseconds wait = timeout_ms > 0 ? std::chrono::milliseconds(timeout_ms) : kDefaultWait;
+  std::chrono::milliseconds wait =
+      timeout_ms > 0 ? std::chrono::milliseconds(timeout_ms) : kDefaultWait;
   wait = std::min(wait, kMaxWait);
   TimePoint deadline = now + wait;
   const auto client = ctx->deadline();  // system clock; far future when the client set none
@@ -81,7 +83,8 @@ grpc::ServerUnaryReactor* finish_now(grpc::CallbackServerContext* ctx, const grp
 // Reads the metrics batches of one stream into Job, then acknowledges the count.
 class MetricsReader final : public grpc::ServerReadReactor<v1::MetricsBatch> {
  public:
-  MetricsReader(Job& job, v1::MetricsAck* ack, std::string peer) : job_(job), ack_(ack), peer_(std::move(peer)) {
+  MetricsReader(Job& job, v1::MetricsAck* ack, std::string peer)
+      : job_(job), ack_(ack), peer_(std::move(peer)) {
     StartRead(&batch_);
   }
 
@@ -94,7 +97,8 @@ class MetricsReader final : public grpc::ServerReadReactor<v1::MetricsBatch> {
     }
     if (session_.empty()) session_ = batch_.session();
     if (batch_.session() != session_) {
-      Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "a metrics stream carries one session"));
+      Finish(
+          grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "a metrics stream carries one session"));
       return;
     }
     std::vector<MetricsRecord> records;
@@ -135,26 +139,44 @@ grpc::Status to_status(const Outcome& o) {
   using grpc::StatusCode;
   StatusCode code = StatusCode::UNKNOWN;
   switch (o.code) {
-    case Code::kOk: return grpc::Status::OK;
-    case Code::kInvalidArgument: code = StatusCode::INVALID_ARGUMENT; break;
-    case Code::kUnauthenticated: code = StatusCode::UNAUTHENTICATED; break;
-    case Code::kFailedPrecondition: code = StatusCode::FAILED_PRECONDITION; break;
-    case Code::kAlreadyExists: code = StatusCode::ALREADY_EXISTS; break;
-    case Code::kResourceExhausted: code = StatusCode::RESOURCE_EXHAUSTED; break;
-    case Code::kDeadlineExceeded: code = StatusCode::DEADLINE_EXCEEDED; break;
-    case Code::kAborted: code = StatusCode::ABORTED; break;
-    case Code::kCancelled: code = StatusCode::CANCELLED; break;
+    case Code::kOk:
+      return grpc::Status::OK;
+    case Code::kInvalidArgument:
+      code = StatusCode::INVALID_ARGUMENT;
+      break;
+    case Code::kUnauthenticated:
+      code = StatusCode::UNAUTHENTICATED;
+      break;
+    case Code::kFailedPrecondition:
+      code = StatusCode::FAILED_PRECONDITION;
+      break;
+    case Code::kAlreadyExists:
+      code = StatusCode::ALREADY_EXISTS;
+      break;
+    case Code::kResourceExhausted:
+      code = StatusCode::RESOURCE_EXHAUSTED;
+      break;
+    case Code::kDeadlineExceeded:
+      code = StatusCode::DEADLINE_EXCEEDED;
+      break;
+    case Code::kAborted:
+      code = StatusCode::ABORTED;
+      break;
+    case Code::kCancelled:
+      code = StatusCode::CANCELLED;
+      break;
   }
   return grpc::Status(code, o.message);
 }
 
-grpc::ServerUnaryReactor* Service::Join(grpc::CallbackServerContext* ctx, const v1::JoinRequest* req,
-                                        v1::JoinReply* reply) {
+grpc::ServerUnaryReactor* Service::Join(grpc::CallbackServerContext* ctx,
+                                        const v1::JoinRequest* req, v1::JoinReply* reply) {
   auto* call = new WaitingCall(job_);
   const auto state = call->state();
   const TimePoint now = Clock::now();
   // The rendezvous window bounds the wait; the client's deadline may cut it shorter.
-  const TimePoint deadline = deadline_of(ctx, (job_.options().rendezvous_timeout + kDefaultWait).count(), now);
+  const TimePoint deadline =
+      deadline_of(ctx, (job_.options().rendezvous_timeout + kDefaultWait).count(), now);
   const Ticket t = job_.join(from_proto(*req), deadline, now, [this, call, reply](JoinResult r) {
     if (r.outcome.ok()) {
       const JobOptions& o = job_.options();
@@ -173,18 +195,20 @@ grpc::ServerUnaryReactor* Service::Join(grpc::CallbackServerContext* ctx, const 
   return call;
 }
 
-grpc::ServerUnaryReactor* Service::Validate(grpc::CallbackServerContext* ctx, const v1::ValidateRequest* req,
-                                            v1::ValidateReply*) {
+grpc::ServerUnaryReactor* Service::Validate(grpc::CallbackServerContext* ctx,
+                                            const v1::ValidateRequest* req, v1::ValidateReply*) {
   auto* call = new WaitingCall(job_);
   const auto state = call->state();
   const TimePoint now = Clock::now();
-  const Ticket t = job_.validate(req->session(), from_proto(req->fingerprint()), deadline_of(ctx, req->timeout_ms(), now),
-                                 now, [call](Outcome o) { call->Finish(to_status(o)); });
+  const Ticket t = job_.validate(req->session(), from_proto(req->fingerprint()),
+                                 deadline_of(ctx, req->timeout_ms(), now), now,
+                                 [call](Outcome o) { call->Finish(to_status(o)); });
   track(job_, state, t);
   return call;
 }
 
-grpc::ServerUnaryReactor* Service::Set(grpc::CallbackServerContext* ctx, const v1::SetRequest* req, v1::SetReply*) {
+grpc::ServerUnaryReactor* Service::Set(grpc::CallbackServerContext* ctx, const v1::SetRequest* req,
+                                       v1::SetReply*) {
   return finish_now(ctx, to_status(job_.set(req->session(), req->key(), req->value())));
 }
 
@@ -193,8 +217,8 @@ grpc::ServerUnaryReactor* Service::Get(grpc::CallbackServerContext* ctx, const v
   auto* call = new WaitingCall(job_);
   const auto state = call->state();
   const TimePoint now = Clock::now();
-  const Ticket t = job_.get(req->session(), req->key(), deadline_of(ctx, req->timeout_ms(), now), now,
-                            [call, reply](Outcome o, std::string value) {
+  const Ticket t = job_.get(req->session(), req->key(), deadline_of(ctx, req->timeout_ms(), now),
+                            now, [call, reply](Outcome o, std::string value) {
                               if (o.ok()) reply->set_value(std::move(value));
                               call->Finish(to_status(o));
                             });
@@ -202,21 +226,23 @@ grpc::ServerUnaryReactor* Service::Get(grpc::CallbackServerContext* ctx, const v
   return call;
 }
 
-grpc::ServerUnaryReactor* Service::Barrier(grpc::CallbackServerContext* ctx, const v1::BarrierRequest* req,
-                                           v1::BarrierReply* reply) {
+grpc::ServerUnaryReactor* Service::Barrier(grpc::CallbackServerContext* ctx,
+                                           const v1::BarrierRequest* req, v1::BarrierReply* reply) {
   auto* call = new WaitingCall(job_);
   const auto state = call->state();
   const TimePoint now = Clock::now();
-  const Ticket t = job_.barrier(req->session(), req->name(), deadline_of(ctx, req->timeout_ms(), now), now,
-                                [call, reply](Outcome o, int64_t generation) {
-                                  reply->set_generation(generation);
-                                  call->Finish(to_status(o));
-                                });
+  const Ticket t =
+      job_.barrier(req->session(), req->name(), deadline_of(ctx, req->timeout_ms(), now), now,
+                   [call, reply](Outcome o, int64_t generation) {
+                     reply->set_generation(generation);
+                     call->Finish(to_status(o));
+                   });
   track(job_, state, t);
   return call;
 }
 
-grpc::ServerUnaryReactor* Service::Heartbeat(grpc::CallbackServerContext* ctx, const v1::HeartbeatRequest* req,
+grpc::ServerUnaryReactor* Service::Heartbeat(grpc::CallbackServerContext* ctx,
+                                             const v1::HeartbeatRequest* req,
                                              v1::HeartbeatReply* reply) {
   reply->set_coordinator_receive_unix_ns(unix_ns());
   reply->set_client_send_unix_ns(req->client_send_unix_ns());
@@ -233,8 +259,8 @@ grpc::ServerReadReactor<v1::MetricsBatch>* Service::StreamMetrics(grpc::Callback
   return new MetricsReader(job_, ack, ctx->peer());
 }
 
-grpc::ServerUnaryReactor* Service::Leave(grpc::CallbackServerContext* ctx, const v1::LeaveRequest* req,
-                                         v1::LeaveReply* reply) {
+grpc::ServerUnaryReactor* Service::Leave(grpc::CallbackServerContext* ctx,
+                                         const v1::LeaveRequest* req, v1::LeaveReply* reply) {
   const Job::Reply r = job_.leave(req->session(), req->ok(), req->message(), Clock::now());
   if (!r.outcome.ok()) return finish_now(ctx, to_status(r.outcome));
   reply->set_state(to_proto(r.status.state));

@@ -27,7 +27,8 @@ class Service final : public v1::Coordinator::CallbackService {
 
   grpc::ServerUnaryReactor* Join(grpc::CallbackServerContext* ctx, const v1::JoinRequest* req,
                                  v1::JoinReply* reply) override;
-  grpc::ServerUnaryReactor* Validate(grpc::CallbackServerContext* ctx, const v1::ValidateRequest* req,
+  grpc::ServerUnaryReactor* Validate(grpc::CallbackServerContext* ctx,
+                                     const v1::ValidateRequest* req,
                                      v1::ValidateReply* reply) override;
   grpc::ServerUnaryReactor* Set(grpc::CallbackServerContext* ctx, const v1::SetRequest* req,
                                 v1::SetReply* reply) override;
@@ -35,7 +36,8 @@ class Service final : public v1::Coordinator::CallbackService {
                                 v1::GetReply* reply) override;
   grpc::ServerUnaryReactor* Barrier(grpc::CallbackServerContext* ctx, const v1::BarrierRequest* req,
                                     v1::BarrierReply* reply) override;
-  grpc::ServerUnaryReactor* Heartbeat(grpc::CallbackServerContext* ctx, const v1::HeartbeatRequest* req,
+  grpc::ServerUnaryReactor* Heartbeat(grpc::CallbackServerContext* ctx,
+                                      const v1::HeartbeatRequest* req,
                                       v1::HeartbeatReply* reply) override;
   grpc::ServerReadReactor<v1::MetricsBatch>* StreamMetrics(grpc::CallbackServerContext* ctx,
                                                            v1::MetricsAck* ack) override;

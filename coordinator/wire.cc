@@ -23,13 +23,17 @@ void to_proto(const Member& m, v1::Member* out) {
   out->set_pid(m.pid);
 }
 
-Member from_proto(const v1::Member& m) { return Member{m.rank(), m.host(), m.data_addr(), m.device(), m.pid(), {}}; }
+Member from_proto(const v1::Member& m) {
+  return Member{m.rank(), m.host(), m.data_addr(), m.device(), m.pid(), {}};
+}
 
 Fingerprint from_proto(const v1::Fingerprint& m) {
   Fingerprint f;
   f.model = m.model();
-  for (const auto& p : m.parameters()) f.parameters.push_back({p.name(), {p.shape().begin(), p.shape().end()}});
-  for (const auto& b : m.buckets()) f.buckets.emplace_back(b.parameters().begin(), b.parameters().end());
+  for (const auto& p : m.parameters())
+    f.parameters.push_back({p.name(), {p.shape().begin(), p.shape().end()}});
+  for (const auto& b : m.buckets())
+    f.buckets.emplace_back(b.parameters().begin(), b.parameters().end());
   f.dtype = m.dtype();
   f.version = m.version();
   return f;
@@ -72,20 +76,28 @@ void to_proto(const Progress& p, v1::Progress* out) {
 
 v1::JobState to_proto(State s) {
   switch (s) {
-    case State::kForming: return v1::JOB_STATE_FORMING;
-    case State::kRunning: return v1::JOB_STATE_RUNNING;
-    case State::kSucceeded: return v1::JOB_STATE_SUCCEEDED;
-    case State::kFailed: return v1::JOB_STATE_FAILED;
+    case State::kForming:
+      return v1::JOB_STATE_FORMING;
+    case State::kRunning:
+      return v1::JOB_STATE_RUNNING;
+    case State::kSucceeded:
+      return v1::JOB_STATE_SUCCEEDED;
+    case State::kFailed:
+      return v1::JOB_STATE_FAILED;
   }
   return v1::JOB_STATE_UNSPECIFIED;
 }
 
 State from_proto(v1::JobState s) {
   switch (s) {
-    case v1::JOB_STATE_RUNNING: return State::kRunning;
-    case v1::JOB_STATE_SUCCEEDED: return State::kSucceeded;
-    case v1::JOB_STATE_FAILED: return State::kFailed;
-    default: return State::kForming;
+    case v1::JOB_STATE_RUNNING:
+      return State::kRunning;
+    case v1::JOB_STATE_SUCCEEDED:
+      return State::kSucceeded;
+    case v1::JOB_STATE_FAILED:
+      return State::kFailed;
+    default:
+      return State::kForming;
   }
 }
 
@@ -103,8 +115,8 @@ MetricsRecord from_proto(const v1::StepMetrics& m) {
   s.step_ms = m.step_ms();
   s.comm_bytes = static_cast<std::size_t>(m.comm_bytes());
   for (const auto& b : m.buckets())
-    s.buckets.push_back(ddp::CommSpan{b.index(), static_cast<std::size_t>(b.bytes()), b.ready_ns(), b.launch_ns(),
-                                      b.start_ns(), b.end_ns()});
+    s.buckets.push_back(ddp::CommSpan{b.index(), static_cast<std::size_t>(b.bytes()), b.ready_ns(),
+                                      b.launch_ns(), b.start_ns(), b.end_ns()});
   r.time_unix_ns = m.time_unix_ns();
   return r;
 }

@@ -49,6 +49,7 @@ TrainSummary run_training(Trainer& trainer, const LoopHooks& hooks) {
             << "\n" << std::flush;
     }
     if (epoch_end && cfg.eval) {
+      if (hooks.step.on_phase) hooks.step.on_phase(r.step, "eval");
       s.eval = trainer.evaluate();
       if (hooks.print) {
         std::string line = str("epoch ", r.epoch + 1, ": test loss ", s.eval.loss);
@@ -64,8 +65,10 @@ TrainSummary run_training(Trainer& trainer, const LoopHooks& hooks) {
   s.seconds = (now_ns() - t_start) * 1e-9;
   s.samples_per_s = total * cfg.batch * cfg.accumulate / std::max(1e-9, s.seconds);
   s.final_loss = loss;
-  if (!cfg.run_dir.empty() && hooks.print)
+  if (!cfg.run_dir.empty() && hooks.print) {
+    if (hooks.step.on_phase) hooks.step.on_phase(total, "checkpoint");
     trainer.save_checkpoint((std::filesystem::path(cfg.run_dir) / "checkpoint.safetensors").string());
+  }
   return s;
 }
 

@@ -67,20 +67,27 @@ StepResult Trainer::step(const StepHooks& hooks) {
   // This rank's slice of the step's global batch: `accumulate` micro-batches
   // of local_batch() samples each (Note [Global batch] in core/data/sampler.h).
   const auto indices = sampler_->indices(r.epoch, steps_done_ % steps_per_epoch());
+  const auto phase = [&](const char* name) {
+    if (hooks.on_phase) hooks.on_phase(r.step, name);
+  };
   const int64_t t_begin = now_ns();
   model_->zero_grad();
   double loss_sum = 0;
   for (int64_t m = 0; m < k_micro; ++m) {
+    phase("data");
     const int64_t t0 = now_ns();
     train_set_->get_batch(indices.subspan(m * local_batch(), local_batch()), x_, y_);
     const int64_t t1 = now_ns();
+    phase("forward");
     const tensor::Tensor& out = model_->forward(x_);
     loss_sum += loss_->forward(out, y_);
     const int64_t t2 = now_ns();
     const bool last = m + 1 == k_micro;
+    phase("backward");
     if (hooks.before_backward) hooks.before_backward(last);
     model_->backward(loss_->backward(), /*need_dx=*/false);
     const int64_t t3 = now_ns();
+    if (last) phase("sync");
     if (last && hooks.after_backward) hooks.after_backward();
     const int64_t t4 = now_ns();
     r.times.data += ns_to_ms(t1 - t0);
@@ -88,6 +95,7 @@ StepResult Trainer::step(const StepHooks& hooks) {
     r.times.backward += ns_to_ms(t3 - t2);
     r.times.sync += ns_to_ms(t4 - t3);
   }
+  phase("optimizer");
   const int64_t t5 = now_ns();
   if (k_micro > 1)  // the sum of K micro-batch means -> the mean over all K*b samples
     for (nn::Parameter* p : model_->parameters()) tensor::scale(p->grad, 1.0f / static_cast<float>(k_micro));

@@ -29,6 +29,11 @@ struct StepHooks {
   std::function<void(bool last_micro_batch)> before_backward;  // no_sync on all but the last
   std::function<void()> after_backward;                        // wait for averaged gradients
   std::function<void(int64_t step)> after_optimizer;           // local SGD
+  // Where the step is, for progress reports (the worker's heartbeats): called
+  // as each phase begins with "data", "forward", "backward", "sync",
+  // "optimizer" (run_training adds "eval" and "checkpoint"). Must be cheap;
+  // may throw to stop training (e.g. the job was aborted).
+  std::function<void(int64_t step, const char* phase)> on_phase;
 };
 
 struct StepResult {

@@ -19,9 +19,11 @@ constexpr std::chrono::seconds kCallDeadline{20};
 class TestClient {
  public:
   explicit TestClient(const std::string& address)
-      : stub_(v1::Coordinator::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()))) {}
+      : stub_(v1::Coordinator::NewStub(
+            grpc::CreateChannel(address, grpc::InsecureChannelCredentials()))) {}
 
-  static v1::JoinRequest join_request(const std::string& host, const std::string& token = "tok", int rank = -1) {
+  static v1::JoinRequest join_request(const std::string& host, const std::string& token = "tok",
+                                      int rank = -1) {
     v1::JoinRequest r;
     r.set_job_id("job");
     r.set_token(token);
@@ -92,7 +94,8 @@ class TestClient {
     if (generation) *generation = reply.generation();
     return s;
   }
-  grpc::Status heartbeat(v1::HeartbeatReply* reply, int64_t step = 0, const std::string& phase = "forward") {
+  grpc::Status heartbeat(v1::HeartbeatReply* reply, int64_t step = 0,
+                         const std::string& phase = "forward") {
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + kCallDeadline);
     v1::HeartbeatRequest req;

@@ -41,7 +41,8 @@ TEST(Health, RollCallGroupsRanksByWhereTheyAre) {
   h.heartbeat(2, in_all_reduce(1042, 7), t0 + 100ms);
   h.heartbeat(3, in_all_reduce(1042, 7), t0 + 100ms);
   EXPECT_EQ(h.roll_call(t0 + 1s),
-            "ranks 0, 2, 3 wait in all_reduce #1042 (bucket 7); rank 1 was last seen in forward of step 1042");
+            "ranks 0, 2, 3 wait in all_reduce #1042 (bucket 7); rank 1 was last seen in forward of "
+            "step 1042");
 }
 
 TEST(Health, RollCallAfterTwoQuietPeriodsThenEveryTen) {
@@ -52,7 +53,8 @@ TEST(Health, RollCallAfterTwoQuietPeriodsThenEveryTen) {
   for (int r = 0; r < 4; ++r) h.heartbeat(r, at(5, "forward"), t0 + 2s);
   auto c = h.check(t0 + 2100ms);
   ASSERT_TRUE(c.roll_call);
-  EXPECT_EQ(*c.roll_call, "no progress for 2.1 s: ranks 0, 1, 2, 3 were last seen in forward of step 5");
+  EXPECT_EQ(*c.roll_call,
+            "no progress for 2.1 s: ranks 0, 1, 2, 3 were last seen in forward of step 5");
   EXPECT_FALSE(c.failure);
   EXPECT_FALSE(h.check(t0 + 3s).roll_call) << "not repeated every tick";
   EXPECT_TRUE(h.check(t0 + 12100ms).roll_call) << "repeated after 10 periods";
@@ -68,7 +70,8 @@ TEST(Health, RollCallShowsSilentRanksAndLeftRanks) {
   h.leave(2, true, "", t0 + 1s);
   h.leave(3, true, "", t0 + 1s);
   EXPECT_EQ(h.roll_call(t0 + 4s),
-            "rank 0 was last seen in optimizer of step 3; rank 1 was last seen in optimizer of step 3 (last heartbeat "
+            "rank 0 was last seen in optimizer of step 3; rank 1 was last seen in optimizer of "
+            "step 3 (last heartbeat "
             "3.0 s ago); ranks 2, 3 have left");
 }
 
@@ -81,8 +84,9 @@ TEST(Health, SilentRankFailsTheJobNamingRankHostAndPlace) {
   auto c = h.check(t0 + 11100ms);
   ASSERT_TRUE(c.failure);
   EXPECT_EQ(c.failure->rank, 1);
-  EXPECT_NE(c.failure->message.find("rank 1 (host b) stopped sending heartbeats: the last came 10.1 s ago (timeout "
-                                    "10.0 s), in forward of step 1042"),
+  EXPECT_NE(c.failure->message.find(
+                "rank 1 (host b) stopped sending heartbeats: the last came 10.1 s ago (timeout "
+                "10.0 s), in forward of step 1042"),
             std::string::npos)
       << c.failure->message;
   EXPECT_NE(c.failure->message.find("--heartbeat-timeout-ms"), std::string::npos);

@@ -3,7 +3,12 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <future>
 #include <optional>
+#include <thread>
+
+#include "support/ranks.h"
 
 namespace mddp::coordinator {
 namespace {
@@ -68,6 +73,7 @@ TEST(Job, RunsToSuccessWhenEveryRankLeavesOk) {
   EXPECT_EQ(job.leave(s[0], true, "", t0 + 60ms).status.state, State::kRunning);
   EXPECT_FALSE(job.finished());
   EXPECT_EQ(job.leave(s[1], true, "", t0 + 70ms).status.state, State::kSucceeded);
+  job.tick(t0 + 80ms);
   EXPECT_TRUE(job.finished());
 }
 
@@ -106,7 +112,8 @@ TEST(Job, FailureAbortsEveryWaitAndNamesTheRank) {
   job.leave(s[2], false, "aborted: rank 1 failed", t0 + 40ms);
   job.tick(t0 + 50ms);
   EXPECT_TRUE(job.finished());
-  EXPECT_EQ(job.status().failure, "rank 1 (host host1) failed: out of memory") << "the root cause, not the echoes";
+  EXPECT_EQ(job.status().failure, "rank 1 (host host1) failed: out of memory")
+      << "the root cause, not the echoes";
 }
 
 TEST(Job, SilentRankFailsTheJobAndTheOthersAreFinishedAfterTheLinger) {
@@ -121,7 +128,8 @@ TEST(Job, SilentRankFailsTheJobAndTheOthersAreFinishedAfterTheLinger) {
   const JobStatus st = job.status();
   ASSERT_EQ(st.state, State::kFailed);
   EXPECT_EQ(st.failed_rank, 1);
-  EXPECT_NE(st.failure.find("rank 1 (host host1) stopped sending heartbeats"), std::string::npos) << st.failure;
+  EXPECT_NE(st.failure.find("rank 1 (host host1) stopped sending heartbeats"), std::string::npos)
+      << st.failure;
   EXPECT_FALSE(job.finished()) << "rank 0 still gets to hear it";
   job.tick(t0 + 1200ms + 3 * 100ms + 2s);
   EXPECT_TRUE(job.finished());
@@ -142,7 +150,8 @@ TEST(Job, FingerprintDifferenceFailsTheJob) {
   EXPECT_EQ(o1->code, Code::kFailedPrecondition);
   EXPECT_EQ(job.status().state, State::kFailed);
   EXPECT_EQ(job.status().failed_rank, 1);
-  EXPECT_NE(job.status().failure.find("rank 1 (host host1) differs from rank 0: model"), std::string::npos)
+  EXPECT_NE(job.status().failure.find("rank 1 (host host1) differs from rank 0: model"),
+            std::string::npos)
       << job.status().failure;
 }
 
@@ -158,6 +167,70 @@ TEST(Job, RendezvousTimeoutFailsTheJob) {
   EXPECT_NE(job.status().failure.find("1 of 3 workers joined"), std::string::npos);
   job.tick(t0 + 5s);
   EXPECT_TRUE(job.finished()) << "nobody to wait for";
+}
+
+// Ranks as threads hammering the store, barriers, heartbeats and metrics while
+// a ticker drives deadlines: every wait completes, nothing is lost (also the
+// test to run under -DMICRODDP_SANITIZE=thread).
+TEST(Job, ConcurrentRanksAndTicker) {
+  constexpr int kRanks = 4, kRounds = 200;
+  JobOptions o = options(kRanks);
+  o.heartbeat_timeout = 60s;
+  Job job(o);
+  std::atomic<bool> stop{false};
+  std::thread ticker([&] {
+    while (!stop) {
+      job.tick(Clock::now());
+      std::this_thread::sleep_for(1ms);
+    }
+  });
+  std::vector<std::string> sessions(kRanks);
+  {
+    // join() answers the last joiner's call with everyone's results, so none blocks.
+    std::vector<std::thread> joiners;
+    for (int i = 0; i < kRanks; ++i)
+      joiners.emplace_back([&, i] {
+        job.join(worker(i), Clock::now() + 30s, Clock::now(), [&](JoinResult r) {
+          if (r.outcome.ok()) sessions[static_cast<std::size_t>(r.self.rank)] = r.self.session;
+        });
+      });
+    for (auto& t : joiners) t.join();
+    for (const auto& s : sessions) ASSERT_FALSE(s.empty());
+  }
+  mddp::test::run_threads(
+      kRanks,
+      [&](int rank) {
+        const std::string& s = sessions[static_cast<std::size_t>(rank)];
+        for (int i = 0; i < kRounds; ++i) {
+          ASSERT_TRUE(
+              job.set(s, "k/" + std::to_string(rank) + "/" + std::to_string(i), std::to_string(i))
+                  .ok());
+          std::promise<std::string> got;
+          job.get(s, "k/" + std::to_string((rank + 1) % kRanks) + "/" + std::to_string(i),
+                  Clock::now() + 20s, Clock::now(), [&](Outcome o, std::string v) {
+                    got.set_value(o.ok() ? v : "error: " + o.message);
+                  });
+          ASSERT_EQ(got.get_future().get(), std::to_string(i));
+          std::promise<Outcome> passed;
+          job.barrier(s, "round", Clock::now() + 20s, Clock::now(),
+                      [&](Outcome o, int64_t) { passed.set_value(o); });
+          const Outcome b = passed.get_future().get();
+          ASSERT_TRUE(b.ok()) << b.message;
+          Progress p;
+          p.step = i;
+          ASSERT_TRUE(job.heartbeat(s, p, Clock::now()).outcome.ok());
+          MetricsRecord rec;
+          rec.metrics.step = i;
+          ASSERT_TRUE(job.metrics(s, {rec}).outcome.ok());
+        }
+        ASSERT_TRUE(job.leave(s, true, "", Clock::now()).outcome.ok());
+      },
+      std::chrono::seconds(60));
+  stop = true;
+  ticker.join();
+  EXPECT_EQ(job.status().state, State::kSucceeded);
+  EXPECT_EQ(job.metrics_log().count(), uint64_t{kRanks} * kRounds);
+  EXPECT_EQ(job.store().size(), std::size_t{kRanks} * kRounds);
 }
 
 TEST(Job, RejectsContradictoryHeartbeatSettings) {

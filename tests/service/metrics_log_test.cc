@@ -17,7 +17,8 @@ namespace {
 namespace fs = std::filesystem;
 
 fs::path temp_dir(const std::string& name) {
-  fs::path p = fs::temp_directory_path() / ("mddp_service_" + name + "_" + std::to_string(::getpid()));
+  fs::path p =
+      fs::temp_directory_path() / ("mddp_service_" + name + "_" + std::to_string(::getpid()));
   fs::remove_all(p);
   return p;
 }
@@ -141,8 +142,10 @@ TEST(JobConfigJson, MissingKeysKeepDefaultsUnknownOrWrongTypesAreErrors) {
     }
     return std::string("no error");
   };
-  EXPECT_NE(error_of(R"({"model": {"widht": 3}})").find("unknown key 'model.widht'"), std::string::npos);
-  EXPECT_NE(error_of(R"({"batch": "64"})").find("'batch' must be an integer, got \"64\""), std::string::npos);
+  EXPECT_NE(error_of(R"({"model": {"widht": 3}})").find("unknown key 'model.widht'"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"batch": "64"})").find("'batch' must be an integer, got \"64\""),
+            std::string::npos);
   EXPECT_NE(error_of(R"({"batch": 6.5})").find("'batch' must be an integer"), std::string::npos);
   EXPECT_NE(error_of(R"({"optim": []})").find("'optim' must be an object"), std::string::npos);
   EXPECT_NE(error_of(R"({"eval": 1})").find("'eval' must be true or false"), std::string::npos);

@@ -47,7 +47,7 @@ struct Result {
 
 TEST(Rendezvous, AssignsRanksInJoinOrderWhenAllJoined) {
   int hook_calls = 0;
-  Rendezvous rv(options(3), [&](const std::vector<Member>& m, TimePoint) {
+  Rendezvous rv(options(3), t0, [&](const std::vector<Member>& m, TimePoint) {
     ++hook_calls;
     EXPECT_EQ(m.size(), 3u);
   });
@@ -75,7 +75,7 @@ TEST(Rendezvous, AssignsRanksInJoinOrderWhenAllJoined) {
 }
 
 TEST(Rendezvous, HonoursRequestedRanksAndFillsTheRest) {
-  Rendezvous rv(options(4));
+  Rendezvous rv(options(4), t0);
   Result a, b, c, d;
   rv.join(worker("a"), kFar, t0, a.cb());     // any -> 1 (0 is requested by c)
   rv.join(worker("b", 3), kFar, t0, b.cb());  // asks for 3
@@ -90,7 +90,7 @@ TEST(Rendezvous, HonoursRequestedRanksAndFillsTheRest) {
 }
 
 TEST(Rendezvous, WrongTokenIsRefusedAndTheJobGoesOn) {
-  Rendezvous rv(options(2));
+  Rendezvous rv(options(2), t0);
   Result a, bad, b;
   rv.join(worker("a"), kFar, t0, a.cb());
   JoinRequest intruder = worker("x");
@@ -99,7 +99,8 @@ TEST(Rendezvous, WrongTokenIsRefusedAndTheJobGoesOn) {
   ASSERT_TRUE(bad.r);
   EXPECT_EQ(bad.r->outcome.code, Code::kUnauthenticated);
   EXPECT_NE(bad.r->outcome.message.find("wrong token"), std::string::npos);
-  EXPECT_EQ(bad.r->outcome.message.find("'job'"), std::string::npos) << "a stranger does not learn the job id";
+  EXPECT_EQ(bad.r->outcome.message.find("'job'"), std::string::npos)
+      << "a stranger does not learn the job id";
   intruder.token = "";
   Result empty;
   rv.join(intruder, kFar, t0, empty.cb());
@@ -111,22 +112,24 @@ TEST(Rendezvous, WrongTokenIsRefusedAndTheJobGoesOn) {
 }
 
 TEST(Rendezvous, RefusesAnotherProtocolVersionOrJob) {
-  Rendezvous rv(options(2));
+  Rendezvous rv(options(2), t0);
   Result v, j;
   JoinRequest old = worker("a");
   old.protocol_version = 2;
   rv.join(old, kFar, t0, v.cb());
   EXPECT_EQ(v.r->outcome.code, Code::kFailedPrecondition);
-  EXPECT_NE(v.r->outcome.message.find("protocol v2, this coordinator v1"), std::string::npos) << v.r->outcome.message;
+  EXPECT_NE(v.r->outcome.message.find("protocol v2, this coordinator v1"), std::string::npos)
+      << v.r->outcome.message;
   JoinRequest other = worker("a");
   other.job_id = "other";
   rv.join(other, kFar, t0, j.cb());
   EXPECT_EQ(j.r->outcome.code, Code::kFailedPrecondition);
-  EXPECT_NE(j.r->outcome.message.find("job 'other' but this coordinator runs job 'job'"), std::string::npos);
+  EXPECT_NE(j.r->outcome.message.find("job 'other' but this coordinator runs job 'job'"),
+            std::string::npos);
 }
 
 TEST(Rendezvous, RefusesDuplicateAndOutOfRangeRanks) {
-  Rendezvous rv(options(3));
+  Rendezvous rv(options(3), t0);
   Result a, dup, out, neg;
   rv.join(worker("a", 1), kFar, t0, a.cb());
   rv.join(worker("b", 1), kFar, t0, dup.cb());
@@ -141,7 +144,7 @@ TEST(Rendezvous, RefusesDuplicateAndOutOfRangeRanks) {
 }
 
 TEST(Rendezvous, RefusesAWorkerBeyondN) {
-  Rendezvous rv(options(2));
+  Rendezvous rv(options(2), t0);
   Result a, b, extra;
   rv.join(worker("a"), kFar, t0, a.cb());
   rv.join(worker("b"), kFar, t0, b.cb());
@@ -153,7 +156,7 @@ TEST(Rendezvous, RefusesAWorkerBeyondN) {
 }
 
 TEST(Rendezvous, WindowTimeoutSaysHowManyJoined) {
-  Rendezvous rv(options(4));
+  Rendezvous rv(options(4), t0);
   Result a, b;
   rv.join(worker("a"), kFar, t0, a.cb());
   rv.join(worker("b"), kFar, t0 + 2s, b.cb());
@@ -163,7 +166,8 @@ TEST(Rendezvous, WindowTimeoutSaysHowManyJoined) {
   ASSERT_TRUE(closed);
   ASSERT_TRUE(a.r && b.r);
   EXPECT_EQ(a.r->outcome.code, Code::kDeadlineExceeded);
-  EXPECT_NE(a.r->outcome.message.find("2 of 4 workers joined"), std::string::npos) << a.r->outcome.message;
+  EXPECT_NE(a.r->outcome.message.find("2 of 4 workers joined"), std::string::npos)
+      << a.r->outcome.message;
   EXPECT_NE(a.r->outcome.message.find("host a pid 100, host b pid 100"), std::string::npos);
   EXPECT_TRUE(rv.timed_out());
   Result late;
@@ -171,8 +175,18 @@ TEST(Rendezvous, WindowTimeoutSaysHowManyJoined) {
   EXPECT_EQ(late.r->outcome.code, Code::kFailedPrecondition);
 }
 
+TEST(Rendezvous, WindowClosesEvenWhenNobodyJoined) {
+  Rendezvous rv(options(2), t0);
+  EXPECT_FALSE(rv.expire(t0 + 9s));
+  auto closed = rv.expire(t0 + 10s);
+  ASSERT_TRUE(closed);
+  EXPECT_NE(closed->find("0 of 2 workers joined; start the missing 2"), std::string::npos)
+      << *closed;
+  EXPECT_FALSE(rv.expire(t0 + 11s)) << "reported once";
+}
+
 TEST(Rendezvous, AJoinPastItsOwnDeadlineOrCancelledFreesItsPlace) {
-  Rendezvous rv(options(2));
+  Rendezvous rv(options(2), t0);
   Result a, b, c;
   rv.join(worker("a", 0), t0 + 1s, t0, a.cb());
   rv.expire(t0 + 1s);
@@ -193,7 +207,7 @@ TEST(Rendezvous, AJoinPastItsOwnDeadlineOrCancelledFreesItsPlace) {
 }
 
 TEST(Rendezvous, AbortAnswersEveryPendingJoin) {
-  Rendezvous rv(options(3));
+  Rendezvous rv(options(3), t0);
   Result a, later;
   rv.join(worker("a"), kFar, t0, a.cb());
   rv.abort("the job failed: x");

@@ -62,7 +62,8 @@ TEST(KvStore, GetTimesOutNamingTheKey) {
   kv.expire(t0 + 2s);
   ASSERT_TRUE(g.outcome);
   EXPECT_EQ(g.outcome->code, Code::kDeadlineExceeded);
-  EXPECT_NE(g.outcome->message.find("key 'comm/addr/3' was not set within 2.0 s"), std::string::npos)
+  EXPECT_NE(g.outcome->message.find("key 'comm/addr/3' was not set within 2.0 s"),
+            std::string::npos)
       << g.outcome->message;
 }
 
@@ -144,7 +145,8 @@ TEST(Barrier, TimeoutNamesTheRanksThatDidNotArrive) {
   ASSERT_TRUE(r0.outcome && r2.outcome) << "the whole generation fails at the first deadline";
   EXPECT_EQ(r0.outcome->code, Code::kDeadlineExceeded);
   EXPECT_EQ(r0.outcome->message,
-            "barrier 'start' (generation 0) timed out after 30.0 s: ranks 1, 3 did not arrive (0, 2 did)");
+            "barrier 'start' (generation 0) timed out after 30.0 s: ranks 1, 3 did not arrive (0, "
+            "2 did)");
   EXPECT_EQ(r2.outcome->message, r0.outcome->message);
   // The generation starts over empty.
   BarrierResult again;
@@ -183,7 +185,8 @@ TEST(Barrier, CancelRemovesTheArrivalAndAbortAnswersAll) {
 Fingerprint mlp() {
   Fingerprint f;
   f.model = "Sequential(Linear(784 -> 256), ReLU, Linear(256 -> 10))";
-  f.parameters = {{"0.weight", {256, 784}}, {"0.bias", {256}}, {"2.weight", {10, 256}}, {"2.bias", {10}}};
+  f.parameters = {
+      {"0.weight", {256, 784}}, {"0.bias", {256}}, {"2.weight", {10, 256}}, {"2.bias", {10}}};
   f.buckets = {{3, 2}, {1, 0}};
   f.dtype = "fp32";
   f.version = "0.1.0";
@@ -198,9 +201,14 @@ TEST(Fingerprint, DiffIsEmptyForEqualAndShowsEachDifference) {
   f.parameters[1].shape = {128};
   f.parameters[2].shape = {10, 128};
   const std::string d = fingerprint_diff(f, mlp());
-  EXPECT_NE(d.find("parameter 0 '0.weight': shape [128, 784] here vs [256, 784] on rank 0"), std::string::npos) << d;
-  EXPECT_NE(d.find("parameter 1 '0.bias': shape [128] here vs [256] on rank 0"), std::string::npos) << d;
-  EXPECT_NE(d.find("model 'Sequential(Linear(784 -> 128), ReLU, Linear(128 ...' here"), std::string::npos) << d;
+  EXPECT_NE(d.find("parameter 0 '0.weight': shape [128, 784] here vs [256, 784] on rank 0"),
+            std::string::npos)
+      << d;
+  EXPECT_NE(d.find("parameter 1 '0.bias': shape [128] here vs [256] on rank 0"), std::string::npos)
+      << d;
+  EXPECT_NE(d.find("model 'Sequential(Linear(784 -> 128), ReLU, Linear(128 ...' here"),
+            std::string::npos)
+      << d;
   EXPECT_NE(d.find("vs 'Sequential(Linear(784 -> 256)"), std::string::npos) << d;
 
   Fingerprint g = mlp();
@@ -216,15 +224,18 @@ TEST(Fingerprint, DiffIsEmptyForEqualAndShowsEachDifference) {
   h.parameters.pop_back();
   h.parameters[0].name = "0.w";
   EXPECT_NE(fingerprint_diff(h, mlp()).find("3 parameters here vs 4"), std::string::npos);
-  EXPECT_NE(fingerprint_diff(h, mlp()).find("parameter 0 is '0.w' here vs '0.weight'"), std::string::npos);
+  EXPECT_NE(fingerprint_diff(h, mlp()).find("parameter 0 is '0.w' here vs '0.weight'"),
+            std::string::npos);
   Fingerprint long_model = mlp();
   long_model.model = std::string(100, 'x') + "A" + std::string(100, 'y');
   Fingerprint long_rank0 = mlp();
   long_rank0.model = std::string(100, 'x') + "B" + std::string(100, 'y');
   EXPECT_EQ(fingerprint_diff(long_model, long_rank0),
-            "model '..." + std::string(24, 'x') + "A" + std::string(23, 'y') + "...' here vs '..." + std::string(24, 'x') +
-                "B" + std::string(23, 'y') + "...' on rank 0 (first difference at character 100)");
-  EXPECT_NE(fingerprint_diff(f, mlp(), 1).find("(and 3 more)"), std::string::npos) << fingerprint_diff(f, mlp(), 1);
+            "model '..." + std::string(24, 'x') + "A" + std::string(23, 'y') + "...' here vs '..." +
+                std::string(24, 'x') + "B" + std::string(23, 'y') +
+                "...' on rank 0 (first difference at character 100)");
+  EXPECT_NE(fingerprint_diff(f, mlp(), 1).find("(and 3 more)"), std::string::npos)
+      << fingerprint_diff(f, mlp(), 1);
 }
 
 struct CheckResult {
@@ -250,8 +261,9 @@ TEST(FingerprintCheck, OthersWaitForRankZeroThenCompare) {
   EXPECT_TRUE(r0.outcome->ok());
   EXPECT_TRUE(r1.outcome->ok());
   EXPECT_EQ(r2.outcome->code, Code::kFailedPrecondition);
-  EXPECT_NE(r2.outcome->message.find("rank 2 (host c) differs from rank 0: parameter 3 '2.bias': shape [11] here vs "
-                                     "[10] on rank 0"),
+  EXPECT_NE(r2.outcome->message.find(
+                "rank 2 (host c) differs from rank 0: parameter 3 '2.bias': shape [11] here vs "
+                "[10] on rank 0"),
             std::string::npos)
       << r2.outcome->message;
   CheckResult late;
@@ -266,7 +278,8 @@ TEST(FingerprintCheck, TimesOutWhenRankZeroNeverValidates) {
   check.expire(t0 + 5s);
   ASSERT_TRUE(r1.outcome);
   EXPECT_EQ(r1.outcome->code, Code::kDeadlineExceeded);
-  EXPECT_NE(r1.outcome->message.find("rank 1 (host b) waited 5.0 s for rank 0's fingerprint"), std::string::npos)
+  EXPECT_NE(r1.outcome->message.find("rank 1 (host b) waited 5.0 s for rank 0's fingerprint"),
+            std::string::npos)
       << r1.outcome->message;
 }
 

@@ -1,0 +1,336 @@
+// `microddp run --nproc N ...`: a whole job on this machine, like torchrun's
+// standalone mode. Starts a coordinator and N workers as child processes of
+// this binary (fork + exec of /proc/self/exe): the coordinator gets the
+// training flags given here, the workers join it. Rank 0's output is shown
+// (its progress); the coordinator's and the other ranks' go to log files in
+// the run directory (or a temporary one, kept when the job fails).
+//
+// Cleanup: children live in their own process group (a Ctrl-C reaches only
+// this process, which then stops them in order) and die with this process
+// (PR_SET_PDEATHSIG), so none is left behind. Exit status: 0 when every rank
+// finished; 1 with one line (the coordinator's verdict naming the failed
+// rank) when the job failed; 130 / 143 after SIGINT / SIGTERM.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cli/commands.h"
+#include "cli/local_ranks.h"
+#include "cli/train_flags.h"
+#include "core/common/check.h"
+
+namespace mddp::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+struct RunArgs {
+  int nproc = 0;
+  int port = 0;
+  std::string token, job_id = "local";
+  int64_t heartbeat_ms = 500, heartbeat_timeout_ms = 5000;
+  double rendezvous_timeout_s = 120;
+  train::TrainConfig train;
+};
+
+// The flags of this command that are re-emitted explicitly (with run's
+// defaults) instead of being forwarded to the coordinator as typed.
+const std::set<std::string> kOwnFlags = {"--nproc", "--port", "--token", "--heartbeat-ms", "--heartbeat-timeout-ms",
+                                         "--rendezvous-timeout-s"};
+
+// The arguments after `run` on our own command line, less kOwnFlags.
+std::vector<std::string> forwarded_args() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::vector<std::string> argv;
+  for (std::string arg; std::getline(in, arg, '\0');) argv.push_back(arg);
+  std::vector<std::string> out;
+  std::size_t i = 1;
+  while (i < argv.size() && argv[i] != "run") ++i;
+  for (++i; i < argv.size(); ++i) {
+    const std::string& a = argv[i];
+    const std::string name = a.substr(0, a.find('='));
+    if (kOwnFlags.count(name)) {
+      if (name == a) ++i;  // "--flag value": skip the value too
+      continue;
+    }
+    out.push_back(a);
+  }
+  return out;
+}
+
+std::string random_token() {
+  std::ifstream in("/dev/urandom", std::ios::binary);
+  unsigned char b[16] = {};
+  in.read(reinterpret_cast<char*>(b), sizeof b);
+  if (!in) throw Error("cannot read /dev/urandom for the job token");
+  static const char* hex = "0123456789abcdef";
+  std::string t;
+  for (unsigned char c : b) {
+    t += hex[c >> 4];
+    t += hex[c & 15];
+  }
+  return t;
+}
+
+void write_private(const std::string& path, const std::string& text) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0 || ::write(fd, text.data(), text.size()) != static_cast<ssize_t>(text.size()))
+    throw Error(str("cannot write ", path, ": ", std::strerror(errno)));
+  ::close(fd);
+}
+
+struct Child {
+  std::string name;  // "coordinator", "rank 2"
+  pid_t pid = -1;
+  std::string log;  // "" = inherits our stdout/stderr
+  bool done = false;
+  int status = 0;  // exit code, or 128 + signal
+};
+
+// fork + exec of this binary (exec resets our signal handlers); the child
+// gets its own process group and dies with us.
+pid_t spawn(const std::vector<std::string>& args, const std::vector<std::string>& extra_env, const std::string& log) {
+  std::vector<std::string> env_store;
+  for (char** e = environ; *e; ++e) env_store.emplace_back(*e);
+  for (const auto& e : extra_env) env_store.push_back(e);
+  std::vector<char*> argv, envp;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  for (const auto& e : env_store) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+  int log_fd = -1;
+  if (!log.empty()) {
+    log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (log_fd < 0) throw Error(str("cannot write ", log, ": ", std::strerror(errno)));
+  }
+  const pid_t parent = ::getpid();
+  std::fflush(stdout);
+  std::fflush(stderr);
+  const pid_t pid = ::fork();
+  if (pid < 0) throw Error(str("fork: ", std::strerror(errno)));
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(1);  // the parent died before prctl
+    if (log_fd >= 0) {
+      ::dup2(log_fd, STDOUT_FILENO);
+      ::dup2(log_fd, STDERR_FILENO);
+    }
+    ::execve("/proc/self/exe", argv.data(), envp.data());
+    const char msg[] = "microddp run: exec of /proc/self/exe failed\n";
+    [[maybe_unused]] auto n = ::write(STDERR_FILENO, msg, sizeof msg - 1);
+    ::_exit(127);
+  }
+  if (log_fd >= 0) ::close(log_fd);
+  return pid;
+}
+
+// The last "microddp: error: ..." line of a log, without the prefix.
+std::string error_line(const std::string& log) {
+  if (log.empty()) return "";
+  std::ifstream in(log);
+  std::string line, last;
+  const std::string prefix = "microddp: error: ";
+  while (std::getline(in, line))
+    if (line.rfind(prefix, 0) == 0) last = line.substr(prefix.size());
+  return last;
+}
+
+// SIGINT / SIGTERM are recorded by a handler (in whichever thread they
+// land; libraries start threads we cannot block them in) and read by poll().
+volatile std::sig_atomic_t g_signal = 0;
+void on_signal(int sig) {
+  if (g_signal == 0) g_signal = sig;
+}
+
+class Supervisor {
+ public:
+  Supervisor() {
+    struct sigaction sa = {};
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    ::sigaction(SIGINT, &sa, &old_int_);
+    ::sigaction(SIGTERM, &sa, &old_term_);
+  }
+  ~Supervisor() {
+    for (auto& c : children_)
+      if (!c.done) ::kill(c.pid, SIGKILL);
+    for (auto& c : children_)
+      if (!c.done) ::waitpid(c.pid, nullptr, 0);
+    ::sigaction(SIGINT, &old_int_, nullptr);
+    ::sigaction(SIGTERM, &old_term_, nullptr);
+  }
+
+  std::size_t add(Child c) {
+    children_.push_back(std::move(c));
+    return children_.size() - 1;
+  }
+  Child& child(std::size_t i) { return children_[i]; }
+  std::vector<Child>& children() { return children_; }
+  int interrupted() const { return signal_; }
+
+  // Sleeps up to `timeout` (a signal cuts it short); reaps children.
+  void poll(std::chrono::milliseconds timeout) {
+    const timespec ts{static_cast<time_t>(timeout.count() / 1000), static_cast<long>(timeout.count() % 1000) * 1'000'000};
+    if (g_signal == 0) ::nanosleep(&ts, nullptr);
+    if (g_signal != 0 && !signal_) signal_ = g_signal;
+    int status = 0;
+    for (pid_t pid; (pid = ::waitpid(-1, &status, WNOHANG)) > 0;)
+      for (auto& c : children_)
+        if (c.pid == pid) {
+          c.done = true;
+          c.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        }
+  }
+  bool all_done() const {
+    for (const auto& c : children_)
+      if (!c.done) return false;
+    return true;
+  }
+  void signal_all(int sig) {
+    for (auto& c : children_)
+      if (!c.done) ::kill(c.pid, sig);
+  }
+
+ private:
+  struct sigaction old_int_ = {}, old_term_ = {};
+  std::vector<Child> children_;
+  int signal_ = 0;
+};
+
+void run_job(RunArgs& a) {
+  if (a.nproc < 1) throw InputError("give the number of workers: --nproc N");
+  a.train.validate();
+  if (a.train.batch % a.nproc != 0)
+    throw InputError(str("--batch ", a.train.batch, " is not divisible by --nproc ", a.nproc));
+  const std::vector<std::string> forwarded = forwarded_args();
+
+  const std::string tmp = make_temp_dir("microddp-run");
+  const std::string logs = a.train.run_dir.empty() ? tmp : a.train.run_dir;
+  std::filesystem::create_directories(logs);
+  const std::string token_file = tmp + "/token";
+  write_private(token_file, a.token.empty() ? random_token() : a.token);
+  const std::string address_file = tmp + "/address";
+
+  Supervisor sup;
+  std::vector<std::string> coord_args = {"microddp", "coordinator"};
+  coord_args.insert(coord_args.end(), forwarded.begin(), forwarded.end());
+  for (const std::string& s :
+       {std::string("--world-size"), std::to_string(a.nproc), std::string("--port"), std::to_string(a.port),
+        std::string("--token-file"), token_file, std::string("--address-file"), address_file,
+        std::string("--heartbeat-ms"), std::to_string(a.heartbeat_ms), std::string("--heartbeat-timeout-ms"),
+        std::to_string(a.heartbeat_timeout_ms), std::string("--rendezvous-timeout-s"),
+        std::to_string(a.rendezvous_timeout_s)})
+    coord_args.push_back(s);
+  const std::string coord_log = logs + "/coordinator.log";
+  const std::size_t coord = sup.add({"coordinator", spawn(coord_args, {}, coord_log), coord_log});
+
+  // The coordinator writes its address once it listens.
+  std::string address;
+  const auto start_deadline = Clock::now() + 30s;
+  while (address.empty()) {
+    sup.poll(20ms);
+    std::ifstream in(address_file);
+    std::getline(in, address);
+    if (!address.empty()) break;
+    if (sup.child(coord).done) {
+      const std::string why = error_line(coord_log);
+      throw Error(str("the coordinator did not start", why.empty() ? "" : ": " + why, " (log: ", coord_log, ")"));
+    }
+    if (sup.interrupted()) std::exit(128 + sup.interrupted());  // ~Supervisor is skipped: children die with us
+    if (Clock::now() > start_deadline) throw Error(str("the coordinator did not start within 30 s (log: ", coord_log, ")"));
+  }
+  std::printf("microddp run: coordinator at %s, %d workers (job '%s'); logs in %s\n", address.c_str(), a.nproc,
+              a.job_id.c_str(), logs.c_str());
+  std::fflush(stdout);
+
+  for (int r = 0; r < a.nproc; ++r) {
+    std::vector<std::string> args = {"microddp", "worker", "--coordinator", address, "--token-file", token_file,
+                                     "--job-id", a.job_id};
+    const std::string log = r == 0 ? "" : str(logs, "/worker-", r, ".log");
+    sup.add({str("rank ", r),
+             spawn(args, {str("RANK=", r), str("LOCAL_RANK=", r), str("LOCAL_WORLD_SIZE=", a.nproc)}, log), log});
+  }
+
+  // Supervise: a failed child gives the others time to hear the verdict
+  // (one heartbeat timeout), then they are stopped; a signal stops all.
+  std::optional<Clock::time_point> stop_at, kill_at;
+  const auto grace = std::chrono::milliseconds(a.heartbeat_timeout_ms) + 5s;
+  while (!sup.all_done()) {
+    sup.poll(100ms);
+    const auto now = Clock::now();
+    bool failed = false;
+    for (const auto& c : sup.children()) failed = failed || (c.done && c.status != 0);
+    if (sup.interrupted() && !kill_at) {
+      sup.signal_all(SIGTERM);
+      stop_at = now;
+      kill_at = now + 5s;
+    }
+    if (failed && !stop_at) stop_at = now + grace;
+    if (stop_at && now >= *stop_at && !kill_at) {
+      sup.signal_all(SIGTERM);
+      kill_at = now + 5s;
+    }
+    if (kill_at && now >= *kill_at) sup.signal_all(SIGKILL);
+  }
+
+  if (sup.interrupted()) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "microddp run: interrupted (%s); all processes stopped\n",
+                 sup.interrupted() == SIGINT ? "SIGINT" : "SIGTERM");
+    std::exit(128 + sup.interrupted());
+  }
+  std::vector<std::string> failed;
+  for (const auto& c : sup.children())
+    if (c.status != 0) failed.push_back(str(c.name, " (", c.status > 128 ? str("signal ", c.status - 128) : str("exit ", c.status), ")"));
+  if (failed.empty()) {
+    std::printf("microddp run: all %d ranks finished%s\n", a.nproc,
+                a.train.run_dir.empty() ? "" : (", metrics in " + a.train.run_dir + "/metrics.jsonl").c_str());
+    std::filesystem::remove_all(tmp);
+    return;
+  }
+  std::string why = error_line(coord_log);
+  for (std::size_t i = 1; why.empty() && i < sup.children().size(); ++i) why = error_line(sup.child(i).log);
+  std::string who;
+  for (const auto& f : failed) who += (who.empty() ? "" : ", ") + f;
+  throw Error(str(why.empty() ? "the job failed" : why, " [failed: ", who, "; logs in ", logs, "]"));
+}
+
+}  // namespace
+
+void register_run(CLI::App& app) {
+  auto a = std::make_shared<RunArgs>();
+  auto* cmd = app.add_subcommand("run", "Run a whole job on this machine: a coordinator and N workers as child processes");
+  const char* g = "Run";
+  cmd->add_option("--nproc", a->nproc, "number of workers (ranks) to start")->required()->group(g);
+  cmd->add_option("--port", a->port, "coordinator port (0: any free port)")->group(g)->capture_default_str();
+  cmd->add_option("--token", a->token, "the job's shared secret (default: a random one)")->group(g);
+  cmd->add_option("--job-id", a->job_id, "name of the job")->group(g)->capture_default_str();
+  cmd->add_option("--heartbeat-ms", a->heartbeat_ms, "how often workers send a heartbeat")->group(g)->capture_default_str();
+  cmd->add_option("--heartbeat-timeout-ms", a->heartbeat_timeout_ms, "fail the job when a worker is silent this long")->group(g)->capture_default_str();
+  cmd->add_option("--rendezvous-timeout-s", a->rendezvous_timeout_s, "fail when not all workers joined this long after the start")->group(g)->capture_default_str();
+  add_training_flags(*cmd, a->train);
+  add_ddp_flags(*cmd, a->train);
+  cmd->callback([a] { run_job(*a); });
+}
+
+}  // namespace mddp::cli

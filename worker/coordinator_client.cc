@@ -1,0 +1,265 @@
+#include "worker/coordinator_client.h"
+
+#include <grpcpp/grpcpp.h>
+#include <unistd.h>
+
+#include "coordinator/job.h"
+#include "coordinator/wire.h"
+#include "core/comm/types.h"
+#include "mddp/config.h"
+#include "proto/microddp.grpc.pb.h"
+
+namespace mddp::worker {
+namespace {
+
+const char* code_name(grpc::StatusCode c) {
+  switch (c) {
+    case grpc::StatusCode::OK: return "OK";
+    case grpc::StatusCode::CANCELLED: return "CANCELLED";
+    case grpc::StatusCode::UNKNOWN: return "UNKNOWN";
+    case grpc::StatusCode::INVALID_ARGUMENT: return "INVALID_ARGUMENT";
+    case grpc::StatusCode::DEADLINE_EXCEEDED: return "DEADLINE_EXCEEDED";
+    case grpc::StatusCode::NOT_FOUND: return "NOT_FOUND";
+    case grpc::StatusCode::ALREADY_EXISTS: return "ALREADY_EXISTS";
+    case grpc::StatusCode::PERMISSION_DENIED: return "PERMISSION_DENIED";
+    case grpc::StatusCode::UNAUTHENTICATED: return "UNAUTHENTICATED";
+    case grpc::StatusCode::RESOURCE_EXHAUSTED: return "RESOURCE_EXHAUSTED";
+    case grpc::StatusCode::FAILED_PRECONDITION: return "FAILED_PRECONDITION";
+    case grpc::StatusCode::ABORTED: return "ABORTED";
+    case grpc::StatusCode::OUT_OF_RANGE: return "OUT_OF_RANGE";
+    case grpc::StatusCode::UNIMPLEMENTED: return "UNIMPLEMENTED";
+    case grpc::StatusCode::INTERNAL: return "INTERNAL";
+    case grpc::StatusCode::UNAVAILABLE: return "UNAVAILABLE";
+    case grpc::StatusCode::DATA_LOSS: return "DATA_LOSS";
+    default: return "UNKNOWN";
+  }
+}
+
+std::chrono::system_clock::time_point after(Millis d) { return std::chrono::system_clock::now() + d; }
+
+// Every call: a deadline, and wait for the channel to be ready within it
+// (instead of failing at once while the coordinator is starting or paused).
+void prepare(grpc::ClientContext& ctx, Millis deadline) {
+  ctx.set_deadline(after(deadline));
+  ctx.set_wait_for_ready(true);
+}
+
+}  // namespace
+
+bool CoordinatorError::unreachable() const {
+  return code_ == static_cast<int>(grpc::StatusCode::UNAVAILABLE) ||
+         code_ == static_cast<int>(grpc::StatusCode::DEADLINE_EXCEEDED);
+}
+
+struct CoordinatorClient::Impl {
+  std::shared_ptr<grpc::Channel> channel;
+  std::unique_ptr<v1::Coordinator::Stub> stub;
+};
+
+CoordinatorClient::CoordinatorClient(ClientOptions options)
+    : options_(std::move(options)), impl_(std::make_unique<Impl>()) {
+  if (options_.address.empty() || options_.address.find(':') == std::string::npos)
+    throw InputError(str("--coordinator must be HOST:PORT, got '", options_.address, "'"));
+  grpc::ChannelArguments args;
+  // Reconnect quickly after a coordinator restart or a dropped connection
+  // (gRPC's default backoff grows to two minutes).
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  args.SetMaxReceiveMessageSize(8 << 20);
+  impl_->channel = grpc::CreateCustomChannel(options_.address, grpc::InsecureChannelCredentials(), args);
+  impl_->stub = v1::Coordinator::NewStub(impl_->channel);
+}
+
+CoordinatorClient::~CoordinatorClient() = default;
+
+namespace {
+
+// The one line a failed call becomes.
+[[noreturn]] void fail(const char* call, const std::string& address, const grpc::Status& s, Millis deadline) {
+  std::string msg;
+  if (s.error_code() == grpc::StatusCode::UNAVAILABLE ||
+      (s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED && s.error_message() == "Deadline Exceeded"))
+    msg = str(call, ": no answer from the coordinator at ", address, " within ",
+              coordinator::format_duration(deadline), " (", code_name(s.error_code()), ": ", s.error_message(),
+              "). Is it running, and does --coordinator name an address this host can reach?");
+  else
+    msg = str(call, " refused by the coordinator (", code_name(s.error_code()), "): ", s.error_message());
+  throw CoordinatorError(msg, static_cast<int>(s.error_code()));
+}
+
+}  // namespace
+
+JoinInfo CoordinatorClient::join(const JoinArgs& a) {
+  v1::JoinRequest req;
+  req.set_job_id(options_.job_id);
+  req.set_token(options_.token);
+  req.set_protocol_version(coordinator::kProtocolVersion);
+  req.set_host(a.host);
+  req.set_data_addr(a.data_addr);
+  req.set_device(a.device);
+  if (a.requested_rank >= 0) req.set_requested_rank(a.requested_rank);
+  req.set_pid(::getpid());
+  req.set_version(MDDP_VERSION);
+  v1::JoinReply reply;
+  grpc::ClientContext ctx;
+  prepare(ctx, a.timeout);
+  const grpc::Status s = impl_->stub->Join(&ctx, req, &reply);
+  if (!s.ok()) fail("join", options_.address, s, a.timeout);
+  JoinInfo info;
+  info.session = reply.session();
+  info.job_id = reply.job_id();
+  info.job_config_json = reply.job_config_json();
+  info.rank = reply.rank();
+  info.world_size = reply.world_size();
+  info.heartbeat_interval = Millis(reply.heartbeat_interval_ms());
+  info.heartbeat_timeout = Millis(reply.heartbeat_timeout_ms());
+  for (const auto& m : reply.members()) info.members.push_back(coordinator::from_proto(m));
+  session_ = info.session;
+  return info;
+}
+
+void CoordinatorClient::validate(const coordinator::Fingerprint& fp, Millis timeout) {
+  v1::ValidateRequest req;
+  req.set_session(session_);
+  coordinator::to_proto(fp, req.mutable_fingerprint());
+  req.set_timeout_ms(timeout.count());
+  v1::ValidateReply reply;
+  grpc::ClientContext ctx;
+  prepare(ctx, timeout + options_.call_timeout);
+  const grpc::Status s = impl_->stub->Validate(&ctx, req, &reply);
+  if (!s.ok()) fail("validate", options_.address, s, timeout + options_.call_timeout);
+}
+
+int64_t CoordinatorClient::barrier(const std::string& name, Millis timeout) {
+  v1::BarrierRequest req;
+  req.set_session(session_);
+  req.set_name(name);
+  req.set_timeout_ms(timeout.count());
+  v1::BarrierReply reply;
+  grpc::ClientContext ctx;
+  prepare(ctx, timeout + options_.call_timeout);
+  const grpc::Status s = impl_->stub->Barrier(&ctx, req, &reply);
+  if (!s.ok()) fail(("barrier '" + name + "'").c_str(), options_.address, s, timeout + options_.call_timeout);
+  return reply.generation();
+}
+
+HeartbeatInfo CoordinatorClient::heartbeat(const coordinator::Progress& progress, Millis deadline) {
+  v1::HeartbeatRequest req;
+  req.set_session(session_);
+  coordinator::to_proto(progress, req.mutable_progress());
+  req.set_client_send_unix_ns(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                  std::chrono::system_clock::now().time_since_epoch())
+                                  .count());
+  v1::HeartbeatReply reply;
+  grpc::ClientContext ctx;
+  prepare(ctx, deadline);
+  const grpc::Status s = impl_->stub->Heartbeat(&ctx, req, &reply);
+  if (!s.ok()) fail("heartbeat", options_.address, s, deadline);
+  return {coordinator::from_proto(reply.state()), reply.failure(), reply.failed_rank()};
+}
+
+namespace {
+
+class GrpcMetricsStream final : public MetricsStream {
+ public:
+  GrpcMetricsStream(v1::Coordinator::Stub& stub, const std::string& session, const std::string& address,
+                    Millis deadline)
+      : stub_(stub), session_(session), address_(address), deadline_(deadline) {
+    prepare(ctx_, deadline);
+  }
+  bool write(const std::vector<StepRecord>& records, std::size_t from) override {
+    constexpr int kPerBatch = 256;  // records per message (each well under 1 KiB)
+    // Started here, not in the constructor: starting blocks until the channel
+    // is ready, and the owner must be able to cancel() that wait.
+    if (!writer_) writer_ = stub_.StreamMetrics(&ctx_, &ack_);
+    v1::MetricsBatch batch;
+    for (std::size_t i = from; i < records.size(); ++i) {
+      coordinator::to_proto(records[i].metrics, records[i].time_unix_ns, batch.add_steps());
+      if (batch.steps_size() == kPerBatch || i + 1 == records.size()) {
+        batch.set_session(session_);
+        if (!writer_->Write(batch)) return false;
+        batch.Clear();
+      }
+    }
+    return true;
+  }
+  int64_t finish() override {
+    if (!writer_) return 0;
+    writer_->WritesDone();
+    const grpc::Status s = writer_->Finish();
+    if (!s.ok()) fail("metrics stream", address_, s, deadline_);
+    return ack_.count();
+  }
+  void cancel() override { ctx_.TryCancel(); }
+
+ private:
+  v1::Coordinator::Stub& stub_;
+  const std::string session_, address_;
+  const Millis deadline_;
+  grpc::ClientContext ctx_;
+  v1::MetricsAck ack_;
+  std::unique_ptr<grpc::ClientWriter<v1::MetricsBatch>> writer_;
+};
+
+}  // namespace
+
+std::unique_ptr<MetricsStream> CoordinatorClient::open_metrics_stream(Millis deadline) {
+  return std::make_unique<GrpcMetricsStream>(*impl_->stub, session_, options_.address, deadline);
+}
+
+void CoordinatorClient::wait_connected(Millis timeout) {
+  if (!impl_->channel->WaitForConnected(after(timeout)))
+    throw CoordinatorError(str("cannot reach the coordinator at ", options_.address, " within ",
+                               coordinator::format_duration(timeout),
+                               ". Is it running, and does --coordinator name an address this host can reach?"),
+                           static_cast<int>(grpc::StatusCode::UNAVAILABLE));
+}
+
+HeartbeatInfo CoordinatorClient::leave(bool ok, const std::string& message, Millis timeout) {
+  v1::LeaveRequest req;
+  req.set_session(session_);
+  req.set_ok(ok);
+  req.set_message(message);
+  v1::LeaveReply reply;
+  grpc::ClientContext ctx;
+  prepare(ctx, timeout);
+  const grpc::Status s = impl_->stub->Leave(&ctx, req, &reply);
+  if (!s.ok()) fail("leave", options_.address, s, timeout);
+  return {coordinator::from_proto(reply.state()), reply.failure(), -1};
+}
+
+void CoordinatorClient::set(const std::string& key, const std::string& value) {
+  v1::SetRequest req;
+  req.set_session(session_);
+  req.set_key(key);
+  req.set_value(value);
+  v1::SetReply reply;
+  grpc::ClientContext ctx;
+  prepare(ctx, options_.call_timeout);
+  const grpc::Status s = impl_->stub->Set(&ctx, req, &reply);
+  if (!s.ok()) fail(("set '" + key + "'").c_str(), options_.address, s, options_.call_timeout);
+}
+
+std::string CoordinatorClient::get(const std::string& key, std::chrono::milliseconds timeout) {
+  v1::GetRequest req;
+  req.set_session(session_);
+  req.set_key(key);
+  req.set_timeout_ms(std::max<int64_t>(1, timeout.count()));
+  v1::GetReply reply;
+  grpc::ClientContext ctx;
+  // The coordinator answers DEADLINE_EXCEEDED itself at `timeout`; the margin
+  // lets its message (naming the key) arrive before our own deadline.
+  const Millis deadline = timeout + Millis(5000);
+  prepare(ctx, deadline);
+  const grpc::Status s = impl_->stub->Get(&ctx, req, &reply);
+  if (s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED)
+    throw comm::TimeoutError(s.error_message() == "Deadline Exceeded"
+                                 ? str("get '", key, "': no answer from the coordinator at ", options_.address,
+                                       " within ", coordinator::format_duration(deadline))
+                                 : s.error_message());
+  if (!s.ok()) fail(("get '" + key + "'").c_str(), options_.address, s, deadline);
+  return reply.value();
+}
+
+}  // namespace mddp::worker

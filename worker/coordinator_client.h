@@ -1,0 +1,128 @@
+// CoordinatorClient: the worker's side of the control plane
+// (proto/microddp.proto), one blocking method per call. Every call carries a
+// gRPC deadline and waits for the channel to become ready within it, so a
+// coordinator that starts a little later, or pauses briefly, only delays a
+// call; one that stays away makes it fail with a message naming the address.
+//
+// It is also the job's comm::Store (Set/Get through the coordinator), so
+// comm::connect_transport() publishes and reads the data-plane peer table
+// through it. Thread-safe: the training, heartbeat and metrics threads share
+// one client (and one HTTP/2 connection).
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "coordinator/fingerprint.h"
+#include "coordinator/health.h"
+#include "coordinator/job_state.h"
+#include "coordinator/rendezvous.h"
+#include "core/comm/store.h"
+#include "core/common/check.h"
+#include "core/perf/step_metrics.h"
+
+namespace mddp::worker {
+
+using Millis = std::chrono::milliseconds;
+
+// A control-plane call failed. what() is one line naming the call and the
+// coordinator; code() is the gRPC status code (grpc::StatusCode as int).
+class CoordinatorError : public Error {
+ public:
+  CoordinatorError(const std::string& what, int code) : Error(what), code_(code) {}
+  int code() const { return code_; }
+  bool unreachable() const;  // UNAVAILABLE, or DEADLINE_EXCEEDED before an answer
+
+ private:
+  int code_;
+};
+
+struct ClientOptions {
+  std::string address;  // HOST:PORT
+  std::string job_id = "local";
+  std::string token;
+  Millis call_timeout{30'000};  // deadline of calls that do not wait on others (Set, Leave, ...)
+};
+
+struct JoinArgs {
+  std::string host, data_addr, device;
+  int requested_rank = -1;  // < 0: any
+  Millis timeout{std::chrono::minutes(6)};  // bounds the whole rendezvous wait
+};
+
+struct JoinInfo {
+  std::string session, job_id, job_config_json;
+  int rank = -1, world_size = 0;
+  Millis heartbeat_interval{1000}, heartbeat_timeout{10000};
+  std::vector<coordinator::Member> members;
+};
+
+struct HeartbeatInfo {
+  coordinator::State state = coordinator::State::kForming;
+  std::string failure;
+  int failed_rank = -1;
+};
+
+// One metrics record as the worker streams it.
+struct StepRecord {
+  perf::StepMetrics metrics;
+  int64_t time_unix_ns = 0;
+};
+
+// One StreamMetrics call: batches written as they come, the coordinator's
+// count of accepted records at finish(). Not thread-safe except cancel().
+class MetricsStream {
+ public:
+  virtual ~MetricsStream() = default;
+  // Writes records[from..] in batches; false when the stream broke (finish() says why).
+  virtual bool write(const std::vector<StepRecord>& records, std::size_t from) = 0;
+  // Closes the stream; the number of records the coordinator accepted on it.
+  // Throws CoordinatorError when the stream broke.
+  virtual int64_t finish() = 0;
+  // Ends the call at once (from any thread): a blocked write() or finish() returns.
+  virtual void cancel() = 0;
+};
+
+class CoordinatorClient : public comm::Store {
+ public:
+  explicit CoordinatorClient(ClientOptions options);
+  ~CoordinatorClient() override;
+  CoordinatorClient(const CoordinatorClient&) = delete;
+  CoordinatorClient& operator=(const CoordinatorClient&) = delete;
+
+  const std::string& address() const { return options_.address; }
+  const std::string& session() const { return session_; }
+
+  // Blocks until the coordinator accepts connections or `timeout`
+  // (CoordinatorError: unreachable, naming the address).
+  void wait_connected(Millis timeout);
+  // Blocks until the rendezvous completes; remembers the session. Throws
+  // CoordinatorError (wrong token, job full, "k of N joined", unreachable).
+  JoinInfo join(const JoinArgs& args);
+  // Throws CoordinatorError (FAILED_PRECONDITION with the difference).
+  void validate(const coordinator::Fingerprint& fp, Millis timeout);
+  // Returns the generation; throws CoordinatorError naming missing ranks.
+  int64_t barrier(const std::string& name, Millis timeout);
+  // One heartbeat, bounded by `deadline`; throws CoordinatorError.
+  HeartbeatInfo heartbeat(const coordinator::Progress& progress, Millis deadline);
+  // Opens a StreamMetrics call that must finish within `deadline`.
+  std::unique_ptr<MetricsStream> open_metrics_stream(Millis deadline);
+  // The job's state after this rank left. Throws CoordinatorError.
+  HeartbeatInfo leave(bool ok, const std::string& message, Millis timeout);
+
+  // comm::Store. set() throws CoordinatorError; get() throws
+  // comm::TimeoutError naming the key when it is not set within `timeout`.
+  void set(const std::string& key, const std::string& value) override;
+  std::string get(const std::string& key, std::chrono::milliseconds timeout) override;
+
+ private:
+  struct Impl;
+  ClientOptions options_;
+  std::string session_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace mddp::worker

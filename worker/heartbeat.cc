@@ -1,0 +1,122 @@
+#include "worker/heartbeat.h"
+
+#include <grpcpp/support/status_code_enum.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "coordinator/outcome.h"
+
+namespace mddp::worker {
+
+Heartbeat::Heartbeat(CoordinatorClient& client, const ProgressBoard& board, Options options)
+    : client_(client), board_(board), options_(options) {}
+
+Heartbeat::~Heartbeat() { stop(); }
+
+void Heartbeat::start() {
+  std::lock_guard lock(mu_);
+  if (thread_.joinable() || stop_) return;
+  thread_ = std::thread([this] { loop(); });
+}
+
+void Heartbeat::stop() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Heartbeat::attach(comm::Communicator* comm) {
+  std::lock_guard lock(mu_);
+  comm_ = comm;
+  if (comm_ && failure_) comm_->abort(failure_->message);
+}
+
+std::optional<JobFailure> Heartbeat::failure() const {
+  std::lock_guard lock(mu_);
+  return failure_;
+}
+
+std::optional<JobFailure> Heartbeat::wait_failure(Millis timeout) const {
+  std::unique_lock lock(mu_);
+  cv_.wait_for(lock, timeout, [&] { return failure_.has_value(); });
+  return failure_;
+}
+
+void Heartbeat::fail_locally(const std::string& message) { report({message, -1, false}); }
+
+void Heartbeat::report(JobFailure f) {
+  std::lock_guard lock(mu_);
+  if (failure_) return;
+  failure_ = std::move(f);
+  failed_ = true;
+  if (comm_) comm_->abort(failure_->message);
+  cv_.notify_all();
+}
+
+coordinator::Progress Heartbeat::progress() const {
+  coordinator::Progress p;
+  p.step = board_.step();
+  p.phase = board_.phase();
+  std::lock_guard lock(mu_);
+  if (comm_) {
+    // The history's last record is the collective entered last; the last one
+    // with an end time is the last completed (they run in FIFO order).
+    const auto h = comm_->history();
+    if (!h.empty()) {
+      p.collective_entered = static_cast<int64_t>(h.back().seq);
+      p.op = h.back().op;
+      for (auto it = h.rbegin(); it != h.rend(); ++it)
+        if (it->end_ns != 0) {
+          p.collective_completed = static_cast<int64_t>(it->seq);
+          break;
+        }
+    }
+  }
+  return p;
+}
+
+void Heartbeat::loop() {
+  using Clock = std::chrono::steady_clock;
+  auto last_ok = Clock::now();
+  // A call must not outlive the interval by much, nor eat the whole timeout.
+  const Millis call_deadline = std::clamp(options_.interval, Millis(250), std::max(Millis(250), options_.timeout / 2));
+  bool warned = false;
+  for (;;) {
+    const auto next = Clock::now() + options_.interval;
+    try {
+      const HeartbeatInfo info = client_.heartbeat(progress(), call_deadline);
+      last_ok = Clock::now();
+      if (warned) spdlog::info("the coordinator at {} answers again", client_.address());
+      warned = false;
+      if (info.state == coordinator::State::kFailed) {
+        report({"the job failed: " + info.failure, info.failed_rank, false});
+        return;
+      }
+    } catch (const CoordinatorError& e) {
+      const auto silent = Clock::now() - last_ok;
+      if (e.code() == static_cast<int>(grpc::StatusCode::UNAUTHENTICATED)) {
+        report({str("the coordinator at ", client_.address(), " no longer knows this worker (", e.what(),
+                    "); was it restarted?"),
+                -1, true});
+        return;
+      }
+      if (silent > options_.timeout) {
+        report({str("lost the coordinator at ", client_.address(), ": no answer for ",
+                    coordinator::format_duration(silent), " (longer than the heartbeat timeout, ",
+                    coordinator::format_duration(options_.timeout), "); it has stopped, or the network to it is down"),
+                -1, true});
+        return;
+      }
+      if (!warned) spdlog::warn("{} (retrying)", e.what());
+      warned = true;
+    }
+    std::unique_lock lock(mu_);
+    if (cv_.wait_until(lock, next, [&] { return stop_; })) return;
+  }
+}
+
+}  // namespace mddp::worker

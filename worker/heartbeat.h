@@ -1,0 +1,106 @@
+// Heartbeat: the worker's link to the job's health.
+//
+// A background thread sends a heartbeat every interval carrying this rank's
+// progress (step, phase, the collective entered and completed last), and
+// reads the job state that rides back. The job is given up on when
+//  * the coordinator says FAILED (another rank died, left with an error or
+//    built another model): its one line names the rank at fault;
+//  * the coordinator stays unreachable longer than the heartbeat timeout
+//    (the same bound it applies to us), or no longer knows our session;
+//  * the worker fails it locally (fail_locally, e.g. on SIGINT).
+// Giving up aborts the attached Communicator, so the training thread's wait
+// throws at once instead of hanging on a peer that will never answer, and
+// failed() turns true (the training loop checks it between phases).
+// Thread-safe.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "core/comm/communicator.h"
+#include "worker/coordinator_client.h"
+
+namespace mddp::worker {
+
+// Where this rank is: written by the training thread (cheap, lock-free),
+// read by the heartbeat thread.
+class ProgressBoard {
+ public:
+  // `phase` must be a string literal (stored as a pointer).
+  void set(int64_t step, const char* phase) {
+    step_.store(step, std::memory_order_relaxed);
+    phase_.store(phase, std::memory_order_relaxed);
+  }
+  int64_t step() const { return step_.load(std::memory_order_relaxed); }
+  const char* phase() const { return phase_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<int64_t> step_{0};
+  std::atomic<const char*> phase_{"setup"};
+};
+
+struct JobFailure {
+  std::string message;     // one line, names the failed rank when one is at fault
+  int failed_rank = -1;
+  bool coordinator_lost = false;  // the coordinator is gone: don't wait on it to leave
+};
+
+class Heartbeat {
+ public:
+  struct Options {
+    Millis interval{1000};
+    Millis timeout{10000};  // unreachable longer than this: give up
+  };
+  Heartbeat(CoordinatorClient& client, const ProgressBoard& board, Options options);
+  ~Heartbeat();  // stop()
+  Heartbeat(const Heartbeat&) = delete;
+  Heartbeat& operator=(const Heartbeat&) = delete;
+
+  void start();
+  void stop();  // idempotent; joins the thread
+  // The communicator to abort on failure (nullptr: none). Aborts at once
+  // when the job has already failed. Detach before destroying it.
+  void attach(comm::Communicator* comm);
+
+  bool failed() const { return failed_.load(); }
+  std::optional<JobFailure> failure() const;
+  // Blocks until a failure is known or `timeout` passed.
+  std::optional<JobFailure> wait_failure(Millis timeout) const;
+  // Gives up locally (first failure wins), e.g. on SIGINT.
+  void fail_locally(const std::string& message);
+
+ private:
+  void loop();
+  void report(JobFailure f);
+  coordinator::Progress progress() const;
+
+  CoordinatorClient& client_;
+  const ProgressBoard& board_;
+  const Options options_;
+  std::thread thread_;
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;
+  bool stop_ = false;
+  std::atomic<bool> failed_{false};
+  std::optional<JobFailure> failure_;
+  comm::Communicator* comm_ = nullptr;
+};
+
+// Detaches the communicator on scope exit (declare after what owns it).
+class AttachedComm {
+ public:
+  AttachedComm(Heartbeat& hb, comm::Communicator* comm) : hb_(hb) { hb_.attach(comm); }
+  ~AttachedComm() { hb_.attach(nullptr); }
+  AttachedComm(const AttachedComm&) = delete;
+  AttachedComm& operator=(const AttachedComm&) = delete;
+
+ private:
+  Heartbeat& hb_;
+};
+
+}  // namespace mddp::worker

@@ -1,0 +1,261 @@
+#include "worker/worker.h"
+
+#include <grpcpp/support/status_code_enum.h>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+#include <thread>
+
+#include "coordinator/job_config_json.h"
+#include "core/comm/communicator.h"
+#include "core/comm/types.h"
+#include "core/common/log.h"
+#include "core/ddp/strategies.h"
+#include "core/train/distributed.h"
+#include "core/train/loop.h"
+#include "mddp/config.h"
+#include "worker/coordinator_client.h"
+#include "worker/data_address.h"
+#include "worker/heartbeat.h"
+#include "worker/metrics_streamer.h"
+
+namespace mddp::worker {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::string hostname() {
+  char name[256] = {};
+  return ::gethostname(name, sizeof name - 1) == 0 ? name : "unknown";
+}
+
+// RANK (torchrun) or SLURM_PROCID (srun), -1 when neither is set.
+int requested_rank() {
+  for (const char* var : {"RANK", "SLURM_PROCID"}) {
+    const char* v = std::getenv(var);
+    if (!v || !*v) continue;
+    char* end = nullptr;
+    const long r = std::strtol(v, &end, 10);
+    if (*end != '\0' || r < 0 || r > 1'000'000) throw InputError(str(var, "='", v, "' is not a rank (0, 1, ...)"));
+    return static_cast<int>(r);
+  }
+  return -1;
+}
+
+// SIGINT / SIGTERM: a handler records the signal (in whichever thread it
+// lands: libraries start threads before we can block signals in them) and a
+// watcher thread acts on it. Before the job is joined they end the process;
+// after, they fail this rank through the heartbeat (the collectives abort,
+// the worker leaves with "interrupted").
+volatile std::sig_atomic_t g_signal = 0;
+void on_signal(int sig) { g_signal = sig; }
+
+class Signals {
+ public:
+  Signals() {
+    struct sigaction sa = {};
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    ::sigaction(SIGINT, &sa, &old_int_);
+    ::sigaction(SIGTERM, &sa, &old_term_);
+    thread_ = std::thread([this] {
+      while (!stop_) {
+        std::this_thread::sleep_for(50ms);
+        const int sig = g_signal;
+        if (sig == 0) continue;
+        g_signal = 0;
+        const char* name = sig == SIGINT ? "SIGINT" : "SIGTERM";
+        Heartbeat* hb = hb_.load();
+        if (!hb) {
+          std::fflush(stdout);
+          std::fprintf(stderr, "microddp: error: interrupted (%s) before the job started\n", name);
+          std::_Exit(128 + sig);
+        }
+        hb->fail_locally(str("rank ", rank_.load(), " was interrupted (", name, ")"));
+      }
+    });
+  }
+  ~Signals() {
+    stop_ = true;
+    thread_.join();
+    ::sigaction(SIGINT, &old_int_, nullptr);
+    ::sigaction(SIGTERM, &old_term_, nullptr);
+  }
+  void arm(Heartbeat* hb, int rank) {
+    rank_ = rank;
+    hb_ = hb;
+  }
+
+ private:
+  struct sigaction old_int_ = {}, old_term_ = {};
+  std::atomic<bool> stop_{false};
+  std::atomic<Heartbeat*> hb_{nullptr};
+  std::atomic<int> rank_{-1};
+  std::thread thread_;
+};
+
+// Disarms on scope exit, before the heartbeat it points to is destroyed.
+struct Armed {
+  Signals* s;
+  Armed(Signals* signals, Heartbeat* hb, int rank) : s(signals) {
+    if (s) s->arm(hb, rank);
+  }
+  ~Armed() {
+    if (s) s->arm(nullptr, -1);
+  }
+};
+
+coordinator::Fingerprint fingerprint(train::DistributedTrainer& dt, const train::TrainConfig& cfg) {
+  coordinator::Fingerprint f;
+  nn::Sequential& model = dt.trainer().model();
+  f.model = model.describe();
+  for (nn::Parameter* p : model.parameters()) f.parameters.push_back({p->name, p->value.shape()});
+  if (auto* reducer = dynamic_cast<ddp::Reducer*>(&dt.ddp().grad_sync()))
+    for (const auto& b : reducer->buckets()) f.buckets.emplace_back(b.begin(), b.end());
+  f.dtype = cfg.dist.compress == "none" ? "fp32" : cfg.dist.compress;
+  f.version = MDDP_VERSION;
+  return f;
+}
+
+// The job's training config as this rank runs it.
+train::TrainConfig rank_config(const JoinInfo& info, const WorkerOptions& o) {
+  train::TrainConfig cfg = coordinator::parse_job_config(info.job_config_json);
+  if (!o.device.empty()) {
+    cfg.device = o.device;
+  } else if (cfg.device == "cuda") {  // one GPU per local rank, as torchrun does
+    const char* local = std::getenv("LOCAL_RANK");
+    cfg.device = str("cuda:", local && *local ? local : "0");
+  }
+  // Rank 0 writes the run directory (train.jsonl, checkpoint); the others
+  // would only write the same lines again.
+  if (info.rank != 0) cfg.run_dir.clear();
+  return cfg;
+}
+
+struct Session {
+  const WorkerOptions& options;
+  CoordinatorClient& client;
+  const JoinInfo& info;
+  const DataAddress& data;
+  ProgressBoard& board;
+  Heartbeat& hb;
+  MetricsStreamer& metrics;
+};
+
+// Data plane, model, validation, barrier, training. Throws on any failure.
+train::TrainSummary train_rank(Session& s) {
+  const train::TrainConfig cfg = rank_config(s.info, s.options);
+  const comm::JobIdentity job{s.info.job_id, s.options.token};
+  auto comm = comm::connect(s.client, s.info.rank, s.info.world_size, job, comm::parse_transport(cfg.dist.transport),
+                            train::comm_options(cfg), s.data.addr, "comm");
+  spdlog::info("data plane connected: {} transport, {} ranks", comm->transport_name(), comm->size());
+  std::optional<train::DistributedTrainer> dt;
+  AttachedComm attached(s.hb, comm.get());  // detached before dt (and the communicator) go
+  dt.emplace(cfg, std::move(comm));
+
+  s.client.validate(fingerprint(*dt, cfg), Millis(cfg.dist.timeout_ms));
+  s.client.barrier("start", Millis(cfg.dist.timeout_ms));
+
+  train::Trainer& trainer = dt->trainer();
+  if (s.info.rank == 0) {
+    if (s.options.on_start) s.options.on_start(trainer.config(), trainer.model());
+    std::printf("%d ranks, %lld steps (%lld per epoch, %lld samples), %s DDP\n", s.info.world_size,
+                static_cast<long long>(trainer.total_steps()), static_cast<long long>(trainer.steps_per_epoch()),
+                static_cast<long long>(trainer.train_set().size()), cfg.dist.ddp.c_str());
+    std::fflush(stdout);
+  }
+  train::LoopHooks hooks = dt->loop_hooks();
+  hooks.step.on_phase = [&s](int64_t step, const char* phase) {
+    s.board.set(step, phase);
+    if (s.hb.failed()) throw comm::AbortedError(s.hb.failure()->message);
+  };
+  hooks.on_step = [&s, &dt](const train::StepResult& r) { s.metrics.push(dt->metrics(r)); };
+  const train::TrainSummary summary = train::run_training(trainer, hooks);
+  s.board.set(summary.steps, "done");
+  return summary;
+}
+
+bool waits_on_verdict(const std::exception& e) {
+  if (dynamic_cast<const comm::CommError*>(&e)) return true;  // a peer died, or is stuck
+  // ABORTED (the job failed while we waited), unreachable: the heartbeat will tell.
+  if (const auto* c = dynamic_cast<const CoordinatorError*>(&e))
+    return c->code() == static_cast<int>(grpc::StatusCode::ABORTED) || c->unreachable();
+  return false;
+}
+
+}  // namespace
+
+void run_worker(const WorkerOptions& o) {
+  std::optional<Signals> signals;
+  if (o.handle_signals) signals.emplace();
+  const std::string host = hostname();
+  const int want_rank = requested_rank();
+  const DataAddress data = choose_data_address(o.coordinator, o.data_addr, o.iface);
+
+  CoordinatorClient client({o.coordinator, o.job_id, o.token, o.call_timeout});
+  spdlog::info("joining job '{}' at {} as host {}{}", o.job_id, o.coordinator, host,
+               want_rank >= 0 ? str(", rank ", want_rank) : std::string());
+  client.wait_connected(o.connect_timeout);
+  const JoinInfo info = client.join({host, data.addr, o.device, want_rank, o.join_timeout});
+  const auto level = spdlog::get_level();
+  log::init(str("rank ", info.rank));
+  spdlog::set_level(level);
+  spdlog::info("rank {} of {} in job '{}'; data plane address {} ({})", info.rank, info.world_size, info.job_id,
+               data.addr, data.how);
+
+  ProgressBoard board;
+  Heartbeat hb(client, board, {info.heartbeat_interval, info.heartbeat_timeout});
+  hb.start();
+  Armed armed(signals ? &*signals : nullptr, &hb, info.rank);
+  MetricsStreamer metrics(client, {.call_deadline = info.heartbeat_timeout + 5s});
+  metrics.start();
+  Session session{o, client, info, data, board, hb, metrics};
+
+  try {
+    const train::TrainSummary summary = train_rank(session);
+    if (!metrics.flush(info.heartbeat_timeout + 5s))
+      spdlog::warn("some metrics records could not be delivered to the coordinator");
+    metrics.stop();
+    hb.stop();
+    const HeartbeatInfo after = client.leave(true, "", o.call_timeout);
+    if (after.state == coordinator::State::kFailed) throw Error("the job failed: " + after.failure);
+    if (info.rank == 0) {
+      std::printf("done: %lld steps in %.1f s (%.0f samples/s), final train loss %.4f",
+                  static_cast<long long>(summary.steps), summary.seconds, summary.samples_per_s, summary.final_loss);
+      if (summary.eval.accuracy >= 0) std::printf(", test accuracy %.2f%%", summary.eval.accuracy * 100);
+      std::printf("\n");
+      std::fflush(stdout);
+    }
+    return;
+  } catch (const std::exception& e) {
+    const std::string mine = e.what();
+    // A collective that failed here is usually the echo of a fault elsewhere
+    // (a peer died: the socket closed). Wait for the coordinator's verdict,
+    // which names the rank at fault, rather than blaming this one.
+    std::optional<JobFailure> verdict = hb.failure();
+    if (!verdict && waits_on_verdict(e))
+      verdict = hb.wait_failure(info.heartbeat_timeout + 2 * info.heartbeat_interval + 1s);
+    const bool reachable = !(verdict && verdict->coordinator_lost);
+    spdlog::debug("stopping after: {}", mine);
+    if (reachable) metrics.flush(1s);
+    metrics.stop();
+    hb.stop();
+    spdlog::debug("metrics and heartbeat stopped");
+    if (reachable) {
+      try {
+        client.leave(false, verdict ? verdict->message : mine, 3s);
+      } catch (const std::exception&) {
+      }
+    }
+    throw Error(verdict ? verdict->message : str("rank ", info.rank, " (host ", host, "): ", mine));
+  }
+}
+
+}  // namespace mddp::worker
