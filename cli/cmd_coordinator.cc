@@ -2,12 +2,15 @@
 // --world-size workers, hands them ranks and the job config (the training
 // flags given here), watches them and logs their metrics; exits 0 when every
 // rank finished, else 1 with one line naming the rank that failed.
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -56,34 +59,54 @@ std::string dial_address(const std::string& host, int port) {
   return (h.find(':') != std::string::npos ? "[" + h + "]" : h) + ":" + std::to_string(port);
 }
 
-// SIGINT / SIGTERM blocked in this thread and every thread started while it
-// lives (create it before the coordinator starts its threads), so that only
-// SignalWatcher receives them.
-class BlockedSignals {
+// SIGINT / SIGTERM, caught for as long as this lives: the handler only
+// writes the signal number to a pipe, which SignalWatcher reads. (A handler
+// rather than a blocked mask, so a thread started before, e.g. by a
+// sanitizer's runtime, cannot take the default action and kill the process.)
+int g_signal_pipe[2] = {-1, -1};
+
+extern "C" void on_stop_signal(int sig) {
+  const char c = static_cast<char>(sig);
+  (void)!::write(g_signal_pipe[1], &c, 1);
+}
+
+class StopSignals {
  public:
-  BlockedSignals() {
-    sigemptyset(&set_);
-    sigaddset(&set_, SIGINT);
-    sigaddset(&set_, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &set_, &old_);
+  StopSignals() {
+    if (::pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
+      throw Error(str("pipe2 failed: ", std::strerror(errno)));
+    struct sigaction sa {};
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    ::sigaction(SIGINT, &sa, &old_int_);
+    ::sigaction(SIGTERM, &sa, &old_term_);
   }
-  ~BlockedSignals() { pthread_sigmask(SIG_SETMASK, &old_, nullptr); }
-  const sigset_t& set() const { return set_; }
+  ~StopSignals() {
+    ::sigaction(SIGINT, &old_int_, nullptr);
+    ::sigaction(SIGTERM, &old_term_, nullptr);
+    ::close(g_signal_pipe[0]);
+    ::close(g_signal_pipe[1]);
+    g_signal_pipe[0] = g_signal_pipe[1] = -1;
+  }
+  int fd() const { return g_signal_pipe[0]; }
 
  private:
-  sigset_t set_, old_;
+  struct sigaction old_int_ {
+  }, old_term_{};
 };
 
-// Turns SIGINT / SIGTERM into a clean end of the job: it fails ("interrupted")
-// and every waiting worker is answered. Stops (joins) on destruction.
+// Turns a caught signal into a clean end of the job: it fails ("interrupted")
+// and every waiting worker is answered. Stops (joins) on destruction, so
+// declare it after the coordinator it shuts down.
 class SignalWatcher {
  public:
-  SignalWatcher(const BlockedSignals& blocked, coordinator::Coordinator& c) {
-    thread_ = std::thread([this, &blocked, &c] {
-      const timespec poll{0, 200'000'000};
+  SignalWatcher(const StopSignals& signals, coordinator::Coordinator& c) {
+    thread_ = std::thread([this, fd = signals.fd(), &c] {
+      pollfd p{fd, POLLIN, 0};
       while (!stop_) {
-        const int sig = sigtimedwait(&blocked.set(), nullptr, &poll);
-        if (sig > 0) {
+        char sig = 0;
+        if (::poll(&p, 1, 200) > 0 && ::read(fd, &sig, 1) == 1) {
           c.job().shutdown(
               str("the coordinator was interrupted (", sig == SIGINT ? "SIGINT" : "SIGTERM", ")"));
           return;
@@ -124,9 +147,9 @@ void run_coordinator(CLI::App& cmd, CoordinatorArgs& a) {
       std::chrono::milliseconds(static_cast<int64_t>(a.rendezvous_timeout_s * 1000.0));
   o.job.run_dir = a.train.run_dir;
 
-  BlockedSignals blocked;
+  StopSignals signals;
   coordinator::Coordinator c(std::move(o));
-  SignalWatcher watcher(blocked, c);
+  SignalWatcher watcher(signals, c);
 
   const std::string addr = dial_address(a.host, c.port());
   std::printf("microddp coordinator: job '%s', %d workers, listening on %s\n", a.job_id.c_str(),

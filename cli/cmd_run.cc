@@ -53,7 +53,11 @@ struct RunArgs {
 
 // The flags of this command that are re-emitted explicitly (with run's
 // defaults) instead of being forwarded to the coordinator as typed.
-const std::set<std::string> kOwnFlags = {"--nproc", "--port", "--token", "--heartbeat-ms", "--heartbeat-timeout-ms",
+const std::set<std::string> kOwnFlags = {"--nproc",
+                                         "--port",
+                                         "--token",
+                                         "--heartbeat-ms",
+                                         "--heartbeat-timeout-ms",
                                          "--rendezvous-timeout-s"};
 
 // The arguments after `run` on our own command line, less kOwnFlags.
@@ -107,7 +111,8 @@ struct Child {
 
 // fork + exec of this binary (exec resets our signal handlers); the child
 // gets its own process group and dies with us.
-pid_t spawn(const std::vector<std::string>& args, const std::vector<std::string>& extra_env, const std::string& log) {
+pid_t spawn(const std::vector<std::string>& args, const std::vector<std::string>& extra_env,
+            const std::string& log) {
   std::vector<std::string> env_store;
   for (char** e = environ; *e; ++e) env_store.emplace_back(*e);
   for (const auto& e : extra_env) env_store.push_back(e);
@@ -190,7 +195,8 @@ class Supervisor {
 
   // Sleeps up to `timeout` (a signal cuts it short); reaps children.
   void poll(std::chrono::milliseconds timeout) {
-    const timespec ts{static_cast<time_t>(timeout.count() / 1000), static_cast<long>(timeout.count() % 1000) * 1'000'000};
+    const timespec ts{static_cast<time_t>(timeout.count() / 1000),
+                      static_cast<long>(timeout.count() % 1000) * 1'000'000};
     if (g_signal == 0) ::nanosleep(&ts, nullptr);
     if (g_signal != 0 && !signal_) signal_ = g_signal;
     int status = 0;
@@ -235,9 +241,10 @@ void run_job(RunArgs& a) {
   std::vector<std::string> coord_args = {"microddp", "coordinator"};
   coord_args.insert(coord_args.end(), forwarded.begin(), forwarded.end());
   for (const std::string& s :
-       {std::string("--world-size"), std::to_string(a.nproc), std::string("--port"), std::to_string(a.port),
-        std::string("--token-file"), token_file, std::string("--address-file"), address_file,
-        std::string("--heartbeat-ms"), std::to_string(a.heartbeat_ms), std::string("--heartbeat-timeout-ms"),
+       {std::string("--world-size"), std::to_string(a.nproc), std::string("--port"),
+        std::to_string(a.port), std::string("--token-file"), token_file,
+        std::string("--address-file"), address_file, std::string("--heartbeat-ms"),
+        std::to_string(a.heartbeat_ms), std::string("--heartbeat-timeout-ms"),
         std::to_string(a.heartbeat_timeout_ms), std::string("--rendezvous-timeout-s"),
         std::to_string(a.rendezvous_timeout_s)})
     coord_args.push_back(s);
@@ -254,41 +261,56 @@ void run_job(RunArgs& a) {
     if (!address.empty()) break;
     if (sup.child(coord).done) {
       const std::string why = error_line(coord_log);
-      throw Error(str("the coordinator did not start", why.empty() ? "" : ": " + why, " (log: ", coord_log, ")"));
+      throw Error(str("the coordinator did not start", why.empty() ? "" : ": " + why,
+                      " (log: ", coord_log, ")"));
     }
-    if (sup.interrupted()) std::exit(128 + sup.interrupted());  // ~Supervisor is skipped: children die with us
-    if (Clock::now() > start_deadline) throw Error(str("the coordinator did not start within 30 s (log: ", coord_log, ")"));
+    if (sup.interrupted())
+      std::exit(128 + sup.interrupted());  // ~Supervisor is skipped: children die with us
+    if (Clock::now() > start_deadline)
+      throw Error(str("the coordinator did not start within 30 s (log: ", coord_log, ")"));
   }
-  std::printf("microddp run: coordinator at %s, %d workers (job '%s'); logs in %s\n", address.c_str(), a.nproc,
-              a.job_id.c_str(), logs.c_str());
+  std::printf("microddp run: coordinator at %s, %d workers (job '%s'); logs in %s\n",
+              address.c_str(), a.nproc, a.job_id.c_str(), logs.c_str());
   std::fflush(stdout);
 
   for (int r = 0; r < a.nproc; ++r) {
-    std::vector<std::string> args = {"microddp", "worker", "--coordinator", address, "--token-file", token_file,
-                                     "--job-id", a.job_id};
+    std::vector<std::string> args = {"microddp",     "worker",   "--coordinator", address,
+                                     "--token-file", token_file, "--job-id",      a.job_id};
     const std::string log = r == 0 ? "" : str(logs, "/worker-", r, ".log");
-    sup.add({str("rank ", r),
-             spawn(args, {str("RANK=", r), str("LOCAL_RANK=", r), str("LOCAL_WORLD_SIZE=", a.nproc)}, log), log});
+    sup.add(
+        {str("rank ", r),
+         spawn(args, {str("RANK=", r), str("LOCAL_RANK=", r), str("LOCAL_WORLD_SIZE=", a.nproc)},
+               log),
+         log});
   }
 
-  // Supervise: a failed child gives the others time to hear the verdict
-  // (one heartbeat timeout), then they are stopped; a signal stops all.
-  std::optional<Clock::time_point> stop_at, kill_at;
+  // Supervise. A failed child gives the others one heartbeat timeout to hear
+  // the verdict and exit by themselves; then (or at once on SIGINT/SIGTERM)
+  // the workers get SIGTERM (they leave, saying so), then the coordinator,
+  // and whatever is still there after a few seconds SIGKILL.
   const auto grace = std::chrono::milliseconds(a.heartbeat_timeout_ms) + 5s;
+  std::optional<Clock::time_point> stop_workers_at, stop_all_at, kill_at;
+  bool workers_stopped = false;
   while (!sup.all_done()) {
     sup.poll(100ms);
     const auto now = Clock::now();
-    bool failed = false;
-    for (const auto& c : sup.children()) failed = failed || (c.done && c.status != 0);
-    if (sup.interrupted() && !kill_at) {
-      sup.signal_all(SIGTERM);
-      stop_at = now;
-      kill_at = now + 5s;
+    bool failed = false, workers_done = true;
+    for (std::size_t i = 0; i < sup.children().size(); ++i) {
+      const Child& c = sup.child(i);
+      failed = failed || (c.done && c.status != 0);
+      if (i != coord) workers_done = workers_done && c.done;
     }
-    if (failed && !stop_at) stop_at = now + grace;
-    if (stop_at && now >= *stop_at && !kill_at) {
+    if (sup.interrupted() && (!stop_workers_at || *stop_workers_at > now)) stop_workers_at = now;
+    if (failed && !stop_workers_at) stop_workers_at = now + grace;
+    if (stop_workers_at && now >= *stop_workers_at && !workers_stopped) {
+      for (std::size_t i = 0; i < sup.children().size(); ++i)
+        if (i != coord && !sup.child(i).done) ::kill(sup.child(i).pid, SIGTERM);
+      workers_stopped = true;
+      stop_all_at = now + 5s;
+    }
+    if (workers_stopped && !kill_at && (workers_done || now >= *stop_all_at)) {
       sup.signal_all(SIGTERM);
-      kill_at = now + 5s;
+      kill_at = now + 3s;
     }
     if (kill_at && now >= *kill_at) sup.signal_all(SIGKILL);
   }
@@ -301,33 +323,51 @@ void run_job(RunArgs& a) {
   }
   std::vector<std::string> failed;
   for (const auto& c : sup.children())
-    if (c.status != 0) failed.push_back(str(c.name, " (", c.status > 128 ? str("signal ", c.status - 128) : str("exit ", c.status), ")"));
+    if (c.status != 0)
+      failed.push_back(str(c.name, " (",
+                           c.status > 128 ? str("signal ", c.status - 128) : str("exit ", c.status),
+                           ")"));
   if (failed.empty()) {
     std::printf("microddp run: all %d ranks finished%s\n", a.nproc,
-                a.train.run_dir.empty() ? "" : (", metrics in " + a.train.run_dir + "/metrics.jsonl").c_str());
+                a.train.run_dir.empty()
+                    ? ""
+                    : (", metrics in " + a.train.run_dir + "/metrics.jsonl").c_str());
     std::filesystem::remove_all(tmp);
     return;
   }
   std::string why = error_line(coord_log);
-  for (std::size_t i = 1; why.empty() && i < sup.children().size(); ++i) why = error_line(sup.child(i).log);
+  for (std::size_t i = 1; why.empty() && i < sup.children().size(); ++i)
+    why = error_line(sup.child(i).log);
   std::string who;
   for (const auto& f : failed) who += (who.empty() ? "" : ", ") + f;
-  throw Error(str(why.empty() ? "the job failed" : why, " [failed: ", who, "; logs in ", logs, "]"));
+  throw Error(
+      str(why.empty() ? "the job failed" : why, " [failed: ", who, "; logs in ", logs, "]"));
 }
 
 }  // namespace
 
 void register_run(CLI::App& app) {
   auto a = std::make_shared<RunArgs>();
-  auto* cmd = app.add_subcommand("run", "Run a whole job on this machine: a coordinator and N workers as child processes");
+  auto* cmd = app.add_subcommand(
+      "run", "Run a whole job on this machine: a coordinator and N workers as child processes");
   const char* g = "Run";
   cmd->add_option("--nproc", a->nproc, "number of workers (ranks) to start")->required()->group(g);
-  cmd->add_option("--port", a->port, "coordinator port (0: any free port)")->group(g)->capture_default_str();
+  cmd->add_option("--port", a->port, "coordinator port (0: any free port)")
+      ->group(g)
+      ->capture_default_str();
   cmd->add_option("--token", a->token, "the job's shared secret (default: a random one)")->group(g);
   cmd->add_option("--job-id", a->job_id, "name of the job")->group(g)->capture_default_str();
-  cmd->add_option("--heartbeat-ms", a->heartbeat_ms, "how often workers send a heartbeat")->group(g)->capture_default_str();
-  cmd->add_option("--heartbeat-timeout-ms", a->heartbeat_timeout_ms, "fail the job when a worker is silent this long")->group(g)->capture_default_str();
-  cmd->add_option("--rendezvous-timeout-s", a->rendezvous_timeout_s, "fail when not all workers joined this long after the start")->group(g)->capture_default_str();
+  cmd->add_option("--heartbeat-ms", a->heartbeat_ms, "how often workers send a heartbeat")
+      ->group(g)
+      ->capture_default_str();
+  cmd->add_option("--heartbeat-timeout-ms", a->heartbeat_timeout_ms,
+                  "fail the job when a worker is silent this long")
+      ->group(g)
+      ->capture_default_str();
+  cmd->add_option("--rendezvous-timeout-s", a->rendezvous_timeout_s,
+                  "fail when not all workers joined this long after the start")
+      ->group(g)
+      ->capture_default_str();
   add_training_flags(*cmd, a->train);
   add_ddp_flags(*cmd, a->train);
   cmd->callback([a] { run_job(*a); });

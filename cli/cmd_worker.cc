@@ -45,12 +45,16 @@ void run(WorkerArgs& a) {
   log::set_level(a.log_level);
   if (a.o.coordinator.empty()) a.o.coordinator = coordinator_from_env();
   if (a.o.coordinator.empty())
-    throw InputError("give the coordinator's address: --coordinator HOST:PORT (or MASTER_ADDR and MASTER_PORT)");
+    throw InputError(
+        "give the coordinator's address: --coordinator HOST:PORT (or MASTER_ADDR and MASTER_PORT)");
   if (!a.token_file.empty()) a.o.token = read_token(a.token_file);
-  if (a.join_timeout_s <= 0) throw InputError(str("--join-timeout-s must be > 0, got ", a.join_timeout_s));
-  if (a.connect_timeout_s <= 0) throw InputError(str("--connect-timeout-s must be > 0, got ", a.connect_timeout_s));
+  if (a.join_timeout_s <= 0)
+    throw InputError(str("--join-timeout-s must be > 0, got ", a.join_timeout_s));
+  if (a.connect_timeout_s <= 0)
+    throw InputError(str("--connect-timeout-s must be > 0, got ", a.connect_timeout_s));
   a.o.join_timeout = std::chrono::milliseconds(static_cast<int64_t>(a.join_timeout_s * 1000.0));
-  a.o.connect_timeout = std::chrono::milliseconds(static_cast<int64_t>(a.connect_timeout_s * 1000.0));
+  a.o.connect_timeout =
+      std::chrono::milliseconds(static_cast<int64_t>(a.connect_timeout_s * 1000.0));
   a.o.on_start = [](const train::TrainConfig& cfg, nn::Sequential& model) {
     print_config(cfg, model.num_parameters(), model.describe());
   };
@@ -61,18 +65,42 @@ void run(WorkerArgs& a) {
 
 void register_worker(CLI::App& app) {
   auto a = std::make_shared<WorkerArgs>();
-  auto* cmd = app.add_subcommand("worker", "Run one rank of a job started by `microddp coordinator`");
+  auto* cmd =
+      app.add_subcommand("worker", "Run one rank of a job started by `microddp coordinator`");
   const char* g = "Worker";
-  cmd->add_option("--coordinator", a->o.coordinator, "HOST:PORT of the coordinator (default: MASTER_ADDR:MASTER_PORT)")->group(g);
-  auto* token = cmd->add_option("--token", a->o.token, "the job's shared secret")->envname("MDDP_TOKEN")->group(g);
-  cmd->add_option("--token-file", a->token_file, "read the token from this file")->excludes(token)->group(g);
-  cmd->add_option("--job-id", a->o.job_id, "the job to join (the coordinator's --job-id)")->group(g)->capture_default_str();
-  cmd->add_option("--device", a->o.device, "cpu or cuda:K (default: the job's --device; 'cuda' means cuda:LOCAL_RANK)")->group(g);
-  auto* addr = cmd->add_option("--data-addr", a->o.data_addr, "address the data plane binds and publishes (default: the interface on the route to the coordinator)")->group(g);
-  cmd->add_option("--iface", a->o.iface, "network interface whose IPv4 address the data plane uses")->excludes(addr)->group(g);
-  cmd->add_option("--connect-timeout-s", a->connect_timeout_s, "give up when the coordinator does not accept connections this long")->group(g)->capture_default_str();
-  cmd->add_option("--join-timeout-s", a->join_timeout_s, "give up when the job has not formed this long after joining")->group(g)->capture_default_str();
-  cmd->add_option("--log-level", a->log_level, "trace, debug, info, warn, error or off")->group(g)->capture_default_str();
+  cmd->add_option("--coordinator", a->o.coordinator,
+                  "HOST:PORT of the coordinator (default: MASTER_ADDR:MASTER_PORT)")
+      ->group(g);
+  auto* token = cmd->add_option("--token", a->o.token, "the job's shared secret")
+                    ->envname("MDDP_TOKEN")
+                    ->group(g);
+  cmd->add_option("--token-file", a->token_file, "read the token from this file")
+      ->excludes(token)
+      ->group(g);
+  cmd->add_option("--job-id", a->o.job_id, "the job to join (the coordinator's --job-id)")
+      ->group(g)
+      ->capture_default_str();
+  cmd->add_option("--device", a->o.device,
+                  "cpu or cuda:K (default: the job's --device; 'cuda' means cuda:LOCAL_RANK)")
+      ->group(g);
+  auto* addr = cmd->add_option("--data-addr", a->o.data_addr,
+                               "address the data plane binds and publishes (default: the interface "
+                               "on the route to the coordinator)")
+                   ->group(g);
+  cmd->add_option("--iface", a->o.iface, "network interface whose IPv4 address the data plane uses")
+      ->excludes(addr)
+      ->group(g);
+  cmd->add_option("--connect-timeout-s", a->connect_timeout_s,
+                  "give up when the coordinator does not accept connections this long")
+      ->group(g)
+      ->capture_default_str();
+  cmd->add_option("--join-timeout-s", a->join_timeout_s,
+                  "give up when the job has not formed this long after joining")
+      ->group(g)
+      ->capture_default_str();
+  cmd->add_option("--log-level", a->log_level, "trace, debug, info, warn, error or off")
+      ->group(g)
+      ->capture_default_str();
   cmd->callback([a] { run(*a); });
 }
 

@@ -8,6 +8,9 @@
 namespace mddp::cli {
 
 void register_train(CLI::App& app);
+void register_coordinator(CLI::App& app);  // coordinator: the control plane of a job
+void register_worker(CLI::App& app);       // worker: one rank of a job
+void register_run(CLI::App& app);          // run: coordinator + N local workers
 void register_bench(CLI::App& app);  // bench allreduce, bench train, ...
 void register_demo(CLI::App& app);   // demo collectives, demo manual, demo hooks
 

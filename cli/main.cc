@@ -13,6 +13,9 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "microddp " MDDP_VERSION);
   mddp::log::init("main");
   mddp::cli::register_train(app);
+  mddp::cli::register_run(app);
+  mddp::cli::register_coordinator(app);
+  mddp::cli::register_worker(app);
   mddp::cli::register_bench(app);
   mddp::cli::register_demo(app);
   mddp::cli::register_verify(app);

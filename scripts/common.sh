@@ -13,7 +13,7 @@ APT_PACKAGES=(
   libspdlog-dev libcli11-dev nlohmann-json3-dev libtomlplusplus-dev
   libdnnl-dev libopenblas-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libboost-dev
-  dataset-fashion-mnist iproute2 procps
+  dataset-fashion-mnist iproute2 procps docker-compose
 )
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*"; }

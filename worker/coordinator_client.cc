@@ -14,28 +14,48 @@ namespace {
 
 const char* code_name(grpc::StatusCode c) {
   switch (c) {
-    case grpc::StatusCode::OK: return "OK";
-    case grpc::StatusCode::CANCELLED: return "CANCELLED";
-    case grpc::StatusCode::UNKNOWN: return "UNKNOWN";
-    case grpc::StatusCode::INVALID_ARGUMENT: return "INVALID_ARGUMENT";
-    case grpc::StatusCode::DEADLINE_EXCEEDED: return "DEADLINE_EXCEEDED";
-    case grpc::StatusCode::NOT_FOUND: return "NOT_FOUND";
-    case grpc::StatusCode::ALREADY_EXISTS: return "ALREADY_EXISTS";
-    case grpc::StatusCode::PERMISSION_DENIED: return "PERMISSION_DENIED";
-    case grpc::StatusCode::UNAUTHENTICATED: return "UNAUTHENTICATED";
-    case grpc::StatusCode::RESOURCE_EXHAUSTED: return "RESOURCE_EXHAUSTED";
-    case grpc::StatusCode::FAILED_PRECONDITION: return "FAILED_PRECONDITION";
-    case grpc::StatusCode::ABORTED: return "ABORTED";
-    case grpc::StatusCode::OUT_OF_RANGE: return "OUT_OF_RANGE";
-    case grpc::StatusCode::UNIMPLEMENTED: return "UNIMPLEMENTED";
-    case grpc::StatusCode::INTERNAL: return "INTERNAL";
-    case grpc::StatusCode::UNAVAILABLE: return "UNAVAILABLE";
-    case grpc::StatusCode::DATA_LOSS: return "DATA_LOSS";
-    default: return "UNKNOWN";
+    case grpc::StatusCode::OK:
+      return "OK";
+    case grpc::StatusCode::CANCELLED:
+      return "CANCELLED";
+    case grpc::StatusCode::UNKNOWN:
+      return "UNKNOWN";
+    case grpc::StatusCode::INVALID_ARGUMENT:
+      return "INVALID_ARGUMENT";
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return "DEADLINE_EXCEEDED";
+    case grpc::StatusCode::NOT_FOUND:
+      return "NOT_FOUND";
+    case grpc::StatusCode::ALREADY_EXISTS:
+      return "ALREADY_EXISTS";
+    case grpc::StatusCode::PERMISSION_DENIED:
+      return "PERMISSION_DENIED";
+    case grpc::StatusCode::UNAUTHENTICATED:
+      return "UNAUTHENTICATED";
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      return "RESOURCE_EXHAUSTED";
+    case grpc::StatusCode::FAILED_PRECONDITION:
+      return "FAILED_PRECONDITION";
+    case grpc::StatusCode::ABORTED:
+      return "ABORTED";
+    case grpc::StatusCode::OUT_OF_RANGE:
+      return "OUT_OF_RANGE";
+    case grpc::StatusCode::UNIMPLEMENTED:
+      return "UNIMPLEMENTED";
+    case grpc::StatusCode::INTERNAL:
+      return "INTERNAL";
+    case grpc::StatusCode::UNAVAILABLE:
+      return "UNAVAILABLE";
+    case grpc::StatusCode::DATA_LOSS:
+      return "DATA_LOSS";
+    default:
+      return "UNKNOWN";
   }
 }
 
-std::chrono::system_clock::time_point after(Millis d) { return std::chrono::system_clock::now() + d; }
+std::chrono::system_clock::time_point after(Millis d) {
+  return std::chrono::system_clock::now() + d;
+}
 
 // Every call: a deadline, and wait for the channel to be ready within it
 // (instead of failing at once while the coordinator is starting or paused).
@@ -67,7 +87,8 @@ CoordinatorClient::CoordinatorClient(ClientOptions options)
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   args.SetMaxReceiveMessageSize(8 << 20);
-  impl_->channel = grpc::CreateCustomChannel(options_.address, grpc::InsecureChannelCredentials(), args);
+  impl_->channel =
+      grpc::CreateCustomChannel(options_.address, grpc::InsecureChannelCredentials(), args);
   impl_->stub = v1::Coordinator::NewStub(impl_->channel);
 }
 
@@ -76,15 +97,23 @@ CoordinatorClient::~CoordinatorClient() = default;
 namespace {
 
 // The one line a failed call becomes.
-[[noreturn]] void fail(const char* call, const std::string& address, const grpc::Status& s, Millis deadline) {
+[[noreturn]] void fail(const char* call, const std::string& address, const grpc::Status& s,
+                       Millis deadline) {
   std::string msg;
-  if (s.error_code() == grpc::StatusCode::UNAVAILABLE ||
-      (s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED && s.error_message() == "Deadline Exceeded"))
-    msg = str(call, ": no answer from the coordinator at ", address, " within ",
-              coordinator::format_duration(deadline), " (", code_name(s.error_code()), ": ", s.error_message(),
+  if (s.error_code() == grpc::StatusCode::UNAVAILABLE)
+    msg = str(call, ": cannot reach the coordinator at ", address, " (", s.error_message(),
               "). Is it running, and does --coordinator name an address this host can reach?");
-  else
-    msg = str(call, " refused by the coordinator (", code_name(s.error_code()), "): ", s.error_message());
+  else if (s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED &&
+           s.error_message() == "Deadline Exceeded")
+    msg = str(call, ": no answer from the coordinator at ", address, " within ",
+              coordinator::format_duration(deadline), " (is it overloaded, stopped, or cut off?)");
+  else if (s.error_code() == grpc::StatusCode::CANCELLED ||
+           s.error_code() == grpc::StatusCode::UNKNOWN ||
+           s.error_code() == grpc::StatusCode::INTERNAL ||
+           s.error_code() == grpc::StatusCode::UNIMPLEMENTED)
+    msg = str(call, " failed (", code_name(s.error_code()), "): ", s.error_message());
+  else  // the coordinator's own refusals are worded for the user
+    msg = str(call, ": ", s.error_message());
   throw CoordinatorError(msg, static_cast<int>(s.error_code()));
 }
 
@@ -140,7 +169,8 @@ int64_t CoordinatorClient::barrier(const std::string& name, Millis timeout) {
   grpc::ClientContext ctx;
   prepare(ctx, timeout + options_.call_timeout);
   const grpc::Status s = impl_->stub->Barrier(&ctx, req, &reply);
-  if (!s.ok()) fail(("barrier '" + name + "'").c_str(), options_.address, s, timeout + options_.call_timeout);
+  if (!s.ok())
+    fail(("barrier '" + name + "'").c_str(), options_.address, s, timeout + options_.call_timeout);
   return reply.generation();
 }
 
@@ -163,8 +193,8 @@ namespace {
 
 class GrpcMetricsStream final : public MetricsStream {
  public:
-  GrpcMetricsStream(v1::Coordinator::Stub& stub, const std::string& session, const std::string& address,
-                    Millis deadline)
+  GrpcMetricsStream(v1::Coordinator::Stub& stub, const std::string& session,
+                    const std::string& address, Millis deadline)
       : stub_(stub), session_(session), address_(address), deadline_(deadline) {
     prepare(ctx_, deadline);
   }
@@ -210,10 +240,11 @@ std::unique_ptr<MetricsStream> CoordinatorClient::open_metrics_stream(Millis dea
 
 void CoordinatorClient::wait_connected(Millis timeout) {
   if (!impl_->channel->WaitForConnected(after(timeout)))
-    throw CoordinatorError(str("cannot reach the coordinator at ", options_.address, " within ",
-                               coordinator::format_duration(timeout),
-                               ". Is it running, and does --coordinator name an address this host can reach?"),
-                           static_cast<int>(grpc::StatusCode::UNAVAILABLE));
+    throw CoordinatorError(
+        str("cannot reach the coordinator at ", options_.address, " within ",
+            coordinator::format_duration(timeout),
+            ". Is it running, and does --coordinator name an address this host can reach?"),
+        static_cast<int>(grpc::StatusCode::UNAVAILABLE));
 }
 
 HeartbeatInfo CoordinatorClient::leave(bool ok, const std::string& message, Millis timeout) {
@@ -255,8 +286,9 @@ std::string CoordinatorClient::get(const std::string& key, std::chrono::millisec
   const grpc::Status s = impl_->stub->Get(&ctx, req, &reply);
   if (s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED)
     throw comm::TimeoutError(s.error_message() == "Deadline Exceeded"
-                                 ? str("get '", key, "': no answer from the coordinator at ", options_.address,
-                                       " within ", coordinator::format_duration(deadline))
+                                 ? str("get '", key, "': no answer from the coordinator at ",
+                                       options_.address, " within ",
+                                       coordinator::format_duration(deadline))
                                  : s.error_message());
   if (!s.ok()) fail(("get '" + key + "'").c_str(), options_.address, s, deadline);
   return reply.value();

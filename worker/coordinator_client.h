@@ -49,7 +49,7 @@ struct ClientOptions {
 
 struct JoinArgs {
   std::string host, data_addr, device;
-  int requested_rank = -1;  // < 0: any
+  int requested_rank = -1;                  // < 0: any
   Millis timeout{std::chrono::minutes(6)};  // bounds the whole rendezvous wait
 };
 

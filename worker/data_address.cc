@@ -42,10 +42,12 @@ std::string interface_of(const std::string& addr) {
 // HOST of "HOST:PORT" / "[V6]:PORT", and the port.
 void split_host_port(const std::string& hp, std::string& host, std::string& port) {
   const auto colon = hp.rfind(':');
-  if (colon == std::string::npos) throw InputError(str("--coordinator must be HOST:PORT, got '", hp, "'"));
+  if (colon == std::string::npos)
+    throw InputError(str("--coordinator must be HOST:PORT, got '", hp, "'"));
   host = hp.substr(0, colon);
   port = hp.substr(colon + 1);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
 }
 
 }  // namespace
@@ -58,13 +60,15 @@ std::string list_interfaces() {
 
 DataAddress choose_data_address(const std::string& coordinator, const std::string& data_addr,
                                 const std::string& iface) {
-  if (!data_addr.empty() && !iface.empty()) throw InputError("give --data-addr or --iface, not both");
+  if (!data_addr.empty() && !iface.empty())
+    throw InputError("give --data-addr or --iface, not both");
   if (!data_addr.empty()) return {data_addr, "--data-addr"};
   if (!iface.empty()) {
     for (const auto& i : ipv4_interfaces())
       if (i.name == iface) return {i.addr, "--iface " + iface};
-    throw InputError(str("--iface ", iface, ": no such interface with an IPv4 address; this host has: ",
-                         list_interfaces()));
+    throw InputError(
+        str("--iface ", iface,
+            ": no such interface with an IPv4 address; this host has: ", list_interfaces()));
   }
 
   std::string host, port;
@@ -74,11 +78,12 @@ DataAddress choose_data_address(const std::string& coordinator, const std::strin
   hints.ai_socktype = SOCK_DGRAM;
   addrinfo* res = nullptr;
   if (const int rc = ::getaddrinfo(host.c_str(), port.c_str(), &hints, &res); rc != 0 || !res)
-    throw InputError(str("--coordinator ", coordinator, ": cannot resolve '", host, "' (", ::gai_strerror(rc),
-                         "); or give --data-addr / --iface"));
+    throw InputError(str("--coordinator ", coordinator, ": cannot resolve '", host, "' (",
+                         ::gai_strerror(rc), "); or give --data-addr / --iface"));
   const sockaddr_in target = *reinterpret_cast<sockaddr_in*>(res->ai_addr);
   ::freeaddrinfo(res);
-  if ((ntohl(target.sin_addr.s_addr) >> 24) == 127) return {"127.0.0.1", "the coordinator is on this host"};
+  if ((ntohl(target.sin_addr.s_addr) >> 24) == 127)
+    return {"127.0.0.1", "the coordinator is on this host"};
 
   // The kernel's source address for the route to the coordinator (a UDP
   // connect sends nothing).
@@ -92,10 +97,12 @@ DataAddress choose_data_address(const std::string& coordinator, const std::strin
   ::close(fd);
   if (!ok)
     throw InputError(str("no route to the coordinator at ", coordinator, " (", std::strerror(err),
-                         "); give --data-addr or --iface (this host has: ", list_interfaces(), ")"));
+                         "); give --data-addr or --iface (this host has: ", list_interfaces(),
+                         ")"));
   char buf[INET_ADDRSTRLEN] = {};
   ::inet_ntop(AF_INET, &local.sin_addr, buf, sizeof buf);
-  return {buf, str("interface ", interface_of(buf), " on the route to the coordinator; --iface or --data-addr to change")};
+  return {buf, str("interface ", interface_of(buf),
+                   " on the route to the coordinator; --iface or --data-addr to change")};
 }
 
 }  // namespace mddp::worker

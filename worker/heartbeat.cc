@@ -12,7 +12,9 @@ namespace mddp::worker {
 Heartbeat::Heartbeat(CoordinatorClient& client, const ProgressBoard& board, Options options)
     : client_(client), board_(board), options_(options) {}
 
-Heartbeat::~Heartbeat() { stop(); }
+Heartbeat::~Heartbeat() {
+  stop();
+}
 
 void Heartbeat::start() {
   std::lock_guard lock(mu_);
@@ -46,7 +48,9 @@ std::optional<JobFailure> Heartbeat::wait_failure(Millis timeout) const {
   return failure_;
 }
 
-void Heartbeat::fail_locally(const std::string& message) { report({message, -1, false}); }
+void Heartbeat::fail_locally(const std::string& message) {
+  report({message, -1, false});
+}
 
 void Heartbeat::report(JobFailure f) {
   std::lock_guard lock(mu_);
@@ -83,7 +87,8 @@ void Heartbeat::loop() {
   using Clock = std::chrono::steady_clock;
   auto last_ok = Clock::now();
   // A call must not outlive the interval by much, nor eat the whole timeout.
-  const Millis call_deadline = std::clamp(options_.interval, Millis(250), std::max(Millis(250), options_.timeout / 2));
+  const Millis call_deadline =
+      std::clamp(options_.interval, Millis(250), std::max(Millis(250), options_.timeout / 2));
   bool warned = false;
   for (;;) {
     const auto next = Clock::now() + options_.interval;
@@ -99,15 +104,16 @@ void Heartbeat::loop() {
     } catch (const CoordinatorError& e) {
       const auto silent = Clock::now() - last_ok;
       if (e.code() == static_cast<int>(grpc::StatusCode::UNAUTHENTICATED)) {
-        report({str("the coordinator at ", client_.address(), " no longer knows this worker (", e.what(),
-                    "); was it restarted?"),
+        report({str("the coordinator at ", client_.address(), " no longer knows this worker (",
+                    e.what(), "); was it restarted?"),
                 -1, true});
         return;
       }
       if (silent > options_.timeout) {
         report({str("lost the coordinator at ", client_.address(), ": no answer for ",
                     coordinator::format_duration(silent), " (longer than the heartbeat timeout, ",
-                    coordinator::format_duration(options_.timeout), "); it has stopped, or the network to it is down"),
+                    coordinator::format_duration(options_.timeout),
+                    "); it has stopped, or the network to it is down"),
                 -1, true});
         return;
       }

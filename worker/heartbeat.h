@@ -45,7 +45,7 @@ class ProgressBoard {
 };
 
 struct JobFailure {
-  std::string message;     // one line, names the failed rank when one is at fault
+  std::string message;  // one line, names the failed rank when one is at fault
   int failed_rank = -1;
   bool coordinator_lost = false;  // the coordinator is gone: don't wait on it to leave
 };

@@ -8,14 +8,18 @@
 namespace mddp::worker {
 namespace {
 int64_t unix_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
 }  // namespace
 
-MetricsStreamer::MetricsStreamer(CoordinatorClient& client, Options options) : client_(client), options_(options) {}
+MetricsStreamer::MetricsStreamer(CoordinatorClient& client, Options options)
+    : client_(client), options_(options) {}
 
-MetricsStreamer::~MetricsStreamer() { stop(); }
+MetricsStreamer::~MetricsStreamer() {
+  stop();
+}
 
 void MetricsStreamer::start() {
   std::lock_guard lock(mu_);
@@ -37,9 +41,11 @@ void MetricsStreamer::stop() {
 void MetricsStreamer::push(const perf::StepMetrics& m) {
   {
     std::lock_guard lock(mu_);
-    if (queue_.size() >= options_.capacity) {
-      queue_.pop_front();
+    // The bound covers what waits to be sent and what awaits its ack.
+    if (queue_.size() + in_flight_ >= options_.capacity) {
       ++dropped_;
+      if (queue_.empty()) return;  // all of it is in flight: drop the newest
+      queue_.pop_front();
     }
     queue_.push_back({m, unix_ns()});
   }
@@ -49,8 +55,8 @@ bool MetricsStreamer::flush(Millis timeout) {
   std::unique_lock lock(mu_);
   flush_requested_ = true;
   cv_.notify_all();
-  const bool done =
-      done_cv_.wait_for(lock, timeout, [&] { return stop_ || (queue_.empty() && in_flight_ == 0); });
+  const bool done = done_cv_.wait_for(lock, timeout,
+                                      [&] { return stop_ || (queue_.empty() && in_flight_ == 0); });
   flush_requested_ = false;
   return done && queue_.empty() && in_flight_ == 0;
 }
@@ -77,7 +83,8 @@ void MetricsStreamer::loop() {
   for (;;) {
     const Millis wait = backoff.count() > 0 ? backoff : options_.flush_interval;
     cv_.wait_for(lock, wait, [&] {
-      return stop_ || (flush_requested_ && backoff.count() == 0 && (!queue_.empty() || !unacked.empty()));
+      return stop_ ||
+             (flush_requested_ && backoff.count() == 0 && (!queue_.empty() || !unacked.empty()));
     });
     if (stop_) break;
     while (!queue_.empty()) {
@@ -94,7 +101,8 @@ void MetricsStreamer::loop() {
     int64_t acked = 0;
     try {
       if (!stream) {
-        std::unique_ptr<MetricsStream> s = client_.open_metrics_stream(options_.rotate + options_.call_deadline);
+        std::unique_ptr<MetricsStream> s =
+            client_.open_metrics_stream(options_.rotate + options_.call_deadline);
         std::lock_guard g(mu_);
         if (stop_) break;  // (holding no lock after the loop)
         stream = std::move(s);

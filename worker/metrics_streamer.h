@@ -1,8 +1,9 @@
 // MetricsStreamer: per-step timings to the coordinator, off the training
 // thread.
 //
-// push() only appends to a bounded in-memory queue (when it is full the
-// oldest record is dropped and counted; it never blocks the step). A
+// push() only appends to a bounded in-memory queue (when queued plus
+// unacknowledged records reach the capacity, the oldest queued one is
+// dropped and counted; it never blocks the step). A
 // background thread wakes every flush interval and writes what was queued
 // as one batch on an open StreamMetrics call (the coordinator appends each
 // batch as it arrives, so the dashboard is at most an interval behind).
@@ -34,7 +35,7 @@ class MetricsStreamer {
   struct Options {
     Millis flush_interval{250};
     Millis rotate{2000};             // close (get the ack) and reopen a stream this often
-    std::size_t capacity = 100'000;  // queued records at most
+    std::size_t capacity = 100'000;  // queued + unacknowledged records at most
     Millis call_deadline{30'000};    // a stream's deadline beyond `rotate`
   };
   MetricsStreamer(CoordinatorClient& client, Options options);

@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <cstdio>
@@ -17,6 +18,7 @@
 #include "core/comm/types.h"
 #include "core/common/log.h"
 #include "core/ddp/strategies.h"
+#include "core/tensor/device.h"
 #include "core/train/distributed.h"
 #include "core/train/loop.h"
 #include "mddp/config.h"
@@ -42,7 +44,8 @@ int requested_rank() {
     if (!v || !*v) continue;
     char* end = nullptr;
     const long r = std::strtol(v, &end, 10);
-    if (*end != '\0' || r < 0 || r > 1'000'000) throw InputError(str(var, "='", v, "' is not a rank (0, 1, ...)"));
+    if (*end != '\0' || r < 0 || r > 1'000'000)
+      throw InputError(str(var, "='", v, "' is not a rank (0, 1, ...)"));
     return static_cast<int>(r);
   }
   return -1;
@@ -54,7 +57,9 @@ int requested_rank() {
 // after, they fail this rank through the heartbeat (the collectives abort,
 // the worker leaves with "interrupted").
 volatile std::sig_atomic_t g_signal = 0;
-void on_signal(int sig) { g_signal = sig; }
+void on_signal(int sig) {
+  g_signal = sig;
+}
 
 class Signals {
  public:
@@ -131,7 +136,8 @@ train::TrainConfig rank_config(const JoinInfo& info, const WorkerOptions& o) {
     cfg.device = o.device;
   } else if (cfg.device == "cuda") {  // one GPU per local rank, as torchrun does
     const char* local = std::getenv("LOCAL_RANK");
-    cfg.device = str("cuda:", local && *local ? local : "0");
+    const int k = local && *local ? std::atoi(local) : 0;
+    cfg.device = str("cuda:", k % std::max(1, tensor::cuda_device_count()));
   }
   // Rank 0 writes the run directory (train.jsonl, checkpoint); the others
   // would only write the same lines again.
@@ -153,9 +159,11 @@ struct Session {
 train::TrainSummary train_rank(Session& s) {
   const train::TrainConfig cfg = rank_config(s.info, s.options);
   const comm::JobIdentity job{s.info.job_id, s.options.token};
-  auto comm = comm::connect(s.client, s.info.rank, s.info.world_size, job, comm::parse_transport(cfg.dist.transport),
-                            train::comm_options(cfg), s.data.addr, "comm");
-  spdlog::info("data plane connected: {} transport, {} ranks", comm->transport_name(), comm->size());
+  auto comm = comm::connect(s.client, s.info.rank, s.info.world_size, job,
+                            comm::parse_transport(cfg.dist.transport), train::comm_options(cfg),
+                            s.data.addr, "comm");
+  spdlog::info("data plane connected: {} transport, {} ranks", comm->transport_name(),
+               comm->size());
   std::optional<train::DistributedTrainer> dt;
   AttachedComm attached(s.hb, comm.get());  // detached before dt (and the communicator) go
   dt.emplace(cfg, std::move(comm));
@@ -167,7 +175,8 @@ train::TrainSummary train_rank(Session& s) {
   if (s.info.rank == 0) {
     if (s.options.on_start) s.options.on_start(trainer.config(), trainer.model());
     std::printf("%d ranks, %lld steps (%lld per epoch, %lld samples), %s DDP\n", s.info.world_size,
-                static_cast<long long>(trainer.total_steps()), static_cast<long long>(trainer.steps_per_epoch()),
+                static_cast<long long>(trainer.total_steps()),
+                static_cast<long long>(trainer.steps_per_epoch()),
                 static_cast<long long>(trainer.train_set().size()), cfg.dist.ddp.c_str());
     std::fflush(stdout);
   }
@@ -207,8 +216,8 @@ void run_worker(const WorkerOptions& o) {
   const auto level = spdlog::get_level();
   log::init(str("rank ", info.rank));
   spdlog::set_level(level);
-  spdlog::info("rank {} of {} in job '{}'; data plane address {} ({})", info.rank, info.world_size, info.job_id,
-               data.addr, data.how);
+  spdlog::info("rank {} of {} in job '{}'; data plane address {} ({})", info.rank, info.world_size,
+               info.job_id, data.addr, data.how);
 
   ProgressBoard board;
   Heartbeat hb(client, board, {info.heartbeat_interval, info.heartbeat_timeout});
@@ -218,22 +227,15 @@ void run_worker(const WorkerOptions& o) {
   metrics.start();
   Session session{o, client, info, data, board, hb, metrics};
 
+  train::TrainSummary summary;
+  HeartbeatInfo after;
   try {
-    const train::TrainSummary summary = train_rank(session);
+    summary = train_rank(session);
     if (!metrics.flush(info.heartbeat_timeout + 5s))
       spdlog::warn("some metrics records could not be delivered to the coordinator");
     metrics.stop();
     hb.stop();
-    const HeartbeatInfo after = client.leave(true, "", o.call_timeout);
-    if (after.state == coordinator::State::kFailed) throw Error("the job failed: " + after.failure);
-    if (info.rank == 0) {
-      std::printf("done: %lld steps in %.1f s (%.0f samples/s), final train loss %.4f",
-                  static_cast<long long>(summary.steps), summary.seconds, summary.samples_per_s, summary.final_loss);
-      if (summary.eval.accuracy >= 0) std::printf(", test accuracy %.2f%%", summary.eval.accuracy * 100);
-      std::printf("\n");
-      std::fflush(stdout);
-    }
-    return;
+    after = client.leave(true, "", o.call_timeout);
   } catch (const std::exception& e) {
     const std::string mine = e.what();
     // A collective that failed here is usually the echo of a fault elsewhere
@@ -255,6 +257,17 @@ void run_worker(const WorkerOptions& o) {
       }
     }
     throw Error(verdict ? verdict->message : str("rank ", info.rank, " (host ", host, "): ", mine));
+  }
+  // This rank finished, but the job may have failed elsewhere meanwhile.
+  if (after.state == coordinator::State::kFailed) throw Error("the job failed: " + after.failure);
+  if (info.rank == 0) {
+    std::printf("done: %lld steps in %.1f s (%.0f samples/s), final train loss %.4f",
+                static_cast<long long>(summary.steps), summary.seconds, summary.samples_per_s,
+                summary.final_loss);
+    if (summary.eval.accuracy >= 0)
+      std::printf(", test accuracy %.2f%%", summary.eval.accuracy * 100);
+    std::printf("\n");
+    std::fflush(stdout);
   }
 }
 

@@ -32,8 +32,10 @@ struct WorkerOptions {
   std::string device;     // "" = the job config's device
   std::string data_addr;  // see data_address.h
   std::string iface;
-  std::chrono::milliseconds connect_timeout{60'000};  // the coordinator must accept connections by then
-  std::chrono::milliseconds join_timeout{std::chrono::minutes(6)};  // then the job must form by then
+  std::chrono::milliseconds connect_timeout{
+      60'000};  // the coordinator must accept connections by then
+  std::chrono::milliseconds join_timeout{
+      std::chrono::minutes(6)};  // then the job must form by then
   std::chrono::milliseconds call_timeout{30'000};
   // SIGINT / SIGTERM fail this rank cleanly (Leave with "interrupted").
   bool handle_signals = true;

@@ -1,0 +1,301 @@
+// The worker's pieces against a real coordinator on 127.0.0.1 (ephemeral
+// ports) or a deliberately flaky one: the store under the data plane, the
+// heartbeat's verdicts, the metrics streamer's re-sends, the data address.
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <future>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "coordinator/coordinator.h"
+#include "core/comm/communicator.h"
+#include "core/comm/memory_store.h"
+#include "core/comm/transport/connect.h"
+#include "proto/microddp.grpc.pb.h"
+#include "worker/coordinator_client.h"
+#include "worker/data_address.h"
+#include "worker/heartbeat.h"
+#include "worker/metrics_streamer.h"
+
+namespace mddp::worker {
+namespace {
+
+using namespace std::chrono_literals;
+using coordinator::Coordinator;
+using coordinator::CoordinatorOptions;
+
+CoordinatorOptions options(int world, std::chrono::milliseconds interval = 100ms,
+                           std::chrono::milliseconds timeout = 1000ms) {
+  CoordinatorOptions o;
+  o.port = 0;
+  o.job.job_id = "job";
+  o.job.token = "tok";
+  o.job.world_size = world;
+  o.job.heartbeat_interval = interval;
+  o.job.heartbeat_timeout = timeout;
+  o.job.rendezvous_timeout = 20s;
+  o.job.linger = 500ms;
+  return o;
+}
+
+ClientOptions client_options(const std::string& address) {
+  return {address, "job", "tok", 10s};
+}
+
+JoinArgs join_args() {
+  return {"testhost", "127.0.0.1", "cpu", -1, 20s};
+}
+
+TEST(CoordinatorClient, IsTheStoreUnderTheDataPlane) {
+  Coordinator c(options(2));
+  auto rank = [&](std::promise<float>& out) {
+    CoordinatorClient client(client_options(c.address()));
+    const JoinInfo info = client.join(join_args());
+    auto comm =
+        comm::connect(client, info.rank, info.world_size, {"job", "tok"}, comm::TransportKind::kTcp,
+                      comm::CommOptions{.timeout = 20s}, "127.0.0.1");
+    float v = static_cast<float>(info.rank + 1);
+    comm->all_reduce(&v, 1, comm::DataType::kFloat32, comm::ReduceOp::kSum)->wait();
+    client.leave(true, "", 5s);
+    out.set_value(v);
+  };
+  std::promise<float> a, b;
+  std::thread t0(rank, std::ref(a)), t1(rank, std::ref(b));
+  t0.join();
+  t1.join();
+  EXPECT_EQ(a.get_future().get(), 3.0f);
+  EXPECT_EQ(b.get_future().get(), 3.0f);
+}
+
+TEST(CoordinatorClient, GetTimesOutNamingTheKey) {
+  Coordinator c(options(1));
+  CoordinatorClient client(client_options(c.address()));
+  client.join(join_args());
+  client.set("here", "1");
+  EXPECT_EQ(client.get("here", 1s), "1");
+  try {
+    client.get("missing/key", 200ms);
+    FAIL() << "expected a timeout";
+  } catch (const comm::TimeoutError& e) {
+    EXPECT_NE(std::string(e.what()).find("missing/key"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CoordinatorClient, WrongTokenIsRefused) {
+  Coordinator c(options(1));
+  ClientOptions o = client_options(c.address());
+  o.token = "nope";
+  CoordinatorClient client(o);
+  try {
+    client.join(join_args());
+    FAIL() << "joined with a wrong token";
+  } catch (const CoordinatorError& e) {
+    EXPECT_NE(std::string(e.what()).find("wrong token"), std::string::npos) << e.what();
+    EXPECT_EQ(e.code(), static_cast<int>(grpc::StatusCode::UNAUTHENTICATED));
+  }
+}
+
+TEST(CoordinatorClient, UnreachableCoordinatorIsNamed) {
+  CoordinatorClient client(client_options("127.0.0.1:1"));
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    client.wait_connected(300ms);
+    FAIL() << "connected to nothing";
+  } catch (const CoordinatorError& e) {
+    EXPECT_NE(std::string(e.what()).find("127.0.0.1:1"), std::string::npos) << e.what();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
+}
+
+// A world-size-1 communicator to abort.
+std::unique_ptr<comm::Communicator> solo_comm() {
+  comm::MemoryStore store;
+  return comm::connect(store, 0, 1, {"job", ""}, comm::TransportKind::kTcp,
+                       comm::CommOptions{.timeout = 5s});
+}
+
+TEST(Heartbeat, JobFailureAbortsTheCommunicator) {
+  Coordinator c(options(1));
+  CoordinatorClient client(client_options(c.address()));
+  client.join(join_args());
+  ProgressBoard board;
+  board.set(7, "forward");
+  Heartbeat hb(client, board, {100ms, 1000ms});
+  auto comm = solo_comm();
+  hb.attach(comm.get());
+  hb.start();
+  c.job().shutdown("rank 3 (host x) exploded");
+  const auto f = hb.wait_failure(5s);
+  ASSERT_TRUE(f.has_value());
+  EXPECT_NE(f->message.find("the job failed: rank 3 (host x) exploded"), std::string::npos)
+      << f->message;
+  EXPECT_FALSE(f->coordinator_lost);
+  EXPECT_TRUE(hb.failed());
+  float v = 1;
+  EXPECT_THROW(comm->all_reduce(&v, 1, comm::DataType::kFloat32, comm::ReduceOp::kSum)->wait(),
+               comm::AbortedError);
+  hb.attach(nullptr);
+}
+
+// A coordinator that only answers heartbeats: RUNNING, until it vanishes
+// (no goodbye, unlike a real coordinator's shutdown, which fails the job).
+class RunningHeartbeats final : public v1::Coordinator::Service {
+ public:
+  grpc::Status Heartbeat(grpc::ServerContext*, const v1::HeartbeatRequest*,
+                         v1::HeartbeatReply* reply) override {
+    reply->set_state(v1::JOB_STATE_RUNNING);
+    return grpc::Status::OK;
+  }
+};
+
+TEST(Heartbeat, GivesUpOnALostCoordinatorAfterTheTimeout) {
+  RunningHeartbeats service;
+  int port = 0;
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&service);
+  auto server = builder.BuildAndStart();
+  ASSERT_NE(port, 0);
+  CoordinatorClient client(client_options("127.0.0.1:" + std::to_string(port)));
+  ProgressBoard board;
+  Heartbeat hb(client, board, {100ms, 800ms});
+  hb.start();
+  std::this_thread::sleep_for(300ms);
+  EXPECT_FALSE(hb.failed());
+  const auto t0 = std::chrono::steady_clock::now();
+  server->Shutdown(std::chrono::system_clock::now());  // the coordinator is gone
+  server.reset();
+  const auto f = hb.wait_failure(10s);
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  ASSERT_TRUE(f.has_value());
+  EXPECT_TRUE(f->coordinator_lost) << f->message;
+  EXPECT_NE(f->message.find("lost the coordinator at 127.0.0.1:"), std::string::npos) << f->message;
+  EXPECT_GE(waited, 600ms);  // not before the timeout (less the last interval)
+  EXPECT_LT(waited, 5s);
+}
+
+TEST(Heartbeat, CoordinatorShutdownEndsTheWorker) {
+  auto c = std::make_unique<Coordinator>(options(1));
+  CoordinatorClient client(client_options(c->address()));
+  client.join(join_args());
+  ProgressBoard board;
+  Heartbeat hb(client, board, {100ms, 800ms});
+  hb.start();
+  const auto t0 = std::chrono::steady_clock::now();
+  c.reset();  // fails the job and stops serving: heard as FAILED or as silence
+  const auto f = hb.wait_failure(10s);
+  ASSERT_TRUE(f.has_value());
+  EXPECT_TRUE(f->message.find("coordinator shut down") != std::string::npos ||
+              f->message.find("lost the coordinator") != std::string::npos)
+      << f->message;
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
+}
+
+// A coordinator whose metrics streams break: the first after one batch.
+class FlakyMetrics final : public v1::Coordinator::Service {
+ public:
+  grpc::Status StreamMetrics(grpc::ServerContext*, grpc::ServerReader<v1::MetricsBatch>* reader,
+                             v1::MetricsAck* ack) override {
+    const int call = calls_++;
+    v1::MetricsBatch batch;
+    int64_t n = 0;
+    while (reader->Read(&batch)) {
+      {
+        std::lock_guard lock(mu_);
+        for (const auto& s : batch.steps()) {
+          steps_.insert(s.step());
+          ++received_;
+        }
+      }
+      n += batch.steps_size();
+      if (call == 0)
+        return grpc::Status(grpc::StatusCode::UNAVAILABLE, "flaky: stream broken on purpose");
+    }
+    ack->set_count(n);
+    return grpc::Status::OK;
+  }
+  std::set<int64_t> steps() {
+    std::lock_guard lock(mu_);
+    return steps_;
+  }
+  int calls() const { return calls_; }
+
+ private:
+  std::atomic<int> calls_{0};
+  std::mutex mu_;
+  std::set<int64_t> steps_;
+  int64_t received_ = 0;
+};
+
+TEST(MetricsStreamer, ResendsWhatABrokenStreamDidNotAcknowledge) {
+  FlakyMetrics service;
+  int port = 0;
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&service);
+  auto server = builder.BuildAndStart();
+  ASSERT_NE(port, 0);
+  CoordinatorClient client(client_options("127.0.0.1:" + std::to_string(port)));
+  MetricsStreamer streamer(
+      client, {.flush_interval = 20ms, .rotate = 200ms, .capacity = 10'000, .call_deadline = 5s});
+  streamer.start();
+  for (int s = 1; s <= 1000; ++s) {
+    perf::StepMetrics m;
+    m.step = s;
+    streamer.push(m);
+    if (s % 100 == 0) std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_TRUE(streamer.flush(10s));
+  streamer.stop();
+  EXPECT_GE(service.calls(), 2);
+  const auto steps = service.steps();
+  EXPECT_EQ(steps.size(), 1000u);
+  EXPECT_EQ(*steps.begin(), 1);
+  EXPECT_EQ(*steps.rbegin(), 1000);
+  EXPECT_EQ(streamer.acknowledged(), 1000);
+  server->Shutdown(std::chrono::system_clock::now() + 1s);
+}
+
+TEST(MetricsStreamer, NeverBlocksAndDropsTheOldestWhenFull) {
+  CoordinatorClient client(client_options("127.0.0.1:1"));  // nobody there
+  MetricsStreamer streamer(
+      client, {.flush_interval = 20ms, .rotate = 200ms, .capacity = 10, .call_deadline = 30s});
+  streamer.start();
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int s = 1; s <= 100; ++s) {
+    perf::StepMetrics m;
+    m.step = s;
+    streamer.push(m);
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 100ms);
+  EXPECT_FALSE(streamer.flush(200ms));
+  const auto t1 = std::chrono::steady_clock::now();
+  streamer.stop();  // cancels the stream stuck on an unreachable coordinator
+  EXPECT_LT(std::chrono::steady_clock::now() - t1, 3s);
+  EXPECT_GE(streamer.dropped(), 80);
+  EXPECT_EQ(streamer.acknowledged(), 0);
+}
+
+TEST(DataAddress, LoopbackCoordinatorMeansLoopback) {
+  EXPECT_EQ(choose_data_address("127.0.0.1:29500", "", "").addr, "127.0.0.1");
+  EXPECT_EQ(choose_data_address("localhost:29500", "", "").addr, "127.0.0.1");
+  EXPECT_EQ(choose_data_address("127.0.0.1:29500", "10.1.2.3", "").addr, "10.1.2.3");
+  EXPECT_EQ(choose_data_address("127.0.0.1:29500", "", "lo").addr, "127.0.0.1");
+}
+
+TEST(DataAddress, UnknownInterfaceListsTheRealOnes) {
+  try {
+    choose_data_address("127.0.0.1:29500", "", "nosuch0");
+    FAIL() << "accepted an unknown interface";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("lo 127.0.0.1"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(choose_data_address("127.0.0.1:29500", "1.2.3.4", "lo"), InputError);
+}
+
+}  // namespace
+}  // namespace mddp::worker
