@@ -105,10 +105,11 @@ mddp_gemm() {  # NAME M N K
   if [[ -f $work/$name.log ]]; then
     "$PY" - "$work/$name.log" "$work/$name.json" <<'EOF' || true
 import json, re, sys
-m = re.search(r"gemm (\d+)x(\d+)x(\d+): best ([\d.]+) ms, ([\d.]+) GFLOP/s", open(sys.argv[1]).read())
+m = re.search(r"gemm (\d+)x(\d+)x(\d+)(?: \(([^)]*)\))?: best ([\d.]+) ms, ([\d.]+) GFLOP/s",
+              open(sys.argv[1]).read())
 if m:
-    json.dump({"impl": "microddp", "gemm": [int(m[1]), int(m[2]), int(m[3])], "best_ms": float(m[4]),
-               "gflops": float(m[5])}, open(sys.argv[2], "w"))
+    json.dump({"impl": "microddp", "gemm": [int(m[1]), int(m[2]), int(m[3])], "backend": m[4] or "?",
+               "best_ms": float(m[5]), "gflops": float(m[6])}, open(sys.argv[2], "w"))
 EOF
   fi
 }
@@ -228,7 +229,16 @@ if blas:
     L.append(f"torch: {blas.get('torch')}, {blas.get('torch_blas_info', '').lstrip('- ')}; Linear/mm through "
              f"libblas.so.3 = {blas.get('libblas_so_3', '?')}")
     L.append(f"OpenBLAS: {blas.get('openblas_config', '?')}; kernel (core) in use: {blas.get('openblas_core', '?')}")
-L.append("microddp: GEMM through oneDNN dnnl_sgemm (core/tensor/cpu/gemm.cc)")
+mddp_backend = "?"
+for p in sorted(glob.glob(os.path.join(work, "*_gemm_mddp.json"))):
+    try:
+        mddp_backend = json.load(open(p)).get("backend", "?")
+        break
+    except (OSError, ValueError):
+        pass
+# Which column of bench/gemm_shapes.py is microddp's own library (chosen per CPU in core/tensor/cpu/gemm.cc).
+mddp_lib = "openblas" if "OpenBLAS" in mddp_backend else "onednn_aligned"
+L.append(f"microddp: GEMM through {mddp_backend} (chosen per CPU in core/tensor/cpu/gemm.cc)")
 L.append("```")
 
 for cfg in configs:
@@ -266,7 +276,7 @@ for cfg in configs:
     r_sps = ratio(sps("mddp_1"), sps("torch_1"))
     L.append("")
     L.append(f"* microddp / PyTorch samples/s: **{med(r_sps)}** — {target(mval(r_sps), 1.5, True)}")
-    L.append(f"* GEMM at m={B} n={W} k={W}, best single-thread GFLOP/s in this run: microddp (oneDNN) "
+    L.append(f"* GEMM at m={B} n={W} k={W}, best single-thread GFLOP/s in this run: microddp ({mddp_backend}) "
              f"{fmt(best_m)} (per round {', '.join(fmt(g) for g in g_m)}); torch.mm (OpenBLAS) {fmt(best_t)} "
              f"(per round {', '.join(fmt(g) for g in g_t)})")
     L.append(f"* GEMM lower bound: {ngemm} GEMMs × 2·B·W² = {flops / 1e9:.2f} GFLOP per step → {fmt(lb_m)} ms at "
@@ -288,13 +298,13 @@ for cfg in configs:
         rows = list(best.values())
         bound = {lib: sum(2.0 * x["m"] * x["n"] * x["k"] * x["per_step"] / (x[lib] * 1e9) for x in rows) * 1e3
                  for lib in ("onednn_aligned", "onednn_b_off16", "openblas")}
-        r_lbs = [s / bound["onednn_aligned"] if s else None for s in stp("mddp_1")]
+        r_lbs = [s / bound[mddp_lib] if s else None for s in stp("mddp_1")]
         r_lbts = [s / bound["openblas"] if s else None for s in stp("torch_1")]
         L.append(f"* per-shape GEMM bound (each of the 47 GEMMs at its own op's rate, `bench/gemm_shapes.py`, best "
-                 f"over rounds): {fmt(bound['onednn_aligned'])} ms for microddp's oneDNN calls → microddp step / bound "
+                 f"over rounds): {fmt(bound[mddp_lib])} ms for microddp's library ({mddp_backend}) → microddp step / bound "
                  f"{med(r_lbs)}; {fmt(bound['openblas'])} ms for OpenBLAS → PyTorch step / bound {med(r_lbts)}")
         L.append("")
-        L.append("| GEMM of a layer | op | m×n×k | per step | oneDNN, 64-B aligned (as microddp) | oneDNN, B 16 B off "
+        L.append("| GEMM of a layer | op | m×n×k | per step | oneDNN, 64-B aligned | oneDNN, B 16 B off "
                  "| OpenBLAS |")
         L.append("|---|---|---|---|---|---|---|")
         for x in rows:

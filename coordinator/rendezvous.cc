@@ -122,6 +122,7 @@ Ticket Rendezvous::join(JoinRequest request, TimePoint deadline, TimePoint now, 
       ready.push_back(std::move(p));
     }
     pending_.clear();
+    for (const Member& m : members_) rank_of_session_[m.session] = m.rank;
     members = members_;
   }
   if (on_complete_) on_complete_(members, now);
@@ -208,9 +209,13 @@ bool Rendezvous::timed_out() const {
 std::optional<Member> Rendezvous::member(const std::string& session) const {
   std::lock_guard lock(mu_);
   if (session.empty()) return std::nullopt;
-  for (const auto& m : members_)
-    if (comm::tcp::constant_time_equal(m.session, session)) return m;
-  return std::nullopt;
+  // A hash lookup, so every call after Join costs O(1) at any world size;
+  // the final comparison of the secret is constant-time.
+  const auto it = rank_of_session_.find(session);
+  if (it == rank_of_session_.end()) return std::nullopt;
+  const Member& m = members_[static_cast<std::size_t>(it->second)];
+  if (!comm::tcp::constant_time_equal(m.session, session)) return std::nullopt;
+  return m;
 }
 
 std::vector<Member> Rendezvous::members() const {

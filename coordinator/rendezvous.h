@@ -20,6 +20,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "coordinator/outcome.h"
@@ -98,6 +99,7 @@ class Rendezvous {
   std::map<uint64_t, Pending> pending_;  // ticket id -> join, in join order
   const TimePoint window_end_;
   std::vector<Member> members_;  // rank order, once complete
+  std::unordered_map<std::string, int> rank_of_session_;  // session -> rank, once complete
   bool timed_out_ = false;
   std::optional<std::string> aborted_;
 };

@@ -1,0 +1,491 @@
+// coordinator_load: the coordinator under 1,000 light workers (not a test).
+//
+// Starts an in-process Coordinator on 127.0.0.1:0 (world size --workers, run
+// dir in a fresh temp dir) and simulates the workers as gRPC callback-API
+// clients over a few shared channels (no thread per worker). Each worker:
+// Join (any rank) -> Validate (tiny identical fingerprint) -> Barrier "start"
+// -> one StreamMetrics stream of --steps records (2 bucket spans each, in
+// batches of --batch) -> WritesDone/Finish -> Leave(ok). Heartbeats are not
+// sent; the job's heartbeat timeout is set long enough that nobody is failed.
+//
+// Reports: join+barrier time of all workers (target < 3 s), records ingested
+// per second from the first record sent until the coordinator's MetricsLog
+// count reaches workers*steps (target >= 50,000/s), and that nothing was
+// lost: lines of metrics.jsonl and distinct (rank, step) pairs both equal
+// workers*steps. Exit status 0 only when every check is OK. Coordinator logs
+// below error level (e.g. the roll call of ranks that send no heartbeat)
+// are shown only with --verbose.
+//
+//   coordinator_load [--workers 1000] [--steps 100] [--batch 10]
+//                    [--channels 4] [--json FILE] [--keep] [--verbose]
+#include <grpcpp/grpcpp.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <latch>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "coordinator/coordinator.h"
+#include "proto/microddp.grpc.pb.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+namespace v1 = mddp::v1;
+namespace fs = std::filesystem;
+
+double seconds_since(Clock::time_point t0, Clock::time_point t1) {
+  return std::chrono::duration<double>(t1 - t0).count();
+}
+
+int64_t unix_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+struct Options {
+  int workers = 1000;
+  int steps = 100;
+  int batch = 10;
+  int channels = 4;
+  std::string json;
+  bool keep = false;
+  bool verbose = false;
+};
+
+[[noreturn]] void usage(const char* argv0) {
+  std::fprintf(stderr,
+               "usage: %s [--workers N] [--steps N] [--batch N] [--channels N] [--json FILE] "
+               "[--keep] [--verbose]\n",
+               argv0);
+  std::exit(2);
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) usage(argv[0]);
+      return argv[++i];
+    };
+    auto positive = [&]() {
+      const int v = std::atoi(value().c_str());
+      if (v <= 0) usage(argv[0]);
+      return v;
+    };
+    if (a == "--workers") {
+      o.workers = positive();
+    } else if (a == "--steps") {
+      o.steps = positive();
+    } else if (a == "--batch") {
+      o.batch = positive();
+    } else if (a == "--channels") {
+      o.channels = positive();
+    } else if (a == "--json") {
+      o.json = value();
+    } else if (a == "--keep") {
+      o.keep = true;
+    } else if (a == "--verbose") {
+      o.verbose = true;
+    } else {
+      usage(argv[0]);
+    }
+  }
+  return o;
+}
+
+// Counts failures and remembers the first message.
+struct Errors {
+  std::mutex mu;
+  int count = 0;
+  std::string first;
+  void add(const std::string& what, const grpc::Status& s) {
+    std::lock_guard lock(mu);
+    if (count++ == 0) first = what + ": " + s.error_message();
+  }
+};
+
+// One light worker: its setup calls (chained callbacks), then its stream.
+struct Worker;
+
+class Stream final : public grpc::ClientWriteReactor<v1::MetricsBatch> {
+ public:
+  explicit Stream(Worker& w) : w_(w) {}
+  void start();
+  void OnWriteDone(bool ok) override;
+  void OnDone(const grpc::Status& s) override;
+
+ private:
+  void write_next();
+  Worker& w_;
+  grpc::ClientContext ctx_;
+  v1::MetricsBatch batch_;
+  v1::MetricsAck ack_;
+  int sent_ = 0;
+};
+
+struct Shared {
+  explicit Shared(const Options& o) : opt(o) {}
+  const Options& opt;
+  std::vector<std::unique_ptr<v1::Coordinator::Stub>> stubs;
+  Errors errors;
+  std::latch* setup_done = nullptr;
+  std::latch* streams_done = nullptr;
+  std::latch* left = nullptr;
+  std::atomic<int64_t> first_send_ns{0};  // steady clock, 0 = none yet
+  std::atomic<int64_t> acked{0};
+};
+
+struct Worker {
+  Worker(Shared& s, v1::Coordinator::Stub* st) : sh(s), stub(st) {}
+  Shared& sh;
+  v1::Coordinator::Stub* stub;
+  std::string session;
+  int rank = -1;
+  // Kept alive while their call is in flight.
+  grpc::ClientContext join_ctx, validate_ctx, barrier_ctx, leave_ctx;
+  v1::JoinRequest join_req;
+  v1::JoinReply join_reply;
+  v1::ValidateRequest validate_req;
+  v1::ValidateReply validate_reply;
+  v1::BarrierRequest barrier_req;
+  v1::BarrierReply barrier_reply;
+  v1::LeaveRequest leave_req;
+  v1::LeaveReply leave_reply;
+  std::unique_ptr<Stream> stream;
+
+  void deadline(grpc::ClientContext& ctx, std::chrono::seconds s) {
+    ctx.set_deadline(std::chrono::system_clock::now() + s);
+  }
+
+  void join() {
+    join_req.set_job_id("load");
+    join_req.set_protocol_version(v1::PROTOCOL_VERSION_CURRENT);
+    join_req.set_host("localhost");
+    join_req.set_data_addr("127.0.0.1");
+    join_req.set_device("cpu");
+    join_req.set_pid(::getpid());
+    join_req.set_version("bench");
+    deadline(join_ctx, std::chrono::seconds(120));
+    stub->async()->Join(&join_ctx, &join_req, &join_reply, [this](grpc::Status s) {
+      if (!s.ok()) return fail("join", s);
+      session = join_reply.session();
+      rank = join_reply.rank();
+      validate();
+    });
+  }
+
+  void validate() {
+    validate_req.set_session(session);
+    auto* fp = validate_req.mutable_fingerprint();
+    fp->set_model("Sequential(Linear(4, 4))");
+    auto* p = fp->add_parameters();
+    p->set_name("0.weight");
+    p->add_shape(4);
+    p->add_shape(4);
+    p = fp->add_parameters();
+    p->set_name("0.bias");
+    p->add_shape(4);
+    fp->add_buckets()->add_parameters(1);
+    fp->mutable_buckets(0)->add_parameters(0);
+    fp->set_dtype("fp32");
+    fp->set_version("bench");
+    validate_req.set_timeout_ms(60000);
+    deadline(validate_ctx, std::chrono::seconds(120));
+    stub->async()->Validate(&validate_ctx, &validate_req, &validate_reply, [this](grpc::Status s) {
+      if (!s.ok()) return fail("validate", s);
+      barrier();
+    });
+  }
+
+  void barrier() {
+    barrier_req.set_session(session);
+    barrier_req.set_name("start");
+    barrier_req.set_timeout_ms(60000);
+    deadline(barrier_ctx, std::chrono::seconds(120));
+    stub->async()->Barrier(&barrier_ctx, &barrier_req, &barrier_reply, [this](grpc::Status s) {
+      if (!s.ok()) return fail("barrier", s);
+      sh.setup_done->count_down();
+    });
+  }
+
+  void fail(const char* what, const grpc::Status& s) {
+    sh.errors.add(what, s);
+    sh.setup_done->count_down();
+  }
+
+  void leave() {
+    leave_req.set_session(session);
+    leave_req.set_ok(true);
+    deadline(leave_ctx, std::chrono::seconds(60));
+    stub->async()->Leave(&leave_ctx, &leave_req, &leave_reply, [this](grpc::Status s) {
+      if (!s.ok()) sh.errors.add("leave", s);
+      sh.left->count_down();
+    });
+  }
+};
+
+void Stream::start() {
+  ctx_.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(300));
+  w_.stub->async()->StreamMetrics(&ctx_, &ack_, this);
+  write_next();
+  StartCall();
+}
+
+void Stream::write_next() {
+  batch_.Clear();
+  batch_.set_session(w_.session);
+  const int n = std::min(w_.sh.opt.batch, w_.sh.opt.steps - sent_);
+  for (int i = 0; i < n; ++i) {
+    auto* m = batch_.add_steps();
+    const int64_t step = sent_ + i;
+    m->set_step(step);
+    m->set_loss(1.0 / static_cast<double>(step + 1));
+    m->set_data_ms(0.1);
+    m->set_forward_ms(1.0);
+    m->set_backward_ms(2.0);
+    m->set_exposed_comm_ms(0.2);
+    m->set_total_comm_ms(0.8);
+    m->set_optimizer_ms(0.3);
+    m->set_step_ms(3.6);
+    m->set_comm_bytes(2048);
+    for (int b = 0; b < 2; ++b) {
+      auto* s = m->add_buckets();
+      s->set_index(b);
+      s->set_bytes(1024);
+      s->set_ready_ns(1000 * step + b);
+      s->set_launch_ns(1000 * step + b + 10);
+      s->set_start_ns(1000 * step + b + 20);
+      s->set_end_ns(1000 * step + b + 400);
+    }
+    m->set_time_unix_ns(unix_ns());
+  }
+  sent_ += n;
+  if (w_.sh.first_send_ns.load(std::memory_order_relaxed) == 0) {
+    int64_t expected = 0;
+    const int64_t now = Clock::now().time_since_epoch().count();
+    w_.sh.first_send_ns.compare_exchange_strong(expected, now);
+  }
+  StartWrite(&batch_);
+}
+
+void Stream::OnWriteDone(bool ok) {
+  if (!ok) return;  // the stream broke; OnDone reports it
+  if (sent_ < w_.sh.opt.steps) {
+    write_next();
+  } else {
+    StartWritesDone();
+  }
+}
+
+void Stream::OnDone(const grpc::Status& s) {
+  if (!s.ok()) {
+    w_.sh.errors.add("stream", s);
+  } else {
+    w_.sh.acked += ack_.count();
+  }
+  w_.sh.streams_done->count_down();
+}
+
+// Reads metrics.jsonl: (lines, distinct (rank, step) pairs, parse errors).
+struct FileCheck {
+  int64_t lines = 0;
+  int64_t distinct = 0;
+  int64_t bad = 0;
+};
+
+FileCheck check_file(const fs::path& path) {
+  FileCheck c;
+  std::set<std::pair<int64_t, int64_t>> seen;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    ++c.lines;
+    try {
+      const auto j = nlohmann::json::parse(line);
+      seen.emplace(j.at("rank").get<int64_t>(), j.at("step").get<int64_t>());
+    } catch (const std::exception&) {
+      ++c.bad;
+    }
+  }
+  c.distinct = static_cast<int64_t>(seen.size());
+  return c;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options opt = parse(argc, argv);
+  spdlog::set_level(opt.verbose ? spdlog::level::info : spdlog::level::err);
+  const int64_t expected = static_cast<int64_t>(opt.workers) * opt.steps;
+
+  char tmpl[] = "/tmp/mddp-coordinator-load-XXXXXX";
+  if (::mkdtemp(tmpl) == nullptr) {
+    std::perror("mkdtemp");
+    return 1;
+  }
+  const fs::path run_dir = tmpl;
+
+  mddp::coordinator::CoordinatorOptions copt;
+  copt.host = "127.0.0.1";
+  copt.port = 0;
+  copt.job.job_id = "load";
+  copt.job.world_size = opt.workers;
+  copt.job.heartbeat_interval = std::chrono::seconds(1);
+  copt.job.heartbeat_timeout = std::chrono::minutes(10);  // the bench sends no heartbeats
+  copt.job.rendezvous_timeout = std::chrono::minutes(2);
+  copt.job.run_dir = run_dir;
+  auto coord = std::make_unique<mddp::coordinator::Coordinator>(copt);
+  const std::string addr = coord->address();
+
+  Shared sh(opt);
+  for (int i = 0; i < opt.channels; ++i) {
+    grpc::ChannelArguments args;
+    args.SetInt("mddp.bench.channel", i);  // distinct args: a connection per channel
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    sh.stubs.push_back(v1::Coordinator::NewStub(
+        grpc::CreateCustomChannel(addr, grpc::InsecureChannelCredentials(), args)));
+  }
+
+  std::vector<std::unique_ptr<Worker>> workers;
+  workers.reserve(static_cast<std::size_t>(opt.workers));
+  for (int i = 0; i < opt.workers; ++i) {
+    workers.push_back(
+        std::make_unique<Worker>(sh, sh.stubs[static_cast<std::size_t>(i % opt.channels)].get()));
+  }
+
+  // Phase 1: Join + Validate + Barrier "start", all workers.
+  std::latch setup_done(opt.workers);
+  sh.setup_done = &setup_done;
+  const auto t_setup0 = Clock::now();
+  for (auto& w : workers) w->join();
+  setup_done.wait();
+  const auto t_setup1 = Clock::now();
+  const double setup_s = seconds_since(t_setup0, t_setup1);
+  int setup_errors = 0;
+  {
+    std::lock_guard lock(sh.errors.mu);
+    setup_errors = sh.errors.count;
+  }
+
+  // Phase 2: one metrics stream per worker.
+  double ingest_s = 0;
+  int64_t ingested = 0;
+  bool ingest_complete = false;
+  FileCheck fc;
+  std::string job_state = "?";
+  if (setup_errors == 0) {
+    std::latch streams_done(opt.workers);
+    sh.streams_done = &streams_done;
+    for (auto& w : workers) w->stream = std::make_unique<Stream>(*w);
+    for (auto& w : workers) w->stream->start();
+    const auto& log = coord->job().metrics_log();
+    const auto give_up = Clock::now() + std::chrono::seconds(120);
+    while (log.count() < static_cast<uint64_t>(expected) && Clock::now() < give_up) {
+      int errors = 0;
+      {
+        std::lock_guard lock(sh.errors.mu);
+        errors = sh.errors.count;
+      }
+      if (errors > 0) break;
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    const auto t_ingest1 = Clock::now();
+    ingested = static_cast<int64_t>(log.count());
+    ingest_complete = ingested == expected;
+    const Clock::time_point t_ingest0{Clock::duration(sh.first_send_ns.load())};
+    ingest_s = seconds_since(t_ingest0, t_ingest1);
+    streams_done.wait();
+
+    // Phase 3: Leave ok; the job should succeed.
+    std::latch left(opt.workers);
+    sh.left = &left;
+    for (auto& w : workers) w->leave();
+    left.wait();
+    if (coord->wait_for(std::chrono::seconds(10))) {
+      const auto st = coord->job().status();
+      job_state = st.state == mddp::coordinator::State::kSucceeded ? "succeeded" : "failed";
+      if (!st.failure.empty()) std::printf("job failure: %s\n", st.failure.c_str());
+    } else {
+      job_state = "not over";
+    }
+  }
+  coord->shutdown("load benchmark done");
+  coord.reset();  // flushes and closes metrics.jsonl
+  workers.clear();
+  if (setup_errors == 0) fc = check_file(run_dir / "metrics.jsonl");
+
+  const double rate = ingest_s > 0 ? static_cast<double>(ingested) / ingest_s : 0;
+  const bool ok_setup = setup_errors == 0 && setup_s < 3.0;
+  const bool ok_rate = ingest_complete && rate >= 50000;
+  const bool ok_lossless = fc.lines == expected && fc.distinct == expected && fc.bad == 0 &&
+                           sh.acked.load() == expected;
+  const bool ok_job = job_state == "succeeded" && sh.errors.count == 0;
+
+  std::printf("coordinator_load: %d workers x %d steps (batch %d), %d channels, %u cores\n",
+              opt.workers, opt.steps, opt.batch, opt.channels, std::thread::hardware_concurrency());
+  std::printf("%-34s %14s %12s %s\n", "measure", "value", "target", "");
+  std::printf("%-34s %12.3f s %12s %s\n", "join+validate+barrier, all", setup_s, "< 3 s",
+              ok_setup ? "OK" : "FAILED");
+  std::printf("%-34s %10.0f r/s %12s %s\n", "records ingested per second", rate, ">= 50000",
+              ok_rate ? "OK" : "FAILED");
+  std::printf("%-34s %12.3f s %12s\n", "  ingest time (first send -> all)", ingest_s, "");
+  std::printf("%-34s %14lld %12lld %s\n", "metrics.jsonl lines", static_cast<long long>(fc.lines),
+              static_cast<long long>(expected), fc.lines == expected ? "OK" : "FAILED");
+  std::printf("%-34s %14lld %12lld %s\n", "distinct (rank, step)", static_cast<long long>(fc.distinct),
+              static_cast<long long>(expected), fc.distinct == expected ? "OK" : "FAILED");
+  std::printf("%-34s %14lld %12lld %s\n", "acked by the streams", static_cast<long long>(sh.acked.load()),
+              static_cast<long long>(expected), sh.acked.load() == expected ? "OK" : "FAILED");
+  std::printf("%-34s %14s %12s %s\n", "job state after Leave", job_state.c_str(), "succeeded",
+              ok_job ? "OK" : "FAILED");
+  if (sh.errors.count > 0) {
+    std::printf("%d call(s) failed; first: %s\n", sh.errors.count, sh.errors.first.c_str());
+  }
+  const bool all_ok = ok_setup && ok_rate && ok_lossless && ok_job;
+  std::printf("%s\n", all_ok ? "OK" : "FAILED");
+
+  if (!opt.json.empty()) {
+    nlohmann::json j = {
+        {"workers", opt.workers},
+        {"steps", opt.steps},
+        {"batch", opt.batch},
+        {"channels", opt.channels},
+        {"cores", std::thread::hardware_concurrency()},
+        {"join_barrier_s", setup_s},
+        {"ingest_s", ingest_s},
+        {"records_per_s", rate},
+        {"records_expected", expected},
+        {"records_ingested", ingested},
+        {"jsonl_lines", fc.lines},
+        {"distinct_rank_step", fc.distinct},
+        {"acked", sh.acked.load()},
+        {"job_state", job_state},
+        {"errors", sh.errors.count},
+        {"ok", {{"join_barrier", ok_setup}, {"rate", ok_rate}, {"lossless", ok_lossless},
+                {"job", ok_job}}},
+    };
+    std::ofstream(opt.json) << j.dump(2) << "\n";
+  }
+  if (opt.keep) {
+    std::printf("run dir kept: %s\n", run_dir.c_str());
+  } else {
+    std::error_code ec;
+    fs::remove_all(run_dir, ec);
+  }
+  return all_ok ? 0 : 1;
+}
