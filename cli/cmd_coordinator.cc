@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "cli/job_flags.h"
 #include "cli/train_flags.h"
 #include "coordinator/coordinator.h"
 #include "coordinator/flag_config.h"
@@ -32,21 +33,10 @@ struct CoordinatorArgs {
   int port = 29500;
   std::string host = "127.0.0.1";
   std::string token, token_file, job_id = "local", config, address_file;
-  int64_t heartbeat_ms = 1000, heartbeat_timeout_ms = 10000;
-  double rendezvous_timeout_s = 300;
+  HealthFlags health{1000, 10000, 300};
   train::TrainConfig train;
 };
 
-std::string read_token_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError("cannot read --token-file " + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string t = ss.str();
-  while (!t.empty() && (t.back() == '\n' || t.back() == '\r' || t.back() == ' ')) t.pop_back();
-  if (t.empty()) throw InputError("--token-file " + path + " is empty");
-  return t;
-}
 
 // What workers should dial: the listening host, or this machine's name when
 // listening on every interface.
@@ -131,8 +121,8 @@ void run_coordinator(CLI::App& cmd, CoordinatorArgs& a) {
     throw InputError("give the number of workers: --world-size N (or world-size in --config)");
   a.train.validate();
   if (!a.token_file.empty()) a.token = read_token_file(a.token_file);
-  if (a.rendezvous_timeout_s <= 0)
-    throw InputError(str("--rendezvous-timeout-s must be > 0, got ", a.rendezvous_timeout_s));
+  if (a.health.rendezvous_timeout_s <= 0)
+    throw InputError(str("--rendezvous-timeout-s must be > 0, got ", a.health.rendezvous_timeout_s));
 
   coordinator::CoordinatorOptions o;
   o.host = a.host;
@@ -141,10 +131,10 @@ void run_coordinator(CLI::App& cmd, CoordinatorArgs& a) {
   o.job.token = a.token;
   o.job.world_size = a.world_size;
   o.job.config_json = coordinator::dump_job_config(a.train);
-  o.job.heartbeat_interval = std::chrono::milliseconds(a.heartbeat_ms);
-  o.job.heartbeat_timeout = std::chrono::milliseconds(a.heartbeat_timeout_ms);
+  o.job.heartbeat_interval = std::chrono::milliseconds(a.health.heartbeat_ms);
+  o.job.heartbeat_timeout = std::chrono::milliseconds(a.health.heartbeat_timeout_ms);
   o.job.rendezvous_timeout =
-      std::chrono::milliseconds(static_cast<int64_t>(a.rendezvous_timeout_s * 1000.0));
+      std::chrono::milliseconds(static_cast<int64_t>(a.health.rendezvous_timeout_s * 1000.0));
   o.job.run_dir = a.train.run_dir;
 
   StopSignals signals;
@@ -211,17 +201,7 @@ void register_coordinator(CLI::App& app) {
                   "TOML file of flags (same names without --; the command line wins)")
       ->configurable(false)
       ->group(g);
-  cmd->add_option("--heartbeat-ms", a->heartbeat_ms, "how often workers send a heartbeat")
-      ->group(g)
-      ->capture_default_str();
-  cmd->add_option("--heartbeat-timeout-ms", a->heartbeat_timeout_ms,
-                  "fail the job when a worker is silent this long")
-      ->group(g)
-      ->capture_default_str();
-  cmd->add_option("--rendezvous-timeout-s", a->rendezvous_timeout_s,
-                  "fail when not all workers joined this long after the start")
-      ->group(g)
-      ->capture_default_str();
+  add_health_flags(*cmd, a->health, g);
   cmd->add_option("--address-file", a->address_file,
                   "write HOST:PORT for workers here once listening")
       ->group(g);

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/job_flags.h"
 #include "cli/local_ranks.h"
 #include "cli/train_flags.h"
 #include "core/common/check.h"
@@ -46,8 +47,7 @@ struct RunArgs {
   int nproc = 0;
   int port = 0;
   std::string token, job_id = "local";
-  int64_t heartbeat_ms = 500, heartbeat_timeout_ms = 5000;
-  double rendezvous_timeout_s = 120;
+  HealthFlags health{500, 5000, 120};
   train::TrainConfig train;
 };
 
@@ -244,9 +244,9 @@ void run_job(RunArgs& a) {
        {std::string("--world-size"), std::to_string(a.nproc), std::string("--port"),
         std::to_string(a.port), std::string("--token-file"), token_file,
         std::string("--address-file"), address_file, std::string("--heartbeat-ms"),
-        std::to_string(a.heartbeat_ms), std::string("--heartbeat-timeout-ms"),
-        std::to_string(a.heartbeat_timeout_ms), std::string("--rendezvous-timeout-s"),
-        std::to_string(a.rendezvous_timeout_s)})
+        std::to_string(a.health.heartbeat_ms), std::string("--heartbeat-timeout-ms"),
+        std::to_string(a.health.heartbeat_timeout_ms), std::string("--rendezvous-timeout-s"),
+        std::to_string(a.health.rendezvous_timeout_s)})
     coord_args.push_back(s);
   const std::string coord_log = logs + "/coordinator.log";
   const std::size_t coord = sup.add({"coordinator", spawn(coord_args, {}, coord_log), coord_log});
@@ -288,7 +288,7 @@ void run_job(RunArgs& a) {
   // the verdict and exit by themselves; then (or at once on SIGINT/SIGTERM)
   // the workers get SIGTERM (they leave, saying so), then the coordinator,
   // and whatever is still there after a few seconds SIGKILL.
-  const auto grace = std::chrono::milliseconds(a.heartbeat_timeout_ms) + 5s;
+  const auto grace = std::chrono::milliseconds(a.health.heartbeat_timeout_ms) + 5s;
   std::optional<Clock::time_point> stop_workers_at, stop_all_at, kill_at;
   bool workers_stopped = false;
   while (!sup.all_done()) {
@@ -357,17 +357,7 @@ void register_run(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--token", a->token, "the job's shared secret (default: a random one)")->group(g);
   cmd->add_option("--job-id", a->job_id, "name of the job")->group(g)->capture_default_str();
-  cmd->add_option("--heartbeat-ms", a->heartbeat_ms, "how often workers send a heartbeat")
-      ->group(g)
-      ->capture_default_str();
-  cmd->add_option("--heartbeat-timeout-ms", a->heartbeat_timeout_ms,
-                  "fail the job when a worker is silent this long")
-      ->group(g)
-      ->capture_default_str();
-  cmd->add_option("--rendezvous-timeout-s", a->rendezvous_timeout_s,
-                  "fail when not all workers joined this long after the start")
-      ->group(g)
-      ->capture_default_str();
+  add_health_flags(*cmd, a->health, g);
   add_training_flags(*cmd, a->train);
   add_ddp_flags(*cmd, a->train);
   cmd->callback([a] { run_job(*a); });

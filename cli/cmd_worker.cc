@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "cli/job_flags.h"
 #include "cli/train_flags.h"
 #include "core/common/check.h"
 #include "core/common/log.h"
@@ -22,16 +23,6 @@ struct WorkerArgs {
   double join_timeout_s = 360, connect_timeout_s = 60;
 };
 
-std::string read_token(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError("cannot read --token-file " + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string t = ss.str();
-  while (!t.empty() && (t.back() == '\n' || t.back() == '\r' || t.back() == ' ')) t.pop_back();
-  if (t.empty()) throw InputError("--token-file " + path + " is empty");
-  return t;
-}
 
 // MASTER_ADDR:MASTER_PORT (torchrun's variables) when --coordinator is not given.
 std::string coordinator_from_env() {
@@ -47,7 +38,7 @@ void run(WorkerArgs& a) {
   if (a.o.coordinator.empty())
     throw InputError(
         "give the coordinator's address: --coordinator HOST:PORT (or MASTER_ADDR and MASTER_PORT)");
-  if (!a.token_file.empty()) a.o.token = read_token(a.token_file);
+  if (!a.token_file.empty()) a.o.token = read_token_file(a.token_file);
   if (a.join_timeout_s <= 0)
     throw InputError(str("--join-timeout-s must be > 0, got ", a.join_timeout_s));
   if (a.connect_timeout_s <= 0)
