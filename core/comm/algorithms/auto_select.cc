@@ -21,10 +21,13 @@
 namespace mddp::comm {
 namespace {
 
-// alpha * beta for the transports here: loopback TCP has alpha of order 15 us
-// and beta of order 3 GB/s (shared/ANCHORS.md), about 45 KB. A placeholder from
-// those published figures until `microddp bench allreduce --algo tree/ring`
-// measures the crossover on this machine; change it here only.
+// alpha * beta for the transports here. Measured on loopback TCP
+// (bench/allreduce_vs_mpi_gloo.sh, docs/allreduce.md, quiet 2-core machine):
+// a 2-rank 4 KiB all-reduce takes 24 us for two dependent exchanges, so
+// alpha ~ 12 us, and large messages reach beta ~ 2.9 GB/s: alpha*beta ~ 35 KB.
+// (Shared memory: alpha ~ 1.8 us, beta ~ 11 GB/s, ~ 20 KB.) The direct n = 4
+// tree-vs-ring comparison on 2 cores was dominated by oversubscription and is
+// not used; change the constant here only.
 constexpr double kAlphaBetaBytes = 32.0 * 1024;
 
 }  // namespace
