@@ -7,9 +7,22 @@
 #include <cstring>
 #include <limits>
 
+// Note [Kernel clones]: the portable build targets baseline x86-64 (SSE2),
+// so each element-wise loop is also compiled for AVX2 and the CPU picks the
+// clone at load time (GCC target_clones, an ifunc). The clones compute the
+// same values: the loops are element-wise (no reassociation) and AVX2 alone
+// does not contract a*b+c into FMA. Off under the sanitizers: their runtimes
+// are not ready when ifunc resolvers run at load time (TSan crashes).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__) && \
+    !defined(__SANITIZE_ADDRESS__)
+#define MDDP_VECTOR_KERNEL __attribute__((target_clones("avx2", "default")))
+#else
+#define MDDP_VECTOR_KERNEL
+#endif
+
 namespace mddp::tensor::cpu {
 
-void bias_add(float* y, const float* bias, int64_t n, int64_t c, int64_t inner) {
+MDDP_VECTOR_KERNEL void bias_add(float* y, const float* bias, int64_t n, int64_t c, int64_t inner) {
   for (int64_t i = 0; i < n; ++i)
     for (int64_t j = 0; j < c; ++j) {
       float* row = y + (i * c + j) * inner;
@@ -33,17 +46,17 @@ void bias_grad(const float* dy, float* dbias, int64_t n, int64_t c, int64_t inne
     }
 }
 
-void relu_forward(const float* x, float* y, int64_t n) {
+MDDP_VECTOR_KERNEL void relu_forward(const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
 }
 
-void relu_backward(const float* y, const float* dy, float* dx, int64_t n) {
+MDDP_VECTOR_KERNEL void relu_backward(const float* y, const float* dy, float* dx, int64_t n) {
   for (int64_t i = 0; i < n; ++i) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
 }
 
 // col row r = (ci, ky, kx) holds, for each output pixel (oy, ox), the input
 // pixel x[ci, oy + ky - pad, ox + kx - pad] (0 outside the image).
-void im2col(const float* x, int64_t c, int64_t h, int64_t w, int k, int pad, float* col) {
+MDDP_VECTOR_KERNEL void im2col(const float* x, int64_t c, int64_t h, int64_t w, int k, int pad, float* col) {
   const int64_t ho = h + 2 * pad - k + 1, wo = w + 2 * pad - k + 1;
   for (int64_t ci = 0; ci < c; ++ci)
     for (int ky = 0; ky < k; ++ky)
@@ -65,7 +78,7 @@ void im2col(const float* x, int64_t c, int64_t h, int64_t w, int k, int pad, flo
       }
 }
 
-void col2im(const float* col, int64_t c, int64_t h, int64_t w, int k, int pad, float* dx) {
+MDDP_VECTOR_KERNEL void col2im(const float* col, int64_t c, int64_t h, int64_t w, int k, int pad, float* dx) {
   const int64_t ho = h + 2 * pad - k + 1, wo = w + 2 * pad - k + 1;
   for (int64_t ci = 0; ci < c; ++ci)
     for (int ky = 0; ky < k; ++ky)
@@ -134,7 +147,7 @@ float softmax_xent_forward(const float* logits, const float* labels, int64_t n, 
   return n ? static_cast<float>(total / n) : 0.0f;
 }
 
-void softmax_xent_backward(const float* probs, const float* labels, int64_t n, int64_t classes,
+MDDP_VECTOR_KERNEL void softmax_xent_backward(const float* probs, const float* labels, int64_t n, int64_t classes,
                            float* dlogits) {
   const float inv_n = 1.0f / static_cast<float>(n);
   for (int64_t i = 0; i < n; ++i) {
@@ -161,12 +174,12 @@ float mse_forward(const float* pred, const float* target, int64_t n) {
   return n ? static_cast<float>(s / n) : 0.0f;
 }
 
-void mse_backward(const float* pred, const float* target, int64_t n, float* dpred) {
+MDDP_VECTOR_KERNEL void mse_backward(const float* pred, const float* target, int64_t n, float* dpred) {
   const float k = 2.0f / static_cast<float>(n);
   for (int64_t i = 0; i < n; ++i) dpred[i] = k * (pred[i] - target[i]);
 }
 
-void sgd_update(float* p, const float* g, float* buf, int64_t n, float lr, float momentum,
+MDDP_VECTOR_KERNEL void sgd_update(float* p, const float* g, float* buf, int64_t n, float lr, float momentum,
                 float weight_decay, bool first_step) {
   for (int64_t i = 0; i < n; ++i) {
     const float gi = g[i] + weight_decay * p[i];
@@ -179,7 +192,7 @@ void sgd_update(float* p, const float* g, float* buf, int64_t n, float lr, float
   }
 }
 
-void adam_update(float* p, const float* g, float* m, float* v, int64_t n, float lr, float beta1,
+MDDP_VECTOR_KERNEL void adam_update(float* p, const float* g, float* m, float* v, int64_t n, float lr, float beta1,
                  float beta2, float eps, float weight_decay, int64_t step) {
   const float bc1 = 1.0f - std::pow(beta1, static_cast<float>(step));
   const float bc2 = 1.0f - std::pow(beta2, static_cast<float>(step));
@@ -195,11 +208,11 @@ void adam_update(float* p, const float* g, float* m, float* v, int64_t n, float 
 
 void fill(float* x, int64_t n, float value) { std::fill(x, x + n, value); }
 
-void scale(float* x, int64_t n, float alpha) {
+MDDP_VECTOR_KERNEL void scale(float* x, int64_t n, float alpha) {
   for (int64_t i = 0; i < n; ++i) x[i] *= alpha;
 }
 
-void axpy(float alpha, const float* x, float* y, int64_t n) {
+MDDP_VECTOR_KERNEL void axpy(float alpha, const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += alpha * x[i];
 }
 
