@@ -135,7 +135,7 @@ case "$SCENARIO" in
   coordinator_paused)
     # SIGSTOP of the coordinator for less than the heartbeat timeout: the job
     # goes on, metrics are only delayed (none lost, none doubled).
-    STEPS=3000
+    STEPS=30000  # long enough that the pause lands mid-run, even on a fast idle machine
     start_coordinator 2 "${JOB[@]}" --heartbeat-ms 200 --heartbeat-timeout-ms 5000 --steps $STEPS --run-dir "$WORK/run"
     start_worker w0; W0=$W_PID
     start_worker w1; W1=$W_PID
@@ -168,7 +168,7 @@ case "$SCENARIO" in
   wrong_token)
     # A stranger with a wrong token is refused, both while the job forms and
     # while it runs; the job is untouched and finishes with all its metrics.
-    STEPS=4000
+    STEPS=40000  # long enough that bad2 arrives while the job runs, even on a fast idle machine
     start_coordinator 2 "${JOB[@]}" "${HB[@]}" --token right-token --steps $STEPS --run-dir "$WORK/run"
     start_worker w0 --token right-token; W0=$W_PID
     start_worker bad1 --token wrong-token; BAD=$W_PID
