@@ -33,6 +33,7 @@
 
 #include "cli/commands.h"
 #include "cli/job_flags.h"
+#include "core/common/stop_signals.h"
 #include "cli/local_ranks.h"
 #include "cli/train_flags.h"
 #include "core/common/check.h"
@@ -159,30 +160,14 @@ std::string error_line(const std::string& log) {
   return last;
 }
 
-// SIGINT / SIGTERM are recorded by a handler (in whichever thread they
-// land; libraries start threads we cannot block them in) and read by poll().
-volatile std::sig_atomic_t g_signal = 0;
-void on_signal(int sig) {
-  if (g_signal == 0) g_signal = sig;
-}
-
 class Supervisor {
  public:
-  Supervisor() {
-    struct sigaction sa = {};
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART;
-    ::sigaction(SIGINT, &sa, &old_int_);
-    ::sigaction(SIGTERM, &sa, &old_term_);
-  }
+  Supervisor() = default;
   ~Supervisor() {
     for (auto& c : children_)
       if (!c.done) ::kill(c.pid, SIGKILL);
     for (auto& c : children_)
       if (!c.done) ::waitpid(c.pid, nullptr, 0);
-    ::sigaction(SIGINT, &old_int_, nullptr);
-    ::sigaction(SIGTERM, &old_term_, nullptr);
   }
 
   std::size_t add(Child c) {
@@ -197,8 +182,8 @@ class Supervisor {
   void poll(std::chrono::milliseconds timeout) {
     const timespec ts{static_cast<time_t>(timeout.count() / 1000),
                       static_cast<long>(timeout.count() % 1000) * 1'000'000};
-    if (g_signal == 0) ::nanosleep(&ts, nullptr);
-    if (g_signal != 0 && !signal_) signal_ = g_signal;
+    if (signals_.pending() == 0) ::nanosleep(&ts, nullptr);
+    if (signals_.pending() != 0 && !signal_) signal_ = signals_.pending();
     int status = 0;
     for (pid_t pid; (pid = ::waitpid(-1, &status, WNOHANG)) > 0;)
       for (auto& c : children_)
@@ -218,7 +203,7 @@ class Supervisor {
   }
 
  private:
-  struct sigaction old_int_ = {}, old_term_ = {};
+  StopSignals signals_;  // SIGINT/SIGTERM, read by poll()
   std::vector<Child> children_;
   int signal_ = 0;
 };

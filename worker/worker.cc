@@ -17,6 +17,7 @@
 #include "core/comm/communicator.h"
 #include "core/comm/types.h"
 #include "core/common/log.h"
+#include "core/common/stop_signals.h"
 #include "core/ddp/strategies.h"
 #include "core/tensor/device.h"
 #include "core/train/distributed.h"
@@ -56,26 +57,14 @@ int requested_rank() {
 // watcher thread acts on it. Before the job is joined they end the process;
 // after, they fail this rank through the heartbeat (the collectives abort,
 // the worker leaves with "interrupted").
-volatile std::sig_atomic_t g_signal = 0;
-void on_signal(int sig) {
-  g_signal = sig;
-}
-
 class Signals {
  public:
   Signals() {
-    struct sigaction sa = {};
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART;
-    ::sigaction(SIGINT, &sa, &old_int_);
-    ::sigaction(SIGTERM, &sa, &old_term_);
     thread_ = std::thread([this] {
       while (!stop_) {
         std::this_thread::sleep_for(50ms);
-        const int sig = g_signal;
+        const int sig = caught_.take();
         if (sig == 0) continue;
-        g_signal = 0;
         const char* name = sig == SIGINT ? "SIGINT" : "SIGTERM";
         Heartbeat* hb = hb_.load();
         if (!hb) {
@@ -90,8 +79,6 @@ class Signals {
   ~Signals() {
     stop_ = true;
     thread_.join();
-    ::sigaction(SIGINT, &old_int_, nullptr);
-    ::sigaction(SIGTERM, &old_term_, nullptr);
   }
   void arm(Heartbeat* hb, int rank) {
     rank_ = rank;
@@ -99,7 +86,7 @@ class Signals {
   }
 
  private:
-  struct sigaction old_int_ = {}, old_term_ = {};
+  StopSignals caught_;  // declared first: catching starts before the watcher thread
   std::atomic<bool> stop_{false};
   std::atomic<Heartbeat*> hb_{nullptr};
   std::atomic<int> rank_{-1};
