@@ -22,6 +22,8 @@
 #include <string>
 #include <vector>
 
+#include "cli/bench_allreduce_fit.h"
+#include "cli/bench_allreduce_nccl.h"
 #include "cli/commands.h"
 #include "cli/local_ranks.h"
 #include "core/comm/communicator.h"
@@ -40,6 +42,7 @@ struct BenchOpts {
   std::string algo = "auto", transport = "auto", dtype = "fp32";
   int64_t timeout_ms = 60'000;
   std::string json;
+  std::string backend = "cpu";
 };
 
 struct Row {
@@ -257,7 +260,11 @@ void register_bench_allreduce(CLI::App& bench) {
       ->capture_default_str();
   cmd->add_option("--timeout-ms", o->timeout_ms, "bound on each collective")->capture_default_str();
   cmd->add_option("--json", o->json, "also write the results to this file as JSON");
-  cmd->callback([o] {
+  cmd->add_option("--backend", o->backend,
+                  "cpu | nccl (one process per GPU; --algo and --transport do not apply)")
+      ->capture_default_str();
+  auto fit = add_fit_flags(*cmd);
+  cmd->callback([o, fit] {
     // Validate once in the parent, so a typo is one clear line, not N.
     comm::parse_dtype(o->dtype);
     comm::parse_algorithm(o->algo);
@@ -266,12 +273,20 @@ void register_bench_allreduce(CLI::App& bench) {
     if (o->nproc < 1) throw InputError(str("--nproc must be at least 1, got ", o->nproc));
     if (o->iters < 1 || o->warmup < 0)
       throw InputError("--iters must be at least 1 and --warmup at least 0");
+    if (fit->on)  // the per-algorithm sweep and alpha-beta fit: cmd_bench_allreduce_fit.cc
+      return run_allreduce_fit(*fit, {o->nproc, size_sweep(*o), o->iters, o->warmup, o->timeout_ms,
+                                      o->algo, o->transport, o->json});
+    if (o->backend != "cpu" && o->backend != "nccl")
+      throw InputError(str("unknown --backend '", o->backend, "' (use cpu or nccl)"));
     if (!o->json.empty()) {  // fail now, not after the whole sweep
       std::FILE* f = std::fopen(o->json.c_str(), "w");
       if (!f)
         throw InputError(str("cannot write --json file '", o->json, "': ", std::strerror(errno)));
       std::fclose(f);
     }
+    if (o->backend == "nccl")  // cmd_bench_allreduce_nccl.cc
+      return run_allreduce_nccl({o->nproc, size_sweep(*o), comm::parse_dtype(o->dtype), o->iters,
+                                 o->warmup, o->timeout_ms, o->json, fill, count_wrong});
     const int code = run_local_ranks(
         o->nproc, [o](int rank, comm::Store& store) { bench_rank(*o, rank, store); });
     if (code != 0)

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -24,6 +25,7 @@
 #include "coordinator/job_config_json.h"
 #include "core/common/check.h"
 #include "core/common/log.h"
+#include "dashboard/server/server.h"
 
 namespace mddp::cli {
 namespace {
@@ -32,7 +34,8 @@ struct CoordinatorArgs {
   int world_size = 0;
   int port = 29500;
   std::string host = "127.0.0.1";
-  std::string token, token_file, job_id = "local", config, address_file;
+  std::string token, token_file, job_id = "local", config, address_file, http_url_file;
+  DashboardFlags dashboard;
   HealthFlags health{1000, 10000, 300};
   train::TrainConfig train;
 };
@@ -97,6 +100,7 @@ class SignalWatcher {
       while (!stop_) {
         char sig = 0;
         if (::poll(&p, 1, 200) > 0 && ::read(fd, &sig, 1) == 1) {
+          caught_ = true;
           c.job().shutdown(
               str("the coordinator was interrupted (", sig == SIGINT ? "SIGINT" : "SIGTERM", ")"));
           return;
@@ -108,11 +112,20 @@ class SignalWatcher {
     stop_ = true;
     thread_.join();
   }
+  bool caught() const { return caught_; }
 
  private:
-  std::atomic<bool> stop_{false};
+  std::atomic<bool> stop_{false}, caught_{false};
   std::thread thread_;
 };
+
+// Writes `text` and a newline to `path` through a rename, so a reader never sees half of it.
+void write_atomically(const std::string& path, const std::string& text, const char* flag) {
+  const std::string tmp = path + ".tmp";
+  std::ofstream(tmp) << text << "\n";
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    throw Error(str("cannot write ", flag, " ", path, ": ", std::strerror(errno)));
+}
 
 void run_coordinator(CLI::App& cmd, CoordinatorArgs& a) {
   log::init("coordinator");
@@ -141,6 +154,16 @@ void run_coordinator(CLI::App& cmd, CoordinatorArgs& a) {
   coordinator::Coordinator c(std::move(o));
   SignalWatcher watcher(signals, c);
 
+  // Declared after `c`: stops before the Job it reads goes away.
+  std::optional<dashboard::Server> dash;
+  std::string dash_url;
+  if (a.dashboard.http_port >= 0) {
+    dash.emplace(dashboard::ServerOptions{a.dashboard.http_host, a.dashboard.http_port,
+                                          a.dashboard.dashboard_dir},
+                 c.job());
+    dash_url = "http://" + dial_address(a.dashboard.http_host, dash->port()) + "/";
+  }
+
   const std::string addr = dial_address(a.host, c.port());
   std::printf("microddp coordinator: job '%s', %d workers, listening on %s\n", a.job_id.c_str(),
               a.world_size, c.address().c_str());
@@ -151,18 +174,26 @@ void run_coordinator(CLI::App& cmd, CoordinatorArgs& a) {
           : (a.token_file.empty() ? " --token ..." : " --token-file " + a.token_file).c_str());
   if (a.token.empty() && a.host != "127.0.0.1" && a.host != "localhost" && a.host != "::1")
     std::printf("warning: no --token: anyone who can reach %s can join this job\n", addr.c_str());
+  if (dash) std::printf("dashboard: %s\n", dash_url.c_str());
   std::fflush(stdout);
-  if (!a.address_file.empty()) {
-    const std::string tmp = a.address_file + ".tmp";
-    std::ofstream(tmp) << addr << "\n";
-    if (std::rename(tmp.c_str(), a.address_file.c_str()) != 0)
-      throw Error(str("cannot write --address-file ", a.address_file, ": ", std::strerror(errno)));
-  }
+  // Before --address-file: whoever waits for that one finds this one ready.
+  if (!a.http_url_file.empty()) write_atomically(a.http_url_file, dash_url, "--http-url-file");
+  if (!a.address_file.empty()) write_atomically(a.address_file, addr, "--address-file");
 
   const coordinator::JobStatus status = c.wait();
   const auto records = c.job().metrics_log().count();
   const auto log_path = c.job().metrics_log().path();
   c.shutdown();
+  if (dash && a.dashboard.http_linger_s > 0 && !watcher.caught()) {
+    std::printf("dashboard: the job is over (%s); still serving %s for %g s (Ctrl-C to stop)\n",
+                coordinator::to_string(status.state), dash_url.c_str(), a.dashboard.http_linger_s);
+    std::fflush(stdout);
+    const auto until = std::chrono::steady_clock::now() +
+                       std::chrono::duration<double>(a.dashboard.http_linger_s);
+    while (std::chrono::steady_clock::now() < until && !watcher.caught())
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  dash.reset();
   if (status.state != coordinator::State::kSucceeded)
     throw Error(status.failure.empty() ? std::string("the job did not finish") : status.failure);
   std::printf("job '%s' succeeded: %d ranks finished, %llu metrics records%s\n", a.job_id.c_str(),
@@ -205,6 +236,11 @@ void register_coordinator(CLI::App& app) {
   cmd->add_option("--address-file", a->address_file,
                   "write HOST:PORT for workers here once listening")
       ->group(g);
+  cmd->add_option("--http-url-file", a->http_url_file,
+                  "write the dashboard's URL here once serving, before --address-file (an empty "
+                  "line with --http-port -1)")
+      ->group(g);
+  add_dashboard_flags(*cmd, a->dashboard);
   add_training_flags(*cmd, a->train);
   add_ddp_flags(*cmd, a->train);
   cmd->callback([cmd, a] { run_coordinator(*cmd, *a); });

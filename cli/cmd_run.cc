@@ -49,6 +49,7 @@ struct RunArgs {
   int port = 0;
   std::string token, job_id = "local";
   HealthFlags health{500, 5000, 120};
+  DashboardFlags dashboard;  // forwarded to the coordinator as typed
   train::TrainConfig train;
 };
 
@@ -221,6 +222,7 @@ void run_job(RunArgs& a) {
   const std::string token_file = tmp + "/token";
   write_private(token_file, a.token.empty() ? random_token() : a.token);
   const std::string address_file = tmp + "/address";
+  const std::string url_file = tmp + "/http_url";
 
   Supervisor sup;
   std::vector<std::string> coord_args = {"microddp", "coordinator"};
@@ -228,7 +230,8 @@ void run_job(RunArgs& a) {
   for (const std::string& s :
        {std::string("--world-size"), std::to_string(a.nproc), std::string("--port"),
         std::to_string(a.port), std::string("--token-file"), token_file,
-        std::string("--address-file"), address_file, std::string("--heartbeat-ms"),
+        std::string("--address-file"), address_file, std::string("--http-url-file"), url_file,
+        std::string("--heartbeat-ms"),
         std::to_string(a.health.heartbeat_ms), std::string("--heartbeat-timeout-ms"),
         std::to_string(a.health.heartbeat_timeout_ms), std::string("--rendezvous-timeout-s"),
         std::to_string(a.health.rendezvous_timeout_s)})
@@ -256,6 +259,10 @@ void run_job(RunArgs& a) {
   }
   std::printf("microddp run: coordinator at %s, %d workers (job '%s'); logs in %s\n",
               address.c_str(), a.nproc, a.job_id.c_str(), logs.c_str());
+  std::string dashboard_url;  // written before the address: ready now
+  std::ifstream url_in(url_file);
+  std::getline(url_in, dashboard_url);
+  if (!dashboard_url.empty()) std::printf("microddp run: dashboard at %s\n", dashboard_url.c_str());
   std::fflush(stdout);
 
   for (int r = 0; r < a.nproc; ++r) {
@@ -272,8 +279,13 @@ void run_job(RunArgs& a) {
   // Supervise. A failed child gives the others one heartbeat timeout to hear
   // the verdict and exit by themselves; then (or at once on SIGINT/SIGTERM)
   // the workers get SIGTERM (they leave, saying so), then the coordinator,
-  // and whatever is still there after a few seconds SIGKILL.
+  // and whatever is still there after a few seconds SIGKILL. With
+  // --http-linger the coordinator outlives the workers by that long (unless
+  // interrupted), serving the final state of the job.
   const auto grace = std::chrono::milliseconds(a.health.heartbeat_timeout_ms) + 5s;
+  const auto linger = std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double>(a.dashboard.http_port >= 0 ? a.dashboard.http_linger_s : 0));
+  bool linger_said = false;
   std::optional<Clock::time_point> stop_workers_at, stop_all_at, kill_at;
   bool workers_stopped = false;
   while (!sup.all_done()) {
@@ -291,9 +303,18 @@ void run_job(RunArgs& a) {
       for (std::size_t i = 0; i < sup.children().size(); ++i)
         if (i != coord && !sup.child(i).done) ::kill(sup.child(i).pid, SIGTERM);
       workers_stopped = true;
-      stop_all_at = now + 5s;
+      stop_all_at = now + 5s + (sup.interrupted() ? 0s : linger);
     }
-    if (workers_stopped && !kill_at && (workers_done || now >= *stop_all_at)) {
+    if (workers_done && !sup.child(coord).done && linger > 0s && !linger_said) {
+      std::printf("microddp run: the workers are done; the dashboard stays up for %g s "
+                  "(--http-linger; Ctrl-C to stop)\n",
+                  a.dashboard.http_linger_s);
+      std::fflush(stdout);
+      linger_said = true;
+    }
+    const bool coordinator_may_linger = linger > 0s && !sup.interrupted();
+    if (workers_stopped && !kill_at &&
+        ((workers_done && !coordinator_may_linger) || now >= *stop_all_at)) {
       sup.signal_all(SIGTERM);
       kill_at = now + 3s;
     }
@@ -343,6 +364,7 @@ void register_run(CLI::App& app) {
   cmd->add_option("--token", a->token, "the job's shared secret (default: a random one)")->group(g);
   cmd->add_option("--job-id", a->job_id, "name of the job")->group(g)->capture_default_str();
   add_health_flags(*cmd, a->health, g);
+  add_dashboard_flags(*cmd, a->dashboard);
   add_training_flags(*cmd, a->train);
   add_ddp_flags(*cmd, a->train);
   cmd->callback([a] { run_job(*a); });

@@ -31,4 +31,30 @@ void add_health_flags(CLI::App& cmd, HealthFlags& h, const std::string& group) {
       ->capture_default_str();
 }
 
+void add_dashboard_flags(CLI::App& cmd, DashboardFlags& d) {
+  const char* g = "Dashboard";
+  cmd.add_option("--http-port", d.http_port,
+                 "port of the live dashboard (0: any free port, printed at start; -1: none)")
+      ->check(CLI::Range(-1, 65535))
+      ->group(g)
+      ->capture_default_str();
+  cmd.add_option("--http-host", d.http_host,
+                 "interface the dashboard listens on. It has no authentication: anyone who can "
+                 "reach it reads the job's metrics, hosts and config, so bind another interface "
+                 "than 127.0.0.1 only on a trusted network (or reach it over an SSH tunnel)")
+      ->group(g)
+      ->capture_default_str();
+  cmd.add_option("--http-linger", d.http_linger_s,
+                 "after the job ends, keep serving the dashboard this many seconds so the page "
+                 "shows the final (or failed) state; Ctrl-C ends it early")
+      ->check(CLI::NonNegativeNumber)
+      ->group(g)
+      ->capture_default_str();
+  cmd.add_option("--dashboard-dir", d.dashboard_dir,
+                 "serve the page from this directory (e.g. dashboard/web) instead of the copy "
+                 "compiled in: for developing the page")
+      ->check(CLI::ExistingDirectory)
+      ->group(g);
+}
+
 }  // namespace mddp::cli

@@ -19,4 +19,15 @@ struct HealthFlags {
 // --heartbeat-ms, --heartbeat-timeout-ms, --rendezvous-timeout-s in `group`.
 void add_health_flags(CLI::App& cmd, HealthFlags& h, const std::string& group);
 
+// The coordinator's dashboard server (dashboard/API.md). `microddp run`
+// takes the same flags and hands them to its coordinator.
+struct DashboardFlags {
+  int http_port = 0;  // 0: any free port; -1: no dashboard
+  std::string http_host = "127.0.0.1";
+  double http_linger_s = 0;  // keep serving this long after the job ended
+  std::string dashboard_dir;  // "": the page compiled into the binary
+};
+// --http-port, --http-host, --http-linger, --dashboard-dir in group "Dashboard".
+void add_dashboard_flags(CLI::App& cmd, DashboardFlags& d);
+
 }  // namespace mddp::cli

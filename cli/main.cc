@@ -19,6 +19,9 @@ int main(int argc, char** argv) {
   mddp::cli::register_bench(app);
   mddp::cli::register_demo(app);
   mddp::cli::register_verify(app);
+  mddp::cli::register_model(app);
+  mddp::cli::register_scale(app);
+  mddp::cli::register_analyze(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

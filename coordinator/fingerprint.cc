@@ -126,19 +126,10 @@ void FingerprintCheck::expire(TimePoint now) {
   std::vector<std::pair<Callback, Outcome>> fire;
   {
     std::lock_guard lock(mu_);
-    for (auto it = waiting_.begin(); it != waiting_.end();) {
-      if (now < it->second.deadline) {
-        ++it;
-        continue;
-      }
-      fire.emplace_back(
-          std::move(it->second.done),
-          Outcome::error(Code::kDeadlineExceeded,
-                         str(it->second.who, " waited ", format_duration(now - it->second.since),
-                             " for rank 0's fingerprint: rank 0 has not validated its model (is it "
-                             "still building it, or stuck?)")));
-      it = waiting_.erase(it);
-    }
+    fire = take_expired(waiting_, now, [&](const auto& w) {
+      return str(w.who, " waited ", format_duration(now - w.since),
+                 " for rank 0's fingerprint: rank 0 has not validated its model (is it still building it, or stuck?)");
+    });
   }
   for (auto& [cb, outcome] : fire) cb(outcome);
 }

@@ -32,6 +32,7 @@ struct Progress {
   int64_t collective_completed = 0;  // ... and of the last completed
   std::string op;                    // the collective entered last
   int bucket = -1;                   // its gradient bucket, -1: none
+  int64_t total_steps = 0;           // steps the job will run (0: not known yet)
 
   bool operator==(const Progress&) const = default;
 };

@@ -2,6 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <fstream>
+#include <nlohmann/json.hpp>
+
 #include "core/common/check.h"
 
 namespace mddp::coordinator {
@@ -27,6 +30,30 @@ Job::Job(JobOptions options, TimePoint now)
                          options_.heartbeat_interval.count(), ")"));
 }
 
+namespace {
+
+// <run dir>/job.json: what `microddp analyze` needs besides the metrics (the
+// world, the config, who ran where). Written once the job has formed.
+void write_job_file(const JobOptions& o, const std::vector<Member>& members) {
+  if (o.run_dir.empty()) return;
+  nlohmann::json ranks = nlohmann::json::array();
+  for (const auto& m : members)
+    ranks.push_back({{"rank", m.rank}, {"host", m.host}, {"device", m.device}, {"pid", m.pid}});
+  nlohmann::json config = nlohmann::json::parse(o.config_json, nullptr, false);
+  const nlohmann::json j{{"job_id", o.job_id},
+                         {"world_size", o.world_size},
+                         {"started_unix_ns", std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                 std::chrono::system_clock::now().time_since_epoch())
+                                                 .count()},
+                         {"config", config.is_discarded() ? nlohmann::json::object() : config},
+                         {"members", ranks}};
+  std::ofstream out(o.run_dir / "job.json");
+  out << j.dump(2) << "\n";
+  if (!out) spdlog::warn("cannot write {}", (o.run_dir / "job.json").string());
+}
+
+}  // namespace
+
 void Job::on_rendezvous(const std::vector<Member>& members, TimePoint now) {
   std::vector<std::string> hosts;
   std::string table;
@@ -36,6 +63,7 @@ void Job::on_rendezvous(const std::vector<Member>& members, TimePoint now) {
                  m.device.empty() ? std::string() : ", " + m.device, ")");
   }
   health_.start(hosts, now);
+  write_job_file(options_, members);
   state_.set_running();
   spdlog::info("rendezvous complete: all {} workers joined job '{}' (rank {})", members.size(),
                options_.job_id, table);

@@ -96,20 +96,10 @@ void KvStore::expire(TimePoint now) {
   std::vector<std::pair<GetCallback, Outcome>> fire;
   {
     std::lock_guard lock(mu_);
-    for (auto it = waiters_.begin(); it != waiters_.end();) {
-      if (now < it->second.deadline) {
-        ++it;
-        continue;
-      }
-      fire.emplace_back(
-          std::move(it->second.done),
-          Outcome::error(Code::kDeadlineExceeded,
-                         str("key '", it->second.key, "' was not set within ",
-                             format_duration(now - it->second.since),
-                             ": the rank that publishes it has not reached that point (slow start, "
-                             "crashed, or another job?)")));
-      it = waiters_.erase(it);
-    }
+    fire = take_expired(waiters_, now, [&](const auto& w) {
+      return str("key '", w.key, "' was not set within ", format_duration(now - w.since),
+                 ": the rank that publishes it has not reached that point (slow start, crashed, or another job?)");
+    });
   }
   for (auto& [done, outcome] : fire) done(outcome, {});
 }

@@ -36,6 +36,7 @@ nlohmann::json MetricsLog::to_json(const MetricsRecord& r) {
   nlohmann::json j = r.metrics.to_json();
   j["time_unix_ns"] = r.time_unix_ns;
   j["received_unix_ns"] = r.received_unix_ns;
+  j["seq"] = r.seq;
   return j;
 }
 

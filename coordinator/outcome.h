@@ -16,6 +16,8 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace mddp::coordinator {
 
@@ -57,5 +59,24 @@ uint64_t next_ticket_id();
 
 // "1.5 s" or "250 ms": durations in messages.
 std::string format_duration(Clock::duration d);
+
+// Takes the waiters of `waiters` (a map of id -> {deadline, done, ...})
+// whose deadline has passed at `now`, pairing each callback with a
+// kDeadlineExceeded outcome whose message is why(waiter). Call under the
+// owner's lock; fire the callbacks after releasing it.
+template <typename Map, typename Why>
+auto take_expired(Map& waiters, TimePoint now, Why why) {
+  using Callback = decltype(Map::mapped_type::done);
+  std::vector<std::pair<Callback, Outcome>> fire;
+  for (auto it = waiters.begin(); it != waiters.end();) {
+    if (now < it->second.deadline) {
+      ++it;
+      continue;
+    }
+    fire.emplace_back(std::move(it->second.done), Outcome::error(Code::kDeadlineExceeded, why(it->second)));
+    it = waiters.erase(it);
+  }
+  return fire;
+}
 
 }  // namespace mddp::coordinator

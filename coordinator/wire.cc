@@ -62,6 +62,7 @@ Progress from_proto(const v1::Progress& m) {
   p.collective_completed = m.collective_completed();
   p.op = m.op();
   p.bucket = m.has_bucket() ? m.bucket() : -1;
+  p.total_steps = m.total_steps();
   return p;
 }
 
@@ -72,6 +73,7 @@ void to_proto(const Progress& p, v1::Progress* out) {
   out->set_collective_completed(p.collective_completed);
   out->set_op(p.op);
   if (p.bucket >= 0) out->set_bucket(p.bucket);
+  out->set_total_steps(p.total_steps);
 }
 
 v1::JobState to_proto(State s) {
@@ -117,6 +119,11 @@ MetricsRecord from_proto(const v1::StepMetrics& m) {
   for (const auto& b : m.buckets())
     s.buckets.push_back(ddp::CommSpan{b.index(), static_cast<std::size_t>(b.bytes()), b.ready_ns(),
                                       b.launch_ns(), b.start_ns(), b.end_ns()});
+  s.start_ns = m.start_ns();
+  s.clock_offset_ns = m.clock_offset_ns();
+  s.eval = m.eval();
+  s.eval_loss = m.eval_loss();
+  s.eval_accuracy = m.eval_accuracy();
   r.time_unix_ns = m.time_unix_ns();
   return r;
 }
@@ -132,6 +139,11 @@ void to_proto(const perf::StepMetrics& s, int64_t time_unix_ns, v1::StepMetrics*
   out->set_optimizer_ms(s.optimizer_ms);
   out->set_step_ms(s.step_ms);
   out->set_comm_bytes(static_cast<int64_t>(s.comm_bytes));
+  out->set_start_ns(s.start_ns);
+  out->set_clock_offset_ns(s.clock_offset_ns);
+  out->set_eval(s.eval);
+  out->set_eval_loss(s.eval_loss);
+  out->set_eval_accuracy(s.eval_accuracy);
   for (const auto& b : s.buckets) {
     auto* q = out->add_buckets();
     q->set_index(b.index);

@@ -14,6 +14,7 @@ APT_PACKAGES=(
   libdnnl-dev libopenblas-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libboost-dev
   dataset-fashion-mnist iproute2 procps docker-compose
+  nodejs chromium fonts-dejavu-core prometheus
 )
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
@@ -28,6 +29,17 @@ install_packages() {
     [[ $(id -u) -eq 0 ]] || { echo "need root to install packages (run with sudo)"; exit 1; }
     DEBIAN_FRONTEND=noninteractive apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  fi
+}
+
+# The dashboard's npm packages (its chart library, bundled into the binary,
+# and playwright-core for the browser test), exactly as package-lock.json says.
+install_npm_packages() {
+  local dir="$ROOT/dashboard"
+  if ! command -v npm >/dev/null; then install_packages npm; fi
+  if [[ ! -d "$dir/node_modules" || "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]]; then
+    say "installing the dashboard's npm packages"
+    npm ci --prefix "$dir" --no-audit --no-fund --loglevel=error
   fi
 }
 

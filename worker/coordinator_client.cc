@@ -6,6 +6,7 @@
 #include "coordinator/job.h"
 #include "coordinator/wire.h"
 #include "core/comm/types.h"
+#include "core/common/timer.h"
 #include "mddp/config.h"
 #include "proto/microddp.grpc.pb.h"
 
@@ -184,9 +185,12 @@ HeartbeatInfo CoordinatorClient::heartbeat(const coordinator::Progress& progress
   v1::HeartbeatReply reply;
   grpc::ClientContext ctx;
   prepare(ctx, deadline);
+  const int64_t send_ns = now_ns();
   const grpc::Status s = impl_->stub->Heartbeat(&ctx, req, &reply);
+  const int64_t reply_ns = now_ns();
   if (!s.ok()) fail("heartbeat", options_.address, s, deadline);
-  return {coordinator::from_proto(reply.state()), reply.failure(), reply.failed_rank()};
+  return {coordinator::from_proto(reply.state()), reply.failure(), reply.failed_rank(),
+          {send_ns, reply_ns, reply.coordinator_receive_unix_ns()}};
 }
 
 namespace {
@@ -257,7 +261,7 @@ HeartbeatInfo CoordinatorClient::leave(bool ok, const std::string& message, Mill
   prepare(ctx, timeout);
   const grpc::Status s = impl_->stub->Leave(&ctx, req, &reply);
   if (!s.ok()) fail("leave", options_.address, s, timeout);
-  return {coordinator::from_proto(reply.state()), reply.failure(), -1};
+  return {coordinator::from_proto(reply.state()), reply.failure(), -1, {}};
 }
 
 void CoordinatorClient::set(const std::string& key, const std::string& value) {

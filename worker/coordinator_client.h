@@ -64,6 +64,12 @@ struct HeartbeatInfo {
   coordinator::State state = coordinator::State::kForming;
   std::string failure;
   int failed_rank = -1;
+  // One round trip: this host's steady clock around the call and the
+  // coordinator's wall clock when it received it.
+  struct ClockSample {
+    int64_t send_ns = 0, reply_ns = 0;  // steady
+    int64_t coordinator_unix_ns = 0;
+  } clock;
 };
 
 // One metrics record as the worker streams it.

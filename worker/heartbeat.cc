@@ -31,7 +31,7 @@ void Heartbeat::stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-void Heartbeat::attach(comm::Communicator* comm) {
+void Heartbeat::attach(comm::ProcessGroup* comm) {
   std::lock_guard lock(mu_);
   comm_ = comm;
   if (comm_ && failure_) comm_->abort(failure_->message);
@@ -61,10 +61,21 @@ void Heartbeat::report(JobFailure f) {
   cv_.notify_all();
 }
 
+void ClockOffset::add(const HeartbeatInfo::ClockSample& s) {
+  if (s.coordinator_unix_ns == 0) return;  // an old coordinator that does not stamp
+  window_[count_++ % kWindow] = s;
+  const int n = std::min(count_, kWindow);
+  const auto best = std::min_element(window_, window_ + n, [](const auto& a, const auto& b) {
+    return a.reply_ns - a.send_ns < b.reply_ns - b.send_ns;
+  });
+  offset_.store(best->coordinator_unix_ns - (best->send_ns + best->reply_ns) / 2, std::memory_order_relaxed);
+}
+
 coordinator::Progress Heartbeat::progress() const {
   coordinator::Progress p;
   p.step = board_.step();
   p.phase = board_.phase();
+  p.total_steps = board_.total_steps();
   std::lock_guard lock(mu_);
   if (comm_) {
     // The history's last record is the collective entered last; the last one
@@ -95,6 +106,7 @@ void Heartbeat::loop() {
     try {
       const HeartbeatInfo info = client_.heartbeat(progress(), call_deadline);
       last_ok = Clock::now();
+      clock_.add(info.clock);
       if (warned) spdlog::info("the coordinator at {} answers again", client_.address());
       warned = false;
       if (info.state == coordinator::State::kFailed) {

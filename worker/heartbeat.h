@@ -8,7 +8,7 @@
 //  * the coordinator stays unreachable longer than the heartbeat timeout
 //    (the same bound it applies to us), or no longer knows our session;
 //  * the worker fails it locally (fail_locally, e.g. on SIGINT).
-// Giving up aborts the attached Communicator, so the training thread's wait
+// Giving up aborts the attached ProcessGroup (CPU or NCCL), so the training thread's wait
 // throws at once instead of hanging on a peer that will never answer, and
 // failed() turns true (the training loop checks it between phases).
 // Thread-safe.
@@ -36,12 +36,34 @@ class ProgressBoard {
     step_.store(step, std::memory_order_relaxed);
     phase_.store(phase, std::memory_order_relaxed);
   }
+  void set_total_steps(int64_t total) { total_steps_.store(total, std::memory_order_relaxed); }
   int64_t step() const { return step_.load(std::memory_order_relaxed); }
   const char* phase() const { return phase_.load(std::memory_order_relaxed); }
+  int64_t total_steps() const { return total_steps_.load(std::memory_order_relaxed); }
 
  private:
   std::atomic<int64_t> step_{0};
+  std::atomic<int64_t> total_steps_{0};
   std::atomic<const char*> phase_{"setup"};
+};
+
+// The offset between this host's steady clock and the coordinator's wall
+// clock, from heartbeat round trips (Cristian's algorithm): the coordinator
+// stamped its clock somewhere inside the round trip, so assuming the middle
+// is off by at most half the round trip. Of the last kWindow samples the one
+// with the shortest round trip is the most exact; the window lets the
+// estimate follow slow drift. Written by the heartbeat thread, read by the
+// training thread.
+class ClockOffset {
+ public:
+  static constexpr int kWindow = 8;
+  void add(const HeartbeatInfo::ClockSample& s);
+  int64_t offset_ns() const { return offset_.load(std::memory_order_relaxed); }
+
+ private:
+  HeartbeatInfo::ClockSample window_[kWindow];
+  int count_ = 0;
+  std::atomic<int64_t> offset_{0};
 };
 
 struct JobFailure {
@@ -65,7 +87,7 @@ class Heartbeat {
   void stop();  // idempotent; joins the thread
   // The communicator to abort on failure (nullptr: none). Aborts at once
   // when the job has already failed. Detach before destroying it.
-  void attach(comm::Communicator* comm);
+  void attach(comm::ProcessGroup* comm);
 
   bool failed() const { return failed_.load(); }
   std::optional<JobFailure> failure() const;
@@ -73,10 +95,14 @@ class Heartbeat {
   std::optional<JobFailure> wait_failure(Millis timeout) const;
   // Gives up locally (first failure wins), e.g. on SIGINT.
   void fail_locally(const std::string& message);
+  // This host's steady clock + clock_offset_ns() = the coordinator's Unix ns
+  // (0 until the first heartbeat was answered). See ClockOffset.
+  int64_t clock_offset_ns() const { return clock_.offset_ns(); }
 
  private:
   void loop();
   void report(JobFailure f);
+  ClockOffset clock_;
   coordinator::Progress progress() const;
 
   CoordinatorClient& client_;
@@ -88,13 +114,13 @@ class Heartbeat {
   bool stop_ = false;
   std::atomic<bool> failed_{false};
   std::optional<JobFailure> failure_;
-  comm::Communicator* comm_ = nullptr;
+  comm::ProcessGroup* comm_ = nullptr;
 };
 
 // Detaches the communicator on scope exit (declare after what owns it).
 class AttachedComm {
  public:
-  AttachedComm(Heartbeat& hb, comm::Communicator* comm) : hb_(hb) { hb_.attach(comm); }
+  AttachedComm(Heartbeat& hb, comm::ProcessGroup* comm) : hb_(hb) { hb_.attach(comm); }
   ~AttachedComm() { hb_.attach(nullptr); }
   AttachedComm(const AttachedComm&) = delete;
   AttachedComm& operator=(const AttachedComm&) = delete;

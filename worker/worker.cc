@@ -146,9 +146,8 @@ struct Session {
 train::TrainSummary train_rank(Session& s) {
   const train::TrainConfig cfg = rank_config(s.info, s.options);
   const comm::JobIdentity job{s.info.job_id, s.options.token};
-  auto comm = comm::connect(s.client, s.info.rank, s.info.world_size, job,
-                            comm::parse_transport(cfg.dist.transport), train::comm_options(cfg),
-                            s.data.addr, "comm");
+  auto comm = train::connect_process_group(s.client, s.info.rank, s.info.world_size, job, cfg,
+                                          s.data.addr, "comm");
   spdlog::info("data plane connected: {} transport, {} ranks", comm->transport_name(),
                comm->size());
   std::optional<train::DistributedTrainer> dt;
@@ -168,11 +167,26 @@ train::TrainSummary train_rank(Session& s) {
     std::fflush(stdout);
   }
   train::LoopHooks hooks = dt->loop_hooks();
-  hooks.step.on_phase = [&s](int64_t step, const char* phase) {
+  hooks.step.on_phase = [&s, timing = hooks.step.on_phase](int64_t step, const char* phase) {
+    if (timing) timing(step, phase);  // the GPU's phase marks (DistributedTrainer)
     s.board.set(step, phase);
     if (s.hb.failed()) throw comm::AbortedError(s.hb.failure()->message);
   };
-  hooks.on_step = [&s, &dt](const train::StepResult& r) { s.metrics.push(dt->metrics(r)); };
+  s.board.set_total_steps(trainer.total_steps());
+  hooks.on_step = [&s, &dt](const train::StepResult& r) {
+    perf::StepMetrics m = dt->metrics(r);
+    m.clock_offset_ns = s.hb.clock_offset_ns();
+    s.metrics.push(m);
+  };
+  hooks.on_eval = [&s](int64_t step, const train::EvalResult& e) {
+    perf::StepMetrics m;
+    m.rank = s.info.rank;
+    m.step = step;
+    m.eval = true;
+    m.eval_loss = e.loss;
+    m.eval_accuracy = e.accuracy;
+    s.metrics.push(m);
+  };
   const train::TrainSummary summary = train::run_training(trainer, hooks);
   s.board.set(summary.steps, "done");
   return summary;

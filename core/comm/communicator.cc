@@ -192,6 +192,10 @@ void check_args(const void* p, int64_t count, const char* what) {
 }
 }  // namespace
 
+WorkPtr Communicator::all_reduce(void* data, int64_t count, DataType dtype, ReduceOp op) {
+  return all_reduce(data, count, dtype, op, Algorithm::kAuto);
+}
+
 WorkPtr Communicator::all_reduce(void* data, int64_t count, DataType dtype, ReduceOp op,
                                  Algorithm algorithm) {
   check_args(data, count, "all_reduce");

@@ -19,67 +19,50 @@
 #include <string>
 #include <vector>
 
+#include "core/comm/process_group.h"
 #include "core/comm/store.h"
 #include "core/comm/transport.h"
 #include "core/comm/types.h"
 
 namespace mddp::comm {
 
-// Handle of one asynchronous collective.
-class Work {
- public:
-  virtual ~Work() = default;
-  // Blocks until the collective finished; rethrows its error (CommError) if it failed.
-  virtual void wait() = 0;
-  virtual bool completed() const = 0;
-  // Steady-clock nanoseconds at which the progress thread started/finished it (0 until then).
-  virtual int64_t start_ns() const = 0;
-  virtual int64_t end_ns() const = 0;
-};
-using WorkPtr = std::shared_ptr<Work>;
-
 struct CommOptions {
   Algorithm algorithm = Algorithm::kAuto;        // all_reduce's default algorithm
   std::chrono::milliseconds timeout{300'000};    // bound on every wait of a collective
 };
 
-// One record of the in-memory history printed with errors (last 32 collectives).
-struct CollectiveRecord {
-  uint64_t seq = 0;
-  std::string op;  // "all_reduce(ring)", "broadcast", ...
-  std::size_t bytes = 0;
-  int64_t start_ns = 0, end_ns = 0;  // end_ns == 0: never finished
-};
-
-class Communicator {
+// The CPU backend of ProcessGroup (process_group.h): buffers are host memory.
+class Communicator : public ProcessGroup {
  public:
   // Takes ownership of a connected transport and starts the progress thread.
   Communicator(std::unique_ptr<Transport> transport, CommOptions options);
-  ~Communicator();  // drains nothing: pending work fails with AbortedError
+  ~Communicator() override;  // drains nothing: pending work fails with AbortedError
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
 
-  int rank() const;
-  int size() const;
+  int rank() const override;
+  int size() const override;
   const CommOptions& options() const;
-  std::string transport_name() const;
+  std::string transport_name() const override;
 
-  // In place: data[count] becomes the element-wise reduction over ranks.
-  WorkPtr all_reduce(void* data, int64_t count, DataType dtype, ReduceOp op,
-                     Algorithm algorithm = Algorithm::kAuto);
+  // In place: data[count] becomes the element-wise reduction over ranks,
+  // with CommOptions::algorithm (kAuto: chosen by size, auto_select.cc) ...
+  WorkPtr all_reduce(void* data, int64_t count, DataType dtype, ReduceOp op) override;
+  // ... or with `algorithm` (kAuto as above).
+  WorkPtr all_reduce(void* data, int64_t count, DataType dtype, ReduceOp op, Algorithm algorithm);
   // in[count * size] on every rank; out[count] = reduction of block `rank`
   // (out must not overlap in).
   WorkPtr reduce_scatter(const void* in, void* out, int64_t count, DataType dtype, ReduceOp op);
   // in[count] on every rank; out[count * size] holds rank r's block at r*count.
-  WorkPtr all_gather(const void* in, void* out, int64_t count, DataType dtype);
-  WorkPtr broadcast(void* data, int64_t count, DataType dtype, int root);
+  WorkPtr all_gather(const void* in, void* out, int64_t count, DataType dtype) override;
+  WorkPtr broadcast(void* data, int64_t count, DataType dtype, int root) override;
   // The reduction lands in data on `root`; other ranks' data is left unspecified.
   WorkPtr reduce(void* data, int64_t count, DataType dtype, ReduceOp op, int root);
   // root's in[count * size] -> block r to rank r's out[count] (in ignored elsewhere).
   WorkPtr scatter(const void* in, void* out, int64_t count, DataType dtype, int root);
   // every rank's in[count] -> root's out[count * size] (out ignored elsewhere).
   WorkPtr gather(const void* in, void* out, int64_t count, DataType dtype, int root);
-  WorkPtr barrier();
+  WorkPtr barrier() override;
   // Point-to-point. A send may block until the peer receives (a transport
   // need not buffer a whole message) and the queue runs in order, so pair
   // them up: in a ring, rank 0 sends first and the others receive first.
@@ -88,10 +71,10 @@ class Communicator {
 
   // Fails every pending and future collective with AbortedError(reason) and
   // unblocks the transport at once. Thread-safe, idempotent.
-  void abort(const std::string& reason);
+  void abort(const std::string& reason) override;
 
   // The last collectives, oldest first (what an error message prints).
-  std::vector<CollectiveRecord> history() const;
+  std::vector<CollectiveRecord> history() const override;
 
  private:
   struct Impl;

@@ -1,18 +1,24 @@
 #include "core/ddp/allreduce_unit.h"
 
 #include "core/comm/half.h"
+#include "core/common/check.h"
 #include "core/common/timer.h"
 
 namespace mddp::ddp {
 
 AllReduceUnit::AllReduceUnit(int index, tensor::Tensor region, Compression compress)
     : region_(std::move(region)), compress_(compress) {
+  // The 16-bit rounding below runs on the host; a GPU would need cast
+  // kernels on the compute stream, which are not written (docs/gpu.md).
+  if (compress_ != Compression::kNone && !region_.device().is_cpu())
+    throw InputError(str("--compress ", to_string(compress_), " is implemented for --device cpu only; on ",
+                         region_.device().str(), " use --compress none"));
   span_.index = index;
   if (compress_ != Compression::kNone) wire_.resize(region_.numel());
   span_.bytes = compress_ == Compression::kNone ? region_.bytes() : wire_.size() * sizeof(uint16_t);
 }
 
-void AllReduceUnit::launch(comm::Communicator& comm) {
+void AllReduceUnit::launch(comm::ProcessGroup& comm) {
   span_.launch_ns = now_ns();
   if (span_.ready_ns == 0) span_.ready_ns = span_.launch_ns;
   float* g = region_.data();
@@ -42,6 +48,7 @@ void AllReduceUnit::complete(SyncStats& stats) {
     for (int64_t i = 0; i < n; ++i) g[i] = comm::bf16_to_float(wire_[i]);
   span_.start_ns = work_->start_ns();
   span_.end_ns = work_->end_ns();
+  if (work_->ready_ns() != 0) span_.ready_ns = work_->ready_ns();  // on a GPU: when computed
   stats.spans.push_back(span_);
   stats.bytes += span_.bytes;
   stats.total_ms += ns_to_ms(span_.end_ns - span_.start_ns);

@@ -17,7 +17,7 @@ class AllReduceUnit {
   AllReduceUnit(int index, tensor::Tensor region, Compression compress);
 
   // Starts the asynchronous average over ranks (training thread).
-  void launch(comm::Communicator& comm);
+  void launch(comm::ProcessGroup& comm);
   // Waits for it, widens a compressed result back into the region, and
   // appends this unit's span to `stats`.
   void complete(SyncStats& stats);

@@ -24,7 +24,7 @@ std::string join(const std::vector<std::string>& v) {
 
 }  // namespace
 
-DistributedDataParallel::DistributedDataParallel(nn::Module& model, comm::Communicator& comm, DdpOptions options)
+DistributedDataParallel::DistributedDataParallel(nn::Module& model, comm::ProcessGroup& comm, DdpOptions options)
     : model_(model), comm_(comm), options_(options) {
   if (options_.local_sgd < 0) throw InputError("--local-sgd must be >= 0");
   check_same_model();

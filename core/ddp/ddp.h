@@ -27,7 +27,7 @@ struct DdpOptions {
 class DistributedDataParallel {
  public:
   // Collective: every rank must construct it at the same point.
-  DistributedDataParallel(nn::Module& model, comm::Communicator& comm, DdpOptions options);
+  DistributedDataParallel(nn::Module& model, comm::ProcessGroup& comm, DdpOptions options);
   ~DistributedDataParallel();
 
   // Before each micro-batch's backward: synchronise only on the last one.
@@ -48,7 +48,7 @@ class DistributedDataParallel {
   void broadcast_parameters();
 
   nn::Module& model_;
-  comm::Communicator& comm_;
+  comm::ProcessGroup& comm_;
   DdpOptions options_;
   std::unique_ptr<GradSync> sync_;
   bool sync_enabled_ = true;

@@ -38,7 +38,7 @@ const char* to_string(Compression c) {
 }
 
 std::unique_ptr<GradSync> make_grad_sync(const SyncOptions& options, std::vector<nn::Parameter*> params,
-                                         comm::Communicator& comm) {
+                                         comm::ProcessGroup& comm) {
   switch (options.mode) {
     case Mode::kNaive: return std::make_unique<NaiveSync>(std::move(params), options.compress, comm);
     case Mode::kHooked: return std::make_unique<HookedSync>(std::move(params), options.compress, comm);

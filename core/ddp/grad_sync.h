@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "core/comm/communicator.h"
+#include "core/comm/process_group.h"
 #include "core/nn/module.h"
 
 namespace mddp::ddp {
@@ -32,16 +32,16 @@ const char* to_string(Compression c);
 struct CommSpan {
   int index = 0;            // bucket index (bucketed) or parameter index
   std::size_t bytes = 0;    // bytes on the wire
-  int64_t ready_ns = 0;     // last gradient of the unit became ready
+  int64_t ready_ns = 0;     // last gradient of the unit became ready (GPU: computed)
   int64_t launch_ns = 0;    // handed to the communicator
-  int64_t start_ns = 0;     // progress thread started it
-  int64_t end_ns = 0;       // progress thread finished it
+  int64_t start_ns = 0;     // progress thread (GPU: communication stream) started it
+  int64_t end_ns = 0;       // progress thread (GPU: communication stream) finished it
 };
 
 // What one synchronisation cost.
 struct SyncStats {
   double exposed_ms = 0;  // the training thread waited this long after backward
-  double total_ms = 0;    // sum of the all-reduce spans on the progress thread
+  double total_ms = 0;    // sum of the all-reduce spans (progress thread or comm stream)
   std::size_t bytes = 0;  // bytes all-reduced (on the wire)
   std::vector<CommSpan> spans;
 };
@@ -69,6 +69,6 @@ struct SyncOptions {
 // Builds the strategy for `params` (registration order). Bucketed mode
 // re-points each parameter's grad to a view into its bucket's flat buffer.
 std::unique_ptr<GradSync> make_grad_sync(const SyncOptions& options, std::vector<nn::Parameter*> params,
-                                         comm::Communicator& comm);
+                                         comm::ProcessGroup& comm);
 
 }  // namespace mddp::ddp

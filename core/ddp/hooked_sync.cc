@@ -11,7 +11,7 @@
 
 namespace mddp::ddp {
 
-HookedSync::HookedSync(std::vector<nn::Parameter*> params, Compression compress, comm::Communicator& comm)
+HookedSync::HookedSync(std::vector<nn::Parameter*> params, Compression compress, comm::ProcessGroup& comm)
     : comm_(comm) {
   for (std::size_t i = 0; i < params.size(); ++i) {
     index_of_[params[i]] = i;

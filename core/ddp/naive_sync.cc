@@ -8,7 +8,7 @@
 
 namespace mddp::ddp {
 
-NaiveSync::NaiveSync(std::vector<nn::Parameter*> params, Compression compress, comm::Communicator& comm)
+NaiveSync::NaiveSync(std::vector<nn::Parameter*> params, Compression compress, comm::ProcessGroup& comm)
     : comm_(comm) {
   for (std::size_t i = 0; i < params.size(); ++i)
     units_.emplace_back(static_cast<int>(i), params[i]->grad, compress);

@@ -24,7 +24,7 @@
 
 namespace mddp::ddp {
 
-Reducer::Reducer(std::vector<nn::Parameter*> params, const SyncOptions& options, comm::Communicator& comm)
+Reducer::Reducer(std::vector<nn::Parameter*> params, const SyncOptions& options, comm::ProcessGroup& comm)
     : comm_(comm) {
   std::vector<std::size_t> bytes;
   for (nn::Parameter* p : params) bytes.push_back(p->grad.bytes());

@@ -11,23 +11,23 @@ namespace mddp::ddp {
 
 class NaiveSync : public GradSync {
  public:
-  NaiveSync(std::vector<nn::Parameter*> params, Compression compress, comm::Communicator& comm);
+  NaiveSync(std::vector<nn::Parameter*> params, Compression compress, comm::ProcessGroup& comm);
   void on_grad_ready(nn::Parameter& p) override;
   void finish() override;
 
  private:
-  comm::Communicator& comm_;
+  comm::ProcessGroup& comm_;
   std::vector<AllReduceUnit> units_;
 };
 
 class HookedSync : public GradSync {
  public:
-  HookedSync(std::vector<nn::Parameter*> params, Compression compress, comm::Communicator& comm);
+  HookedSync(std::vector<nn::Parameter*> params, Compression compress, comm::ProcessGroup& comm);
   void on_grad_ready(nn::Parameter& p) override;
   void finish() override;
 
  private:
-  comm::Communicator& comm_;
+  comm::ProcessGroup& comm_;
   std::unordered_map<const nn::Parameter*, std::size_t> index_of_;
   std::vector<AllReduceUnit> units_;
   std::vector<std::size_t> launch_order_;  // FIFO: the order the communicator runs them
@@ -36,7 +36,7 @@ class HookedSync : public GradSync {
 // Bucketed DDP, PyTorch's Reducer in miniature. See reducer.cc.
 class Reducer : public GradSync {
  public:
-  Reducer(std::vector<nn::Parameter*> params, const SyncOptions& options, comm::Communicator& comm);
+  Reducer(std::vector<nn::Parameter*> params, const SyncOptions& options, comm::ProcessGroup& comm);
   void on_grad_ready(nn::Parameter& p) override;
   void finish() override;
   // For tests and `demo hooks`: parameter indices per bucket.
@@ -46,7 +46,7 @@ class Reducer : public GradSync {
   struct Slot {  // where a parameter lives
     std::size_t bucket;
   };
-  comm::Communicator& comm_;
+  comm::ProcessGroup& comm_;
   std::vector<std::vector<std::size_t>> assignment_;
   std::vector<tensor::Tensor> flat_;       // one flat buffer per bucket
   std::vector<AllReduceUnit> units_;       // one per bucket

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/common/check.h"
+
 namespace mddp::perf {
 
 double overlap_fraction(double exposed_ms, double total_ms) {
@@ -12,17 +14,79 @@ double overlap_fraction(double exposed_ms, double total_ms) {
 double StepMetrics::overlap() const { return overlap_fraction(exposed_comm_ms, total_comm_ms); }
 
 nlohmann::json StepMetrics::to_json() const {
+  if (eval)
+    return {{"kind", "eval"}, {"rank", rank}, {"step", step}, {"eval_loss", eval_loss}, {"eval_accuracy", eval_accuracy}};
   nlohmann::json spans = nlohmann::json::array();
   for (const auto& b : buckets)
     spans.push_back({{"index", b.index}, {"bytes", b.bytes}, {"ready_ns", b.ready_ns}, {"launch_ns", b.launch_ns},
                      {"start_ns", b.start_ns}, {"end_ns", b.end_ns}});
-  return {{"rank", rank},           {"step", step},
-          {"loss", loss},           {"data_ms", data_ms},
-          {"forward_ms", forward_ms}, {"backward_ms", backward_ms},
-          {"exposed_comm_ms", exposed_comm_ms}, {"total_comm_ms", total_comm_ms},
-          {"optimizer_ms", optimizer_ms}, {"step_ms", step_ms},
-          {"overlap", overlap()},   {"comm_bytes", comm_bytes},
-          {"buckets", spans}};
+  return {{"kind", "step"},         {"rank", rank},
+          {"step", step},           {"loss", loss},
+          {"data_ms", data_ms},     {"forward_ms", forward_ms},
+          {"backward_ms", backward_ms}, {"exposed_comm_ms", exposed_comm_ms},
+          {"total_comm_ms", total_comm_ms}, {"optimizer_ms", optimizer_ms},
+          {"step_ms", step_ms},     {"overlap", overlap()},
+          {"comm_bytes", comm_bytes}, {"start_ns", start_ns},
+          {"clock_offset_ns", clock_offset_ns}, {"buckets", spans}};
+}
+
+namespace {
+
+// j[key] into `out` when present; a value of the wrong type names the key.
+template <typename T>
+void read(const nlohmann::json& j, const char* key, T& out) {
+  const auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return;
+  try {
+    out = it->get<T>();
+  } catch (const nlohmann::json::exception&) {
+    throw InputError(str("metrics record: '", key, "' should be a ", std::is_same_v<T, bool> ? "boolean" : "number",
+                         ", not ", it->dump()));
+  }
+}
+
+}  // namespace
+
+StepMetrics StepMetrics::from_json(const nlohmann::json& j) {
+  if (!j.is_object()) throw InputError(str("metrics record: expected a JSON object, not ", j.dump()));
+  StepMetrics m;
+  std::string kind = "step";
+  if (j.contains("kind")) {
+    if (!j["kind"].is_string()) throw InputError(str("metrics record: 'kind' should be \"step\" or \"eval\""));
+    kind = j["kind"].get<std::string>();
+    if (kind != "step" && kind != "eval") throw InputError(str("metrics record: unknown kind '", kind, "'"));
+  }
+  m.eval = kind == "eval";
+  read(j, "rank", m.rank);
+  read(j, "step", m.step);
+  read(j, "loss", m.loss);
+  read(j, "data_ms", m.data_ms);
+  read(j, "forward_ms", m.forward_ms);
+  read(j, "backward_ms", m.backward_ms);
+  read(j, "exposed_comm_ms", m.exposed_comm_ms);
+  read(j, "total_comm_ms", m.total_comm_ms);
+  read(j, "optimizer_ms", m.optimizer_ms);
+  read(j, "step_ms", m.step_ms);
+  read(j, "comm_bytes", m.comm_bytes);
+  read(j, "start_ns", m.start_ns);
+  read(j, "clock_offset_ns", m.clock_offset_ns);
+  read(j, "eval_loss", m.eval_loss);
+  read(j, "eval_accuracy", m.eval_accuracy);
+  if (const auto it = j.find("buckets"); it != j.end()) {
+    if (!it->is_array()) throw InputError(str("metrics record: 'buckets' should be an array"));
+    for (const auto& b : *it) {
+      if (!b.is_object()) throw InputError(str("metrics record: a bucket should be an object, not ", b.dump()));
+      ddp::CommSpan s;
+      read(b, "index", s.index);
+      read(b, "bytes", s.bytes);
+      read(b, "ready_ns", s.ready_ns);
+      read(b, "launch_ns", s.launch_ns);
+      read(b, "start_ns", s.start_ns);
+      read(b, "end_ns", s.end_ns);
+      m.buckets.push_back(s);
+    }
+  }
+  return m;
 }
 
 }  // namespace mddp::perf

@@ -1,10 +1,14 @@
 // What one training step cost on one rank: the record the metrics stream,
-// the run log and the benchmarks share.
+// the run log, the dashboard and `microddp analyze` share.
 //
 // Words: `exposed` communication is the time the training thread waited for
 // all-reduces after backward; `total` communication is the sum of the
 // all-reduce spans on the progress thread. The overlap fraction is the share
 // of communication hidden behind backward: 1 - exposed / total.
+//
+// Clocks: start_ns and the bucket spans are the rank's steady clock;
+// clock_offset_ns turns them into the coordinator's wall clock (Unix ns), so
+// ranks on different hosts can be lined up (core/perf/timeline.h).
 #pragma once
 
 #include <cstdint>
@@ -23,9 +27,18 @@ struct StepMetrics {
   double total_comm_ms = 0;
   std::size_t comm_bytes = 0;
   std::vector<ddp::CommSpan> buckets;  // per bucket (or parameter): ready, launch, start, end
+  int64_t start_ns = 0;         // steady clock when the step began (its data phase)
+  int64_t clock_offset_ns = 0;  // steady + offset = coordinator's Unix ns (0: unknown)
+  // An evaluation at an epoch end rather than a training step: only step,
+  // eval_loss and eval_accuracy (-1: regression) mean anything.
+  bool eval = false;
+  double eval_loss = 0, eval_accuracy = -1;
 
   double overlap() const;  // in [0, 1]; 0 when nothing was communicated
   nlohmann::json to_json() const;
+  // The inverse of to_json (extra keys are ignored; a missing key keeps its
+  // default). Throws InputError naming the key on a value of the wrong type.
+  static StepMetrics from_json(const nlohmann::json& j);
 };
 
 // Overlap fraction from exposed and total communication time.

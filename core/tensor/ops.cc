@@ -1,6 +1,11 @@
-// Shape and device checks, then dispatch to the backend. Only the CPU
-// backend exists in core/tensor/cpu/; a CUDA tensor reaching an op without a
-// CUDA kernel is refused with the op's name rather than silently copied.
+// Shape and device checks, then dispatch to the backend of the tensors'
+// device: cpu/ for the CPU, cuda/ for a GPU. Every tensor of an op must be on
+// the same device; ops never copy between devices behind the caller's back
+// (copy() is the one op that moves data across).
+//
+// In a build without CUDA the cuda:: calls sit in discarded `if constexpr`
+// branches: they are not compiled, so nothing needs to link them, and
+// op_device() has already refused any CUDA tensor with an InputError.
 #include "core/tensor/ops.h"
 
 #include <omp.h>
@@ -8,15 +13,33 @@
 #include <algorithm>
 
 #include "core/common/check.h"
+#include "core/tensor/conv_loops.h"
 #include "core/tensor/cpu/kernels.h"
+#include "core/tensor/cuda/kernels.h"  // declarations only: no CUDA headers
+#include "mddp/config.h"
 
 namespace mddp::tensor {
 namespace {
 
-void require_cpu(const char* op, std::initializer_list<const Tensor*> ts) {
-  for (const Tensor* t : ts)
-    if (t->defined() && !t->device().is_cpu())
-      throw Error(str("op '", op, "' has no kernel for ", t->device().str(), " tensors in this build"));
+constexpr bool kHaveCuda = MDDP_HAVE_CUDA;
+
+// The one device all of an op's (defined) tensors live on.
+Device op_device(const char* op, std::initializer_list<const Tensor*> ts) {
+  Device dev;
+  bool first = true;
+  for (const Tensor* t : ts) {
+    if (!t->defined()) continue;
+    if (first) dev = t->device();
+    first = false;
+    if (t->device() != dev)
+      throw Error(str("op '", op, "' got tensors on ", dev.str(), " and ", t->device().str(),
+                      "; move them to one device first (copy)"));
+  }
+  if (dev.is_cuda() && !kHaveCuda)
+    throw InputError(str("op '", op, "' got a ", dev.str(),
+                         " tensor, but this build has no CUDA support; rebuild with the CUDA toolkit "
+                         "installed (or use --device cpu)"));
+  return dev;
 }
 
 void require_same_numel(const char* op, const Tensor& a, const Tensor& b) {
@@ -45,7 +68,7 @@ int num_threads() { return omp_get_max_threads(); }
 
 void gemm(bool trans_a, bool trans_b, float alpha, const Tensor& a, const Tensor& b, float beta,
           Tensor& c) {
-  require_cpu("gemm", {&a, &b, &c});
+  const Device dev = op_device("gemm", {&a, &b, &c});
   MDDP_CHECK(a.ndim() == 2 && b.ndim() == 2 && c.ndim() == 2, "gemm needs 2-D tensors");
   const int64_t m = trans_a ? a.dim(1) : a.dim(0);
   const int64_t k = trans_a ? a.dim(0) : a.dim(1);
@@ -54,187 +77,317 @@ void gemm(bool trans_a, bool trans_b, float alpha, const Tensor& a, const Tensor
   MDDP_CHECK(k == kb && c.dim(0) == m && c.dim(1) == n, "gemm shapes: a ", shape_str(a.shape()),
              trans_a ? "^T" : "", " b ", shape_str(b.shape()), trans_b ? "^T" : "", " c ",
              shape_str(c.shape()));
+  if (dev.is_cuda()) {
+    if constexpr (kHaveCuda)
+      cuda::gemm(dev.index, trans_a, trans_b, m, n, k, alpha, a.data(), b.data(), beta, c.data());
+    return;
+  }
   cpu::gemm(trans_a, trans_b, m, n, k, alpha, a.data(), b.data(), beta, c.data());
 }
 
 void fill(Tensor& x, float value) {
-  require_cpu("fill", {&x});
+  const Device dev = op_device("fill", {&x});
+  if (dev.is_cuda()) {
+    if constexpr (kHaveCuda) cuda::fill(dev.index, x.data(), x.numel(), value);
+    return;
+  }
   cpu::fill(x.data(), x.numel(), value);
 }
 
 void copy(const Tensor& src, Tensor& dst) {
   require_same_numel("copy", src, dst);
-  require_cpu("copy", {&src, &dst});
+  if (src.device() != dst.device()) {  // across devices: blocks until done
+    dst.copy_from(src);
+    return;
+  }
+  const Device dev = op_device("copy", {&src, &dst});
+  if (dev.is_cuda()) {
+    if constexpr (kHaveCuda) cuda::copy_on_device(dev.index, src.data(), dst.data(), src.numel());
+    return;
+  }
   std::copy(src.data(), src.data() + src.numel(), dst.data());
 }
 
 void scale(Tensor& x, float alpha) {
-  require_cpu("scale", {&x});
+  const Device dev = op_device("scale", {&x});
+  if (dev.is_cuda()) {
+    if constexpr (kHaveCuda) cuda::scale(dev.index, x.data(), x.numel(), alpha);
+    return;
+  }
   cpu::scale(x.data(), x.numel(), alpha);
 }
 
 void axpy(float alpha, const Tensor& x, Tensor& y) {
   require_same_numel("axpy", x, y);
-  require_cpu("axpy", {&x, &y});
+  const Device dev = op_device("axpy", {&x, &y});
+  if (dev.is_cuda()) {
+    if constexpr (kHaveCuda) cuda::axpy(dev.index, alpha, x.data(), y.data(), x.numel());
+    return;
+  }
   cpu::axpy(alpha, x.data(), y.data(), x.numel());
 }
 
 void bias_add(Tensor& y, const Tensor& bias) {
-  require_cpu("bias_add", {&y, &bias});
+  const Device dev = op_device("bias_add", {&y, &bias});
   int64_t n, c, inner;
   split_nc(y, n, c, inner);
   MDDP_CHECK_EQ(bias.numel(), c, "bias size");
+  if (dev.is_cuda()) {
+    if constexpr (kHaveCuda) cuda::bias_add(dev.index, y.data(), bias.data(), n, c, inner);
+    return;
+  }
   cpu::bias_add(y.data(), bias.data(), n, c, inner);
 }
 
 void bias_grad(const Tensor& dy, Tensor& dbias) {
-  require_cpu("bias_grad", {&dy, &dbias});
+  const Device dev = op_device("bias_grad", {&dy, &dbias});
   int64_t n, c, inner;
   split_nc(dy, n, c, inner);
   MDDP_CHECK_EQ(dbias.numel(), c, "bias grad size");
+  if (dev.is_cuda()) {
+    if constexpr (kHaveCuda) cuda::bias_grad(dev.index, dy.data(), dbias.data(), n, c, inner);
+    return;
+  }
   cpu::bias_grad(dy.data(), dbias.data(), n, c, inner);
 }
 
 void relu_forward(const Tensor& x, Tensor& y) {
   require_same_numel("relu_forward", x, y);
-  require_cpu("relu_forward", {&x, &y});
+  const Device dev = op_device("relu_forward", {&x, &y});
+  if (dev.is_cuda()) {
+    if constexpr (kHaveCuda) cuda::relu_forward(dev.index, x.data(), y.data(), x.numel());
+    return;
+  }
   cpu::relu_forward(x.data(), y.data(), x.numel());
 }
 
 void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx) {
   require_same_numel("relu_backward", y, dy);
   require_same_numel("relu_backward", y, dx);
-  require_cpu("relu_backward", {&y, &dy, &dx});
+  const Device dev = op_device("relu_backward", {&y, &dy, &dx});
+  if (dev.is_cuda()) {
+    if constexpr (kHaveCuda) cuda::relu_backward(dev.index, y.data(), dy.data(), dx.data(), y.numel());
+    return;
+  }
   cpu::relu_backward(y.data(), dy.data(), dx.data(), y.numel());
 }
 
 namespace {
-struct ConvDims {
-  int64_t n, c, h, w, o, k, ho, wo;
-};
-ConvDims conv_dims(const Tensor& x, const Tensor& w, int pad) {
+conv::Dims conv_dims(const Tensor& x, const Tensor& w, int pad) {
   MDDP_CHECK(x.ndim() == 4 && w.ndim() == 4, "conv2d: x ", shape_str(x.shape()), " w ", shape_str(w.shape()));
   MDDP_CHECK(w.dim(1) == x.dim(1) && w.dim(2) == w.dim(3), "conv2d: x ", shape_str(x.shape()), " w ",
              shape_str(w.shape()));
-  ConvDims d{x.dim(0), x.dim(1), x.dim(2), x.dim(3), w.dim(0), w.dim(2), 0, 0};
+  conv::Dims d{x.dim(0), x.dim(1), x.dim(2), x.dim(3), w.dim(0), w.dim(2), pad, 0, 0};
   d.ho = d.h + 2 * pad - d.k + 1;
   d.wo = d.w + 2 * pad - d.k + 1;
   MDDP_CHECK(d.ho > 0 && d.wo > 0, "conv2d: kernel larger than padded input");
   return d;
 }
+
+// The CPU kernel set for conv_loops.h.
+struct CpuConvKernels {
+  void im2col(const float* x, const conv::Dims& d, float* col) const {
+    cpu::im2col(x, d.c, d.h, d.w, static_cast<int>(d.k), d.pad, col);
+  }
+  void col2im_add(const float* col, const conv::Dims& d, float* dx) const {
+    cpu::col2im(col, d.c, d.h, d.w, static_cast<int>(d.k), d.pad, dx);
+  }
+  void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, const float* b,
+            float beta, float* c) const {
+    cpu::gemm(ta, tb, m, n, k, alpha, a, b, beta, c);
+  }
+  void bias_add(float* y, const float* bias, int64_t n, int64_t c, int64_t inner) const {
+    cpu::bias_add(y, bias, n, c, inner);
+  }
+  void bias_grad(const float* dy, float* dbias, int64_t n, int64_t c, int64_t inner) const {
+    cpu::bias_grad(dy, dbias, n, c, inner);
+  }
+  void fill(float* x, int64_t n, float value) const { cpu::fill(x, n, value); }
+};
 }  // namespace
 
 void conv2d_forward(const Tensor& x, const Tensor& w, const Tensor& b, int pad, Tensor& col,
                     Tensor& y) {
-  require_cpu("conv2d_forward", {&x, &w, &b, &col, &y});
-  const ConvDims d = conv_dims(x, w, pad);
-  const int64_t ckk = d.c * d.k * d.k, pix = d.ho * d.wo;
-  MDDP_CHECK(col.numel() >= ckk * pix, "conv2d: col workspace too small");
+  const Device dev = op_device("conv2d_forward", {&x, &w, &b, &col, &y});
+  const conv::Dims d = conv_dims(x, w, pad);
+  MDDP_CHECK(col.numel() >= d.ckk() * d.pix(), "conv2d: col workspace too small");
   MDDP_CHECK(y.shape() == (Shape{d.n, d.o, d.ho, d.wo}), "conv2d: y ", shape_str(y.shape()));
   MDDP_CHECK_EQ(b.numel(), d.o, "conv2d bias");
-  for (int64_t i = 0; i < d.n; ++i) {
-    cpu::im2col(x.data() + i * d.c * d.h * d.w, d.c, d.h, d.w, static_cast<int>(d.k), pad, col.data());
-    // y_i [O, pix] = w [O, CKK] @ col [CKK, pix]
-    cpu::gemm(false, false, d.o, pix, ckk, 1.0f, w.data(), col.data(), 0.0f, y.data() + i * d.o * pix);
+  if (dev.is_cuda()) {
+    if constexpr (kHaveCuda)
+      cuda::conv2d_forward(dev.index, d, x.data(), w.data(), b.data(), col.data(), y.data());
+    return;
   }
-  cpu::bias_add(y.data(), b.data(), d.n, d.o, pix);
+  conv::forward(CpuConvKernels{}, d, x.data(), w.data(), b.data(), col.data(), y.data());
 }
 
 void conv2d_backward_params(const Tensor& x, const Tensor& dy, int pad, Tensor& col, Tensor& dw,
                             Tensor& db) {
-  require_cpu("conv2d_backward_params", {&x, &dy, &col, &dw, &db});
-  const ConvDims d = conv_dims(x, dw, pad);
-  const int64_t ckk = d.c * d.k * d.k, pix = d.ho * d.wo;
+  const Device dev = op_device("conv2d_backward_params", {&x, &dy, &col, &dw, &db});
+  const conv::Dims d = conv_dims(x, dw, pad);
+  MDDP_CHECK(col.numel() >= d.ckk() * d.pix(), "conv2d: col workspace too small");
   MDDP_CHECK(dy.shape() == (Shape{d.n, d.o, d.ho, d.wo}), "conv2d: dy ", shape_str(dy.shape()));
   MDDP_CHECK_EQ(db.numel(), d.o, "conv2d bias grad");
-  cpu::bias_grad(dy.data(), db.data(), d.n, d.o, pix);
-  for (int64_t i = 0; i < d.n; ++i) {
-    cpu::im2col(x.data() + i * d.c * d.h * d.w, d.c, d.h, d.w, static_cast<int>(d.k), pad, col.data());
-    // dw [O, CKK] += dy_i [O, pix] @ col^T [pix, CKK]
-    cpu::gemm(false, true, d.o, ckk, pix, 1.0f, dy.data() + i * d.o * pix, col.data(), 1.0f, dw.data());
+  if (dev.is_cuda()) {
+    if constexpr (kHaveCuda)
+      cuda::conv2d_backward_params(dev.index, d, x.data(), dy.data(), col.data(), dw.data(), db.data());
+    return;
   }
+  conv::backward_params(CpuConvKernels{}, d, x.data(), dy.data(), col.data(), dw.data(), db.data());
 }
 
 void conv2d_backward_input(const Tensor& w, const Tensor& dy, int pad, Tensor& col, Tensor& dx) {
-  require_cpu("conv2d_backward_input", {&w, &dy, &col, &dx});
-  const ConvDims d = conv_dims(dx, w, pad);
-  const int64_t ckk = d.c * d.k * d.k, pix = d.ho * d.wo;
+  const Device dev = op_device("conv2d_backward_input", {&w, &dy, &col, &dx});
+  const conv::Dims d = conv_dims(dx, w, pad);
+  MDDP_CHECK(col.numel() >= d.ckk() * d.pix(), "conv2d: col workspace too small");
   MDDP_CHECK(dy.shape() == (Shape{d.n, d.o, d.ho, d.wo}), "conv2d: dy ", shape_str(dy.shape()));
-  cpu::fill(dx.data(), dx.numel(), 0.0f);
-  for (int64_t i = 0; i < d.n; ++i) {
-    // dcol [CKK, pix] = w^T [CKK, O] @ dy_i [O, pix], then scatter-add back into the image.
-    cpu::gemm(true, false, ckk, pix, d.o, 1.0f, w.data(), dy.data() + i * d.o * pix, 0.0f, col.data());
-    cpu::col2im(col.data(), d.c, d.h, d.w, static_cast<int>(d.k), pad, dx.data() + i * d.c * d.h * d.w);
+  if (dev.is_cuda()) {
+    if constexpr (kHaveCuda)
+      cuda::conv2d_backward_input(dev.index, d, w.data(), dy.data(), col.data(), dx.data());
+    return;
   }
+  conv::backward_input(CpuConvKernels{}, d, w.data(), dy.data(), col.data(), dx.data());
 }
 
 void maxpool2d_forward(const Tensor& x, int k, Tensor& y) {
-  require_cpu("maxpool2d_forward", {&x, &y});
+  const Device dev = op_device("maxpool2d_forward", {&x, &y});
   MDDP_CHECK(x.ndim() == 4 && k >= 1, "maxpool2d: x ", shape_str(x.shape()), " k ", k);
   MDDP_CHECK(y.shape() == (Shape{x.dim(0), x.dim(1), x.dim(2) / k, x.dim(3) / k}), "maxpool2d: y ",
              shape_str(y.shape()));
+  if (dev.is_cuda()) {
+    if constexpr (kHaveCuda)
+      cuda::maxpool2d_forward(dev.index, x.data(), x.dim(0) * x.dim(1), x.dim(2), x.dim(3), k, y.data());
+    return;
+  }
   cpu::maxpool2d_forward(x.data(), x.dim(0) * x.dim(1), x.dim(2), x.dim(3), k, y.data());
 }
 
 void maxpool2d_backward(const Tensor& x, const Tensor& dy, int k, Tensor& dx) {
-  require_cpu("maxpool2d_backward", {&x, &dy, &dx});
+  const Device dev = op_device("maxpool2d_backward", {&x, &dy, &dx});
   require_same_numel("maxpool2d dx", x, dx);
+  MDDP_CHECK(x.ndim() == 4 && k >= 1, "maxpool2d: x ", shape_str(x.shape()), " k ", k);
   MDDP_CHECK(dy.shape() == (Shape{x.dim(0), x.dim(1), x.dim(2) / k, x.dim(3) / k}), "maxpool2d: dy ",
              shape_str(dy.shape()));
+  if (dev.is_cuda()) {
+    if constexpr (kHaveCuda)
+      cuda::maxpool2d_backward(dev.index, x.data(), dy.data(), x.dim(0) * x.dim(1), x.dim(2), x.dim(3), k,
+                               dx.data());
+    return;
+  }
   cpu::maxpool2d_backward(x.data(), dy.data(), x.dim(0) * x.dim(1), x.dim(2), x.dim(3), k, dx.data());
 }
 
 namespace {
-void check_labels(const Tensor& logits, const Tensor& labels) {
+void check_label_shape(const Tensor& logits, const Tensor& labels) {
   MDDP_CHECK(logits.ndim() == 2 && labels.numel() == logits.dim(0), "logits ",
              shape_str(logits.shape()), " labels ", shape_str(labels.shape()));
+}
+
+// Labels must be class indices; on the CPU they are checked here, on a GPU by
+// the kernels, which report the first bad row for this same message.
+void check_label_row(const Tensor& logits, float label, int64_t row) {
+  MDDP_CHECK(label >= 0 && label < logits.dim(1) && label == static_cast<float>(static_cast<int64_t>(label)),
+             "label ", label, " at row ", row, " is not a class index below ", logits.dim(1));
+}
+
+void check_labels_cpu(const Tensor& logits, const Tensor& labels) {
   const float* l = labels.data();
-  for (int64_t i = 0; i < labels.numel(); ++i)
-    MDDP_CHECK(l[i] >= 0 && l[i] < logits.dim(1) && l[i] == static_cast<float>(static_cast<int64_t>(l[i])),
-               "label ", l[i], " at row ", i, " is not a class index below ", logits.dim(1));
+  for (int64_t i = 0; i < labels.numel(); ++i) check_label_row(logits, l[i], i);
+}
+
+void report_bad_row(const Tensor& logits, const Tensor& labels, int64_t bad_row) {
+  if (bad_row >= 0) check_label_row(logits, labels.view(bad_row, {1}).to_vector()[0], bad_row);
 }
 }  // namespace
 
 float softmax_xent_forward(const Tensor& logits, const Tensor& labels, Tensor& probs) {
-  require_cpu("softmax_xent_forward", {&logits, &labels, &probs});
-  check_labels(logits, labels);
+  const Device dev = op_device("softmax_xent_forward", {&logits, &labels, &probs});
+  check_label_shape(logits, labels);
   require_same_numel("softmax probs", logits, probs);
+  if (dev.is_cuda()) {
+    float loss = 0.0f;
+    if constexpr (kHaveCuda) {
+      int64_t bad_row = -1;
+      loss = cuda::softmax_xent_forward(dev.index, logits.data(), labels.data(), logits.dim(0), logits.dim(1),
+                                        probs.data(), bad_row);
+      report_bad_row(logits, labels, bad_row);
+    }
+    return loss;
+  }
+  check_labels_cpu(logits, labels);
   return cpu::softmax_xent_forward(logits.data(), labels.data(), logits.dim(0), logits.dim(1), probs.data());
 }
 
 void softmax_xent_backward(const Tensor& probs, const Tensor& labels, Tensor& dlogits) {
-  require_cpu("softmax_xent_backward", {&probs, &labels, &dlogits});
-  check_labels(probs, labels);
+  const Device dev = op_device("softmax_xent_backward", {&probs, &labels, &dlogits});
+  check_label_shape(probs, labels);
   require_same_numel("softmax dlogits", probs, dlogits);
+  if (dev.is_cuda()) {
+    if constexpr (kHaveCuda) {
+      int64_t bad_row = -1;
+      cuda::softmax_xent_backward(dev.index, probs.data(), labels.data(), probs.dim(0), probs.dim(1),
+                                  dlogits.data(), bad_row);
+      report_bad_row(probs, labels, bad_row);
+    }
+    return;
+  }
+  check_labels_cpu(probs, labels);
   cpu::softmax_xent_backward(probs.data(), labels.data(), probs.dim(0), probs.dim(1), dlogits.data());
 }
 
 int64_t count_correct(const Tensor& logits, const Tensor& labels) {
-  require_cpu("count_correct", {&logits, &labels});
-  check_labels(logits, labels);
+  const Device dev = op_device("count_correct", {&logits, &labels});
+  check_label_shape(logits, labels);
+  if (dev.is_cuda()) {
+    int64_t correct = 0;
+    if constexpr (kHaveCuda) {
+      int64_t bad_row = -1;
+      correct = cuda::count_correct(dev.index, logits.data(), labels.data(), logits.dim(0),
+                                    logits.dim(1), bad_row);
+      report_bad_row(logits, labels, bad_row);
+    }
+    return correct;
+  }
+  check_labels_cpu(logits, labels);
   return cpu::count_correct(logits.data(), labels.data(), logits.dim(0), logits.dim(1));
 }
 
 float mse_forward(const Tensor& pred, const Tensor& target) {
   require_same_numel("mse", pred, target);
-  require_cpu("mse_forward", {&pred, &target});
+  const Device dev = op_device("mse_forward", {&pred, &target});
+  if (dev.is_cuda()) {
+    float loss = 0.0f;
+    if constexpr (kHaveCuda) loss = cuda::mse_forward(dev.index, pred.data(), target.data(), pred.numel());
+    return loss;
+  }
   return cpu::mse_forward(pred.data(), target.data(), pred.numel());
 }
 
 void mse_backward(const Tensor& pred, const Tensor& target, Tensor& dpred) {
   require_same_numel("mse", pred, target);
   require_same_numel("mse", pred, dpred);
-  require_cpu("mse_backward", {&pred, &target, &dpred});
+  const Device dev = op_device("mse_backward", {&pred, &target, &dpred});
+  if (dev.is_cuda()) {
+    if constexpr (kHaveCuda)
+      cuda::mse_backward(dev.index, pred.data(), target.data(), pred.numel(), dpred.data());
+    return;
+  }
   cpu::mse_backward(pred.data(), target.data(), pred.numel(), dpred.data());
 }
 
 void sgd_update(Tensor& param, const Tensor& grad, Tensor& momentum_buf, float lr, float momentum,
                 float weight_decay, bool first_step) {
   require_same_numel("sgd", param, grad);
-  require_cpu("sgd_update", {&param, &grad, &momentum_buf});
+  const Device dev = op_device("sgd_update", {&param, &grad, &momentum_buf});
   if (momentum != 0.0f) require_same_numel("sgd momentum", param, momentum_buf);
-  cpu::sgd_update(param.data(), grad.data(), momentum != 0.0f ? momentum_buf.data() : nullptr,
-                  param.numel(), lr, momentum, weight_decay, first_step);
+  float* buf = momentum != 0.0f ? momentum_buf.data() : nullptr;
+  if (dev.is_cuda()) {
+    if constexpr (kHaveCuda)
+      cuda::sgd_update(dev.index, param.data(), grad.data(), buf, param.numel(), lr, momentum, weight_decay,
+                       first_step);
+    return;
+  }
+  cpu::sgd_update(param.data(), grad.data(), buf, param.numel(), lr, momentum, weight_decay, first_step);
 }
 
 void adam_update(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, float lr, float beta1,
@@ -242,10 +395,16 @@ void adam_update(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, float 
   require_same_numel("adam", param, grad);
   require_same_numel("adam m", param, m);
   require_same_numel("adam v", param, v);
-  require_cpu("adam_update", {&param, &grad, &m, &v});
+  const Device dev = op_device("adam_update", {&param, &grad, &m, &v});
   MDDP_CHECK(step >= 1, "adam step counts from 1");
-  cpu::adam_update(param.data(), grad.data(), m.data(), v.data(), param.numel(), lr, beta1, beta2,
-                   eps, weight_decay, step);
+  if (dev.is_cuda()) {
+    if constexpr (kHaveCuda)
+      cuda::adam_update(dev.index, param.data(), grad.data(), m.data(), v.data(), param.numel(), lr, beta1,
+                        beta2, eps, weight_decay, step);
+    return;
+  }
+  cpu::adam_update(param.data(), grad.data(), m.data(), v.data(), param.numel(), lr, beta1, beta2, eps,
+                   weight_decay, step);
 }
 
 }  // namespace mddp::tensor

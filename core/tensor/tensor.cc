@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/common/check.h"
+#include "core/tensor/cuda/context.h"
 #include "core/tensor/cuda/cuda_runtime.h"
 #include "mddp/config.h"
 
@@ -48,6 +49,9 @@ Storage::~Storage() {
 }
 
 namespace {
+// Between any two devices. A copy that touches a GPU is queued on that GPU's
+// compute stream, after the ops already issued there (See Note [One compute
+// stream] in cuda/context.h), and waited for.
 void copy_bytes(void* dst, Device dst_dev, const void* src, Device src_dev, std::size_t n) {
   if (n == 0) return;
   if (dst_dev.is_cpu() && src_dev.is_cpu()) {
@@ -55,9 +59,11 @@ void copy_bytes(void* dst, Device dst_dev, const void* src, Device src_dev, std:
     return;
   }
 #if MDDP_HAVE_CUDA
-  cuda::copy(dst, src, n);
+  if (src_dev.is_cuda() && dst_dev.is_cuda() && src_dev != dst_dev)
+    cuda::synchronize(src_dev.index);  // the source's writes are on its own stream
+  cuda::copy(dst, src, n, dst_dev.is_cuda() ? dst_dev.index : src_dev.index);
 #else
-  MDDP_CHECK(false, "CUDA tensor in a build without CUDA");
+  throw InputError("a CUDA tensor in a build without CUDA support; rebuild with the CUDA toolkit installed");
 #endif
 }
 }  // namespace
@@ -97,6 +103,18 @@ std::vector<float> Tensor::to_vector() const {
 void Tensor::copy_from(const std::vector<float>& values) {
   MDDP_CHECK_EQ(static_cast<int64_t>(values.size()), numel_, "copy_from size");
   if (numel_) copy_bytes(data(), device(), values.data(), Device{}, bytes());
+}
+
+void Tensor::copy_from(const Tensor& src) {
+  MDDP_CHECK_EQ(src.numel(), numel_, "copy_from size");
+  if (numel_) copy_bytes(data(), device(), src.data(), src.device(), bytes());
+}
+
+Tensor Tensor::to(Device device) const {
+  MDDP_CHECK(defined(), "to() of an undefined tensor");
+  Tensor t = empty(shape_, device);
+  t.copy_from(*this);
+  return t;
 }
 
 Tensor Tensor::from_vector(const Shape& shape, const std::vector<float>& values, Device device) {

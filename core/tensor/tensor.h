@@ -60,10 +60,16 @@ class Tensor {
   // True when both windows lie in the same storage (views of one buffer).
   bool shares_storage(const Tensor& other) const { return storage_ == other.storage_; }
 
-  // Host copies, for tests, checkpoints and logging (work on any device).
+  // Host copies, for tests, checkpoints and logging (work on any device;
+  // on a GPU they wait for the ops queued before them).
   std::vector<float> to_vector() const;
   void copy_from(const std::vector<float>& values);
   static Tensor from_vector(const Shape& shape, const std::vector<float>& values, Device device = {});
+  // Copies src's elements (same numel) from any device, waiting until done.
+  // Within one GPU prefer ops::copy, which is queued without waiting.
+  void copy_from(const Tensor& src);
+  // A new tensor on `device` holding a copy of this one (allocates: for set-up and tests).
+  Tensor to(Device device) const;
 
  private:
   std::shared_ptr<Storage> storage_;

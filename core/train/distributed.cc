@@ -1,5 +1,15 @@
 #include "core/train/distributed.h"
 
+#include <cstring>
+#include <iterator>
+
+#include "core/common/timer.h"
+#include "core/tensor/device.h"
+#include "mddp/config.h"
+#if MDDP_HAVE_CUDA
+#include "core/tensor/cuda/context.h"
+#endif
+
 namespace mddp::train {
 
 comm::CommOptions comm_options(const TrainConfig& cfg) {
@@ -7,6 +17,24 @@ comm::CommOptions comm_options(const TrainConfig& cfg) {
   o.algorithm = comm::parse_algorithm(cfg.dist.algorithm);
   o.timeout = std::chrono::milliseconds(cfg.dist.timeout_ms);
   return o;
+}
+
+std::unique_ptr<comm::ProcessGroup> connect_process_group(comm::Store& store, int rank, int size,
+                                                          const comm::JobIdentity& job, const TrainConfig& cfg,
+                                                          const std::string& bind_host, const std::string& prefix) {
+  const tensor::Device device = tensor::Device::parse(cfg.device);
+  tensor::require_available(device);  // the one clear line, before any rank waits on this one
+  if (device.is_cpu())
+    return comm::connect(store, rank, size, job, comm::parse_transport(cfg.dist.transport), comm_options(cfg),
+                         bind_host, prefix);
+  comm::nccl::NcclOptions o;
+  o.device = device.index;
+  o.timeout = std::chrono::milliseconds(cfg.dist.timeout_ms);
+  o.prefix = prefix + "/nccl";
+#if MDDP_HAVE_CUDA
+  o.compute_stream = tensor::cuda::compute_stream(device.index);
+#endif
+  return comm::nccl::connect_nccl(store, rank, size, o);
 }
 
 namespace {
@@ -19,15 +47,54 @@ ddp::DdpOptions ddp_options(const TrainConfig& cfg) {
   o.local_sgd = cfg.dist.local_sgd;
   return o;
 }
+
+// The step phases Trainer::step reports through on_phase, and where each
+// one's time goes in StepTimes.
+constexpr const char* kPhases[] = {"data", "forward", "backward", "sync", "optimizer"};
+int phase_index(const char* phase) {  // -1: not a step phase (run_training's "eval", ...)
+  for (std::size_t i = 0; i < std::size(kPhases); ++i)
+    if (!std::strcmp(phase, kPhases[i])) return static_cast<int>(i);
+  return -1;
+}
+
+// The phases of one step from its marks on the compute stream: each mark's
+// phase lasts until the next mark ("end" closes the step). Micro-batches
+// repeat data/forward/backward, so durations are summed per phase.
+StepTimes phases_of(const std::vector<comm::nccl::PhaseMark>& marks) {
+  StepTimes t;
+  double* slots[] = {&t.data, &t.forward, &t.backward, &t.sync, &t.optimizer};
+  for (std::size_t i = 0; i + 1 < marks.size(); ++i)
+    if (const int k = phase_index(marks[i].name); k >= 0) *slots[k] += ns_to_ms(marks[i + 1].ns - marks[i].ns);
+  if (marks.size() >= 2) t.total = ns_to_ms(marks.back().ns - marks.front().ns);
+  return t;
+}
+
 }  // namespace
 
-DistributedTrainer::DistributedTrainer(const TrainConfig& cfg, std::unique_ptr<comm::Communicator> comm)
-    : comm_(std::move(comm)), trainer_(cfg, comm_->rank(), comm_->size()) {
+DistributedTrainer::DistributedTrainer(const TrainConfig& cfg, std::unique_ptr<comm::ProcessGroup> comm)
+    : comm_(std::move(comm)),
+      timeline_(dynamic_cast<comm::nccl::ComputeTimeline*>(comm_.get())),
+      trainer_(cfg, comm_->rank(), comm_->size()) {
   ddp_ = std::make_unique<ddp::DistributedDataParallel>(trainer_.model(), *comm_, ddp_options(cfg));
   LoopHooks& h = hooks_;
   h.step.before_backward = [this](bool last) { ddp_->before_backward(last); };
   h.step.after_backward = [this] { ddp_->after_backward(); };
   h.step.after_optimizer = [this](int64_t step) { ddp_->after_optimizer(step); };
+  if (timeline_) {
+    // On a GPU the host only queues kernels, so host clocks would time the
+    // launches; the marks time what the GPU did. `sync` then runs from when
+    // the GPU finished backward to when the optimiser could start once every
+    // bucket's all-reduce ended: the exposed communication.
+    h.step.on_phase = [this](int64_t, const char* phase) {
+      if (phase_index(phase) >= 0) timeline_->mark(phase);
+    };
+    h.step.after_optimizer = [this](int64_t step) {
+      ddp_->after_optimizer(step);
+      timeline_->mark("end");
+      gpu_times_ = phases_of(timeline_->take_marks());
+      gpu_times_step_ = step;
+    };
+  }
   h.global_mean = [this](double v) { return ddp_->mean_over_ranks(v); };
   h.print = comm_->rank() == 0;
 }
@@ -40,15 +107,17 @@ perf::StepMetrics DistributedTrainer::metrics(const StepResult& r) const {
   m.rank = comm_->rank();
   m.step = r.step;
   m.loss = r.loss;
-  m.data_ms = r.times.data;
-  m.forward_ms = r.times.forward;
-  m.backward_ms = r.times.backward;
-  m.exposed_comm_ms = r.times.sync;
-  m.optimizer_ms = r.times.optimizer;
-  m.step_ms = r.times.total;
+  const StepTimes& t = gpu_times_step_ == r.step ? gpu_times_ : r.times;
+  m.data_ms = t.data;
+  m.forward_ms = t.forward;
+  m.backward_ms = t.backward;
+  m.exposed_comm_ms = t.sync;
+  m.optimizer_ms = t.optimizer;
+  m.step_ms = t.total;
   m.total_comm_ms = s.total_ms;
   m.comm_bytes = s.bytes;
   m.buckets = s.spans;
+  m.start_ns = r.start_ns;
   return m;
 }
 

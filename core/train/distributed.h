@@ -1,11 +1,15 @@
 // A rank of a data-parallel job: a Trainer on this rank's shard, a
-// Communicator to the other ranks, and DistributedDataParallel keeping the
-// replicas identical. Used by the worker, `bench train` and `verify`.
+// ProcessGroup to the other ranks (the CPU Communicator, or NCCL when the
+// model is on a GPU), and DistributedDataParallel keeping the replicas
+// identical. Used by the worker, `bench train` and `verify`.
 #pragma once
 
 #include <memory>
 
+#include <string>
+
 #include "core/comm/communicator.h"
+#include "core/comm/nccl/nccl.h"
 #include "core/ddp/ddp.h"
 #include "core/perf/step_metrics.h"
 #include "core/train/loop.h"
@@ -17,10 +21,13 @@ class DistributedTrainer {
  public:
   // Collective over `comm` (every rank constructs it): builds the model,
   // checks it matches rank 0's and broadcasts rank 0's parameters.
-  DistributedTrainer(const TrainConfig& cfg, std::unique_ptr<comm::Communicator> comm);
+  // On a GPU the phases are timed with CUDA events on the compute stream
+  // (the NCCL group's ComputeTimeline), which waits for the GPU at the end
+  // of every step.
+  DistributedTrainer(const TrainConfig& cfg, std::unique_ptr<comm::ProcessGroup> comm);
 
   Trainer& trainer() { return trainer_; }
-  comm::Communicator& comm() { return *comm_; }
+  comm::ProcessGroup& comm() { return *comm_; }
   ddp::DistributedDataParallel& ddp() { return *ddp_; }
   // One synchronised optimiser step.
   StepResult step();
@@ -31,13 +38,25 @@ class DistributedTrainer {
   const LoopHooks& loop_hooks() const { return hooks_; }
 
  private:
-  std::unique_ptr<comm::Communicator> comm_;
+  std::unique_ptr<comm::ProcessGroup> comm_;
+  comm::nccl::ComputeTimeline* timeline_;  // non-null on a GPU: comm_ implements it
   Trainer trainer_;
   std::unique_ptr<ddp::DistributedDataParallel> ddp_;
   LoopHooks hooks_;
+  StepTimes gpu_times_;          // the last step's phases on the GPU ...
+  int64_t gpu_times_step_ = -1;  // ... and its step
 };
 
 // The communicator options a TrainConfig asks for.
 comm::CommOptions comm_options(const TrainConfig& cfg);
+
+// This rank's collectives for `cfg`. Collective. On --device cuda: NCCL on
+// the rank's GPU, ordered after its compute stream (the gradients live
+// there); on the CPU: a Communicator over the transport cfg.dist.transport
+// names. Throws InputError before any rendezvous when the device cannot be
+// used (no GPU, a build without CUDA).
+std::unique_ptr<comm::ProcessGroup> connect_process_group(comm::Store& store, int rank, int size,
+                                                          const comm::JobIdentity& job, const TrainConfig& cfg,
+                                                          const std::string& bind_host, const std::string& prefix);
 
 }  // namespace mddp::train

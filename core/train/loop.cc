@@ -51,6 +51,7 @@ TrainSummary run_training(Trainer& trainer, const LoopHooks& hooks) {
     if (epoch_end && cfg.eval) {
       if (hooks.step.on_phase) hooks.step.on_phase(r.step, "eval");
       s.eval = trainer.evaluate();
+      if (hooks.on_eval) hooks.on_eval(r.step, s.eval);
       if (hooks.print) {
         std::string line = str("epoch ", r.epoch + 1, ": test loss ", s.eval.loss);
         if (s.eval.accuracy >= 0) line += str(", test accuracy ", s.eval.accuracy * 100, "%");

@@ -12,6 +12,7 @@ namespace mddp::train {
 struct LoopHooks {
   StepHooks step;                                            // DDP's places in a step
   std::function<void(const StepResult&)> on_step;            // metrics
+  std::function<void(int64_t step, const EvalResult&)> on_eval;  // after each epoch's evaluation
   std::function<double(double)> global_mean;                 // DDP: mean of a scalar over ranks
   bool print = true;                                         // rank 0 prints, others stay quiet
 };

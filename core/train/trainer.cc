@@ -105,6 +105,7 @@ StepResult Trainer::step(const StepHooks& hooks) {
   const int64_t t6 = now_ns();
   r.times.optimizer = ns_to_ms(t6 - t5);
   r.times.total = ns_to_ms(t6 - t_begin);
+  r.start_ns = t_begin;
   r.loss = static_cast<float>(loss_sum / static_cast<double>(k_micro));
   return r;
 }

@@ -41,6 +41,7 @@ struct StepResult {
   int64_t epoch = 0;  // 0-based
   float loss = 0;     // this rank's mean loss over its shard
   StepTimes times;
+  int64_t start_ns = 0;  // steady clock (now_ns) when the step began
 };
 
 struct EvalResult {

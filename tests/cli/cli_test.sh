@@ -56,6 +56,119 @@ case "$SCENARIO" in
     expect_in "samples/s" "$WORK/out"
     grep -q '"samples_per_s"' "$WORK/b.json" || fail "no samples_per_s in the JSON"
     ;;
+  analyze)
+    # A real 2-rank job, then `analyze` on its run directory: the table, --json, the HTML report
+    # (uPlot inlined), the prediction from a planted fit, and clear errors on bad input.
+    "$BIN" run --nproc 2 --dataset synthetic --width 64 --batch 32 --steps 60 --run-dir "$WORK/run" >"$WORK/out" 2>&1 \
+      || { cat "$WORK/out"; fail "run failed"; }
+    echo '{"fits": [{"transport": "shm", "algorithm": "ring", "world_size": 2, "alpha_us": 2.0, "beta_gbps": 10.0, "r2": 1.0},
+      {"transport": "tcp", "algorithm": "ring", "world_size": 2, "alpha_us": 12.0, "beta_gbps": 2.9, "r2": 1.0}]}' >"$WORK/fits.json"
+    "$BIN" analyze "$WORK/run" --fit "$WORK/fits.json" >"$WORK/out" 2>&1 || { cat "$WORK/out"; fail "analyze failed"; }
+    for s in "2 ranks" "exposed comm" "total comm" "overlap" "busbw GB/s" "predicted total comm" "fit: " "report: "; do
+      expect_in "$s" "$WORK/out"
+    done
+    grep -Eq "^verdict: (compute|communication|memory|input)-bound" "$WORK/out" || { cat "$WORK/out"; fail "no verdict"; }
+    expect_in "uPlot" "$WORK/run/report.html"
+    expect_in 'id="data"' "$WORK/run/report.html"
+    grep -q "<script src=\|<link " "$WORK/run/report.html" && fail "the report loads something from outside"
+    "$BIN" analyze "$WORK/run" --json --no-report --fit "$WORK/fits.json" >"$WORK/a.json" 2>"$WORK/err" \
+      || { cat "$WORK/err"; fail "analyze --json failed"; }
+    for s in '"verdict"' '"kind": "' '"world_size": 2' '"allreduces"' '"predicted_ms": [0-9]' '"stragglers"'; do
+      grep -q -- "$s" "$WORK/a.json" || { head -c 3000 "$WORK/a.json"; fail "no $s in the JSON"; }
+    done
+    "$BIN" analyze "$WORK/run" --no-report --report "$WORK/r.html" --fit "$WORK/fits.json" >/dev/null 2>&1
+    [[ -e "$WORK/r.html" ]] && fail "--no-report wrote a report"
+    "$BIN" analyze "$WORK/run" --report "$WORK/r.html" --fit "$WORK/fits.json" >/dev/null 2>&1 || fail "--report PATH"
+    [[ -s "$WORK/r.html" ]] || fail "--report PATH wrote nothing"
+    # Bad input: no run directory, no log, a corrupted line (named by its number).
+    mkdir -p "$WORK/empty"
+    "$BIN" analyze "$WORK/empty" >"$WORK/out" 2>&1 && fail "an empty directory was analysed"
+    expect_in "no metrics.jsonl" "$WORK/out"
+    mkdir -p "$WORK/bad" && head -3 "$WORK/run/metrics.jsonl" >"$WORK/bad/metrics.jsonl" && echo '{"rank": 0, "ste' >>"$WORK/bad/metrics.jsonl"
+    "$BIN" analyze "$WORK/bad" >"$WORK/out" 2>&1 && fail "a corrupted log was analysed"
+    expect_in "metrics.jsonl:4" "$WORK/out"
+    ;;
+  model)
+    # microddp model: the alpha-beta arithmetic against hand-computed values.
+    # ring 2(n-1)(a + S/(n b)) = 6 (0.1 ms + 25e6 B / 1.25e9 B/s) = 120.6 ms (the seeds' worked example)
+    "$BIN" model --bytes 100000000 --world-size 4 --bandwidth-gbps 10 --latency-ms 0.1 >"$WORK/out" 2>&1 \
+      || { cat "$WORK/out"; fail "model"; }
+    expect_in " 120.600 " "$WORK/out"
+    # --params is fp32 (4 bytes each); tree 4 (0.1 + 80) = 320.4 ms; naive 6 (0.1 + 80) = 480.6 ms;
+    # 400 ms of compute split over 4 ranks, no overlap: 100 + 120.6 = 220.6 ms, speedup 400 / 220.6 = 1.81
+    for algo in ring tree naive; do
+      "$BIN" model --params 25000000 --world-size 4 --algorithm $algo --compute-ms 400 --json >"$WORK/$algo.json" 2>&1 \
+        || { cat "$WORK/$algo.json"; fail "model --json ($algo)"; }
+    done
+    /usr/bin/python3 - "$WORK" <<'PY' || fail "model --json arithmetic"
+import json, sys
+w = sys.argv[1]
+want = {"ring": 120.6, "tree": 320.4, "naive": 480.6}
+for algo, ms in want.items():
+    row = json.load(open(f"{w}/{algo}.json"))["rows"][0]
+    assert abs(row["allreduce_ms"] - ms) < 1e-6, (algo, row["allreduce_ms"])
+ring = json.load(open(f"{w}/ring.json"))["rows"][0]
+assert abs(ring["no_overlap"]["step_ms"] - 220.6) < 1e-6, ring
+assert abs(ring["no_overlap"]["speedup"] - 400 / 220.6) < 1e-9, ring
+assert abs(ring["no_overlap"]["efficiency"] - 400 / 220.6 / 4) < 1e-9, ring
+assert abs(ring["busbw_gbps"] - 1e8 / 0.1206 * 1.5 * 1e-9) < 1e-9, ring
+PY
+    "$BIN" model --seeds-table >"$WORK/out" 2>&1 || { cat "$WORK/out"; fail "model --seeds-table"; }
+    expect_in "0.1206 s" "$WORK/out"
+    expect_in "claimed ~0.08 s" "$WORK/out"
+    "$BIN" model --seeds-table --json | /usr/bin/python3 -c 'import json,sys; d=json.load(sys.stdin); assert len(d["rows"]) == 3' \
+      || fail "model --seeds-table --json"
+    # Bad input: one clear line, non-zero exit.
+    "$BIN" model --bytes 1000 --params 10 >"$WORK/out" 2>&1 && fail "--bytes with --params accepted"
+    expect_in "not both" "$WORK/out"
+    "$BIN" model --bytes 1000 --world-size 4,2 >"$WORK/out" 2>&1 && fail "decreasing --world-size accepted"
+    expect_in "increasing" "$WORK/out"
+    "$BIN" model --bytes 1000 --world-size 0 >"$WORK/out" 2>&1 && fail "--world-size 0 accepted"
+    "$BIN" model --bytes 1000 --algorithm butterfly >"$WORK/out" 2>&1 && fail "unknown algorithm accepted"
+    expect_in "butterfly" "$WORK/out"
+    "$BIN" model --bytes 1000 --bandwidth-gbps 0 >"$WORK/out" 2>&1 && fail "zero bandwidth accepted"
+    expect_in "bandwidth" "$WORK/out"
+    "$BIN" model --bytes 1000 --fit --fit-file "$WORK/none.json" >"$WORK/out" 2>&1 && fail "--fit without a fit accepted"
+    expect_in "bench allreduce --fit" "$WORK/out"
+    echo "not json" >"$WORK/bad.json"
+    "$BIN" model --bytes 1000 --fit --fit-file "$WORK/bad.json" >"$WORK/out" 2>&1 && fail "a bad fit file accepted"
+    expect_in "$WORK/bad.json" "$WORK/out"
+    ;;
+  bench_fit)
+    # bench allreduce --fit on a tiny sweep: every algorithm and transport fitted and stored,
+    # then read back by model --fit.
+    "$BIN" bench allreduce --fit --nproc 2 -b 4K -e 256K -f 8 --fit-rounds 1 --fit-budget-s 0.01 \
+      --fit-out "$WORK/fit.json" >"$WORK/out" 2>&1 || { cat "$WORK/out"; fail "bench allreduce --fit"; }
+    expect_in "saved 6 fits" "$WORK/out"
+    /usr/bin/python3 -c 'import json,sys; f=json.load(open(sys.argv[1]))["fits"]; assert len(f) == 6 and all(x["beta_gbps"] > 0 for x in f), f' \
+      "$WORK/fit.json" || fail "fit file"
+    "$BIN" model --params 1000000 --world-size 2 --fit --fit-file "$WORK/fit.json" --transport shm >"$WORK/out" 2>&1 \
+      || { cat "$WORK/out"; fail "model --fit"; }
+    expect_in "fit shm/ring n=2" "$WORK/out"
+    "$BIN" bench allreduce --fit --nproc 1 --fit-out "$WORK/f1.json" >"$WORK/out" 2>&1 && fail "--fit on one rank accepted"
+    expect_in "at least 2 ranks" "$WORK/out"
+    ;;
+  scale)
+    # microddp scale with tiny steps: both regimes at n = 1, 2; JSON and the uPlot page.
+    "$BIN" scale --world-sizes 1,2 --steps 4 --skip 1 --batch 32 --rank-batch 16 --out "$WORK/s" \
+      --dataset synthetic --synthetic-size 256 --width 32 >"$WORK/out" 2>&1 || { cat "$WORK/out"; fail "scale"; }
+    expect_in "weak scaling (fixed per-rank batch)" "$WORK/out"
+    /usr/bin/python3 - "$WORK/s/scale.json" <<'PY' || fail "scale.json"
+import json, sys
+d = json.load(open(sys.argv[1]))
+for mode in ("strong", "weak"):
+    rows = d[mode]
+    assert [r["world_size"] for r in rows] == [1, 2], rows
+    assert abs(rows[0]["speedup"] - 1) < 1e-9 and rows[1]["samples_per_s"] > 0, rows
+    assert abs(rows[1]["efficiency"] - rows[1]["speedup"] / 2) < 1e-9, rows
+assert [r["per_rank_batch"] for r in d["strong"]] == [32, 16] and [r["per_rank_batch"] for r in d["weak"]] == [16, 16]
+PY
+    grep -q "uPlot" "$WORK/s/scale.html" || fail "scale.html does not embed uPlot"
+    "$BIN" scale --world-sizes 2,1 --out "$WORK/s2" >"$WORK/out" 2>&1 && fail "decreasing --world-sizes accepted"
+    expect_in "increasing" "$WORK/out"
+    "$BIN" scale --world-sizes 1 --nproc 2 --out "$WORK/s3" >"$WORK/out" 2>&1 && fail "--nproc accepted by scale"
+    expect_in "set by" "$WORK/out"
+    ;;
   *) fail "unknown scenario $SCENARIO" ;;
 esac
 echo "PASS: $SCENARIO"

@@ -14,6 +14,7 @@
 #include "coordinator/coordinator.h"
 #include "core/comm/communicator.h"
 #include "core/comm/memory_store.h"
+#include "core/common/timer.h"
 #include "core/comm/transport/connect.h"
 #include "proto/microddp.grpc.pb.h"
 #include "worker/coordinator_client.h"
@@ -139,6 +140,42 @@ TEST(Heartbeat, JobFailureAbortsTheCommunicator) {
   EXPECT_THROW(comm->all_reduce(&v, 1, comm::DataType::kFloat32, comm::ReduceOp::kSum)->wait(),
                comm::AbortedError);
   hb.attach(nullptr);
+}
+
+TEST(ClockOffset, TrustsTheShortestRoundTripOfTheWindow) {
+  ClockOffset c;
+  EXPECT_EQ(c.offset_ns(), 0);
+  c.add({1000, 1200, 50'000});  // rtt 200: offset 50'000 - 1100
+  EXPECT_EQ(c.offset_ns(), 48'900);
+  c.add({2000, 2900, 60'000});  // rtt 900: a worse sample does not replace it
+  EXPECT_EQ(c.offset_ns(), 48'900);
+  c.add({3000, 3100, 52'000});  // rtt 100: better
+  EXPECT_EQ(c.offset_ns(), 48'950);
+  c.add({0, 0, 0});  // a coordinator that does not stamp: ignored
+  EXPECT_EQ(c.offset_ns(), 48'950);
+  // The window forgets: after kWindow newer samples the best one is gone.
+  for (int i = 0; i < ClockOffset::kWindow; ++i) c.add({10'000, 10'500, 70'000});
+  EXPECT_EQ(c.offset_ns(), 70'000 - 10'250);
+}
+
+TEST(Heartbeat, EstimatesTheOffsetToTheCoordinatorsClock) {
+  Coordinator c(options(1));
+  CoordinatorClient client(client_options(c.address()));
+  client.join(join_args());
+  ProgressBoard board;
+  Heartbeat hb(client, board, {50ms, 1000ms});
+  hb.start();
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (hb.clock_offset_ns() == 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(10ms);
+  // Same host: steady + offset must be the wall clock, to within the loopback
+  // round trip (generously bounded: the machine may be loaded).
+  const auto unix_now = [] {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  };
+  const int64_t error_ns = now_ns() + hb.clock_offset_ns() - unix_now();
+  EXPECT_LT(std::abs(error_ns), 50'000'000) << "offset off by " << error_ns << " ns";
+  hb.stop();
 }
 
 // A coordinator that only answers heartbeats: RUNNING, until it vanishes

@@ -1,6 +1,12 @@
 // core/tensor against independent double-precision references: every op is
 // recomputed here with plain loops in double and compared element-wise, with
 // a rounding-error bound (sums of products) or a small relative tolerance.
+// Each op test runs on every device (tests/gpu/devices.h): the CPU, and cuda:0
+// where there is a GPU (else SKIPPED). The references and tolerances are the
+// same on both: the bounds hold for any summation order (cuBLAS's included,
+// as it runs in plain FP32, no TF32), and the GPU's element-wise results
+// (fused multiply-add, expf/logf within 2 ulp) are as close as the CPU's.
+// tests/gpu/cuda_ops_test.cc compares the two devices directly.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,6 +17,7 @@
 #include "core/common/check.h"
 #include "core/tensor/ops.h"
 #include "core/tensor/tensor.h"
+#include "tests/gpu/devices.h"
 #include "tests/unit/gradcheck.h"
 
 namespace mddp::test {
@@ -22,6 +29,17 @@ namespace ops = tensor;
 double sum_bound(int64_t terms, double mag) {
   return 2.0 * static_cast<double>(terms + 2) * kFloatEps * mag + 1e-30;
 }
+
+MDDP_DEVICE_TEST_SUITE(Ops);
+MDDP_DEVICE_TEST_SUITE(Gemm);
+MDDP_DEVICE_TEST_SUITE(Bias);
+MDDP_DEVICE_TEST_SUITE(Relu);
+MDDP_DEVICE_TEST_SUITE(Conv2d);
+MDDP_DEVICE_TEST_SUITE(MaxPool2d);
+MDDP_DEVICE_TEST_SUITE(SoftmaxXent);
+MDDP_DEVICE_TEST_SUITE(Mse);
+MDDP_DEVICE_TEST_SUITE(Optimizers);
+MDDP_DEVICE_TEST_SUITE(Errors);
 
 // ---- tensors ---------------------------------------------------------------
 
@@ -48,9 +66,9 @@ TEST(Tensor, ViewsShareStorageAndEnsureShapeReuses) {
 }
 
 // fill, copy, scale and axpy against their one-line definitions.
-TEST(Ops, FillCopyScaleAxpy) {
+TEST_P(Ops, FillCopyScaleAxpy) {
   Rng rng(1);
-  Tensor x = random_tensor({7, 3}, rng), y = random_tensor({21}, rng);
+  Tensor x = put(random_tensor({7, 3}, rng)), y = put(random_tensor({21}, rng));
   const auto xv = x.to_vector(), yv = y.to_vector();
   ops::axpy(-0.75f, x, y);
   std::vector<double> want(21);
@@ -93,7 +111,7 @@ void gemm_ref(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha,
 }
 
 // gemm matches a naive double triple loop for all transposes, odd shapes and alpha/beta.
-TEST(Gemm, MatchesNaiveReferenceAllTransposes) {
+TEST_P(Gemm, MatchesNaiveReferenceAllTransposes) {
   const GemmCase cases[] = {{1, 1, 1}, {3, 5, 7}, {17, 1, 33}, {64, 130, 31}, {2, 9, 1}};
   const std::pair<float, float> scalars[] = {
       {1.0f, 0.0f}, {1.0f, 1.0f}, {0.5f, 1.0f}, {-1.5f, 0.25f}, {0.0f, 2.0f}};
@@ -104,9 +122,9 @@ TEST(Gemm, MatchesNaiveReferenceAllTransposes) {
         for (auto [alpha, beta] : scalars) {
           SCOPED_TRACE(str("m=", g.m, " n=", g.n, " k=", g.k, " ta=", ta, " tb=", tb,
                            " alpha=", alpha, " beta=", beta));
-          Tensor a = random_tensor(ta ? Shape{g.k, g.m} : Shape{g.m, g.k}, rng);
-          Tensor b = random_tensor(tb ? Shape{g.n, g.k} : Shape{g.k, g.n}, rng);
-          Tensor c = random_tensor({g.m, g.n}, rng);
+          Tensor a = put(random_tensor(ta ? Shape{g.k, g.m} : Shape{g.m, g.k}, rng));
+          Tensor b = put(random_tensor(tb ? Shape{g.n, g.k} : Shape{g.k, g.n}, rng));
+          Tensor c = put(random_tensor({g.m, g.n}, rng));
           const auto c0 = c.to_vector();
           ops::gemm(ta, tb, alpha, a, b, beta, c);
           std::vector<double> want, bound;
@@ -117,22 +135,22 @@ TEST(Gemm, MatchesNaiveReferenceAllTransposes) {
 }
 
 // k = 0: the product is empty, so c = beta * c (and exactly 0 for beta = 0).
-TEST(Gemm, EmptyInnerDimensionScalesC) {
-  Tensor a = Tensor::empty({4, 0}), b = Tensor::empty({0, 3});
-  Tensor c = Tensor::from_vector({4, 3}, std::vector<float>(12, 2.0f));
+TEST_P(Gemm, EmptyInnerDimensionScalesC) {
+  Tensor a = Tensor::empty({4, 0}, device()), b = Tensor::empty({0, 3}, device());
+  Tensor c = Tensor::from_vector({4, 3}, std::vector<float>(12, 2.0f), device());
   ops::gemm(false, false, 1.0f, a, b, 0.5f, c);
   EXPECT_EQ(c.to_vector(), std::vector<float>(12, 1.0f));
-  Tensor at = Tensor::empty({0, 4});
+  Tensor at = Tensor::empty({0, 4}, device());
   ops::gemm(true, false, 3.0f, at, b, 0.0f, c);
   EXPECT_EQ(c.to_vector(), std::vector<float>(12, 0.0f));
 }
 
 // beta = 0 must ignore c's old contents (BLAS rule): outputs come from Tensor::empty,
 // whose memory may hold NaN bit patterns.
-TEST(Gemm, BetaZeroIgnoresGarbageInC) {
+TEST_P(Gemm, BetaZeroIgnoresGarbageInC) {
   Rng rng(3);
-  Tensor a = random_tensor({5, 4}, rng), b = random_tensor({4, 6}, rng);
-  Tensor c = Tensor::from_vector({5, 6}, std::vector<float>(30, std::nanf("")));
+  Tensor a = put(random_tensor({5, 4}, rng)), b = put(random_tensor({4, 6}, rng));
+  Tensor c = Tensor::from_vector({5, 6}, std::vector<float>(30, std::nanf("")), device());
   ops::gemm(false, false, 1.0f, a, b, 0.0f, c);
   std::vector<double> want, bound;
   gemm_ref(false, false, 5, 6, 4, 1.0, a.to_vector(), b.to_vector(), 0.0,
@@ -141,7 +159,7 @@ TEST(Gemm, BetaZeroIgnoresGarbageInC) {
 }
 
 // gemm gives the same answer with 1 and 2 compute threads (within rounding).
-TEST(Gemm, ThreadCountDoesNotChangeResult) {
+TEST(GemmCpu, ThreadCountDoesNotChangeResult) {
   Rng rng(11);
   Tensor a = random_tensor({64, 96}, rng), b = random_tensor({96, 80}, rng);
   Tensor c1 = Tensor::zeros({64, 80}), c2 = Tensor::zeros({64, 80});
@@ -161,12 +179,12 @@ TEST(Gemm, ThreadCountDoesNotChangeResult) {
 // ---- bias, relu ------------------------------------------------------------
 
 // bias_add adds b[c] at every (n, h, w); bias_grad accumulates sums of dy into dbias.
-TEST(Bias, AddAndGradMatchReference) {
+TEST_P(Bias, AddAndGradMatchReference) {
   Rng rng(5);
   for (const Shape& shape : {Shape{1, 1}, Shape{5, 3}, Shape{3, 4, 5, 7}, Shape{1, 2, 1, 1}}) {
     SCOPED_TRACE(ops::shape_str(shape));
     const int64_t n = shape[0], c = shape[1], inner = ops::numel_of(shape) / (n * c);
-    Tensor y = random_tensor(shape, rng), bias = random_tensor({c}, rng);
+    Tensor y = put(random_tensor(shape, rng)), bias = put(random_tensor({c}, rng));
     const auto y0 = y.to_vector(), bv = bias.to_vector();
     ops::bias_add(y, bias);
     std::vector<double> want(y0.size());
@@ -178,7 +196,7 @@ TEST(Bias, AddAndGradMatchReference) {
         }
     EXPECT_TRUE(all_close("bias_add", want, y.to_vector(), 1e-7, 1e-7));
 
-    Tensor dy = random_tensor(shape, rng), db = random_tensor({c}, rng);
+    Tensor dy = put(random_tensor(shape, rng)), db = put(random_tensor({c}, rng));
     const auto dyv = dy.to_vector(), db0 = db.to_vector();
     ops::bias_grad(dy, db);
     std::vector<double> gwant(db0.begin(), db0.end()), gbound(c);
@@ -196,12 +214,12 @@ TEST(Bias, AddAndGradMatchReference) {
 }
 
 // relu forward is max(x, 0); backward passes dy where the output is positive.
-TEST(Relu, ForwardBackwardMatchDefinition) {
+TEST_P(Relu, ForwardBackwardMatchDefinition) {
   std::vector<float> xv = {-2.0f, -0.0f, 0.0f, 1e-30f, 3.5f, -1e-30f, 7.0f};
-  Tensor x = Tensor::from_vector({7}, xv), y = Tensor::empty({7});
+  Tensor x = Tensor::from_vector({7}, xv, device()), y = Tensor::empty({7}, device());
   ops::relu_forward(x, y);
   EXPECT_EQ(y.to_vector(), (std::vector<float>{0, 0, 0, 1e-30f, 3.5f, 0, 7}));
-  Tensor dy = Tensor::from_vector({7}, {1, 2, 3, 4, 5, 6, 7}), dx = Tensor::empty({7});
+  Tensor dy = Tensor::from_vector({7}, {1, 2, 3, 4, 5, 6, 7}, device()), dx = Tensor::empty({7}, device());
   ops::relu_backward(y, dy, dx);
   EXPECT_EQ(dx.to_vector(), (std::vector<float>{0, 0, 0, 4, 5, 0, 7}));
 }
@@ -230,17 +248,17 @@ const ConvCase kConvCases[] = {{1, 1, 1, 1, 1, 1, 0}, {1, 1, 5, 5, 1, 3, 1}, {2,
                                {1, 3, 7, 3, 2, 1, 0}};
 
 // conv2d_forward matches a direct 7-loop convolution in double.
-TEST(Conv2d, ForwardMatchesDirectConvolution) {
+TEST_P(Conv2d, ForwardMatchesDirectConvolution) {
   Rng rng(21);
   for (const ConvCase& d : kConvCases) {
     SCOPED_TRACE(
         str("N=", d.n, " C=", d.c, " H=", d.h, " W=", d.w, " O=", d.o, " K=", d.k, " pad=", d.pad));
     const int64_t ho = out_size(d.h, d.k, d.pad), wo = out_size(d.w, d.k, d.pad);
-    Tensor x = random_tensor({d.n, d.c, d.h, d.w}, rng);
-    Tensor w = random_tensor({d.o, d.c, d.k, d.k}, rng), b = random_tensor({d.o}, rng);
-    Tensor col = Tensor::empty({d.c * d.k * d.k, ho * wo});
+    Tensor x = put(random_tensor({d.n, d.c, d.h, d.w}, rng));
+    Tensor w = put(random_tensor({d.o, d.c, d.k, d.k}, rng)), b = put(random_tensor({d.o}, rng));
+    Tensor col = Tensor::empty({d.c * d.k * d.k, ho * wo}, device());
     Tensor y = Tensor::from_vector({d.n, d.o, ho, wo},
-                                   std::vector<float>(d.n * d.o * ho * wo, std::nanf("")));
+                                   std::vector<float>(d.n * d.o * ho * wo, std::nanf("")), device());
     ops::conv2d_forward(x, w, b, d.pad, col, y);
 
     const auto xv = x.to_vector(), wv = w.to_vector(), bv = b.to_vector();
@@ -267,18 +285,18 @@ TEST(Conv2d, ForwardMatchesDirectConvolution) {
 }
 
 // conv2d backward (params accumulate, input overwrites) matches direct double sums.
-TEST(Conv2d, BackwardMatchesDirectSums) {
+TEST_P(Conv2d, BackwardMatchesDirectSums) {
   Rng rng(22);
   for (const ConvCase& d : kConvCases) {
     SCOPED_TRACE(
         str("N=", d.n, " C=", d.c, " H=", d.h, " W=", d.w, " O=", d.o, " K=", d.k, " pad=", d.pad));
     const int64_t ho = out_size(d.h, d.k, d.pad), wo = out_size(d.w, d.k, d.pad);
-    Tensor x = random_tensor({d.n, d.c, d.h, d.w}, rng);
-    Tensor w = random_tensor({d.o, d.c, d.k, d.k}, rng);
-    Tensor dy = random_tensor({d.n, d.o, ho, wo}, rng);
-    Tensor dw = random_tensor(w.shape(), rng), db = random_tensor({d.o}, rng);
-    Tensor dx = Tensor::from_vector(x.shape(), std::vector<float>(x.numel(), 9.0f));
-    Tensor col = Tensor::empty({d.c * d.k * d.k, ho * wo});
+    Tensor x = put(random_tensor({d.n, d.c, d.h, d.w}, rng));
+    Tensor w = put(random_tensor({d.o, d.c, d.k, d.k}, rng));
+    Tensor dy = put(random_tensor({d.n, d.o, ho, wo}, rng));
+    Tensor dw = put(random_tensor(w.shape(), rng)), db = put(random_tensor({d.o}, rng));
+    Tensor dx = Tensor::from_vector(x.shape(), std::vector<float>(x.numel(), 9.0f), device());
+    Tensor col = Tensor::empty({d.c * d.k * d.k, ho * wo}, device());
     const auto xv = x.to_vector(), wv = w.to_vector(), dyv = dy.to_vector();
     const auto dw0 = dw.to_vector(), db0 = db.to_vector();
     ops::conv2d_backward_params(x, dy, d.pad, col, dw, db);
@@ -352,7 +370,7 @@ struct PoolCase {
 
 // maxpool forward/backward match a direct reference, including ties (first maximum in
 // row-major window order gets the gradient) and floor mode (leftover rows/cols get 0).
-TEST(MaxPool2d, ForwardBackwardMatchReferenceWithTies) {
+TEST_P(MaxPool2d, ForwardBackwardMatchReferenceWithTies) {
   const PoolCase cases[] = {
       {1, 1, 2, 2, 2}, {2, 3, 5, 7, 2}, {1, 2, 6, 6, 3}, {1, 1, 3, 3, 1}, {2, 1, 4, 9, 4}};
   Rng rng(31);
@@ -364,11 +382,11 @@ TEST(MaxPool2d, ForwardBackwardMatchReferenceWithTies) {
       // With ties: values in {-3, -2, -1}, so most windows hold repeated maxima.
       if (ties)
         for (float& v : xv) v = std::floor(v);
-      Tensor x = Tensor::from_vector({d.n, d.c, d.h, d.w}, xv);
-      Tensor y = Tensor::empty({d.n, d.c, ho, wo});
+      Tensor x = Tensor::from_vector({d.n, d.c, d.h, d.w}, xv, device());
+      Tensor y = Tensor::empty({d.n, d.c, ho, wo}, device());
       ops::maxpool2d_forward(x, d.k, y);
-      Tensor dy = random_tensor(y.shape(), rng, 0.5f, 1.5f);
-      Tensor dx = Tensor::from_vector(x.shape(), std::vector<float>(x.numel(), 9.0f));
+      Tensor dy = put(random_tensor(y.shape(), rng, 0.5f, 1.5f));
+      Tensor dx = Tensor::from_vector(x.shape(), std::vector<float>(x.numel(), 9.0f), device());
       ops::maxpool2d_backward(x, dy, d.k, dx);
 
       std::vector<double> y_want(y.numel()), dx_want(x.numel(), 0.0);
@@ -395,7 +413,7 @@ TEST(MaxPool2d, ForwardBackwardMatchReferenceWithTies) {
 
 // softmax-xent forward (loss and probabilities) and backward match double formulas,
 // including huge logits where a naive exp would overflow.
-TEST(SoftmaxXent, MatchesDoubleFormulas) {
+TEST_P(SoftmaxXent, MatchesDoubleFormulas) {
   struct Case {
     int64_t n, classes;
     float scale;
@@ -403,9 +421,9 @@ TEST(SoftmaxXent, MatchesDoubleFormulas) {
   Rng rng(41);
   for (const Case& cs : {Case{1, 1, 1}, Case{1, 5, 1}, Case{7, 3, 2}, Case{4, 10, 100}}) {
     SCOPED_TRACE(str("N=", cs.n, " classes=", cs.classes, " scale=", cs.scale));
-    Tensor logits = random_tensor({cs.n, cs.classes}, rng, -cs.scale, cs.scale);
-    Tensor labels = random_labels(cs.n, cs.classes, rng);
-    Tensor probs = Tensor::empty(logits.shape()), dlogits = Tensor::empty(logits.shape());
+    Tensor logits = put(random_tensor({cs.n, cs.classes}, rng, -cs.scale, cs.scale));
+    Tensor labels = put(random_labels(cs.n, cs.classes, rng));
+    Tensor probs = Tensor::empty(logits.shape(), device()), dlogits = Tensor::empty(logits.shape(), device());
     const float loss = ops::softmax_xent_forward(logits, labels, probs);
     ops::softmax_xent_backward(probs, labels, dlogits);
 
@@ -429,15 +447,15 @@ TEST(SoftmaxXent, MatchesDoubleFormulas) {
 }
 
 // count_correct counts rows whose first arg-max equals the label (ties go to the lower index).
-TEST(SoftmaxXent, CountCorrectUsesFirstArgMax) {
+TEST_P(SoftmaxXent, CountCorrectUsesFirstArgMax) {
   Tensor logits = Tensor::from_vector({4, 3}, {1, 3, 3,   // tie: class 1 wins, not 2
                                                3, 3, 0,   // tie: class 0 wins, not 1
                                                5, -1, 0,  // plain maximum
-                                               -2, -1, -3});
-  Tensor labels = Tensor::from_vector({4}, {1, 0, 0, 2});
+                                               -2, -1, -3}, device());
+  Tensor labels = Tensor::from_vector({4}, {1, 0, 0, 2}, device());
   EXPECT_EQ(ops::count_correct(logits, labels), 3);  // last-max would count 1
   Rng rng(42);
-  Tensor big = random_tensor({50, 7}, rng), big_labels = random_labels(50, 7, rng);
+  Tensor big = put(random_tensor({50, 7}, rng)), big_labels = put(random_labels(50, 7, rng));
   const auto lv = big.to_vector(), yv = big_labels.to_vector();
   int64_t want = 0;
   for (int64_t i = 0; i < 50; ++i) {
@@ -450,12 +468,12 @@ TEST(SoftmaxXent, CountCorrectUsesFirstArgMax) {
 }
 
 // mse forward is mean (p - t)^2 and backward 2 (p - t) / numel, like torch.nn.MSELoss.
-TEST(Mse, MatchesDoubleFormulas) {
+TEST_P(Mse, MatchesDoubleFormulas) {
   Rng rng(43);
   for (const Shape& shape : {Shape{1}, Shape{1, 1}, Shape{5, 3}, Shape{2, 3, 3, 5}}) {
     SCOPED_TRACE(ops::shape_str(shape));
-    Tensor p = random_tensor(shape, rng, -2, 2), t = random_tensor(shape, rng, -2, 2);
-    Tensor dp = Tensor::empty(shape);
+    Tensor p = put(random_tensor(shape, rng, -2, 2)), t = put(random_tensor(shape, rng, -2, 2));
+    Tensor dp = Tensor::empty(shape, device());
     const float loss = ops::mse_forward(p, t);
     ops::mse_backward(p, t, dp);
     const auto pv = p.to_vector(), tv = t.to_vector();
@@ -471,60 +489,61 @@ TEST(Mse, MatchesDoubleFormulas) {
 // ---- errors ----------------------------------------------------------------
 
 // Every op refuses mismatched shapes with an exception instead of reading out of bounds.
-TEST(Errors, MismatchedShapesThrow) {
-  Tensor a = Tensor::zeros({3, 4}), b = Tensor::zeros({5, 2}), c = Tensor::zeros({3, 2});
+TEST_P(Errors, MismatchedShapesThrow) {
+  const auto zeros = [&](const Shape& shape) { return Tensor::zeros(shape, device()); };
+  Tensor a = zeros({3, 4}), b = zeros({5, 2}), c = zeros({3, 2});
   EXPECT_THROW(ops::gemm(false, false, 1, a, b, 0, c), std::logic_error);  // inner 4 vs 5
-  Tensor b2 = Tensor::zeros({4, 2}), c_bad = Tensor::zeros({2, 3});
+  Tensor b2 = zeros({4, 2}), c_bad = zeros({2, 3});
   EXPECT_THROW(ops::gemm(false, false, 1, a, b2, 0, c_bad), std::logic_error);
-  Tensor v = Tensor::zeros({4});
+  Tensor v = zeros({4});
   EXPECT_THROW(ops::gemm(false, false, 1, a, v, 0, c), std::logic_error);  // not 2-D
-  EXPECT_THROW(ops::bias_add(c, Tensor::zeros({3})), std::logic_error);
-  Tensor db = Tensor::zeros({4});
+  EXPECT_THROW(ops::bias_add(c, zeros({3})), std::logic_error);
+  Tensor db = zeros({4});
   EXPECT_THROW(ops::bias_grad(c, db), std::logic_error);
   EXPECT_THROW(ops::relu_forward(a, c), std::logic_error);
   EXPECT_THROW(ops::axpy(1, a, c), std::logic_error);
   EXPECT_THROW(ops::copy(a, c), std::logic_error);
 
-  Tensor x = Tensor::zeros({1, 2, 5, 5}), w = Tensor::zeros({3, 1, 3, 3}),
-         bias = Tensor::zeros({3});
-  Tensor col = Tensor::zeros({18, 25}), y = Tensor::zeros({1, 3, 5, 5});
+  Tensor x = zeros({1, 2, 5, 5}), w = zeros({3, 1, 3, 3}),
+         bias = zeros({3});
+  Tensor col = zeros({18, 25}), y = zeros({1, 3, 5, 5});
   EXPECT_THROW(ops::conv2d_forward(x, w, bias, 1, col, y), std::logic_error);  // C 2 vs 1
-  Tensor w2 = Tensor::zeros({3, 2, 3, 3}), y_bad = Tensor::zeros({1, 3, 4, 4});
+  Tensor w2 = zeros({3, 2, 3, 3}), y_bad = zeros({1, 3, 4, 4});
   EXPECT_THROW(ops::conv2d_forward(x, w2, bias, 1, col, y_bad), std::logic_error);
-  Tensor small_col = Tensor::zeros({1, 1});
+  Tensor small_col = zeros({1, 1});
   EXPECT_THROW(ops::conv2d_forward(x, w2, bias, 1, small_col, y), std::logic_error);
-  Tensor w_big = Tensor::zeros({3, 2, 7, 7});
+  Tensor w_big = zeros({3, 2, 7, 7});
   EXPECT_THROW(ops::conv2d_forward(x, w_big, bias, 0, col, y), std::logic_error);
-  Tensor pooled = Tensor::zeros({1, 2, 3, 3});
+  Tensor pooled = zeros({1, 2, 3, 3});
   EXPECT_THROW(ops::maxpool2d_forward(x, 2, pooled), std::logic_error);  // 5/2 = 2, not 3
 
-  Tensor logits = Tensor::zeros({3, 4}), probs = Tensor::zeros({3, 4});
-  EXPECT_THROW(ops::softmax_xent_forward(logits, Tensor::zeros({2}), probs), std::logic_error);
-  Tensor probs_bad = Tensor::zeros({3, 3});
-  EXPECT_THROW(ops::softmax_xent_forward(logits, Tensor::zeros({3}), probs_bad), std::logic_error);
+  Tensor logits = zeros({3, 4}), probs = zeros({3, 4});
+  EXPECT_THROW(ops::softmax_xent_forward(logits, zeros({2}), probs), std::logic_error);
+  Tensor probs_bad = zeros({3, 3});
+  EXPECT_THROW(ops::softmax_xent_forward(logits, zeros({3}), probs_bad), std::logic_error);
   EXPECT_THROW(ops::mse_forward(a, c), std::logic_error);
 }
 
 // Labels must be integral class indices in [0, classes): anything else throws, naming the row.
-TEST(Errors, LabelOutsideClassesThrows) {
-  Tensor logits = Tensor::zeros({2, 4}), probs = Tensor::zeros({2, 4});
+TEST_P(Errors, LabelOutsideClassesThrows) {
+  Tensor logits = Tensor::zeros({2, 4}, device()), probs = Tensor::zeros({2, 4}, device());
   for (float bad :
        {-1.0f, 4.0f, 100.0f, 1.5f, std::nanf(""), std::numeric_limits<float>::infinity()}) {
     SCOPED_TRACE(bad);
-    Tensor labels = Tensor::from_vector({2}, {0.0f, bad});
+    Tensor labels = Tensor::from_vector({2}, {0.0f, bad}, device());
     const std::string msg =
         thrown_message<std::logic_error>([&] { ops::softmax_xent_forward(logits, labels, probs); });
     EXPECT_NE(msg.find("at row 1"), std::string::npos) << msg;
     EXPECT_THROW(ops::softmax_xent_backward(probs, labels, probs), std::logic_error);
     EXPECT_THROW(ops::count_correct(logits, labels), std::logic_error);
   }
-  Tensor ok = Tensor::from_vector({2}, {0.0f, 3.0f});
+  Tensor ok = Tensor::from_vector({2}, {0.0f, 3.0f}, device());
   EXPECT_NO_THROW(ops::softmax_xent_forward(logits, ok, probs));
 }
 
 // A CUDA device on a machine (or build) without a GPU is refused with a clear
-// InputError; with a GPU, the CPU-only ops refuse CUDA tensors by name.
-TEST(Errors, CudaDeviceWithoutGpuIsAClearError) {
+// InputError; with a GPU, an op given tensors on two devices refuses by name.
+TEST(CudaAvailability, WithoutGpuIsAClearError) {
   EXPECT_THROW(tensor::Device::parse("gpu"), InputError);
   EXPECT_THROW(tensor::Device::parse("cuda:x"), InputError);
   const tensor::Device dev = tensor::Device::parse("cuda:0");
@@ -541,8 +560,72 @@ TEST(Errors, CudaDeviceWithoutGpuIsAClearError) {
     Tensor h = Tensor::zeros({2, 2});
     const std::string msg = thrown_message<Error>([&] { ops::gemm(false, false, 1, g, h, 0, h); });
     EXPECT_NE(msg.find("gemm"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("cuda:0"), std::string::npos) << msg;
   }
   EXPECT_THROW(tensor::require_available(tensor::Device::parse("cuda:99")), InputError);
+}
+
+// ---- optimisers ------------------------------------------------------------
+
+// One fused SGD step (with and without momentum, first and later steps) and
+// one Adam step match PyTorch's formulas written out in double.
+TEST_P(Optimizers, SgdAndAdamMatchDoubleFormulas) {
+  Rng rng(51);
+  const int64_t n = 37;
+  const float lr = 0.1f, wd = 0.01f;
+  for (const float momentum : {0.0f, 0.9f})
+    for (const bool first : {true, false}) {
+      SCOPED_TRACE(str("sgd momentum=", momentum, " first_step=", first));
+      Tensor p = put(random_tensor({n}, rng)), g = put(random_tensor({n}, rng)),
+             buf = put(random_tensor({n}, rng));
+      const auto p0 = p.to_vector(), gv = g.to_vector(), b0 = buf.to_vector();
+      ops::sgd_update(p, g, buf, lr, momentum, wd, first);
+      std::vector<double> p_want(n), b_want(n);
+      for (int64_t i = 0; i < n; ++i) {
+        const double gi = gv[i] + double{wd} * p0[i];
+        b_want[i] = momentum == 0.0f ? b0[i] : first ? gi : double{momentum} * b0[i] + gi;
+        p_want[i] = p0[i] - double{lr} * (momentum == 0.0f ? gi : b_want[i]);
+      }
+      EXPECT_TRUE(all_close("sgd param", p_want, p.to_vector(), 1e-5, 1e-6));
+      EXPECT_TRUE(all_close("sgd momentum buffer", b_want, buf.to_vector(), 1e-5, 1e-6));
+    }
+  const double b1 = 0.9, b2 = 0.999, eps = 1e-8;
+  const int64_t step = 3;
+  Tensor p = put(random_tensor({n}, rng)), g = put(random_tensor({n}, rng));
+  Tensor m = put(random_tensor({n}, rng)), v = put(random_tensor({n}, rng, 0.0f, 1.0f));
+  const auto p0 = p.to_vector(), gv = g.to_vector(), m0 = m.to_vector(), v0 = v.to_vector();
+  ops::adam_update(p, g, m, v, 1e-3f, 0.9f, 0.999f, 1e-8f, wd, step);
+  std::vector<double> p_want(n), m_want(n), v_want(n);
+  for (int64_t i = 0; i < n; ++i) {
+    const double gi = gv[i] + double{wd} * p0[i];
+    m_want[i] = b1 * m0[i] + (1 - b1) * gi;
+    v_want[i] = b2 * v0[i] + (1 - b2) * gi * gi;
+    const double m_hat = m_want[i] / (1 - std::pow(b1, step)), v_hat = v_want[i] / (1 - std::pow(b2, step));
+    p_want[i] = p0[i] - 1e-3 * m_hat / (std::sqrt(v_hat) + eps);
+  }
+  EXPECT_TRUE(all_close("adam m", m_want, m.to_vector(), 1e-5, 1e-6));
+  EXPECT_TRUE(all_close("adam v", v_want, v.to_vector(), 1e-5, 1e-6));
+  EXPECT_TRUE(all_close("adam param", p_want, p.to_vector(), 1e-5, 1e-6));
+}
+
+// ---- transfers -------------------------------------------------------------
+
+// Tensor::to and ops::copy move values between the host and the device exactly,
+// and copy within the device is exact too.
+TEST_P(Ops, TransfersAreExact) {
+  Rng rng(61);
+  const Tensor host = random_tensor({5, 7}, rng);
+  Tensor on_dev = host.to(device());
+  EXPECT_EQ(on_dev.device(), device());
+  EXPECT_TRUE(bitwise_equal(on_dev.to_vector(), host.to_vector()));
+  Tensor dev_copy = Tensor::empty({35}, device());
+  ops::copy(on_dev, dev_copy);  // same device
+  Tensor back = Tensor::empty({7, 5});
+  ops::copy(dev_copy, back);  // to the host
+  EXPECT_TRUE(bitwise_equal(back.to_vector(), host.to_vector()));
+  Tensor view = on_dev.view(7, {2, 7});  // rows 1..2, through a window
+  const std::vector<float> hv = host.to_vector();
+  EXPECT_EQ(view.to(tensor::Device{}).to_vector(), std::vector<float>(hv.begin() + 7, hv.begin() + 21));
 }
 
 }  // namespace

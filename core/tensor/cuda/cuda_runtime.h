@@ -10,7 +10,8 @@ namespace mddp::tensor::cuda {
 int device_count();                    // 0 when no driver/GPU is present (never throws)
 void* allocate(std::size_t bytes, int device);
 void free(void* ptr, int device) noexcept;
-// Blocking copies between host and device memory (kind inferred by the runtime).
-void copy(void* dst, const void* src, std::size_t bytes);
+// Copies `bytes` between host and `device` (or within it), queued on the
+// device's compute stream after every op issued so far, and waits for it.
+void copy(void* dst, const void* src, std::size_t bytes, int device);
 
 }  // namespace mddp::tensor::cuda

@@ -1,0 +1,67 @@
+// The alpha-beta cost model of a collective: sending S bytes in one message
+// costs alpha + S / beta (alpha: latency per message, beta: bandwidth). An
+// all-reduce algorithm is a number of such messages in sequence:
+//   ring   2(n-1) steps of S/n bytes:        2(n-1) (alpha + S / (n beta))
+//   tree   2 ceil(log2 n) steps of S bytes:  2 ceil(log2 n) (alpha + S / beta)
+//   naive  rank 0 receives n-1 and sends n-1 full messages: 2(n-1)(alpha + S / beta)
+// Bus bandwidth (nccl-tests' busbw) normalises a measured all-reduce so that
+// it is comparable to the link speed whatever n is: busbw = S/t * 2(n-1)/n.
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mddp::perf {
+
+struct AlphaBeta {
+  double alpha_s = 0;     // seconds per message
+  double beta_Bps = 0;    // bytes per second
+};
+
+// Predicted all-reduce time (seconds) of `bytes` on `world_size` ranks with
+// `algorithm` = ring | tree | naive. 0 when world_size <= 1.
+double allreduce_seconds(const std::string& algorithm, double bytes, int world_size, const AlphaBeta& link);
+
+// busbw in GB/s (1e9 bytes/s) of an all-reduce of `bytes` taking `seconds` on
+// `world_size` ranks; 0 when seconds <= 0 or world_size <= 1.
+double bus_bandwidth_gbps(double bytes, double seconds, int world_size);
+
+// Least-squares fit of t = alpha * messages + bytes_per_message / beta over
+// timings of one algorithm: each sample is (bytes of the whole all-reduce,
+// seconds). `world_size` and `algorithm` give the message count and size.
+struct TimingSample {
+  double bytes = 0;
+  double seconds = 0;
+};
+AlphaBeta fit_alpha_beta(const std::string& algorithm, int world_size, const std::vector<TimingSample>& samples);
+// How well `link` explains the samples: 1 - weighted residual / weighted
+// variance, with the fit's weights (1/t^2, i.e. relative error). 1 is perfect.
+double fit_r2(const std::string& algorithm, int world_size, const std::vector<TimingSample>& samples,
+              const AlphaBeta& link);
+
+// One stored fit: what `microddp bench allreduce --fit` writes and
+// `microddp analyze` / the dashboard read.
+struct LinkFit {
+  std::string transport;  // tcp | shm | nccl
+  std::string algorithm;  // ring | tree | naive
+  int world_size = 0;
+  AlphaBeta link;
+  double r2 = 0;  // goodness of the fit
+};
+
+// Default place of the fits: $MICRODDP_FIT_FILE, else
+// $XDG_CACHE_HOME/microddp/alpha_beta.json, else ~/.cache/microddp/alpha_beta.json.
+std::filesystem::path default_fit_path();
+// Reads the file ({"fits": [...]}); an absent file is an empty list; a bad one
+// throws InputError naming the path.
+std::vector<LinkFit> load_fits(const std::filesystem::path& path);
+// Replaces the fits of the same (transport, algorithm, world_size) and keeps the others.
+void save_fits(const std::filesystem::path& path, const std::vector<LinkFit>& fits);
+// The fit for (transport, algorithm, world_size); nullopt when none.
+std::optional<LinkFit> find_fit(const std::vector<LinkFit>& fits, const std::string& transport,
+                                const std::string& algorithm, int world_size);
+
+}  // namespace mddp::perf

@@ -1,0 +1,126 @@
+// Reading a run directory: metrics.jsonl (the coordinator's MetricsLog) and,
+// when present, job.json (the job's config).
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "core/common/check.h"
+#include "core/perf/analysis.h"
+
+namespace mddp::perf {
+namespace {
+
+// Ranks on one host share one steady clock (CLOCK_MONOTONIC counts from that
+// host's boot), so their clock offsets agree up to the estimate's error (half
+// a heartbeat round trip, well under a millisecond). Ranks on different hosts
+// differ by the difference of their boot times: seconds at least.
+constexpr double kSameHostOffsetMs = 50.0;
+
+std::string str_or(const nlohmann::json& j, const char* key) {
+  return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
+}
+
+// job.json is written by the coordinator once the job has formed
+// (coordinator/job.cc): {"world_size": N, "config": {"batch": 64, "dist":
+// {"ddp", "transport", "algorithm", "compress", ...}, ...}, "members":
+// [{"rank", "host", ...}]}. Read leniently: the analysis needs a few keys
+// and must not break when the file grows.
+void read_job(const std::filesystem::path& path, RunConfig& c) {
+  std::ifstream in(path);
+  if (!in) return;
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(str(path.string(), ": not valid JSON (", e.what(), ")"));
+  }
+  if (!j.is_object()) throw InputError(str(path.string(), ": expected a JSON object"));
+  if (j.contains("world_size") && j["world_size"].is_number_integer()) c.world_size = j["world_size"].get<int>();
+  const nlohmann::json& cfg = j.contains("config") && j["config"].is_object() ? j["config"] : j;
+  if (cfg.contains("batch") && cfg["batch"].is_number_integer()) c.global_batch = cfg["batch"].get<int64_t>();
+  if (cfg.contains("dist") && cfg["dist"].is_object()) {
+    const auto& d = cfg["dist"];
+    c.transport = str_or(d, "transport");
+    c.algorithm = str_or(d, "algorithm");
+    c.ddp = str_or(d, "ddp");
+    c.compress = str_or(d, "compress");
+  }
+  // `auto` picks shm exactly when every rank is on one host
+  // (core/comm/transport/connect.cc): the members' hosts say whether they were.
+  if (c.transport == "auto" && j.contains("members") && j["members"].is_array() && !j["members"].empty()) {
+    std::set<std::string> hosts;
+    for (const auto& m : j["members"]) hosts.insert(str_or(m, "host"));
+    if (!hosts.count("")) {
+      c.transport = hosts.size() == 1 ? "shm" : "tcp";
+      c.transport_inferred = true;
+    }
+  }
+  c.source = "job.json";
+}
+
+// Without job.json's hosts: ranks on one host share one steady clock.
+std::string infer_transport(const std::vector<StepMetrics>& records) {
+  std::map<int, int64_t> offset;  // first known offset per rank
+  for (const auto& r : records)
+    if (r.clock_offset_ns != 0) offset.emplace(r.rank, r.clock_offset_ns);
+  if (offset.size() < 2) return "";
+  const auto [lo, hi] = std::minmax_element(offset.begin(), offset.end(),
+                                            [](const auto& a, const auto& b) { return a.second < b.second; });
+  return static_cast<double>(hi->second - lo->second) * 1e-6 < kSameHostOffsetMs ? "shm" : "tcp";
+}
+
+}  // namespace
+
+std::vector<StepMetrics> parse_metrics(std::istream& in, const std::string& name) {
+  std::vector<StepMetrics> out;
+  std::string line;
+  for (int64_t n = 1; std::getline(in, line); ++n) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(line);
+    } catch (const nlohmann::json::exception&) {
+      // nlohmann's message repeats the whole line; the position is enough.
+      throw InputError(str(name, ":", n, ": not a JSON object (a truncated or corrupted line?)"));
+    }
+    if (!j.is_object()) throw InputError(str(name, ":", n, ": expected a JSON object, got ", j.type_name()));
+    if (!j.contains("rank") || !j.contains("step"))
+      throw InputError(str(name, ":", n, ": not a metrics record (no \"rank\" or \"step\")"));
+    try {
+      out.push_back(StepMetrics::from_json(j));
+    } catch (const Error& e) {
+      throw InputError(str(name, ":", n, ": ", e.what()));
+    } catch (const nlohmann::json::exception& e) {
+      throw InputError(str(name, ":", n, ": ", e.what()));
+    }
+    if (out.back().rank < 0) throw InputError(str(name, ":", n, ": negative rank ", out.back().rank));
+  }
+  return out;
+}
+
+RunLog load_run(const std::filesystem::path& dir) {
+  if (!std::filesystem::is_directory(dir))
+    throw InputError(str("no run directory ", dir.string(), " (give the --run-dir of a microddp run)"));
+  const auto metrics = dir / "metrics.jsonl";
+  std::ifstream in(metrics);
+  if (!in)
+    throw InputError(str("no metrics.jsonl in ", dir.string(),
+                         ": is this the --run-dir of `microddp run` or `microddp coordinator`?"));
+  RunLog run{dir, parse_metrics(in, metrics.string()), {}};
+  read_job(dir / "job.json", run.config);
+  int max_rank = -1;
+  for (const auto& r : run.records) max_rank = std::max(max_rank, r.rank);
+  if (run.config.world_size == 0) run.config.world_size = max_rank + 1;
+  if (run.config.source.empty()) run.config.source = "metrics.jsonl only";
+  if (run.config.transport.empty() || run.config.transport == "auto") {
+    const std::string t = infer_transport(run.records);
+    if (!t.empty()) {
+      run.config.transport = t;
+      run.config.transport_inferred = true;
+    }
+  }
+  return run;
+}
+
+}  // namespace mddp::perf

@@ -1,0 +1,56 @@
+// The CUDA backend of ops.h, on raw device pointers (the mirror of
+// cpu/kernels.h; no CUDA headers, so ops.cc can include it). Shapes are
+// checked by ops.cc. Every call runs on `device`'s compute stream (See Note
+// [One compute stream] in context.h) and returns without waiting, except the
+// ones that return a value to the host.
+#pragma once
+
+#include <cstdint>
+
+#include "core/tensor/conv_loops.h"
+
+namespace mddp::tensor::cuda {
+
+// cuBLAS SGEMM in plain FP32; row-major like ops.h.
+void gemm(int device, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+          const float* a, const float* b, float beta, float* c);
+
+void fill(int device, float* x, int64_t n, float value);
+void copy_on_device(int device, const float* src, float* dst, int64_t n);
+void scale(int device, float* x, int64_t n, float alpha);
+void axpy(int device, float alpha, const float* x, float* y, int64_t n);
+
+void bias_add(int device, float* y, const float* bias, int64_t n, int64_t c, int64_t inner);
+void bias_grad(int device, const float* dy, float* dbias, int64_t n, int64_t c, int64_t inner);
+void relu_forward(int device, const float* x, float* y, int64_t n);
+void relu_backward(int device, const float* y, const float* dy, float* dx, int64_t n);
+
+void conv2d_forward(int device, const conv::Dims& d, const float* x, const float* w, const float* b,
+                    float* col, float* y);
+void conv2d_backward_params(int device, const conv::Dims& d, const float* x, const float* dy,
+                            float* col, float* dw, float* db);
+void conv2d_backward_input(int device, const conv::Dims& d, const float* w, const float* dy,
+                           float* col, float* dx);
+void maxpool2d_forward(int device, const float* x, int64_t nc, int64_t h, int64_t w, int k,
+                       float* y);
+void maxpool2d_backward(int device, const float* x, const float* dy, int64_t nc, int64_t h,
+                        int64_t w, int k, float* dx);
+
+// The label ops check the labels on the GPU (the host cannot read them) and
+// set bad_row to the first row whose label is not a class index, else -1;
+// they wait for the stream to learn it.
+float softmax_xent_forward(int device, const float* logits, const float* labels, int64_t n,
+                           int64_t classes, float* probs, int64_t& bad_row);
+void softmax_xent_backward(int device, const float* probs, const float* labels, int64_t n,
+                           int64_t classes, float* dlogits, int64_t& bad_row);
+int64_t count_correct(int device, const float* logits, const float* labels, int64_t n,
+                      int64_t classes, int64_t& bad_row);
+float mse_forward(int device, const float* pred, const float* target, int64_t n);
+void mse_backward(int device, const float* pred, const float* target, int64_t n, float* dpred);
+
+void sgd_update(int device, float* p, const float* g, float* buf, int64_t n, float lr,
+                float momentum, float weight_decay, bool first_step);
+void adam_update(int device, float* p, const float* g, float* m, float* v, int64_t n, float lr,
+                 float beta1, float beta2, float eps, float weight_decay, int64_t step);
+
+}  // namespace mddp::tensor::cuda

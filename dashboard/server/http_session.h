@@ -1,0 +1,49 @@
+// One HTTP connection: reads requests (header at most 8 KiB, no body, 10 s
+// to send each), answers GET and HEAD through routes.h, keeps the
+// connection alive when the client asks, and hands /api/stream upgrades to
+// a WsSession. Anything else gets its status and the connection is closed:
+// 405 for another method, 413 for a body, 431 for an oversized header, 400
+// for a malformed request. Owned by its pending operation
+// (shared_from_this); io thread only.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <optional>
+
+#include "dashboard/server/beast.h"
+
+namespace mddp::dashboard {
+
+struct ServerContext;
+
+class HttpSession : public std::enable_shared_from_this<HttpSession> {
+ public:
+  static constexpr std::uint32_t kMaxHeaderBytes = 8 << 10;
+  static constexpr std::chrono::seconds kReadTimeout{10};
+  static constexpr std::chrono::seconds kWriteTimeout{30};
+
+  HttpSession(tcp::socket&& socket, std::shared_ptr<ServerContext> ctx);
+  ~HttpSession();
+  void start();
+
+ private:
+  using Response = http::response<http::string_body>;
+
+  void do_read();
+  void on_read(beast::error_code ec, std::size_t bytes);
+  void answer(const http::request<http::empty_body>& req);
+  void reply_error(http::status status, const char* why);  // then closes
+  void write(Response res);
+  void on_write(bool keep_alive, beast::error_code ec, std::size_t bytes);
+  void close();
+
+  beast::tcp_stream stream_;
+  std::shared_ptr<ServerContext> ctx_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::empty_body>> parser_;
+  std::shared_ptr<Response> response_;  // alive while it is being written
+  uint64_t connection_id_ = 0;
+};
+
+}  // namespace mddp::dashboard

@@ -1,0 +1,78 @@
+#include "dashboard/server/job_json.h"
+
+namespace mddp::dashboard {
+
+using nlohmann::json;
+
+namespace {
+json or_null(const std::optional<double>& v) {
+  return v ? json(*v) : json(nullptr);
+}
+}  // namespace
+
+std::string dump_json(const json& j) {
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+json job_json(const JobSnapshot& s) {
+  json evals = json::array();
+  for (const EvalPoint& e : s.evals)
+    evals.push_back({{"step", e.step}, {"loss", e.loss}, {"accuracy", e.accuracy}});
+  return {{"job_id", s.job_id},
+          {"state", coordinator::to_string(s.status.state)},
+          {"world_size", s.world_size},
+          {"backend", s.backend},
+          {"transport", s.transport},
+          {"algorithm", s.algorithm},
+          {"ddp", s.ddp},
+          {"compress", s.compress},
+          {"model", s.model},
+          {"global_batch", s.global_batch},
+          {"step", s.step},
+          {"total_steps", s.total_steps},
+          {"samples_per_s", s.samples_per_s},
+          {"eta_s", or_null(s.eta_s)},
+          {"elapsed_s", s.elapsed_s},
+          {"loss", or_null(s.loss)},
+          {"eval", evals},
+          {"failure", s.status.failure.empty() ? json(nullptr) : json(s.status.failure)},
+          {"failed_rank", s.status.failed_rank}};
+}
+
+json ranks_json(const JobSnapshot& s) {
+  json out = json::array();
+  for (const RankSnapshot& r : s.ranks)
+    out.push_back({{"rank", r.rank},
+                   {"host", r.host},
+                   {"device", r.device},
+                   {"pid", r.pid},
+                   {"state", r.state},
+                   {"phase", r.phase},
+                   {"step", r.step},
+                   {"heartbeat_age_ms", r.heartbeat_age_ms},
+                   {"clock_offset_ms", or_null(r.clock_offset_ms)},
+                   {"message", r.message}});
+  return out;
+}
+
+json record_json(const coordinator::MetricsRecord& r) {
+  json j = coordinator::MetricsLog::to_json(r);
+  j["seq"] = r.seq;
+  return j;
+}
+
+std::string job_frame(const JobSnapshot& s) {
+  return dump_json({{"type", "job"}, {"job", job_json(s)}, {"ranks", ranks_json(s)}});
+}
+
+std::string metrics_frame(const std::vector<std::string>& records) {
+  // Spliced as text: each record was serialised once for all clients.
+  std::string out = R"({"type":"metrics","records":[)";
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    if (i) out += ',';
+    out += records[i];
+  }
+  return out + "]}";
+}
+
+}  // namespace mddp::dashboard

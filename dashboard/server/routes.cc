@@ -1,0 +1,144 @@
+#include "dashboard/server/routes.h"
+
+#include <algorithm>
+#include <functional>
+#include <limits>
+#include <map>
+
+#include "core/perf/timeline.h"
+#include "dashboard/server/chrome_trace.h"
+#include "dashboard/server/job_json.h"
+#include "dashboard/server/prometheus.h"
+#include "dashboard/server/request_target.h"
+
+namespace mddp::dashboard {
+
+using nlohmann::json;
+
+namespace {
+
+Reply json_reply(const json& j) {
+  return {200, "application/json", dump_json(j), {}};
+}
+
+Reply error_reply(int status, const std::string& why) {
+  return {status, "application/json", dump_json({{"error", why}}), {}};
+}
+
+// The complete steps (every rank's training record) in the log's in-memory
+// tail, oldest first.
+std::vector<std::vector<perf::StepMetrics>> tail_steps(const coordinator::Job& job) {
+  std::vector<perf::StepMetrics> records;
+  for (auto& r : job.metrics_log().since(0, std::numeric_limits<std::size_t>::max()))
+    records.push_back(std::move(r.metrics));
+  return perf::complete_steps(records, job.options().world_size);
+}
+
+Reply api_job(const RequestTarget&, const RouteContext& c) {
+  return json_reply(job_json(c.tracker.snapshot(coordinator::Clock::now())));
+}
+
+Reply api_ranks(const RequestTarget&, const RouteContext& c) {
+  return json_reply(ranks_json(c.tracker.snapshot(coordinator::Clock::now())));
+}
+
+Reply api_metrics(const RequestTarget& t, const RouteContext& c) {
+  const auto since =
+      static_cast<uint64_t>(t.integer("since", 0, 0, std::numeric_limits<int64_t>::max()));
+  const auto max =
+      static_cast<std::size_t>(t.integer("max", kMetricsPageDefault, 1, kMetricsPageMax));
+  json records = json::array();
+  uint64_t next = since;
+  for (const auto& r : c.job.metrics_log().since(since, max)) {
+    records.push_back(record_json(r));
+    next = r.seq;
+  }
+  return json_reply({{"next", next}, {"records", std::move(records)}});
+}
+
+Reply api_timeline(const RequestTarget& t, const RouteContext& c) {
+  const auto steps = tail_steps(c.job);
+  const int world = c.job.options().world_size;
+  if (!t.has("step")) {
+    if (steps.empty()) return error_reply(404, "no step has been reported by every rank yet");
+    return json_reply(perf::to_json(perf::build_timeline(steps.back(), world)));
+  }
+  const int64_t step = t.integer("step", 0, 0, std::numeric_limits<int64_t>::max());
+  for (const auto& s : steps)
+    if (s.front().step == step) return json_reply(perf::to_json(perf::build_timeline(s, world)));
+  return error_reply(404, str("step ", step, " is not complete in the in-memory tail"));
+}
+
+Reply api_stragglers(const RequestTarget& t, const RouteContext& c) {
+  const auto n =
+      static_cast<std::size_t>(t.integer("steps", kStragglerStepsDefault, 1, kStragglerStepsMax));
+  const auto steps = tail_steps(c.job);
+  std::vector<perf::StepTimeline> timelines;
+  for (std::size_t i = steps.size() - std::min(n, steps.size()); i < steps.size(); ++i)
+    timelines.push_back(perf::build_timeline(steps[i], c.job.options().world_size));
+  return json_reply(perf::to_json(perf::summarize_stragglers(timelines)));
+}
+
+Reply api_trace(const RequestTarget& t, const RouteContext& c) {
+  const auto steps = tail_steps(c.job);
+  if (steps.empty()) return error_reply(404, "no step has been reported by every rank yet");
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  const int64_t to = t.integer("to", steps.back().front().step, 0, kMax);
+  const int64_t from = t.integer("from", std::max<int64_t>(0, to - kTraceStepsDefault + 1), 0, to);
+  if (to - from + 1 > kTraceStepsMax)
+    throw BadRequest(str("from=", from, "&to=", to, " spans more than ", kTraceStepsMax, " steps"));
+  std::vector<perf::StepTimeline> timelines;
+  for (const auto& s : steps)
+    if (s.front().step >= from && s.front().step <= to)
+      timelines.push_back(perf::build_timeline(s, c.job.options().world_size));
+  if (timelines.empty())
+    return error_reply(404, str("no complete step in ", from, "..", to, " in the in-memory tail"));
+  std::vector<std::string> hosts;
+  for (const auto& m : c.job.rendezvous().members()) hosts.push_back(m.host);
+  Reply r = json_reply(chrome_trace(timelines, hosts));
+  r.headers.emplace_back("Content-Disposition",
+                         str("attachment; filename=\"microddp-trace-", timelines.front().step, "-",
+                             timelines.back().step, ".json\""));
+  return r;
+}
+
+Reply prometheus(const RequestTarget&, const RouteContext& c) {
+  return {200,
+          kPrometheusContentType,
+          prometheus_text(c.tracker.snapshot(coordinator::Clock::now())),
+          {}};
+}
+
+Reply static_file(const RequestTarget& t, const RouteContext& c) {
+  StaticReply s = c.files.get(t.path);
+  return {s.status, std::move(s.content_type), std::move(s.body), {}};
+}
+
+using Handler = std::function<Reply(const RequestTarget&, const RouteContext&)>;
+const std::map<std::string, Handler, std::less<>>& api_routes() {
+  static const std::map<std::string, Handler, std::less<>> routes = {
+      {"/api/job", api_job},
+      {"/api/ranks", api_ranks},
+      {"/api/metrics", api_metrics},
+      {"/api/timeline", api_timeline},
+      {"/api/stragglers", api_stragglers},
+      {"/api/trace", api_trace},
+      {"/metrics", prometheus},
+  };
+  return routes;
+}
+
+}  // namespace
+
+Reply route(std::string_view target, const RouteContext& ctx) {
+  try {
+    const RequestTarget t = parse_target(target);
+    if (auto it = api_routes().find(t.path); it != api_routes().end()) return it->second(t, ctx);
+    if (t.path.rfind("/api/", 0) == 0) return error_reply(404, "no such route: " + t.path);
+    return static_file(t, ctx);
+  } catch (const BadRequest& e) {
+    return error_reply(400, e.what());
+  }
+}
+
+}  // namespace mddp::dashboard

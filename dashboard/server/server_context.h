@@ -1,0 +1,32 @@
+// What every session of the server shares: the job, its Tracker, the page's
+// files, the open connections and the /api/stream feed. Owned by the Server,
+// held by each session through a shared_ptr; used on the io thread only.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <filesystem>
+
+#include "coordinator/job.h"
+#include "dashboard/server/connections.h"
+#include "dashboard/server/routes.h"
+#include "dashboard/server/static_files.h"
+#include "dashboard/server/stream.h"
+#include "dashboard/server/tracker.h"
+
+namespace mddp::dashboard {
+
+struct ServerContext {
+  ServerContext(const coordinator::Job& j, const std::filesystem::path& dashboard_dir,
+                boost::asio::io_context& ioc)
+      : job(j), tracker(j), files(dashboard_dir), stream(ioc, j, tracker) {}
+
+  RouteContext routes() const { return {job, tracker, files}; }
+
+  const coordinator::Job& job;
+  Tracker tracker;
+  StaticFiles files;
+  Connections connections;
+  Stream stream;
+};
+
+}  // namespace mddp::dashboard

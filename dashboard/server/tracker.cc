@@ -1,0 +1,128 @@
+#include "dashboard/server/tracker.h"
+
+#include <algorithm>
+
+#include "coordinator/job_config_json.h"
+
+namespace mddp::dashboard {
+
+using coordinator::TimePoint;
+
+Tracker::Tracker(const coordinator::Job& job)
+    : job_(job), config_(coordinator::parse_job_config(job.options().config_json)) {}
+
+void Tracker::observe(const std::vector<coordinator::MetricsRecord>& records, TimePoint now) {
+  for (const auto& r : records) {
+    const perf::StepMetrics& m = r.metrics;
+    if (m.eval) {
+      // Every rank evaluates the same model: keep the first report of a step.
+      if (evals_.empty() || evals_.back().step < m.step)
+        evals_.push_back({m.step, m.eval_loss, m.eval_accuracy});
+      continue;
+    }
+    RankWindow& w = ranks_[m.rank];
+    w.bytes += m.comm_bytes;
+    if (m.clock_offset_ns != 0) w.clock_offset_ns = m.clock_offset_ns;
+    w.last.push_back({r.time_unix_ns,
+                      m.step,
+                      m.loss,
+                      m.step_ms,
+                      {m.data_ms, m.forward_ms, m.backward_ms, m.exposed_comm_ms, m.total_comm_ms,
+                       m.optimizer_ms}});
+    if (w.last.size() > kPhaseWindow) w.last.pop_front();
+    step_ = std::max(step_, m.step);
+  }
+  const coordinator::State state = job_.status().state;
+  if (state != coordinator::State::kForming && !running_since_) running_since_ = now;
+  if (job_.status().terminal() && !ended_at_) ended_at_ = now;
+}
+
+// Per rank, the steps it finished in its last 2 s of records (its own clock,
+// so unsynchronised hosts do not matter), summed over ranks; a rank with a
+// single step in the window counts by that step's duration.
+double Tracker::samples_per_s() const {
+  const double per_rank_batch = static_cast<double>(config_.batch * config_.accumulate) /
+                                std::max(1, job_.options().world_size);
+  double rate = 0;
+  for (const auto& [rank, w] : ranks_) {
+    if (w.last.empty()) continue;
+    const int64_t newest = w.last.back().time_unix_ns;
+    auto first = std::find_if(w.last.begin(), w.last.end(), [&](const Sample& s) {
+      return s.time_unix_ns >= newest - kRateWindowNs;
+    });
+    const auto steps = std::distance(first, w.last.end());
+    if (steps >= 2 && newest > first->time_unix_ns)
+      rate += static_cast<double>(steps - 1) * per_rank_batch /
+              (static_cast<double>(newest - first->time_unix_ns) * 1e-9);
+    else if (w.last.back().step_ms > 0)
+      rate += per_rank_batch / (w.last.back().step_ms * 1e-3);
+  }
+  return rate;
+}
+
+std::string Tracker::rank_state(const coordinator::RankHealth& h,
+                                const coordinator::JobStatus& status, TimePoint now) const {
+  if (h.left) return h.left_ok ? "done" : "failed";
+  if (status.state == coordinator::State::kFailed && status.failed_rank == h.rank) return "failed";
+  return now - h.last_seen > 2 * job_.options().heartbeat_interval ? "silent" : "running";
+}
+
+JobSnapshot Tracker::snapshot(TimePoint now) const {
+  JobSnapshot s;
+  s.job_id = job_.options().job_id;
+  s.status = job_.status();
+  s.world_size = job_.options().world_size;
+  s.backend = config_.device.rfind("cuda", 0) == 0 ? "nccl" : "cpu";
+  s.transport = config_.dist.transport;
+  s.algorithm = config_.dist.algorithm;
+  s.ddp = config_.dist.ddp;
+  s.compress = config_.dist.compress;
+  s.model = config_.model.kind;
+  s.global_batch = config_.batch * config_.accumulate;
+  s.step = step_;
+  s.samples_per_s = samples_per_s();
+  s.evals = evals_;
+  s.records_total = job_.metrics_log().count();
+  if (running_since_)
+    s.elapsed_s = std::chrono::duration<double>(ended_at_.value_or(now) - *running_since_).count();
+
+  double loss_sum = 0;
+  for (const auto& [rank, w] : ranks_)
+    if (!w.last.empty()) loss_sum += w.last.back().loss;
+  if (!ranks_.empty()) s.loss = loss_sum / static_cast<double>(ranks_.size());
+
+  const std::vector<coordinator::Member> members = job_.rendezvous().members();
+  for (const coordinator::RankHealth& h : job_.health().ranks()) {
+    RankSnapshot r;
+    r.rank = h.rank;
+    r.host = h.host;
+    r.phase = h.progress.phase;
+    r.step = h.progress.step;
+    r.state = rank_state(h, s.status, now);
+    if (r.state == "failed")
+      r.message = h.leave_message.empty() && s.status.failed_rank == h.rank ? s.status.failure
+                                                                            : h.leave_message;
+    r.heartbeat_age_ms = std::chrono::duration<double, std::milli>(now - h.last_seen).count();
+    s.total_steps = std::max(s.total_steps, h.progress.total_steps);
+    if (static_cast<std::size_t>(h.rank) < members.size()) {
+      r.device = members[h.rank].device.empty() ? config_.device : members[h.rank].device;
+      r.pid = members[h.rank].pid;
+    }
+    if (auto it = ranks_.find(h.rank); it != ranks_.end()) {
+      const RankWindow& w = it->second;
+      if (w.clock_offset_ns != 0) r.clock_offset_ms = static_cast<double>(w.clock_offset_ns) * 1e-6;
+      r.allreduce_bytes = w.bytes;
+      for (const Sample& x : w.last)
+        for (std::size_t p = 0; p < kPhases.size(); ++p) r.phase_mean_ms[p] += x.phase_ms[p];
+      for (double& v : r.phase_mean_ms)
+        v /= static_cast<double>(std::max<std::size_t>(1, w.last.size()));
+    }
+    s.ranks.push_back(std::move(r));
+  }
+  if (s.total_steps > 0 && s.samples_per_s > 0 && !s.status.terminal())
+    s.eta_s = static_cast<double>(std::max<int64_t>(0, s.total_steps - s.step)) *
+              static_cast<double>(s.global_batch) / s.samples_per_s;
+  return s;
+}
+
+}  // namespace mddp::dashboard

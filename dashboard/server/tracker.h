@@ -1,0 +1,91 @@
+// Tracker: what the dashboard says about the job beyond the raw records —
+// progress, throughput, ETA, evaluations, per-rank phase means and byte
+// counters — folded from every metrics record as the stream poller reads
+// them (so nothing is lost when records fall out of the metrics log's
+// bounded tail), plus the live state the Job holds (status, members,
+// heartbeats) read at snapshot time.
+//
+// Not thread-safe: used on the server's io thread only.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "coordinator/job.h"
+#include "core/train/config.h"
+
+namespace mddp::dashboard {
+
+// The phases of a step as the dashboard names them (API.md).
+inline constexpr std::array<const char*, 6> kPhases = {"data",         "forward",    "backward",
+                                                       "exposed_comm", "total_comm", "optimizer"};
+
+struct EvalPoint {
+  int64_t step = 0;
+  double loss = 0, accuracy = -1;
+};
+
+struct RankSnapshot {
+  int rank = 0;
+  std::string host, device, state, phase, message;
+  int64_t pid = 0, step = 0;
+  double heartbeat_age_ms = 0;
+  std::optional<double> clock_offset_ms;               // none until a record carried one
+  std::array<double, kPhases.size()> phase_mean_ms{};  // over the last kPhaseWindow steps
+  uint64_t allreduce_bytes = 0;                        // every record since the start
+};
+
+struct JobSnapshot {
+  std::string job_id;
+  coordinator::JobStatus status;
+  int world_size = 0;
+  std::string backend, transport, algorithm, ddp, compress, model;
+  int64_t global_batch = 0, step = 0, total_steps = 0;
+  std::optional<double> loss, eta_s;
+  double samples_per_s = 0, elapsed_s = 0;
+  std::vector<EvalPoint> evals;
+  std::vector<RankSnapshot> ranks;  // empty while forming
+  uint64_t records_total = 0;
+};
+
+class Tracker {
+ public:
+  static constexpr std::size_t kPhaseWindow = 50;          // steps per rank kept
+  static constexpr int64_t kRateWindowNs = 2'000'000'000;  // samples/s over 2 s
+
+  explicit Tracker(const coordinator::Job& job);
+
+  // Folds in the next records (in seq order) and notes the job's state at `now`.
+  void observe(const std::vector<coordinator::MetricsRecord>& records, coordinator::TimePoint now);
+  JobSnapshot snapshot(coordinator::TimePoint now) const;
+
+ private:
+  struct Sample {
+    int64_t time_unix_ns = 0, step = 0;
+    double loss = 0, step_ms = 0;
+    std::array<double, kPhases.size()> phase_ms{};
+  };
+  struct RankWindow {
+    std::deque<Sample> last;  // the latest kPhaseWindow training records
+    int64_t clock_offset_ns = 0;
+    uint64_t bytes = 0;
+  };
+
+  double samples_per_s() const;
+  std::string rank_state(const coordinator::RankHealth& h, const coordinator::JobStatus& status,
+                         coordinator::TimePoint now) const;
+
+  const coordinator::Job& job_;
+  const train::TrainConfig config_;
+  std::map<int, RankWindow> ranks_;
+  std::vector<EvalPoint> evals_;  // one per evaluated step, in step order
+  int64_t step_ = 0;
+  std::optional<coordinator::TimePoint> running_since_, ended_at_;
+};
+
+}  // namespace mddp::dashboard

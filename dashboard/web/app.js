@@ -1,0 +1,132 @@
+// The dashboard's entry point: keeps a Store fed from the /api/stream
+// WebSocket (falling back to polling /api/job, /api/ranks and /api/metrics
+// while it is down), polls the timeline and stragglers, and redraws the
+// views at most four times a second.
+
+import { getJSON, Stream } from './api.js';
+import { AccuracyChart, BusbwChart, LossChart, OverlapChart, PhaseChart } from './charts.js';
+import { PHASE_LABEL } from './format.js';
+import { Store } from './store.js';
+import { renderHeader, renderRanks, renderStragglers } from './tables.js';
+import { legend, renderTimeline, stragglerSentence } from './timeline.js';
+
+const $ = (id) => document.getElementById(id);
+const store = new Store();
+const views = {
+  loss: new LossChart($('chart-loss')),
+  acc: new AccuracyChart($('chart-acc'), $('acc-empty')),
+  phases: new PhaseChart($('chart-phases'), $('phases-note')),
+  overlap: new OverlapChart($('chart-overlap')),
+  busbw: new BusbwChart($('chart-busbw'), $('busbw-fit')),
+};
+legend($('tl-legend'));
+
+let timeline = null;
+let stragglers = null;
+let drawn = -1;
+let timelineDrawn;  // undefined: not drawn yet (null: no complete step)
+const finished = () => store.job && (store.job.state === 'succeeded' || store.job.state === 'failed');
+
+function setConn(state, text) {
+  const c = $('conn');
+  c.dataset.conn = state;
+  c.textContent = text;
+}
+
+// ---- data in ---------------------------------------------------------------
+function onFrame(f) {
+  if (f.type === 'metrics') store.addRecords(f.records || []);
+  else if (f.type === 'job') store.setJob(f.job, f.ranks);
+}
+
+const stream = new Stream('api/stream', {
+  onFrame,
+  onState: (s) => {
+    if (s === 'live') setConn('live', 'live');
+    else setConn(finished() ? 'down' : 'polling', finished() ? 'disconnected (job ended)' : 'reconnecting… (polling)');
+  },
+});
+
+// The history older than the stream's tail: pages of /api/metrics.
+async function backfill() {
+  let since = 0;
+  for (let page = 0; page < 50; page++) {
+    const r = await getJSON(`api/metrics?since=${since}&max=10000`);
+    if (!r || !r.records?.length) return;
+    store.addRecords(r.records);
+    if (r.next <= since || r.records.length < 10000) return;
+    since = r.next;
+  }
+}
+
+// While the stream is down: the same data by polling.
+async function pollFallback() {
+  if (stream.open) return;
+  const [job, ranks, metrics] = await Promise.all([
+    getJSON('api/job'), getJSON('api/ranks'), getJSON(`api/metrics?since=${store.maxSeq}&max=10000`),
+  ]);
+  store.setJob(job, Array.isArray(ranks) ? ranks : ranks?.ranks);
+  if (metrics?.records) store.addRecords(metrics.records);
+  if (!stream.open) setConn(finished() ? 'down' : 'polling', finished() ? 'job ended (polling)' : 'reconnecting… (polling)');
+}
+
+async function pollTimeline() {
+  if (!store.job || store.job.state === 'forming') return;  // 404 until a step is complete
+  const [tl, st] = await Promise.all([getJSON('api/timeline'), getJSON('api/stragglers?steps=50')]);
+  timeline = tl;
+  stragglers = st;
+  store.version++;
+}
+
+function every(ms, fn) {
+  const tick = async () => {
+    try { await fn(); } catch (e) { /* the server is away: the next tick retries */ }
+    setTimeout(tick, ms);
+  };
+  tick();
+}
+
+// ---- drawing ---------------------------------------------------------------
+function draw() {
+  if (store.version === drawn) return;
+  drawn = store.version;
+  if (store.job) renderHeader(store.job, store.ranks);
+  renderRanks(document.querySelector('#ranks tbody'), store.ranks, 0);
+  const curves = store.curves();
+  const evals = store.evalPoints();
+  views.loss.update(curves, evals);
+  views.acc.update(evals);
+  views.phases.update(store.phaseMeans());
+  views.overlap.update(curves);
+  views.busbw.update(store.busbw(store.job?.world_size ?? 0), store.job);
+
+  if (timeline !== timelineDrawn) {
+    timelineDrawn = timeline;
+    $('tl-step').textContent = timeline ? String(timeline.step) : '–';
+    renderTimeline($('timeline'), timeline, store.ranks);
+    const line = $('tl-straggler');
+    const s = timeline ? stragglerSentence(timeline.straggler, timeline.step) : null;
+    line.replaceChildren();
+    if (s) line.append(Object.assign(document.createElement('strong'), { textContent: `Rank ${s.rank}` }), ` ${s.text}`);
+    else if (timeline) line.textContent = store.job?.world_size > 1 ? 'No straggler in this step.' : '';
+  }
+  renderStragglers(document.querySelector('#stragglers tbody'), $('straggler-worst'), stragglers);
+}
+
+// ---- start -----------------------------------------------------------------
+setConn('connecting', 'connecting…');
+backfill().catch(() => {});
+every(1000, pollFallback);
+every(1000, pollTimeline);
+setInterval(draw, 250);
+draw();
+
+// A colour scheme change re-themes the charts (uPlot takes colours at build).
+matchMedia('(prefers-color-scheme: dark)').addEventListener('change', () => {
+  for (const v of Object.values(views)) v.rebuild();
+  drawn = -1;
+  draw();
+});
+
+// For the browser test and the console.
+window.mddp = { store, PHASE_LABEL };

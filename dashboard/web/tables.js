@@ -1,0 +1,100 @@
+// The job header, the failure banner, the rank table and the straggler table.
+
+import { duration, el, fixed, ms, num, PHASE_LABEL, rate, where } from './format.js';
+
+export function renderHeader(job, ranks) {
+  document.getElementById('job-id').textContent = job.job_id ? `· ${job.job_id}` : '';
+  const badge = document.getElementById('job-state');
+  badge.textContent = job.state;
+  badge.dataset.state = job.state;
+  const total = job.total_steps > 0 ? job.total_steps : null;
+  const values = {
+    world_size: String(job.world_size ?? '–'),
+    backend: job.backend ?? '–',
+    transport: job.transport ?? '–',
+    algorithm: job.algorithm ?? '–',
+    ddp: job.ddp ?? '–',
+    compress: job.compress ?? '–',
+    model: job.model ?? '–',
+    global_batch: String(job.global_batch ?? '–'),
+    step: total ? `${job.step} / ${total}` : String(job.step ?? '–'),
+    samples_per_s: rate(job.samples_per_s),
+    eta_s: job.state === 'succeeded' ? 'done' : duration(job.eta_s),
+    elapsed_s: duration(job.elapsed_s),
+    loss: num(job.loss, 4),
+  };
+  for (const dd of document.querySelectorAll('#job-facts dd')) dd.textContent = values[dd.dataset.k] ?? '–';
+  const bar = document.getElementById('job-progress');
+  bar.value = total ? Math.min(1, job.step / total) : 0;
+  document.title = `${job.state === 'failed' ? '✗ ' : ''}microddp · ${job.state}${total ? ` ${Math.round((100 * job.step) / total)} %` : ''}`;
+  renderFailure(job, ranks);
+}
+
+function renderFailure(job, ranks) {
+  const box = document.getElementById('failure');
+  const failedRanks = (ranks || []).filter((k) => k.state === 'failed');
+  const failed = job.state === 'failed' || failedRanks.length > 0;
+  box.hidden = !failed;
+  if (!failed) return;
+  const rank = job.failed_rank >= 0 ? job.failed_rank : failedRanks[0]?.rank ?? -1;
+  const info = (ranks || []).find((k) => k.rank === rank);
+  const where = info ? ` on ${info.host}${info.pid ? ` (pid ${info.pid})` : ''}` : '';
+  document.getElementById('failure-title').textContent = rank >= 0
+    ? `Rank ${rank} failed${where}` : 'Job failed';
+  const lines = [];
+  if (job.failure) lines.push(job.failure);
+  const echoes = (m) => job.failure && (m.includes(job.failure) || job.failure.includes(m));
+  for (const k of failedRanks) {
+    if (k.message && !echoes(k.message) && !lines.some((l) => l.includes(k.message))) lines.push(`rank ${k.rank}: ${k.message}`);
+  }
+  const others = failedRanks.filter((k) => k.rank !== rank).map((k) => k.rank);
+  if (others.length && rank >= 0) lines.push(`Then stopped: rank${others.length > 1 ? 's' : ''} ${others.join(', ')}.`);
+  document.getElementById('failure-text').textContent = lines.join('\n') || 'No message from the coordinator.';
+}
+
+export function renderRanks(tbody, ranks, heartbeatHintMs) {
+  const rows = (ranks || []).map((k) => {
+    const age = k.heartbeat_age_ms;
+    const stale = k.state === 'running' && heartbeatHintMs > 0 && age > 2 * heartbeatHintMs;
+    return el('tr', { 'data-rank': String(k.rank), 'data-state': k.state },
+      el('td', { class: 'num', text: String(k.rank) }),
+      el('td', { text: k.host ?? '' }),
+      el('td', { text: k.device ?? '' }),
+      el('td', { class: 'num', text: k.pid ? String(k.pid) : '' }),
+      el('td', {}, el('span', { class: 'state', 'data-state': k.state, text: k.state })),
+      el('td', { text: PHASE_LABEL[k.phase] ?? k.phase ?? '' }),
+      el('td', { class: 'num', text: String(k.step ?? '') }),
+      el('td', { class: `num${stale ? ' stale' : ''}`, text: Number.isFinite(age) ? ms(age) : '–' }),
+      el('td', { class: 'msg', text: k.message ?? '' }));
+  });
+  if (!rows.length) rows.push(el('tr', {}, el('td', { colspan: '9', class: 'empty', text: 'No ranks have joined yet.' })));
+  tbody.replaceChildren(...rows);
+}
+
+export function renderStragglers(tbody, worstLine, st) {
+  tbody.closest('.scroll').hidden = !st || !(st.steps > 0);
+  if (!st || !(st.steps > 0)) {
+    worstLine.textContent = 'No complete step yet.';
+    tbody.replaceChildren();
+    return;
+  }
+  const ranks = [...(st.ranks || [])].sort((a, b) => b.late_steps - a.late_steps || a.rank - b.rank);
+  const top = (byPhase) => {
+    const e = Object.entries(byPhase || {}).sort((a, b) => b[1] - a[1]);
+    return e.length && e[0][1] > 0 ? PHASE_LABEL[e[0][0]] ?? e[0][0] : '–';
+  };
+  tbody.replaceChildren(...ranks.filter((r) => r.late_steps > 0).map((r) => el('tr', { 'data-rank': String(r.rank) },
+    el('td', { class: 'num', text: String(r.rank) }),
+    el('td', { class: 'num', text: `${r.late_steps} of ${st.steps}` }),
+    el('td', { class: 'num', text: ms(r.late_ms_total) }),
+    el('td', { text: top(r.by_phase) }))));
+  worstLine.replaceChildren();
+  if (st.worst && st.worst.rank >= 0) {
+    const r = ranks.find((x) => x.rank === st.worst.rank);
+    worstLine.append(el('strong', { text: `Rank ${st.worst.rank}` }),
+      ` was the late rank in ${r ? `${r.late_steps} of ${st.steps}` : 'most of the last'} steps, `
+      + `${where(st.worst.phase)}${r ? ` (${fixed(r.late_ms_total / Math.max(1, r.late_steps), 2)} ms late on average)` : ''}.`);
+  } else {
+    worstLine.textContent = `No straggler over the last ${st.steps ?? 0} steps.`;
+  }
+}

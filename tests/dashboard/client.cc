@@ -1,0 +1,81 @@
+#include "client.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <stdexcept>
+
+namespace mddp::dashboard::test {
+
+std::string raw_exchange(int port, const std::string& bytes, std::chrono::milliseconds timeout) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    throw std::runtime_error("connect failed");
+  }
+  // The server may answer and close before it read everything (an oversized
+  // header): a failed send is part of the test, not an error.
+  (void)::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+  std::string out;
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        until - std::chrono::steady_clock::now());
+    pollfd p{fd, POLLIN, 0};
+    if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) <= 0) break;
+    char buf[4096];
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
+int status_of(const std::string& r) {
+  if (r.rfind("HTTP/1.", 0) != 0 || r.size() < 12) return -1;
+  return std::stoi(r.substr(9, 3));
+}
+
+http::response<http::string_body> request(int port, const std::string& target, http::verb verb) {
+  net::io_context ioc;
+  beast::tcp_stream stream(ioc);
+  stream.expires_after(std::chrono::seconds(10));
+  stream.connect(
+      tcp::endpoint(net::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port)));
+  http::request<http::empty_body> req{verb, target, 11};
+  req.set(http::field::host, "127.0.0.1");
+  http::write(stream, req);
+  beast::flat_buffer buffer;
+  http::response_parser<http::string_body> parser;
+  parser.body_limit(64 << 20);
+  parser.skip(verb == http::verb::head);
+  http::read(stream, buffer, parser);
+  beast::error_code ignored;
+  stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
+  return parser.release();
+}
+
+StreamClient::StreamClient(int port) : ws_(ioc_) {
+  beast::get_lowest_layer(ws_).expires_after(std::chrono::seconds(10));
+  beast::get_lowest_layer(ws_).connect(
+      tcp::endpoint(net::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port)));
+  ws_.handshake("127.0.0.1", "/api/stream");
+  ws_.read_message_max(64 << 20);
+}
+
+std::string StreamClient::read(std::chrono::milliseconds timeout) {
+  beast::get_lowest_layer(ws_).expires_after(timeout);
+  beast::flat_buffer buffer;
+  ws_.read(buffer);
+  return beast::buffers_to_string(buffer.data());
+}
+
+}  // namespace mddp::dashboard::test

@@ -1,0 +1,37 @@
+// Clients of the dashboard server for the tests, over real sockets: raw
+// bytes (for requests no well-behaved client sends), a Beast HTTP GET, and a
+// Beast WebSocket reader. Every call is bounded by a timeout.
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include "dashboard/server/beast.h"
+
+namespace mddp::dashboard::test {
+
+// Sends `bytes` to 127.0.0.1:port and returns everything read until the
+// server closes (or `timeout`).
+std::string raw_exchange(int port, const std::string& bytes,
+                         std::chrono::milliseconds timeout = std::chrono::seconds(10));
+
+// The status line's code of a raw response ("HTTP/1.1 404 ..." -> 404), -1 if none.
+int status_of(const std::string& raw_response);
+
+// GET (or another verb) `target` on 127.0.0.1:port.
+http::response<http::string_body> request(int port, const std::string& target,
+                                          http::verb verb = http::verb::get);
+
+// A WebSocket client of /api/stream.
+class StreamClient {
+ public:
+  explicit StreamClient(int port);
+  // The next text frame; throws on timeout or error.
+  std::string read(std::chrono::milliseconds timeout = std::chrono::seconds(10));
+
+ private:
+  net::io_context ioc_;
+  websocket::stream<beast::tcp_stream> ws_;
+};
+
+}  // namespace mddp::dashboard::test

@@ -1,0 +1,209 @@
+// The dashboard in a real browser against a real job: headless Debian
+// chromium driven by playwright-core, a `microddp run --nproc 2` job serving
+// the page. Run by dashboard_e2e.sh (which checks the prerequisites):
+//
+//   node dashboard.e2e.mjs --microddp BIN --screenshot OUT.png [--chromium /usr/bin/chromium]
+//   node dashboard.e2e.mjs --mock --screenshot OUT.png      (the page at 64 ranks, simulated)
+//
+// Checks, in order: the page loads without script errors or requests
+// outside the coordinator; the rank table lists both ranks; the loss chart
+// gains points while the job runs; the timeline draws bucket all-reduces;
+// after `kill -9` of rank 1's worker the page names rank 1 as failed. Every
+// wait is bounded; the job's processes are killed on every exit path.
+
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const args = process.argv.slice(2);
+const opt = (name, dflt) => { const i = args.indexOf(name); return i >= 0 ? args[i + 1] : dflt; };
+const MOCK = args.includes('--mock');
+const BIN = opt('--microddp', '') && resolve(opt('--microddp', ''));
+const SHOT = resolve(opt('--screenshot', 'dashboard.png'));
+const CHROMIUM = opt('--chromium', '/usr/bin/chromium');
+const modules = opt('--node-modules', join(here, '..', '..', '..', 'dashboard', 'node_modules'));
+const { chromium } = await import(pathToFileURL(resolve(modules, 'playwright-core', 'index.mjs')).href);
+
+const work = mkdtempSync(join(tmpdir(), 'mddp-e2e-'));
+const children = [];
+let output = '';
+let browser = null;
+
+function log(msg) { console.log(`[e2e ${new Date().toISOString().slice(11, 23)}] ${msg}`); }
+
+function fail(msg) {
+  const err = new Error(msg);
+  err.expected = true;
+  throw err;
+}
+
+// Polls fn() (async, truthy = done) every `every` ms for at most `ms`.
+async function waitFor(what, fn, ms = 30000, every = 200) {
+  const deadline = Date.now() + ms;
+  let last;
+  for (;;) {
+    try {
+      const v = await fn();
+      if (v) return v;
+    } catch (e) { last = e; }
+    if (Date.now() > deadline) fail(`timed out after ${ms / 1000} s waiting for ${what}${last ? ` (last error: ${last.message})` : ''}`);
+    await new Promise((r) => setTimeout(r, every));
+  }
+}
+
+function start(cmd, argv) {
+  const child = spawn(cmd, argv, { detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  children.push(child);
+  for (const s of [child.stdout, child.stderr]) s.on('data', (d) => { output += d.toString(); });
+  return child;
+}
+
+function cleanup() {
+  for (const c of children) {
+    try { process.kill(-c.pid, 'SIGKILL'); } catch { /* already gone */ }
+  }
+  rmSync(work, { recursive: true, force: true });
+}
+
+async function api(base, path) {
+  const res = await fetch(new URL(path, base));
+  if (!res.ok) throw new Error(`${path}: HTTP ${res.status}`);
+  return res.json();
+}
+
+// ---- the job --------------------------------------------------------------------
+async function startJob() {
+  if (MOCK) {
+    start(process.execPath, [join(here, 'mock_coordinator.mjs'), '--ranks', '64', '--fail-at', '120', '--fit']);
+    const m = await waitFor('the mock coordinator', async () => output.match(/listening on (http:\/\/\S+)/), 10000);
+    return { base: m[1], run: null };
+  }
+  // A small job on synthetic data that runs until rank 1 is killed (far
+  // more steps than the test lasts), with quick failure detection;
+  // --http-linger keeps the page served after the job fails, so the page
+  // can show the failure (the process group is killed at the end anyway).
+  const flags = ['run', '--nproc', '2', '--http-port', '0', '--http-linger', '60',
+    '--dataset', 'synthetic', '--synthetic-size', '8192', '--width', '256', '--batch', '64',
+    '--steps', '1000000', '--no-eval', '--log-every', '1000000', '--bucket-mb', '0.25', '--first-bucket-mb', '0.0625',
+    '--heartbeat-ms', '200', '--heartbeat-timeout-ms', '3000', '--run-dir', join(work, 'run')];
+  log(`starting ${BIN} ${flags.join(' ')}`);
+  const run = start(BIN, flags);
+  run.on('exit', (code, sig) => log(`microddp run exited (${code ?? sig})`));
+  const m = await waitFor('the dashboard URL on the output of `microddp run`',
+    async () => output.match(/dashboard:?\s+(?:at\s+)?(https?:\/\/\S+)/i) || output.match(/(http:\/\/(?:127\.0\.0\.1|localhost|\[::1\]):\d+\/?)/), 60000);
+  return { base: m[1], run };
+}
+
+// ---- the page -------------------------------------------------------------------
+async function main() {
+  const { base } = await startJob();
+  log(`dashboard at ${base}`);
+  const origin = new URL(base).origin;
+  await waitFor('the job to run with 2 ranks', async () => {
+    if (MOCK) return true;
+    const job = await api(base, 'api/job');
+    return job.state === 'running' && job.step > 0 && (await api(base, 'api/ranks')).length === 2;  // [K...]
+  }, 90000);
+
+  // A fresh profile in the work directory (removed at exit).
+  browser = await chromium.launchPersistentContext(join(work, 'profile'), {
+    executablePath: CHROMIUM,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
+      '--disable-quic', '--disable-component-update', '--disable-sync'],
+    viewport: { width: 1400, height: 1000 },
+  });
+  const context = browser;
+  const page = await context.newPage();
+  const problems = [];
+  page.on('pageerror', (e) => problems.push(`script error: ${e.message}`));
+  // Failed requests are judged from the responses (the console repeats them):
+  // a 404 from /api/timeline is the contract's "no complete step yet".
+  page.on('console', (m) => {
+    if (m.type() === 'error' && !/^Failed to load resource/.test(m.text())) problems.push(`console error: ${m.text()}`);
+  });
+  page.on('response', (r) => {
+    const path = new URL(r.url()).pathname;
+    if (r.status() >= 400 && !(r.status() === 404 && path.endsWith('/api/timeline'))) problems.push(`HTTP ${r.status()} for ${r.url()}`);
+  });
+  page.on('request', (r) => {
+    const u = r.url();
+    if (!u.startsWith(origin) && !u.startsWith('data:')) problems.push(`request outside the coordinator: ${u}`);
+  });
+  await page.goto(base, { waitUntil: 'load' });
+
+  // Rank table: one row per rank, ranks 0 and 1 (64 in the mock).
+  const nranks = MOCK ? 64 : 2;
+  await waitFor(`the rank table to list ${nranks} ranks`, async () =>
+    (await page.locator('#ranks tbody tr[data-rank]').count()) === nranks);
+  const ranksShown = await page.locator('#ranks tbody tr[data-rank]').evaluateAll((rows) => rows.map((r) => r.dataset.rank));
+  if (ranksShown[0] !== '0' || ranksShown[1] !== '1') fail(`rank table shows ranks ${ranksShown.join(',')}`);
+  log(`rank table: ranks ${ranksShown.slice(0, 4).join(', ')}${nranks > 4 ? ', …' : ''}`);
+
+  // Loss chart: points now, more a little later.
+  const points = () => page.locator('#chart-loss').evaluate((e) => Number(e.dataset.points));
+  const first = await waitFor('the loss chart to have points', async () => { const n = await points(); return n > 0 ? n : 0; });
+  const second = await waitFor(`the loss chart to grow beyond ${first} points`, async () => { const n = await points(); return n > first ? n : 0; }, 20000);
+  log(`loss chart: ${first} points, then ${second}`);
+  const canvas = await page.locator('#chart-loss canvas').count();
+  if (canvas < 1) fail('the loss chart has no canvas (uPlot did not draw)');
+
+  // Timeline: the phases and at least one bucket all-reduce per rank.
+  const spans = await waitFor('the timeline to show bucket all-reduces', async () => {
+    const rows = await page.locator('#timeline .tl-row').count();
+    const buckets = await page.locator('#timeline .tl-bucket').count();
+    const phases = await page.locator('#timeline .tl-phase[data-phase="backward"]').count();
+    return rows === nranks && buckets >= nranks && phases === nranks ? { rows, buckets } : null;
+  });
+  log(`timeline: ${spans.rows} rank rows, ${spans.buckets} bucket spans`);
+
+  // Problems so far count; after the kill the job ends and the page's
+  // reconnect attempts to a coordinator that may be gone are expected.
+  const healthy = problems.slice();
+
+  // Failure: kill -9 rank 1's worker; the page must name rank 1 as failed.
+  if (!MOCK) {
+    const ranks = await api(base, 'api/ranks');
+    const victim = ranks.find((k) => k.rank === 1);
+    if (!victim || !(victim.pid > 0)) fail(`/api/ranks gives no pid for rank 1: ${JSON.stringify(ranks)}`);
+    log(`kill -9 rank 1 (pid ${victim.pid})`);
+    process.kill(victim.pid, 'SIGKILL');
+  }
+  await waitFor('the failure banner', async () => page.locator('#failure').isVisible(), 30000);
+  const banner = (await page.locator('#failure').innerText()).replace(/\s+/g, ' ');
+  log(`failure banner: ${banner}`);
+  if (!/rank 1\b/i.test(banner)) fail(`the failure banner does not name rank 1: "${banner}"`);
+  await waitFor('the job state badge to say failed', async () =>
+    (await page.locator('#job-state').getAttribute('data-state')) === 'failed', 30000);
+  const row = page.locator('#ranks tbody tr[data-rank="1"]');
+  await waitFor('the rank table to show rank 1 as failed', async () =>
+    (await row.getAttribute('data-state')) === 'failed', 15000);
+  log(`rank table: rank 1 ${await row.locator('.state').innerText()}`);
+
+  await page.waitForTimeout(300);  // let the last redraw land
+  mkdirSync(dirname(SHOT), { recursive: true });
+  await page.screenshot({ path: SHOT, fullPage: true });
+  log(`screenshot: ${SHOT}`);
+  // The scheme the reader prefers: a dark one as well, next to it.
+  await page.emulateMedia({ colorScheme: 'dark' });
+  await page.waitForTimeout(400);
+  await page.screenshot({ path: SHOT.replace(/\.png$/, '-dark.png'), fullPage: true });
+
+  if (healthy.length) fail(`the page reported problems while the job ran:\n  ${healthy.join('\n  ')}`);
+}
+
+let code = 0;
+try {
+  await main();
+  log('PASS');
+} catch (e) {
+  code = 1;
+  console.error(`FAIL: ${e.expected ? e.message : e.stack}`);
+  console.error(`--- output of the job (last 3000 characters):\n${output.slice(-3000)}`);
+} finally {
+  if (browser) await browser.close().catch(() => {});
+  cleanup();
+}
+process.exit(code);

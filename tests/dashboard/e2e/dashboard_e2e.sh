@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The dashboard's browser test (dashboard.e2e.mjs) with its prerequisites
+# checked first:
+#   dashboard_e2e.sh MICRODDP|--mock NODE_MODULES SCREENSHOT.png
+# Needs node (20+), Debian's chromium (/usr/bin/chromium, or $CHROMIUM) and
+# playwright-core in NODE_MODULES (`npm ci --prefix dashboard`). When one is
+# missing the test is skipped (exit 77) locally but fails in CI (CI=true),
+# so CI cannot pass without running it.
+set -uo pipefail
+BIN="$1"
+MODULES="$2"
+SHOT="$3"
+HERE="$(cd "$(dirname "$0")" && pwd)"
+CHROMIUM="${CHROMIUM:-/usr/bin/chromium}"
+
+missing() {
+  if [[ "${CI:-}" == "true" ]]; then
+    echo "FAIL: $1 (CI=true: the browser test must run; bash scripts/test installs these)"
+    exit 1
+  fi
+  echo "SKIP: $1"
+  exit 77
+}
+command -v node >/dev/null || missing "node is not installed (apt-get install nodejs)"
+node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)' \
+  || missing "node $(node --version) is too old (20+ needed: playwright-core)"
+[[ -x "$CHROMIUM" ]] || missing "$CHROMIUM is not installed (apt-get install chromium)"
+[[ -f "$MODULES/playwright-core/index.mjs" ]] \
+  || missing "$MODULES/playwright-core is missing (run: npm ci --prefix dashboard)"
+
+if [[ "$BIN" == "--mock" ]]; then
+  exec node "$HERE/dashboard.e2e.mjs" --mock --node-modules "$MODULES" --chromium "$CHROMIUM" --screenshot "$SHOT"
+fi
+exec node "$HERE/dashboard.e2e.mjs" --microddp "$BIN" --node-modules "$MODULES" --chromium "$CHROMIUM" --screenshot "$SHOT"

@@ -1,0 +1,179 @@
+// A stand-in for the coordinator's HTTP API (dashboard/API.md) with a
+// simulated job, for working on the page without a real job and for the
+// layout check at 64 ranks (dashboard.e2e.mjs --mock). Serves dashboard/web/
+// from disk and uPlot from dashboard/node_modules.
+//
+//   node tests/dashboard/e2e/mock_coordinator.mjs [--ranks N] [--port P] [--fail-at STEP] [--fit]
+//
+// Prints "listening on http://127.0.0.1:PORT/" once it serves.
+
+import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import { dirname, extname, join, normalize } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const root = join(here, '..', '..', '..', 'dashboard');
+const args = process.argv.slice(2);
+const opt = (name, dflt) => { const i = args.indexOf(name); return i >= 0 ? args[i + 1] : dflt; };
+const N = Number(opt('--ranks', 4));
+const PORT = Number(opt('--port', 0));
+const FAIL_AT = Number(opt('--fail-at', 0));
+const FIT = args.includes('--fit');
+const TOTAL = 3000, STEPS_PER_EPOCH = 400;
+const BUCKETS = [262144, 1048576, 1048576, 65536];
+
+let seq = 0, step = 0;
+const start = Date.now();
+const tail = [];
+const evals = [];
+const clients = new Set();
+let state = 'running', failure = null, failedRank = -1;
+const origin = BigInt(Date.now()) * 1000000n;
+
+function stepRecords(s) {
+  const out = [];
+  const t0 = Number(origin % 1000000000000n) + s * 12e6;
+  for (let r = 0; r < N; r++) {
+    const slow = r === N - 1 ? 1.4 : 1 + 0.05 * Math.sin(r + s);
+    const data = 0.3, fwd = 2.0 * slow, bwd = 4.1 * slow, opt = 0.8;
+    let t = t0 + data * 1e6 + fwd * 1e6;
+    const buckets = BUCKETS.map((bytes, i) => {
+      const ready = t + (bwd * 1e6 * (i + 1)) / BUCKETS.length;
+      const st = Math.max(ready, t0 + (data + 2.0 * 1.4 + (4.1 * 1.4 * (i + 1)) / BUCKETS.length) * 1e6);
+      return { index: i, bytes, ready_ns: ready, launch_ns: ready, start_ns: st, end_ns: st + bytes / 2.2 };
+    });
+    const lastEnd = buckets[buckets.length - 1].end_ns;
+    const bwdEnd = t + bwd * 1e6;
+    const exposed = Math.max(0, (lastEnd - bwdEnd) / 1e6) * 0.3;
+    const total = buckets.reduce((a, b) => a + (b.end_ns - b.start_ns) / 1e6, 0);
+    out.push({
+      kind: 'step', seq: ++seq, rank: r, step: s, loss: 2.3 * Math.exp(-s / 700) + 0.25 + 0.05 * Math.random(),
+      data_ms: data, forward_ms: fwd, backward_ms: bwd, exposed_comm_ms: exposed, total_comm_ms: total,
+      optimizer_ms: opt, step_ms: data + fwd + bwd + exposed + opt, overlap: Math.max(0, Math.min(1, 1 - exposed / total)),
+      comm_bytes: BUCKETS.reduce((a, b) => a + b, 0), start_ns: t0, clock_offset_ns: 0,
+      time_unix_ns: Date.now() * 1e6, received_unix_ns: Date.now() * 1e6, buckets,
+    });
+  }
+  return out;
+}
+
+function job() {
+  const el = (Date.now() - start) / 1000;
+  const sps = state === 'running' ? 64 * 20 : 0;
+  return {
+    job_id: 'mock', state, world_size: N, backend: 'cpu', transport: 'shm', algorithm: 'ring', ddp: 'bucketed',
+    compress: 'none', model: 'mlp', global_batch: 64, step, total_steps: TOTAL, samples_per_s: sps,
+    eta_s: state === 'running' ? (TOTAL - step) / 20 : null, elapsed_s: el,
+    loss: tail.length ? tail[tail.length - 1].loss : 0, eval: evals, failure, failed_rank: failedRank,
+    ...(FIT ? { fit: { transport: 'shm', algorithm: 'ring', world_size: N, alpha_s: 4e-6, beta_Bps: 3.1e9, r2: 0.998 } } : {}),
+  };
+}
+
+function ranks() {
+  return Array.from({ length: N }, (_, r) => ({
+    rank: r, host: `host-${Math.floor(r / 8)}`, device: 'cpu', pid: 40000 + r,
+    state: r === failedRank ? 'failed' : state === 'succeeded' ? 'done' : state === 'failed' ? 'running' : 'running',
+    phase: ['forward', 'backward', 'optimizer'][(step + r) % 3], step: step - (r % 2),
+    heartbeat_age_ms: r === failedRank ? 4200 : 40 + ((r * 37) % 200), clock_offset_ms: 0,
+    message: r === failedRank ? 'killed by signal 9 (SIGKILL) during step ' + FAIL_AT : '',
+  }));
+}
+
+function timeline() {
+  const recs = tail.filter((r) => r.step === step && r.kind === 'step');
+  if (!recs.length) return null;
+  const o = Math.min(...recs.map((r) => r.start_ns));
+  const m = (ns) => (ns - o) / 1e6;
+  return {
+    step, origin_unix_ns: Number(origin),
+    ranks: recs.map((r) => {
+      let t = m(r.start_ns);
+      const ph = [['data', r.data_ms], ['forward', r.forward_ms], ['backward', r.backward_ms], ['exposed_comm', r.exposed_comm_ms], ['optimizer', r.optimizer_ms]]
+        .map(([name, d]) => { const p = { name, start_ms: t, end_ms: t + d }; t += d; return p; });
+      return {
+        rank: r.rank, start_ms: m(r.start_ns), end_ms: t, phases: ph,
+        buckets: r.buckets.map((b) => ({ index: b.index, bytes: b.bytes, ready_ms: m(b.ready_ns), launch_ms: m(b.launch_ns),
+          start_ms: m(b.start_ns), end_ms: m(b.end_ns), busbw_gbps: b.bytes / ((b.end_ns - b.start_ns) / 1e9) * (2 * (N - 1) / N) / 1e9 })),
+      };
+    }),
+    straggler: N > 1 ? { rank: N - 1, phase: 'backward', late_ms: 2.1, excess_ms: { data: 0, forward: 0.8, backward: 1.6, start: 0 } } : null,
+  };
+}
+
+function stragglers() {
+  return {
+    steps: 50,
+    ranks: Array.from({ length: N }, (_, r) => ({ rank: r, late_steps: r === N - 1 ? 47 : r === 0 ? 3 : 0, late_ms_total: r === N - 1 ? 98.7 : 2.1, by_phase: r === N - 1 ? { backward: 40, forward: 7 } : { data: 3 } })),
+    worst: N > 1 ? { rank: N - 1, phase: 'backward' } : null,
+  };
+}
+
+// ---- WebSocket (RFC 6455, server side, text frames only) --------------------
+function wsFrame(text) {
+  const p = Buffer.from(text);
+  const head = p.length < 126 ? Buffer.from([0x81, p.length])
+    : p.length < 65536 ? Buffer.from([0x81, 126, p.length >> 8, p.length & 255])
+      : (() => { const h = Buffer.alloc(10); h[0] = 0x81; h[1] = 127; h.writeBigUInt64BE(BigInt(p.length), 2); return h; })();
+  return Buffer.concat([head, p]);
+}
+function broadcast(obj) { const f = wsFrame(JSON.stringify(obj)); for (const c of clients) c.write(f); }
+
+// ---- the simulated job --------------------------------------------------------
+const timer = setInterval(() => {
+  if (state !== 'running') return;
+  step++;
+  const recs = stepRecords(step);
+  if (step % STEPS_PER_EPOCH === 0) {
+    const e = { step, loss: 2.3 * Math.exp(-step / 700) + 0.3, accuracy: 0.7 + 0.15 * (1 - Math.exp(-step / 800)) };
+    evals.push(e);
+    recs.push({ kind: 'eval', seq: ++seq, rank: 0, step, eval_loss: e.loss, eval_accuracy: e.accuracy });
+  }
+  tail.push(...recs);
+  if (tail.length > 500 * N) tail.splice(0, tail.length - 500 * N);
+  broadcast({ type: 'metrics', records: recs });
+  if (FAIL_AT && step >= FAIL_AT) {
+    state = 'failed'; failedRank = Math.min(1, N - 1);
+    failure = `rank ${failedRank} (host-0, pid ${40000 + failedRank}) left: killed by signal 9 (SIGKILL); the others stopped at step ${step}`;
+    broadcast({ type: 'job', job: job(), ranks: ranks() });
+  }
+  if (step >= TOTAL) state = 'succeeded';
+}, 50);
+setInterval(() => broadcast({ type: 'job', job: job(), ranks: ranks() }), 1000);
+
+const TYPES = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8', '.css': 'text/css; charset=utf-8' };
+const server = createServer(async (req, res) => {
+  const url = new URL(req.url, 'http://x');
+  const json = (o) => { if (o === null) { res.writeHead(404).end('{}'); return; } res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify(o)); };
+  const p = url.pathname;
+  if (p === '/api/job') return json(job());
+  if (p === '/api/ranks') return json(ranks());
+  if (p === '/api/timeline') return json(timeline());
+  if (p === '/api/stragglers') return json(stragglers());
+  if (p === '/api/metrics') {
+    const since = Number(url.searchParams.get('since') || 0), max = Number(url.searchParams.get('max') || 2000);
+    const recs = tail.filter((r) => r.seq > since).slice(0, max);
+    return json({ next: recs.length ? recs[recs.length - 1].seq : since, records: recs });
+  }
+  let file = p === '/' ? 'index.html' : normalize(p.slice(1));
+  if (file.includes('..')) { res.writeHead(400).end(); return; }
+  file = file.startsWith('vendor/') ? join(root, 'node_modules', 'uplot', 'dist', file.slice(7)) : join(root, 'web', file);
+  try {
+    const body = await readFile(file);
+    res.writeHead(200, { 'Content-Type': TYPES[extname(file)] || 'application/octet-stream' }).end(body);
+  } catch { res.writeHead(404).end('not found'); }
+});
+server.on('upgrade', (req, sock) => {
+  const key = req.headers['sec-websocket-key'];
+  const accept = createHash('sha1').update(key + '258EAFA5-E914-47DA-95CA-C5AB0DC85B11').digest('base64');
+  sock.write(`HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\n\r\n`);
+  clients.add(sock);
+  sock.on('close', () => clients.delete(sock));
+  sock.on('error', () => clients.delete(sock));
+  sock.on('data', () => {});
+  sock.write(wsFrame(JSON.stringify({ type: 'job', job: job(), ranks: ranks() })));
+  sock.write(wsFrame(JSON.stringify({ type: 'metrics', records: tail })));
+});
+server.listen(PORT, '127.0.0.1', () => console.log(`listening on http://127.0.0.1:${server.address().port}/`));
+process.on('SIGTERM', () => { clearInterval(timer); process.exit(0); });

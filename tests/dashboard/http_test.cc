@@ -1,0 +1,205 @@
+// The HTTP side of the dashboard server over real sockets: routes, paging,
+// refusals (unknown path, traversal, oversized header, body, other methods)
+// and many clients at once.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <thread>
+
+#include "client.h"
+#include "fixture.h"
+
+namespace mddp::dashboard::test {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+std::string get_raw(int port, const std::string& target) {
+  return raw_exchange(port, "GET " + target + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+}
+
+TEST_F(DashboardTest, ServesThePageAndTheJob) {
+  auto page = request(port(), "/");
+  EXPECT_EQ(page.result_int(), 200);
+  EXPECT_NE(page[http::field::content_type].find("text/html"), std::string::npos);
+  feed(0, 3);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // a poll folds them in
+  const json j = json::parse(request(port(), "/api/job").body());
+  EXPECT_EQ(j["state"], "running");
+  EXPECT_EQ(j["world_size"], kWorld);
+  EXPECT_EQ(j["step"], 2);
+  EXPECT_EQ(j["total_steps"], 1000);
+  EXPECT_TRUE(j["failure"].is_null());
+  const json ranks = json::parse(request(port(), "/api/ranks").body());
+  ASSERT_EQ(ranks.size(), 2u);
+  EXPECT_EQ(ranks[1]["host"], "host1");
+  EXPECT_EQ(ranks[1]["pid"], 1001);
+  EXPECT_EQ(ranks[1]["state"], "running");
+}
+
+TEST_F(DashboardTest, UnknownPathIs404) {
+  EXPECT_EQ(request(port(), "/nope.html").result_int(), 404);
+  EXPECT_EQ(request(port(), "/api/nope").result_int(), 404);
+  EXPECT_EQ(request(port(), "/api/timeline").result_int(), 404);  // no step yet
+}
+
+TEST_F(DashboardTest, TraversalIsRefused) {
+  for (const char* target :
+       {"/../etc/passwd", "/%2e%2e/etc/passwd", "/%2E%2e%2Fetc%2Fpasswd", "/a/..%2f..%2fetc/passwd",
+        "/a%5c..%5cetc", "/index.html%00.js", "//etc/passwd", "/%zz"})
+    EXPECT_EQ(status_of(get_raw(port(), target)), 400) << target;
+}
+
+TEST_F(DashboardTest, DashboardDirServesOnlyItsOwnFiles) {
+  const fs::path root = fs::temp_directory_path() / ("mddp-dash-" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  fs::create_directories(root / "web");
+  std::ofstream(root / "web" / "index.html") << "<p>dev page</p>";
+  std::ofstream(root / "secret.txt") << "secret";
+  fs::create_symlink(root / "secret.txt", root / "web" / "leak.txt");
+  fs::create_symlink("/etc", root / "web" / "etc");
+  serve(root / "web");
+
+  const auto page = request(port(), "/");
+  EXPECT_EQ(page.result_int(), 200);
+  EXPECT_EQ(page.body(), "<p>dev page</p>");
+  EXPECT_EQ(request(port(), "/leak.txt").result_int(), 403);
+  EXPECT_EQ(request(port(), "/etc/passwd").result_int(), 403);
+  for (const char* target : {"/../secret.txt", "/%2e%2e/secret.txt", "/..%2fsecret.txt"}) {
+    const std::string r = get_raw(port(), target);
+    EXPECT_EQ(status_of(r), 400) << target;
+    EXPECT_EQ(r.find("secret\n"), std::string::npos);
+  }
+  EXPECT_EQ(request(port(), "/missing.js").result_int(), 404);
+  fs::remove_all(root);
+}
+
+TEST_F(DashboardTest, OversizedHeaderIsRefused) {
+  const std::string r = raw_exchange(port(), "GET /api/job HTTP/1.1\r\nHost: x\r\nX-Big: " +
+                                                 std::string(10 << 10, 'a') + "\r\n\r\n");
+  EXPECT_EQ(status_of(r), 431);
+  // Just under the limit is fine.
+  EXPECT_EQ(status_of(raw_exchange(
+                port(), "GET /api/job HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(7 << 10, 'a') +
+                            "\r\nConnection: close\r\n\r\n")),
+            200);
+}
+
+TEST_F(DashboardTest, OnlyGetAndHead) {
+  EXPECT_EQ(request(port(), "/api/job", http::verb::delete_).result_int(), 405);
+  EXPECT_EQ(status_of(raw_exchange(port(),
+                                   "POST /api/job HTTP/1.1\r\nHost: x\r\n"
+                                   "Content-Length: 0\r\n\r\n")),
+            405);
+  EXPECT_EQ(status_of(raw_exchange(port(),
+                                   "GET /api/job HTTP/1.1\r\nHost: x\r\n"
+                                   "Content-Length: 5\r\n\r\nhello")),
+            413);
+  const auto head = request(port(), "/api/job", http::verb::head);
+  EXPECT_EQ(head.result_int(), 200);
+  EXPECT_TRUE(head.body().empty());
+  EXPECT_GT(std::stoul(std::string(head[http::field::content_length])), 0u);
+}
+
+TEST_F(DashboardTest, HundredConcurrentClientsAreAllServed) {
+  feed(0, 20);
+  std::vector<std::thread> clients;
+  std::atomic<int> ok{0};
+  for (int i = 0; i < 100; ++i)
+    clients.emplace_back([&, i] {
+      const auto r = request(port(), i % 2 ? "/api/job" : "/api/metrics?since=0&max=10");
+      if (r.result_int() == 200 && !json::parse(r.body()).empty()) ++ok;
+    });
+  for (auto& t : clients) t.join();
+  EXPECT_EQ(ok, 100);
+}
+
+TEST_F(DashboardTest, ConnectionsOverTheLimitAreClosed) {
+  std::vector<int> idle;
+  for (int i = 0; i < 256; ++i) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port()));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    idle.push_back(fd);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // all accepted
+  EXPECT_EQ(get_raw(port(), "/api/job"), "");                   // closed at once, unanswered
+  for (int fd : idle) ::close(fd);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(request(port(), "/api/job").result_int(), 200);
+}
+
+TEST_F(DashboardTest, MetricsPages) {
+  feed(0, 10);  // 20 records
+  json j = json::parse(request(port(), "/api/metrics?since=0&max=8").body());
+  ASSERT_EQ(j["records"].size(), 8u);
+  EXPECT_EQ(j["next"], 8);
+  EXPECT_EQ(j["records"][0]["seq"], 1);
+  EXPECT_EQ(j["records"][0]["rank"], 0);
+  j = json::parse(request(port(), "/api/metrics?since=8&max=8").body());
+  EXPECT_EQ(j["records"][0]["seq"], 9);
+  EXPECT_EQ(j["next"], 16);
+  j = json::parse(request(port(), "/api/metrics?since=16").body());
+  EXPECT_EQ(j["records"].size(), 4u);
+  EXPECT_EQ(j["next"], 20);
+  j = json::parse(request(port(), "/api/metrics?since=20").body());
+  EXPECT_TRUE(j["records"].empty());
+  EXPECT_EQ(j["next"], 20);
+  EXPECT_EQ(request(port(), "/api/metrics?max=0").result_int(), 400);
+  EXPECT_EQ(request(port(), "/api/metrics?max=10001").result_int(), 400);
+  EXPECT_EQ(request(port(), "/api/metrics?since=abc").result_int(), 400);
+}
+
+TEST_F(DashboardTest, Timeline) {
+  feed(0, 5);
+  json t = json::parse(request(port(), "/api/timeline").body());
+  EXPECT_EQ(t["step"], 4);
+  ASSERT_EQ(t["ranks"].size(), 2u);
+  EXPECT_FALSE(t["ranks"][0]["phases"].empty());
+  EXPECT_EQ(t["ranks"][1]["buckets"].size(), 2u);
+  t = json::parse(request(port(), "/api/timeline?step=2").body());
+  EXPECT_EQ(t["step"], 2);
+  EXPECT_EQ(request(port(), "/api/timeline?step=99").result_int(), 404);
+  const json s = json::parse(request(port(), "/api/stragglers?steps=5").body());
+  EXPECT_TRUE(s.contains("ranks"));
+}
+
+TEST_F(DashboardTest, TraceHasOneProcessPerRank) {
+  feed(0, 30);
+  const auto r = request(port(), "/api/trace");
+  ASSERT_EQ(r.result_int(), 200);
+  EXPECT_NE(r[http::field::content_disposition].find("microddp-trace-10-29.json"),
+            std::string::npos);
+  const json t = json::parse(r.body());
+  std::set<int> named, with_spans;
+  std::set<int64_t> steps;
+  for (const json& e : t["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "process_name") named.insert(e["pid"].get<int>());
+    if (e["ph"] == "X") {
+      with_spans.insert(e["pid"].get<int>());
+      steps.insert(e["args"]["step"].get<int64_t>());
+      EXPECT_GE(e["dur"].get<double>(), 0);
+    }
+  }
+  EXPECT_EQ(named, (std::set<int>{0, 1}));
+  EXPECT_EQ(with_spans, named);
+  EXPECT_EQ(steps.size(), 20u);
+  EXPECT_EQ(t["displayTimeUnit"], "ms");
+  EXPECT_EQ(json::parse(request(port(), "/api/trace?from=3&to=5").body())["traceEvents"].size(),
+            3u * 2 * (5 + 2) + 2 * 4);  // steps x ranks x (phases + buckets) + metadata
+  EXPECT_EQ(request(port(), "/api/trace?from=0&to=500").result_int(), 400);
+}
+
+}  // namespace
+}  // namespace mddp::dashboard::test

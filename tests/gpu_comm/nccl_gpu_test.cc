@@ -1,0 +1,252 @@
+// The NCCL backend on real GPUs, against the CPU as the oracle (label gpu).
+// Each test needs some number of local GPUs and reports SKIPPED with the
+// reason when the machine has fewer (CI and most development machines have
+// none). Ranks are threads, rank r on cuda:r, meeting through a MemoryStore.
+//
+// Tolerances: fp32 sums of small integers are exact, and so are fp16/bf16
+// sums below 256 (NCCL sums 16-bit types in 16 bits); DDP on the GPU vs one
+// CPU process: 1e-4 relative per parameter (plain FP32 cuBLAS products, no
+// TF32, but other summation orders in gemm, reductions and the all-reduce —
+// the CPU DDP tests' 1e-5 with one order of magnitude of headroom for that).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/comm/half.h"
+#include "core/comm/memory_store.h"
+#include "core/comm/nccl/nccl.h"
+#include "core/comm/reduce_kernels.h"
+#include "core/tensor/device.h"
+#include "core/tensor/tensor.h"
+#include "core/train/distributed.h"
+#include "ddp/ddp_fixture.h"
+#include "support/ranks.h"
+
+namespace mddp::comm::nccl {
+namespace {
+
+using namespace std::chrono_literals;
+
+#define REQUIRE_GPUS(n)                                                                             \
+  do {                                                                                              \
+    const int have_ = tensor::cuda_device_count();                                                  \
+    if (have_ < (n))                                                                                \
+      GTEST_SKIP() << "needs " << (n) << " CUDA GPU(s), this machine has " << have_                 \
+                   << " (or this build has no CUDA): the NCCL backend is untested here";            \
+  } while (0)
+
+std::string next_prefix() {
+  static std::atomic<int> n{0};
+  return "nccl-test-" + std::to_string(n++);
+}
+
+// Runs fn(group, rank) on n thread-ranks, rank r on cuda:r.
+void with_groups(int n, const std::function<void(ProcessGroup&, int)>& fn, std::chrono::milliseconds timeout = 20s) {
+  MemoryStore store;
+  const std::string prefix = next_prefix();
+  mddp::test::run_threads(
+      n,
+      [&](int rank) {
+        NcclOptions o;
+        o.device = rank;
+        o.timeout = timeout;
+        o.prefix = prefix;
+        auto group = connect_nccl(store, rank, n, o);
+        fn(*group, rank);
+      },
+      120s);
+}
+
+// `count` elements of type t on cuda:rank, written and read through the host
+// as floats (16-bit types through half.h, itself tested in kernels_test.cc).
+class DeviceBuffer {
+ public:
+  DeviceBuffer(DataType t, int64_t count, int rank)
+      : t_(t),
+        count_(count),
+        dev_(tensor::Tensor::zeros({floats(t, count)}, {tensor::DeviceType::kCuda, rank})),
+        host_(tensor::Tensor::zeros({floats(t, count)})) {}
+  void* data() { return dev_.data(); }
+  void set(const std::vector<float>& v) {
+    auto* bytes = reinterpret_cast<std::byte*>(host_.data());
+    for (int64_t i = 0; i < count_; ++i) {
+      if (t_ == DataType::kFloat32) {
+        std::memcpy(bytes + 4 * i, &v[i], 4);
+      } else {
+        const uint16_t h = t_ == DataType::kFloat16 ? float_to_fp16(v[i]) : float_to_bf16(v[i]);
+        std::memcpy(bytes + 2 * i, &h, 2);
+      }
+    }
+    dev_.copy_from(host_);
+  }
+  std::vector<float> get() {
+    host_.copy_from(dev_);
+    const auto* bytes = reinterpret_cast<const std::byte*>(host_.data());
+    std::vector<float> out(count_);
+    for (int64_t i = 0; i < count_; ++i) {
+      if (t_ == DataType::kFloat32) {
+        std::memcpy(&out[i], bytes + 4 * i, 4);
+      } else {
+        uint16_t h;
+        std::memcpy(&h, bytes + 2 * i, 2);
+        out[i] = t_ == DataType::kFloat16 ? fp16_to_float(h) : bf16_to_float(h);
+      }
+    }
+    return out;
+  }
+
+ private:
+  static int64_t floats(DataType t, int64_t count) {
+    return static_cast<int64_t>(count * element_size(t) / sizeof(float)) + 1;
+  }
+  DataType t_;
+  int64_t count_;
+  tensor::Tensor dev_, host_;
+};
+
+float value(int rank, int64_t i) { return static_cast<float>((rank + i) % 5) - 2.0f; }
+
+// The CPU reference of one element reduced over n ranks.
+float reference(ReduceOp op, int n, int64_t i) {
+  float acc = value(0, i);
+  for (int r = 1; r < n; ++r) {
+    const float v = value(r, i);
+    acc = op == ReduceOp::kMax ? std::max(acc, v) : op == ReduceOp::kMin ? std::min(acc, v) : acc + v;
+  }
+  return op == ReduceOp::kAvg ? acc / static_cast<float>(n) : acc;
+}
+
+TEST(NcclGpu, AllReduceMatchesTheCpuReference) {
+  REQUIRE_GPUS(1);
+  const int gpus = std::min(tensor::cuda_device_count(), 8);
+  for (int n = 1; n <= gpus; ++n)
+    for (DataType t : {DataType::kFloat32, DataType::kBFloat16, DataType::kFloat16})
+      for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kMax})
+        for (int64_t count : {int64_t{0}, int64_t{1}, int64_t{1031}, int64_t{1} << 20}) {
+          SCOPED_TRACE(str(n, " ranks, ", to_string(t), " ", to_string(op), ", ", count, " elements"));
+          with_groups(n, [&](ProcessGroup& g, int rank) {
+            DeviceBuffer buf(t, count, rank);
+            std::vector<float> v(count);
+            for (int64_t i = 0; i < count; ++i) v[i] = value(rank, i);
+            buf.set(v);
+            WorkPtr w = g.all_reduce(buf.data(), count, t, op);
+            w->wait();
+            EXPECT_TRUE(w->completed());
+            EXPECT_LE(w->start_ns(), w->end_ns());
+            const std::vector<float> got = buf.get();
+            // avg of integers over n ranks is exact in fp32; in 16 bits it rounds once.
+            const double tol = op == ReduceOp::kAvg && t != DataType::kFloat32 ? unit_roundoff(t) * 2 : 0.0;
+            int64_t wrong = 0;
+            for (int64_t i = 0; i < count; ++i) {
+              const float want = reference(op, n, i);
+              if (std::abs(got[i] - want) > tol * std::abs(want)) {
+                if (wrong++ < 5) ADD_FAILURE() << "rank " << rank << " element " << i << ": " << got[i] << " != " << want;
+              }
+            }
+            EXPECT_EQ(wrong, 0);
+          });
+        }
+}
+
+TEST(NcclGpu, BroadcastAllGatherBarrierAndHostBuffers) {
+  REQUIRE_GPUS(1);
+  const int n = std::min(tensor::cuda_device_count(), 4);
+  with_groups(n, [&](ProcessGroup& g, int rank) {
+    // Device broadcast from the last rank.
+    DeviceBuffer b(DataType::kFloat32, 777, rank);
+    b.set(std::vector<float>(777, static_cast<float>(rank)));
+    g.broadcast(b.data(), 777, DataType::kFloat32, n - 1)->wait();
+    for (float x : b.get()) ASSERT_EQ(x, static_cast<float>(n - 1));
+    // Host buffers are staged through the GPU (DDP's model check, the loss mean).
+    std::vector<float> in(5, static_cast<float>(rank)), out(5 * n, -1.0f);
+    g.all_gather(in.data(), out.data(), 5, DataType::kFloat32)->wait();
+    for (int r = 0; r < n; ++r)
+      for (int i = 0; i < 5; ++i) ASSERT_EQ(out[r * 5 + i], static_cast<float>(r));
+    float mean = static_cast<float>(rank);
+    g.all_reduce(&mean, 1, DataType::kFloat32, ReduceOp::kAvg)->wait();
+    EXPECT_FLOAT_EQ(mean, static_cast<float>(n - 1) / 2);
+    g.barrier()->wait();
+  });
+}
+
+TEST(NcclGpu, ARankThatNeverJoinsTimesOutInsteadOfHanging) {
+  REQUIRE_GPUS(1);
+  MemoryStore store;
+  NcclOptions o;
+  o.timeout = 2s;
+  o.prefix = next_prefix();
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_THROW(connect_nccl(store, 0, 2, o), TimeoutError);  // rank 1 never comes
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 30s);
+}
+
+TEST(NcclGpu, AbortUnblocksAWaitOnAPeerThatNeverIssues) {
+  REQUIRE_GPUS(2);
+  std::atomic<ProcessGroup*> rank0{nullptr};
+  with_groups(2, [&](ProcessGroup& g, int rank) {
+    if (rank == 1) {  // never issues the all-reduce; aborts rank 0 instead, as its heartbeat would
+      while (!rank0.load()) std::this_thread::sleep_for(1ms);
+      std::this_thread::sleep_for(200ms);
+      rank0.load()->abort("test: the job failed elsewhere");
+      return;
+    }
+    DeviceBuffer b(DataType::kFloat32, 1024, rank);
+    WorkPtr w = g.all_reduce(b.data(), 1024, DataType::kFloat32, ReduceOp::kSum);
+    rank0 = &g;
+    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_THROW(w->wait(), AbortedError);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 10s);
+    EXPECT_THROW(g.barrier(), AbortedError);  // one failure ends the group
+  });
+}
+
+// DDP over NCCL on N GPUs trains the same model as one CPU process on the
+// whole global batch.
+TEST(NcclGpu, DdpOnGpusMatchesOneCpuProcess) {
+  REQUIRE_GPUS(1);
+  const int world = std::min(tensor::cuda_device_count(), 2);
+  constexpr int kSteps = 4;
+  for (const std::string mode : {"bucketed", "hooked", "naive"}) {
+    SCOPED_TRACE(mode);
+    train::TrainConfig cfg = mddp::test::mlp_config();
+    cfg.dist.ddp = mode;
+    cfg.dist.bucket_mb = 0.001;  // several buckets
+    cfg.dist.first_bucket_mb = 0.0005;
+    const mddp::test::Params want = mddp::test::train_single(cfg, kSteps);
+    std::vector<mddp::test::Params> got(world);
+    MemoryStore store;
+    const std::string prefix = next_prefix();
+    mddp::test::run_threads(
+        world,
+        [&](int rank) {
+          train::TrainConfig c = cfg;
+          c.device = str("cuda:", rank);
+          auto group = train::connect_process_group(store, rank, world, {"gpu-test", ""}, c, "127.0.0.1", prefix);
+          train::DistributedTrainer dt(c, std::move(group));
+          for (int s = 0; s < kSteps; ++s) {
+            const train::StepResult r = dt.step();
+            const perf::StepMetrics m = dt.metrics(r);
+            EXPECT_GT(m.step_ms, 0) << "GPU phase timing";
+            for (const ddp::CommSpan& span : m.buckets) {
+              EXPECT_GT(span.start_ns, 0);
+              EXPECT_LE(span.start_ns, span.end_ns);
+            }
+          }
+          got[rank] = mddp::test::snapshot(dt.trainer().model());
+        },
+        300s);
+    for (int r = 0; r < world; ++r)
+      for (std::size_t p = 0; p < want.size(); ++p)
+        EXPECT_LE(mddp::test::rel_error(got[r][p], want[p]), 1e-4) << "rank " << r << " parameter " << p;
+  }
+}
+
+}  // namespace
+}  // namespace mddp::comm::nccl

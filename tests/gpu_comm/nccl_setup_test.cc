@@ -1,0 +1,131 @@
+// The GPU path's pieces that need no GPU: the NCCL unique id's trip through
+// a MemoryStore (threads) and a FileStore (processes), and the refusals a
+// user sees when the GPU cannot be used. They run everywhere (label unit).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "core/comm/file_store.h"
+#include "core/comm/memory_store.h"
+#include "core/comm/nccl/nccl.h"
+#include "core/comm/nccl/unique_id.h"
+#include "core/tensor/device.h"
+#include "core/train/distributed.h"
+#include "mddp/config.h"
+#include "support/ranks.h"
+
+namespace mddp::comm::nccl {
+namespace {
+
+using namespace std::chrono_literals;
+
+// 128 bytes, like ncclUniqueId, with every byte value that could trip a text
+// store: NUL, newline, quotes, bytes above 0x7f.
+std::string fake_id(int salt) {
+  std::string id(128, '\0');
+  for (std::size_t i = 0; i < id.size(); ++i) id[i] = static_cast<char>((i * 37 + salt) & 0xff);
+  return id;
+}
+
+TEST(UniqueId, HexRoundTripsEveryByte) {
+  std::string all;
+  for (int b = 0; b < 256; ++b) all += static_cast<char>(b);
+  EXPECT_EQ(from_hex(to_hex(all), "test"), all);
+  EXPECT_EQ(to_hex(std::string("\x00\x7f\xff", 3)), "007fff");
+  EXPECT_EQ(from_hex("00AbfF", "test"), std::string("\x00\xab\xff", 3));
+  EXPECT_THROW(from_hex("abc", "test"), CommError);
+  EXPECT_THROW(from_hex("zz", "test"), CommError);
+}
+
+TEST(UniqueId, ThreadsGetRankZerosIdThroughAMemoryStore) {
+  MemoryStore store;
+  constexpr int kRanks = 4;
+  std::vector<std::string> got(kRanks);
+  std::atomic<int> created{0};
+  mddp::test::run_threads(
+      kRanks,
+      [&](int rank) {
+        got[rank] = exchange_unique_id(store, rank, "job/nccl/unique_id", 128, [&] {
+          ++created;
+          return fake_id(7);
+        }, 10s);
+      },
+      30s);
+  EXPECT_EQ(created.load(), 1) << "only rank 0 creates the id";
+  for (int r = 0; r < kRanks; ++r) EXPECT_EQ(got[r], fake_id(7)) << "rank " << r;
+}
+
+TEST(UniqueId, ProcessesGetRankZerosIdThroughAFileStore) {
+  const auto dir = std::filesystem::temp_directory_path() / ("mddp-nccl-id-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  mddp::test::run_processes(
+      3,
+      [&](int rank) {
+        FileStore store(dir.string());
+        const std::string id = exchange_unique_id(store, rank, "nccl/unique_id", 128, [] { return fake_id(3); }, 10s);
+        if (id != fake_id(3)) throw Error(str("rank ", rank, " got a different id"));
+      },
+      60s);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(UniqueId, AWrongSizedValueIsRefusedWithTheKey) {
+  MemoryStore store;
+  store.set("k", to_hex("short"));
+  try {
+    exchange_unique_id(store, 1, "k", 128, [] { return std::string(); }, 1s);
+    FAIL() << "expected CommError";
+  } catch (const CommError& e) {
+    EXPECT_NE(std::string(e.what()).find("'k' has 5 bytes, expected 128"), std::string::npos) << e.what();
+  }
+}
+
+TEST(UniqueId, AMissingRankZeroTimesOutNamingTheKey) {
+  MemoryStore store;
+  try {
+    exchange_unique_id(store, 2, "job7/nccl/unique_id", 128, [] { return std::string(); }, 100ms);
+    FAIL() << "expected TimeoutError";
+  } catch (const TimeoutError& e) {
+    EXPECT_NE(std::string(e.what()).find("job7/nccl/unique_id"), std::string::npos) << e.what();
+  }
+}
+
+// What a user without a usable GPU sees: one clear InputError, before any
+// rendezvous (a MemoryStore nobody else writes to would otherwise time out).
+std::string refusal_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(NcclRefusal, ConnectNcclSaysWhyWithoutAGpu) {
+  if (tensor::cuda_device_count() > 0) GTEST_SKIP() << "a GPU is present: nothing to refuse";
+  MemoryStore store;
+  const std::string msg = refusal_of([&] { connect_nccl(store, 0, 2, NcclOptions{}); });
+  if (MDDP_HAVE_CUDA)
+    EXPECT_NE(msg.find("NCCL needs a CUDA GPU and none was found"), std::string::npos) << msg;
+  else
+    EXPECT_NE(msg.find("built without CUDA"), std::string::npos) << msg;
+}
+
+TEST(NcclRefusal, DeviceCudaFailsBeforeTheRendezvous) {
+  if (tensor::cuda_device_count() > 0) GTEST_SKIP() << "a GPU is present: nothing to refuse";
+  MemoryStore store;
+  train::TrainConfig cfg;
+  cfg.device = "cuda:0";
+  const std::string msg =
+      refusal_of([&] { train::connect_process_group(store, 0, 2, {"job", ""}, cfg, "127.0.0.1", "comm"); });
+  EXPECT_NE(msg.find(MDDP_HAVE_CUDA ? "no CUDA GPU found" : "built without CUDA"), std::string::npos) << msg;
+}
+
+}  // namespace
+}  // namespace mddp::comm::nccl

@@ -1,0 +1,379 @@
+// core/perf/analysis: synthetic metrics logs whose answer is known — a
+// planted straggler is named, a communication-bound log is called so, the
+// all-reduce prediction matches a log timed by the same fit — and bad input
+// fails with the file and line.
+#include "core/perf/analysis.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "core/common/check.h"
+
+namespace mddp::perf {
+namespace {
+
+constexpr int64_t kMs = 1'000'000;             // ns
+constexpr int64_t kOffset = 1'700'000'000'000'000'000;  // steady -> Unix ns, one host
+
+// A job to simulate: every rank's phase times, the buckets that become ready
+// evenly through backward, and how long each all-reduce takes once the last
+// rank has joined it. One rank may be slower in one phase.
+struct Plan {
+  int world = 4;
+  int steps = 40;
+  double data = 0.5, forward = 4, backward = 6, optimizer = 0.5;  // ms
+  int buckets = 2;
+  std::size_t bucket_bytes = 1 << 20;
+  double transfer_ms = 0.5;
+  int slow_rank = -1;
+  std::string slow_phase;
+  double slow_ms = 0;
+};
+
+Plan sized(int world, int steps) {
+  Plan p;
+  p.world = world;
+  p.steps = steps;
+  return p;
+}
+
+// Simulates the progress thread: all-reduces run in bucket order, each
+// starts on a rank when its bucket is ready there (and the previous one is
+// done) and ends for everyone `transfer_ms` after the last rank started it.
+std::vector<StepMetrics> make_log(const Plan& p) {
+  std::vector<StepMetrics> out;
+  for (int s = 0; s < p.steps; ++s) {
+    std::vector<StepMetrics> step(p.world);
+    std::vector<int64_t> bwd_start(p.world);
+    for (int r = 0; r < p.world; ++r) {
+      auto& m = step[r];
+      const auto slow = [&](const char* phase) { return r == p.slow_rank && p.slow_phase == phase ? p.slow_ms : 0.0; };
+      m.rank = r;
+      m.step = s;
+      m.data_ms = p.data + slow("data");
+      m.forward_ms = p.forward + slow("forward") + 0.01 * ((s * 7 + r * 3) % 5);  // a little noise
+      m.backward_ms = p.backward + slow("backward");
+      m.optimizer_ms = p.optimizer;
+      m.start_ns = static_cast<int64_t>(s) * 1000 * kMs;
+      m.clock_offset_ns = kOffset;
+      bwd_start[r] = m.start_ns + static_cast<int64_t>((m.data_ms + m.forward_ms) * kMs);
+    }
+    int64_t prev_end = 0;
+    for (int k = 0; k < p.buckets; ++k) {
+      int64_t last_start = 0;
+      for (int r = 0; r < p.world; ++r) {
+        ddp::CommSpan b{k, p.bucket_bytes};
+        b.ready_ns = bwd_start[r] + static_cast<int64_t>(step[r].backward_ms * kMs * (k + 1) / p.buckets);
+        b.launch_ns = b.ready_ns;
+        b.start_ns = std::max(b.ready_ns, prev_end);
+        last_start = std::max(last_start, b.start_ns);
+        step[r].buckets.push_back(b);
+      }
+      prev_end = last_start + static_cast<int64_t>(p.transfer_ms * kMs);
+      for (auto& m : step) m.buckets.back().end_ns = prev_end;
+    }
+    for (int r = 0; r < p.world; ++r) {
+      auto& m = step[r];
+      const int64_t bwd_end = bwd_start[r] + static_cast<int64_t>(m.backward_ms * kMs);
+      m.exposed_comm_ms = p.buckets ? std::max<double>(0, static_cast<double>(prev_end - bwd_end) / kMs) : 0;
+      for (const auto& b : m.buckets) m.total_comm_ms += static_cast<double>(b.end_ns - b.start_ns) / kMs;
+      m.comm_bytes = p.bucket_bytes * p.buckets;
+      m.step_ms = m.data_ms + m.forward_ms + m.backward_ms + m.exposed_comm_ms + m.optimizer_ms;
+      out.push_back(m);
+    }
+  }
+  return out;
+}
+
+Analysis analyze_plan(const Plan& p, AnalyzeOptions o = {}) {
+  RunLog run{"synthetic", make_log(p), {}};
+  run.config.world_size = p.world;
+  run.config.transport = "shm";
+  run.config.algorithm = "ring";
+  run.config.ddp = "bucketed";
+  run.config.source = "test";
+  return analyze(run, o);
+}
+
+std::string joined(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += x + "\n";
+  return s;
+}
+
+std::filesystem::path temp_dir(const std::string& name) {
+  const auto d = std::filesystem::temp_directory_path() / ("microddp-analysis-" + name + "-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(d);
+  std::filesystem::create_directories(d);
+  return d;
+}
+
+TEST(Analysis, SummarizeUsesNearestRankP95) {
+  std::vector<double> v;
+  for (int i = 20; i >= 1; --i) v.push_back(i);
+  const Stats s = summarize(v);
+  EXPECT_EQ(s.n, 20);
+  EXPECT_DOUBLE_EQ(s.mean, 10.5);
+  EXPECT_DOUBLE_EQ(s.median, 10.5);
+  EXPECT_DOUBLE_EQ(s.p95, 19);
+  EXPECT_DOUBLE_EQ(s.min, 1);
+  EXPECT_DOUBLE_EQ(s.max, 20);
+  EXPECT_EQ(summarize({}).n, 0);
+  EXPECT_DOUBLE_EQ(summarize({3}).p95, 3);
+}
+
+TEST(Analysis, PhasesSharesAndWarmup) {
+  Plan p;
+  const Analysis a = analyze_plan(p);
+  EXPECT_EQ(a.steps_in_log, p.steps);
+  EXPECT_EQ(a.warmup_skipped, 5);
+  EXPECT_EQ(a.steps_used, p.steps - 5);
+  ASSERT_EQ(a.phases.size(), kNumPhases);
+  EXPECT_EQ(a.phases[kBackward].name, "backward");
+  EXPECT_NEAR(a.phases[kBackward].all.mean, p.backward, 1e-9);
+  EXPECT_NEAR(a.phases[kData].share, p.data / a.phases[kStep].all.mean, 1e-12);
+  EXPECT_EQ(a.phases[kData].rank_mean.size(), 4u);
+  EXPECT_DOUBLE_EQ(a.comm_bytes_per_step, 2.0 * (1 << 20));
+  EXPECT_EQ(a.series.size(), static_cast<std::size_t>(a.steps_used));
+  // A short run keeps at least three quarters of its steps.
+  p.steps = 8;
+  EXPECT_EQ(analyze_plan(p).warmup_skipped, 2);
+}
+
+TEST(Analysis, PlantedStragglerIsNamedWithItsPhase) {
+  Plan p;
+  p.slow_rank = 2;
+  p.slow_phase = "forward";
+  p.slow_ms = 3;
+  const Analysis a = analyze_plan(p);
+  ASSERT_TRUE(a.stragglers.worst.has_value());
+  EXPECT_EQ(a.stragglers.worst->rank, 2);
+  EXPECT_EQ(a.stragglers.worst->phase, "forward");
+  ASSERT_FALSE(a.stragglers.ranks.empty());
+  EXPECT_EQ(a.stragglers.ranks.front().rank, 2);
+  EXPECT_EQ(a.stragglers.ranks.front().late_steps, a.steps_used);
+  EXPECT_EQ(a.phases[kForward].slowest_rank, 2);
+  EXPECT_NE(joined(a.verdict.evidence).find("rank 2 was late"), std::string::npos) << joined(a.verdict.evidence);
+  EXPECT_NE(joined(a.verdict.advice).find("rank 2"), std::string::npos);
+  // The fast ranks wait in the all-reduce; its time is still the transfer's.
+  EXPECT_NEAR(a.buckets.front().measured_ms.median, p.transfer_ms, 1e-6);
+}
+
+TEST(Analysis, AStragglerThatExplainsTheExposedCommIsAdvisedFirst) {
+  Plan p;
+  p.slow_rank = 1;
+  p.slow_phase = "data";
+  p.slow_ms = 10;  // the other three wait ~10 ms in the first all-reduce
+  const Analysis a = analyze_plan(p);
+  EXPECT_EQ(a.verdict.kind, "communication-bound");
+  EXPECT_EQ(a.stragglers.worst->phase, "data");
+  ASSERT_FALSE(a.verdict.advice.empty());
+  EXPECT_NE(a.verdict.advice.front().find("look at rank 1"), std::string::npos) << joined(a.verdict.advice);
+}
+
+TEST(Analysis, NoStragglerInABalancedJob) {
+  const Analysis a = analyze_plan(Plan{});
+  EXPECT_TRUE(a.stragglers.ranks.empty());
+  EXPECT_EQ(joined(a.verdict.evidence).find("was late"), std::string::npos);
+}
+
+TEST(Analysis, CommunicationBoundLog) {
+  Plan p;
+  p.transfer_ms = 6;  // each of the 2 buckets: ~12 ms of all-reduce after an 11 ms step
+  const Analysis a = analyze_plan(p);
+  EXPECT_EQ(a.verdict.kind, "communication-bound") << joined(a.verdict.evidence);
+  EXPECT_GT(a.exposed_comm_share, 0.3);
+  EXPECT_LT(a.overlap, 0.5);
+  EXPECT_NE(joined(a.verdict.advice).find("bigger per-rank batch"), std::string::npos);
+  // 1 MiB buckets with no fit are bandwidth-bound: compression and a faster link.
+  EXPECT_NE(joined(a.verdict.advice).find("--compress"), std::string::npos) << joined(a.verdict.advice);
+}
+
+TEST(Analysis, CommunicationBoundBySmallBucketsAdvisesLargerOnes) {
+  Plan p;
+  p.buckets = 40;
+  p.bucket_bytes = 4096;
+  p.transfer_ms = 0.4;
+  const Analysis a = analyze_plan(p);
+  EXPECT_EQ(a.verdict.kind, "communication-bound");
+  EXPECT_NE(joined(a.verdict.advice).find("larger buckets"), std::string::npos) << joined(a.verdict.advice);
+}
+
+TEST(Analysis, InputBoundLog) {
+  Plan p;
+  p.data = 5;
+  p.forward = 2;
+  p.backward = 3;
+  p.transfer_ms = 0.2;
+  const Analysis a = analyze_plan(p);
+  EXPECT_EQ(a.verdict.kind, "input-bound") << joined(a.verdict.evidence);
+  EXPECT_NE(joined(a.verdict.advice).find("prefetch"), std::string::npos);
+}
+
+TEST(Analysis, ComputeBoundLog) {
+  Plan p;
+  p.data = 0.2;
+  p.forward = 6;
+  p.backward = 10;
+  p.buckets = 4;  // the last one is always exposed: 3 of 4 hidden
+  p.transfer_ms = 0.3;
+  const Analysis a = analyze_plan(p);
+  EXPECT_EQ(a.verdict.kind, "compute-bound") << joined(a.verdict.evidence);
+  EXPECT_GT(a.overlap, 0.5);
+  EXPECT_LT(a.exposed_comm_share, 0.3);
+}
+
+TEST(Analysis, MemoryBoundLog) {
+  Plan p;
+  p.optimizer = 6;
+  const Analysis a = analyze_plan(p);
+  EXPECT_EQ(a.verdict.kind, "memory-bound") << joined(a.verdict.evidence);
+}
+
+TEST(Analysis, TheFurthestOverItsThresholdWins) {
+  Plan p;
+  p.data = 8;          // ~20% of the step: just input-bound
+  p.transfer_ms = 12;  // far over the communication threshold
+  EXPECT_EQ(analyze_plan(p).verdict.kind, "communication-bound");
+}
+
+TEST(Analysis, PredictedMatchesALogTimedByTheSameFit) {
+  const LinkFit fit{"shm", "ring", 2, {20e-6, 2e9}, 0.999};
+  Plan p;
+  p.world = 2;
+  p.bucket_bytes = 4 << 20;
+  p.transfer_ms = allreduce_seconds("ring", static_cast<double>(p.bucket_bytes), 2, fit.link) * 1e3;
+  AnalyzeOptions o;
+  o.fits = {fit, {"tcp", "ring", 2, {1e-3, 1e8}, 0.9}, {"shm", "ring", 4, {1e-3, 1e8}, 0.9}};
+  const Analysis a = analyze_plan(p, o);
+  ASSERT_EQ(a.buckets.size(), 1u);
+  const BucketStats& b = a.buckets.front();
+  ASSERT_TRUE(b.fit.has_value());
+  EXPECT_EQ(b.fit->transport, "shm");
+  EXPECT_EQ(b.fit->world_size, 2);
+  EXPECT_NEAR(b.predicted_ms, p.transfer_ms, 1e-9);
+  EXPECT_NEAR(b.measured_ms.median / b.predicted_ms, 1.0, 1e-5);  // the log rounds to ns
+  EXPECT_NEAR(b.busbw_gbps, bus_bandwidth_gbps(static_cast<double>(p.bucket_bytes), p.transfer_ms * 1e-3, 2), 1e-3);
+  EXPECT_NEAR(b.predicted_busbw_gbps, b.busbw_gbps, 1e-3);
+  EXPECT_DOUBLE_EQ(b.per_step, 2);
+  EXPECT_NEAR(a.predicted_comm_ms_per_step, 2 * p.transfer_ms, 1e-9);
+  EXPECT_GT(b.latency_share, 0);
+  EXPECT_LT(b.latency_share, 0.1);  // 4 MiB at 2 GB/s: bandwidth, not latency
+  const auto j = to_json(a);
+  EXPECT_NEAR(j["allreduces"][0]["predicted_ms"].get<double>(), p.transfer_ms, 1e-9);
+  EXPECT_EQ(j["allreduces"][0]["fit"]["transport"], "shm");
+}
+
+TEST(Analysis, NoFitNoPredictionAndANote) {
+  const Analysis a = analyze_plan(Plan{});
+  EXPECT_FALSE(a.buckets.front().fit.has_value());
+  EXPECT_EQ(a.predicted_comm_ms_per_step, 0);
+  EXPECT_NE(joined(a.notes).find("microddp bench allreduce --fit"), std::string::npos) << joined(a.notes);
+  EXPECT_TRUE(to_json(a)["allreduces"][0]["predicted_ms"].is_null());
+}
+
+TEST(Analysis, AutoAlgorithmIsResolvedBySize) {
+  EXPECT_EQ(resolve_algorithm("auto", 1 << 20, 2), "ring");
+  EXPECT_EQ(resolve_algorithm("auto", 64, 8), "tree");
+  EXPECT_EQ(resolve_algorithm("naive", 64, 8), "naive");
+  EXPECT_EQ(resolve_algorithm("", 64, 8), "");
+}
+
+TEST(Analysis, IncompleteStepsAreLeftOutWithANote) {
+  Plan p;
+  RunLog run{"synthetic", make_log(p), {}};
+  run.config.world_size = p.world;
+  run.records.pop_back();  // the last step lacks rank 3
+  const Analysis a = analyze(run, {});
+  EXPECT_EQ(a.steps_used, p.steps - 1 - 5);
+  EXPECT_NE(joined(a.notes).find("lack some rank's record"), std::string::npos);
+}
+
+TEST(Analysis, ParseNamesTheMalformedLine) {
+  const std::string good = make_log(sized(1, 1))[0].to_json().dump();
+  std::istringstream bad_json(good + "\n\n{\"rank\": 0, \"step\"\n");
+  try {
+    parse_metrics(bad_json, "run/metrics.jsonl");
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("run/metrics.jsonl:3"), std::string::npos) << e.what();
+  }
+  std::istringstream bad_type(good + "\n{\"rank\": 0, \"step\": \"seven\"}\n");
+  try {
+    parse_metrics(bad_type, "m.jsonl");
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("m.jsonl:2"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("step"), std::string::npos) << e.what();
+  }
+  std::istringstream not_record("[1, 2]\n");
+  EXPECT_THROW(parse_metrics(not_record, "m.jsonl"), InputError);
+}
+
+TEST(Analysis, MissingOrEmptyRunDirIsAClearError) {
+  const auto dir = temp_dir("empty");
+  try {
+    load_run(dir);
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("no metrics.jsonl"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(load_run(dir / "nope"), InputError);
+  std::ofstream(dir / "metrics.jsonl") << "\n";
+  const RunLog run = load_run(dir);
+  try {
+    analyze(run, {});
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("no complete training step"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Analysis, LoadRunReadsTheLogAndJobJson) {
+  const auto dir = temp_dir("load");
+  {
+    std::ofstream out(dir / "metrics.jsonl");
+    for (const auto& m : make_log(sized(2, 12))) out << m.to_json().dump() << "\n";
+    StepMetrics eval;
+    eval.eval = true;
+    eval.step = 12;
+    eval.eval_accuracy = 0.8;
+    out << eval.to_json().dump() << "\n";
+  }
+  RunLog run = load_run(dir);
+  EXPECT_EQ(run.records.size(), 25u);
+  EXPECT_EQ(run.config.world_size, 2);
+  EXPECT_EQ(run.config.transport, "shm");  // same clock offsets: one host
+  EXPECT_TRUE(run.config.transport_inferred);
+  EXPECT_EQ(analyze(run, {}).evals.size(), 1u);
+
+  // What the coordinator writes (coordinator/job.cc): transport auto, ranks on two hosts.
+  std::ofstream(dir / "job.json") << R"({"world_size": 2, "job_id": "x", "config": {"batch": 128,
+      "dist": {"ddp": "hooked", "transport": "auto", "algorithm": "tree", "compress": "fp16"}},
+      "members": [{"rank": 0, "host": "a"}, {"rank": 1, "host": "b"}]})";
+  run = load_run(dir);
+  EXPECT_EQ(run.config.source, "job.json");
+  EXPECT_EQ(run.config.transport, "tcp");
+  EXPECT_TRUE(run.config.transport_inferred);
+  EXPECT_EQ(run.config.algorithm, "tree");
+  EXPECT_EQ(run.config.ddp, "hooked");
+  EXPECT_EQ(run.config.global_batch, 128);
+  const Analysis a = analyze(run, {});
+  EXPECT_GT(a.samples_per_s, 0);
+  EXPECT_EQ(to_json(a)["config"]["compress"], "fp16");
+  std::ofstream(dir / "job.json") << R"({"world_size": 2, "config": {"dist": {"transport": "shm"}}})";
+  run = load_run(dir);
+  EXPECT_EQ(run.config.transport, "shm");
+  EXPECT_FALSE(run.config.transport_inferred);
+  std::ofstream(dir / "job.json") << "{oops";
+  EXPECT_THROW(load_run(dir), InputError);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace mddp::perf
