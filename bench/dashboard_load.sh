@@ -39,6 +39,7 @@ PY
 # one_run N: the job with N dashboard clients; prints samples/s and the clients' JSON line
 one_run() {
   local n=$1 dir
+  shift
   dir=$(mktemp -d "$WORK/run.XXXX")
   "$BIN" run --nproc 4 --steps "$STEPS" --batch 64 --run-dir "$dir/run" "$@" >"$dir/out" 2>&1 &
   local job=$! clients=""

@@ -22,7 +22,7 @@
 #
 #   bench/netns_overhead.sh [--rates "1gbit 10gbit"] [--ranks 2] [--steps 12]
 #                           [--skip 3] [--batch 32] [--sizes "1M:704 ..."]
-#                           [--out FILE.md] [--keep DIR]
+#                           [--slow-start-after-idle 0|1] [--out FILE.md] [--keep DIR]
 #
 # --batch is per rank. Needs root and iproute2; MICRODDP = the binary
 # (default build/cli/microddp). Prints a markdown table (and writes it to --out).
@@ -38,6 +38,7 @@ SKIP=3
 BATCH=32
 OUT=""
 KEEP=""
+SSAI=""  # net.ipv4.tcp_slow_start_after_idle in the lab's hosts ("" = the kernel's default)
 # Model sizes: name, width W of FullMLP(depth 2, 10 classes) on synthetic data,
 # whose input is W wide (the seeds' square model): Linear(W,W), Linear(W,W),
 # Linear(W,10) = 2W^2 + 12W + 10 parameters -> 1.00M, 5.00M, 20.0M.
@@ -54,6 +55,7 @@ while [[ $# -gt 0 ]]; do
     --sizes) SIZES="$2"; shift 2 ;;
     --out) OUT="$2"; shift 2 ;;
     --keep) KEEP="$2"; shift 2 ;;
+    --slow-start-after-idle) SSAI="$2"; shift 2 ;;
     -h|--help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown option $1 (see --help)" ;;
   esac
@@ -80,10 +82,15 @@ done
 
 ROWS="$WORK/rows.jsonl"
 : >"$ROWS"
-echo "# netns_overhead: rates '$RATES', $RANKS ranks, per-rank batch $BATCH, $STEPS steps (first $SKIP skipped); work in $WORK" >&2
+echo "# netns_overhead: rates '$RATES', tcp_slow_start_after_idle ${SSAI:-default}, $RANKS ranks, per-rank batch $BATCH, $STEPS steps (first $SKIP skipped); work in $WORK" >&2
 echo "# load before: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 for rate in $RATES; do
   bash "$LAB_SH" up $((RANKS + 1)) --rate "$rate" >&2
+  if [[ -n "$SSAI" ]]; then  # per namespace: TCP's restart from a small window after an idle gap
+    for ((h = 0; h <= RANKS; h++)); do
+      bash "$LAB_SH" exec "$h" sysctl -q -w net.ipv4.tcp_slow_start_after_idle="$SSAI"
+    done
+  fi
   fit="$WORK/fit-$rate.json"
   echo "## $rate: fitting alpha and beta on the lab's links" >&2
   "$BIN" bench allreduce --fit --nproc "$RANKS" --algo ring --transport tcp -b 64K -e 64M -f 4 \

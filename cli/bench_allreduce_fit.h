@@ -31,6 +31,7 @@ struct FitSweep {
   int64_t timeout_ms = 60'000;
   std::string algo = "auto", transport = "auto";  // auto: every algorithm / transport
   std::string json;                               // also write the samples and fits here
+  std::string backend = "cpu";                    // only cpu (tcp, shm) is fitted here
 };
 
 // Adds --fit, --fit-out, --fit-rounds, --fit-budget-s, --fit-netns, --fit-bind to `cmd`.

@@ -275,7 +275,7 @@ void register_bench_allreduce(CLI::App& bench) {
       throw InputError("--iters must be at least 1 and --warmup at least 0");
     if (fit->on)  // the per-algorithm sweep and alpha-beta fit: cmd_bench_allreduce_fit.cc
       return run_allreduce_fit(*fit, {o->nproc, size_sweep(*o), o->iters, o->warmup, o->timeout_ms,
-                                      o->algo, o->transport, o->json});
+                                      o->algo, o->transport, o->json, o->backend});
     if (o->backend != "cpu" && o->backend != "nccl")
       throw InputError(str("unknown --backend '", o->backend, "' (use cpu or nccl)"));
     if (!o->json.empty()) {  // fail now, not after the whole sweep

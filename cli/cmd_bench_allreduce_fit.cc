@@ -189,8 +189,8 @@ void fit_rank(const FitFlags& f, const FitSweep& s, int rank, comm::Store& store
                 netns.empty() ? "" : ", across network namespaces");
     std::fflush(stdout);
   }
-  std::vector<float> buf(s.sizes.back() / 4 + 1,
-                         0.0f);  // zeros: sums stay finite round after round
+  // Zeros: sums of zeros stay finite however many rounds run.
+  std::vector<float> buf(s.sizes.back() / 4 + 1, 0.0f);
   for (int round = 0; round < f.rounds; ++round)
     for (std::size_t k = 0; k < s.sizes.size(); ++k)
       for (std::size_t i = 0; i < series.size(); ++i) {
@@ -232,6 +232,9 @@ std::shared_ptr<FitFlags> add_fit_flags(CLI::App& cmd) {
 }
 
 void run_allreduce_fit(const FitFlags& f, const FitSweep& s) {
+  if (s.backend != "cpu")
+    throw InputError(str("--fit measures the CPU transports (tcp, shm); a fit of --backend ",
+                         s.backend, " is not implemented: leave --backend out"));
   if (s.nproc < 2) throw InputError(str("--fit needs at least 2 ranks (--nproc), got ", s.nproc));
   if (f.rounds < 1) throw InputError(str("--fit-rounds must be at least 1, got ", f.rounds));
   if (!(f.budget_s > 0)) throw InputError(str("--fit-budget-s must be positive, got ", f.budget_s));

@@ -151,7 +151,7 @@ const col = (mode, key) => ns.map(n => { const p = (R[mode] || []).find(q => q.w
 document.getElementById("cfg").textContent =
   `strong: global batch ${R.batch}; weak: ${R.rank_batch} per rank; ${R.steps} steps, first ${R.skip} skipped; ` +
   `median of ${R.rounds} round(s). Job: microddp run ${R.job_args.join(" ")}`;
-const axes = (y) => [{label: "ranks (n)"}, {label: y}];
+const axes = (y) => [{label: "ranks (n)", splits: () => ns}, {label: y}];  // ticks at the measured n
 const x = {time: false};
 new uPlot({title: "speedup = samples/s(n) / samples/s(1)", width: 720, height: 320, scales: {x}, axes: axes("speedup"),
   series: [{label: "n"}, {label: "ideal", stroke: "#999", dash: [5, 5]},

@@ -36,7 +36,14 @@ json job_json(const JobSnapshot& s) {
           {"loss", or_null(s.loss)},
           {"eval", evals},
           {"failure", s.status.failure.empty() ? json(nullptr) : json(s.status.failure)},
-          {"failed_rank", s.status.failed_rank}};
+          {"failed_rank", s.status.failed_rank},
+          {"fit", s.fit ? json{{"transport", s.fit->transport},
+                               {"algorithm", s.fit->algorithm},
+                               {"world_size", s.fit->world_size},
+                               {"alpha_s", s.fit->link.alpha_s},
+                               {"beta_Bps", s.fit->link.beta_Bps},
+                               {"r2", s.fit->r2}}
+                        : json(nullptr)}};
 }
 
 json ranks_json(const JobSnapshot& s) {
@@ -55,11 +62,7 @@ json ranks_json(const JobSnapshot& s) {
   return out;
 }
 
-json record_json(const coordinator::MetricsRecord& r) {
-  json j = coordinator::MetricsLog::to_json(r);
-  j["seq"] = r.seq;
-  return j;
-}
+json record_json(const coordinator::MetricsRecord& r) { return coordinator::MetricsLog::to_json(r); }
 
 std::string job_frame(const JobSnapshot& s) {
   return dump_json({{"type", "job"}, {"job", job_json(s)}, {"ranks", ranks_json(s)}});

@@ -1,15 +1,32 @@
 #include "dashboard/server/tracker.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 
 #include "coordinator/job_config_json.h"
+#include "core/common/check.h"
 
 namespace mddp::dashboard {
 
 using coordinator::TimePoint;
 
+namespace {
+
+// The stored fits; a broken file costs the comparison, not the dashboard.
+std::vector<perf::LinkFit> read_fits() {
+  try {
+    return perf::load_fits(perf::default_fit_path());
+  } catch (const InputError& e) {
+    spdlog::warn("dashboard: no benchmark fit: {}", e.what());
+    return {};
+  }
+}
+
+}  // namespace
+
 Tracker::Tracker(const coordinator::Job& job)
-    : job_(job), config_(coordinator::parse_job_config(job.options().config_json)) {}
+    : job_(job), config_(coordinator::parse_job_config(job.options().config_json)), fits_(read_fits()) {}
 
 void Tracker::observe(const std::vector<coordinator::MetricsRecord>& records, TimePoint now) {
   for (const auto& r : records) {
@@ -118,6 +135,16 @@ JobSnapshot Tracker::snapshot(TimePoint now) const {
         v /= static_cast<double>(std::max<std::size_t>(1, w.last.size()));
     }
     s.ranks.push_back(std::move(r));
+  }
+  if (!members.empty() && !fits_.empty()) {
+    std::string transport = config_.dist.transport;
+    if (transport == "auto")
+      transport = std::all_of(members.begin(), members.end(), [&](const auto& m) { return m.host == members[0].host; })
+                      ? "shm"
+                      : "tcp";
+    if (s.backend == "nccl") transport = "nccl";
+    const std::string algorithm = config_.dist.algorithm == "auto" ? "ring" : config_.dist.algorithm;
+    s.fit = perf::find_fit(fits_, transport, algorithm, s.world_size);
   }
   if (s.total_steps > 0 && s.samples_per_s > 0 && !s.status.terminal())
     s.eta_s = static_cast<double>(std::max<int64_t>(0, s.total_steps - s.step)) *

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "coordinator/job.h"
+#include "core/perf/cost_model.h"
 #include "core/train/config.h"
 
 namespace mddp::dashboard {
@@ -51,6 +52,10 @@ struct JobSnapshot {
   std::vector<EvalPoint> evals;
   std::vector<RankSnapshot> ranks;  // empty while forming
   uint64_t records_total = 0;
+  // The benchmark's alpha-beta fit for this job's link (transport `auto`:
+  // shm when every rank is on one host, else tcp; algorithm `auto`: ring,
+  // which carries the large buckets), from `microddp bench allreduce --fit`.
+  std::optional<perf::LinkFit> fit;
 };
 
 class Tracker {
@@ -82,6 +87,7 @@ class Tracker {
 
   const coordinator::Job& job_;
   const train::TrainConfig config_;
+  const std::vector<perf::LinkFit> fits_;  // read once at start
   std::map<int, RankWindow> ranks_;
   std::vector<EvalPoint> evals_;  // one per evaluated step, in step order
   int64_t step_ = 0;

@@ -36,7 +36,6 @@ TEST(DashboardCli, RunPrintsTheUrlAndLingersWithTheFinalState) {
       const auto job = nlohmann::json::parse(request(port, "/api/job").body());
       EXPECT_EQ(job["state"], "succeeded") << job.dump();
       EXPECT_GT(job["step"].get<int>(), 0);
-      EXPECT_EQ(job["total_steps"], 20);
       checked = true;
     }
   }

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "client.h"
+#include "core/perf/cost_model.h"
 #include "fixture.h"
 
 namespace mddp::dashboard::test {
@@ -43,6 +44,26 @@ TEST_F(DashboardTest, ServesThePageAndTheJob) {
   EXPECT_EQ(ranks[1]["host"], "host1");
   EXPECT_EQ(ranks[1]["pid"], 1001);
   EXPECT_EQ(ranks[1]["state"], "running");
+}
+
+TEST_F(DashboardTest, JobCarriesTheFitOfItsLink) {
+  EXPECT_TRUE(json::parse(request(port(), "/api/job").body())["fit"].is_null());
+  // The two ranks are on two hosts, so transport auto means tcp; algorithm auto means ring.
+  const fs::path file = fs::temp_directory_path() / ("mddp-fit-" + std::to_string(::getpid()) + ".json");
+  perf::save_fits(file, {{"shm", "ring", kWorld, {1e-6, 10e9}, 0.99},
+                         {"tcp", "ring", kWorld, {12e-6, 3e9}, 0.98},
+                         {"tcp", "ring", 4, {1, 1}, 0.5}});
+  ::setenv("MICRODDP_FIT_FILE", file.c_str(), 1);
+  serve();  // the fits are read when the server starts
+  ::unsetenv("MICRODDP_FIT_FILE");
+  fs::remove(file);
+  const json fit = json::parse(request(port(), "/api/job").body())["fit"];
+  ASSERT_TRUE(fit.is_object()) << fit;
+  EXPECT_EQ(fit["transport"], "tcp");
+  EXPECT_EQ(fit["algorithm"], "ring");
+  EXPECT_EQ(fit["world_size"], kWorld);
+  EXPECT_DOUBLE_EQ(fit["alpha_s"].get<double>(), 12e-6);
+  EXPECT_DOUBLE_EQ(fit["beta_Bps"].get<double>(), 3e9);
 }
 
 TEST_F(DashboardTest, UnknownPathIs404) {
