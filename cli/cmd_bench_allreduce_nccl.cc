@@ -16,6 +16,7 @@
 #include <fstream>
 
 #include "cli/bench_allreduce_nccl.h"
+#include "cli/bench_sweep.h"
 #include "cli/local_ranks.h"
 #include "core/comm/nccl/nccl.h"
 #include "core/common/check.h"
@@ -101,19 +102,14 @@ void bench_rank(const NcclSweep& s, int rank, comm::Store& store) {
       std::fflush(stdout);
     }
   }
-  int64_t total_wrong = 0;
-  double sum_busbw = 0;
-  for (const Row& r : rows) total_wrong += r.wrong, sum_busbw += r.busbw;
-  const double avg_busbw = rows.empty() ? 0.0 : sum_busbw / static_cast<double>(rows.size());
-  const bool ok = total_wrong == 0;
+  const SweepTotals totals = totals_of(rows);
+  const bool ok = totals.ok();
   if (rank == 0) {
-    std::printf("# Out of bounds values : %lld %s\n", static_cast<long long>(total_wrong), ok ? "OK" : "FAILED");
-    std::printf("# Avg bus bandwidth    : %.3f GB/s\n#\n%s\n", avg_busbw, ok ? "OK" : "FAILED");
-    std::fflush(stdout);
-    if (!s.json.empty()) write_json(s, group->transport_name(), n, rows, avg_busbw, ok);
+    print_footer(totals);
+    if (!s.json.empty()) write_json(s, group->transport_name(), n, rows, totals.avg_busbw, ok);
   }
   group->barrier()->wait();
-  if (!ok) throw Error(str("all-reduce gave ", total_wrong, " wrong elements"));
+  if (!ok) throw Error(str("all-reduce gave ", totals.wrong, " wrong elements"));
 }
 
 }  // namespace

@@ -69,7 +69,8 @@ worker_pid() {
   done
 }
 # Distinct (rank, step) pairs in a metrics.jsonl.
-unique_records() { grep -o '"rank":[0-9]*,"received_unix_ns":[0-9]*,"step":[0-9]*' "$1" | sed 's/"received_unix_ns":[0-9]*,//' | sort -u | wc -l; }
+# (Keys are written sorted, so "rank" comes before "step" on every line.)
+unique_records() { grep '"kind":"step"' "$1" | sed -E 's/.*"rank":([0-9]+),.*"step":([0-9]+),.*/\1 \2/' | sort -u | wc -l; }
 
 case "$SCENARIO" in
   run_metrics)
