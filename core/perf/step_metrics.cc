@@ -1,6 +1,7 @@
 #include "core/perf/step_metrics.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/common/check.h"
 
@@ -13,6 +14,14 @@ double overlap_fraction(double exposed_ms, double total_ms) {
 
 double StepMetrics::overlap() const { return overlap_fraction(exposed_comm_ms, total_comm_ms); }
 
+namespace {
+
+// Times are measured in whole nanoseconds: printing more digits of their
+// millisecond form only repeats floating-point noise (0.72419099999999991).
+double ns_precision(double ms) { return std::round(ms * 1e6) / 1e6; }
+
+}  // namespace
+
 nlohmann::json StepMetrics::to_json() const {
   if (eval)
     return {{"kind", "eval"}, {"rank", rank}, {"step", step}, {"eval_loss", eval_loss}, {"eval_accuracy", eval_accuracy}};
@@ -22,10 +31,10 @@ nlohmann::json StepMetrics::to_json() const {
                      {"start_ns", b.start_ns}, {"end_ns", b.end_ns}});
   return {{"kind", "step"},         {"rank", rank},
           {"step", step},           {"loss", loss},
-          {"data_ms", data_ms},     {"forward_ms", forward_ms},
-          {"backward_ms", backward_ms}, {"exposed_comm_ms", exposed_comm_ms},
-          {"total_comm_ms", total_comm_ms}, {"optimizer_ms", optimizer_ms},
-          {"step_ms", step_ms},     {"overlap", overlap()},
+          {"data_ms", ns_precision(data_ms)},     {"forward_ms", ns_precision(forward_ms)},
+          {"backward_ms", ns_precision(backward_ms)}, {"exposed_comm_ms", ns_precision(exposed_comm_ms)},
+          {"total_comm_ms", ns_precision(total_comm_ms)}, {"optimizer_ms", ns_precision(optimizer_ms)},
+          {"step_ms", ns_precision(step_ms)},     {"overlap", ns_precision(overlap())},
           {"comm_bytes", comm_bytes}, {"start_ns", start_ns},
           {"clock_offset_ns", clock_offset_ns}, {"buckets", spans}};
 }

@@ -18,10 +18,12 @@ std::string dump_json(const nlohmann::json& j);
 nlohmann::json job_json(const JobSnapshot& s);                    // J
 nlohmann::json ranks_json(const JobSnapshot& s);                  // [K...]
 nlohmann::json record_json(const coordinator::MetricsRecord& r);  // R
+// R less what the page does not draw (API.md, /api/stream).
+nlohmann::json stream_record_json(const coordinator::MetricsRecord& r);
 
 // {"type": "job", "job": J, "ranks": [K...]}
 std::string job_frame(const JobSnapshot& s);
-// {"type": "metrics", "records": [R...]} of records already serialised by record_json.
+// {"type": "metrics", "records": [...]} of records already serialised.
 std::string metrics_frame(const std::vector<std::string>& records);
 
 }  // namespace mddp::dashboard

@@ -43,7 +43,7 @@ void Stream::poll() {
     tracker_.observe(batch, now);
     last_seq_ = batch.back().seq;
     std::vector<std::string> records;
-    for (const auto& r : batch) records.push_back(dump_json(record_json(r)));
+    for (const auto& r : batch) records.push_back(dump_json(stream_record_json(r)));
     for (const auto& f : frames(records)) broadcast(f);
   }
   tracker_.observe({}, now);
@@ -76,7 +76,7 @@ void Stream::join(const std::shared_ptr<WsSession>& client) {
   std::size_t bytes = 0;
   for (auto it = tail.rbegin(); it != tail.rend() && bytes < kCatchUpBytes; ++it) {
     if (it->seq > last_seq_) continue;
-    records.push_back(dump_json(record_json(*it)));
+    records.push_back(dump_json(stream_record_json(*it)));
     bytes += records.back().size();
   }
   std::reverse(records.begin(), records.end());
