@@ -30,7 +30,7 @@ nlohmann::json StepMetrics::to_json() const {
     spans.push_back({{"index", b.index}, {"bytes", b.bytes}, {"ready_ns", b.ready_ns}, {"launch_ns", b.launch_ns},
                      {"start_ns", b.start_ns}, {"end_ns", b.end_ns}});
   return {{"kind", "step"},         {"rank", rank},
-          {"step", step},           {"loss", loss},
+          {"step", step},           {"loss", static_cast<float>(loss)},
           {"data_ms", ns_precision(data_ms)},     {"forward_ms", ns_precision(forward_ms)},
           {"backward_ms", ns_precision(backward_ms)}, {"exposed_comm_ms", ns_precision(exposed_comm_ms)},
           {"total_comm_ms", ns_precision(total_comm_ms)}, {"optimizer_ms", ns_precision(optimizer_ms)},

@@ -71,11 +71,11 @@ json stream_record_json(const coordinator::MetricsRecord& r) {
   json j = record_json(r);
   for (const char* key : {"time_unix_ns", "received_unix_ns", "clock_offset_ns", "start_ns", "comm_bytes"})
     j.erase(key);
-  if (auto it = j.find("buckets"); it != j.end())
-    for (json& b : *it) {
-      b.erase("ready_ns");
-      b.erase("launch_ns");
-    }
+  // A bucket's all-reduce as its duration: the page only needs busbw.
+  json buckets = json::array();
+  for (const auto& b : r.metrics.buckets)
+    buckets.push_back({{"index", b.index}, {"bytes", b.bytes}, {"ms", static_cast<double>(b.end_ns - b.start_ns) / 1e6}});
+  j["buckets"] = std::move(buckets);
   return j;
 }
 

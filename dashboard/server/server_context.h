@@ -20,7 +20,12 @@ struct ServerContext {
                 boost::asio::io_context& ioc)
       : job(j), tracker(j), files(dashboard_dir), stream(ioc, j, tracker) {}
 
-  RouteContext routes() const { return {job, tracker, files}; }
+  // What a request sees: first the records that arrived since the last poll
+  // are folded in, so an answer is never a poll period behind the log.
+  RouteContext routes() {
+    stream.drain();
+    return {job, tracker, files};
+  }
 
   const coordinator::Job& job;
   Tracker tracker;

@@ -33,7 +33,7 @@ std::vector<std::shared_ptr<const std::string>> Stream::frames(
   return out;
 }
 
-void Stream::poll() {
+void Stream::drain() {
   if (stopped_) return;
   const auto now = Clock::now();
   // Drain what arrived, a frame at a time.
@@ -53,6 +53,11 @@ void Stream::poll() {
     last_state_ = state;
     next_job_frame_ = now + kJobPeriod;
   }
+}
+
+void Stream::poll() {
+  if (stopped_) return;
+  drain();
   timer_.expires_after(kPollPeriod);
   timer_.async_wait([this](boost::system::error_code ec) {
     if (!ec) poll();

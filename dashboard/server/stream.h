@@ -1,4 +1,6 @@
-// The /api/stream feed. Every 100 ms, on the io thread, it reads the records
+// The /api/stream feed. Every 250 ms (the page redraws at most 4 times a
+// second; polling more often only wakes every client, and the training
+// ranks' cores, more often for nothing), on the io thread, it reads the records
 // the metrics log gained since the last poll (MetricsLog::since), folds them
 // into the Tracker and pushes them to every WebSocket client as one
 // "metrics" frame (serialised once for all); every second, and at once when
@@ -26,7 +28,7 @@ class WsSession;
 
 class Stream {
  public:
-  static constexpr std::chrono::milliseconds kPollPeriod{100};
+  static constexpr std::chrono::milliseconds kPollPeriod{250};
   static constexpr std::chrono::milliseconds kJobPeriod{1000};
   static constexpr std::size_t kRecordsPerFrame = 1000;
   static constexpr int64_t kCatchUpSteps = 500;
@@ -36,6 +38,9 @@ class Stream {
 
   void start();  // the first poll, then every kPollPeriod
   void stop();   // no more polls
+  // Folds in and broadcasts the records that arrived since the last call,
+  // and the job frame when it is due (what each poll does).
+  void drain();
   // Sends `client` the job frame and the catch-up, then includes it in the broadcasts.
   void join(const std::shared_ptr<WsSession>& client);
 

@@ -66,7 +66,7 @@ export class Store {
       exposed_comm_ms: r.exposed_comm_ms ?? 0, optimizer_ms: r.optimizer_ms ?? 0,
       step_ms: r.step_ms ?? 0, total_comm_ms: r.total_comm_ms ?? 0,
       buckets: (r.buckets || []).map((b) => ({
-        index: b.index, bytes: b.bytes, ms: (b.end_ns - b.start_ns) / 1e6,
+        index: b.index, bytes: b.bytes, ms: b.ms ?? (b.end_ns - b.start_ns) / 1e6,
       })),
     });
     win.sort((a, b) => a.step - b.step);

@@ -77,12 +77,12 @@ TEST_F(DashboardTest, AClientThatNeverReadsDoesNotBlockTheOthers) {
   const int stalled = stalled_client(port());
   StreamClient good(port());
   uint64_t seq = 0;
-  // ~600 bytes a record, 12 MB in all: beyond the stalled client's 4 MiB
-  // queue plus the socket buffers (at most 4 MiB more on loopback). The good
-  // client keeps up throughout.
-  for (int round = 0; round < 100; ++round) {
-    feed(round * 100, 100);
-    seq += 2 * 100;
+  // ~350 bytes a streamed record, 17 MB in all: beyond the stalled client's
+  // 4 MiB queue plus the socket buffers (at most 4 MiB more on loopback).
+  // The good client keeps up throughout.
+  for (int round = 0; round < 50; ++round) {
+    feed(round * 500, 500);
+    seq += 2 * 500;
     const auto t0 = std::chrono::steady_clock::now();
     read_until_seq(good, seq);
     EXPECT_LT(std::chrono::steady_clock::now() - t0, 3s) << "round " << round;
