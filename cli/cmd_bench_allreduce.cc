@@ -28,7 +28,7 @@
 #include "cli/commands.h"
 #include "cli/local_ranks.h"
 #include "core/comm/communicator.h"
-#include "core/comm/half.h"
+#include "core/common/half.h"
 #include "core/common/check.h"
 #include "core/common/timer.h"
 
@@ -104,7 +104,7 @@ void encode(comm::DataType t, float v, void* out) {
     return;
   }
   const uint16_t h =
-      t == comm::DataType::kFloat16 ? comm::float_to_fp16(v) : comm::float_to_bf16(v);
+      t == comm::DataType::kFloat16 ? float_to_fp16(v) : float_to_bf16(v);
   std::memcpy(out, &h, 2);
 }
 

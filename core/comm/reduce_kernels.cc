@@ -2,7 +2,7 @@
 
 #include <cstdint>
 
-#include "core/comm/half.h"
+#include "core/common/half.h"
 
 namespace mddp::comm {
 namespace {

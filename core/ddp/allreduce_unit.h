@@ -1,12 +1,15 @@
 // One averaged all-reduce of a contiguous fp32 gradient region — a single
 // parameter's grad or a whole bucket — with optional 16-bit compression
 // (the comm hook): the region is rounded to fp16/bf16 into a wire buffer
-// allocated once, all-reduced as 16-bit (accumulated in fp32 by the
-// communicator), and widened back on completion.
+// allocated once on the region's device, all-reduced as 16-bit, and widened
+// back on completion. On the CPU the communicator accumulates in fp32; NCCL
+// on a GPU reduces in the 16-bit type itself. On a GPU the rounding and the
+// widening are kernels on the compute stream, so the NCCL stream's ordering
+// after it (nccl_communicator.cc) covers them too.
 #pragma once
 
 #include <cstdint>
-#include <vector>
+#include <memory>
 
 #include "core/ddp/grad_sync.h"
 
@@ -25,9 +28,11 @@ class AllReduceUnit {
   void mark_ready(int64_t now) { span_.ready_ns = now; }
 
  private:
+  uint16_t* wire() const { return static_cast<uint16_t*>(wire_->data()); }
+
   tensor::Tensor region_;
   Compression compress_;
-  std::vector<uint16_t> wire_;
+  std::unique_ptr<tensor::Storage> wire_;  // 16-bit copy of the region; null without compression
   comm::WorkPtr work_;
   CommSpan span_;
 };

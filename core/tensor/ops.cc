@@ -127,6 +127,24 @@ void axpy(float alpha, const Tensor& x, Tensor& y) {
   cpu::axpy(alpha, x.data(), y.data(), x.numel());
 }
 
+void round_to_half(const Tensor& x, HalfFormat format, uint16_t* bits) {
+  const Device dev = op_device("round_to_half", {&x});
+  if (dev.is_cuda()) {
+    if constexpr (kHaveCuda) cuda::round_to_half(dev.index, x.data(), x.numel(), format == HalfFormat::kBf16, bits);
+    return;
+  }
+  cpu::round_to_half(x.data(), x.numel(), format, bits);
+}
+
+void widen_from_half(const uint16_t* bits, HalfFormat format, Tensor& x) {
+  const Device dev = op_device("widen_from_half", {&x});
+  if (dev.is_cuda()) {
+    if constexpr (kHaveCuda) cuda::widen_from_half(dev.index, bits, x.numel(), format == HalfFormat::kBf16, x.data());
+    return;
+  }
+  cpu::widen_from_half(bits, x.numel(), format, x.data());
+}
+
 void bias_add(Tensor& y, const Tensor& bias) {
   const Device dev = op_device("bias_add", {&y, &bias});
   int64_t n, c, inner;

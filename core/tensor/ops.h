@@ -4,6 +4,9 @@
 // Shapes use N batch, C/O channels, H/W height/width, K kernel size.
 #pragma once
 
+#include <cstdint>
+
+#include "core/common/half.h"
 #include "core/tensor/tensor.h"
 
 namespace mddp::tensor {
@@ -25,6 +28,13 @@ void fill(Tensor& x, float value);
 void copy(const Tensor& src, Tensor& dst);             // same numel
 void scale(Tensor& x, float alpha);                    // x *= alpha
 void axpy(float alpha, const Tensor& x, Tensor& y);    // y += alpha * x
+
+// ---- 16-bit rounding: the gradient-compression hook ----------------------
+// bits[i] = x[i] rounded to the nearest fp16 or bf16, ties to even
+// (core/common/half.h). `bits` holds numel(x) 16-bit values on x's device.
+void round_to_half(const Tensor& x, HalfFormat format, uint16_t* bits);
+// x[i] = the fp32 value of bits[i] (exact: every 16-bit value is an fp32).
+void widen_from_half(const uint16_t* bits, HalfFormat format, Tensor& x);
 
 // ---- layers ----------------------------------------------------------------
 // y[n, c, ...] += bias[c] for y of shape [N, C] or [N, C, H, W].

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "core/comm/communicator.h"
-#include "core/comm/half.h"
+#include "core/common/half.h"
 #include "core/comm/memory_store.h"
 #include "tests/support/ranks.h"
 

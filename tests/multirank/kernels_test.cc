@@ -10,7 +10,7 @@
 #include <limits>
 #include <vector>
 
-#include "core/comm/half.h"
+#include "core/common/half.h"
 #include "core/comm/reduce_kernels.h"
 
 namespace mddp::comm {

@@ -10,11 +10,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
 
 #include "core/common/check.h"
+#include "core/common/half.h"
 #include "core/tensor/ops.h"
 #include "core/tensor/tensor.h"
 #include "tests/gpu/devices.h"
@@ -81,6 +83,45 @@ TEST_P(Ops, FillCopyScaleAxpy) {
   EXPECT_EQ(y.to_vector(), x.to_vector());
   ops::fill(y, 2.5f);
   EXPECT_EQ(y.to_vector(), std::vector<float>(21, 2.5f));
+}
+
+// The compression hook's rounding, against half.h (itself checked against
+// independent references in tests/multirank/kernels_test.cc): ties, both
+// overflow limits, fp16 subnormals and underflow, signed zero, inf and NaN.
+// On a GPU this compares CUDA's conversion intrinsics with half.h bit for bit.
+TEST_P(Ops, RoundToHalfAndWidenMatchHalfH) {
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> x = {0.0f, -0.0f, 1.0f, -2.5f, 65504.0f, 65520.0f, 70000.0f, -1e30f, 3.4e38f,
+                          6.1e-5f, 5.96e-8f, 2.98e-8f, 1e-9f, inf, -inf, std::nanf(""),
+                          1.0f + 1.0f / 2048,  // fp16 tie between 1 and 1+2^-10: to even (1)
+                          1.0f + 3.0f / 2048,  // fp16 tie: to even (1+2^-9)
+                          1.0f + 1.0f / 256,   // bf16 tie: to even (1)
+                          1.0f + 3.0f / 256};  // bf16 tie: to even (1+2^-6)
+  Rng rng(7);
+  for (int i = 0; i < 1000; ++i) x.push_back(static_cast<float>(rng.normal()) * std::ldexp(1.0f, i % 40 - 20));
+  const int64_t n = static_cast<int64_t>(x.size());  // even: the 16-bit buffer is n/2 floats
+  ASSERT_EQ(n % 2, 0);
+  Tensor src = put(Tensor::from_vector({n}, x)), back = put(Tensor::zeros({n}));
+  for (HalfFormat f : {HalfFormat::kFp16, HalfFormat::kBf16}) {
+    const bool fp16 = f == HalfFormat::kFp16;
+    SCOPED_TRACE(fp16 ? "fp16" : "bf16");
+    Tensor wire = put(Tensor::zeros({n / 2}));  // n 16-bit values on the device under test
+    ops::round_to_half(src, f, reinterpret_cast<uint16_t*>(wire.data()));
+    ops::widen_from_half(reinterpret_cast<const uint16_t*>(wire.data()), f, back);
+    std::vector<uint16_t> bits(n);
+    std::memcpy(bits.data(), wire.to_vector().data(), bits.size() * sizeof(uint16_t));
+    const std::vector<float> widened = back.to_vector();
+    for (int64_t i = 0; i < n; ++i) {
+      const uint16_t want = fp16 ? float_to_fp16(x[i]) : float_to_bf16(x[i]);
+      const float want_back = fp16 ? fp16_to_float(want) : bf16_to_float(want);
+      if (std::isnan(x[i])) {  // NaN stays NaN (payload bits may differ between devices)
+        EXPECT_TRUE(std::isnan(widened[i])) << i;
+        continue;
+      }
+      ASSERT_EQ(bits[i], want) << "x[" << i << "] = " << x[i];
+      ASSERT_EQ(std::memcmp(&widened[i], &want_back, sizeof(float)), 0) << "x[" << i << "] = " << x[i];
+    }
+  }
 }
 
 // ---- gemm ------------------------------------------------------------------

@@ -216,4 +216,19 @@ MDDP_VECTOR_KERNEL void axpy(float alpha, const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += alpha * x[i];
 }
 
+// One loop per format so each inlines its conversion.
+MDDP_VECTOR_KERNEL void round_to_half(const float* x, int64_t n, HalfFormat format, uint16_t* bits) {
+  if (format == HalfFormat::kFp16)
+    for (int64_t i = 0; i < n; ++i) bits[i] = float_to_fp16(x[i]);
+  else
+    for (int64_t i = 0; i < n; ++i) bits[i] = float_to_bf16(x[i]);
+}
+
+MDDP_VECTOR_KERNEL void widen_from_half(const uint16_t* bits, int64_t n, HalfFormat format, float* x) {
+  if (format == HalfFormat::kFp16)
+    for (int64_t i = 0; i < n; ++i) x[i] = fp16_to_float(bits[i]);
+  else
+    for (int64_t i = 0; i < n; ++i) x[i] = bf16_to_float(bits[i]);
+}
+
 }  // namespace mddp::tensor::cpu

@@ -5,6 +5,8 @@
 
 #include <cstdint>
 
+#include "core/common/half.h"
+
 namespace mddp::tensor::cpu {
 
 // The one place the CPU GEMM is chosen (gemm.cc: oneDNN with AVX-512, else OpenBLAS).
@@ -43,5 +45,7 @@ void adam_update(float* p, const float* g, float* m, float* v, int64_t n, float 
 void fill(float* x, int64_t n, float value);
 void scale(float* x, int64_t n, float alpha);
 void axpy(float alpha, const float* x, float* y, int64_t n);
+void round_to_half(const float* x, int64_t n, HalfFormat format, uint16_t* bits);
+void widen_from_half(const uint16_t* bits, int64_t n, HalfFormat format, float* x);
 
 }  // namespace mddp::tensor::cpu

@@ -1,4 +1,7 @@
 // Element-wise ops: one functor per op, all launched by for_each_index.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
 #include "core/tensor/cuda/kernels.h"
 #include "core/tensor/cuda/launch.cuh"
 
@@ -44,6 +47,28 @@ struct ReluBackward {
   __device__ void operator()(int64_t i) const { dx[i] = y[i] > 0.0f ? dy[i] : 0.0f; }
 };
 
+// CUDA's _rn conversions round to nearest, ties to even, like bits.h.
+struct RoundToFp16 {
+  const float* x;
+  uint16_t* bits;
+  __device__ void operator()(int64_t i) const { bits[i] = __half_as_ushort(__float2half_rn(x[i])); }
+};
+struct RoundToBf16 {
+  const float* x;
+  uint16_t* bits;
+  __device__ void operator()(int64_t i) const { bits[i] = __bfloat16_as_ushort(__float2bfloat16_rn(x[i])); }
+};
+struct WidenFp16 {
+  const uint16_t* bits;
+  float* x;
+  __device__ void operator()(int64_t i) const { x[i] = __half2float(__ushort_as_half(bits[i])); }
+};
+struct WidenBf16 {
+  const uint16_t* bits;
+  float* x;
+  __device__ void operator()(int64_t i) const { x[i] = __bfloat162float(__ushort_as_bfloat16(bits[i])); }
+};
+
 struct MseBackward {
   const float *pred, *target;
   float k;  // 2 / numel
@@ -70,6 +95,20 @@ void scale(int device, float* x, int64_t n, float alpha) {
 
 void axpy(int device, float alpha, const float* x, float* y, int64_t n) {
   for_each_index(context(device), n, Axpy{alpha, x, y});
+}
+
+void round_to_half(int device, const float* x, int64_t n, bool bf16, uint16_t* bits) {
+  if (bf16)
+    for_each_index(context(device), n, RoundToBf16{x, bits});
+  else
+    for_each_index(context(device), n, RoundToFp16{x, bits});
+}
+
+void widen_from_half(int device, const uint16_t* bits, int64_t n, bool bf16, float* x) {
+  if (bf16)
+    for_each_index(context(device), n, WidenBf16{bits, x});
+  else
+    for_each_index(context(device), n, WidenFp16{bits, x});
 }
 
 void bias_add(int device, float* y, const float* bias, int64_t n, int64_t c, int64_t inner) {

@@ -19,6 +19,10 @@ void fill(int device, float* x, int64_t n, float value);
 void copy_on_device(int device, const float* src, float* dst, int64_t n);
 void scale(int device, float* x, int64_t n, float alpha);
 void axpy(int device, float alpha, const float* x, float* y, int64_t n);
+// 16-bit values as raw bits: bf16 if `bf16`, else fp16 (nvcc builds C++17,
+// so core/common/half.h and its HalfFormat stay out of here).
+void round_to_half(int device, const float* x, int64_t n, bool bf16, uint16_t* bits);
+void widen_from_half(int device, const uint16_t* bits, int64_t n, bool bf16, float* x);
 
 void bias_add(int device, float* y, const float* bias, int64_t n, int64_t c, int64_t inner);
 void bias_grad(int device, const float* dy, float* dbias, int64_t n, int64_t c, int64_t inner);

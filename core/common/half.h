@@ -10,13 +10,19 @@
 //        relative rounding error <= 2^-8.
 //
 // Collectives carry these on the wire and accumulate in fp32
-// (reduce_kernels.h), so each conversion below is one rounding.
+// (reduce_kernels.h), so each conversion below is one rounding. The DDP
+// compression hook rounds gradients with them on the CPU (tensor ops
+// round_to_half/widen_from_half); on a GPU the same ops use CUDA's own
+// round-to-nearest-even intrinsics, which agree except for NaN payloads.
 #pragma once
 
 #include <bit>
 #include <cstdint>
 
-namespace mddp::comm {
+namespace mddp {
+
+// Which 16-bit format a buffer of uint16_t holds.
+enum class HalfFormat { kFp16, kBf16 };
 
 inline float bf16_to_float(uint16_t h) {
   return std::bit_cast<float>(uint32_t{h} << 16);
@@ -82,4 +88,4 @@ inline uint16_t float_to_fp16(float f) {
   return static_cast<uint16_t>(sign | h);
 }
 
-}  // namespace mddp::comm
+}  // namespace mddp
