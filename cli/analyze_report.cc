@@ -101,6 +101,19 @@ document.getElementById('head').textContent =
   `${A.run_dir}: ${c.world_size} ranks, ddp ${c.ddp || '?'}, transport ${c.transport || '?'}, algorithm ${c.algorithm}, ` +
   `${A.steps_used} complete steps analysed (${A.warmup_skipped} warm-up skipped) [${c.source}]`;
 document.getElementById('verdict').textContent = A.verdict.kind;
+if (A.verdict.by_shares && A.verdict.by_shares !== A.verdict.kind)
+  document.getElementById('by-shares').textContent = `(by the step's shares alone: ${A.verdict.by_shares}, measured under CPU sharing)`;
+if (A.oversubscribed) {
+  const box = document.getElementById('oversubscribed');
+  box.hidden = false;
+  box.append(el('strong', 'Oversubscribed. '), 'A host runs more compute threads than it has CPUs, so its ranks take turns '
+    + 'on them: the exposed comm, all-reduce and straggler figures below are inflated by that CPU sharing. '
+    + A.hosts.filter((h) => h.oversubscribed).map((h) => h.summary).join('; ') + '.');
+}
+if (A.hosts.some((h) => h.cpus != null))
+  table('hosts', ['host', 'ranks', 'compute threads', 'CPUs', 'oversubscribed'],
+    A.hosts.map((h) => [h.host, h.ranks.join(', '), String(h.threads), h.cpus == null ? '–' : String(h.cpus), h.oversubscribed ? 'yes' : 'no']));
+else document.getElementById('hosts-section').hidden = true;
 for (const [id, list] of [['evidence', A.verdict.evidence], ['advice', A.verdict.advice], ['notes', A.notes]])
   list.forEach((s) => document.getElementById(id).append(el('li', s)));
 
@@ -186,6 +199,7 @@ table { border-collapse: collapse; font-variant-numeric: tabular-nums; }
 td, th { padding: .15rem .6rem; text-align: right; border-bottom: 1px solid #d0d7de; }
 td:first-child, th:first-child { text-align: left; }
 #verdict { font-weight: bold; font-size: 1.2rem; }
+.warn { background: #fff1e5; border-left: 4px solid var(--exposed); padding: .5rem .8rem; }
 .muted { color: var(--muted); }
 )CSS";
 
@@ -200,8 +214,11 @@ std::string analysis_report_html(const perf::Analysis& a) {
   h += "</style>\n<script>";
   h += asset("vendor/uPlot.iife.min.js");
   h += "</script>\n</head><body><main>\n<h1>microddp analyze</h1><p id=\"head\" class=\"muted\"></p>\n"
-       "<h2>Verdict: <span id=\"verdict\"></span></h2><h3>Evidence</h3><ul id=\"evidence\"></ul>"
+       "<p id=\"oversubscribed\" class=\"warn\" hidden></p>\n"
+       "<h2>Verdict: <span id=\"verdict\"></span></h2><p id=\"by-shares\" class=\"muted\"></p>"
+       "<h3>Evidence</h3><ul id=\"evidence\"></ul>"
        "<h3>Advice</h3><ul id=\"advice\"></ul><ul id=\"notes\" class=\"muted\"></ul>\n"
+       "<section id=\"hosts-section\"><h2>Hosts (compute threads vs CPUs)</h2><table id=\"hosts\"></table></section>\n"
        "<h2>Phases (ms per step, over every rank and step)</h2><table id=\"phases\"></table>\n"
        "<h2>Communication</h2><p id=\"comm\"></p>\n"
        "<p class=\"muted\">An all-reduce's time is its shortest span across ranks (the rank that joined last waited "

@@ -46,6 +46,13 @@ void print_text(const perf::Analysis& a, const std::string& report) {
               c.ddp.empty() ? "?" : c.ddp.c_str(), c.transport.empty() ? "?" : c.transport.c_str(),
               c.transport_inferred ? " (inferred)" : "", c.algorithm.c_str(), c.compress.empty() ? "?" : c.compress.c_str(),
               c.global_batch ? std::to_string(c.global_batch).c_str() : "?", c.source.c_str());
+  if (std::any_of(a.hosts.begin(), a.hosts.end(), [](const auto& h) { return h.cpus_known(); })) {
+    std::printf("hosts (compute threads vs the CPUs its ranks may use):\n");
+    for (const auto& h : a.hosts) std::printf("  %s%s\n", h.describe().c_str(), h.oversubscribed() ? "  OVERSUBSCRIBED" : "");
+  }
+  if (perf::oversubscribed(a))
+    std::printf("\nWARNING: oversubscribed: a host runs more compute threads than it has CPUs, so its ranks take turns;\n"
+                "the exposed comm, all-reduce and straggler figures below are inflated by that CPU sharing (see the verdict).\n");
 
   std::printf("\n%-14s %9s %9s %9s %7s   %-22s %s\n", "phase", "mean ms", "median", "p95", "share",
               "rank means (min..max)", "slowest");
@@ -103,6 +110,8 @@ void print_text(const perf::Analysis& a, const std::string& report) {
   }
 
   std::printf("\nverdict: %s\n", a.verdict.kind.c_str());
+  if (a.verdict.by_shares != a.verdict.kind)
+    std::printf("  (by the step's shares alone: %s, measured under CPU sharing)\n", a.verdict.by_shares.c_str());
   for (const auto& e : a.verdict.evidence) std::printf("  evidence: %s\n", e.c_str());
   for (const auto& e : a.verdict.advice) std::printf("  advice:   %s\n", e.c_str());
   for (const auto& n : a.notes) std::printf("note: %s\n", n.c_str());

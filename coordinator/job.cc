@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/common/check.h"
+#include "core/perf/host_load.h"
 
 namespace mddp::coordinator {
 
@@ -32,24 +33,55 @@ Job::Job(JobOptions options, TimePoint now)
 
 namespace {
 
+int64_t unix_ns_now() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+nlohmann::json count_or_null(int n) {
+  return n > 0 ? nlohmann::json(n) : nlohmann::json(nullptr);
+}
+
 // <run dir>/job.json: what `microddp analyze` needs besides the metrics (the
-// world, the config, who ran where). Written once the job has formed.
-void write_job_file(const JobOptions& o, const std::vector<Member>& members) {
+// world, the config, who ran where and on how many CPUs). Written once the
+// job has formed, then again whenever a rank reports what it runs on;
+// replaced atomically (rename), so a reader never sees half a file.
+void write_job_file(const JobOptions& o, const std::vector<Member>& members,
+                    int64_t started_unix_ns) {
   if (o.run_dir.empty()) return;
+  nlohmann::json config = nlohmann::json::parse(o.config_json, nullptr, false);
+  if (config.is_discarded() || !config.is_object()) config = nlohmann::json::object();
+  const std::string job_device = config.contains("device") && config["device"].is_string()
+                                     ? config["device"].get<std::string>()
+                                     : std::string();
   nlohmann::json ranks = nlohmann::json::array();
   for (const auto& m : members)
-    ranks.push_back({{"rank", m.rank}, {"host", m.host}, {"device", m.device}, {"pid", m.pid}});
-  nlohmann::json config = nlohmann::json::parse(o.config_json, nullptr, false);
+    ranks.push_back({{"rank", m.rank},
+                     {"host", m.host},
+                     {"device", m.device.empty() ? job_device : m.device},
+                     {"pid", m.pid},
+                     {"threads", count_or_null(m.threads)},
+                     {"cpus", count_or_null(m.cpus)}});
   const nlohmann::json j{{"job_id", o.job_id},
                          {"world_size", o.world_size},
-                         {"started_unix_ns", std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                                 std::chrono::system_clock::now().time_since_epoch())
-                                                 .count()},
-                         {"config", config.is_discarded() ? nlohmann::json::object() : config},
+                         {"started_unix_ns", started_unix_ns},
+                         {"config", config},
                          {"members", ranks}};
-  std::ofstream out(o.run_dir / "job.json");
-  out << j.dump(2) << "\n";
-  if (!out) spdlog::warn("cannot write {}", (o.run_dir / "job.json").string());
+  const auto path = o.run_dir / "job.json";
+  auto tmp = path;
+  tmp += ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << j.dump(2) << "\n";
+    if (!out.flush()) {
+      spdlog::warn("cannot write {}", tmp.string());
+      return;
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) spdlog::warn("cannot write {}: {}", path.string(), ec.message());
 }
 
 }  // namespace
@@ -63,7 +95,12 @@ void Job::on_rendezvous(const std::vector<Member>& members, TimePoint now) {
                  m.device.empty() ? std::string() : ", " + m.device, ")");
   }
   health_.start(hosts, now);
-  write_job_file(options_, members);
+  int64_t started;
+  {
+    std::lock_guard lock(mu_);
+    started = started_unix_ns_ = unix_ns_now();
+  }
+  write_job_file(options_, members, started);
   state_.set_running();
   spdlog::info("rendezvous complete: all {} workers joined job '{}' (rank {})", members.size(),
                options_.job_id, table);
@@ -167,13 +204,20 @@ Ticket Job::barrier(const std::string& session, const std::string& name, TimePoi
                          });
 }
 
-Job::Reply Job::heartbeat(const std::string& session, const Progress& progress, TimePoint now) {
+Job::Reply Job::heartbeat(const std::string& session, const Progress& progress, TimePoint now,
+                          const std::optional<Resources>& resources) {
   Reply reply;
   auto m = lookup(session, reply.outcome);
   if (m) {
     reply.rank = m->rank;
     health_.heartbeat(m->rank, progress, now);
     spdlog::trace("heartbeat rank {}: {} of step {}", m->rank, progress.phase, progress.step);
+    if (resources && rendezvous_.update_resources(m->rank, *resources)) {
+      spdlog::debug("rank {} (host {}) runs on {} with {} compute threads, {} CPUs", m->rank,
+                    m->host, resources->device, resources->threads, resources->cpus);
+      std::lock_guard lock(mu_);
+      members_changed_ = true;
+    }
   }
   reply.status = state_.status();
   return reply;
@@ -257,7 +301,29 @@ void Job::shutdown(const std::string& why) {
   set_finished();
 }
 
+void Job::on_members_changed() {
+  int64_t started;
+  {
+    std::lock_guard lock(mu_);
+    if (!members_changed_) return;
+    members_changed_ = false;
+    started = started_unix_ns_;
+  }
+  const std::vector<Member> members = rendezvous_.members();
+  write_job_file(options_, members, started);
+  std::vector<perf::RankPlacement> placement;
+  for (const auto& m : members) placement.push_back({m.rank, m.host, m.threads, m.cpus});
+  for (const auto& h : perf::host_loads(placement))
+    if (h.oversubscribed() && warned_hosts_.insert(h.host).second)
+      spdlog::warn(
+          "{}: its ranks take turns on the CPUs and wait for each other in every "
+          "all-reduce; run fewer ranks per host or fewer --threads",
+          h.describe());
+}
+
 void Job::tick(TimePoint now) {
+  // First: a job that ends at this tick has its final job.json.
+  on_members_changed();
   if (auto closed = rendezvous_.expire(now)) fail(-1, *closed);
   fingerprints_.expire(now);
   store_.expire(now);

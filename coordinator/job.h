@@ -19,6 +19,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -71,7 +72,11 @@ class Job {
              KvStore::GetCallback done);
   Ticket barrier(const std::string& session, const std::string& name, TimePoint deadline,
                  TimePoint now, Barrier::Callback done);
-  Reply heartbeat(const std::string& session, const Progress& progress, TimePoint now);
+  // `resources`: what the rank reports it runs on (a worker sends them once
+  // it has resolved the job's config); recorded in its member, and job.json
+  // is rewritten at the next tick when that changed it.
+  Reply heartbeat(const std::string& session, const Progress& progress, TimePoint now,
+                  const std::optional<Resources>& resources = std::nullopt);
   // Appends the records of one batch (their rank set from the session); the
   // reply's rank is the sender's.
   Reply metrics(const std::string& session, std::vector<MetricsRecord> records);
@@ -93,6 +98,8 @@ class Job {
     return rendezvous_.member(session);
   }
   const Rendezvous& rendezvous() const { return rendezvous_; }
+  // Every rank, in rank order, with what it reported it runs on; empty while forming.
+  std::vector<Member> members() const { return rendezvous_.members(); }
   const Health& health() const { return health_; }
   const MetricsLog& metrics_log() const { return metrics_log_; }
   const KvStore& store() const { return store_; }
@@ -103,6 +110,9 @@ class Job {
   void fail(int rank, const std::string& message);
   void abort_waits(const std::string& why);
   void on_rendezvous(const std::vector<Member>& members, TimePoint now);
+  // Rewrites job.json and warns of newly oversubscribed hosts when a member
+  // changed since the last call (ticker thread).
+  void on_members_changed();
   void set_finished();
 
   const JobOptions options_;
@@ -120,6 +130,9 @@ class Job {
   std::optional<TimePoint> failed_at_;
   TimePoint next_sync_{};
   bool metrics_write_failed_ = false;
+  int64_t started_unix_ns_ = 0;  // when the job formed (job.json's started_unix_ns)
+  bool members_changed_ = false;
+  std::set<std::string> warned_hosts_;  // oversubscribed hosts already warned of
 };
 
 }  // namespace mddp::coordinator

@@ -115,9 +115,14 @@ Ticket Rendezvous::join(JoinRequest request, TimePoint deadline, TimePoint now, 
         while (taken[static_cast<std::size_t>(next_free)]) ++next_free;
         rank = next_free++;
       }
-      members_[static_cast<std::size_t>(rank)] =
-          Member{rank,          p.request.host,  p.request.data_addr, p.request.device,
-                 p.request.pid, new_session_id()};
+      members_[static_cast<std::size_t>(rank)] = Member{rank,
+                                                        p.request.host,
+                                                        p.request.data_addr,
+                                                        p.request.device,
+                                                        p.request.pid,
+                                                        new_session_id(),
+                                                        0,
+                                                        0};
       p.request.requested_rank = rank;  // remember the assignment for the callbacks below
       ready.push_back(std::move(p));
     }
@@ -221,6 +226,17 @@ std::optional<Member> Rendezvous::member(const std::string& session) const {
 std::vector<Member> Rendezvous::members() const {
   std::lock_guard lock(mu_);
   return members_;
+}
+
+bool Rendezvous::update_resources(int rank, const Resources& r) {
+  std::lock_guard lock(mu_);
+  if (rank < 0 || static_cast<std::size_t>(rank) >= members_.size()) return false;
+  Member& m = members_[static_cast<std::size_t>(rank)];
+  const Member before = m;
+  if (!r.device.empty() && r.device.size() <= kMaxDeviceName) m.device = r.device;
+  if (r.threads > 0) m.threads = r.threads;
+  if (r.cpus > 0) m.cpus = r.cpus;
+  return m.device != before.device || m.threads != before.threads || m.cpus != before.cpus;
 }
 
 }  // namespace mddp::coordinator

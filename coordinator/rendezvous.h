@@ -35,12 +35,28 @@ struct JoinRequest {
   int64_t pid = 0;
 };
 
+// Longer device names than this are not recorded ("cuda:15" is 7).
+inline constexpr std::size_t kMaxDeviceName = 64;
+
+// What a rank reports it runs on once it has resolved the job's config
+// (proto Resources, sent in its heartbeats).
+struct Resources {
+  std::string device;  // "cpu", "cuda:1": the job's "cuda" resolved by the worker
+  int threads = 0;     // compute threads (--threads); 0: unknown
+  int cpus = 0;        // CPUs its process may run on; 0: unknown
+
+  bool operator==(const Resources&) const = default;
+};
+
 // A worker of the formed job.
 struct Member {
   int rank = -1;
-  std::string host, data_addr, device;
+  std::string host, data_addr;
+  std::string device;  // as requested at join ("" = the job's), then as the rank reported it
   int64_t pid = 0;
   std::string session;  // the credential of every later call
+  int threads = 0;      // as reported (Resources); 0 until then
+  int cpus = 0;
 };
 
 struct JoinResult {
@@ -82,6 +98,10 @@ class Rendezvous {
   // The member holding `session`, if any.
   std::optional<Member> member(const std::string& session) const;
   std::vector<Member> members() const;  // rank order; empty until complete
+  // Records what rank `rank` reports it runs on (an empty or overlong device
+  // name, or a non-positive count, leaves that field as it was). True when the member
+  // changed; false for an unknown rank or before the rendezvous completed.
+  bool update_resources(int rank, const Resources& resources);
 
  private:
   struct Pending {

@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <mutex>
+#include <optional>
 
 #include "coordinator/wire.h"
 
@@ -246,7 +247,10 @@ grpc::ServerUnaryReactor* Service::Heartbeat(grpc::CallbackServerContext* ctx,
                                              v1::HeartbeatReply* reply) {
   reply->set_coordinator_receive_unix_ns(unix_ns());
   reply->set_client_send_unix_ns(req->client_send_unix_ns());
-  const Job::Reply r = job_.heartbeat(req->session(), from_proto(req->progress()), Clock::now());
+  std::optional<Resources> resources;
+  if (req->has_resources()) resources = from_proto(req->resources());
+  const Job::Reply r =
+      job_.heartbeat(req->session(), from_proto(req->progress()), Clock::now(), resources);
   if (!r.outcome.ok()) return finish_now(ctx, to_status(r.outcome));
   reply->set_state(to_proto(r.status.state));
   reply->set_failure(r.status.failure);

@@ -24,7 +24,17 @@ void to_proto(const Member& m, v1::Member* out) {
 }
 
 Member from_proto(const v1::Member& m) {
-  return Member{m.rank(), m.host(), m.data_addr(), m.device(), m.pid(), {}};
+  return Member{m.rank(), m.host(), m.data_addr(), m.device(), m.pid(), {}, 0, 0};
+}
+
+Resources from_proto(const v1::Resources& m) {
+  return Resources{m.device(), m.threads(), m.cpus()};
+}
+
+void to_proto(const Resources& r, v1::Resources* out) {
+  out->set_device(r.device);
+  out->set_threads(r.threads);
+  out->set_cpus(r.cpus);
 }
 
 Fingerprint from_proto(const v1::Fingerprint& m) {

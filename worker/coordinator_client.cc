@@ -175,10 +175,12 @@ int64_t CoordinatorClient::barrier(const std::string& name, Millis timeout) {
   return reply.generation();
 }
 
-HeartbeatInfo CoordinatorClient::heartbeat(const coordinator::Progress& progress, Millis deadline) {
+HeartbeatInfo CoordinatorClient::heartbeat(const coordinator::Progress& progress, Millis deadline,
+                                           const coordinator::Resources* resources) {
   v1::HeartbeatRequest req;
   req.set_session(session_);
   coordinator::to_proto(progress, req.mutable_progress());
+  if (resources) coordinator::to_proto(*resources, req.mutable_resources());
   req.set_client_send_unix_ns(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                   std::chrono::system_clock::now().time_since_epoch())
                                   .count());

@@ -113,7 +113,9 @@ class CoordinatorClient : public comm::Store {
   // Returns the generation; throws CoordinatorError naming missing ranks.
   int64_t barrier(const std::string& name, Millis timeout);
   // One heartbeat, bounded by `deadline`; throws CoordinatorError.
-  HeartbeatInfo heartbeat(const coordinator::Progress& progress, Millis deadline);
+  // `resources`: what this rank runs on, once known (nullptr: not yet).
+  HeartbeatInfo heartbeat(const coordinator::Progress& progress, Millis deadline,
+                          const coordinator::Resources* resources = nullptr);
   // Opens a StreamMetrics call that must finish within `deadline`.
   std::unique_ptr<MetricsStream> open_metrics_stream(Millis deadline);
   // The job's state after this rank left. Throws CoordinatorError.

@@ -37,6 +37,15 @@ void Heartbeat::attach(comm::ProcessGroup* comm) {
   if (comm_ && failure_) comm_->abort(failure_->message);
 }
 
+void Heartbeat::set_resources(coordinator::Resources resources) {
+  {
+    std::lock_guard lock(mu_);
+    resources_ = std::move(resources);
+    send_now_ = true;  // a short job may end before the next beat
+  }
+  cv_.notify_all();
+}
+
 std::optional<JobFailure> Heartbeat::failure() const {
   std::lock_guard lock(mu_);
   return failure_;
@@ -104,7 +113,14 @@ void Heartbeat::loop() {
   for (;;) {
     const auto next = Clock::now() + options_.interval;
     try {
-      const HeartbeatInfo info = client_.heartbeat(progress(), call_deadline);
+      std::optional<coordinator::Resources> resources;
+      {
+        std::lock_guard lock(mu_);
+        resources = resources_;
+        send_now_ = false;  // this beat carries them
+      }
+      const HeartbeatInfo info =
+          client_.heartbeat(progress(), call_deadline, resources ? &*resources : nullptr);
       last_ok = Clock::now();
       clock_.add(info.clock);
       if (warned) spdlog::info("the coordinator at {} answers again", client_.address());
@@ -133,7 +149,8 @@ void Heartbeat::loop() {
       warned = true;
     }
     std::unique_lock lock(mu_);
-    if (cv_.wait_until(lock, next, [&] { return stop_; })) return;
+    cv_.wait_until(lock, next, [&] { return stop_ || send_now_; });
+    if (stop_) return;
   }
 }
 

@@ -1,8 +1,9 @@
 // Heartbeat: the worker's link to the job's health.
 //
 // A background thread sends a heartbeat every interval carrying this rank's
-// progress (step, phase, the collective entered and completed last), and
-// reads the job state that rides back. The job is given up on when
+// progress (step, phase, the collective entered and completed last) and,
+// once set, what the rank runs on (Resources), and reads the job state that
+// rides back. The job is given up on when
 //  * the coordinator says FAILED (another rank died, left with an error or
 //    built another model): its one line names the rank at fault;
 //  * the coordinator stays unreachable longer than the heartbeat timeout
@@ -95,6 +96,9 @@ class Heartbeat {
   std::optional<JobFailure> wait_failure(Millis timeout) const;
   // Gives up locally (first failure wins), e.g. on SIGINT.
   void fail_locally(const std::string& message);
+  // What this rank runs on (the device it resolved, its compute threads,
+  // the CPUs it may use): sent at once, then with every heartbeat.
+  void set_resources(coordinator::Resources resources);
   // This host's steady clock + clock_offset_ns() = the coordinator's Unix ns
   // (0 until the first heartbeat was answered). See ClockOffset.
   int64_t clock_offset_ns() const { return clock_.offset_ns(); }
@@ -112,9 +116,11 @@ class Heartbeat {
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
   bool stop_ = false;
+  bool send_now_ = false;  // set_resources: beat without waiting for the interval
   std::atomic<bool> failed_{false};
   std::optional<JobFailure> failure_;
   comm::ProcessGroup* comm_ = nullptr;
+  std::optional<coordinator::Resources> resources_;
 };
 
 // Detaches the communicator on scope exit (declare after what owns it).

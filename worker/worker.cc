@@ -24,6 +24,7 @@
 #include "core/train/loop.h"
 #include "mddp/config.h"
 #include "worker/coordinator_client.h"
+#include "worker/cpus.h"
 #include "worker/data_address.h"
 #include "worker/heartbeat.h"
 #include "worker/metrics_streamer.h"
@@ -145,6 +146,12 @@ struct Session {
 // Data plane, model, validation, barrier, training. Throws on any failure.
 train::TrainSummary train_rank(Session& s) {
   const train::TrainConfig cfg = rank_config(s.info, s.options);
+  // What this rank runs on, for the coordinator's members (job.json, the
+  // dashboard) and `microddp analyze`: from the next heartbeat on.
+  const int cpus = usable_cpus();
+  s.hb.set_resources({cfg.device, cfg.threads, cpus});
+  spdlog::info("running on {} with {} compute thread{}; this process may use {} CPU{}", cfg.device,
+               cfg.threads, cfg.threads == 1 ? "" : "s", cpus, cpus == 1 ? "" : "s");
   const comm::JobIdentity job{s.info.job_id, s.options.token};
   auto comm = train::connect_process_group(s.client, s.info.rank, s.info.world_size, job, cfg,
                                           s.data.addr, "comm");

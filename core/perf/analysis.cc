@@ -136,6 +136,9 @@ void add_notes(Analysis& a, const AnalyzeOptions& o, int64_t incomplete) {
                           c.source == "job.json" ? " (job.json's members)" : " (by their clock offsets)"));
   if (incomplete > 0)
     a.notes.push_back(str(incomplete, " step(s) lack some rank's record (a job cut short?) and are left out"));
+  if (!a.hosts.empty() && std::none_of(a.hosts.begin(), a.hosts.end(), [](const HostLoad& h) { return h.cpus_known(); }))
+    a.notes.push_back("job.json records no CPU counts (a run of an older microddp): oversubscription (more compute "
+                      "threads than CPUs on a host) was not checked");
   if (a.config.world_size > 1 && !a.buckets.empty() && a.predicted_comm_ms_per_step == 0) {
     if (c.transport.empty() || c.transport == "auto")
       a.notes.push_back("no prediction: the transport is unknown (pass --transport tcp|shm)");
@@ -222,9 +225,14 @@ Analysis analyze(const RunLog& run, const AnalyzeOptions& o) {
     for (const auto& step : complete) timelines.push_back(build_timeline(step, world));
     a.stragglers = summarize_stragglers(timelines, o.min_late_ms);
   }
+  a.hosts = host_loads(run.members);
   add_notes(a, o, incomplete);
   a.verdict = classify(a);
   return a;
+}
+
+bool oversubscribed(const Analysis& a) {
+  return std::any_of(a.hosts.begin(), a.hosts.end(), [](const HostLoad& h) { return h.oversubscribed(); });
 }
 
 }  // namespace mddp::perf

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "core/perf/cost_model.h"
+#include "core/perf/host_load.h"
 #include "core/perf/step_metrics.h"
 #include "core/perf/timeline.h"
 
@@ -45,6 +46,9 @@ struct RunLog {
   std::filesystem::path dir;
   std::vector<StepMetrics> records;  // every line of metrics.jsonl, in file order
   RunConfig config;
+  // job.json's members: host, compute threads, CPUs (0: not recorded, as in
+  // a run of an older microddp). Empty without job.json.
+  std::vector<RankPlacement> members;
 };
 
 // Parses metrics.jsonl text (one JSON object per line; blank lines are
@@ -98,7 +102,11 @@ struct EvalPoint {
 };
 
 struct Verdict {
-  std::string kind;  // compute-bound | communication-bound | memory-bound | input-bound
+  // oversubscribed | communication-bound | input-bound | memory-bound | compute-bound
+  std::string kind;
+  // What the step's shares alone say (kind unless oversubscribed, which
+  // overrides them: Note [Bottleneck verdict]).
+  std::string by_shares;
   std::vector<std::string> evidence;
   std::vector<std::string> advice;
 };
@@ -129,6 +137,7 @@ struct Analysis {
   double predicted_comm_ms_per_step = 0;     // 0 unless every size has a fit
   StragglerSummary stragglers;
   double min_late_ms = 0;       // the straggler threshold used
+  std::vector<HostLoad> hosts;  // from job.json's members (host_load.h); empty without them
   std::vector<StepPoint> series;
   std::vector<EvalPoint> evals;
   Verdict verdict;
@@ -137,6 +146,10 @@ struct Analysis {
 
 // Throws InputError when the log holds no complete training step.
 Analysis analyze(const RunLog& run, const AnalyzeOptions& options);
+
+// Some host ran more compute threads than it had CPUs (host_load.h); false
+// when no host's CPU count is known.
+bool oversubscribed(const Analysis& a);
 
 // The bottleneck verdict from an analysis' numbers (verdict.cc).
 Verdict classify(const Analysis& a);

@@ -37,6 +37,17 @@ nlohmann::json to_json(const Analysis& a) {
                        {"predicted_busbw_gbps", b.fit ? nlohmann::json(b.predicted_busbw_gbps) : nlohmann::json(nullptr)},
                        {"latency_share", b.fit ? nlohmann::json(b.latency_share) : nlohmann::json(nullptr)},
                        {"fit", fit_json(b.fit)}});
+  nlohmann::json hosts = nlohmann::json::array();
+  bool cpus_known = false;
+  for (const auto& h : a.hosts) {
+    cpus_known = cpus_known || h.cpus_known();
+    hosts.push_back({{"host", h.host},
+                     {"ranks", h.ranks},
+                     {"threads", h.threads},
+                     {"cpus", h.cpus_known() ? nlohmann::json(h.cpus) : nlohmann::json(nullptr)},
+                     {"oversubscribed", h.oversubscribed()},
+                     {"summary", h.describe()}});
+  }
   nlohmann::json evals = nlohmann::json::array();
   for (const auto& e : a.evals) evals.push_back({{"step", e.step}, {"loss", e.loss}, {"accuracy", e.accuracy}});
   return {
@@ -67,8 +78,14 @@ nlohmann::json to_json(const Analysis& a) {
       {"samples_per_s", a.samples_per_s > 0 ? nlohmann::json(a.samples_per_s) : nlohmann::json(nullptr)},
       {"allreduces", buckets},
       {"stragglers", to_json(a.stragglers)},
+      {"hosts", hosts},
+      {"oversubscribed", cpus_known ? nlohmann::json(oversubscribed(a)) : nlohmann::json(nullptr)},
       {"evals", evals},
-      {"verdict", {{"kind", a.verdict.kind}, {"evidence", a.verdict.evidence}, {"advice", a.verdict.advice}}},
+      {"verdict",
+       {{"kind", a.verdict.kind},
+        {"by_shares", a.verdict.by_shares},
+        {"evidence", a.verdict.evidence},
+        {"advice", a.verdict.advice}}},
       {"notes", a.notes},
   };
 }

@@ -21,12 +21,18 @@ std::string str_or(const nlohmann::json& j, const char* key) {
   return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
 }
 
+// A positive count, else 0 ("unknown": absent, null, or not a number).
+int count_or_0(const nlohmann::json& j, const char* key) {
+  return j.contains(key) && j[key].is_number_integer() ? std::max(0, j[key].get<int>()) : 0;
+}
+
 // job.json is written by the coordinator once the job has formed
 // (coordinator/job.cc): {"world_size": N, "config": {"batch": 64, "dist":
 // {"ddp", "transport", "algorithm", "compress", ...}, ...}, "members":
-// [{"rank", "host", ...}]}. Read leniently: the analysis needs a few keys
-// and must not break when the file grows.
-void read_job(const std::filesystem::path& path, RunConfig& c) {
+// [{"rank", "host", "device", "threads", "cpus", ...}]}. Read leniently: the
+// analysis needs a few keys and must not break when the file grows; threads
+// and cpus are absent in the runs of older versions.
+void read_job(const std::filesystem::path& path, RunConfig& c, std::vector<RankPlacement>& members) {
   std::ifstream in(path);
   if (!in) return;
   nlohmann::json j;
@@ -46,6 +52,10 @@ void read_job(const std::filesystem::path& path, RunConfig& c) {
     c.ddp = str_or(d, "ddp");
     c.compress = str_or(d, "compress");
   }
+  if (j.contains("members") && j["members"].is_array())
+    for (const auto& m : j["members"])
+      if (m.is_object() && m.contains("rank") && m["rank"].is_number_integer())
+        members.push_back({m["rank"].get<int>(), str_or(m, "host"), count_or_0(m, "threads"), count_or_0(m, "cpus")});
   // `auto` picks shm exactly when every rank is on one host
   // (core/comm/transport/connect.cc): the members' hosts say whether they were.
   if (c.transport == "auto" && j.contains("members") && j["members"].is_array() && !j["members"].empty()) {
@@ -107,8 +117,8 @@ RunLog load_run(const std::filesystem::path& dir) {
   if (!in)
     throw InputError(str("no metrics.jsonl in ", dir.string(),
                          ": is this the --run-dir of `microddp run` or `microddp coordinator`?"));
-  RunLog run{dir, parse_metrics(in, metrics.string()), {}};
-  read_job(dir / "job.json", run.config);
+  RunLog run{dir, parse_metrics(in, metrics.string()), {}, {}};
+  read_job(dir / "job.json", run.config, run.members);
   int max_rank = -1;
   for (const auto& r : run.records) max_rank = std::max(max_rank, r.rank);
   if (run.config.world_size == 0) run.config.world_size = max_rank + 1;

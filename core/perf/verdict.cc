@@ -18,6 +18,19 @@
 //
 // The advice follows from the evidence: what the all-reduces' sizes, the
 // alpha-beta fit, the overlap and the stragglers say about which knob helps.
+//
+// One thing overrides the shares: a host whose ranks run more compute
+// threads than it has CPUs (job.json's members; core/perf/host_load.h).
+//
+//   oversubscribed       sum of --threads of a host's ranks > its CPUs
+//
+// Its ranks take turns on the CPUs, so a rank descheduled mid-step holds the
+// others in the next all-reduce: exposed comm and stragglers then measure
+// the scheduler, and the shares would blame the network (typically
+// "communication-bound") for what fewer ranks per host fixes. The shares'
+// verdict is kept in Verdict::by_shares and its evidence follows, marked as
+// measured under CPU sharing. A run dir without CPU counts is never called
+// oversubscribed.
 #include <algorithm>
 #include <cmath>
 
@@ -90,9 +103,8 @@ void comm_advice(const Analysis& a, Verdict& v) {
                              "x the fit's prediction: the link is slower than benchmarked (contention, more ranks than cores?)"));
 }
 
-}  // namespace
-
-Verdict classify(const Analysis& a) {
+// What the step's shares say (the table in the Note).
+Verdict classify_by_shares(const Analysis& a) {
   const auto& p = a.phases;
   const double exposed = p[kExposedComm].share, data = p[kData].share, opt = p[kOptimizer].share;
   const double compute = p[kForward].share + p[kBackward].share;
@@ -148,6 +160,56 @@ Verdict classify(const Analysis& a) {
       v.advice.push_back(advice);
   }
   return v;
+}
+
+// A host with more compute threads than CPUs overrides the shares: its
+// ranks take turns on the CPUs, so every figure that measures one rank
+// waiting for another (exposed comm, all-reduce spans, stragglers) is
+// inflated by the scheduler, and no DDP knob fixes that.
+Verdict oversubscribed_verdict(const Analysis& a, const Verdict& shares) {
+  Verdict v;
+  v.kind = "oversubscribed";
+  v.by_shares = shares.kind;
+  for (const auto& h : a.hosts)
+    if (h.oversubscribed()) v.evidence.push_back(h.describe());
+  v.evidence.push_back(str("ranks that share a CPU take turns: a rank descheduled mid-step holds the others in the "
+                           "next all-reduce, so exposed comm (", pct(a.phases[kExposedComm].share),
+                           " of the step), the all-reduce times and the stragglers are inflated by the CPU sharing, "
+                           "not set by the network or a slow rank; forward and backward run slower too"));
+  v.evidence.push_back(str("the shares alone, measured under that sharing, would say ", shares.kind, ": ",
+                           shares.evidence.empty() ? std::string() : shares.evidence.front()));
+  v.evidence.insert(v.evidence.end(), shares.evidence.begin() + (shares.evidence.empty() ? 0 : 1), shares.evidence.end());
+  for (const auto& h : a.hosts) {
+    if (!h.oversubscribed()) continue;
+    int per_rank = 0;  // the fewest compute threads a rank of this host runs
+    for (int t : h.rank_threads) per_rank = per_rank == 0 ? std::max(1, t) : std::min(per_rank, std::max(1, t));
+    const int n = static_cast<int>(h.ranks.size());
+    const std::string cpus = str(h.cpus, h.cpus == 1 ? " CPU" : " CPUs");
+    if (n == 1) {
+      v.advice.push_back(str("fewer compute threads on host ", h.host, ": --threads ", h.cpus, " fits its ", cpus));
+      continue;
+    }
+    const int fit = std::max(1, h.cpus / per_rank);
+    std::string advice = str("fewer ranks on host ", h.host, ": its ", cpus, h.cpus == 1 ? " fits " : " fit ", fit,
+                             fit == 1 ? " rank" : " ranks", " of ", per_rank,
+                             per_rank == 1 ? " compute thread" : " compute threads", " (--nproc ", fit,
+                             " there), or spread the ", n, " ranks over more hosts");
+    if (per_rank > 1 && h.cpus >= n)
+      advice += str("; or fewer compute threads: --threads ", h.cpus / n, " fits ", n, " ranks in its ", cpus);
+    v.advice.push_back(advice);
+  }
+  v.advice.push_back(str("then analyze again: with a CPU per compute thread the exposed comm and the stragglers "
+                         "measure the network and the ranks, and the verdict by the shares (", shares.kind,
+                         " now) can be trusted"));
+  return v;
+}
+
+}  // namespace
+
+Verdict classify(const Analysis& a) {
+  Verdict v = classify_by_shares(a);
+  v.by_shares = v.kind;
+  return oversubscribed(a) ? oversubscribed_verdict(a, v) : v;
 }
 
 }  // namespace mddp::perf

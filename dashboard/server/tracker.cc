@@ -3,9 +3,11 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <set>
 
 #include "coordinator/job_config_json.h"
 #include "core/common/check.h"
+#include "core/perf/host_load.h"
 
 namespace mddp::dashboard {
 
@@ -108,7 +110,12 @@ JobSnapshot Tracker::snapshot(TimePoint now) const {
     if (!w.last.empty()) loss_sum += w.last.back().loss;
   if (!ranks_.empty()) s.loss = loss_sum / static_cast<double>(ranks_.size());
 
-  const std::vector<coordinator::Member> members = job_.rendezvous().members();
+  const std::vector<coordinator::Member> members = job_.members();
+  std::vector<perf::RankPlacement> placement;
+  for (const auto& m : members) placement.push_back({m.rank, m.host, m.threads, m.cpus});
+  std::set<int> oversubscribed;  // ranks on an oversubscribed host
+  for (const auto& host : perf::host_loads(placement))
+    if (host.oversubscribed()) oversubscribed.insert(host.ranks.begin(), host.ranks.end());
   for (const coordinator::RankHealth& h : job_.health().ranks()) {
     RankSnapshot r;
     r.rank = h.rank;
@@ -124,6 +131,9 @@ JobSnapshot Tracker::snapshot(TimePoint now) const {
     if (static_cast<std::size_t>(h.rank) < members.size()) {
       r.device = members[h.rank].device.empty() ? config_.device : members[h.rank].device;
       r.pid = members[h.rank].pid;
+      r.threads = members[h.rank].threads;
+      r.cpus = members[h.rank].cpus;
+      r.oversubscribed = oversubscribed.count(h.rank) > 0;
     }
     if (auto it = ranks_.find(h.rank); it != ranks_.end()) {
       const RankWindow& w = it->second;

@@ -35,6 +35,9 @@ struct RankSnapshot {
   int rank = 0;
   std::string host, device, state, phase, message;
   int64_t pid = 0, step = 0;
+  int threads = 0, cpus = 0;  // as the rank reported them; 0: not (yet) reported
+  // Its host runs more compute threads than it has CPUs (core/perf/host_load.h).
+  bool oversubscribed = false;
   double heartbeat_age_ms = 0;
   std::optional<double> clock_offset_ms;               // none until a record carried one
   std::array<double, kPhases.size()> phase_mean_ms{};  // over the last kPhaseWindow steps

@@ -52,6 +52,17 @@ function renderFailure(job, ranks) {
   document.getElementById('failure-text').textContent = lines.join('\n') || 'No message from the coordinator.';
 }
 
+// "threads / CPUs" of a rank: its compute threads and the CPUs its process
+// may use, as the worker reported them (– until it has); flagged when its
+// host runs more compute threads than it has CPUs (API.md, oversubscribed).
+function coresCell(k) {
+  const text = `${k.threads ?? '–'} / ${k.cpus ?? '–'}`;
+  if (!k.oversubscribed) return el('td', { class: 'num cores', text });
+  return el('td', { class: 'num cores over', 'data-over': 'true', text: `${text} ⚠`,
+    title: `host ${k.host} runs more compute threads than it has CPUs: its ranks take turns on them, `
+      + 'which inflates exposed comm and stragglers' });
+}
+
 export function renderRanks(tbody, ranks, heartbeatHintMs) {
   const rows = (ranks || []).map((k) => {
     const age = k.heartbeat_age_ms;
@@ -59,7 +70,8 @@ export function renderRanks(tbody, ranks, heartbeatHintMs) {
     return el('tr', { 'data-rank': String(k.rank), 'data-state': k.state },
       el('td', { class: 'num', text: String(k.rank) }),
       el('td', { text: k.host ?? '' }),
-      el('td', { text: k.device ?? '' }),
+      el('td', { class: 'device', text: k.device ?? '' }),
+      coresCell(k),
       el('td', { class: 'num', text: k.pid ? String(k.pid) : '' }),
       el('td', {}, el('span', { class: 'state', 'data-state': k.state, text: k.state })),
       el('td', { text: PHASE_LABEL[k.phase] ?? k.phase ?? '' }),
@@ -67,7 +79,7 @@ export function renderRanks(tbody, ranks, heartbeatHintMs) {
       el('td', { class: `num${stale ? ' stale' : ''}`, text: Number.isFinite(age) ? ms(age) : '–' }),
       el('td', { class: 'msg', text: k.message ?? '' }));
   });
-  if (!rows.length) rows.push(el('tr', {}, el('td', { colspan: '9', class: 'empty', text: 'No ranks have joined yet.' })));
+  if (!rows.length) rows.push(el('tr', {}, el('td', { colspan: '10', class: 'empty', text: 'No ranks have joined yet.' })));
   tbody.replaceChildren(...rows);
 }
 

@@ -67,13 +67,16 @@ case "$SCENARIO" in
     for s in "2 ranks" "exposed comm" "total comm" "overlap" "busbw GB/s" "predicted total comm" "fit: " "report: "; do
       expect_in "$s" "$WORK/out"
     done
-    grep -Eq "^verdict: (compute|communication|memory|input)-bound" "$WORK/out" || { cat "$WORK/out"; fail "no verdict"; }
+    grep -Eq "^verdict: ((compute|communication|memory|input)-bound|oversubscribed)" "$WORK/out" || { cat "$WORK/out"; fail "no verdict"; }
+    # The workers reported their threads and CPUs (job.json), so the host is judged.
+    expect_in "compute threads vs the CPUs" "$WORK/out"
     expect_in "uPlot" "$WORK/run/report.html"
     expect_in 'id="data"' "$WORK/run/report.html"
     grep -q "<script src=\|<link " "$WORK/run/report.html" && fail "the report loads something from outside"
     "$BIN" analyze "$WORK/run" --json --no-report --fit "$WORK/fits.json" >"$WORK/a.json" 2>"$WORK/err" \
       || { cat "$WORK/err"; fail "analyze --json failed"; }
-    for s in '"verdict"' '"kind": "' '"world_size": 2' '"allreduces"' '"predicted_ms": [0-9]' '"stragglers"'; do
+    for s in '"verdict"' '"kind": "' '"world_size": 2' '"allreduces"' '"predicted_ms": [0-9]' '"stragglers"' \
+             '"oversubscribed": \(true\|false\)' '"by_shares": "'; do
       grep -q -- "$s" "$WORK/a.json" || { head -c 3000 "$WORK/a.json"; fail "no $s in the JSON"; }
     done
     "$BIN" analyze "$WORK/run" --no-report --report "$WORK/r.html" --fit "$WORK/fits.json" >/dev/null 2>&1

@@ -46,6 +46,31 @@ TEST_F(DashboardTest, ServesThePageAndTheJob) {
   EXPECT_EQ(ranks[1]["state"], "running");
 }
 
+// Each rank's device, threads and CPUs as its worker reported them in a
+// heartbeat; before that the device it joined with and nulls. A host whose
+// ranks run more compute threads than it has CPUs is flagged on its ranks.
+TEST_F(DashboardTest, RanksCarryWhatEachWorkerRunsOn) {
+  json ranks = json::parse(request(port(), "/api/ranks").body());
+  ASSERT_EQ(ranks.size(), 2u);
+  EXPECT_EQ(ranks[1]["device"], "cpu");
+  EXPECT_TRUE(ranks[1]["threads"].is_null());
+  EXPECT_TRUE(ranks[1]["cpus"].is_null());
+  EXPECT_EQ(ranks[1]["oversubscribed"], false);
+  const auto now = coordinator::Clock::now();
+  ASSERT_TRUE(
+      job_.heartbeat(sessions_[1], {}, now, coordinator::Resources{"cuda:1", 2, 16}).outcome.ok());
+  ASSERT_TRUE(
+      job_.heartbeat(sessions_[0], {}, now, coordinator::Resources{"cpu", 4, 2}).outcome.ok());
+  ranks = json::parse(request(port(), "/api/ranks").body());
+  EXPECT_EQ(ranks[1]["device"], "cuda:1");
+  EXPECT_EQ(ranks[1]["threads"], 2);
+  EXPECT_EQ(ranks[1]["cpus"], 16);
+  EXPECT_EQ(ranks[1]["oversubscribed"], false);
+  EXPECT_EQ(ranks[0]["threads"], 4);
+  EXPECT_EQ(ranks[0]["cpus"], 2);
+  EXPECT_EQ(ranks[0]["oversubscribed"], true);  // host0: 4 compute threads on 2 CPUs
+}
+
 TEST_F(DashboardTest, JobCarriesTheFitOfItsLink) {
   EXPECT_TRUE(json::parse(request(port(), "/api/job").body())["fit"].is_null());
   // The two ranks are on two hosts, so transport auto means tcp; algorithm auto means ring.

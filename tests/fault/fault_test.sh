@@ -219,6 +219,41 @@ case "$SCENARIO" in
     expect_in "interrupted (SIGINT)" "$WORK/run.out"
     ;;
 
+  resources)
+    # What each worker runs on reaches the coordinator's members in job.json:
+    # the device it resolved, its compute threads (the job's --threads 2) and
+    # the CPUs its process may use (rank 0 is pinned to one CPU by taskset).
+    # A host with more compute threads than CPUs gets the coordinator's warning.
+    start_coordinator 2 "${JOB[@]}" "${HB[@]}" --threads 2 --steps 10000000 --run-dir "$WORK/run"
+    RANK=0 taskset -c 0 "$BIN" worker --coordinator "$ADDR" >"$WORK/w0.out" 2>&1 &
+    PIDS+=("$!")
+    RANK=1 "$BIN" worker --coordinator "$ADDR" >"$WORK/w1.out" 2>&1 &
+    PIDS+=("$!")
+    reported() {  # every member of job.json has its CPU count
+      [[ -s "$WORK/run/job.json" ]] && /usr/bin/python3 -c '
+import json, sys
+m = json.load(open(sys.argv[1]))["members"]
+sys.exit(0 if len(m) == 2 and all(x["cpus"] is not None for x in m) else 1)' "$WORK/run/job.json"
+    }
+    WAIT_S=60 wait_for reported || fail "job.json's members never got their CPU counts"
+    MAXC=$(/usr/bin/python3 - "$WORK/run/job.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))["members"]
+assert [x["rank"] for x in m] == [0, 1], m
+for x in m:
+    assert x["device"] == "cpu" and x["threads"] == 2 and x["cpus"] >= 1 and x["pid"] > 0, x
+assert m[0]["cpus"] == 1, f"rank 0 runs under taskset -c 0 but reports {m[0]['cpus']} CPUs"
+print(max(x["cpus"] for x in m))
+PY
+) || fail "job.json's members: $(cat "$WORK/run/job.json")"
+    echo "job.json members: threads 2 each, CPUs 1 (pinned) and $MAXC"
+    expect_in "running on cpu with 2 compute threads; this process may use 1 CPU" "$WORK/w0.out"
+    if (( 4 > MAXC )); then
+      WAIT_S=10 wait_for grep -Eq "4 threads on $MAXC CPUs?, [0-9.]+x oversubscribed" "$WORK/coordinator.out" \
+        || fail "no oversubscription warning for 4 compute threads on $MAXC CPUs"
+    fi
+    ;;
+
   *) fail "unknown scenario $SCENARIO" ;;
 esac
 echo "PASS: $SCENARIO"

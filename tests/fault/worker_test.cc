@@ -3,9 +3,12 @@
 // heartbeat's verdicts, the metrics streamer's re-sends, the data address.
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <future>
 #include <mutex>
 #include <set>
@@ -18,6 +21,7 @@
 #include "core/comm/transport/connect.h"
 #include "proto/microddp.grpc.pb.h"
 #include "worker/coordinator_client.h"
+#include "worker/cpus.h"
 #include "worker/data_address.h"
 #include "worker/heartbeat.h"
 #include "worker/metrics_streamer.h"
@@ -176,6 +180,58 @@ TEST(Heartbeat, EstimatesTheOffsetToTheCoordinatorsClock) {
   const int64_t error_ns = now_ns() + hb.clock_offset_ns() - unix_now();
   EXPECT_LT(std::abs(error_ns), 50'000'000) << "offset off by " << error_ns << " ns";
   hb.stop();
+}
+
+// What the rank runs on travels in its heartbeats (over real gRPC) into
+// the coordinator's member: the device it resolved, its threads, its CPUs.
+// The first beat that carries them goes at once, not an interval later (a
+// short job may be over by then).
+TEST(Heartbeat, CarriesTheResourcesIntoTheCoordinatorsMembers) {
+  Coordinator c(options(1, 3000ms, 10000ms));
+  CoordinatorClient client(client_options(c.address()));
+  client.join({"testhost", "127.0.0.1", "", -1, 20s});  // device "": the job's
+  ProgressBoard board;
+  Heartbeat hb(client, board, {3000ms, 10000ms});
+  hb.start();
+  std::this_thread::sleep_for(200ms);  // the first beat went without them
+  EXPECT_EQ(c.job().members().at(0).cpus, 0);
+  hb.set_resources({"cuda:3", 4, 12});
+  const auto deadline = std::chrono::steady_clock::now() + 1500ms;  // half the interval
+  while (c.job().members().at(0).cpus == 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(10ms);
+  const coordinator::Member m = c.job().members().at(0);
+  EXPECT_EQ(m.device, "cuda:3");
+  EXPECT_EQ(m.threads, 4);
+  EXPECT_EQ(m.cpus, 12);
+  EXPECT_EQ(m.host, "testhost");
+  hb.stop();
+}
+
+TEST(UsableCpus, ReadsTheCgroupQuotaAndTheAffinityMask) {
+  EXPECT_EQ(cpus_of_cpu_max("200000 100000\n"), 2);
+  EXPECT_EQ(cpus_of_cpu_max("150000 100000"), 2);  // 1.5 CPUs of time: two threads can run
+  EXPECT_EQ(cpus_of_cpu_max("50000 100000"), 1);
+  EXPECT_EQ(cpus_of_cpu_max("max 100000\n"), 0);
+  EXPECT_EQ(cpus_of_cpu_max(""), 0);
+  EXPECT_EQ(cpus_of_cpu_max("lots"), 0);
+  // The tightest limit on the way up from the process' cgroup counts.
+  const auto root =
+      std::filesystem::temp_directory_path() / ("mddp-cgroup-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(root);
+  std::filesystem::create_directories(root / "slice" / "job");
+  EXPECT_EQ(cgroup_cpu_limit(root, root / "slice" / "job"), 0);  // no cpu.max anywhere
+  std::ofstream(root / "slice" / "cpu.max") << "300000 100000\n";
+  std::ofstream(root / "slice" / "job" / "cpu.max") << "max 100000\n";
+  EXPECT_EQ(cgroup_cpu_limit(root, root / "slice" / "job"), 3);
+  std::ofstream(root / "cpu.max") << "100000 100000\n";
+  EXPECT_EQ(cgroup_cpu_limit(root, root / "slice" / "job"), 1);
+  std::filesystem::remove_all(root);
+  // This process: at least one, at most what the affinity mask allows.
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  ASSERT_EQ(sched_getaffinity(0, sizeof set, &set), 0);
+  EXPECT_GE(usable_cpus(), 1);
+  EXPECT_LE(usable_cpus(), CPU_COUNT(&set));
 }
 
 // A coordinator that only answers heartbeats: RUNNING, until it vanishes

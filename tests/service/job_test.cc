@@ -2,9 +2,13 @@
 #include "coordinator/job.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <filesystem>
+#include <fstream>
 #include <future>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <thread>
 
@@ -237,6 +241,59 @@ TEST(Job, RejectsContradictoryHeartbeatSettings) {
   JobOptions o = options(2);
   o.heartbeat_timeout = 150ms;
   EXPECT_THROW(Job{o}, InputError);
+}
+
+// What a rank reports it runs on (in its heartbeats, once it resolved the
+// job's config) replaces what it asked for at join, in members() and in
+// job.json, which the next tick rewrites.
+TEST(Job, ReportedResourcesReachTheMembersAndJobJson) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("mddp-job-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  JobOptions o = options(2);
+  o.config_json = R"({"batch": 8, "device": "cuda", "threads": 2})";
+  o.run_dir = dir;
+  Job job(o);
+  const TimePoint t0 = Clock::now();
+  auto s = form(job, 2, t0);
+  const auto read_members = [&] {
+    std::ifstream in(dir / "job.json");
+    return nlohmann::json::parse(in).at("members");
+  };
+  // Formed: no report yet, so the job's device and unknown counts.
+  nlohmann::json m = read_members();
+  ASSERT_EQ(m.size(), 2u);
+  EXPECT_EQ(m[1]["device"], "cuda");
+  EXPECT_TRUE(m[1]["threads"].is_null());
+  EXPECT_TRUE(m[1]["cpus"].is_null());
+
+  EXPECT_TRUE(job.heartbeat(s[1], Progress{}, t0 + 10ms, Resources{"cuda:1", 2, 16}).outcome.ok());
+  const std::vector<Member> members = job.members();
+  EXPECT_EQ(members[1].device, "cuda:1");
+  EXPECT_EQ(members[1].threads, 2);
+  EXPECT_EQ(members[1].cpus, 16);
+  EXPECT_EQ(members[0].threads, 0);  // rank 0 has not reported
+  job.tick(t0 + 20ms);
+  m = read_members();
+  EXPECT_EQ(m[1]["device"], "cuda:1");
+  EXPECT_EQ(m[1]["threads"], 2);
+  EXPECT_EQ(m[1]["cpus"], 16);
+  EXPECT_EQ(m[1]["host"], "host1");
+  EXPECT_EQ(m[1]["pid"], 1001);
+  EXPECT_EQ(m[0]["device"], "cuda");
+  EXPECT_TRUE(m[0]["cpus"].is_null());
+  EXPECT_FALSE(std::filesystem::exists(dir / "job.json.tmp"));
+
+  // An empty or overlong device and non-positive counts change nothing;
+  // nor does a forged session.
+  EXPECT_TRUE(job.heartbeat(s[1], Progress{}, t0 + 30ms, Resources{std::string(100, 'x'), 0, -1})
+                  .outcome.ok());
+  EXPECT_EQ(job.heartbeat("forged", Progress{}, t0 + 30ms, Resources{"cpu", 1, 1}).outcome.code,
+            Code::kUnauthenticated);
+  EXPECT_EQ(job.members()[1].device, "cuda:1");
+  EXPECT_EQ(job.members()[1].cpus, 16);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

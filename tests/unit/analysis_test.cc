@@ -90,7 +90,7 @@ std::vector<StepMetrics> make_log(const Plan& p) {
 }
 
 Analysis analyze_plan(const Plan& p, AnalyzeOptions o = {}) {
-  RunLog run{"synthetic", make_log(p), {}};
+  RunLog run{"synthetic", make_log(p), {}, {}};
   run.config.world_size = p.world;
   run.config.transport = "shm";
   run.config.algorithm = "ring";
@@ -285,7 +285,7 @@ TEST(Analysis, AutoAlgorithmIsResolvedBySize) {
 
 TEST(Analysis, IncompleteStepsAreLeftOutWithANote) {
   Plan p;
-  RunLog run{"synthetic", make_log(p), {}};
+  RunLog run{"synthetic", make_log(p), {}, {}};
   run.config.world_size = p.world;
   run.records.pop_back();  // the last step lacks rank 3
   const Analysis a = analyze(run, {});
@@ -373,6 +373,131 @@ TEST(Analysis, LoadRunReadsTheLogAndJobJson) {
   std::ofstream(dir / "job.json") << "{oops";
   EXPECT_THROW(load_run(dir), InputError);
   std::filesystem::remove_all(dir);
+}
+
+TEST(HostLoad, SumsThreadsPerHostAndTakesTheLargestCpuCount) {
+  const auto hosts = host_loads({{3, "b", 2, 8}, {0, "a", 1, 2}, {2, "a", 1, 2}, {1, "b", 0, 4}, {4, "a", 1, 2}});
+  ASSERT_EQ(hosts.size(), 2u);
+  EXPECT_EQ(hosts[0].host, "a");  // the host of rank 0 first
+  EXPECT_EQ(hosts[0].ranks, (std::vector<int>{0, 2, 4}));
+  EXPECT_EQ(hosts[0].threads, 3);
+  EXPECT_EQ(hosts[0].cpus, 2);
+  EXPECT_TRUE(hosts[0].oversubscribed());
+  EXPECT_EQ(hosts[0].describe(), "host a: 3 ranks (0, 2, 4) x 1 compute thread = 3 threads on 2 CPUs, 1.5x oversubscribed");
+  // Rank 1 did not report its threads: it counts as one.
+  EXPECT_EQ(hosts[1].threads, 3);
+  EXPECT_EQ(hosts[1].cpus, 8);
+  EXPECT_FALSE(hosts[1].oversubscribed());
+  EXPECT_NE(hosts[1].describe().find("counts as 1"), std::string::npos) << hosts[1].describe();
+  // No CPU count: never oversubscribed, however many ranks.
+  const auto unknown = host_loads({{0, "a", 4, 0}, {1, "a", 4, 0}});
+  ASSERT_EQ(unknown.size(), 1u);
+  EXPECT_FALSE(unknown[0].cpus_known());
+  EXPECT_FALSE(unknown[0].oversubscribed());
+  EXPECT_EQ(rank_list({0, 1, 2, 3, 5, 7, 8}), "0-3, 5, 7, 8");
+}
+
+// A run directory as the coordinator leaves it: metrics.jsonl of `p` and a
+// job.json whose members are all on host "a", with `members_extra` added to
+// each member object (the CPU fields, or none as an older microddp wrote).
+std::filesystem::path write_run_dir(const std::string& name, const Plan& p, const std::string& members_extra) {
+  const auto dir = temp_dir(name);
+  std::ofstream out(dir / "metrics.jsonl");
+  for (const auto& m : make_log(p)) out << m.to_json().dump() << "\n";
+  std::string members;
+  for (int r = 0; r < p.world; ++r)
+    members += str(r ? ", " : "", R"({"rank": )", r, R"(, "host": "a", "device": "cpu", "pid": )", 100 + r,
+                   members_extra, "}");
+  std::ofstream(dir / "job.json") << str(R"({"world_size": )", p.world,
+                                         R"(, "config": {"batch": 128, "dist": {"ddp": "bucketed", "transport": "auto",
+                                         "algorithm": "ring", "compress": "none"}}, "members": [)", members, "]}");
+  return dir;
+}
+
+// 4 ranks x 1 thread on one host, exposed comm ~50 % of the step: the shares
+// alone say communication-bound.
+Plan four_ranks_waiting() {
+  Plan p;
+  p.transfer_ms = 6;
+  return p;
+}
+
+TEST(Analysis, FourRanksOnTwoCpusAreOversubscribed) {
+  const auto dir = write_run_dir("oversubscribed", four_ranks_waiting(), R"(, "threads": 1, "cpus": 2)");
+  const Analysis a = analyze(load_run(dir), {});
+  ASSERT_EQ(a.hosts.size(), 1u);
+  EXPECT_EQ(a.hosts[0].threads, 4);
+  EXPECT_EQ(a.hosts[0].cpus, 2);
+  EXPECT_TRUE(oversubscribed(a));
+  EXPECT_EQ(a.verdict.kind, "oversubscribed") << joined(a.verdict.evidence);
+  EXPECT_EQ(a.verdict.by_shares, "communication-bound");
+  const std::string evidence = joined(a.verdict.evidence);
+  EXPECT_NE(evidence.find("host a: 4 ranks (0-3) x 1 compute thread = 4 threads on 2 CPUs, 2x oversubscribed"),
+            std::string::npos) << evidence;
+  EXPECT_NE(evidence.find("inflated by the CPU sharing"), std::string::npos) << evidence;
+  EXPECT_NE(evidence.find("would say communication-bound"), std::string::npos) << evidence;
+  // The advice is about the CPUs, not the network.
+  const std::string advice = joined(a.verdict.advice);
+  EXPECT_NE(advice.find("its 2 CPUs fit 2 ranks of 1 compute thread (--nproc 2 there)"), std::string::npos) << advice;
+  EXPECT_EQ(advice.find("--compress"), std::string::npos) << advice;
+  const auto j = to_json(a);
+  EXPECT_EQ(j["oversubscribed"], true);
+  EXPECT_EQ(j["verdict"]["kind"], "oversubscribed");
+  EXPECT_EQ(j["verdict"]["by_shares"], "communication-bound");
+  ASSERT_EQ(j["hosts"].size(), 1u);
+  EXPECT_EQ(j["hosts"][0]["host"], "a");
+  EXPECT_EQ(j["hosts"][0]["threads"], 4);
+  EXPECT_EQ(j["hosts"][0]["cpus"], 2);
+  EXPECT_EQ(j["hosts"][0]["oversubscribed"], true);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Analysis, ManyThreadsPerRankAreAdvisedFewerThreads) {
+  Plan p = four_ranks_waiting();
+  p.world = 2;
+  const auto dir = write_run_dir("threads", p, R"(, "threads": 4, "cpus": 4)");
+  const Analysis a = analyze(load_run(dir), {});
+  EXPECT_EQ(a.verdict.kind, "oversubscribed");
+  EXPECT_NE(joined(a.verdict.advice).find("--threads 2 fits 2 ranks in its 4 CPUs"), std::string::npos)
+      << joined(a.verdict.advice);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Analysis, TheSameLogOnEightCpusIsNotOversubscribed) {
+  const auto dir = write_run_dir("enough-cpus", four_ranks_waiting(), R"(, "threads": 1, "cpus": 8)");
+  const Analysis a = analyze(load_run(dir), {});
+  ASSERT_EQ(a.hosts.size(), 1u);
+  EXPECT_FALSE(a.hosts[0].oversubscribed());
+  EXPECT_FALSE(oversubscribed(a));
+  EXPECT_EQ(a.verdict.kind, "communication-bound") << joined(a.verdict.evidence);
+  EXPECT_EQ(a.verdict.by_shares, "communication-bound");
+  EXPECT_EQ(joined(a.verdict.evidence).find("oversubscribed"), std::string::npos);
+  const auto j = to_json(a);
+  EXPECT_EQ(j["oversubscribed"], false);
+  EXPECT_EQ(j["hosts"][0]["oversubscribed"], false);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Analysis, ARunDirWithoutCpuCountsMakesNoOversubscriptionClaim) {
+  // job.json as an older microddp wrote it: no threads, no cpus.
+  const auto dir = write_run_dir("old-job-json", four_ranks_waiting(), "");
+  const Analysis a = analyze(load_run(dir), {});
+  EXPECT_FALSE(oversubscribed(a));
+  EXPECT_EQ(a.verdict.kind, "communication-bound");
+  EXPECT_NE(joined(a.notes).find("oversubscription"), std::string::npos) << joined(a.notes);
+  const auto j = to_json(a);
+  EXPECT_TRUE(j["oversubscribed"].is_null());
+  EXPECT_TRUE(j["hosts"][0]["cpus"].is_null());
+  // Nulls (what the coordinator writes before a rank reported) read the same.
+  std::filesystem::remove_all(dir);
+  const auto nulls = write_run_dir("null-cpus", four_ranks_waiting(), R"(, "threads": null, "cpus": null)");
+  EXPECT_FALSE(oversubscribed(analyze(load_run(nulls), {})));
+  std::filesystem::remove_all(nulls);
+  // And no job.json at all: no hosts.
+  const Analysis bare = analyze_plan(four_ranks_waiting());
+  EXPECT_TRUE(bare.hosts.empty());
+  EXPECT_TRUE(to_json(bare)["oversubscribed"].is_null());
+  EXPECT_EQ(bare.verdict.kind, "communication-bound");
 }
 
 }  // namespace

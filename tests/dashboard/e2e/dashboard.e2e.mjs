@@ -141,6 +141,16 @@ async function main() {
   const ranksShown = await page.locator('#ranks tbody tr[data-rank]').evaluateAll((rows) => rows.map((r) => r.dataset.rank));
   if (ranksShown[0] !== '0' || ranksShown[1] !== '1') fail(`rank table shows ranks ${ranksShown.join(',')}`);
   log(`rank table: ranks ${ranksShown.slice(0, 4).join(', ')}${nranks > 4 ? ', …' : ''}`);
+  // Each rank's device and "threads / CPUs" as its worker reported them (in
+  // a heartbeat after the join); the mock's last host is oversubscribed.
+  const cells = await waitFor('the rank table to show rank 0\'s device and threads / CPUs', async () => {
+    const c = await page.locator('#ranks tbody tr[data-rank="0"]').evaluate((row) => ({
+      device: row.querySelector('td.device')?.textContent, cores: row.querySelector('td.cores')?.textContent }));
+    return c.device === 'cpu' && /^1 \/ [1-9]\d*/.test(c.cores ?? '') ? c : null;
+  });
+  log(`rank table: rank 0 on ${cells.device}, threads / CPUs ${cells.cores}`);
+  if (MOCK && (await page.locator('#ranks td.cores[data-over]').count()) !== 8)
+    fail('the rank table does not flag the 8 ranks of the mock\'s oversubscribed host');
 
   // Loss chart: points now, more a little later.
   const points = () => page.locator('#chart-loss').evaluate((e) => Number(e.dataset.points));

@@ -73,7 +73,10 @@ function job() {
 
 function ranks() {
   return Array.from({ length: N }, (_, r) => ({
-    rank: r, host: `host-${Math.floor(r / 8)}`, device: 'cpu', pid: 40000 + r,
+    // 8 ranks a host with 8 CPUs each, but the last host has 4: oversubscribed.
+    rank: r, host: `host-${Math.floor(r / 8)}`, device: 'cpu', pid: 40000 + r, threads: 1,
+    cpus: Math.floor(r / 8) === Math.floor((N - 1) / 8) && N > 8 ? 4 : 8,
+    oversubscribed: Math.floor(r / 8) === Math.floor((N - 1) / 8) && N > 8,
     state: r === failedRank ? 'failed' : state === 'succeeded' ? 'done' : state === 'failed' ? 'running' : 'running',
     phase: ['forward', 'backward', 'optimizer'][(step + r) % 3], step: step - (r % 2),
     heartbeat_age_ms: r === failedRank ? 4200 : 40 + ((r * 37) % 200), clock_offset_ms: 0,
