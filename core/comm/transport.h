@@ -24,18 +24,33 @@ class Transport {
 
   // Blocks until `bytes` from `data` are handed to the peer (buffer reusable).
   // Throws TimeoutError / PeerError / AbortedError naming the peer.
-  virtual void send(int peer, const void* data, std::size_t bytes, Deadline deadline) = 0;
+  void send(int peer, const void* data, std::size_t bytes, Deadline deadline) {
+    send_recv(peer, data, bytes, kNoPeer, nullptr, 0, deadline);
+  }
   // Blocks until exactly `bytes` from `peer` are in `data`.
-  virtual void recv(int peer, void* data, std::size_t bytes, Deadline deadline) = 0;
+  void recv(int peer, void* data, std::size_t bytes, Deadline deadline) {
+    send_recv(kNoPeer, nullptr, 0, peer, data, bytes, deadline);
+  }
   // Sends to one peer while receiving from another (or the same) peer, both
   // in flight at once: the step of every ring, which would deadlock as two
-  // blocking calls when both neighbours send large messages.
+  // blocking calls when both neighbours send large messages. A peer of
+  // kNoPeer leaves that side out: send() and recv() are this call, one-sided.
   virtual void send_recv(int send_peer, const void* send_data, std::size_t send_bytes, int recv_peer,
                          void* recv_data, std::size_t recv_bytes, Deadline deadline) = 0;
+  static constexpr int kNoPeer = -1;
 
   // Thread-safe, callable from any thread: every blocked and future call
   // throws AbortedError carrying `reason`. Idempotent.
   virtual void abort(const std::string& reason) = 0;
+
+ protected:
+  // The checks every implementation makes on each side of a send_recv():
+  // `peer` is another rank of this world, and a non-empty message has a buffer.
+  void check_message(int peer, const void* data, std::size_t bytes) const {
+    MDDP_CHECK(peer >= 0 && peer < size() && peer != rank(), "rank ", rank(), " cannot talk to rank ", peer,
+               " (world size ", size(), ")");
+    MDDP_CHECK(bytes == 0 || data != nullptr, "null buffer for ", bytes, " bytes");
+  }
 };
 
 }  // namespace mddp::comm

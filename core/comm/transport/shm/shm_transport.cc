@@ -21,11 +21,11 @@
 // 64 MiB message needs no 64 MiB of shared memory and the receiver starts
 // copying out while the sender is still copying in.
 //
-// Frames. As on TCP each message is a 16-byte header (u32 magic "MDDF",
-// u32 sequence, u64 length) followed by the payload, written into the ring
-// as one byte stream; the receiver checks the header against what it expects
-// before it copies a payload byte, and a mismatch is a PeerError naming both
-// lengths. Payload is copied straight from the sender's buffer into the ring
+// Frames. As on TCP each message is a 16-byte header (transport/frame.h: u32
+// magic "MDDF", u32 sequence, u64 length) followed by the payload, written
+// into the ring as one byte stream; the receiver checks the header against
+// what it expects before it copies a payload byte, and a mismatch is a
+// PeerError naming both lengths. Payload is copied straight from the sender's buffer into the ring
 // and from the ring into the receiver's buffer: two copies, no staging.
 //
 // Single copy. Two copies through a ring cost twice the memory traffic, the
@@ -68,6 +68,8 @@
 #include <fstream>
 #include <random>
 
+#include "core/comm/transport/frame.h"
+
 namespace mddp::comm {
 
 namespace {
@@ -75,9 +77,9 @@ using namespace std::chrono_literals;
 using shm::RingHeader;
 using shm::SegmentHeader;
 
-constexpr uint32_t kFrameMagic = 0x4644444d;   // bytes 'M' 'D' 'D' 'F': payload in the ring
-constexpr uint32_t kDirectMagic = 0x4344444d;  // bytes 'M' 'D' 'D' 'C': payload read from the sender
-constexpr std::size_t kHeaderBytes = 16, kDirectHeaderBytes = 32;
+constexpr uint32_t kFrameMagic = frame::kMagic;  // bytes 'M' 'D' 'D' 'F': payload in the ring
+constexpr uint32_t kDirectMagic = 0x4344444d;    // bytes 'M' 'D' 'D' 'C': payload read from the sender
+constexpr std::size_t kHeaderBytes = frame::kHeaderBytes, kDirectHeaderBytes = 32;
 constexpr std::size_t kChunk = 256 << 10;
 constexpr std::size_t kDirectChunk = 4 << 20;
 constexpr uint64_t kProbeValue = 0x626f7270706464dull;
@@ -126,15 +128,6 @@ void copy_out(const uint8_t* ring, uint64_t cap, uint64_t pos, uint8_t* dst, std
   std::size_t off = pos & (cap - 1), first = std::min<std::size_t>(n, cap - off);
   std::memcpy(dst, ring + off, first);
   std::memcpy(dst + first, ring, n - first);
-}
-
-uint64_t load_le(const uint8_t* p, int bytes) {
-  uint64_t v = 0;
-  for (int i = 0; i < bytes; ++i) v |= static_cast<uint64_t>(p[i]) << (8 * i);
-  return v;
-}
-void store_le(uint8_t* p, uint64_t v, int bytes) {
-  for (int i = 0; i < bytes; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
 }
 
 // Whether this process may read `pid`'s memory: it reads the probe word there.
@@ -292,22 +285,12 @@ void ShmTransport::abort(const std::string& reason) {
   if (size_ > 1) ring_doorbell(segments_[static_cast<std::size_t>(rank_)].header());
 }
 
-void ShmTransport::send(int peer, const void* data, std::size_t bytes, Deadline deadline) {
-  send_recv(peer, data, bytes, -1, nullptr, 0, deadline);
-}
-
-void ShmTransport::recv(int peer, void* data, std::size_t bytes, Deadline deadline) {
-  send_recv(-1, nullptr, 0, peer, data, bytes, deadline);
-}
-
 void ShmTransport::send_recv(int send_peer, const void* send_data, std::size_t send_bytes, int recv_peer,
                              void* recv_data, std::size_t recv_bytes, Deadline deadline) {
   Op ops[2];
   int count = 0;
   auto add = [&](int peer, bool sending, const void* data, std::size_t bytes) {
-    MDDP_CHECK(peer >= 0 && peer < size_ && peer != rank_, "rank ", rank_, " cannot talk to rank ", peer,
-               " (world size ", size_, ")");
-    MDDP_CHECK(bytes == 0 || data != nullptr, "null buffer for ", bytes, " bytes");
+    check_message(peer, data, bytes);
     Op& op = ops[count++];
     op.ch = (sending ? out_ : in_)[static_cast<std::size_t>(peer)].get();
     op.sending = sending;
@@ -316,14 +299,12 @@ void ShmTransport::send_recv(int send_peer, const void* send_data, std::size_t s
     if (sending) {
       op.direct = op.ch->direct && bytes >= options_.single_copy_min_bytes;
       op.header_bytes = op.direct ? kDirectHeaderBytes : kHeaderBytes;
-      store_le(op.header, op.direct ? kDirectMagic : kFrameMagic, 4);
-      store_le(op.header + 4, op.ch->seq, 4);
-      store_le(op.header + 8, bytes, 8);
-      store_le(op.header + 16, reinterpret_cast<uint64_t>(data), 8);
+      frame::encode(op.header, {op.direct ? kDirectMagic : kFrameMagic, op.ch->seq, bytes});
+      frame::store_le(op.header + 16, reinterpret_cast<uint64_t>(data), 8);
     }
   };
-  if (send_peer != -1) add(send_peer, true, send_data, send_bytes);  // -1: recv() alone
-  if (recv_peer != -1) add(recv_peer, false, recv_data, recv_bytes);  // -1: send() alone
+  if (send_peer != kNoPeer) add(send_peer, true, send_data, send_bytes);  // else recv() alone
+  if (recv_peer != kNoPeer) add(recv_peer, false, recv_data, recv_bytes);  // else send() alone
   run(ops, count, deadline);
 }
 
@@ -385,19 +366,14 @@ bool ShmTransport::advance_recv(Op& op) {
       c.pos += h;
       op.header_done += h;
       if (h > 0 && op.header_done == kHeaderBytes) {  // the common part: check before anything else
-        uint32_t magic = static_cast<uint32_t>(load_le(op.header, 4));
-        uint32_t seq = static_cast<uint32_t>(load_le(op.header + 4, 4));
-        uint64_t length = load_le(op.header + 8, 8);
-        if (magic != kFrameMagic && magic != kDirectMagic)
-          fail(c, str("corrupt frame header (bad magic 0x", std::hex, magic, ")"));
-        if (seq != c.seq) fail(c, str("rank ", c.peer, " sent frame #", seq, " where #", c.seq, " was expected"));
-        if (length != op.bytes)
-          fail(c, str("rank ", c.peer, " sent a message of ", length, " bytes but rank ", rank_, " expected ",
-                      op.bytes, " bytes: the ranks are running different collectives or sizes"));
-        op.direct = magic == kDirectMagic;
+        const frame::Header f = frame::decode(op.header);
+        const std::string wrong = frame::mismatch(f, f.magic == kFrameMagic || f.magic == kDirectMagic, c.peer,
+                                                  rank_, c.seq, op.bytes);
+        if (!wrong.empty()) fail(c, wrong);
+        op.direct = f.magic == kDirectMagic;
         op.header_bytes = op.direct ? kDirectHeaderBytes : kHeaderBytes;
       }
-      if (op.direct && op.header_done == op.header_bytes) op.remote = load_le(op.header + 16, 8);
+      if (op.direct && op.header_done == op.header_bytes) op.remote = frame::load_le(op.header + 16, 8);
       std::size_t n = 0;
       if (op.header_done == op.header_bytes && !op.direct)
         n = std::min(std::min<std::size_t>(avail - h, op.bytes - op.done), kChunk);

@@ -1,7 +1,7 @@
 // The TCP data plane.
 //
 // Wire format. After the handshake (tcp/handshake.h) each connection carries
-// frames in both directions, one per send():
+// frames in both directions, one per send() (transport/frame.h, as on shm):
 //
 //   u32 magic "MDDF" | u32 sequence | u64 length | length bytes of payload
 //
@@ -36,25 +36,12 @@
 #include <cerrno>
 #include <cstring>
 
+#include "core/comm/transport/frame.h"
 #include "core/comm/transport/tcp/mesh.h"
 
 namespace mddp::comm {
 
-namespace {
-constexpr uint32_t kFrameMagic = 0x4644444d;  // bytes 'M' 'D' 'D' 'F'
-constexpr std::size_t kHeaderBytes = 16;
-
-void encode_header(uint8_t* p, uint32_t seq, uint64_t length) {
-  for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(kFrameMagic >> (8 * i));
-  for (int i = 0; i < 4; ++i) p[4 + i] = static_cast<uint8_t>(seq >> (8 * i));
-  for (int i = 0; i < 8; ++i) p[8 + i] = static_cast<uint8_t>(length >> (8 * i));
-}
-uint64_t load_le(const uint8_t* p, int bytes) {
-  uint64_t v = 0;
-  for (int i = 0; i < bytes; ++i) v |= static_cast<uint64_t>(p[i]) << (8 * i);
-  return v;
-}
-}  // namespace
+using frame::kHeaderBytes;
 
 struct TcpTransport::Peer {
   int rank = 0;
@@ -95,31 +82,21 @@ TcpTransport::~TcpTransport() = default;
 
 void TcpTransport::abort(const std::string& reason) { abort_.abort(reason); }
 
-void TcpTransport::send(int peer, const void* data, std::size_t bytes, Deadline deadline) {
-  send_recv(peer, data, bytes, -1, nullptr, 0, deadline);
-}
-
-void TcpTransport::recv(int peer, void* data, std::size_t bytes, Deadline deadline) {
-  send_recv(-1, nullptr, 0, peer, data, bytes, deadline);
-}
-
 void TcpTransport::send_recv(int send_peer, const void* send_data, std::size_t send_bytes, int recv_peer,
                              void* recv_data, std::size_t recv_bytes, Deadline deadline) {
   Op ops[2];
   int count = 0;
   auto add = [&](int peer, bool sending, const void* data, std::size_t bytes) {
-    MDDP_CHECK(peer >= 0 && peer < size_ && peer != rank_, "rank ", rank_, " cannot talk to rank ", peer,
-               " (world size ", size_, ")");
-    MDDP_CHECK(bytes == 0 || data != nullptr, "null buffer for ", bytes, " bytes");
+    check_message(peer, data, bytes);
     Op& op = ops[count++];
     op.peer = peers_[static_cast<std::size_t>(peer)].get();
     op.sending = sending;
     op.data = static_cast<uint8_t*>(const_cast<void*>(data));
     op.bytes = bytes;
-    if (sending) encode_header(op.header, op.peer->send_seq, bytes);
+    if (sending) frame::encode(op.header, {frame::kMagic, op.peer->send_seq, bytes});
   };
-  if (send_peer != -1) add(send_peer, true, send_data, send_bytes);  // -1: recv() alone
-  if (recv_peer != -1) add(recv_peer, false, recv_data, recv_bytes);  // -1: send() alone
+  if (send_peer != kNoPeer) add(send_peer, true, send_data, send_bytes);  // else recv() alone
+  if (recv_peer != kNoPeer) add(recv_peer, false, recv_data, recv_bytes);  // else send() alone
   run(ops, count, deadline);
 }
 
@@ -163,16 +140,9 @@ bool TcpTransport::advance(Op& op) {
     op.done += got - to_header;  // receives never straddle; sends may
     if (!op.sending && op.header_done == kHeaderBytes && got == to_header) {
       // The header just completed: check it before touching the payload.
-      uint32_t magic = static_cast<uint32_t>(load_le(op.header, 4));
-      uint32_t seq = static_cast<uint32_t>(load_le(op.header + 4, 4));
-      uint64_t length = load_le(op.header + 8, 8);
-      if (magic != kFrameMagic)
-        fail(p, str("rank ", p.rank, " sent a corrupt frame header (bad magic 0x", std::hex, magic, std::dec, ")"));
-      if (seq != p.recv_seq)
-        fail(p, str("rank ", p.rank, " sent frame #", seq, " where #", p.recv_seq, " was expected"));
-      if (length != op.bytes)
-        fail(p, str("rank ", p.rank, " sent a message of ", length, " bytes but rank ", rank_, " expected ", op.bytes,
-                    " bytes: the ranks are running different collectives or sizes"));
+      const frame::Header h = frame::decode(op.header);
+      const std::string wrong = frame::mismatch(h, h.magic == frame::kMagic, p.rank, rank_, p.recv_seq, op.bytes);
+      if (!wrong.empty()) fail(p, wrong);
     }
     if (op.header_done == kHeaderBytes && op.done == op.bytes) {
       op.finished = true;

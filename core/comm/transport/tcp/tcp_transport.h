@@ -31,8 +31,6 @@ class TcpTransport : public Transport {
   std::string name() const override { return "tcp"; }
   // Thread-safety: abort() from any thread; otherwise at most one thread at
   // a time sends to a given peer and one receives from it.
-  void send(int peer, const void* data, std::size_t bytes, Deadline deadline) override;
-  void recv(int peer, void* data, std::size_t bytes, Deadline deadline) override;
   void send_recv(int send_peer, const void* send_data, std::size_t send_bytes, int recv_peer, void* recv_data,
                  std::size_t recv_bytes, Deadline deadline) override;
   void abort(const std::string& reason) override;
