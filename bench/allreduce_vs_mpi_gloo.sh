@@ -25,11 +25,7 @@
 # /usr/bin/python3, Debian's python3-torch), MPICC, MPIRUN, CC (default gcc),
 # MPI_BIND (default none: mpirun --bind-to none, unbound like the other sides).
 set -euo pipefail
-
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-root=$(dirname "$here")
-MICRODDP=${MICRODDP:-$root/build/cli/microddp}
-PY=${PYTHON:-/usr/bin/python3}
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 MPICC=${MPICC:-mpicc}
 MPIRUN=${MPIRUN:-mpirun}
 CC=${CC:-gcc}
@@ -41,9 +37,9 @@ algos=1
 out=""
 keep=""
 summarize=""
-per_run_timeout=300
+run_width=32
+run_cpu=1
 
-usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | grep '^#' | sed 's/^# \{0,1\}//'; }
 while [[ $# -gt 0 ]]; do
   case $1 in
     --quick) quick=1; rounds=1; shift ;;
@@ -63,16 +59,15 @@ if [[ -n $summarize ]]; then
   rounds=$(find "$work" -maxdepth 1 -name 'r*_membw.log' -printf '%f\n' | sed -n 's/^r\([0-9]*\)_membw\.log$/\1/p' | sort -n | tail -1)
   rounds=$(( ${rounds:--1} + 1 ))
 else
-[[ -x $MICRODDP ]] || { echo "microddp binary not found: $MICRODDP (build it or set MICRODDP)" >&2; exit 1; }
-"$PY" -c 'import torch.distributed' 2>/dev/null || { echo "$PY has no torch (use Debian's /usr/bin/python3)" >&2; exit 1; }
+require_microddp
+require_torch torch.distributed
 for t in "$MPICC" "$MPIRUN" "$CC" iperf3; do
   command -v "$t" >/dev/null || { echo "$t not found" >&2; exit 1; }
 done
 
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
 
-if [[ -n $keep ]]; then work=$keep; mkdir -p "$work"; else work=$(mktemp -d /tmp/allreduce_vs_mpi_gloo.XXXXXX); fi
-echo "results in $work"
+make_work_dir allreduce_vs_mpi_gloo
 
 "$MPICC" -O2 -o "$work/mpi_allreduce" "$here/mpi_allreduce.c"
 "$CC" -O3 -march=native -o "$work/membw" "$here/membw.c"
@@ -90,12 +85,7 @@ mpi_tcp=(--mca btl tcp,self --mca btl_tcp_if_include lo)
 mpi_shm=(--mca btl vader,self)
 
 {
-  echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  echo "host: $(uname -srm)"
-  echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
-  echo "cores: $(getconf _NPROCESSORS_ONLN)"
-  flags=$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -E '^(avx|avx2|fma|avx512[a-z_]*)$' | sort -u | tr '\n' ' ')
-  echo "simd flags: ${flags:-none}"
+  machine_info
   echo "microddp: $MICRODDP ($(cd "$root" && git rev-parse --short HEAD 2>/dev/null || echo '?'), working tree may differ)"
   echo "mpi: $("$MPIRUN" --version 2>/dev/null | head -1); mpirun ${mpi_flags[*]} + [${mpi_tcp[*]}] or [${mpi_shm[*]}]"
   echo "torch: $("$PY" -c 'import torch; print(torch.__version__)' 2>/dev/null), gloo on 127.0.0.1, torch.set_num_threads(1)"
@@ -104,19 +94,6 @@ mpi_shm=(--mca btl vader,self)
   echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 } > "$work/env.txt"
 cat "$work/env.txt"
-
-# run NAME CMD...: under /usr/bin/time -v (CPU share), never fails the script.
-run() {
-  local name=$1; shift
-  local t0=$SECONDS
-  if /usr/bin/time -v -o "$work/$name.time" timeout "$per_run_timeout" "$@" > "$work/$name.log" 2>&1; then
-    printf '  %-32s ok   %3ds  CPU %s\n' "$name" $((SECONDS - t0)) \
-      "$(sed -n 's/.*Percent of CPU this job got: //p' "$work/$name.time")"
-  else
-    printf '  %-32s FAILED (see %s)\n' "$name" "$work/$name.log"
-    rm -f "$work/$name.json"
-  fi
-}
 
 sweep_args() {  # small|large|alg -> -b -e -f --warmup --iters
   case $1 in
@@ -172,33 +149,26 @@ for ((r = 0; r < rounds; r++)); do
     done
   fi
   echo "round $((r + 1))/$rounds"
-  n=${#jobs[@]}
-  for ((j = 0; j < n; j++)); do
-    if (( r % 2 )); then job=${jobs[n - 1 - j]}; else job=${jobs[j]}; fi
-    eval "$job"
-  done
+  run_round "$r"
 done
-echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)" >> "$work/env.txt"
-echo "benchmark wall time: $((SECONDS - start)) s" >> "$work/env.txt"
+finish_env "$start"
 fi
 
-"$PY" - "$work" "$rounds" "$out" "$root/core/comm/algorithms/auto_select.cc" <<'EOF'
-import json, math, os, re, statistics, sys
+write_summary "$work" "$rounds" "$out" "$root/core/comm/algorithms/auto_select.cc" <<'EOF'
+import json, math, os, re, sys
+
+import summary
+from summary import clean, fmt, med, mval, ratio
 
 work, rounds, out, auto_src = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
-env = open(os.path.join(work, "env.txt")).read().strip().splitlines()
+env = summary.env_lines(work)
 KiB, MiB = 1 << 10, 1 << 20
 IMPLS = [("mddp_tcp", "microddp ring, TCP"), ("mpi_tcp", "Open MPI, TCP (lo)"), ("gloo", "torch gloo"),
          ("mddp_shm", "microddp ring, shm"), ("mpi_shm", "Open MPI, vader (shm)")]
 
 
 def cpu_pct(name):
-    t = os.path.join(work, name + ".time")
-    if os.path.exists(t):
-        m = re.search(r"Percent of CPU this job got: (\d+)%", open(t).read())
-        if m:
-            return int(m[1])
-    return None
+    return summary.cpu_pct(work, name)
 
 
 def rows(name):
@@ -233,38 +203,8 @@ def val(r, impl, size, key="busbw_gbps"):
     return min(xs) if key == "time_us" else max(xs)
 
 
-def fmt(x):
-    if x is None:
-        return "—"
-    a = abs(x)
-    return f"{x:.0f}" if a >= 100 else f"{x:.1f}" if a >= 10 else f"{x:.2f}" if a >= 0.1 else f"{x:.3f}"
-
-
-def clean(xs):
-    return [x for x in xs if x is not None]
-
-
-def med(xs, f=None):
-    f = f or fmt
-    xs = clean(xs)
-    if not xs:
-        return "—"
-    if len(xs) == 1:
-        return f(xs[0])
-    return f"{f(statistics.median(xs))} [{f(min(xs))}..{f(max(xs))}]"
-
-
 def pct(x):
     return f"{x:.0f}"
-
-
-def mval(xs):
-    xs = clean(xs)
-    return statistics.median(xs) if xs else None
-
-
-def ratio(a, b):
-    return [x / y if x is not None and y else None for x, y in zip(a, b)]
 
 
 def target(value, goal, higher_better):
@@ -475,11 +415,5 @@ if loads and cores and max(loads) > cores:
                 "scheduler wake-ups more than the transport, and a side that busy-polls suffers most. Ratios of "
                 "adjacent runs in one round still compare like with like.")
     L.insert(5, "")
-text = "\n".join(L) + "\n"
-print()
-print(text)
-if out:
-    with open(out, "w") as f:
-        f.write(text)
-    print(f"summary written to {out}")
+summary.emit(L, out)
 EOF

@@ -19,11 +19,7 @@
 # /usr/bin/python3, Debian's python3-torch). OPENBLAS_CORETYPE is passed through
 # unchanged to both sides and reported.
 set -euo pipefail
-
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-root=$(dirname "$here")
-MICRODDP=${MICRODDP:-$root/build/cli/microddp}
-PY=${PYTHON:-/usr/bin/python3}
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 TORCH_SCRIPT=$here/pytorch_fullmlp.py
 
 rounds=3
@@ -32,9 +28,7 @@ sweep=1
 out=""
 keep=""
 configs="1024x256 256x64"
-per_run_timeout=300
 
-usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | grep '^#' | sed 's/^# \{0,1\}//'; }
 while [[ $# -gt 0 ]]; do
   case $1 in
     --quick) quick=1; rounds=1; shift ;;
@@ -48,27 +42,21 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 
-[[ -x $MICRODDP ]] || { echo "microddp binary not found: $MICRODDP (build it or set MICRODDP)" >&2; exit 1; }
-"$PY" -c 'import torch' 2>/dev/null || { echo "$PY has no torch (use Debian's /usr/bin/python3)" >&2; exit 1; }
+require_microddp
+require_torch torch
 [[ -z $out ]] || out=$(realpath -m "$out")
 
 # One compute thread per process on both sides.
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
 
-if [[ -n $keep ]]; then work=$keep; mkdir -p "$work"; else work=$(mktemp -d /tmp/train_vs_pytorch.XXXXXX); fi
-echo "results in $work"
+make_work_dir train_vs_pytorch
 
 # Steps per run: (warm-up, timed) for W >= 512 and for smaller widths.
 if (( quick )); then big=(1 3); small=(5 40); else big=(2 6); small=(10 100); fi
 gemm_iters=50
 
 {
-  echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  echo "host: $(uname -srm)"
-  echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
-  echo "cores: $(getconf _NPROCESSORS_ONLN)"
-  flags=$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -E '^(avx|avx2|fma|avx512[a-z_]*)$' | sort -u | tr '\n' ' ')
-  echo "simd flags: ${flags:-none}"
+  machine_info
   echo "OPENBLAS_CORETYPE: ${OPENBLAS_CORETYPE:-<unset>}"
   echo "threads: OMP_NUM_THREADS=$OMP_NUM_THREADS OPENBLAS_NUM_THREADS=$OPENBLAS_NUM_THREADS"
   echo "microddp: $MICRODDP ($(cd "$root" && git rev-parse --short HEAD 2>/dev/null || echo '?'))"
@@ -77,18 +65,6 @@ gemm_iters=50
   echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 } > "$work/env.txt"
 cat "$work/env.txt"
-
-# run NAME CMD...: runs under /usr/bin/time -v (CPU share, RSS), never fails the script.
-run() {
-  local name=$1; shift
-  local t0=$SECONDS
-  if /usr/bin/time -v -o "$work/$name.time" timeout "$per_run_timeout" "$@" > "$work/$name.log" 2>&1; then
-    printf '  %-40s ok   %3ds\n' "$name" $((SECONDS - t0))
-  else
-    printf '  %-40s FAILED (see %s)\n' "$name" "$work/$name.log"
-    rm -f "$work/$name.json"
-  fi
-}
 
 mddp_train() {  # NAME W B WARMUP ITERS ARGS...
   local name=$1 w=$2 b=$3 wu=$4 it=$5; shift 5
@@ -142,22 +118,20 @@ for ((r = 0; r < rounds; r++)); do
       )
     fi
     echo "round $((r + 1))/$rounds, W=$w B=$b (${wu} warm-up + ${it} timed steps)"
-    n=${#jobs[@]}
-    for ((j = 0; j < n; j++)); do
-      if (( r % 2 )); then job=${jobs[n - 1 - j]}; else job=${jobs[j]}; fi
-      eval "$job"
-    done
+    run_round "$r"
   done
 done
 for f in "$work"/*_gemm_shapes.log; do [[ -f $f ]] && grep '^{' "$f" > "${f%.log}.json" || true; done
-echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)" >> "$work/env.txt"
-echo "benchmark wall time: $((SECONDS - start)) s" >> "$work/env.txt"
+finish_env "$start"
 
-"$PY" - "$work" "$rounds" "$configs" "$out" <<'EOF'
-import glob, json, os, re, statistics, sys
+write_summary "$work" "$rounds" "$configs" "$out" <<'EOF'
+import glob, json, os, statistics, sys
+
+import summary
+from summary import cpu_pct, fmt, mval, ratio
 
 work, rounds, configs, out = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), sys.argv[4]
-env = open(os.path.join(work, "env.txt")).read().strip().splitlines()
+env = summary.env_lines(work)
 
 
 def load(name):
@@ -165,11 +139,9 @@ def load(name):
     if not os.path.exists(f):
         return None
     j = json.load(open(f))
-    t = os.path.join(work, name + ".time")
-    if os.path.exists(t):
-        m = re.search(r"Percent of CPU this job got: (\d+)%", open(t).read())
-        if m:
-            j["cpu_pct"] = int(m[1])
+    cpu = cpu_pct(work, name)
+    if cpu is not None:
+        j["cpu_pct"] = cpu
     return j
 
 
@@ -178,24 +150,7 @@ def series(cfg, tag):
 
 
 def med(xs):
-    xs = [x for x in xs if x is not None]
-    if not xs:
-        return "failed"
-    if len(xs) == 1:
-        return fmt(xs[0])
-    return f"{fmt(statistics.median(xs))} [{fmt(min(xs))}..{fmt(max(xs))}]"
-
-
-def mval(xs):
-    xs = [x for x in xs if x is not None]
-    return statistics.median(xs) if xs else None
-
-
-def fmt(x):
-    if x is None:
-        return "—"
-    a = abs(x)
-    return f"{x:.0f}" if a >= 100 else f"{x:.1f}" if a >= 10 else f"{x:.2f}" if a >= 0.1 else f"{x:.3f}"
+    return summary.med(xs, missing="failed")
 
 
 def get(js, f):
@@ -251,9 +206,6 @@ for cfg in configs:
     stp = lambda t: get(S[t], lambda j: j["step_ms"])
     rss = lambda t: get(S[t], lambda j: max(j["peak_rss_mb"]))
     cpu = lambda t: get(S[t], lambda j: j.get("cpu_pct"))
-
-    def ratio(a, b):
-        return [x / y if x is not None and y else None for x, y in zip(a, b)]
 
     L.append("")
     L.append(f"## W={W}, global batch B={B}, depth {depth}")
@@ -367,23 +319,13 @@ for cfg in configs:
             L.append(f"| {name} | {med(sps(t))} | {med(stp(t))} | {med(ex)} | {med(tot)} | "
                      f"{f'{ov * 100:.0f} %' if ov is not None else '—'} | {med(rss(t))} |")
 
-cpu1 = []
-for f in glob.glob(os.path.join(work, "*_1.json")):
-    t = f[:-5] + ".time"
-    m = re.search(r"Percent of CPU this job got: (\d+)%", open(t).read()) if os.path.exists(t) else None
-    if m:
-        cpu1.append(int(m[1]))
+one_rank = [os.path.basename(f)[:-len(".json")] for f in glob.glob(os.path.join(work, "*_1.json"))]
+cpu1 = summary.clean([cpu_pct(work, name) for name in one_rank])
 if cpu1 and statistics.median(cpu1) < 85:
     L.insert(4, f"**Warning: the machine was oversubscribed** — single-rank runs got a median {statistics.median(cpu1):.0f} % "
                 "of a core (2-rank runs see the CPU% column). Throughputs are pessimistic for both sides; ratios of "
                 "adjacent runs still compare like with like, but 2-rank scaling and overlap figures mostly show CPU "
                 "contention (compute, the all-reduce threads and other jobs sharing too few cores).")
     L.insert(5, "")
-text = "\n".join(L) + "\n"
-print()
-print(text)
-if out:
-    with open(out, "w") as f:
-        f.write(text)
-    print(f"summary written to {out}")
+summary.emit(L, out)
 EOF
