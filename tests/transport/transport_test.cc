@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <functional>
 #include <future>
 #include <thread>
 
@@ -25,6 +26,35 @@ struct Case {
   int size;
 };
 
+// Runs fn(rank, its transport) on every rank of an n-rank world of `kind`,
+// as threads connected through one MemoryStore.
+void with_transports(TransportKind kind, int n, const std::function<void(int rank, Transport&)>& fn,
+                     std::chrono::seconds timeout = 60s) {
+  MemoryStore store;
+  run_threads(
+      n,
+      [&](int rank) {
+        auto t = connect_rank(store, rank, n, kind);
+        fn(rank, *t);
+      },
+      timeout);
+}
+
+// Runs fn on rank `actor`'s transport while the other ranks stay connected,
+// and silent, until it returns.
+void with_silent_peers(TransportKind kind, int n, int actor, const std::function<void(Transport&)>& fn) {
+  std::promise<void> done;
+  auto done_future = done.get_future().share();
+  with_transports(kind, n, [&](int rank, Transport& t) {
+    if (rank == actor) {
+      fn(t);
+      done.set_value();
+    } else {
+      EXPECT_EQ(done_future.wait_for(30s), std::future_status::ready);
+    }
+  });
+}
+
 class ExchangeTest : public ::testing::TestWithParam<Case> {};
 
 // Every ordered pair with send/recv: the pairs in one global order; in pair
@@ -32,11 +62,9 @@ class ExchangeTest : public ::testing::TestWithParam<Case> {};
 // unfinished pair always has both its ranks at it.
 TEST_P(ExchangeTest, EveryPairSendRecvExactBytes) {
   const auto [kind, n] = GetParam();
-  MemoryStore store;
-  run_threads(
-      n,
-      [&](int rank) {
-        auto t = connect_rank(store, rank, n, kind);
+  with_transports(
+      kind, n,
+      [&](int rank, Transport& t) {
         for (std::size_t bytes : kSizes)
           for (int i = 0; i < n; ++i)
             for (int j = i + 1; j < n; ++j) {
@@ -45,11 +73,11 @@ TEST_P(ExchangeTest, EveryPairSendRecvExactBytes) {
               auto out = pattern(rank, peer, bytes);
               std::vector<uint8_t> got(bytes);
               if (rank == i) {
-                t->send(peer, out.data(), bytes, in(30s));
-                t->recv(peer, got.data(), bytes, in(30s));
+                t.send(peer, out.data(), bytes, in(30s));
+                t.recv(peer, got.data(), bytes, in(30s));
               } else {
-                t->recv(peer, got.data(), bytes, in(30s));
-                t->send(peer, out.data(), bytes, in(30s));
+                t.recv(peer, got.data(), bytes, in(30s));
+                t.send(peer, out.data(), bytes, in(30s));
               }
               EXPECT_TRUE(same_bytes(got, pattern(peer, rank, bytes))) << rank << " <- " << peer << " " << bytes;
             }
@@ -60,17 +88,15 @@ TEST_P(ExchangeTest, EveryPairSendRecvExactBytes) {
 // Round k: send to rank+k while receiving from rank-k, all ranks at once.
 TEST_P(ExchangeTest, AllToAllSendRecvExactBytes) {
   const auto [kind, n] = GetParam();
-  MemoryStore store;
-  run_threads(
-      n,
-      [&](int rank) {
-        auto t = connect_rank(store, rank, n, kind);
+  with_transports(
+      kind, n,
+      [&](int rank, Transport& t) {
         for (std::size_t bytes : kSizes)
           for (int k = 1; k < n; ++k) {
             int to = (rank + k) % n, from = (rank - k + n) % n;
             auto out = pattern(rank, to, bytes, k);
             std::vector<uint8_t> got(bytes);
-            t->send_recv(to, out.data(), bytes, from, got.data(), bytes, in(30s));
+            t.send_recv(to, out.data(), bytes, from, got.data(), bytes, in(30s));
             EXPECT_TRUE(same_bytes(got, pattern(from, rank, bytes, k))) << rank << " <- " << from << " " << bytes;
           }
       },
@@ -93,20 +119,18 @@ class TransportTest : public ::testing::TestWithParam<TransportKind> {};
 // on full buffers; send_recv must drain while it sends.
 TEST_P(TransportTest, RingOf64MiBSendRecvDoesNotDeadlock) {
   for (int n : {2, 4}) {
-    MemoryStore store;
     const std::size_t bytes = 64u << 20;
-    run_threads(
-        n,
-        [&](int rank) {
-          auto t = connect_rank(store, rank, n, GetParam());
+    with_transports(
+        GetParam(), n,
+        [&](int rank, Transport& t) {
           int right = (rank + 1) % n, left = (rank + n - 1) % n;
           auto out = pattern(rank, right, bytes);
           std::vector<uint8_t> got(bytes);
-          t->send_recv(right, out.data(), bytes, left, got.data(), bytes, in(60s));
+          t.send_recv(right, out.data(), bytes, left, got.data(), bytes, in(60s));
           EXPECT_TRUE(same_bytes(got, pattern(left, rank, bytes)));
           // And the other way round, with the same peer on both sides for n = 2.
           out = pattern(rank, left, bytes, 1);
-          t->send_recv(left, out.data(), bytes, right, got.data(), bytes, in(60s));
+          t.send_recv(left, out.data(), bytes, right, got.data(), bytes, in(60s));
           EXPECT_TRUE(same_bytes(got, pattern(right, rank, bytes, 1)));
         },
         240s);
@@ -122,99 +146,70 @@ TEST_P(TransportTest, WorldOfOneHasNoPeers) {
 
 // The missing peer is named, and so is this rank.
 TEST_P(TransportTest, TimeoutNamesThisRankAndTheMissingPeer) {
-  MemoryStore store;
-  std::promise<void> done;
-  auto done_future = done.get_future().share();
-  run_threads(
-      3,
-      [&](int rank) {
-        auto t = connect_rank(store, rank, 3, GetParam());
-        if (rank == 1) {
-          auto start = Clock::now();
-          try {
-            char byte;
-            t->recv(2, &byte, 1, in(300ms));
-            ADD_FAILURE() << "recv from a silent peer returned";
-          } catch (const TimeoutError& e) {
-            EXPECT_TRUE(contains(e.what(), "rank 1:")) << e.what();
-            EXPECT_TRUE(contains(e.what(), "from rank 2")) << e.what();
-          }
-          EXPECT_GE(Clock::now() - start, 300ms);
-          EXPECT_LT(Clock::now() - start, 10s);
-          std::vector<uint8_t> big(64u << 20);  // larger than any buffer: the send must wait
-          try {
-            t->send(0, big.data(), big.size(), in(300ms));
-            ADD_FAILURE() << "a 64 MiB send to a peer that never receives returned";
-          } catch (const TimeoutError& e) {
-            EXPECT_TRUE(contains(e.what(), "rank 1:")) << e.what();
-            EXPECT_TRUE(contains(e.what(), "to rank 0")) << e.what();
-          }
-          done.set_value();
-        } else {
-          EXPECT_EQ(done_future.wait_for(30s), std::future_status::ready);
-        }
-      },
-      60s);
+  with_silent_peers(GetParam(), 3, 1, [](Transport& t) {
+    auto start = Clock::now();
+    try {
+      char byte;
+      t.recv(2, &byte, 1, in(300ms));
+      ADD_FAILURE() << "recv from a silent peer returned";
+    } catch (const TimeoutError& e) {
+      EXPECT_TRUE(contains(e.what(), "rank 1:")) << e.what();
+      EXPECT_TRUE(contains(e.what(), "from rank 2")) << e.what();
+    }
+    EXPECT_GE(Clock::now() - start, 300ms);
+    EXPECT_LT(Clock::now() - start, 10s);
+    std::vector<uint8_t> big(64u << 20);  // larger than any buffer: the send must wait
+    try {
+      t.send(0, big.data(), big.size(), in(300ms));
+      ADD_FAILURE() << "a 64 MiB send to a peer that never receives returned";
+    } catch (const TimeoutError& e) {
+      EXPECT_TRUE(contains(e.what(), "rank 1:")) << e.what();
+      EXPECT_TRUE(contains(e.what(), "to rank 0")) << e.what();
+    }
+  });
 }
 
 TEST_P(TransportTest, AbortUnblocksARecvPromptlyWithTheReason) {
-  MemoryStore store;
-  std::promise<void> done;
-  auto done_future = done.get_future().share();
-  run_threads(
-      2,
-      [&](int rank) {
-        auto t = connect_rank(store, rank, 2, GetParam());
-        if (rank == 0) {
-          std::atomic<bool> aborting{false};
-          Clock::time_point aborted_at;
-          std::thread killer([&] {
-            std::this_thread::sleep_for(100ms);
-            aborted_at = Clock::now();
-            aborting = true;
-            t->abort("coordinator reports rank 3 dead");
-          });
-          std::vector<uint8_t> buf(1 << 20);
-          try {
-            t->recv(1, buf.data(), buf.size(), in(30s));
-            ADD_FAILURE() << "recv returned";
-          } catch (const AbortedError& e) {
-            EXPECT_TRUE(aborting.load());
-            EXPECT_LT(Clock::now() - aborted_at, 1s);
-            EXPECT_TRUE(contains(e.what(), "coordinator reports rank 3 dead")) << e.what();
-          }
-          killer.join();
-          EXPECT_THROW(t->recv(1, buf.data(), 1, in(30s)), AbortedError);  // and every later call
-          t->abort("again");                                                  // idempotent
-          done.set_value();
-        } else {
-          EXPECT_EQ(done_future.wait_for(30s), std::future_status::ready);
-        }
-      },
-      60s);
+  with_silent_peers(GetParam(), 2, 0, [](Transport& t) {
+    std::atomic<bool> aborting{false};
+    Clock::time_point aborted_at;
+    std::thread killer([&] {
+      std::this_thread::sleep_for(100ms);
+      aborted_at = Clock::now();
+      aborting = true;
+      t.abort("coordinator reports rank 3 dead");
+    });
+    std::vector<uint8_t> buf(1 << 20);
+    try {
+      t.recv(1, buf.data(), buf.size(), in(30s));
+      ADD_FAILURE() << "recv returned";
+    } catch (const AbortedError& e) {
+      EXPECT_TRUE(aborting.load());
+      EXPECT_LT(Clock::now() - aborted_at, 1s);
+      EXPECT_TRUE(contains(e.what(), "coordinator reports rank 3 dead")) << e.what();
+    }
+    killer.join();
+    EXPECT_THROW(t.recv(1, buf.data(), 1, in(30s)), AbortedError);  // and every later call
+    t.abort("again");                                               // idempotent
+  });
 }
 
 TEST_P(TransportTest, WrongFrameLengthIsAPeerErrorNamingBothLengths) {
-  MemoryStore store;
-  run_threads(
-      2,
-      [&](int rank) {
-        auto t = connect_rank(store, rank, 2, GetParam());
-        std::vector<uint8_t> buf(16);
-        if (rank == 0) {
-          t->send(1, buf.data(), 8, in(30s));
-        } else {
-          try {
-            t->recv(0, buf.data(), 16, in(30s));
-            ADD_FAILURE() << "recv of the wrong length returned";
-          } catch (const PeerError& e) {
-            EXPECT_TRUE(contains(e.what(), "rank 0")) << e.what();
-            EXPECT_TRUE(contains(e.what(), "8 bytes")) << e.what();
-            EXPECT_TRUE(contains(e.what(), "16 bytes")) << e.what();
-          }
-        }
-      },
-      60s);
+  with_transports(GetParam(), 2, [](int rank, Transport& t) {
+    std::vector<uint8_t> buf(16);
+    if (rank == 0) {
+      t.send(1, buf.data(), 8, in(30s));
+    } else {
+      try {
+        t.recv(0, buf.data(), 16, in(30s));
+        ADD_FAILURE() << "recv of the wrong length returned";
+      } catch (const PeerError& e) {
+        EXPECT_TRUE(contains(e.what(), "rank 0")) << e.what();
+        EXPECT_TRUE(contains(e.what(), "8 bytes")) << e.what();
+        EXPECT_TRUE(contains(e.what(), "16 bytes")) << e.what();
+      }
+    }
+  });
 }
 
 TEST(ConnectTest, AutoPicksShmOnOneHostAndLeavesNothingInDevShm) {
