@@ -4,6 +4,7 @@
 // error every later call fails fast; a peer that goes away is a PeerError;
 // destroying a communicator with work pending fails that work.
 #include <atomic>
+#include <functional>
 #include <thread>
 
 #include "tests/multirank/harness.h"
@@ -34,6 +35,23 @@ std::string expect_error(const WorkPtr& work) {
   }
   ADD_FAILURE() << "no error";
   return "";
+}
+
+// Runs fn on rank 0 of a 2-rank world whose rank 1 stays connected but takes
+// part in nothing until fn has returned: the peer that never answers.
+void with_silent_peer(TransportKind kind, const std::function<void(Communicator&)>& fn, CommOptions options) {
+  std::atomic<bool> done{false};
+  with_comms(
+      kind, 2,
+      [&](Communicator& comm) {
+        if (comm.rank() == 1) {
+          wait_for(done);
+          return;
+        }
+        fn(comm);
+        done = true;
+      },
+      options);
 }
 
 class FailureTest : public ::testing::TestWithParam<TransportKind> {};
@@ -82,14 +100,9 @@ TEST_P(FailureTest, TimeoutNamesTheMissingPeer) {
 // After the first error nothing runs: later calls fail at once with the
 // first error's type and text.
 TEST_P(FailureTest, LaterCallsFailFastWithTheFirstError) {
-  std::atomic<bool> done{false};
-  with_comms(
-      GetParam(), 2,
-      [&](Communicator& comm) {
-        if (comm.rank() == 1) {
-          wait_for(done);
-          return;
-        }
+  with_silent_peer(
+      GetParam(),
+      [](Communicator& comm) {
         float x = 1;
         const std::string first =
             expect_error<TimeoutError>(comm.all_reduce(&x, 1, DataType::kFloat32, ReduceOp::kSum));
@@ -99,7 +112,6 @@ TEST_P(FailureTest, LaterCallsFailFastWithTheFirstError) {
         EXPECT_LT(Clock::now() - start, 300ms);  // the timeout would take 600 ms
         EXPECT_TRUE(later.starts_with("rank 0: broadcast(root 0) #2: not run")) << later;
         EXPECT_TRUE(contains(later, first.substr(0, first.find('\n')))) << later;
-        done = true;
       },
       CommOptions{Algorithm::kAuto, 600ms});
 }
@@ -107,14 +119,9 @@ TEST_P(FailureTest, LaterCallsFailFastWithTheFirstError) {
 // abort() from another thread wakes a wait that would otherwise last the
 // whole (long) timeout, fails the work queued behind it, and every later call.
 TEST_P(FailureTest, AbortUnblocksPendingAndQueuedWork) {
-  std::atomic<bool> done{false};
-  with_comms(
-      GetParam(), 2,
-      [&](Communicator& comm) {
-        if (comm.rank() == 1) {
-          wait_for(done);
-          return;
-        }
+  with_silent_peer(
+      GetParam(),
+      [](Communicator& comm) {
         std::vector<float> a(100, 1.0f), b(100, 2.0f);
         auto running = comm.all_reduce(a.data(), 100, DataType::kFloat32, ReduceOp::kSum);
         auto queued = comm.all_reduce(b.data(), 100, DataType::kFloat32, ReduceOp::kSum);
@@ -131,7 +138,6 @@ TEST_P(FailureTest, AbortUnblocksPendingAndQueuedWork) {
         EXPECT_TRUE(contains(expect_error<AbortedError>(queued), "#2: not run"));
         EXPECT_TRUE(contains(expect_error<AbortedError>(comm.barrier()), "rank 1 dead"));
         comm.abort("again");  // idempotent
-        done = true;
       },
       CommOptions{Algorithm::kAuto, 60s});
 }
