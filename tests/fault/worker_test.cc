@@ -245,13 +245,19 @@ class RunningHeartbeats final : public v1::Coordinator::Service {
   }
 };
 
-TEST(Heartbeat, GivesUpOnALostCoordinatorAfterTheTimeout) {
-  RunningHeartbeats service;
-  int port = 0;
+// Serves a stand-in coordinator on an ephemeral port of 127.0.0.1 (`port`
+// stays 0 if it could not listen).
+std::unique_ptr<grpc::Server> serve(grpc::Service& service, int& port) {
   grpc::ServerBuilder builder;
   builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
   builder.RegisterService(&service);
-  auto server = builder.BuildAndStart();
+  return builder.BuildAndStart();
+}
+
+TEST(Heartbeat, GivesUpOnALostCoordinatorAfterTheTimeout) {
+  RunningHeartbeats service;
+  int port = 0;
+  auto server = serve(service, port);
   ASSERT_NE(port, 0);
   CoordinatorClient client(client_options("127.0.0.1:" + std::to_string(port)));
   ProgressBoard board;
@@ -327,10 +333,7 @@ class FlakyMetrics final : public v1::Coordinator::Service {
 TEST(MetricsStreamer, ResendsWhatABrokenStreamDidNotAcknowledge) {
   FlakyMetrics service;
   int port = 0;
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-  builder.RegisterService(&service);
-  auto server = builder.BuildAndStart();
+  auto server = serve(service, port);
   ASSERT_NE(port, 0);
   CoordinatorClient client(client_options("127.0.0.1:" + std::to_string(port)));
   MetricsStreamer streamer(
