@@ -50,6 +50,35 @@ std::vector<float> state_of(nn::Optimizer& opt, const std::string& name) {
 constexpr double kRtol = 1e-5;      // float vs double over a few steps: ~1e-7 per op
 constexpr double kAtolFrac = 1e-6;  // relative to the largest element
 
+// The parameters' values in double: where a reference rule starts.
+std::vector<std::vector<double>> values_in_double(const std::vector<Parameter>& ps) {
+  std::vector<std::vector<double>> out;
+  for (const Parameter& p : ps) {
+    const auto v = p.value.to_vector();
+    out.emplace_back(v.begin(), v.end());
+  }
+  return out;
+}
+
+// Zeros of the same sizes: a reference rule's state at the start.
+std::vector<std::vector<double>> zeros_like(const std::vector<std::vector<double>>& values) {
+  std::vector<std::vector<double>> out;
+  for (const auto& v : values) out.emplace_back(v.size(), 0.0);
+  return out;
+}
+
+// After `step`: parameter p holds the reference values...
+void expect_value(int step, const Parameter& p, const std::vector<double>& ref) {
+  EXPECT_TRUE(all_close(str("step ", step, " ", p.name), ref, p.value.to_vector(), kRtol, kAtolFrac));
+}
+
+// ...and the optimiser's state tensor "<p.name>.<key>" the reference state.
+void expect_state(nn::Optimizer& opt, int step, const Parameter& p, const std::string& key,
+                  const std::vector<double>& ref) {
+  EXPECT_TRUE(all_close(str("step ", step, " ", p.name, ".", key), ref, state_of(opt, p.name + "." + key), kRtol,
+                        kAtolFrac));
+}
+
 // One SGD case in double, PyTorch's rule:
 //   g = grad + wd p;  buf = g (first step) else momentum buf + g;  p -= lr (buf or g).
 void check_sgd(float lr, float momentum, float weight_decay) {
@@ -63,12 +92,7 @@ void check_sgd(float lr, float momentum, float weight_decay) {
   cfg.weight_decay = weight_decay;
   auto opt = nn::make_optimizer(cfg, pointers(ps));
 
-  std::vector<std::vector<double>> p_ref, buf_ref;
-  for (Parameter& p : ps) {
-    const auto v = p.value.to_vector();
-    p_ref.emplace_back(v.begin(), v.end());
-    buf_ref.emplace_back(v.size(), 0.0);
-  }
+  auto p_ref = values_in_double(ps), buf_ref = zeros_like(p_ref);
   for (int step = 0; step < 5; ++step) {
     for (std::size_t i = 0; i < ps.size(); ++i) {
       ps[i].grad.copy_from(random_values(ps[i].grad.numel(), rng));
@@ -86,12 +110,8 @@ void check_sgd(float lr, float momentum, float weight_decay) {
     opt->step();
     EXPECT_EQ(opt->steps(), step + 1);
     for (std::size_t i = 0; i < ps.size(); ++i) {
-      EXPECT_TRUE(all_close(str("step ", step, " ", ps[i].name), p_ref[i], ps[i].value.to_vector(),
-                            kRtol, kAtolFrac));
-      if (momentum != 0.0f) {
-        EXPECT_TRUE(all_close(str("step ", step, " ", ps[i].name, ".momentum"), buf_ref[i],
-                              state_of(*opt, ps[i].name + ".momentum"), kRtol, kAtolFrac));
-      }
+      expect_value(step, ps[i], p_ref[i]);
+      if (momentum != 0.0f) expect_state(*opt, step, ps[i], "momentum", buf_ref[i]);
     }
   }
   if (momentum == 0.0f) {
@@ -132,13 +152,7 @@ void check_adam(float lr, float weight_decay, float eps) {
   auto opt = nn::make_optimizer(cfg, pointers(ps));
   const double b1 = cfg.beta1, b2 = cfg.beta2;
 
-  std::vector<std::vector<double>> p_ref, m_ref, v_ref;
-  for (Parameter& p : ps) {
-    const auto v = p.value.to_vector();
-    p_ref.emplace_back(v.begin(), v.end());
-    m_ref.emplace_back(v.size(), 0.0);
-    v_ref.emplace_back(v.size(), 0.0);
-  }
+  auto p_ref = values_in_double(ps), m_ref = zeros_like(p_ref), v_ref = zeros_like(p_ref);
   for (int t = 1; t <= 6; ++t) {
     for (std::size_t i = 0; i < ps.size(); ++i) {
       ps[i].grad.copy_from(random_values(ps[i].grad.numel(), rng, -0.5f, 0.5f));
@@ -154,12 +168,9 @@ void check_adam(float lr, float weight_decay, float eps) {
     opt->step();
     EXPECT_EQ(opt->steps(), t);
     for (std::size_t i = 0; i < ps.size(); ++i) {
-      EXPECT_TRUE(all_close(str("step ", t, " ", ps[i].name), p_ref[i], ps[i].value.to_vector(),
-                            kRtol, kAtolFrac));
-      EXPECT_TRUE(all_close(str("step ", t, " ", ps[i].name, ".adam_m"), m_ref[i],
-                            state_of(*opt, ps[i].name + ".adam_m"), kRtol, kAtolFrac));
-      EXPECT_TRUE(all_close(str("step ", t, " ", ps[i].name, ".adam_v"), v_ref[i],
-                            state_of(*opt, ps[i].name + ".adam_v"), kRtol, kAtolFrac));
+      expect_value(t, ps[i], p_ref[i]);
+      expect_state(*opt, t, ps[i], "adam_m", m_ref[i]);
+      expect_state(*opt, t, ps[i], "adam_v", v_ref[i]);
     }
   }
 }
