@@ -4,11 +4,8 @@ namespace mddp::cli {
 
 // `microddp bench <what>`: benchmarks that also verify (nccl-tests style).
 void register_bench(CLI::App& app) {
-  auto* bench = app.add_subcommand("bench", "Benchmarks (all-reduce, training throughput)");
-  bench->require_subcommand(1);
-  register_bench_train(*bench);
-  register_bench_gemm(*bench);
-  register_bench_allreduce(*bench);
+  register_group(app, "bench", "Benchmarks (all-reduce, training throughput)",
+                 {register_bench_train, register_bench_gemm, register_bench_allreduce});
 }
 
 }  // namespace mddp::cli

@@ -4,12 +4,8 @@ namespace mddp::cli {
 
 // `microddp demo <what>`: the course's small runnable examples.
 void register_demo(CLI::App& app) {
-  auto* demo = app.add_subcommand("demo", "Small runnable lessons (collectives, manual DP, hooks)");
-  demo->require_subcommand(1);
-  register_demo_manual(*demo);
-  register_demo_hooks(*demo);
-  register_demo_bucketing(*demo);
-  register_demo_collectives(*demo);
+  register_group(app, "demo", "Small runnable lessons (collectives, manual DP, hooks)",
+                 {register_demo_manual, register_demo_hooks, register_demo_bucketing, register_demo_collectives});
 }
 
 }  // namespace mddp::cli

@@ -4,8 +4,19 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <initializer_list>
+#include <string>
 
 namespace mddp::cli {
+
+// A command that only groups others (`microddp bench <what>`, `microddp demo
+// <what>`): exactly one of its sub-commands must be given; each registers itself.
+inline void register_group(CLI::App& app, const std::string& name, const std::string& description,
+                           std::initializer_list<void (*)(CLI::App&)> subcommands) {
+  auto* group = app.add_subcommand(name, description);
+  group->require_subcommand(1);
+  for (auto register_subcommand : subcommands) register_subcommand(*group);
+}
 
 void register_train(CLI::App& app);
 void register_coordinator(CLI::App& app);  // coordinator: the control plane of a job
