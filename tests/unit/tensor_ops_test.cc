@@ -270,6 +270,7 @@ TEST_P(Relu, ForwardBackwardMatchDefinition) {
 struct ConvCase {
   int64_t n, c, h, w, o, k;
   int pad;
+  std::string name() const { return str("N=", n, " C=", c, " H=", h, " W=", w, " O=", o, " K=", k, " pad=", pad); }
 };
 
 int64_t out_size(int64_t in, int64_t k, int pad) {
@@ -292,8 +293,7 @@ const ConvCase kConvCases[] = {{1, 1, 1, 1, 1, 1, 0}, {1, 1, 5, 5, 1, 3, 1}, {2,
 TEST_P(Conv2d, ForwardMatchesDirectConvolution) {
   Rng rng(21);
   for (const ConvCase& d : kConvCases) {
-    SCOPED_TRACE(
-        str("N=", d.n, " C=", d.c, " H=", d.h, " W=", d.w, " O=", d.o, " K=", d.k, " pad=", d.pad));
+    SCOPED_TRACE(d.name());
     const int64_t ho = out_size(d.h, d.k, d.pad), wo = out_size(d.w, d.k, d.pad);
     Tensor x = put(random_tensor({d.n, d.c, d.h, d.w}, rng));
     Tensor w = put(random_tensor({d.o, d.c, d.k, d.k}, rng)), b = put(random_tensor({d.o}, rng));
@@ -329,8 +329,7 @@ TEST_P(Conv2d, ForwardMatchesDirectConvolution) {
 TEST_P(Conv2d, BackwardMatchesDirectSums) {
   Rng rng(22);
   for (const ConvCase& d : kConvCases) {
-    SCOPED_TRACE(
-        str("N=", d.n, " C=", d.c, " H=", d.h, " W=", d.w, " O=", d.o, " K=", d.k, " pad=", d.pad));
+    SCOPED_TRACE(d.name());
     const int64_t ho = out_size(d.h, d.k, d.pad), wo = out_size(d.w, d.k, d.pad);
     Tensor x = put(random_tensor({d.n, d.c, d.h, d.w}, rng));
     Tensor w = put(random_tensor({d.o, d.c, d.k, d.k}, rng));
