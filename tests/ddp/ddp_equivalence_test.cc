@@ -48,10 +48,7 @@ class DdpEquivalenceTest : public ::testing::TestWithParam<EqCase> {};
 
 TEST_P(DdpEquivalenceTest, MatchesOneProcessOnTheWholeBatch) {
   const EqCase c = GetParam();
-  train::TrainConfig cfg = c.model == "cnn" ? cnn_config() : mlp_config();
-  cfg.dist.ddp = c.mode;
-  cfg.dist.bucket_mb = c.bucket_mb;
-  cfg.dist.first_bucket_mb = c.bucket_mb;
+  const train::TrainConfig cfg = ddp_config(c.model, c.mode, c.bucket_mb);
   const auto ranks = train_ranks(cfg, c.world, c.transport, kSteps);
   expect_identical_across_ranks(ranks);
   expect_close(ranks[0], train_single(cfg, kSteps), 1e-5, c.name());

@@ -82,6 +82,14 @@ train::TrainConfig cnn_config() {
   return c;
 }
 
+train::TrainConfig ddp_config(const std::string& model, const std::string& mode, double bucket_mb) {
+  train::TrainConfig c = model == "cnn" ? cnn_config() : mlp_config();
+  c.dist.ddp = mode;
+  c.dist.bucket_mb = bucket_mb;
+  c.dist.first_bucket_mb = bucket_mb;
+  return c;
+}
+
 Params snapshot(nn::Module& model) {
   Params out;
   for (nn::Parameter* p : model.parameters()) out.push_back(p->value.to_vector());

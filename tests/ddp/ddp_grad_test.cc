@@ -36,10 +36,7 @@ Params grads_of(nn::Module& m) {
 
 TEST_P(DdpGradTest, EveryGradientIsTheAverageOfTheLocalGradients) {
   const GradCase c = GetParam();
-  train::TrainConfig cfg = c.model == "cnn" ? cnn_config() : mlp_config();
-  cfg.dist.ddp = c.mode;
-  cfg.dist.bucket_mb = c.bucket_mb;
-  cfg.dist.first_bucket_mb = c.bucket_mb;
+  const train::TrainConfig cfg = ddp_config(c.model, c.mode, c.bucket_mb);
 
   std::vector<Params> local(c.world), synced(c.world);
   comm::MemoryStore store;
