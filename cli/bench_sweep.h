@@ -1,11 +1,24 @@
 // What the CPU and NCCL all-reduce sweeps (`microddp bench allreduce`) share:
-// the nccl-tests-style footer under the table.
+// nccl-tests' bandwidths and its footer under the table.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 
 namespace mddp::cli {
+
+// The bandwidths of one all-reduce of `bytes` that took time_us on n ranks,
+// in GB/s: algbw = bytes / time, and busbw = algbw * 2(n-1)/n, the bytes each
+// rank's link carries per byte of the buffer (nccl-tests, PERFORMANCE.md).
+struct Bandwidth {
+  double algbw = 0, busbw = 0;
+};
+
+inline Bandwidth allreduce_bandwidth(std::size_t bytes, double time_us, int n) {
+  const double algbw = time_us > 0 ? static_cast<double>(bytes) / (time_us * 1e3) : 0.0;
+  return {algbw, algbw * 2.0 * (n - 1) / n};
+}
 
 struct SweepTotals {
   int64_t wrong = 0;      // elements that differed from the exact result, over all sizes

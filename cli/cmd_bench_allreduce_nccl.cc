@@ -93,12 +93,11 @@ void bench_rank(const NcclSweep& s, int rank, comm::Store& store) {
     group->all_reduce(&time_us, 1, comm::DataType::kFloat32, comm::ReduceOp::kMax)->wait();
     group->all_reduce(&wrong, 1, comm::DataType::kFloat32, comm::ReduceOp::kSum)->wait();
 
-    const double algbw = time_us > 0 ? static_cast<double>(bytes) / (time_us * 1e3) : 0.0;  // GB/s
-    const double busbw = algbw * 2.0 * (n - 1) / n;
-    rows.push_back({bytes, count, time_us, algbw, busbw, static_cast<int64_t>(wrong)});
+    const Bandwidth bw = allreduce_bandwidth(bytes, time_us, n);
+    rows.push_back({bytes, count, time_us, bw.algbw, bw.busbw, static_cast<int64_t>(wrong)});
     if (rank == 0) {
       std::printf("  %12zu %12lld %6s %6s %12.2f %12.3f %12.3f %8lld\n", bytes, static_cast<long long>(count),
-                  comm::to_string(s.dtype), "sum", time_us, algbw, busbw, static_cast<long long>(wrong));
+                  comm::to_string(s.dtype), "sum", time_us, bw.algbw, bw.busbw, static_cast<long long>(wrong));
       std::fflush(stdout);
     }
   }
