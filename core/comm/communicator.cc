@@ -26,7 +26,6 @@
 #include "core/common/timer.h"
 
 namespace mddp::comm {
-using detail::what_of;
 
 struct Communicator::Impl {
   struct Task {

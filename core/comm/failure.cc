@@ -24,16 +24,6 @@ std::exception_ptr same_type(std::exception_ptr cause, const std::string& messag
   }
 }
 
-std::string what_of(std::exception_ptr e) {
-  try {
-    std::rethrow_exception(e);
-  } catch (const std::exception& ex) {
-    return ex.what();
-  } catch (...) {
-    return "unknown exception";
-  }
-}
-
 std::exception_ptr describe_failure(int rank, const std::string& label, std::exception_ptr cause,
                                     std::chrono::milliseconds timeout,
                                     const std::vector<CollectiveRecord>& history) {

@@ -14,7 +14,6 @@ namespace mddp::comm::detail {
 // A new exception of the same CommError subtype as `cause` (AbortedError,
 // TimeoutError, PeerError; CommError for anything else) carrying `message`.
 std::exception_ptr same_type(std::exception_ptr cause, const std::string& message);
-std::string what_of(std::exception_ptr e);
 
 // The error of collective `label` ("rank 1: all_reduce(ring) #42") that
 // failed with `cause`, of the same type:

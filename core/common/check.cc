@@ -12,3 +12,17 @@ void check_failed(const char* expr, const char* file, int line, const std::strin
 }
 
 }  // namespace mddp::detail
+
+namespace mddp {
+
+std::string what_of(std::exception_ptr e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& ex) {
+    return ex.what();
+  } catch (...) {
+    return "unknown exception";
+  }
+}
+
+}  // namespace mddp

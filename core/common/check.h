@@ -5,6 +5,7 @@
 //    file:line and the values involved.
 #pragma once
 
+#include <exception>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -39,6 +40,10 @@ std::string concat(const Args&... args) {
   return os.str();
 }
 }  // namespace detail
+
+// The message of a caught exception (e.g. one a worker thread stored), for
+// reports that name what failed.
+std::string what_of(std::exception_ptr e);
 
 // Builds a message from any streamable pieces: str("rank ", r, " of ", n).
 template <typename... Args>

@@ -135,7 +135,7 @@ TEST(DdpModelCheck, MismatchedModelsAreRefusedWithTheDifference) {
       std::chrono::seconds(60));
   for (int r = 0; r < 2; ++r) {
     ASSERT_TRUE(errors[r]) << "rank " << r << " accepted a different model";
-    const std::string msg = describe_exception(errors[r]);
+    const std::string msg = what_of(errors[r]);
     EXPECT_NE(msg.find("rank 1 built a different model"), std::string::npos) << msg;
     EXPECT_NE(msg.find("[12, 12]"), std::string::npos) << msg;
     EXPECT_NE(msg.find("[13, 13]"), std::string::npos) << msg;

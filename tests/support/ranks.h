@@ -30,17 +30,9 @@
 #include <thread>
 #include <vector>
 
-namespace mddp::test {
+#include "core/common/check.h"
 
-inline std::string describe_exception(std::exception_ptr e) {
-  try {
-    std::rethrow_exception(e);
-  } catch (const std::exception& ex) {
-    return ex.what();
-  } catch (...) {
-    return "unknown exception";
-  }
-}
+namespace mddp::test {
 
 // Runs fn(0) .. fn(n-1) on n threads; returns once all finished. Returns each
 // rank's exception (null when it succeeded) for tests that expect failures;
@@ -90,7 +82,7 @@ inline void run_threads(int n, const std::function<void(int rank)>& fn, std::chr
   for (int r = 0; r < n; ++r)
     if (errors[static_cast<std::size_t>(r)])
       ADD_FAILURE() << "rank " << r << " of " << n << " failed: "
-                    << describe_exception(errors[static_cast<std::size_t>(r)]);
+                    << what_of(errors[static_cast<std::size_t>(r)]);
 }
 
 // How one forked rank ended.
@@ -136,7 +128,7 @@ inline std::vector<ProcessStatus> spawn_processes(int n, const std::function<voi
           code = 1;
         }
       } catch (...) {
-        std::fprintf(stderr, "rank %d: %s\n", r, describe_exception(std::current_exception()).c_str());
+        std::fprintf(stderr, "rank %d: %s\n", r, what_of(std::current_exception()).c_str());
         code = 1;
       }
       std::fflush(stdout);

@@ -186,7 +186,7 @@ class NcclGroup final : public ProcessGroup, public ComputeTimeline {
       std::rethrow_exception(detail::same_type(
           state_->first_error, str(label, ": not run: this NCCL group failed earlier and is unusable (recreate it on "
                                           "every rank); first error: ",
-                                   detail::what_of(state_->first_error))));
+                                   what_of(state_->first_error))));
     try {
       check_cuda(cudaSetDevice(where_.device), "cudaSetDevice", where_);
       auto work = std::make_shared<NcclWork>(state_, current_anchor(), seq, label);

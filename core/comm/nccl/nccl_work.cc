@@ -88,7 +88,7 @@ NcclWork::~NcclWork() {
 }
 
 void NcclWork::fail(std::exception_ptr error) {
-  error_ = detail::same_type(error, str(label_, ": ", detail::what_of(error)));
+  error_ = detail::same_type(error, str(label_, ": ", what_of(error)));
   done_ = true;
   std::rethrow_exception(error_);
 }
