@@ -115,7 +115,10 @@ struct Series {  // one (transport, algorithm): per size, the times of every rou
   std::vector<std::vector<double>> seconds;
 };
 
-void report(const FitFlags& f, const FitSweep& s, int n, std::vector<Series>& series) {
+// Prints the sweep and the fits and stores them; false when no series could
+// be fitted. A series whose timings do not grow with the size (noise swamping
+// a short sweep) is reported and left out; the others are still stored.
+bool report(const FitFlags& f, const FitSweep& s, int n, std::vector<Series>& series) {
   std::printf("# median of %d interleaved rounds, time per all-reduce (us), slowest rank\n# %12s",
               f.rounds, "size(B)");
   for (const Series& x : series) std::printf(" %12s", (x.transport + "/" + x.algorithm).c_str());
@@ -135,7 +138,19 @@ void report(const FitFlags& f, const FitSweep& s, int n, std::vector<Series>& se
     std::vector<perf::TimingSample> samples;
     for (std::size_t k = 0; k < s.sizes.size(); ++k)
       samples.push_back({static_cast<double>(s.sizes[k] / 4 * 4), median(x.seconds[k])});
-    const perf::AlphaBeta ab = perf::fit_alpha_beta(x.algorithm, n, samples);
+    nlohmann::json js = {{"transport", x.transport}, {"algorithm", x.algorithm}};
+    for (std::size_t k = 0; k < s.sizes.size(); ++k)
+      js["median_us"].push_back(median(x.seconds[k]) * 1e6);
+    perf::AlphaBeta ab;
+    try {
+      ab = perf::fit_alpha_beta(x.algorithm, n, samples);
+    } catch (const InputError& e) {
+      std::printf("  %-9s %-6s %3d   not fitted: %s\n", x.transport.c_str(), x.algorithm.c_str(), n,
+                  e.what());
+      js["error"] = e.what();
+      j["series"].push_back(js);
+      continue;
+    }
     double max_err = 0;
     for (const auto& p : samples)
       max_err = std::max(
@@ -145,26 +160,30 @@ void report(const FitFlags& f, const FitSweep& s, int n, std::vector<Series>& se
     fits.push_back({x.transport, x.algorithm, n, ab, r2});
     std::printf("  %-9s %-6s %3d %11.2f %11.3f %8.4f %13.1f\n", x.transport.c_str(),
                 x.algorithm.c_str(), n, ab.alpha_s * 1e6, ab.beta_Bps * 1e-9, r2, max_err * 100);
-    nlohmann::json js = {{"transport", x.transport},
-                         {"algorithm", x.algorithm},
-                         {"alpha_us", ab.alpha_s * 1e6},
-                         {"beta_gbps", ab.beta_Bps * 1e-9},
-                         {"r2", r2},
-                         {"max_rel_err", max_err}};
-    for (std::size_t k = 0; k < s.sizes.size(); ++k)
-      js["median_us"].push_back(median(x.seconds[k]) * 1e6);
+    js.update({{"alpha_us", ab.alpha_s * 1e6},
+               {"beta_gbps", ab.beta_Bps * 1e-9},
+               {"r2", r2},
+               {"max_rel_err", max_err}});
     j["series"].push_back(js);
   }
-  const std::filesystem::path path =
-      f.out.empty() ? perf::default_fit_path() : std::filesystem::path(f.out);
-  perf::save_fits(path, fits);
-  std::printf("# saved %zu fit%s to %s\n", fits.size(), fits.size() == 1 ? "" : "s", path.c_str());
+  const std::size_t unfitted = series.size() - fits.size();
+  if (unfitted > 0)
+    std::printf("# %zu series not fitted: timings this noisy need more --fit-rounds, a larger "
+                "--fit-budget-s or a sweep to larger sizes (-e)\n",
+                unfitted);
+  if (!fits.empty()) {
+    const std::filesystem::path path =
+        f.out.empty() ? perf::default_fit_path() : std::filesystem::path(f.out);
+    perf::save_fits(path, fits);
+    std::printf("# saved %zu fit%s to %s\n", fits.size(), fits.size() == 1 ? "" : "s", path.c_str());
+  }
   if (!s.json.empty()) {
     std::ofstream out(s.json);
     out << j.dump(2) << "\n";
     if (!out) throw InputError(str("cannot write --json file '", s.json, "'"));
   }
   std::fflush(stdout);
+  return !fits.empty();
 }
 
 void fit_rank(const FitFlags& f, const FitSweep& s, int rank, comm::Store& store) {
@@ -199,8 +218,9 @@ void fit_rank(const FitFlags& f, const FitSweep& s, int rank, comm::Store& store
         series[i].seconds[k].push_back(
             time_point(c, buf, count, comm::parse_algorithm(series[i].algorithm), f, s));
       }
-  if (rank == 0) report(f, s, s.nproc, series);
+  const bool fitted = rank != 0 || report(f, s, s.nproc, series);
   for (auto& c : comms) c->barrier()->wait();
+  if (!fitted) throw InputError("no series could be fitted; nothing was saved");
 }
 
 }  // namespace

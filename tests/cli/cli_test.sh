@@ -140,7 +140,7 @@ PY
   bench_fit)
     # bench allreduce --fit on a tiny sweep: every algorithm and transport fitted and stored,
     # then read back by model --fit.
-    "$BIN" bench allreduce --fit --nproc 2 -b 4K -e 256K -f 8 --fit-rounds 1 --fit-budget-s 0.01 \
+    "$BIN" bench allreduce --fit --nproc 2 -b 4K -e 4M -f 8 --fit-rounds 3 --fit-budget-s 0.01 \
       --fit-out "$WORK/fit.json" >"$WORK/out" 2>&1 || { cat "$WORK/out"; fail "bench allreduce --fit"; }
     expect_in "saved 6 fits" "$WORK/out"
     /usr/bin/python3 -c 'import json,sys; f=json.load(open(sys.argv[1]))["fits"]; assert len(f) == 6 and all(x["beta_gbps"] > 0 for x in f), f' \
