@@ -14,9 +14,10 @@
 #      for about 1M, 5M and 20M parameters; synthetic data; SGD), bucketed
 #      DDP with one bucket as large as the model, so each step does exactly
 #      one all-reduce of the whole gradient after backward (no overlap: the
-#      seeds' setting); per step the slowest rank's step time, all-reduce
-#      time and exposed communication from metrics.jsonl, medians after the
-#      warm-up steps;
+#      seeds' setting); per step the slowest rank's step time and exposed
+#      communication, and the all-reduce time of the rank that joined it
+#      last (the shortest across ranks: the others' include waiting for it,
+#      as in `microddp analyze`), medians after the warm-up steps;
 #   4. predict: `microddp model --fit` on that gradient size with the
 #      measured compute time, and the seeds' formula at the nominal rate.
 #
@@ -105,8 +106,10 @@ for rate in $RATES; do
       --width "$width" --depth 2 --classes 10 --batch $((BATCH * RANKS)) --steps "$STEPS" --no-eval \
       --optimizer sgd --lr 0.01 --ddp bucketed --bucket-mb 4096 --first-bucket-mb 4096 --transport tcp \
       --run-dir "$dir/run" >"$dir/lab.log" 2>&1 || { tail -n 20 "$dir/lab.log" >&2; die "the $rate/$name job failed"; }
-    # Medians over steps of the slowest rank's figures.
-    read -r bytes step comm exposed < <(/usr/bin/python3 - "$dir/run/metrics.jsonl" "$SKIP" "$RANKS" <<'PY'
+    # Medians over steps: the slowest rank's step and exposed communication;
+    # the all-reduce as the last rank to join it saw it, and how long the
+    # first one waited for it (Note [Measured all-reduce time], core/perf/analysis.cc).
+    read -r bytes step comm wait exposed < <(/usr/bin/python3 - "$dir/run/metrics.jsonl" "$SKIP" "$RANKS" <<'PY'
 import json, statistics, sys
 path, skip, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 steps = {}
@@ -118,23 +121,27 @@ for line in open(path):
 full = [v for v in steps.values() if len(v) == n]
 if not full:
     sys.exit(f"{path}: no complete step after {skip}")
-med = lambda key: statistics.median(max(x[key] for x in v) for v in full)
-print(max(x["comm_bytes"] for v in full for x in v), med("step_ms"), med("total_comm_ms"), med("exposed_comm_ms"))
+med = lambda key, f=max: statistics.median(f(x[key] for x in v) for v in full)
+comm = lambda v: [x["total_comm_ms"] for x in v]
+wait = statistics.median(max(comm(v)) - min(comm(v)) for v in full)
+print(max(x["comm_bytes"] for v in full for x in v), med("step_ms"), med("total_comm_ms", min), wait,
+      med("exposed_comm_ms"))
 PY
 )
     compute=$(/usr/bin/python3 -c "print(max(0.0, $step - $exposed))")
     model_json="$("$BIN" model --bytes "$bytes" --world-size "$RANKS" --fit --fit-file "$fit" --transport tcp \
       --algorithm ring --compute-ms "$compute" --scaling weak --json)"
-    /usr/bin/python3 - "$rate" "$name" "$width" "$bytes" "$step" "$comm" "$exposed" "$compute" "$RANKS" \
+    /usr/bin/python3 - "$rate" "$name" "$width" "$bytes" "$step" "$comm" "$wait" "$exposed" "$compute" "$RANKS" \
       "$model_json" >>"$ROWS" <<'PY'
 import json, sys
-rate, name, width, b, step, comm, exposed, compute, n, model = sys.argv[1:]
-b, step, comm, exposed, compute, n = float(b), float(step), float(comm), float(exposed), float(compute), int(n)
+rate, name, width, b, step, comm, wait, exposed, compute, n, model = sys.argv[1:]
+b, step, comm, wait, exposed, compute, n = map(float, (b, step, comm, wait, exposed, compute, n))
+n = int(n)
 row = json.loads(model)["rows"][0]
 gbit = float(rate.replace("gbit", ""))
 seeds_ms = b * 2 * (n - 1) / n / (gbit * 1e9 / 8) * 1e3  # the seeds' formula at the nominal rate
 print(json.dumps({"rate": rate, "model": name, "width": int(width), "bytes": b, "params": b / 4,
-  "step_ms": step, "compute_ms": compute, "comm_ms": comm, "exposed_ms": exposed,
+  "step_ms": step, "compute_ms": compute, "comm_ms": comm, "wait_ms": wait, "exposed_ms": exposed,
   "overhead": exposed / step, "pred_comm_ms": row["allreduce_ms"], "pred_overhead": row["no_overlap"]["overhead"],
   "alpha_us": row["alpha_us"], "beta_gbps": row["beta_gbps"],
   "seeds_comm_ms": seeds_ms, "seeds_overhead": seeds_ms / (seeds_ms + compute)}))
@@ -149,12 +156,12 @@ import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 claims = {"1M": "~60%", "5M": "~40%", "20M": "~20%"}
 print(f"{sys.argv[2]} ranks, per-rank batch {sys.argv[3]}, one all-reduce of the whole gradient per step after backward (ring, tcp).\n")
-print("| link | model | params | gradient MB | fit α µs / β GB/s | compute ms | all-reduce ms measured | predicted (fit) | error | overhead measured | predicted (fit) | seeds' formula at nominal rate | seeds' claim (10 Gbit/s) |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+print("| link | model | params | gradient MB | fit α µs / β GB/s | compute ms | all-reduce ms measured | predicted (fit) | error | first rank in waited ms | overhead measured | predicted (fit) | seeds' formula at nominal rate | seeds' claim (10 Gbit/s) |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 for r in rows:
     err = (r["pred_comm_ms"] - r["comm_ms"]) / r["comm_ms"] * 100
     print(f"| {r['rate']} | {r['model']} | {r['params']/1e6:.2f}M | {r['bytes']/1e6:.1f} | {r['alpha_us']:.0f} / {r['beta_gbps']:.3f} "
-          f"| {r['compute_ms']:.1f} | {r['comm_ms']:.1f} | {r['pred_comm_ms']:.1f} | {err:+.0f}% "
+          f"| {r['compute_ms']:.1f} | {r['comm_ms']:.1f} | {r['pred_comm_ms']:.1f} | {err:+.0f}% | {r['wait_ms']:.1f} "
           f"| {r['overhead']*100:.0f}% | {r['pred_overhead']*100:.0f}% | {r['seeds_overhead']*100:.0f}% "
           f"| {claims.get(r['model'], '')} |")
 PY
