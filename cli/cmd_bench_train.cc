@@ -19,6 +19,7 @@
 #include "core/common/check.h"
 #include "core/common/timer.h"
 #include "core/perf/step_metrics.h"
+#include "core/tensor/device.h"
 #include "core/train/distributed.h"
 
 namespace mddp::cli {
@@ -123,6 +124,7 @@ json bench_train(const train::TrainConfig& config, const BenchOptions& o) {
   if (o.iters < 1 || o.warmup < 0) throw InputError("--iters must be >= 1 and --warmup >= 0");
   train::TrainConfig cfg = config;
   cfg.steps = o.warmup + o.iters;
+  tensor::require_gpu_per_local_rank(cfg.device, o.nproc);
   if (o.nproc == 1) return summarize(cfg, o, {run_rank(cfg, o, 0, nullptr)});
   const std::string dir = make_temp_dir("microddp-bench");
   const std::string out = dir + "/result.json";

@@ -36,6 +36,7 @@
 #include "core/common/stop_signals.h"
 #include "cli/local_ranks.h"
 #include "cli/train_flags.h"
+#include "core/tensor/device.h"
 #include "core/common/check.h"
 
 namespace mddp::cli {
@@ -214,6 +215,7 @@ void run_job(RunArgs& a) {
   a.train.validate();
   if (a.train.batch % a.nproc != 0)
     throw InputError(str("--batch ", a.train.batch, " is not divisible by --nproc ", a.nproc));
+  tensor::require_gpu_per_local_rank(a.train.device, a.nproc);  // before any process starts
   const std::vector<std::string> forwarded = forwarded_args();
 
   const std::string tmp = make_temp_dir("microddp-run");

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <string>
 #include <vector>
 
 #include "core/comm/file_store.h"
@@ -31,6 +32,10 @@ int run_local_ranks(int nproc, const std::function<void(int rank, comm::Store& s
     const pid_t pid = fork();
     if (pid < 0) throw Error("fork failed");
     if (pid == 0) {
+      // As torchrun and `microddp run` do: --device cuda gives rank r cuda:r.
+      ::setenv("RANK", std::to_string(r).c_str(), 1);
+      ::setenv("LOCAL_RANK", std::to_string(r).c_str(), 1);
+      ::setenv("LOCAL_WORLD_SIZE", std::to_string(nproc).c_str(), 1);
       int code = 0;
       try {
         comm::FileStore store(dir);

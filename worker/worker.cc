@@ -124,8 +124,7 @@ train::TrainConfig rank_config(const JoinInfo& info, const WorkerOptions& o) {
     cfg.device = o.device;
   } else if (cfg.device == "cuda") {  // one GPU per local rank, as torchrun does
     const char* local = std::getenv("LOCAL_RANK");
-    const int k = local && *local ? std::atoi(local) : 0;
-    cfg.device = str("cuda:", k % std::max(1, tensor::cuda_device_count()));
+    cfg.device = tensor::gpu_of_local_rank(local && *local ? std::atoi(local) : 0).str();
   }
   // Rank 0 writes the run directory (train.jsonl, checkpoint); the others
   // would only write the same lines again.

@@ -44,4 +44,29 @@ void require_available(const Device& device) {
     throw InputError(str("--device ", device.str(), ": only ", n, " CUDA device(s) present"));
 }
 
+void require_gpu_per_local_rank(const std::string& device_text, int local_ranks) {
+  const Device device = Device::parse(device_text);
+  if (device.is_cpu()) return;
+  if (device_text != "cuda" && local_ranks > 1)
+    throw InputError(str("--device ", device_text, " puts all ", local_ranks,
+                         " ranks on one GPU, and NCCL needs a GPU per rank: use --device cuda "
+                         "(rank r on cuda:r) or run one rank"));
+  if (device_text == "cuda") {
+    gpu_of_local_rank(local_ranks - 1);
+  } else {
+    require_available(device);
+  }
+}
+
+Device gpu_of_local_rank(int local_rank) {
+  const Device device{DeviceType::kCuda, local_rank};
+  if (MDDP_HAVE_CUDA && cuda_device_count() > 0 && local_rank >= cuda_device_count())
+    throw InputError(str("--device cuda gives local rank ", local_rank, " cuda:", local_rank,
+                         ", but this host has ", cuda_device_count(),
+                         " GPU(s): NCCL needs a GPU per rank, so start at most ",
+                         cuda_device_count(), " rank(s) on this host"));
+  require_available(device);
+  return device;
+}
+
 }  // namespace mddp::tensor

@@ -27,4 +27,15 @@ int cuda_device_count();
 // Throws a clear InputError if `device` cannot be used on this machine/build.
 void require_available(const Device& device);
 
+// Checks that `local_ranks` ranks on this host can each have a GPU of their
+// own for --device `device_text` (NCCL refuses two ranks on one GPU): "cuda"
+// gives local rank r cuda:r, so the host needs local_ranks GPUs; "cuda:K"
+// names one GPU, so it takes exactly one rank. Throws InputError saying what
+// to do; does nothing for "cpu".
+void require_gpu_per_local_rank(const std::string& device_text, int local_ranks);
+
+// The GPU of local rank `local_rank` under --device cuda (torchrun's rule:
+// cuda:LOCAL_RANK); throws InputError when the host has too few GPUs.
+Device gpu_of_local_rank(int local_rank);
+
 }  // namespace mddp::tensor

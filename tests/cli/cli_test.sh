@@ -25,8 +25,23 @@ case "$SCENARIO" in
     expect_in "unknown dataset 'nope'" "$WORK/out"
     "$BIN" train --dataset synthetic --batch 0 --steps 1 >"$WORK/out" 2>&1 && fail "batch 0 accepted"
     expect_in "--batch" "$WORK/out"
-    "$BIN" train --device cuda:0 --steps 1 --dataset synthetic >"$WORK/out" 2>&1 && fail "cuda accepted without a GPU"
-    expect_in "cuda" "$WORK/out"
+    # A GPU the machine lacks: refused at once, on every machine (cuda:99), and
+    # cuda:0 too where no GPU exists (with one, cuda:0 trains: tests/gpu).
+    "$BIN" train --device cuda:99 --steps 1 --dataset synthetic >"$WORK/out" 2>&1 && fail "cuda:99 accepted"
+    expect_in "--device cuda:99" "$WORK/out"
+    if ! compgen -G "/dev/nvidia[0-9]*" >/dev/null; then
+      "$BIN" train --device cuda:0 --steps 1 --dataset synthetic >"$WORK/out" 2>&1 && fail "cuda accepted without a GPU"
+      grep -Eq -- "--device cuda:0: (no CUDA GPU|this microddp was built without CUDA)" "$WORK/out" \
+        || { cat "$WORK/out"; fail "no clear error for cuda:0 without a GPU"; }
+      "$BIN" bench allreduce --backend nccl --nproc 2 >"$WORK/out" 2>&1 && fail "nccl bench ran without a GPU"
+      expect_in "NCCL needs a CUDA GPU" "$WORK/out"
+    fi
+    # Two ranks on one named GPU: NCCL cannot, so run and bench train refuse
+    # before starting anything, with the fix, on every machine.
+    for cmd in "run --http-port -1" "bench train"; do
+      timeout 20 "$BIN" $cmd --nproc 2 --device cuda:0 --steps 1 >"$WORK/out" 2>&1 && fail "$cmd: 2 ranks on cuda:0 accepted"
+      expect_in "puts all 2 ranks on one GPU.*use --device cuda" "$WORK/out"
+    done
     ;;
   train_run_dir)
     # A short run writes its log and a readable checkpoint; same seed, same bytes.
