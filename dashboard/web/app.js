@@ -8,7 +8,7 @@ import { AccuracyChart, BusbwChart, LossChart, OverlapChart, PhaseChart } from '
 import { PHASE_LABEL } from './format.js';
 import { Store } from './store.js';
 import { renderHeader, renderRanks, renderStragglers } from './tables.js';
-import { legend, renderTimeline, stragglerSentence } from './timeline.js';
+import { legend, stragglerSentence, Timeline } from './timeline.js';
 
 const $ = (id) => document.getElementById(id);
 const store = new Store();
@@ -19,6 +19,7 @@ const views = {
   overlap: new OverlapChart($('chart-overlap')),
   busbw: new BusbwChart($('chart-busbw'), $('busbw-fit')),
 };
+const timelineView = new Timeline($('timeline'));
 legend($('tl-legend'));
 
 let timeline = null;
@@ -103,7 +104,7 @@ function draw() {
   if (timeline !== timelineDrawn) {
     timelineDrawn = timeline;
     $('tl-step').textContent = timeline ? String(timeline.step) : '–';
-    renderTimeline($('timeline'), timeline, store.ranks);
+    timelineView.update(timeline, store.ranks);
     const line = $('tl-straggler');
     const s = timeline ? stragglerSentence(timeline.straggler, timeline.step) : null;
     line.replaceChildren();
@@ -121,9 +122,11 @@ every(1000, pollTimeline);
 setInterval(draw, 250);
 draw();
 
-// A colour scheme change re-themes the charts (uPlot takes colours at build).
+// A colour scheme change re-themes the charts (uPlot and the timeline take
+// colours at build).
 matchMedia('(prefers-color-scheme: dark)').addEventListener('change', () => {
   for (const v of Object.values(views)) v.rebuild();
+  timelineView.rebuild();
   drawn = -1;
   draw();
 });

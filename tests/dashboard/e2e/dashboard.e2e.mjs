@@ -3,11 +3,12 @@
 // the page. Run by dashboard_e2e.sh (which checks the prerequisites):
 //
 //   node dashboard.e2e.mjs --microddp BIN --screenshot OUT.png [--chromium /usr/bin/chromium]
-//   node dashboard.e2e.mjs --mock --screenshot OUT.png      (the page at 64 ranks, simulated)
+//   node dashboard.e2e.mjs --mock [--ranks N] --screenshot OUT.png   (the page at N ranks, default 64, simulated)
 //
 // Checks, in order: the page loads without script errors or requests
 // outside the coordinator; the rank table lists both ranks; the loss chart
-// gains points while the job runs; the timeline draws bucket all-reduces;
+// gains points while the job runs; the timeline (a Chart.js chart) draws a
+// bucket all-reduce and a backward phase in every rank's row;
 // after `kill -9` of rank 1's worker the page names rank 1 as failed. Every
 // wait is bounded; the job's processes are killed on every exit path.
 
@@ -21,6 +22,7 @@ const here = dirname(fileURLToPath(import.meta.url));
 const args = process.argv.slice(2);
 const opt = (name, dflt) => { const i = args.indexOf(name); return i >= 0 ? args[i + 1] : dflt; };
 const MOCK = args.includes('--mock');
+const MOCK_RANKS = Number(opt('--ranks', 64));
 const BIN = opt('--microddp', '') && resolve(opt('--microddp', ''));
 const SHOT = resolve(opt('--screenshot', 'dashboard.png'));
 const CHROMIUM = opt('--chromium', '/usr/bin/chromium');
@@ -77,7 +79,7 @@ async function api(base, path) {
 // ---- the job --------------------------------------------------------------------
 async function startJob() {
   if (MOCK) {
-    start(process.execPath, [join(here, 'mock_coordinator.mjs'), '--ranks', '64', '--fail-at', '120', '--fit']);
+    start(process.execPath, [join(here, 'mock_coordinator.mjs'), '--ranks', String(MOCK_RANKS), '--fail-at', '120', '--fit']);
     const m = await waitFor('the mock coordinator', async () => output.match(/listening on (http:\/\/\S+)/), 10000);
     return { base: m[1], run: null };
   }
@@ -135,7 +137,7 @@ async function main() {
   await page.goto(base, { waitUntil: 'load' });
 
   // Rank table: one row per rank, ranks 0 and 1 (64 in the mock).
-  const nranks = MOCK ? 64 : 2;
+  const nranks = MOCK ? MOCK_RANKS : 2;
   await waitFor(`the rank table to list ${nranks} ranks`, async () =>
     (await page.locator('#ranks tbody tr[data-rank]').count()) === nranks);
   const ranksShown = await page.locator('#ranks tbody tr[data-rank]').evaluateAll((rows) => rows.map((r) => r.dataset.rank));
@@ -149,8 +151,9 @@ async function main() {
     return c.device === 'cpu' && /^1 \/ [1-9]\d*/.test(c.cores ?? '') ? c : null;
   });
   log(`rank table: rank 0 on ${cells.device}, threads / CPUs ${cells.cores}`);
-  if (MOCK && (await page.locator('#ranks td.cores[data-over]').count()) !== 8)
-    fail('the rank table does not flag the 8 ranks of the mock\'s oversubscribed host');
+  const over = MOCK && nranks > 8 ? nranks - 8 * Math.floor((nranks - 1) / 8) : 0;  // the mock's last host, past 8 ranks
+  if (MOCK && (await page.locator('#ranks td.cores[data-over]').count()) !== over)
+    fail(`the rank table does not flag the ${over} ranks of the mock's oversubscribed host`);
 
   // Loss chart: points now, more a little later.
   const points = () => page.locator('#chart-loss').evaluate((e) => Number(e.dataset.points));
@@ -160,12 +163,40 @@ async function main() {
   const canvas = await page.locator('#chart-loss canvas').count();
   if (canvas < 1) fail('the loss chart has no canvas (uPlot did not draw)');
 
-  // Timeline: the phases and at least one bucket all-reduce per rank.
-  const spans = await waitFor('the timeline to show bucket all-reduces', async () => {
-    const rows = await page.locator('#timeline .tl-row').count();
-    const buckets = await page.locator('#timeline .tl-bucket').count();
-    const phases = await page.locator('#timeline .tl-phase[data-phase="backward"]').count();
-    return rows === nranks && buckets >= nranks && phases === nranks ? { rows, buckets } : null;
+  // Timeline: a Chart.js chart given a row per rank, that drew a backward
+  // phase and at least one bucket all-reduce in every rank's row. Counted
+  // from the bars Chart.js laid out (at least 1 px long, inside the chart
+  // area, in the row their rank's label is at), so a chart that draws no
+  // bucket spans, or draws them in the wrong rows, fails here.
+  const spans = await waitFor('the timeline to draw bucket all-reduces in every rank\'s row', async () => {
+    const t = await page.locator('#timeline').evaluate((box) => {
+      const canvas = box.querySelector('canvas');
+      const chart = canvas && window.Chart?.getChart(canvas);
+      if (!chart || !(canvas.clientHeight > 0)) return null;
+      const area = chart.chartArea;
+      const drawn = (pick) => {
+        const i = chart.data.datasets.findIndex(pick);
+        if (i < 0 || !chart.isDatasetVisible(i)) return { bars: 0, rows: 0 };
+        const data = chart.data.datasets[i].data;
+        const rowAt = (px) => Math.round(chart.scales.y.getValueForPixel(px));  // the category under a pixel
+        const bars = chart.getDatasetMeta(i).data.map((b, j) => [b, data[j]]).filter(([b, d]) =>
+          Math.abs(b.x - b.base) >= 1 && b.height >= 2 && b.y >= area.top && b.y <= area.bottom
+          && Math.min(b.x, b.base) >= area.left - 1 && Math.max(b.x, b.base) <= area.right + 1
+          && rowAt(b.y) === chart.data.labels.indexOf(d.y));
+        return { bars: bars.length, rows: new Set(bars.map(([b]) => rowAt(b.y))).size };
+      };
+      return {
+        labels: chart.data.labels.length,
+        attrRanks: Number(box.dataset.ranks), attrBuckets: Number(box.dataset.bucketSpans),
+        given: chart.data.datasets.find((d) => d.kind === 'bucket')?.data.length ?? 0,
+        buckets: drawn((d) => d.kind === 'bucket'),
+        backward: drawn((d) => d.kind === 'phase' && d.label === 'backward'),
+      };
+    });
+    if (!t) return null;
+    if (t.attrRanks !== t.labels || t.attrBuckets !== t.given) fail(`the timeline's data-ranks/data-bucket-spans (${t.attrRanks}/${t.attrBuckets}) disagree with its chart (${t.labels}/${t.given})`);
+    return t.labels === nranks && t.buckets.rows === nranks && t.backward.rows === nranks && t.backward.bars === nranks
+      ? { rows: t.labels, buckets: t.buckets.bars } : null;
   });
   log(`timeline: ${spans.rows} rank rows, ${spans.buckets} bucket spans`);
 
@@ -194,12 +225,16 @@ async function main() {
 
   await page.waitForTimeout(300);  // let the last redraw land
   mkdirSync(dirname(SHOT), { recursive: true });
+  // The page, and its timeline panel alone (a canvas: look at it), in the
+  // light scheme and then the dark one, next to it.
+  const timelinePanel = page.locator('section:has(#timeline)');
   await page.screenshot({ path: SHOT, fullPage: true });
-  log(`screenshot: ${SHOT}`);
-  // The scheme the reader prefers: a dark one as well, next to it.
+  await timelinePanel.screenshot({ path: SHOT.replace(/\.png$/, '-timeline.png') });
+  log(`screenshot: ${SHOT} (and -timeline, -dark, -timeline-dark)`);
   await page.emulateMedia({ colorScheme: 'dark' });
   await page.waitForTimeout(400);
   await page.screenshot({ path: SHOT.replace(/\.png$/, '-dark.png'), fullPage: true });
+  await timelinePanel.screenshot({ path: SHOT.replace(/\.png$/, '-timeline-dark.png') });
 
   if (healthy.length) fail(`the page reported problems while the job ran:\n  ${healthy.join('\n  ')}`);
 }

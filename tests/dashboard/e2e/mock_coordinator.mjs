@@ -1,7 +1,8 @@
 // A stand-in for the coordinator's HTTP API (dashboard/API.md) with a
 // simulated job, for working on the page without a real job and for the
 // layout check at 64 ranks (dashboard.e2e.mjs --mock). Serves dashboard/web/
-// from disk and uPlot from dashboard/node_modules.
+// from disk and vendor/ (uPlot, Chart.js) from dashboard/node_modules, as
+// dashboard/assets/ embeds them.
 //
 //   node tests/dashboard/e2e/mock_coordinator.mjs [--ranks N] [--port P] [--fail-at STEP] [--fit]
 //
@@ -145,6 +146,10 @@ const timer = setInterval(() => {
 }, 50);
 setInterval(() => broadcast({ type: 'job', job: job(), ranks: ranks() }), 1000);
 
+// vendor/NAME -> the npm package's dist/ that dashboard/assets/ embeds it from.
+const VENDOR = {
+  'uPlot.iife.min.js': 'uplot/dist', 'uPlot.min.css': 'uplot/dist', 'chart.umd.min.js': 'chart.js/dist',
+};
 const TYPES = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8', '.css': 'text/css; charset=utf-8' };
 const server = createServer(async (req, res) => {
   const url = new URL(req.url, 'http://x');
@@ -161,7 +166,11 @@ const server = createServer(async (req, res) => {
   }
   let file = p === '/' ? 'index.html' : normalize(p.slice(1));
   if (file.includes('..')) { res.writeHead(400).end(); return; }
-  file = file.startsWith('vendor/') ? join(root, 'node_modules', 'uplot', 'dist', file.slice(7)) : join(root, 'web', file);
+  if (file.startsWith('vendor/')) {
+    const dist = VENDOR[file.slice(7)];
+    if (!dist) { res.writeHead(404).end('not found'); return; }
+    file = join(root, 'node_modules', dist, file.slice(7));
+  } else file = join(root, 'web', file);
   try {
     const body = await readFile(file);
     res.writeHead(200, { 'Content-Type': TYPES[extname(file)] || 'application/octet-stream' }).end(body);
