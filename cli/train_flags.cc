@@ -46,6 +46,9 @@ void add_ddp_flags(CLI::App& cmd, train::TrainConfig& cfg) {
   cmd.add_option("--algo", cfg.dist.algorithm, "all-reduce algorithm: auto, ring, naive or tree")->check(CLI::IsMember({"auto", "ring", "naive", "tree"}))->group(g)->capture_default_str();
   cmd.add_option("--transport", cfg.dist.transport, "data plane: auto (shm on one host), tcp or shm")->check(CLI::IsMember({"auto", "tcp", "shm"}))->group(g)->capture_default_str();
   cmd.add_option("--comm-timeout-ms", cfg.dist.timeout_ms, "fail a collective that waits longer than this")->group(g)->capture_default_str();
+  cmd.add_option("--straggler", cfg.dist.straggler,
+                 "lab: RANK:PHASE:MS makes that rank sleep MS ms in PHASE (data, forward, backward) of every step")
+      ->group(g);
 }
 
 void print_config(const train::TrainConfig& cfg, int64_t num_parameters, const std::string& model) {

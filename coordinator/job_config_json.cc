@@ -137,7 +137,8 @@ json job_config_to_json(const train::TrainConfig& c) {
         {"local_sgd", s.local_sgd},
         {"algorithm", s.algorithm},
         {"transport", s.transport},
-        {"timeout_ms", s.timeout_ms}}},
+        {"timeout_ms", s.timeout_ms},
+        {"straggler", s.straggler}}},
   };
 }
 
@@ -199,6 +200,7 @@ train::TrainConfig job_config_from_json(const json& j) {
     s("algorithm", c.dist.algorithm);
     s("transport", c.dist.transport);
     s("timeout_ms", c.dist.timeout_ms);
+    s("straggler", c.dist.straggler);
     s.finish();
   }
   r.finish();

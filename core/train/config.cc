@@ -1,8 +1,34 @@
 #include "core/train/config.h"
 
+#include <stdexcept>
+
 #include "core/common/check.h"
 
 namespace mddp::train {
+
+StragglerSpec parse_straggler(const std::string& text) {
+  StragglerSpec s;
+  if (text.empty()) return s;
+  const auto bad = [&](const std::string& why) {
+    return InputError(str("--straggler '", text, "': ", why, " (give RANK:PHASE:MS, e.g. 1:forward:5)"));
+  };
+  const std::size_t a = text.find(':'), b = text.rfind(':');
+  if (a == std::string::npos || a == b) throw bad("three fields needed");
+  try {
+    std::size_t used = 0;
+    s.rank = std::stoi(text.substr(0, a), &used);
+    if (used != a || s.rank < 0) throw bad("RANK must be a rank number");
+    const std::string ms = text.substr(b + 1);
+    s.ms = std::stod(ms, &used);
+    if (used != ms.size() || !(s.ms > 0 && s.ms <= 60'000)) throw bad("MS must be in (0, 60000]");
+  } catch (const std::logic_error&) {  // stoi/stod: not a number
+    throw bad("RANK and MS must be numbers");
+  }
+  s.phase = text.substr(a + 1, b - a - 1);
+  if (s.phase != "data" && s.phase != "forward" && s.phase != "backward")
+    throw bad("PHASE must be data, forward or backward");
+  return s;
+}
 
 void TrainConfig::validate() const {
   if (batch < 1) throw InputError(str("--batch must be at least 1, got ", batch));
@@ -16,6 +42,7 @@ void TrainConfig::validate() const {
                      "(and --classes 0 for the square benchmark MLP)");
   if (loss == "xent" && data.spec == "synthetic-regression")
     throw InputError("--dataset synthetic-regression needs --loss mse");
+  parse_straggler(dist.straggler);
 }
 
 }  // namespace mddp::train

@@ -22,7 +22,20 @@ struct DistConfig {
   std::string algorithm = "auto";     // auto | ring | naive | tree
   std::string transport = "auto";     // auto | tcp | shm
   int64_t timeout_ms = 60'000;        // bound on every collective wait
+  // A lab setting: "RANK:PHASE:MS" makes rank RANK sleep MS milliseconds in
+  // PHASE (data, forward or backward) of every step, a straggler to watch
+  // the dashboard and `microddp analyze` name. "" = off.
+  std::string straggler;
 };
+
+// --straggler parsed; rank -1 when off.
+struct StragglerSpec {
+  int rank = -1;
+  std::string phase;
+  double ms = 0;
+};
+// Throws InputError naming --straggler when `text` is not RANK:PHASE:MS.
+StragglerSpec parse_straggler(const std::string& text);
 
 struct TrainConfig {
   nn::ModelConfig model;

@@ -1,7 +1,9 @@
 #include "core/train/trainer.h"
 
 #include <algorithm>
+#include <chrono>
 #include <numeric>
+#include <thread>
 
 #include "core/common/check.h"
 #include "core/common/timer.h"
@@ -27,6 +29,10 @@ tensor::Shape target_shape(int64_t n, const data::Dataset& d) {
 Trainer::Trainer(TrainConfig cfg, int rank, int world_size)
     : cfg_(std::move(cfg)), rank_(rank), world_size_(world_size) {
   cfg_.validate();
+  straggler_ = parse_straggler(cfg_.dist.straggler);
+  if (straggler_.rank >= world_size_)
+    throw InputError(str("--straggler ", cfg_.dist.straggler, ": rank ", straggler_.rank, " does not exist in a job of ",
+                         world_size_, " rank(s)"));
   tensor::set_num_threads(cfg_.threads);
   const tensor::Device device = tensor::Device::parse(cfg_.device);
   tensor::require_available(device);
@@ -67,15 +73,19 @@ StepResult Trainer::step(const StepHooks& hooks) {
   // This rank's slice of the step's global batch: `accumulate` micro-batches
   // of local_batch() samples each (Note [Global batch] in core/data/sampler.h).
   const auto indices = sampler_->indices(r.epoch, steps_done_ % steps_per_epoch());
+  // Each phase's hook (and --straggler's sleep) runs inside that phase's
+  // timed span, so an injected delay shows up where it was put.
   const auto phase = [&](const char* name) {
     if (hooks.on_phase) hooks.on_phase(r.step, name);
+    if (straggler_.rank == rank_ && straggler_.phase == name)
+      std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(straggler_.ms));
   };
   const int64_t t_begin = now_ns();
   model_->zero_grad();
   double loss_sum = 0;
   for (int64_t m = 0; m < k_micro; ++m) {
-    phase("data");
     const int64_t t0 = now_ns();
+    phase("data");
     train_set_->get_batch(indices.subspan(m * local_batch(), local_batch()), x_, y_);
     const int64_t t1 = now_ns();
     phase("forward");

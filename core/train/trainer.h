@@ -76,6 +76,7 @@ class Trainer {
  private:
   TrainConfig cfg_;
   int rank_, world_size_;
+  StragglerSpec straggler_;  // --straggler: this rank sleeps in a phase when it names this rank
   std::unique_ptr<data::Dataset> train_set_, test_set_;
   std::unique_ptr<data::GlobalBatchSampler> sampler_;
   std::unique_ptr<nn::Sequential> model_;

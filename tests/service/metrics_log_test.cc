@@ -120,6 +120,7 @@ TEST(JobConfigJson, RoundTripsEveryField) {
   c.dist.compress = "bf16";
   c.dist.transport = "shm";
   c.dist.timeout_ms = 1234;
+  c.dist.straggler = "1:forward:5";
   const train::TrainConfig d = parse_job_config(dump_job_config(c));
   EXPECT_EQ(job_config_to_json(d), job_config_to_json(c));
   EXPECT_EQ(d.model.channels, (std::vector<int64_t>{8, 16}));
@@ -127,6 +128,7 @@ TEST(JobConfigJson, RoundTripsEveryField) {
   EXPECT_EQ(d.seed, c.seed);
   EXPECT_FALSE(d.eval);
   EXPECT_EQ(d.dist.timeout_ms, 1234);
+  EXPECT_EQ(d.dist.straggler, "1:forward:5");
 }
 
 TEST(JobConfigJson, MissingKeysKeepDefaultsUnknownOrWrongTypesAreErrors) {

@@ -101,6 +101,29 @@ TEST(Trainer, RejectsBadConfigs) {
   c = small_config();
   c.device = "tpu";
   EXPECT_NE(message(c).find("unknown device"), std::string::npos);
+  for (const char* bad : {"1", "1:forward", "x:forward:5", "1:optimizer:5", "1:forward:0", "1:forward:5ms", "-1:data:5",
+                          "0:backward:1e9"}) {
+    c = small_config();
+    c.dist.straggler = bad;
+    EXPECT_NE(message(c).find("--straggler '" + std::string(bad) + "'"), std::string::npos) << bad;
+  }
+  c = small_config();
+  c.dist.straggler = "1:forward:5";  // a rank this one-process job lacks
+  EXPECT_NE(message(c).find("rank 1 does not exist"), std::string::npos);
+}
+
+// --straggler's sleep lands in the phase it names, on the rank it names (a
+// lower bound only: sleeping guarantees at least that long).
+TEST(Trainer, StragglerSleepsInTheNamedPhaseOfTheNamedRank) {
+  for (const char* phase : {"data", "forward", "backward"}) {
+    TrainConfig c = small_config();
+    c.dist.straggler = std::string("1:") + phase + ":40";
+    Trainer straggler(c, /*rank=*/1, /*world_size=*/2);
+    const StepTimes t = straggler.step().times;
+    const double in_phase = std::string(phase) == "data" ? t.data : std::string(phase) == "forward" ? t.forward : t.backward;
+    EXPECT_GE(in_phase, 40.0) << phase;
+    EXPECT_GE(t.total, in_phase) << phase;
+  }
 }
 
 }  // namespace
