@@ -99,12 +99,14 @@ struct Row {
   Regime serial, overlap;
 };
 
-void fill_regime(Regime& r, double step_s, double exposed_s, double samples_per_step,
-                 double base_throughput, int n) {
-  r.step_s = step_s;
-  r.overhead = step_s > 0 ? exposed_s / step_s : 0;
-  r.speedup = speedup(samples_per_step / step_s, base_throughput);
+// step_1: the step at n = 1, where nothing is communicated (the compute alone).
+Regime regime(const perf::StepTime& t, double step_1, Scaling scaling, int n) {
+  Regime r;
+  r.step_s = t.step_s;
+  r.overhead = t.overhead();
+  r.speedup = speedup_from_steps(scaling, step_1, t.step_s, n);
   r.efficiency = efficiency(r.speedup, n);
+  return r;
 }
 
 std::vector<Row> predict(const ModelArgs& a, double bytes, const std::vector<int>& sizes) {
@@ -127,14 +129,9 @@ std::vector<Row> predict(const ModelArgs& a, double bytes, const std::vector<int
     r.comm_s = perf::allreduce_seconds(a.algorithm, bytes, n, r.link.ab);
     r.busbw_gbps = perf::bus_bandwidth_gbps(bytes, r.comm_s, n);
     if (c1 > 0) {
-      const double c = scaling == Scaling::kStrong ? c1 / n : c1;
-      // Samples per step relative to one rank's: same global batch (strong) or n times it (weak).
-      const double samples = scaling == Scaling::kStrong ? 1.0 : n;
-      const double base = 1.0 / c1;  // throughput at n = 1, where nothing is communicated
-      r.compute_s = c;
-      fill_regime(r.serial, c + r.comm_s, r.comm_s, samples, base, n);
-      const double exposed = std::max(0.0, r.comm_s - c * f);
-      fill_regime(r.overlap, c + exposed, exposed, samples, base, n);
+      r.compute_s = compute_per_rank(scaling, c1, n);
+      r.serial = regime(perf::step_time(r.compute_s, r.comm_s, 0), c1, scaling, n);
+      r.overlap = regime(perf::step_time(r.compute_s, r.comm_s, f), c1, scaling, n);
     }
     rows.push_back(r);
   }
@@ -212,7 +209,8 @@ void print_prediction(const ModelArgs& a, double bytes, const std::vector<Row>& 
 // is given, so the percentages cannot follow from the formula; below they
 // are recomputed under stated assumptions (compute = 6 FLOPs per parameter
 // per sample, as for an MLP, at --gflops on a per-rank batch --batch), and
-// the compute time each claim would need is shown next to it.
+// the compute time each claim would need is shown next to it, with how much
+// faster than the gradient that compute would have to grow from row to row.
 
 struct SeedRow {
   const char* name;
@@ -250,24 +248,41 @@ void print_seeds_table(const ModelArgs& a) {
                 "seeds' formula ms", "ring a-b ms", "compute ms", "overhead", "claimed",
                 "claim needs ms");
   }
+  // Row to row, the compute each claim needs grows by needed_growth while the
+  // gradient grows by the parameter ratio; the claim needs compute to outgrow
+  // the gradient by their quotient (1 would be compute in proportion).
+  std::vector<double> needed_growths, grad_growths, faster;  // rows 2.., against the row above
+  const SeedRow* prev = nullptr;
+  double prev_needed = 0;
   for (const SeedRow& s : kSeedRows) {
     const double bytes = 4 * s.params;
     const double bw_only =
         bytes * 2 * (n - 1) / n / link.beta_Bps;  // the seeds' formula, no latency
     const double ring = perf::allreduce_seconds("ring", bytes, n, link);
-    const double compute = 6 * s.params * static_cast<double>(b) / (a.gflops * 1e9);
-    const double overhead = ring / (ring + compute);
-    // overhead = comm / (comm + compute)  =>  compute = comm (1 - o) / o
-    const double needed = ring * (1 - s.claimed) / s.claimed;
-    out["rows"].push_back({{"model", s.name},
-                           {"params", s.params},
-                           {"grad_bytes", bytes},
-                           {"seeds_formula_ms", bw_only * 1e3},
-                           {"ring_ms", ring * 1e3},
-                           {"compute_ms", compute * 1e3},
-                           {"overhead", overhead},
-                           {"claimed_overhead", s.claimed},
-                           {"claim_needs_compute_ms", needed * 1e3}});
+    const double compute =
+        perf::dense_compute_seconds(s.params, static_cast<double>(b), a.gflops * 1e9);
+    const double overhead = perf::step_time(compute, ring, 0).overhead();
+    const double needed = perf::compute_for_overhead(ring, s.claimed);
+    json row = {{"model", s.name},
+                {"params", s.params},
+                {"grad_bytes", bytes},
+                {"seeds_formula_ms", bw_only * 1e3},
+                {"ring_ms", ring * 1e3},
+                {"compute_ms", compute * 1e3},
+                {"overhead", overhead},
+                {"claimed_overhead", s.claimed},
+                {"claim_needs_compute_ms", needed * 1e3}};
+    if (prev) {
+      needed_growths.push_back(needed / prev_needed);
+      grad_growths.push_back(s.params / prev->params);
+      faster.push_back(needed_growths.back() / grad_growths.back());
+      row["claim_needs_compute_growth"] = needed_growths.back();
+      row["gradient_growth"] = grad_growths.back();
+      row["claim_needs_compute_growth_over_gradient"] = faster.back();
+    }
+    prev = &s;
+    prev_needed = needed;
+    out["rows"].push_back(row);
     if (!a.json)
       std::printf("  %-7s %6.0fM %8.0f %16.2f %14.2f %11.2f %9.1f%% %7.0f%% %14.2f\n", s.name,
                   s.params / 1e6, bytes / 1e6, bw_only * 1e3, ring * 1e3, compute * 1e3,
@@ -302,9 +317,19 @@ void print_seeds_table(const ModelArgs& a) {
       "together:\n"
       "# the overhead stays about the same at every size; only the latency term (2(n-1) alpha) "
       "makes small\n"
-      "# models slightly worse. The claimed fall from 60%% to 20%% needs compute to grow 4-5x "
-      "faster than the\n"
-      "# gradient (last column), which the seeds never state.\n#\n");
+      "# models slightly worse. The claimed fall from 60%% to 20%% needs compute (last column) to "
+      "grow\n#");
+  for (std::size_t i = 0; i < needed_growths.size(); ++i)
+    std::printf("%s %.1fx from %.0fM to %.0fM", i ? " and" : "", needed_growths[i],
+                kSeedRows[i].params / 1e6, kSeedRows[i + 1].params / 1e6);
+  std::printf(", while the gradient grows");
+  for (std::size_t i = 0; i < grad_growths.size(); ++i)
+    std::printf("%s %.1fx", i ? " and" : "", grad_growths[i]);
+  const auto [fmin, fmax] = std::minmax_element(faster.begin(), faster.end());
+  std::printf(
+      ":\n# compute would have to grow %.1f-%.1fx faster than the gradient, which the seeds never "
+      "state.\n#\n",
+      *fmin, *fmax);
   std::printf(
       "# The seeds' worked example (100 MB, 4 GPUs, 10 Gbit/s, 0.1 ms): claimed ~0.08 s; their "
       "formula\n"

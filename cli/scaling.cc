@@ -47,4 +47,15 @@ double efficiency(double speedup, int world_size) {
   return world_size > 0 ? speedup / world_size : 0.0;
 }
 
+double compute_per_rank(Scaling s, double compute_n1, int world_size) {
+  MDDP_CHECK(world_size >= 1, "world size ", world_size);
+  return s == Scaling::kStrong ? compute_n1 / world_size : compute_n1;
+}
+
+double speedup_from_steps(Scaling s, double step_1, double step_n, int world_size) {
+  if (!(step_1 > 0 && step_n > 0)) return 0.0;
+  const double samples_ratio = s == Scaling::kStrong ? 1.0 : world_size;  // per step, n vs 1
+  return speedup(samples_ratio / step_n, 1.0 / step_1);
+}
+
 }  // namespace mddp::cli

@@ -22,6 +22,17 @@ std::vector<int> parse_world_sizes(const std::string& list, const std::string& f
 
 // Throughput ratio; 0 when either is not positive (not measured).
 double speedup(double throughput_n, double throughput_1);
+// speedup / world_size; 0 when world_size < 1.
 double efficiency(double speedup, int world_size);
+
+// Compute per step and rank at `world_size`, from compute_n1 at one rank:
+// compute_n1 / n (strong: each rank does 1/n of the batch) or compute_n1 (weak).
+double compute_per_rank(Scaling s, double compute_n1, int world_size);
+
+// Speedup from step times: a step of n ranks processes the same samples as
+// one rank's (strong) or n times them (weak), so
+//   strong: step_1 / step_n        weak: n step_1 / step_n
+// 0 when either step is not positive.
+double speedup_from_steps(Scaling s, double step_1, double step_n, int world_size);
 
 }  // namespace mddp::cli

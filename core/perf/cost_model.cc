@@ -1,5 +1,6 @@
 #include "core/perf/cost_model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -40,6 +41,24 @@ double allreduce_seconds(const std::string& algorithm, double bytes, int world_s
 double bus_bandwidth_gbps(double bytes, double seconds, int world_size) {
   if (seconds <= 0 || world_size <= 1) return 0;
   return bytes / seconds * 2.0 * (world_size - 1) / world_size * 1e-9;
+}
+
+StepTime step_time(double compute_s, double comm_s, double backward_fraction) {
+  MDDP_CHECK(backward_fraction >= 0 && backward_fraction <= 1, "backward fraction ",
+             backward_fraction);
+  const double hidden_behind = compute_s * backward_fraction;
+  const double step = compute_s * (1 - backward_fraction) + std::max(hidden_behind, comm_s);
+  return {step, std::max(0.0, comm_s - hidden_behind)};
+}
+
+double compute_for_overhead(double comm_s, double overhead) {
+  MDDP_CHECK(overhead > 0 && overhead <= 1, "overhead ", overhead);
+  return comm_s * (1 - overhead) / overhead;
+}
+
+double dense_compute_seconds(double params, double samples, double flops_per_s) {
+  MDDP_CHECK(flops_per_s > 0, "flops_per_s ", flops_per_s);
+  return 6 * params * samples / flops_per_s;
 }
 
 // Time is linear in S for one algorithm and world size: t = A + B S with

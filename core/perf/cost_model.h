@@ -29,6 +29,29 @@ double allreduce_seconds(const std::string& algorithm, double bytes, int world_s
 // `world_size` ranks; 0 when seconds <= 0 or world_size <= 1.
 double bus_bandwidth_gbps(double bytes, double seconds, int world_size);
 
+// One data-parallel step: compute c seconds per rank (forward + backward +
+// optimizer) and one all-reduce of t seconds. The all-reduce can run during
+// backward, a fraction f of c, and at best hides behind it:
+//   step    = c (1 - f) + max(c f, t)
+//   exposed = step - c = max(0, t - c f)
+// f = 0 is naive DDP (the all-reduce after backward): step = c + t.
+struct StepTime {
+  double step_s = 0;
+  double exposed_s = 0;  // communication not hidden behind compute
+  // The seeds' "communication overhead": exposed / step; 0 for an empty step.
+  double overhead() const { return step_s > 0 ? exposed_s / step_s : 0; }
+};
+StepTime step_time(double compute_s, double comm_s, double backward_fraction);
+
+// The compute per step at which an all-reduce of `comm_s`, not overlapped, is
+// the fraction `overhead` (in (0, 1]) of the step: t / (t + c) = o gives
+// c = t (1 - o) / o.
+double compute_for_overhead(double comm_s, double overhead);
+
+// Forward + backward of a dense model (an MLP) in seconds: 6 FLOPs per
+// parameter per sample (2 forward, 4 backward) at `flops_per_s`.
+double dense_compute_seconds(double params, double samples, double flops_per_s);
+
 // Least-squares fit of t = alpha * messages + bytes_per_message / beta over
 // timings of one algorithm: each sample is (bytes of the whole all-reduce,
 // seconds). `world_size` and `algorithm` give the message count and size.

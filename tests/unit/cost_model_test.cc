@@ -47,6 +47,120 @@ TEST(CostModel, BusBandwidthByHand) {
   EXPECT_EQ(bus_bandwidth_gbps(1e9, 1.0, 1), 0.0);
 }
 
+// The overlap regime: step = c(1 - f) + max(c f, t), exposed = max(0, t - c f).
+// The what-if of docs/performance.md §1: 25M parameters (1e8 B), 400 ms of
+// compute at n = 1 split over n ranks (strong), the seeds' link; the ring
+// times are 2(n-1)(0.1 ms + 1e8/(n 1.25e9)): 80.2, 120.6, 141.4 ms at n = 2, 4, 8.
+TEST(CostModel, StepTimeWithAndWithoutOverlapByHand) {
+  const double f = 2.0 / 3.0;
+  // n = 2: c = 200 ms hides t = 80.2 ms behind c f = 133.3 ms: step = c, nothing exposed
+  StepTime s = step_time(0.2, 0.0802, f);
+  EXPECT_NEAR(s.step_s, 0.2, 1e-12);
+  EXPECT_EQ(s.exposed_s, 0.0);
+  EXPECT_EQ(s.overhead(), 0.0);
+  // n = 4: c = 100 ms, c f = 66.67 ms < t = 120.6 ms: step = 100/3 + 120.6 = 153.933 ms,
+  // exposed 120.6 - 66.667 = 53.933 ms, overhead 53.933 / 153.933 = 35.0 %
+  s = step_time(0.1, 0.1206, f);
+  EXPECT_NEAR(s.step_s, 0.1 / 3 + 0.1206, 1e-12);
+  EXPECT_NEAR(s.exposed_s, 0.1206 - 0.2 / 3, 1e-12);
+  EXPECT_NEAR(s.overhead(), 0.350368, 1e-6);
+  // n = 8: c = 50 ms: step = 50/3 + 141.4 = 158.067 ms, overhead 108.067 / 158.067 = 68.4 %
+  s = step_time(0.05, 0.1414, f);
+  EXPECT_NEAR(s.step_s, 0.158067, 1e-6);
+  EXPECT_NEAR(s.overhead(), 0.683678, 1e-6);
+  // No overlap (f = 0): step = c + t; n = 4: 220.6 ms, overhead 120.6 / 220.6 = 54.7 %;
+  // n = 8: 191.4 ms, 141.4 / 191.4 = 73.9 %
+  s = step_time(0.1, 0.1206, 0);
+  EXPECT_NEAR(s.step_s, 0.2206, 1e-12);
+  EXPECT_NEAR(s.exposed_s, 0.1206, 1e-12);
+  EXPECT_NEAR(s.overhead(), 0.546691, 1e-6);
+  EXPECT_NEAR(step_time(0.05, 0.1414, 0).overhead(), 0.738767, 1e-6);
+  // Weak scaling keeps c = 400 ms on every rank: at n = 4 overlap hides all of
+  // t (c f = 266.7 ms), without it step = 520.6 ms and overhead 120.6 / 520.6 = 23.2 %
+  s = step_time(0.4, 0.1206, f);
+  EXPECT_NEAR(s.step_s, 0.4, 1e-12);
+  EXPECT_EQ(s.exposed_s, 0.0);
+  EXPECT_NEAR(step_time(0.4, 0.1206, 0).overhead(), 0.231656, 1e-6);
+  // f = 1: everything may overlap, the step is the longer of the two
+  EXPECT_NEAR(step_time(0.1, 0.3, 1).step_s, 0.3, 1e-12);
+  EXPECT_NEAR(step_time(0.3, 0.1, 1).step_s, 0.3, 1e-12);
+}
+
+// The seeds' table as `microddp model --seeds-table --world-size 2 --gflops
+// 100 --batch 32` computes it (docs/performance.md §3): 2 ranks, ring, 10
+// Gbit/s, 0.1 ms; 4 bytes per parameter; compute 6 x params x 32 / 1e11 s.
+TEST(CostModel, SeedsTableRowsByHand) {
+  struct Row {
+    double params, claimed;
+    double ring_s;     // 2 (1e-4 + 4 params / (2 x 1.25e9))
+    double compute_s;  // 6 x params x 32 / 1e11
+    double overhead;   // ring / (ring + compute)
+    double needed_s;   // ring (1 - claimed) / claimed
+  };
+  const Row rows[] = {
+      {1e6, 0.60, 2 * (1e-4 + 1.6e-3), 1.92e-3, 3.4 / 5.32, 3.4e-3 * 0.4 / 0.6},     // 63.9 %
+      {5e6, 0.40, 2 * (1e-4 + 8e-3), 9.6e-3, 16.2 / 25.8, 16.2e-3 * 0.6 / 0.4},      // 62.8 %
+      {20e6, 0.20, 2 * (1e-4 + 32e-3), 38.4e-3, 64.2 / 102.6, 64.2e-3 * 0.8 / 0.2},  // 62.6 %
+  };
+  for (const Row& r : rows) {
+    SCOPED_TRACE(str(r.params, " parameters"));
+    const double ring = allreduce_seconds("ring", 4 * r.params, 2, kSeedLink);
+    const double compute = dense_compute_seconds(r.params, 32, 100e9);
+    EXPECT_NEAR(ring, r.ring_s, 1e-12);
+    EXPECT_NEAR(compute, r.compute_s, 1e-12);
+    EXPECT_NEAR(step_time(compute, ring, 0).overhead(), r.overhead, 1e-12);
+    EXPECT_NEAR(compute_for_overhead(ring, r.claimed), r.needed_s, 1e-12);
+    // the inverse: that compute gives exactly the claimed overhead
+    EXPECT_NEAR(step_time(r.needed_s, ring, 0).overhead(), r.claimed, 1e-12);
+  }
+  // The printed figures: 3.40 ms, 63.9 %, 2.27 ms; 16.20, 62.8 %, 24.30; 64.20, 62.6 %, 256.80
+  EXPECT_NEAR(rows[0].ring_s, 3.40e-3, 1e-12);
+  EXPECT_NEAR(rows[0].overhead, 0.639, 5e-4);
+  EXPECT_NEAR(rows[0].needed_s, 2.267e-3, 1e-6);
+  EXPECT_NEAR(rows[1].overhead, 0.628, 5e-4);
+  EXPECT_NEAR(rows[1].needed_s, 24.30e-3, 1e-12);
+  EXPECT_NEAR(rows[2].overhead, 0.626, 5e-4);
+  EXPECT_NEAR(rows[2].needed_s, 256.80e-3, 1e-12);
+  // The claim's compute grows 24.3 / 2.267 = 10.72x and 256.8 / 24.3 = 10.57x
+  // while the gradient grows 5x and 4x: 2.14x and 2.64x faster than the gradient.
+  EXPECT_NEAR(rows[1].needed_s / rows[0].needed_s / 5, 2.1441, 1e-4);
+  EXPECT_NEAR(rows[2].needed_s / rows[1].needed_s / 4, 2.6420, 1e-4);
+}
+
+// The seeds' when_ddp_breaks_down scenarios: 4 ranks, 0.1 ms, MB = 2^20 B, no
+// overlap. ring = 6 (1e-4 + S / (4 beta)), and S / (4 beta) is 0.2097152 ms in
+// the first and 209.7152 ms in the other two (100x the bytes, or 10x the bytes
+// over a 10x slower link).
+TEST(CostModel, SeedsScenariosByHand) {
+  struct Scenario {
+    double mbytes, compute_s, gbps;
+    double comm_s, comm_over_total;
+  };
+  const Scenario scenarios[] = {
+      {1, 1e-3, 10, 6 * (1e-4 + 0.2097152e-3), 1.8582912 / 2.8582912},  // 65.0 %
+      {1000, 0.1, 10, 6 * (1e-4 + 0.2097152), 1258.8912 / 1358.8912},   // 92.6 %
+      {100, 0.05, 1, 6 * (1e-4 + 0.2097152), 1258.8912 / 1308.8912},    // 96.2 %
+  };
+  for (const Scenario& s : scenarios) {
+    SCOPED_TRACE(str(s.mbytes, " MiB"));
+    const double comm =
+        allreduce_seconds("ring", s.mbytes * (1 << 20), 4, {1e-4, s.gbps * 1e9 / 8});
+    EXPECT_NEAR(comm, s.comm_s, 1e-12);
+    EXPECT_NEAR(step_time(s.compute_s, comm, 0).overhead(), s.comm_over_total, 1e-12);
+  }
+  EXPECT_NEAR(scenarios[0].comm_over_total, 0.650, 5e-4);
+  EXPECT_NEAR(scenarios[1].comm_over_total, 0.926, 5e-4);
+  EXPECT_NEAR(scenarios[2].comm_over_total, 0.962, 5e-4);
+}
+
+TEST(CostModel, DenseComputeAndTheOverheadInverse) {
+  // 6 FLOPs x 1e6 parameters x 32 samples = 1.92e8 FLOPs at 1e11 FLOP/s = 1.92 ms
+  EXPECT_NEAR(dense_compute_seconds(1e6, 32, 1e11), 1.92e-3, 1e-15);
+  // 50 % overhead: compute equal to the communication; 100 %: no compute
+  EXPECT_NEAR(compute_for_overhead(0.1, 0.5), 0.1, 1e-15);
+  EXPECT_EQ(compute_for_overhead(0.1, 1.0), 0.0);
+}
+
 // Timings made from a planted link with +-3 % multiplicative noise over a
 // 4 KiB .. 64 MiB sweep: the fit finds alpha and beta within 5 %.
 TEST(CostModel, FitRecoversPlantedAlphaBeta) {
