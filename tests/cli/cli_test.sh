@@ -72,14 +72,17 @@ case "$SCENARIO" in
     grep -q '"samples_per_s"' "$WORK/b.json" || fail "no samples_per_s in the JSON"
     ;;
   analyze)
-    # A real 2-rank job, then `analyze` on its run directory: the table, --json, the HTML report
+    # A real 2-rank job with a planted straggler (rank 1 sleeps 3 ms in backward), then `analyze`
+    # on its run directory: the table, the straggler named with its phase, --json, the HTML report
     # (uPlot inlined), the prediction from a planted fit, and clear errors on bad input.
-    "$BIN" run --nproc 2 --dataset synthetic --width 64 --batch 32 --steps 60 --run-dir "$WORK/run" >"$WORK/out" 2>&1 \
+    "$BIN" run --nproc 2 --dataset synthetic --width 64 --batch 32 --steps 60 --straggler 1:backward:3 \
+      --run-dir "$WORK/run" >"$WORK/out" 2>&1 \
       || { cat "$WORK/out"; fail "run failed"; }
     echo '{"fits": [{"transport": "shm", "algorithm": "ring", "world_size": 2, "alpha_us": 2.0, "beta_gbps": 10.0, "r2": 1.0},
       {"transport": "tcp", "algorithm": "ring", "world_size": 2, "alpha_us": 12.0, "beta_gbps": 2.9, "r2": 1.0}]}' >"$WORK/fits.json"
     "$BIN" analyze "$WORK/run" --fit "$WORK/fits.json" >"$WORK/out" 2>&1 || { cat "$WORK/out"; fail "analyze failed"; }
-    for s in "2 ranks" "exposed comm" "total comm" "overlap" "busbw GB/s" "predicted total comm" "fit: " "report: "; do
+    for s in "2 ranks" "exposed comm" "total comm" "overlap" "busbw GB/s" "predicted total comm" "fit: " "report: " \
+             "worst: rank 1, backward" "rank 1 was late in"; do
       expect_in "$s" "$WORK/out"
     done
     grep -Eq "^verdict: ((compute|communication|memory|input)-bound|oversubscribed)" "$WORK/out" || { cat "$WORK/out"; fail "no verdict"; }

@@ -84,12 +84,14 @@ async function startJob() {
     return { base: m[1], run: null };
   }
   // A small job on synthetic data that runs until rank 1 is killed (far
-  // more steps than the test lasts), with quick failure detection;
+  // more steps than the test lasts), with quick failure detection; rank 1
+  // sleeps 4 ms in forward of every step (--straggler), for the page to name;
   // --http-linger keeps the page served after the job fails, so the page
   // can show the failure (the process group is killed at the end anyway).
   const flags = ['run', '--nproc', '2', '--http-port', '0', '--http-linger', '60',
     '--dataset', 'synthetic', '--synthetic-size', '8192', '--width', '256', '--batch', '64',
     '--steps', '1000000', '--no-eval', '--log-every', '1000000', '--bucket-mb', '0.25', '--first-bucket-mb', '0.0625',
+    '--straggler', '1:forward:4',
     '--heartbeat-ms', '200', '--heartbeat-timeout-ms', '3000', '--run-dir', join(work, 'run')];
   log(`starting ${BIN} ${flags.join(' ')}`);
   const run = start(BIN, flags);
@@ -199,6 +201,23 @@ async function main() {
       ? { rows: t.labels, buckets: t.buckets.bars } : null;
   });
   log(`timeline: ${spans.rows} rank rows, ${spans.buckets} bucket spans`);
+
+  // Stragglers: the rank made late on purpose (the real job's --straggler
+  // 1:forward:4; the mock's last rank, in backward) is named, with the phase
+  // it lost the time in, although the all-reduce makes every rank finish the
+  // step together.
+  const late = MOCK ? { rank: nranks - 1, phase: 'backward' } : { rank: 1, phase: 'forward' };
+  const named = await waitFor(`the stragglers panel to name rank ${late.rank} in ${late.phase}`, async () => {
+    const s = await page.evaluate(() => ({
+      worst: document.querySelector('#straggler-worst')?.textContent ?? '',
+      rows: [...document.querySelectorAll('#stragglers tbody tr[data-rank]')].map((r) =>
+        ({ rank: Number(r.dataset.rank), phase: r.lastElementChild?.textContent })),
+    }));
+    const top = s.rows[0];
+    return s.worst.startsWith(`Rank ${late.rank} `) && s.worst.includes(`mostly in ${late.phase}`)
+      && top?.rank === late.rank && top?.phase === late.phase ? s.worst : null;
+  });
+  log(`stragglers: ${named}`);
 
   // Problems so far count; after the kill the job ends and the page's
   // reconnect attempts to a coordinator that may be gone are expected.
