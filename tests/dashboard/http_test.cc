@@ -221,6 +221,25 @@ TEST_F(DashboardTest, Timeline) {
   EXPECT_TRUE(s.contains("ranks"));
 }
 
+// The timeline, the stragglers and the trace see only the steps that every
+// rank reported, a duplicate delivery counting once.
+TEST_F(DashboardTest, IncompleteStepsAreLeftOut) {
+  feed(0, 5);
+  feed(5, 2, 0);  // rank 1 has not reported steps 5 and 6 yet
+  feed(3, 1, 0);  // rank 0's step 3 delivered twice
+  EXPECT_EQ(json::parse(request(port(), "/api/timeline").body())["step"], 4);
+  EXPECT_EQ(request(port(), "/api/timeline?step=5").result_int(), 404);
+  EXPECT_EQ(json::parse(request(port(), "/api/timeline?step=3").body())["ranks"].size(), 2u);
+  EXPECT_EQ(json::parse(request(port(), "/api/stragglers?steps=3").body())["steps"], 3);
+  EXPECT_EQ(json::parse(request(port(), "/api/stragglers").body())["steps"], 5);
+  const auto trace = request(port(), "/api/trace?from=2&to=6");
+  EXPECT_NE(trace[http::field::content_disposition].find("microddp-trace-2-4.json"),
+            std::string::npos);
+  EXPECT_EQ(request(port(), "/api/trace?from=5&to=6").result_int(), 404);
+  feed(5, 1, 1);
+  EXPECT_EQ(json::parse(request(port(), "/api/timeline").body())["step"], 5);
+}
+
 TEST_F(DashboardTest, TraceHasOneProcessPerRank) {
   feed(0, 30);
   const auto r = request(port(), "/api/trace");
