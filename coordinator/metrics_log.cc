@@ -79,4 +79,21 @@ std::vector<MetricsRecord> MetricsLog::since(uint64_t after, std::size_t max) co
   return out;
 }
 
+std::vector<MetricsLog::StepRank> MetricsLog::step_ranks() const {
+  std::lock_guard lock(mu_);
+  std::vector<StepRank> out;
+  out.reserve(tail_.size());
+  for (const auto& r : tail_)
+    if (!r.metrics.eval) out.push_back({r.metrics.step, r.metrics.rank});
+  return out;
+}
+
+std::vector<MetricsRecord> MetricsLog::steps(int64_t first, int64_t last) const {
+  std::lock_guard lock(mu_);
+  std::vector<MetricsRecord> out;
+  for (const auto& r : tail_)
+    if (!r.metrics.eval && r.metrics.step >= first && r.metrics.step <= last) out.push_back(r);
+  return out;
+}
+
 }  // namespace mddp::coordinator

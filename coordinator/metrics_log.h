@@ -5,6 +5,7 @@
 // Append-only: an existing file is continued, never truncated. Thread-safe.
 #pragma once
 
+#include <compare>
 #include <cstdint>
 #include <cstdio>
 #include <deque>
@@ -43,6 +44,22 @@ class MetricsLog {
   uint64_t count() const;  // records appended since start
   // Up to `max` records with seq > `after`, oldest first (from the tail only).
   std::vector<MetricsRecord> since(uint64_t after, std::size_t max) const;
+
+  // Readers that want a few steps out of a long tail (the dashboard's
+  // timeline, stragglers and trace) choose them from step_ranks(), a small
+  // copy, then copy only their records with steps(): appends, which need the
+  // same lock, never wait for a copy of the whole tail.
+  struct StepRank {
+    int64_t step = 0;
+    int rank = 0;
+    auto operator<=>(const StepRank&) const = default;  // by step, then rank
+  };
+  // The step and rank of each training record in the tail (evaluations left
+  // out), oldest first.
+  std::vector<StepRank> step_ranks() const;
+  // The training records of steps first..last (both included) in the tail,
+  // oldest first.
+  std::vector<MetricsRecord> steps(int64_t first, int64_t last) const;
   std::filesystem::path path() const { return path_; }  // "" when in memory only
 
   // The JSON object of one line of metrics.jsonl.

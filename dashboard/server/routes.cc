@@ -25,12 +25,29 @@ Reply error_reply(int status, const std::string& why) {
   return {status, "application/json", dump_json({{"error", why}}), {}};
 }
 
-// The complete steps (every rank's training record) in the log's in-memory
-// tail, oldest first.
-std::vector<std::vector<perf::StepMetrics>> tail_steps(const coordinator::Job& job) {
+// The steps of the log's in-memory tail that every rank reported (a training
+// record each), in step order. Chosen from the log's (step, rank) index, so
+// no record is copied: see MetricsLog::step_ranks.
+std::vector<int64_t> complete_step_numbers(const coordinator::Job& job) {
+  const int world = job.options().world_size;
+  auto keys = job.metrics_log().step_ranks();
+  std::erase_if(keys, [world](const auto& k) { return k.rank < 0 || k.rank >= world; });
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());  // delivery is at-least-once
+  std::vector<int64_t> out;
+  for (std::size_t i = 0, j = 0; i < keys.size(); i = j) {
+    while (j < keys.size() && keys[j].step == keys[i].step) ++j;
+    if (j - i == static_cast<std::size_t>(world)) out.push_back(keys[i].step);
+  }
+  return out;
+}
+
+// The complete steps among first..last in the tail, oldest first, each as
+// its ranks' records in rank order. Copies only those steps' records.
+std::vector<std::vector<perf::StepMetrics>> complete_steps(const coordinator::Job& job,
+                                                           int64_t first, int64_t last) {
   std::vector<perf::StepMetrics> records;
-  for (auto& r : job.metrics_log().since(0, std::numeric_limits<std::size_t>::max()))
-    records.push_back(std::move(r.metrics));
+  for (auto& r : job.metrics_log().steps(first, last)) records.push_back(std::move(r.metrics));
   return perf::complete_steps(records, job.options().world_size);
 }
 
@@ -57,40 +74,46 @@ Reply api_metrics(const RequestTarget& t, const RouteContext& c) {
 }
 
 Reply api_timeline(const RequestTarget& t, const RouteContext& c) {
-  const auto steps = tail_steps(c.job);
-  const int world = c.job.options().world_size;
-  if (!t.has("step")) {
-    if (steps.empty()) return error_reply(404, "no step has been reported by every rank yet");
-    return json_reply(perf::to_json(perf::build_timeline(steps.back(), world)));
+  int64_t step = 0;
+  if (t.has("step")) {
+    step = t.integer("step", 0, 0, std::numeric_limits<int64_t>::max());
+  } else {
+    const auto numbers = complete_step_numbers(c.job);
+    if (numbers.empty()) return error_reply(404, "no step has been reported by every rank yet");
+    step = numbers.back();
   }
-  const int64_t step = t.integer("step", 0, 0, std::numeric_limits<int64_t>::max());
-  for (const auto& s : steps)
-    if (s.front().step == step) return json_reply(perf::to_json(perf::build_timeline(s, world)));
-  return error_reply(404, str("step ", step, " is not complete in the in-memory tail"));
+  const auto steps = complete_steps(c.job, step, step);
+  if (steps.empty())
+    return error_reply(404, str("step ", step, " is not complete in the in-memory tail"));
+  return json_reply(perf::to_json(perf::build_timeline(steps.front(), c.job.options().world_size)));
 }
 
 Reply api_stragglers(const RequestTarget& t, const RouteContext& c) {
   const auto n =
       static_cast<std::size_t>(t.integer("steps", kStragglerStepsDefault, 1, kStragglerStepsMax));
-  const auto steps = tail_steps(c.job);
+  const auto numbers = complete_step_numbers(c.job);
   std::vector<perf::StepTimeline> timelines;
-  for (std::size_t i = steps.size() - std::min(n, steps.size()); i < steps.size(); ++i)
-    timelines.push_back(perf::build_timeline(steps[i], c.job.options().world_size));
+  if (!numbers.empty()) {
+    const auto steps = complete_steps(c.job, numbers[numbers.size() - std::min(n, numbers.size())],
+                                      numbers.back());
+    // A step completed since the index was taken may have come along: the last n.
+    for (std::size_t i = steps.size() - std::min(n, steps.size()); i < steps.size(); ++i)
+      timelines.push_back(perf::build_timeline(steps[i], c.job.options().world_size));
+  }
   return json_reply(perf::to_json(perf::summarize_stragglers(timelines)));
 }
 
 Reply api_trace(const RequestTarget& t, const RouteContext& c) {
-  const auto steps = tail_steps(c.job);
-  if (steps.empty()) return error_reply(404, "no step has been reported by every rank yet");
+  const auto numbers = complete_step_numbers(c.job);
+  if (numbers.empty()) return error_reply(404, "no step has been reported by every rank yet");
   constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
-  const int64_t to = t.integer("to", steps.back().front().step, 0, kMax);
+  const int64_t to = t.integer("to", numbers.back(), 0, kMax);
   const int64_t from = t.integer("from", std::max<int64_t>(0, to - kTraceStepsDefault + 1), 0, to);
   if (to - from + 1 > kTraceStepsMax)
     throw BadRequest(str("from=", from, "&to=", to, " spans more than ", kTraceStepsMax, " steps"));
   std::vector<perf::StepTimeline> timelines;
-  for (const auto& s : steps)
-    if (s.front().step >= from && s.front().step <= to)
-      timelines.push_back(perf::build_timeline(s, c.job.options().world_size));
+  for (const auto& s : complete_steps(c.job, from, to))
+    timelines.push_back(perf::build_timeline(s, c.job.options().world_size));
   if (timelines.empty())
     return error_reply(404, str("no complete step in ", from, "..", to, " in the in-memory tail"));
   std::vector<std::string> hosts;

@@ -48,10 +48,11 @@ void DashboardTest::serve(const std::filesystem::path& dir) {
   server_ = std::make_unique<Server>(ServerOptions{"127.0.0.1", 0, dir}, job_);
 }
 
-void DashboardTest::feed(int64_t first, int64_t count) {
+void DashboardTest::feed(int64_t first, int64_t count, int only_rank) {
   constexpr int64_t kStepNs = 10'000'000;  // 10 ms a step
   constexpr int64_t kOffset = 1'700'000'000'000'000'000;
   for (int r = 0; r < kWorld; ++r) {
+    if (only_rank >= 0 && r != only_rank) continue;
     std::vector<MetricsRecord> batch;
     for (int64_t s = first; s < first + count; ++s) {
       MetricsRecord rec;

@@ -23,8 +23,9 @@ class DashboardTest : public ::testing::Test {
   DashboardTest();
   ~DashboardTest() override;
 
-  // Steps [first, first + count), one training record per rank each.
-  void feed(int64_t first, int64_t count);
+  // Steps [first, first + count), one training record per rank each (only
+  // rank `only_rank`'s when given).
+  void feed(int64_t first, int64_t count, int only_rank = -1);
   // (Re)starts the server, serving the page from `dir` ("" = compiled in).
   void serve(const std::filesystem::path& dir = {});
   int port() const { return server_->port(); }

@@ -84,6 +84,25 @@ TEST(MetricsLog, KeepsABoundedTailInOrder) {
   EXPECT_TRUE(log.since(8, 10).empty());
 }
 
+TEST(MetricsLog, TakesStepsOutOfTheTail) {
+  MetricsLog log("", 6);
+  for (int s = 1; s <= 4; ++s) log.append({record(0, s), record(1, s)});
+  MetricsRecord eval = record(0, 4);
+  eval.metrics.eval = true;
+  log.append({eval});  // the tail: seq 4..9, (rank 1, step 2) .. (1, 4), then the evaluation
+  using SR = MetricsLog::StepRank;
+  EXPECT_EQ(log.step_ranks(), (std::vector<SR>{{2, 1}, {3, 0}, {3, 1}, {4, 0}, {4, 1}}));
+  const auto steps = log.steps(3, 4);  // both ends included, no evaluation
+  ASSERT_EQ(steps.size(), 4u);
+  EXPECT_EQ(steps.front().seq, 5u);
+  EXPECT_EQ(steps.back().seq, 8u);
+  ASSERT_EQ(log.steps(2, 2).size(), 1u);  // rank 0's step 2 has left the tail
+  EXPECT_EQ(log.steps(2, 2)[0].metrics.rank, 1);
+  EXPECT_TRUE(log.steps(1, 1).empty());
+  EXPECT_TRUE(log.steps(5, 100).empty());
+  EXPECT_TRUE(MetricsLog("").step_ranks().empty());
+}
+
 TEST(MetricsLog, UnwritableRunDirIsAClearError) {
   const fs::path file = temp_dir("file");
   std::ofstream(file) << "x";
