@@ -1,5 +1,5 @@
 // The dashboard page compiled into the binary: every file of dashboard/web/
-// plus uPlot's script and stylesheet from npm (dashboard/assets/ generates
+// plus uPlot's script and stylesheet and Chart.js's script from npm (dashboard/assets/ generates
 // the table at build time; see dashboard/assets/README.md).
 #pragma once
 

@@ -41,7 +41,10 @@ StaticReply StaticFiles::get(const std::string& url_path) const {
   std::string relative = url_path.substr(1);  // parse_target: url_path starts with '/'
   if (relative.empty() || relative.back() == '/') relative += "index.html";
   if (relative.front() == '/') return {400, "text/plain", "absolute paths are not served\n"};
-  if (!root_.empty()) return from_disk(relative);
+  // vendor/ holds the npm libraries (uPlot, Chart.js), which live in
+  // node_modules, not beside the page: --dashboard-dir takes them from the
+  // binary too, so a page served from disk draws its charts.
+  if (!root_.empty() && relative.rfind("vendor/", 0) != 0) return from_disk(relative);
   const Asset* a = find_asset(relative);
   if (!a) return {404, "text/plain", "not found\n"};
   return {200, std::string(a->content_type), std::string(a->body)};

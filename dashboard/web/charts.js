@@ -57,7 +57,10 @@ export class LossChart {
     this.container = container;
     this.chart = new Chart(container, () => ({
       scales: { x: { time: false } },
-      axes: [{ ...axisColors(), label: 'step' }, { ...axisColors(), label: 'loss', size: 60 }],
+      // Tick labels in significant digits: uPlot's default (the locale's
+      // format) stops at 3 decimals, so a loss near 1e-4 read 0, 0, 0.
+      axes: [{ ...axisColors(), label: 'step' },
+        { ...axisColors(), label: 'loss', size: 60, values: (u, splits) => splits.map((v) => num(v, 3)) }],
       series: [
         { label: 'step' },
         lineSeries('train loss', '--loss', { value: (u, v) => num(v, 4) }),

@@ -126,6 +126,11 @@ TEST_F(DashboardTest, DashboardDirServesOnlyItsOwnFiles) {
     EXPECT_EQ(r.find("secret\n"), std::string::npos);
   }
   EXPECT_EQ(request(port(), "/missing.js").result_int(), 404);
+  // The chart libraries come from the binary (they are not in the page's folder).
+  const auto lib = request(port(), "/vendor/uPlot.iife.min.js");
+  EXPECT_EQ(lib.result_int(), 200);
+  EXPECT_NE(lib.body().find("uPlot"), std::string::npos);
+  EXPECT_EQ(request(port(), "/vendor/missing.js").result_int(), 404);
   fs::remove_all(root);
 }
 

@@ -8,12 +8,14 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "core/comm/file_store.h"
 #include "core/comm/memory_store.h"
 #include "core/comm/nccl/nccl.h"
+#include "core/comm/nccl/transport_log.h"
 #include "core/comm/nccl/unique_id.h"
 #include "core/tensor/device.h"
 #include "core/train/distributed.h"
@@ -125,6 +127,37 @@ TEST(NcclRefusal, DeviceCudaFailsBeforeTheRendezvous) {
   const std::string msg =
       refusal_of([&] { train::connect_process_group(store, 0, 2, {"job", ""}, cfg, "127.0.0.1", "comm"); });
   EXPECT_NE(msg.find(MDDP_HAVE_CUDA ? "no CUDA GPU found" : "built without CUDA"), std::string::npos) << msg;
+}
+
+// NCCL's INFO lines (the format of NCCL 2.2x) -> the transports by channel
+// connections, then the network; lines that name no transport are ignored.
+TEST(NcclTransportLog, SummarisesTheTransportsOfNcclsLog) {
+  std::istringstream log(
+      "gpu1:1234:1234 [0] NCCL INFO Bootstrap: Using eth0:10.0.0.1<0>\n"
+      "gpu1:1234:1234 [0] NCCL INFO cudaDriverVersion 13000\n"
+      "gpu1:1234:1250 [0] NCCL INFO Using network Socket\n"
+      "gpu1:1234:1250 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read\n"
+      "gpu1:1234:1250 [0] NCCL INFO Channel 01/0 : 0[0] -> 1[1] via P2P/CUMEM/read\n"
+      "gpu1:1234:1250 [0] NCCL INFO Channel 00/0 : 1[1] -> 2[0] [send] via NET/Socket/0\n"
+      "gpu1:1234:1250 [0] NCCL INFO Channel 00/0 : 2[0] -> 1[1] [receive] via NET/Socket/0\r\n"
+      "gpu1:1234:1250 [0] NCCL INFO Connected all rings, use ring PXN 0 GDR 0\n"
+      "gpu1:1234:1250 [0] NCCL INFO a line that says via but no channel\n");
+  EXPECT_EQ(summarize_nccl_transports(log), "NET/Socket/0 (2), P2P/CUMEM/read (2); network Socket");
+  std::istringstream one_rank("gpu1:1:1 [0] NCCL INFO Using network Socket\ngpu1:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 1\n");
+  EXPECT_EQ(summarize_nccl_transports(one_rank), "");
+  std::istringstream empty("");
+  EXPECT_EQ(summarize_nccl_transports(empty), "");
+}
+
+// Without the user's NCCL_DEBUG, NCCL's INFO log goes to a file of this
+// process's (its pid in the name); once per process, as NCCL reads it once.
+TEST(NcclTransportLog, CapturesNcclsLogUnlessTheUserSetNcclDebug) {
+  ::unsetenv("NCCL_DEBUG");
+  const std::string path = capture_nccl_log();
+  EXPECT_NE(path.find("microddp-nccl-" + std::to_string(::getpid()) + ".log"), std::string::npos) << path;
+  EXPECT_STREQ(std::getenv("NCCL_DEBUG"), "INFO");
+  EXPECT_EQ(std::string(std::getenv("NCCL_DEBUG_FILE")), path);
+  EXPECT_EQ(capture_nccl_log(), path);
 }
 
 }  // namespace

@@ -25,6 +25,7 @@
 #include "core/comm/failure.h"
 #include "core/comm/nccl/nccl.h"
 #include "core/comm/nccl/nccl_work.h"
+#include "core/comm/nccl/transport_log.h"
 #include "core/comm/nccl/unique_id.h"
 #include "core/common/timer.h"
 
@@ -264,8 +265,9 @@ void log_setup(const Where& where, int size) {
     if (const char* v = std::getenv(var)) env += str(" ", var, "=", v);
   spdlog::info("NCCL {}: rank {} of {} on cuda:{} ({}, PCI {}){}{}", nccl_version(), where.rank, size, where.device,
                prop.name, bus, env.empty() ? "" : ";", env);
-  if (!std::getenv("NCCL_DEBUG"))
-    spdlog::info("set NCCL_DEBUG=INFO to see the transport NCCL chose (P2P/NVLink, SHM, NET/IB or NET/Socket)");
+  if (!capture_nccl_log().empty())
+    spdlog::info("NCCL's INFO log goes to {}; the transport it chose is logged after the first collective",
+                 capture_nccl_log());
 }
 
 }  // namespace
@@ -275,6 +277,7 @@ std::unique_ptr<ProcessGroup> connect_nccl(Store& store, int rank, int size, con
   MDDP_CHECK(options.timeout.count() > 0, "NcclOptions::timeout must be positive");
   require_gpu(options.device);
   auto state = std::make_shared<GroupState>();
+  state->nccl_log = capture_nccl_log();  // before NCCL's first call reads its environment
   state->where = {rank, options.device};
   state->size = size;
   state->timeout = options.timeout;

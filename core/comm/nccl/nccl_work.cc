@@ -1,8 +1,12 @@
 #include "core/comm/nccl/nccl_work.h"
 
+#include <spdlog/spdlog.h>
+
+#include <fstream>
 #include <thread>
 
 #include "core/comm/failure.h"
+#include "core/comm/nccl/transport_log.h"
 #include "core/common/timer.h"
 
 namespace mddp::comm::nccl {
@@ -34,6 +38,16 @@ void GroupState::fail_locked(std::exception_ptr error) {
 void GroupState::fail(std::exception_ptr error) {
   std::lock_guard lock(mu);
   fail_locked(error);
+}
+
+void GroupState::log_transport_once() {
+  std::call_once(transport_logged, [&] {
+    if (nccl_log.empty()) return;  // the user set NCCL_DEBUG: NCCL's own log says it
+    std::ifstream in(nccl_log);
+    const std::string via = summarize_nccl_transports(in);
+    spdlog::info("NCCL transport between the ranks: {} (NCCL's log: {})",
+                 !via.empty() ? via : size == 1 ? "none (one rank)" : "not named in NCCL's log", nccl_log);
+  });
 }
 
 std::exception_ptr GroupState::check() {
@@ -120,6 +134,7 @@ void NcclWork::wait() {
   } catch (const CommError&) {
     fail(std::current_exception());
   }
+  state_->log_transport_once();
 }
 
 // The collective is complete: bring a staged result home and read the times.

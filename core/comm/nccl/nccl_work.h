@@ -29,6 +29,9 @@ struct GroupState {
   std::exception_ptr first_error;
   // Issued at issue; started and finished (event times) when a Work is waited for.
   detail::History history;
+  // NCCL's INFO log when microddp captured it (transport_log.h), else "".
+  std::string nccl_log;
+  std::once_flag transport_logged;
 
   // Records the first error and aborts the communicator. Call with mu held.
   void fail_locked(std::exception_ptr error);
@@ -41,6 +44,9 @@ struct GroupState {
   // an error or after the timeout (`what` names the call in the message).
   // Call with `lock` (on mu) held; it is released while sleeping.
   void await_call(std::unique_lock<std::mutex>& lock, const std::string& what);
+  // Once, after the first collective completed (NCCL connects lazily): one
+  // line naming the transport NCCL chose, read from its captured log.
+  void log_transport_once();
 };
 
 // One collective on the communication stream: three events (`ready` on the
