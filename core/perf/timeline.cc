@@ -124,6 +124,7 @@ std::vector<std::vector<StepMetrics>> complete_steps(const std::vector<StepMetri
 StragglerSummary summarize_stragglers(const std::vector<StepTimeline>& steps, double min_late_ms) {
   StragglerSummary s;
   s.steps = static_cast<int64_t>(steps.size());
+  s.min_late_ms = min_late_ms;
   std::map<int, StragglerRank> by_rank;
   for (const auto& t : steps) {
     if (!t.straggler || t.straggler->late_ms < min_late_ms) continue;
@@ -174,7 +175,7 @@ nlohmann::json to_json(const StragglerSummary& s) {
                      {"by_phase", r.by_phase}});
   nlohmann::json worst = nullptr;
   if (s.worst) worst = {{"rank", s.worst->rank}, {"phase", s.worst->phase}};
-  return {{"steps", s.steps}, {"ranks", ranks}, {"worst", worst}};
+  return {{"steps", s.steps}, {"min_late_ms", s.min_late_ms}, {"ranks", ranks}, {"worst", worst}};
 }
 
 }  // namespace mddp::perf

@@ -80,6 +80,7 @@ struct StragglerRank {
 };
 struct StragglerSummary {
   int64_t steps = 0;
+  double min_late_ms = 0;            // the threshold it counted with
   std::vector<StragglerRank> ranks;  // every rank that was late at least once, most late first
   std::optional<Straggler> worst;    // rank and phase with the most late time (late_ms = total)
 };

@@ -5,7 +5,7 @@
 
 import { getJSON, Stream } from './api.js';
 import { AccuracyChart, BusbwChart, LossChart, OverlapChart, PhaseChart } from './charts.js';
-import { PHASE_LABEL } from './format.js';
+import { ms, PHASE_LABEL } from './format.js';
 import { Store } from './store.js';
 import { renderHeader, renderRanks, renderStragglers } from './tables.js';
 import { legend, stragglerSentence, Timeline } from './timeline.js';
@@ -24,6 +24,7 @@ legend($('tl-legend'));
 
 let timeline = null;
 let stragglers = null;
+const minLateMs = () => stragglers?.min_late_ms ?? 0;
 let drawn = -1;
 let timelineDrawn;  // undefined: not drawn yet (null: no complete step)
 const finished = () => store.job && (store.job.state === 'succeeded' || store.job.state === 'failed');
@@ -92,7 +93,7 @@ function draw() {
   if (store.version === drawn) return;
   drawn = store.version;
   if (store.job) renderHeader(store.job, store.ranks);
-  renderRanks(document.querySelector('#ranks tbody'), store.ranks, 0);
+  renderRanks(document.querySelector('#ranks tbody'), store.ranks, (rank) => store.lastStep(rank));
   const curves = store.curves();
   const evals = store.evalPoints();
   views.loss.update(curves, evals);
@@ -104,12 +105,19 @@ function draw() {
   if (timeline !== timelineDrawn) {
     timelineDrawn = timeline;
     $('tl-step').textContent = timeline ? String(timeline.step) : '–';
-    timelineView.update(timeline, store.ranks);
+    // A step's late rank is named only when it was late by the server's
+    // straggler threshold (min_late_ms); below it, who came last is noise.
+    const late = timeline?.straggler?.late_ms >= minLateMs();
+    const shown = timeline && !late ? { ...timeline, straggler: null } : timeline;
+    timelineView.update(shown, store.ranks);
     const line = $('tl-straggler');
-    const s = timeline ? stragglerSentence(timeline.straggler, timeline.step) : null;
+    const s = shown ? stragglerSentence(shown.straggler, shown.step) : null;
     line.replaceChildren();
     if (s) line.append(Object.assign(document.createElement('strong'), { textContent: `Rank ${s.rank}` }), ` ${s.text}`);
-    else if (timeline) line.textContent = store.job?.world_size > 1 ? 'No straggler in this step.' : '';
+    else if (timeline) {
+      line.textContent = store.job?.world_size > 1
+        ? `No straggler in this step: every rank was ready within ${ms(minLateMs())} of the median.` : '';
+    }
   }
   renderStragglers(document.querySelector('#stragglers tbody'), $('straggler-worst'), stragglers);
 }

@@ -29,6 +29,12 @@ export class Store {
     this.version++;
   }
 
+  // The last step `rank` sent metrics for (0: none yet).
+  lastStep(rank) {
+    const win = this.recent.get(rank);
+    return win?.length ? win[win.length - 1].step : 0;
+  }
+
   addRecords(records) {
     for (const r of records) this.add(r);
     if (records.length) this.version++;

@@ -63,10 +63,15 @@ function coresCell(k) {
       + 'which inflates exposed comm and stragglers' });
 }
 
-export function renderRanks(tbody, ranks, heartbeatHintMs) {
+// lastStep(rank): the last step the rank sent metrics for. The heartbeat's
+// step stops at the rank's last heartbeat, so a finished rank would read
+// "done at step 2637 of 2811"; the larger of the two is shown. A finished
+// rank sends no heartbeats: its age is left blank rather than growing.
+export function renderRanks(tbody, ranks, lastStep) {
   const rows = (ranks || []).map((k) => {
-    const age = k.heartbeat_age_ms;
-    const stale = k.state === 'running' && heartbeatHintMs > 0 && age > 2 * heartbeatHintMs;
+    const age = k.state === 'done' ? NaN : k.heartbeat_age_ms;
+    const stale = k.state === 'silent';
+    const step = Math.max(k.step ?? 0, lastStep(k.rank));
     return el('tr', { 'data-rank': String(k.rank), 'data-state': k.state },
       el('td', { class: 'num', text: String(k.rank) }),
       el('td', { text: k.host ?? '' }),
@@ -75,7 +80,7 @@ export function renderRanks(tbody, ranks, heartbeatHintMs) {
       el('td', { class: 'num', text: k.pid ? String(k.pid) : '' }),
       el('td', {}, el('span', { class: 'state', 'data-state': k.state, text: k.state })),
       el('td', { text: PHASE_LABEL[k.phase] ?? k.phase ?? '' }),
-      el('td', { class: 'num', text: String(k.step ?? '') }),
+      el('td', { class: 'num', text: step > 0 ? String(step) : '' }),
       el('td', { class: `num${stale ? ' stale' : ''}`, text: Number.isFinite(age) ? ms(age) : '–' }),
       el('td', { class: 'msg', text: k.message ?? '' }));
   });

@@ -268,6 +268,7 @@ TEST_F(DashboardTest, IncompleteStepsAreLeftOut) {
   EXPECT_EQ(json::parse(request(port(), "/api/timeline?step=3").body())["ranks"].size(), 2u);
   EXPECT_EQ(json::parse(request(port(), "/api/stragglers?steps=3").body())["steps"], 3);
   EXPECT_EQ(json::parse(request(port(), "/api/stragglers").body())["steps"], 5);
+  EXPECT_EQ(json::parse(request(port(), "/api/stragglers").body())["min_late_ms"], 0.5);
   const auto trace = request(port(), "/api/trace?from=2&to=6");
   EXPECT_NE(trace[http::field::content_disposition].find("microddp-trace-2-4.json"),
             std::string::npos);
