@@ -212,10 +212,11 @@ TEST(NcclGpu, AbortUnblocksAWaitOnAPeerThatNeverIssues) {
   });
 }
 
-// Trains `cfg` for `steps` steps with DDP over NCCL on up to two GPUs (one
-// thread per rank, rank r on cuda:r) and returns each rank's parameters.
+// Trains `cfg` for `steps` steps with DDP over NCCL on up to four GPUs (one
+// thread per rank, rank r on cuda:r; the fixture's batch of 12 divides by 2,
+// 3 and 4) and returns each rank's parameters.
 std::vector<mddp::test::Params> train_on_gpus(const train::TrainConfig& cfg, int steps) {
-  const int world = std::min(tensor::cuda_device_count(), 2);
+  const int world = std::min(tensor::cuda_device_count(), 4);
   std::vector<mddp::test::Params> got(world);
   MemoryStore store;
   const std::string prefix = next_prefix();
@@ -248,18 +249,20 @@ void expect_all_close(const std::vector<mddp::test::Params>& got, const mddp::te
 }
 
 // DDP over NCCL on N GPUs trains the same model as one CPU process on the
-// whole global batch.
+// whole global batch: MLP and CNN, every mode, and gradient accumulation
+// (no_sync on all but the last micro-batch), as the CPU equivalence tests do.
 TEST(NcclGpu, DdpOnGpusMatchesOneCpuProcess) {
   REQUIRE_GPUS(1);
   constexpr int kSteps = 4;
-  for (const std::string mode : {"bucketed", "hooked", "naive"}) {
-    SCOPED_TRACE(mode);
-    train::TrainConfig cfg = mddp::test::mlp_config();
-    cfg.dist.ddp = mode;
-    cfg.dist.bucket_mb = 0.001;  // several buckets
-    cfg.dist.first_bucket_mb = 0.0005;
-    expect_all_close(train_on_gpus(cfg, kSteps), mddp::test::train_single(cfg, kSteps), 1e-4);
-  }
+  for (const std::string model : {"mlp", "cnn"})
+    for (const std::string mode : {"bucketed", "hooked", "naive"})
+      for (const int64_t accumulate : {int64_t{1}, int64_t{3}}) {
+        SCOPED_TRACE(str(model, " ", mode, " accumulate ", accumulate));
+        train::TrainConfig cfg = mddp::test::ddp_config(model, mode, 0.001);  // several buckets
+        cfg.dist.first_bucket_mb = 0.0005;
+        cfg.accumulate = accumulate;
+        expect_all_close(train_on_gpus(cfg, kSteps), mddp::test::train_single(cfg, kSteps), 1e-4);
+      }
 }
 
 // The compression hook on the GPU: gradients rounded to 16 bits by a kernel

@@ -18,6 +18,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <functional>
 #include <vector>
@@ -252,6 +253,20 @@ void require_gpu(int device) {
                          " GPU(s); run one rank per GPU (LOCAL_RANK picks the GPU)"));
 }
 
+// Host-buffer collectives (the loss mean, the model check) stage through
+// cudaMallocAsync. The device's default pool returns its memory to the
+// driver at every synchronisation unless its release threshold says keep it
+// (the default, 0, keeps nothing): raised, staging in the steady state reuses
+// the pool instead of allocating from the driver each time. Best effort: a
+// device without memory pools keeps working, only slower.
+void keep_staging_memory(int device) {
+  cudaMemPool_t pool = nullptr;
+  uint64_t keep = UINT64_MAX;
+  if (cudaDeviceGetDefaultMemPool(&pool, device) != cudaSuccess ||
+      cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep) != cudaSuccess)
+    cudaGetLastError();  // clear it: nothing else depends on this
+}
+
 // One line on what NCCL will use; the transport itself (P2P/NVLink, SHM,
 // NET/IB, NET/Socket) is only visible in NCCL's own log.
 void log_setup(const Where& where, int size) {
@@ -282,6 +297,7 @@ std::unique_ptr<ProcessGroup> connect_nccl(Store& store, int rank, int size, con
   state->size = size;
   state->timeout = options.timeout;
   check_cuda(cudaSetDevice(options.device), "cudaSetDevice", state->where);
+  keep_staging_memory(options.device);
 
   const std::string raw = exchange_unique_id(
       store, rank, options.prefix + "/unique_id", sizeof(ncclUniqueId),
