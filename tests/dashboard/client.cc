@@ -9,6 +9,22 @@
 #include <stdexcept>
 
 namespace mddp::dashboard::test {
+namespace {
+
+// Runs one asynchronous operation on `ioc` to its end and throws its error.
+// The client works asynchronously because Beast's deadlines (tcp_stream's
+// expires_after) bound asynchronous operations only: a blocking read from a
+// server that never answers would wait until CTest's timeout.
+template <class Start>
+void run_bounded(net::io_context& ioc, Start start) {
+  beast::error_code ec;
+  start([&](beast::error_code e, auto&&...) { ec = e; });
+  ioc.restart();
+  ioc.run();
+  if (ec) throw beast::system_error(ec);
+}
+
+}  // namespace
 
 std::string raw_exchange(int port, const std::string& bytes, std::chrono::milliseconds timeout) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -47,17 +63,17 @@ int status_of(const std::string& r) {
 http::response<http::string_body> request(int port, const std::string& target, http::verb verb) {
   net::io_context ioc;
   beast::tcp_stream stream(ioc);
-  stream.expires_after(std::chrono::seconds(10));
-  stream.connect(
-      tcp::endpoint(net::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port)));
+  stream.expires_after(std::chrono::seconds(10));  // the whole exchange
+  const tcp::endpoint server(net::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port));
+  run_bounded(ioc, [&](auto done) { stream.async_connect(server, done); });
   http::request<http::empty_body> req{verb, target, 11};
   req.set(http::field::host, "127.0.0.1");
-  http::write(stream, req);
+  run_bounded(ioc, [&](auto done) { http::async_write(stream, req, done); });
   beast::flat_buffer buffer;
   http::response_parser<http::string_body> parser;
   parser.body_limit(64 << 20);
   parser.skip(verb == http::verb::head);
-  http::read(stream, buffer, parser);
+  run_bounded(ioc, [&](auto done) { http::async_read(stream, buffer, parser, done); });
   beast::error_code ignored;
   stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
   return parser.release();
@@ -65,16 +81,16 @@ http::response<http::string_body> request(int port, const std::string& target, h
 
 StreamClient::StreamClient(int port) : ws_(ioc_) {
   beast::get_lowest_layer(ws_).expires_after(std::chrono::seconds(10));
-  beast::get_lowest_layer(ws_).connect(
-      tcp::endpoint(net::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port)));
-  ws_.handshake("127.0.0.1", "/api/stream");
+  const tcp::endpoint server(net::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port));
+  run_bounded(ioc_, [&](auto done) { beast::get_lowest_layer(ws_).async_connect(server, done); });
+  run_bounded(ioc_, [&](auto done) { ws_.async_handshake("127.0.0.1", "/api/stream", done); });
   ws_.read_message_max(64 << 20);
 }
 
 std::string StreamClient::read(std::chrono::milliseconds timeout) {
   beast::get_lowest_layer(ws_).expires_after(timeout);
   beast::flat_buffer buffer;
-  ws_.read(buffer);
+  run_bounded(ioc_, [&](auto done) { ws_.async_read(buffer, done); });
   return beast::buffers_to_string(buffer.data());
 }
 
