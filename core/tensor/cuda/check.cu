@@ -1,5 +1,6 @@
 #include "core/common/check.h"
 #include "core/tensor/cuda/check.cuh"
+#include "core/tensor/cuda/cublas.cuh"
 
 namespace mddp::tensor::cuda {
 namespace {
@@ -19,7 +20,7 @@ void check_cuda(cudaError_t err, const char* call, const char* file, int line) {
 }
 
 void check_cublas(cublasStatus_t status, const char* call, const char* file, int line) {
-  if (status != CUBLAS_STATUS_SUCCESS) fail(call, cublasGetStatusString(status), file, line);
+  if (status != CUBLAS_STATUS_SUCCESS) fail(call, cublas().status_string(status), file, line);
 }
 
 }  // namespace mddp::tensor::cuda

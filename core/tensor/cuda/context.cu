@@ -5,6 +5,7 @@
 #include "core/common/check.h"
 #include "core/tensor/cuda/check.cuh"
 #include "core/tensor/cuda/context.cuh"
+#include "core/tensor/cuda/cublas.cuh"
 
 namespace mddp::tensor::cuda {
 namespace {
@@ -18,15 +19,16 @@ Context* create(int device) {
   auto* ctx = new Context;
   ctx->device = device;
   MDDP_CUDA_CHECK(cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking));
-  MDDP_CUBLAS_CHECK(cublasCreate(&ctx->blas));
+  const Cublas& blas = cublas();
+  MDDP_CUBLAS_CHECK(blas.create(&ctx->blas));
   // Order matters: cublasSetStream resets the workspace to cuBLAS's own pool.
-  MDDP_CUBLAS_CHECK(cublasSetStream(ctx->blas, ctx->stream));
+  MDDP_CUBLAS_CHECK(blas.set_stream(ctx->blas, ctx->stream));
   void* workspace = nullptr;
   MDDP_CUDA_CHECK(cudaMalloc(&workspace, kBlasWorkspaceBytes));
-  MDDP_CUBLAS_CHECK(cublasSetWorkspace(ctx->blas, workspace, kBlasWorkspaceBytes));
+  MDDP_CUBLAS_CHECK(blas.set_workspace(ctx->blas, workspace, kBlasWorkspaceBytes));
   // Plain FP32 products (no TF32 tensor-core rounding), so the GPU matches
   // the CPU within float rounding and the tests can compare the two.
-  MDDP_CUBLAS_CHECK(cublasSetMathMode(ctx->blas, CUBLAS_DEFAULT_MATH));
+  MDDP_CUBLAS_CHECK(blas.set_math_mode(ctx->blas, CUBLAS_DEFAULT_MATH));
   MDDP_CUDA_CHECK(cudaMalloc(&ctx->scalars, sizeof(Scalars)));
   MDDP_CUDA_CHECK(cudaMallocHost(&ctx->host_scalars, sizeof(Scalars)));
   return ctx;

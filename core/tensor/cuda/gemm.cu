@@ -8,6 +8,7 @@
 #include <climits>
 
 #include "core/common/check.h"
+#include "core/tensor/cuda/cublas.cuh"
 #include "core/tensor/cuda/kernels.h"
 #include "core/tensor/cuda/launch.cuh"
 
@@ -28,7 +29,7 @@ void gemm(int device, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
   const Context& ctx = context(device);
   const int lda = static_cast<int>(trans_a ? m : k);
   const int ldb = static_cast<int>(trans_b ? k : n);
-  MDDP_CUBLAS_CHECK(cublasSgemm(ctx.blas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+  MDDP_CUBLAS_CHECK(cublas().sgemm(ctx.blas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
                                 trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, static_cast<int>(n),
                                 static_cast<int>(m), static_cast<int>(k), &alpha, b, ldb, a, lda,
                                 &beta, c, static_cast<int>(n)));
