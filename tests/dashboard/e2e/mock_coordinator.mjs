@@ -110,7 +110,7 @@ function stragglers() {
   return {
     steps: 50,
     min_late_ms: 0.5,
-    ranks: Array.from({ length: N }, (_, r) => ({ rank: r, late_steps: r === N - 1 ? 47 : r === 0 ? 3 : 0, late_ms_total: r === N - 1 ? 98.7 : 2.1, by_phase: r === N - 1 ? { backward: 40, forward: 7 } : { data: 3 } })),
+    ranks: N === 1 ? [] : Array.from({ length: N }, (_, r) => ({ rank: r, late_steps: r === N - 1 ? 47 : r === 0 ? 3 : 0, late_ms_total: r === N - 1 ? 98.7 : 2.1, by_phase: r === N - 1 ? { backward: 40, forward: 7 } : { data: 3 } })),
     worst: N > 1 ? { rank: N - 1, phase: 'backward' } : null,
   };
 }
