@@ -123,8 +123,7 @@ train::TrainConfig rank_config(const JoinInfo& info, const WorkerOptions& o) {
   if (!o.device.empty()) {
     cfg.device = o.device;
   } else if (cfg.device == "cuda") {  // one GPU per local rank, as torchrun does
-    const char* local = std::getenv("LOCAL_RANK");
-    cfg.device = tensor::gpu_of_local_rank(local && *local ? std::atoi(local) : 0).str();
+    cfg.device = tensor::gpu_of_local_rank(tensor::Device::parse("cuda").index).str();  // cuda:LOCAL_RANK
   }
   // Rank 0 writes the run directory (train.jsonl, checkpoint); the others
   // would only write the same lines again.

@@ -60,11 +60,10 @@ void require_gpu_per_local_rank(const std::string& device_text, int local_ranks)
 
 Device gpu_of_local_rank(int local_rank) {
   const Device device{DeviceType::kCuda, local_rank};
-  if (MDDP_HAVE_CUDA && cuda_device_count() > 0 && local_rank >= cuda_device_count())
-    throw InputError(str("--device cuda gives local rank ", local_rank, " cuda:", local_rank,
-                         ", but this host has ", cuda_device_count(),
-                         " GPU(s): NCCL needs a GPU per rank, so start at most ",
-                         cuda_device_count(), " rank(s) on this host"));
+  // Without a GPU (or CUDA) require_available gives the clearer message.
+  if (const int n = cuda_device_count(); n > 0 && local_rank >= n)
+    throw InputError(str("--device cuda gives local rank ", local_rank, " cuda:", local_rank, ", but this host has ", n,
+                         " GPU(s): NCCL needs a GPU per rank, so start at most ", n, " rank(s) on this host"));
   require_available(device);
   return device;
 }

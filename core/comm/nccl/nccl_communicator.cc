@@ -267,9 +267,10 @@ void keep_staging_memory(int device) {
     cudaGetLastError();  // clear it: nothing else depends on this
 }
 
-// One line on what NCCL will use; the transport itself (P2P/NVLink, SHM,
-// NET/IB, NET/Socket) is only visible in NCCL's own log.
-void log_setup(const Where& where, int size) {
+// One line on what NCCL will use, and where its log goes (`nccl_log`, "" when
+// the user set NCCL_DEBUG); the transport it chose follows after the first
+// collective (GroupState::log_transport_once).
+void log_setup(const Where& where, int size, const std::string& nccl_log) {
   cudaDeviceProp prop{};
   char bus[32] = "?";
   if (cudaGetDeviceProperties(&prop, where.device) != cudaSuccess) cudaGetLastError();
@@ -280,9 +281,8 @@ void log_setup(const Where& where, int size) {
     if (const char* v = std::getenv(var)) env += str(" ", var, "=", v);
   spdlog::info("NCCL {}: rank {} of {} on cuda:{} ({}, PCI {}){}{}", nccl_version(), where.rank, size, where.device,
                prop.name, bus, env.empty() ? "" : ";", env);
-  if (!capture_nccl_log().empty())
-    spdlog::info("NCCL's INFO log goes to {}; the transport it chose is logged after the first collective",
-                 capture_nccl_log());
+  if (!nccl_log.empty())
+    spdlog::info("NCCL's INFO log goes to {}; the transport it chose is logged after the first collective", nccl_log);
 }
 
 }  // namespace
@@ -324,7 +324,7 @@ std::unique_ptr<ProcessGroup> connect_nccl(Store& store, int rank, int size, con
   }
   state->await_call(lock, str("NCCL set-up (ncclCommInitRankConfig, ", size, " ranks)"));
   lock.unlock();
-  log_setup(state->where, size);
+  log_setup(state->where, size, state->nccl_log);
   try {
     return std::make_unique<NcclGroup>(state, static_cast<cudaStream_t>(options.compute_stream));
   } catch (const CommError&) {
