@@ -11,17 +11,10 @@
 namespace mddp::dashboard::test {
 namespace {
 
-// Runs one asynchronous operation on `ioc` to its end and throws its error.
-// The client works asynchronously because Beast's deadlines (tcp_stream's
-// expires_after) bound asynchronous operations only: a blocking read from a
-// server that never answers would wait until CTest's timeout.
+// run_async, throwing its error.
 template <class Start>
 void run_bounded(net::io_context& ioc, Start start) {
-  beast::error_code ec;
-  start([&](beast::error_code e, auto&&...) { ec = e; });
-  ioc.restart();
-  ioc.run();
-  if (ec) throw beast::system_error(ec);
+  if (const beast::error_code ec = run_async(ioc, start)) throw beast::system_error(ec);
 }
 
 }  // namespace

@@ -18,6 +18,20 @@ std::string raw_exchange(int port, const std::string& bytes,
 // The status line's code of a raw response ("HTTP/1.1 404 ..." -> 404), -1 if none.
 int status_of(const std::string& raw_response);
 
+// Runs one asynchronous operation on `ioc` to its end and returns its error:
+// start(done) begins it with `done` as its handler. The clients work
+// asynchronously because Beast's deadlines (tcp_stream's expires_after)
+// bound asynchronous operations only: a blocking read from a server that
+// never answers would wait until CTest's timeout.
+template <class Start>
+beast::error_code run_async(net::io_context& ioc, Start start) {
+  beast::error_code ec;
+  start([&](beast::error_code e, auto&&...) { ec = e; });
+  ioc.restart();
+  ioc.run();
+  return ec;
+}
+
 // GET (or another verb) `target` on 127.0.0.1:port.
 http::response<http::string_body> request(int port, const std::string& target,
                                           http::verb verb = http::verb::get);

@@ -187,14 +187,8 @@ TEST_F(DashboardTest, HundredConcurrentClientsAreAllServed) {
     req.set(http::field::host, "127.0.0.1");  // HTTP/1.1: the connection stays open
     beast::flat_buffer buffer;
     http::response<http::string_body> res;
-    beast::error_code error = net::error::would_block;
-    http::async_write(stream, req, [&](beast::error_code ec, std::size_t) {
-      if (ec) return void(error = ec);
-      http::async_read(stream, buffer, res,
-                       [&](beast::error_code ec2, std::size_t) { error = ec2; });
-    });
-    ioc.restart();
-    ioc.run();
+    beast::error_code error = run_async(ioc, [&](auto done) { http::async_write(stream, req, done); });
+    if (!error) error = run_async(ioc, [&](auto done) { http::async_read(stream, buffer, res, done); });
     ASSERT_FALSE(error) << "client " << i << " of " << kClients
                         << " (asking in the reverse order of connecting) got no answer within 8 s: "
                         << error.message()
