@@ -23,6 +23,7 @@
 #include "coordinator/coordinator.h"
 #include "coordinator/flag_config.h"
 #include "coordinator/job_config_json.h"
+#include "core/common/atomic_write.h"
 #include "core/common/check.h"
 #include "core/common/log.h"
 #include "dashboard/server/server.h"
@@ -120,11 +121,21 @@ class SignalWatcher {
 };
 
 // Writes `text` and a newline to `path` through a rename, so a reader never sees half of it.
-void write_atomically(const std::string& path, const std::string& text, const char* flag) {
-  const std::string tmp = path + ".tmp";
-  std::ofstream(tmp) << text << "\n";
-  if (std::rename(tmp.c_str(), path.c_str()) != 0)
-    throw Error(str("cannot write ", flag, " ", path, ": ", std::strerror(errno)));
+void write_flag_file(const std::string& path, const std::string& text, const char* flag) {
+  if (const std::string error = write_atomically(path, text + "\n"); !error.empty())
+    throw InputError(str("cannot write ", flag, " ", path, ": ", error));
+}
+
+// What the run directory lacks: the metrics records that could not be
+// written (by rank and step) and a job.json whose last write failed; "" if nothing.
+std::string lost_output(const coordinator::Job& job) {
+  const coordinator::MetricsLog::Lost lost = job.metrics_log().lost();
+  std::string out;
+  if (lost.count > 0)
+    out = str(lost.count, " of ", job.metrics_log().count(), " metrics records are not in ",
+              job.metrics_log().path().string(), " (", lost.why, "): ", lost.which);
+  if (const std::string e = job.job_file_error(); !e.empty()) out += str(out.empty() ? "" : "; ", e);
+  return out;
 }
 
 void run_coordinator(CLI::App& cmd, CoordinatorArgs& a) {
@@ -134,8 +145,7 @@ void run_coordinator(CLI::App& cmd, CoordinatorArgs& a) {
     throw InputError("give the number of workers: --world-size N (or world-size in --config)");
   a.train.validate();
   if (!a.token_file.empty()) a.token = read_token_file(a.token_file);
-  if (a.health.rendezvous_timeout_s <= 0)
-    throw InputError(str("--rendezvous-timeout-s must be > 0, got ", a.health.rendezvous_timeout_s));
+  validate_health(a.health);
 
   coordinator::CoordinatorOptions o;
   o.host = a.host;
@@ -177,12 +187,13 @@ void run_coordinator(CLI::App& cmd, CoordinatorArgs& a) {
   if (dash) std::printf("dashboard: %s\n", dash_url.c_str());
   std::fflush(stdout);
   // Before --address-file: whoever waits for that one finds this one ready.
-  if (!a.http_url_file.empty()) write_atomically(a.http_url_file, dash_url, "--http-url-file");
-  if (!a.address_file.empty()) write_atomically(a.address_file, addr, "--address-file");
+  if (!a.http_url_file.empty()) write_flag_file(a.http_url_file, dash_url, "--http-url-file");
+  if (!a.address_file.empty()) write_flag_file(a.address_file, addr, "--address-file");
 
   const coordinator::JobStatus status = c.wait();
   const auto records = c.job().metrics_log().count();
   const auto log_path = c.job().metrics_log().path();
+  const std::string lost = lost_output(c.job());
   c.shutdown();
   if (dash && a.dashboard.http_linger_s > 0 && !watcher.caught()) {
     std::printf("dashboard: the job is over (%s); still serving %s for %g s (Ctrl-C to stop)\n",
@@ -195,10 +206,12 @@ void run_coordinator(CLI::App& cmd, CoordinatorArgs& a) {
   }
   dash.reset();
   if (status.state != coordinator::State::kSucceeded)
-    throw Error(status.failure.empty() ? std::string("the job did not finish") : status.failure);
+    throw Error(str(status.failure.empty() ? std::string("the job did not finish") : status.failure,
+                    lost.empty() ? "" : "; also " + lost));
   std::printf("job '%s' succeeded: %d ranks finished, %llu metrics records%s\n", a.job_id.c_str(),
               a.world_size, static_cast<unsigned long long>(records),
               log_path.empty() ? "" : (" in " + log_path.string()).c_str());
+  if (!lost.empty()) throw RecordsLostError("the job succeeded, but " + lost);
 }
 
 }  // namespace

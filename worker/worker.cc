@@ -28,6 +28,7 @@
 #include "worker/data_address.h"
 #include "worker/heartbeat.h"
 #include "worker/metrics_streamer.h"
+#include "worker/protocol_probe.h"
 
 namespace mddp::worker {
 namespace {
@@ -217,6 +218,13 @@ void run_worker(const WorkerOptions& o) {
   CoordinatorClient client({o.coordinator, o.job_id, o.token, o.call_timeout});
   spdlog::info("joining job '{}' at {} as host {}{}", o.job_id, o.coordinator, host,
                want_rank >= 0 ? str(", rank ", want_rank) : std::string());
+  // A port that speaks another protocol (the dashboard's, say) is named at
+  // once; gRPC alone would retry it until the connect timeout.
+  if (const std::string other = probe_other_protocol(o.coordinator, std::min<Millis>(o.connect_timeout, 5s));
+      !other.empty())
+    throw InputError(str("--coordinator ", o.coordinator, " is not a microddp coordinator: ", other,
+                         ". Give the address the coordinator printed (\"start each worker with: ...\"), "
+                         "not its dashboard's"));
   client.wait_connected(o.connect_timeout);
   const JoinInfo info = client.join({host, data.addr, o.device, want_rank, o.join_timeout});
   const auto level = spdlog::get_level();
@@ -275,6 +283,7 @@ void run_worker(const WorkerOptions& o) {
     std::printf("\n");
     std::fflush(stdout);
   }
+  if (!summary.lost_records.empty()) throw RecordsLostError("rank 0 finished, but " + summary.lost_records);
 }
 
 }  // namespace mddp::worker

@@ -1,24 +1,18 @@
 #include "core/train/loop.h"
 
 #include <filesystem>
-#include <fstream>
-#include <nlohmann/json.hpp>
 
 #include "core/common/check.h"
 #include "core/common/timer.h"
 #include "core/train/progress.h"
+#include "core/train/train_log.h"
 
 namespace mddp::train {
 
 TrainSummary run_training(Trainer& trainer, const LoopHooks& hooks) {
   const TrainConfig& cfg = trainer.config();
   const auto mean = [&](double v) { return hooks.global_mean ? hooks.global_mean(v) : v; };
-  std::ofstream log;
-  if (!cfg.run_dir.empty()) {
-    std::filesystem::create_directories(cfg.run_dir);
-    log.open(std::filesystem::path(cfg.run_dir) / "train.jsonl", std::ios::app);
-    if (!log) throw InputError("cannot write to --run-dir '" + cfg.run_dir + "'");
-  }
+  TrainLog log(cfg.run_dir);
   Progress progress(trainer.total_steps());
 
   TrainSummary s;
@@ -44,9 +38,7 @@ TrainSummary run_training(Trainer& trainer, const LoopHooks& hooks) {
       t_window = now;
       samples_window = 0;
       if (hooks.print) progress.update(r.step, r.epoch, loss, sps);
-      if (log.is_open())
-        log << nlohmann::json{{"step", r.step}, {"epoch", r.epoch}, {"loss", loss}, {"samples_per_s", sps}}.dump()
-            << "\n" << std::flush;
+      log.step(r.step, r.epoch, loss, sps);
     }
     if (epoch_end && cfg.eval) {
       if (hooks.step.on_phase) hooks.step.on_phase(r.step, "eval");
@@ -57,15 +49,14 @@ TrainSummary run_training(Trainer& trainer, const LoopHooks& hooks) {
         if (s.eval.accuracy >= 0) line += str(", test accuracy ", s.eval.accuracy * 100, "%");
         progress.message(line);
       }
-      if (log.is_open())
-        log << nlohmann::json{{"epoch", r.epoch}, {"test_loss", s.eval.loss}, {"test_accuracy", s.eval.accuracy}}.dump()
-            << "\n" << std::flush;
+      log.eval(r.step, r.epoch, s.eval);
     }
   }
   s.steps = total;
   s.seconds = (now_ns() - t_start) * 1e-9;
   s.samples_per_s = total * cfg.batch * cfg.accumulate / std::max(1e-9, s.seconds);
   s.final_loss = loss;
+  s.lost_records = log.lost();
   if (!cfg.run_dir.empty() && hooks.print) {
     if (hooks.step.on_phase) hooks.step.on_phase(total, "checkpoint");
     trainer.save_checkpoint((std::filesystem::path(cfg.run_dir) / "checkpoint.safetensors").string());
