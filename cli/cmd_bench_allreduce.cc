@@ -254,7 +254,8 @@ void register_bench_allreduce(CLI::App& bench) {
       ->capture_default_str();
   cmd->add_option("--dtype", o->dtype, "fp32 | bf16 | fp16 (16-bit on the wire, summed in fp32)")
       ->capture_default_str();
-  cmd->add_option("--timeout-ms", o->timeout_ms, "bound on each collective")->capture_default_str();
+  cmd->add_option("--timeout-ms", o->timeout_ms, "bound on each collective")
+      ->check(CLI::Range(int64_t{1}, kMaxTimeoutMs))->capture_default_str();
   cmd->add_option("--json", o->json, "also write the results to this file as JSON");
   cmd->add_option("--backend", o->backend,
                   "cpu | nccl (one process per GPU; --algo and --transport do not apply)")

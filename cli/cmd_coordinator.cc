@@ -23,7 +23,7 @@
 #include "coordinator/coordinator.h"
 #include "coordinator/flag_config.h"
 #include "coordinator/job_config_json.h"
-#include "core/common/atomic_write.h"
+#include "core/common/files.h"
 #include "core/common/check.h"
 #include "core/common/log.h"
 #include "dashboard/server/server.h"

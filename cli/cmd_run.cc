@@ -41,8 +41,8 @@
 #include "cli/run_private_dir.h"
 #include "cli/train_flags.h"
 #include "core/tensor/device.h"
-#include "core/train/train_log.h"
 #include "core/common/check.h"
+#include "core/common/files.h"
 
 namespace mddp::cli {
 namespace {
@@ -229,7 +229,7 @@ void run_job(RunArgs& a) {
   // the job succeeds and kept (named in the error) when it does not.
   const bool temp_logs = a.train.run_dir.empty();
   const std::string logs = temp_logs ? make_temp_dir("microddp-logs") : a.train.run_dir;
-  train::make_run_dir(logs);
+  make_dirs(logs, "--run-dir");
   const std::string token_file = secrets.path() + "/token";
   write_private(token_file, a.token.empty() ? random_token() : a.token);
   const std::string address_file = secrets.path() + "/address";

@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/common/atomic_write.h"
+#include "core/common/files.h"
 #include "core/common/check.h"
 #include "core/perf/host_load.h"
 

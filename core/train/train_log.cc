@@ -4,19 +4,13 @@
 #include <nlohmann/json.hpp>
 
 #include "core/common/check.h"
+#include "core/common/files.h"
 
 namespace mddp::train {
 
-void make_run_dir(const std::string& dir) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec || !std::filesystem::is_directory(dir))
-    throw InputError(str("cannot create --run-dir '", dir, "': ", ec ? ec.message() : "not a directory"));
-}
-
 TrainLog::TrainLog(const std::string& run_dir) {
   if (run_dir.empty()) return;
-  make_run_dir(run_dir);
+  make_dirs(run_dir, "--run-dir");
   try {
     file_ = std::make_unique<RecordFile>(std::filesystem::path(run_dir) / "train.jsonl");
   } catch (const Error& e) {

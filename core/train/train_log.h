@@ -11,10 +11,6 @@
 
 namespace mddp::train {
 
-// Creates --run-dir (and its parents) when missing; InputError naming the
-// flag when it cannot be created.
-void make_run_dir(const std::string& dir);
-
 class TrainLog {
  public:
   // "" keeps no file; otherwise the directory is made and the file opened for appending.

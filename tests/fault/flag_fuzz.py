@@ -211,15 +211,21 @@ def main():
         cases += own + rng.sample(shared, min(a.sample, len(shared)))
     print(f"flag_fuzz: {len(cases)} invocations (seed {a.seed}, {a.jobs} at a time)", flush=True)
 
-    failures, t0 = [], time.monotonic()
+    failures, t0, spent = [], time.monotonic(), {}
     with futures.ThreadPoolExecutor(a.jobs) as pool:
-        for cmd, why, detail in pool.map(lambda c: run_case(binary, c[0], c[1], a.timeout_s, root), cases):
+        for (command, _), (cmd, why, detail) in zip(cases, pool.map(
+                lambda c: run_case(binary, c[0], c[1], a.timeout_s, root), cases)):
+            if not why:
+                n, t = spent.get(command, (0, 0.0))
+                spent[command] = (n + 1, t + detail)
             if why:
                 failures.append((cmd, why, detail))
                 tail = "\n".join(str(detail).strip().splitlines()[-3:])
                 shown = " ".join(repr(x if len(x) < 40 else x[:20] + "...") for x in cmd[1:])
                 print(f"FAIL: {shown}\n  {why}\n  {tail}", flush=True)
     subprocess.run(["rm", "-rf", root])
+    for command, (n, t) in sorted(spent.items(), key=lambda kv: -kv[1][1])[:6]:
+        print(f"  {command}: {n} invocations, {t:.0f} s")
     print(f"flag_fuzz: {len(cases)} invocations in {time.monotonic() - t0:.0f} s, {len(failures)} failed")
     return 1 if failures else 0
 

@@ -1,4 +1,4 @@
-#include "core/common/atomic_write.h"
+#include "core/common/files.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -6,6 +6,9 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+
+#include "core/common/check.h"
 
 namespace mddp {
 
@@ -28,6 +31,14 @@ std::string write_atomically(const std::string& path, std::string_view text) {
   const std::string why = std::strerror(!ok ? (write_errno ? write_errno : sync_errno) : errno);
   std::remove(tmp.c_str());
   return why;
+}
+
+void make_dirs(const std::string& dir, const char* flag) {
+  std::error_code ec;
+  if (dir.empty()) throw InputError(str(flag, " is empty: give a directory"));
+  std::filesystem::create_directories(dir, ec);
+  if (ec || !std::filesystem::is_directory(dir))
+    throw InputError(str("cannot create ", flag, " '", dir, "': ", ec ? ec.message() : "not a directory"));
 }
 
 }  // namespace mddp
