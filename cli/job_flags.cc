@@ -58,7 +58,7 @@ void add_dashboard_flags(CLI::App& cmd, DashboardFlags& d) {
   cmd.add_option("--http-linger", d.http_linger_s,
                  "after the job ends, keep serving the dashboard this many seconds so the page "
                  "shows the final (or failed) state; Ctrl-C ends it early")
-      ->check(CLI::NonNegativeNumber)
+      ->check(finite_in(0))
       ->group(g)
       ->capture_default_str();
   cmd.add_option("--dashboard-dir", d.dashboard_dir,

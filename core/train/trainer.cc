@@ -46,6 +46,9 @@ Trainer::Trainer(TrainConfig cfg, int rank, int world_size)
   const tensor::Device device = tensor::Device::parse(cfg_.device);
   tensor::require_available(device);
 
+  // Before the data: a model that cannot fit is refused at once (synthetic
+  // inputs have `width` features; other datasets at least 1).
+  nn::require_model_fits(cfg_.model, cfg_.data.spec.starts_with("synthetic") ? cfg_.model.width : 1);
   // Synthetic data is shaped by the model: inputs of `width` features and,
   // for regression, targets as wide as the model's output.
   cfg_.data.seed = cfg_.seed;

@@ -26,22 +26,7 @@ expect_rc() { [[ $RC -eq $1 ]] || fail "$2: exit $RC, want $1"; }
 JOB=(--dataset synthetic --synthetic-size 1024 --width 32 --batch 32 --no-eval)
 FASHION=/usr/share/datasets/fashion-mnist
 
-wait_for() {
-  local deadline=$(( $(date +%s) + ${WAIT_S:-60} ))
-  until "$@"; do
-    (( $(date +%s) >= deadline )) && return 1
-    sleep 0.1
-  done
-}
-# wait_exit PID SECONDS: waits for a background child; its exit code in $RC (124 when it did not end).
-wait_exit() {
-  local deadline=$(( $(date +%s) + $2 ))
-  while kill -0 "$1" 2>/dev/null; do
-    (( $(date +%s) >= deadline )) && { RC=124; return; }
-    sleep 0.1
-  done
-  wait "$1"; RC=$?
-}
+source "$(dirname "${BASH_SOURCE[0]}")/wait.sh"  # wait_for, wait_exit
 # A tmpfs of SIZE at DIR (root only): skips the scenario where it cannot be mounted.
 mount_tmpfs() {
   mkdir -p "$2"

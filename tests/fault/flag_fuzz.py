@@ -64,15 +64,17 @@ EXTRA = {
     "--straggler": ["1:forward:nan", "0:data:1e9", "0:nowhere:1", "x:y:z"],
     "--device": ["cuda:99", "cuda:-1", "tpu"],
     "--coordinator": ["::", "127.0.0.1:99999", "[::1", "nonexistent.invalid:1"],
-    "--world-sizes": ["1,0", "1,,2", "-2"],
-    "--world-size": ["0,4", "1,x"],
+    "--world-sizes": ["1,0", "1,,2", "-2", "nan"],
+    "--world-size": ["0,4", "1,x", "nan"],
+    "--minbytes": ["nan", "99999999999999999999", "-4K", "4Q"],
+    "--maxbytes": ["nan", "1000G", "0"],
     "--channels": ["0", "-3"],
 }
 
-BAD_TEXT = ["", "x", "-1", "nan", "x" * 4097, "/proc/version/x", "/dev/null/x"]
-INT_VALUES = ["0", "-1", "100000", "1000000000", "99999999999999999999", "x", "1.5"]
-FLOAT_VALUES = ["0", "-1", "nan", "inf", "-inf", "1e9", "1e308", "x"]
-HUGE = {"100000", "1000000000", "1e9", "99999999999999999999", "1e308", "inf"}
+BAD_TEXT = ["", "x", "-1", "x" * 4097, "/dev/null/x"]
+INT_VALUES = ["0", "-1", "100000", "99999999999999999999", "x"]
+FLOAT_VALUES = ["0", "-1", "nan", "inf", "1e308", "x"]
+HUGE = {"100000", "99999999999999999999", "1e308", "inf"}
 
 
 def parse_help(binary, command):
