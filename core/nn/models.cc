@@ -71,7 +71,8 @@ void require_model_fits(const ModelConfig& cfg, int64_t input_features) {
     flags = str("--width ", cfg.width, " and --depth ", cfg.depth);
   }
   // fp32 values, gradients and at least one optimiser buffer each.
-  require_memory(params * 4.0 * 3.0, str("a model of ", params, " parameters (", flags, ")"));
+  const std::string count = params < 1e18 ? std::to_string(static_cast<int64_t>(params)) : str(params);
+  require_memory(params * 4.0 * 3.0, str("a model of ", count, " parameters (", flags, ")"));
 }
 
 }  // namespace mddp::nn
