@@ -14,7 +14,7 @@
 #include "cli/local_ranks.h"
 #include "cli/train_flags.h"
 #include "core/comm/transport/connect.h"
-#include "core/train/checkpoint.h"
+#include "core/train/safetensors.h"
 #include "core/train/distributed.h"
 
 namespace mddp::cli {
