@@ -130,6 +130,7 @@ train::TrainConfig rank_config(const JoinInfo& info, const WorkerOptions& o) {
   // start from: the DistributedTrainer broadcasts what it loaded.
   if (info.rank != 0) {
     cfg.run_dir.clear();
+    cfg.checkpoint_every = 0;
     cfg.init_from.clear();
     cfg.resume.clear();
   }
