@@ -28,7 +28,12 @@ TrainSummary run_training(Trainer& trainer, const LoopHooks& hooks) {
   Progress progress(trainer.total_steps());
   const auto checkpoint = [&](int64_t step, const std::string& path) {
     if (hooks.step.on_phase) hooks.step.on_phase(step, "checkpoint");
-    trainer.save_checkpoint(path);
+    try {
+      trainer.save_checkpoint(path);
+    } catch (const Error& e) {  // nothing under a real name changed (Note [Pair order])
+      throw Error(str("cannot write the checkpoint of step ", step, " (", path, "): ", e.what(),
+                      "; the checkpoints written before are intact"));
+    }
   };
 
   TrainSummary s;
