@@ -16,10 +16,7 @@
 set -uo pipefail
 BIN="$1"
 SCENARIO="$2"
-WORK="$(mktemp -d)"
-trap 'rm -rf "$WORK"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-expect_in() { grep -q -- "$1" "$2" || { echo "--- output:"; cat "$2"; fail "expected '$1'"; }; }
+source "$(dirname "${BASH_SOURCE[0]}")/../support/scenario.sh"
 # must_fail LABEL CMD...: exits 1 with one "microddp: error:" line
 must_fail() {
   local label="$1"

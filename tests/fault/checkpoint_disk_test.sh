@@ -10,11 +10,8 @@ set -uo pipefail
 BIN="$1"
 SCENARIO="$2"
 skip() { echo "SKIP: $*"; exit 77; }
-fail() { echo "FAIL: $*"; exit 1; }
-expect_in() { grep -q -- "$1" "$2" || { echo "--- output:"; cat "$2"; fail "expected '$1'"; }; }
-
 [[ $(id -u) -eq 0 ]] || skip "needs root to mount a small tmpfs (CI runs it as root)"
-WORK="$(mktemp -d)"
+source "$(dirname "${BASH_SOURCE[0]}")/../support/scenario.sh"
 MNT="$WORK/mnt"
 mkdir -p "$MNT"
 cleanup() {
