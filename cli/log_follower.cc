@@ -25,7 +25,8 @@ void LogFollower::poll(const std::function<void(const std::string&)>& on_line) {
 bool is_warning_or_error(const std::string& line) {
   // The level follows the second "] ": after the time and the role.
   const std::size_t role = line.find("] [");
-  const std::size_t level = role == std::string::npos ? std::string::npos : line.find("] ", role + 3);
+  const std::size_t level =
+      role == std::string::npos ? std::string::npos : line.find("] ", role + 3);
   if (line.empty() || line[0] != '[' || level == std::string::npos) return false;
   const std::string rest = line.substr(level + 2);
   for (const char* l : {"warning: ", "error: ", "critical: "})

@@ -17,7 +17,9 @@ namespace fs = std::filesystem;
 constexpr std::string_view kSuffix = ".safetensors";
 constexpr std::string_view kStateSuffix = ".state.safetensors";
 
-bool ends_with(const std::string& s, std::string_view tail) { return s.ends_with(tail); }
+bool ends_with(const std::string& s, std::string_view tail) {
+  return s.ends_with(tail);
+}
 
 // FNV-1a, 64 bits: a content id, not a defence against forgery.
 class Fnv1a {
@@ -60,7 +62,8 @@ std::string format_problem(const std::map<std::string, std::string>& m) {
   const std::string f = meta(m, "format");
   if (f == kCheckpointFormat) return "";
   if (f.empty())
-    return "it is not a microddp checkpoint (no 'format' in its metadata); a plain state_dict can seed a run "
+    return "it is not a microddp checkpoint (no 'format' in its metadata); a plain state_dict can "
+           "seed a run "
            "with --init-from";
   return str("its format is '", f, "', this microddp reads '", kCheckpointFormat, "'");
 }
@@ -73,7 +76,8 @@ int64_t step_of(const std::map<std::string, std::string>& m, const std::string& 
     if (used == s.size() && v >= 0) return v;
   } catch (const std::logic_error&) {
   }
-  throw InputError(str("'", path, "' is not a valid checkpoint: its step '", s, "' is not a number"));
+  throw InputError(
+      str("'", path, "' is not a valid checkpoint: its step '", s, "' is not a number"));
 }
 
 // The step of the complete pair at `model_path`, or why it is not one.
@@ -88,7 +92,8 @@ PairCheck check_pair(const std::string& model_path) {
     const std::string state = state_path_of(model_path);
     if (!fs::exists(state)) return {std::nullopt, "its state file is missing"};
     const auto s = load_safetensors_metadata(state);
-    if (meta(s, "checkpoint_id") != meta(m, "checkpoint_id")) return {std::nullopt, "its two files are of different checkpoints"};
+    if (meta(s, "checkpoint_id") != meta(m, "checkpoint_id"))
+      return {std::nullopt, "its two files are of different checkpoints"};
     return {step_of(m, model_path), ""};
   } catch (const InputError& e) {
     return {std::nullopt, e.what()};
@@ -101,7 +106,8 @@ std::vector<std::string> model_files_in(const fs::path& dir) {
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     const std::string p = e.path().string();
-    if (e.is_regular_file(ec) && ends_with(p, kSuffix) && !ends_with(p, kStateSuffix)) out.push_back(p);
+    if (e.is_regular_file(ec) && ends_with(p, kSuffix) && !ends_with(p, kStateSuffix))
+      out.push_back(p);
   }
   std::sort(out.begin(), out.end());
   return out;
@@ -110,8 +116,9 @@ std::vector<std::string> model_files_in(const fs::path& dir) {
 }  // namespace
 
 std::string state_path_of(const std::string& model_path) {
-  const std::string stem = ends_with(model_path, kSuffix) ? model_path.substr(0, model_path.size() - kSuffix.size())
-                                                          : model_path;
+  const std::string stem = ends_with(model_path, kSuffix)
+                               ? model_path.substr(0, model_path.size() - kSuffix.size())
+                               : model_path;
   return stem + std::string(kStateSuffix);
 }
 
@@ -129,7 +136,8 @@ void write_checkpoint(const std::string& model_path, const CheckpointContents& c
   const fs::path dir = fs::path(model_path).parent_path();
   std::error_code ec;
   if (!dir.empty()) fs::create_directories(dir, ec);
-  if (ec) throw Error(str("cannot create the checkpoint directory '", dir.string(), "': ", ec.message()));
+  if (ec)
+    throw Error(str("cannot create the checkpoint directory '", dir.string(), "': ", ec.message()));
   const std::map<std::string, std::string> common = {{"format", kCheckpointFormat},
                                                      {"step", std::to_string(c.step)},
                                                      {"checkpoint_id", content_id(c)},
@@ -165,27 +173,31 @@ Checkpoint read_checkpoint(const std::string& model_path) {
   if (const std::string p = format_problem(c.model.metadata); !p.empty())
     throw InputError(str("cannot resume from '", model_path, "': ", p));
   if (!fs::exists(c.state_path))
-    throw InputError(str("cannot resume from '", model_path, "': its state file '", c.state_path,
-                         "' is missing (resuming needs both files; --init-from takes the weights alone)"));
+    throw InputError(
+        str("cannot resume from '", model_path, "': its state file '", c.state_path,
+            "' is missing (resuming needs both files; --init-from takes the weights alone)"));
   c.state = load_safetensors(c.state_path);
   if (const std::string p = format_problem(c.state.metadata); !p.empty())
     throw InputError(str("cannot resume from '", c.state_path, "': ", p));
   c.id = meta(c.model.metadata, "checkpoint_id");
   const std::string state_id = meta(c.state.metadata, "checkpoint_id");
   if (c.id.empty() || c.id != state_id)
-    throw InputError(str("cannot resume from '", model_path, "': it and '", c.state_path,
-                         "' are of different checkpoints (checkpoint_id '", c.id, "' vs '", state_id,
-                         "'): a write was cut off between the two files; resume from the directory to take "
-                         "the newest complete pair"));
+    throw InputError(
+        str("cannot resume from '", model_path, "': it and '", c.state_path,
+            "' are of different checkpoints (checkpoint_id '", c.id, "' vs '", state_id,
+            "'): a write was cut off between the two files; resume from the directory to take "
+            "the newest complete pair"));
   c.step = step_of(c.model.metadata, model_path);
   if (step_of(c.state.metadata, c.state_path) != c.step)
-    throw InputError(str("cannot resume from '", model_path, "': its state file is of another step"));
+    throw InputError(
+        str("cannot resume from '", model_path, "': its state file is of another step"));
   return c;
 }
 
 std::string find_checkpoint(const std::string& dir_or_file) {
   std::error_code ec;
-  if (!fs::exists(dir_or_file, ec)) throw InputError(str("--resume ", dir_or_file, ": no such file or directory"));
+  if (!fs::exists(dir_or_file, ec))
+    throw InputError(str("--resume ", dir_or_file, ": no such file or directory"));
   if (!fs::is_directory(dir_or_file, ec)) {
     if (ends_with(dir_or_file, kStateSuffix))
       return dir_or_file.substr(0, dir_or_file.size() - kStateSuffix.size()) + std::string(kSuffix);
@@ -207,19 +219,24 @@ std::string find_checkpoint(const std::string& dir_or_file) {
     }
   }
   if (best.empty())
-    throw InputError(str("--resume ", dir_or_file, ": no complete checkpoint in it (looked for checkpoint.safetensors, ",
-                         "checkpoints/step-*.safetensors and *.safetensors, each with its .state.safetensors)",
-                         passed_over));
+    throw InputError(
+        str("--resume ", dir_or_file,
+            ": no complete checkpoint in it (looked for checkpoint.safetensors, ",
+            "checkpoints/step-*.safetensors and *.safetensors, each with its .state.safetensors)",
+            passed_over));
   return best;
 }
 
 void prune_checkpoints(const std::string& run_dir, int64_t keep) {
   if (keep <= 0) return;
-  const std::vector<std::string> files = model_files_in(fs::path(run_dir) / "checkpoints");  // step-%08d: sorted by step
+  const std::vector<std::string> files =
+      model_files_in(fs::path(run_dir) / "checkpoints");  // step-%08d: sorted by step
   const auto n = static_cast<int64_t>(files.size());
   for (int64_t i = 0; i + keep < n; ++i) {
     std::error_code ec;
-    fs::remove(files[i], ec);  // the model file first: a half-pruned pair is incomplete, never mistaken for whole
+    fs::remove(
+        files[i],
+        ec);  // the model file first: a half-pruned pair is incomplete, never mistaken for whole
     fs::remove(state_path_of(files[i]), ec);
   }
 }

@@ -39,8 +39,9 @@ inline constexpr const char* kCheckpointFormat = "microddp-checkpoint/2";
 
 // "DIR/x.safetensors" -> "DIR/x.state.safetensors".
 std::string state_path_of(const std::string& model_path);
-std::string final_checkpoint_path(const std::string& run_dir);                  // RUN/checkpoint.safetensors
-std::string periodic_checkpoint_path(const std::string& run_dir, int64_t step);  // RUN/checkpoints/step-%08d.safetensors
+std::string final_checkpoint_path(const std::string& run_dir);  // RUN/checkpoint.safetensors
+std::string periodic_checkpoint_path(const std::string& run_dir,
+                                     int64_t step);  // RUN/checkpoints/step-%08d.safetensors
 
 // What one checkpoint holds; write_checkpoint adds format, step,
 // checkpoint_id and microddp_version to both files' metadata.

@@ -29,7 +29,8 @@ std::string list_text(const std::vector<int64_t>& v) {
 
 }  // namespace
 
-std::string model_json(nn::Sequential& model, const tensor::Shape& sample_shape, const std::string& loss) {
+std::string model_json(nn::Sequential& model, const tensor::Shape& sample_shape,
+                       const std::string& loss) {
   json layers = json::array();
   for (const nn::LayerSpec& l : model.layer_specs()) {
     json j = {{"type", l.type}};
@@ -98,7 +99,8 @@ std::map<std::string, std::string> config_fingerprint(const TrainConfig& c, int 
   return f;
 }
 
-std::map<std::string, std::string> state_metadata(const TrainConfig& cfg, int world_size, const TrainingProgress& p) {
+std::map<std::string, std::string> state_metadata(const TrainConfig& cfg, int world_size,
+                                                  const TrainingProgress& p) {
   const nn::OptimizerConfig& o = cfg.optim;
   return {
       {"config", json(config_fingerprint(cfg, world_size)).dump()},
@@ -133,7 +135,9 @@ namespace {
 json metadata_json(const Checkpoint& c, const std::string& key) {
   const auto it = c.state.metadata.find(key);
   json j = it == c.state.metadata.end() ? json() : json::parse(it->second, nullptr, false);
-  if (!j.is_object()) throw InputError(str("cannot resume from '", c.state_path, "': no valid '", key, "' in its metadata"));
+  if (!j.is_object())
+    throw InputError(
+        str("cannot resume from '", c.state_path, "': no valid '", key, "' in its metadata"));
   return j;
 }
 
@@ -142,11 +146,13 @@ json metadata_json(const Checkpoint& c, const std::string& key) {
 void check_resumable(const Checkpoint& c, const TrainConfig& cfg, int world_size) {
   const json saved = metadata_json(c, "config");
   if (!saved.contains("--nproc"))
-    throw InputError(str("cannot resume from '", c.state_path, "': its 'config' fingerprint has no world size"));
+    throw InputError(
+        str("cannot resume from '", c.state_path, "': its 'config' fingerprint has no world size"));
   const auto now = config_fingerprint(cfg, world_size);
   std::string diffs;
   int n = 0;
-  const auto differ = [&](const std::string& flag, const std::string& there, const std::string& here) {
+  const auto differ = [&](const std::string& flag, const std::string& there,
+                          const std::string& here) {
     diffs += str(n++ ? "; " : "", flag, " ", there, " there, ", here, " here");
   };
   // A flag only one side has is a DDP flag of a multi-rank job, and then --nproc differs already.
@@ -157,13 +163,15 @@ void check_resumable(const Checkpoint& c, const TrainConfig& cfg, int world_size
     if (there != here) differ(flag, there, here);
   }
   if (n > 0)
-    throw InputError(str("cannot resume from '", c.path, "': it was written by a different job (", diffs,
-                         "). Resume with the same flags, or start a new job from its weights with --init-from"));
+    throw InputError(
+        str("cannot resume from '", c.path, "': it was written by a different job (", diffs,
+            "). Resume with the same flags, or start a new job from its weights with --init-from"));
   const json sampler = metadata_json(c, "sampler");
   const int64_t per_epoch = sampler.value("steps_per_epoch", int64_t{1});
   const int64_t total = cfg.steps > 0 ? cfg.steps : cfg.epochs * per_epoch;
   if (c.step >= total)
-    throw InputError(str("cannot resume from '", c.path, "': it is at step ", c.step, " and this job trains ", total,
+    throw InputError(str("cannot resume from '", c.path, "': it is at step ", c.step,
+                         " and this job trains ", total,
                          " steps in all, so nothing is left to do; raise --steps (or --epochs)"));
 }
 

@@ -16,10 +16,13 @@ namespace mddp::train {
 // {"type": "Sequential", "layers": [{"type": "Linear", "in_features": 784, ...}, ...],
 //  "input_shape": [1, 28, 28], "loss": "CrossEntropyLoss", "parameters": N, "summary": "..."}
 // Layer types and arguments are torch.nn's (nn::LayerSpec).
-std::string model_json(nn::Sequential& model, const tensor::Shape& sample_shape, const std::string& loss);
-// {"raw": "uint8", "scale": 255, "mean": 0.286, "std": 0.353, "formula": "x = (raw / scale - mean) / std"}
+std::string model_json(nn::Sequential& model, const tensor::Shape& sample_shape,
+                       const std::string& loss);
+// {"raw": "uint8", "scale": 255, "mean": 0.286, "std": 0.353, "formula": "x = (raw / scale - mean)
+// / std"}
 std::string input_json(const data::Dataset& d);
-// {"spec": "fashion-mnist", "source": DIR, "classes": 10, "class_names": [...], "sample_shape": [...], "train_samples": N}
+// {"spec": "fashion-mnist", "source": DIR, "classes": 10, "class_names": [...], "sample_shape":
+// [...], "train_samples": N}
 std::string dataset_json(const std::string& spec, const data::Dataset& d);
 
 // What must be the same to resume bitwise, by flag: "--lr" -> "0.001", ...
@@ -36,7 +39,8 @@ struct TrainingProgress {
 // The state file's metadata: "config" (the fingerprint), "optimizer",
 // "sampler" (epoch and position of the next step) and "random" (the seeds
 // every random stream derives from), each a JSON object.
-std::map<std::string, std::string> state_metadata(const TrainConfig& cfg, int world_size, const TrainingProgress& p);
+std::map<std::string, std::string> state_metadata(const TrainConfig& cfg, int world_size,
+                                                  const TrainingProgress& p);
 
 // Throws InputError when the checkpoint cannot be resumed by `cfg` on
 // `world_size` ranks: another job (every differing flag listed with both

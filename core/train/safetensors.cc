@@ -26,7 +26,9 @@ std::string hostname() {
   return ::gethostname(name, sizeof name - 1) == 0 ? name : "localhost";
 }
 
-std::string errno_text() { return std::strerror(errno); }
+std::string errno_text() {
+  return std::strerror(errno);
+}
 
 // A file descriptor closed on scope exit.
 struct Fd {
@@ -48,12 +50,15 @@ void write_all(int fd, const void* data, std::size_t n, const std::string& tmp) 
 }
 
 // The header text padded so that the data section starts 8-byte aligned.
-std::string header_text(const std::vector<NamedTensor>& tensors, const std::map<std::string, std::string>& metadata) {
+std::string header_text(const std::vector<NamedTensor>& tensors,
+                        const std::map<std::string, std::string>& metadata) {
   json header = json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
   uint64_t offset = 0;
   for (const auto& t : tensors) {
-    header[t.name] = {{"dtype", "F32"}, {"shape", t.value.shape()}, {"data_offsets", {offset, offset + t.value.bytes()}}};
+    header[t.name] = {{"dtype", "F32"},
+                      {"shape", t.value.shape()},
+                      {"data_offsets", {offset, offset + t.value.bytes()}}};
     offset += t.value.bytes();
   }
   std::string text = header.dump();
@@ -67,7 +72,8 @@ void write_file(const std::string& tmp, const std::vector<NamedTensor>& tensors,
   if (f.fd < 0) throw Error(str("cannot create '", tmp, "': ", errno_text()));
   const std::string text = header_text(tensors, metadata);
   unsigned char len[8];
-  for (int i = 0; i < 8; ++i) len[i] = static_cast<unsigned char>(static_cast<uint64_t>(text.size()) >> (8 * i));
+  for (int i = 0; i < 8; ++i)
+    len[i] = static_cast<unsigned char>(static_cast<uint64_t>(text.size()) >> (8 * i));
   write_all(f.fd, len, 8, tmp);
   write_all(f.fd, text.data(), text.size(), tmp);
   for (const auto& t : tensors) {
@@ -86,7 +92,9 @@ void fsync_dir(const fs::path& dir) {
   if (d.fd >= 0) ::fsync(d.fd);
 }
 
-bool process_alive(long pid) { return pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM); }
+bool process_alive(long pid) {
+  return pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM);
+}
 
 struct Header {
   json entries;
@@ -106,7 +114,8 @@ Header read_header(std::ifstream& in, const std::string& path) {
   uint64_t n = 0;
   for (int i = 0; i < 8; ++i) n |= static_cast<uint64_t>(len[i]) << (8 * i);
   if (n > kMaxHeaderBytes || n > size - 8)
-    throw bad(str("its header length ", n, " exceeds the file (", size, " bytes): truncated, or not safetensors"));
+    throw bad(str("its header length ", n, " exceeds the file (", size,
+                  " bytes): truncated, or not safetensors"));
   std::string text(n, '\0');
   in.read(text.data(), static_cast<std::streamsize>(n));
   Header h;
@@ -131,7 +140,8 @@ std::map<std::string, std::string> metadata_of(const Header& h) {
 
 std::ifstream open_for_reading(const std::string& path) {
   std::error_code ec;
-  if (fs::is_directory(path, ec)) throw InputError(str("cannot open '", path, "': it is a directory"));
+  if (fs::is_directory(path, ec))
+    throw InputError(str("cannot open '", path, "': it is a directory"));
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(str("cannot open '", path, "': ", errno_text()));
   return in;
@@ -139,7 +149,9 @@ std::ifstream open_for_reading(const std::string& path) {
 
 }  // namespace
 
-std::string temp_path_for(const std::string& path) { return str(path, ".tmp.", hostname(), ".", ::getpid()); }
+std::string temp_path_for(const std::string& path) {
+  return str(path, ".tmp.", hostname(), ".", ::getpid());
+}
 
 void write_temp(const std::string& path, const std::vector<NamedTensor>& tensors,
                 const std::map<std::string, std::string>& metadata) {
@@ -162,7 +174,9 @@ void commit_temp(const std::string& path) {
   fsync_dir(fs::path(path).parent_path());
 }
 
-void discard_temp(const std::string& path) { ::unlink(temp_path_for(path).c_str()); }
+void discard_temp(const std::string& path) {
+  ::unlink(temp_path_for(path).c_str());
+}
 
 void save_safetensors(const std::string& path, const std::vector<NamedTensor>& tensors,
                       const std::map<std::string, std::string>& metadata) {
@@ -180,10 +194,12 @@ Safetensors load_safetensors(const std::string& path) {
   out.metadata = metadata_of(h);
   for (auto& [name, entry] : h.entries.items()) {
     if (name == "__metadata__") continue;
-    if (!entry.is_object() || !entry.contains("dtype") || !entry.contains("shape") || !entry.contains("data_offsets"))
+    if (!entry.is_object() || !entry.contains("dtype") || !entry.contains("shape") ||
+        !entry.contains("data_offsets"))
       throw bad("tensor '" + name + "' lacks dtype, shape or data_offsets");
     if (entry["dtype"] != "F32")
-      throw bad(str("tensor '", name, "' is ", entry["dtype"].dump(), "; microddp reads F32 only (in PyTorch: ",
+      throw bad(str("tensor '", name, "' is ", entry["dtype"].dump(),
+                    "; microddp reads F32 only (in PyTorch: ",
                     "save {k: v.float() for k, v in state_dict.items()})"));
     tensor::Shape shape;
     std::vector<uint64_t> offs;
@@ -194,13 +210,15 @@ Safetensors load_safetensors(const std::string& path) {
       throw bad("tensor '" + name + "' has a malformed shape or data_offsets");
     }
     for (int64_t d : shape)
-      if (d < 0 || d > (int64_t{1} << 40)) throw bad(str("tensor '", name, "' has shape ", tensor::shape_str(shape)));
+      if (d < 0 || d > (int64_t{1} << 40))
+        throw bad(str("tensor '", name, "' has shape ", tensor::shape_str(shape)));
     const uint64_t bytes = static_cast<uint64_t>(tensor::numel_of(shape)) * sizeof(float);
     if (offs.size() != 2 || offs[0] > offs[1] || offs[1] - offs[0] != bytes)
-      throw bad(str("tensor '", name, "' has data_offsets that do not match its shape ", tensor::shape_str(shape)));
+      throw bad(str("tensor '", name, "' has data_offsets that do not match its shape ",
+                    tensor::shape_str(shape)));
     if (offs[1] > h.data_size)
-      throw bad(str("tensor '", name, "' ends at byte ", offs[1], " of a data section of ", h.data_size,
-                    " bytes: the file is truncated"));
+      throw bad(str("tensor '", name, "' ends at byte ", offs[1], " of a data section of ",
+                    h.data_size, " bytes: the file is truncated"));
     std::vector<float> values(static_cast<std::size_t>(tensor::numel_of(shape)));
     in.seekg(static_cast<std::streamoff>(h.data_start + offs[0]));
     if (!in.read(reinterpret_cast<char*>(values.data()), static_cast<std::streamsize>(bytes)))
@@ -224,7 +242,8 @@ int remove_stale_temps(const std::string& dir) {
     const std::size_t at = name.rfind(marker);
     if (at == std::string::npos) continue;
     const std::string pid = name.substr(at + marker.size());
-    if (pid.empty() || pid.size() > 9 || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (pid.empty() || pid.size() > 9 || pid.find_first_not_of("0123456789") != std::string::npos)
+      continue;
     if (process_alive(std::stol(pid))) continue;
     if (fs::remove(e.path(), ec)) ++removed;
   }

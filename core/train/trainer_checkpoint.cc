@@ -18,8 +18,8 @@ std::map<std::string, const tensor::Tensor*> by_name(const Safetensors& file) {
 
 // Copies the file's tensors into `targets` (views of the model's or the
 // optimiser's buffers), whose names and shapes must be exactly the file's.
-void copy_named(std::vector<std::pair<std::string, tensor::Tensor>> targets, const Safetensors& file,
-                const std::string& what) {
+void copy_named(std::vector<std::pair<std::string, tensor::Tensor>> targets,
+                const Safetensors& file, const std::string& what) {
   auto found = by_name(file);
   for (const auto& [name, target] : targets) {
     const auto it = found.find(name);
@@ -27,13 +27,15 @@ void copy_named(std::vector<std::pair<std::string, tensor::Tensor>> targets, con
       throw InputError(str(what, ": tensor '", name, "' (shape ", tensor::shape_str(target.shape()),
                            ") is not in the file; is it of another model?"));
     if (it->second->shape() != target.shape())
-      throw InputError(str(what, ": tensor '", name, "' has shape ", tensor::shape_str(it->second->shape()),
-                           ", the model expects ", tensor::shape_str(target.shape())));
+      throw InputError(str(what, ": tensor '", name, "' has shape ",
+                           tensor::shape_str(it->second->shape()), ", the model expects ",
+                           tensor::shape_str(target.shape())));
     found.erase(it);
   }
   if (!found.empty())
     throw InputError(str(what, ": the file has tensor '", found.begin()->first, "' (shape ",
-                         tensor::shape_str(found.begin()->second->shape()), ") that the model does not"));
+                         tensor::shape_str(found.begin()->second->shape()),
+                         ") that the model does not"));
   const auto all = by_name(file);
   for (auto& [name, target] : targets) target.copy_from(*all.at(name));
 }
@@ -48,12 +50,14 @@ CheckpointContents Trainer::checkpoint_contents() {
   c.model_metadata = {{"model", model_json(*model_, train_set_->sample_shape(), cfg_.loss)},
                       {"input", input_json(*train_set_)},
                       {"dataset", dataset_json(cfg_.data.spec, *train_set_)}};
-  c.state_metadata =
-      state_metadata(cfg_, world_size_, {steps_done_, steps_per_epoch(), train_set_->size(), optimizer_->steps()});
+  c.state_metadata = state_metadata(
+      cfg_, world_size_, {steps_done_, steps_per_epoch(), train_set_->size(), optimizer_->steps()});
   return c;
 }
 
-void Trainer::save_checkpoint(const std::string& path) { write_checkpoint(path, checkpoint_contents()); }
+void Trainer::save_checkpoint(const std::string& path) {
+  write_checkpoint(path, checkpoint_contents());
+}
 
 void Trainer::copy_weights(const Safetensors& file, const std::string& what) {
   std::vector<std::pair<std::string, tensor::Tensor>> params;
@@ -70,9 +74,11 @@ void Trainer::restore(const Checkpoint& c) {
   copy_weights(c.model, what);
   copy_named(optimizer_->state(), c.state, str("cannot resume from '", c.state_path, "'"));
   const auto it = c.state.metadata.find("optimizer");
-  const auto opt = nlohmann::json::parse(it == c.state.metadata.end() ? "" : it->second, nullptr, false);
+  const auto opt =
+      nlohmann::json::parse(it == c.state.metadata.end() ? "" : it->second, nullptr, false);
   if (!opt.is_object() || !opt.contains("step") || !opt["step"].is_number_integer())
-    throw InputError(str("cannot resume from '", c.state_path, "': no optimiser step in its metadata"));
+    throw InputError(
+        str("cannot resume from '", c.state_path, "': no optimiser step in its metadata"));
   optimizer_->set_steps(opt["step"].get<int64_t>());
   steps_done_ = c.step;
 }

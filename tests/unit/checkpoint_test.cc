@@ -31,11 +31,14 @@ class CheckpointTest : public ::testing::Test {
   std::string path(const std::string& name) const { return (dir_ / name).string(); }
 
   // A pair at `step` whose tensors hold `value` (and -value in the state file).
-  static CheckpointContents contents(int64_t step, float value, int64_t weights = 4, int64_t state = 4) {
+  static CheckpointContents contents(int64_t step, float value, int64_t weights = 4,
+                                     int64_t state = 4) {
     CheckpointContents c;
     c.step = step;
-    c.weights = {{"1.weight", tensor::Tensor::from_vector({weights}, std::vector<float>(weights, value))}};
-    c.state = {{"1.weight.exp_avg", tensor::Tensor::from_vector({state}, std::vector<float>(state, -value))}};
+    c.weights = {
+        {"1.weight", tensor::Tensor::from_vector({weights}, std::vector<float>(weights, value))}};
+    c.state = {{"1.weight.exp_avg",
+                tensor::Tensor::from_vector({state}, std::vector<float>(state, -value))}};
     c.model_metadata = {{"model", "{}"}};
     c.state_metadata = {{"config", "{}"}};
     return c;
@@ -50,7 +53,8 @@ class CheckpointTest : public ::testing::Test {
   }
   int temp_files() const {
     int n = 0;
-    for (const auto& e : fs::recursive_directory_iterator(dir_)) n += e.path().string().find(".tmp.") != std::string::npos;
+    for (const auto& e : fs::recursive_directory_iterator(dir_))
+      n += e.path().string().find(".tmp.") != std::string::npos;
     return n;
   }
 
@@ -69,7 +73,8 @@ TEST_F(CheckpointTest, APairReadsBackWithOneIdAndTheStep) {
   EXPECT_EQ(temp_files(), 0);
 }
 
-// The id is a function of the contents: the same state gives the same bytes, another state another id.
+// The id is a function of the contents: the same state gives the same bytes, another state another
+// id.
 TEST_F(CheckpointTest, TheIdFollowsTheContents) {
   write_checkpoint(path("a.safetensors"), contents(7, 1.5f));
   write_checkpoint(path("b.safetensors"), contents(7, 1.5f));
@@ -94,10 +99,12 @@ TEST_F(CheckpointTest, ATornPairIsRefusedAndPassedOver) {
 }
 
 TEST_F(CheckpointTest, TheNewestCompletePairOfADirectoryIsFound) {
-  for (int64_t step : {2, 4, 6}) write_checkpoint(periodic_checkpoint_path(dir_.string(), step), contents(step, 1.0f));
+  for (int64_t step : {2, 4, 6})
+    write_checkpoint(periodic_checkpoint_path(dir_.string(), step), contents(step, 1.0f));
   write_checkpoint(final_checkpoint_path(dir_.string()), contents(5, 1.0f));
   EXPECT_EQ(find_checkpoint(dir_.string()), periodic_checkpoint_path(dir_.string(), 6));
-  fs::remove(state_path_of(periodic_checkpoint_path(dir_.string(), 6)));  // a model file alone: incomplete
+  fs::remove(
+      state_path_of(periodic_checkpoint_path(dir_.string(), 6)));  // a model file alone: incomplete
   EXPECT_EQ(find_checkpoint(dir_.string()), final_checkpoint_path(dir_.string()));
   // Either file of a pair names it.
   EXPECT_EQ(find_checkpoint(path("checkpoint.state.safetensors")), path("checkpoint.safetensors"));
@@ -115,10 +122,12 @@ TEST_F(CheckpointTest, MissingTruncatedAndForeignFilesAreRefusedByName) {
   fs::resize_file(path("b.safetensors"), fs::file_size(path("b.safetensors")) - 4);
   expect_refused(path("b.safetensors"), "truncated");
 
-  save_safetensors(path("plain.safetensors"), {{"1.weight", tensor::Tensor::from_vector({1}, {1.0f})}}, {});
+  save_safetensors(path("plain.safetensors"),
+                   {{"1.weight", tensor::Tensor::from_vector({1}, {1.0f})}}, {});
   expect_refused(path("plain.safetensors"), "not a microddp checkpoint");
 
-  std::ofstream(path("garbage.safetensors")) << "not a checkpoint at all, but long enough to have a header";
+  std::ofstream(path("garbage.safetensors"))
+      << "not a checkpoint at all, but long enough to have a header";
   expect_refused(path("garbage.safetensors"), "garbage.safetensors");
 }
 
@@ -147,7 +156,8 @@ TEST_F(CheckpointTest, AFailedWriteKeepsThePreviousPairAndLeavesNoTemporaryFile)
     int64_t weights, state;
     const char* failing;  // the temporary file the error names
   };
-  for (const Case k : {Case{4, 4096, "checkpoint.state.safetensors.tmp."}, Case{4096, 4, "checkpoint.safetensors.tmp."}}) {
+  for (const Case k : {Case{4, 4096, "checkpoint.state.safetensors.tmp."},
+                       Case{4096, 4, "checkpoint.safetensors.tmp."}}) {
     SCOPED_TRACE(k.failing);
     const pid_t child = ::fork();
     if (child == 0) {
@@ -181,7 +191,8 @@ TEST_F(CheckpointTest, StaleTemporaryFilesOfDeadProcessesAreRemoved) {
   const std::string mine = temp_path_for(path("checkpoint.safetensors"));
   const std::string host_part = mine.substr(0, mine.rfind('.') + 1);  // PATH.tmp.HOST.
   const std::string stale = host_part + std::to_string(dead);
-  const std::string other_host = path("checkpoint.safetensors.tmp.elsewhere.") + std::to_string(dead);
+  const std::string other_host =
+      path("checkpoint.safetensors.tmp.elsewhere.") + std::to_string(dead);
   for (const auto& f : {mine, stale, other_host}) std::ofstream(f) << "partial";
   EXPECT_EQ(remove_stale_temps(dir_.string()), 1);
   EXPECT_FALSE(fs::exists(stale));

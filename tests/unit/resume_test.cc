@@ -44,7 +44,8 @@ std::vector<std::pair<std::string, std::vector<float>>> everything(Trainer& t) {
   std::vector<std::pair<std::string, std::vector<float>>> out;
   for (auto* p : t.model().parameters()) out.emplace_back(p->name, p->value.to_vector());
   for (auto& [name, v] : t.optimizer().state()) out.emplace_back(name, v.to_vector());
-  out.emplace_back("optimizer steps", std::vector<float>{static_cast<float>(t.optimizer().steps())});
+  out.emplace_back("optimizer steps",
+                   std::vector<float>{static_cast<float>(t.optimizer().steps())});
   return out;
 }
 
@@ -58,7 +59,8 @@ class ResumeTest : public ::testing::Test {
   fs::path dir_;
 };
 
-class Resume : public ResumeTest, public ::testing::WithParamInterface<std::tuple<std::string, std::string>> {};
+class Resume : public ResumeTest,
+               public ::testing::WithParamInterface<std::tuple<std::string, std::string>> {};
 
 TEST_P(Resume, HalfThenTheRestIsBitwiseTheWholeRun) {
   const auto& [model, optimizer] = GetParam();
@@ -82,8 +84,11 @@ TEST_P(Resume, HalfThenTheRestIsBitwiseTheWholeRun) {
 }
 
 INSTANTIATE_TEST_SUITE_P(ModelsAndOptimisers, Resume,
-                         ::testing::Combine(::testing::Values("mlp", "cnn"), ::testing::Values("sgd", "adam")),
-                         [](const auto& info) { return std::get<0>(info.param) + "_" + std::get<1>(info.param); });
+                         ::testing::Combine(::testing::Values("mlp", "cnn"),
+                                            ::testing::Values("sgd", "adam")),
+                         [](const auto& info) {
+                           return std::get<0>(info.param) + "_" + std::get<1>(info.param);
+                         });
 
 std::string error_of(const std::function<void()>& f) {
   try {
@@ -133,17 +138,21 @@ TEST_F(ResumeTest, InitFromTakesTheWeightsAndNamesAMismatch) {
   Trainer s(seeded);
   EXPECT_EQ(s.steps_done(), 0);
   for (std::size_t i = 0; i < s.model().parameters().size(); ++i)
-    EXPECT_EQ(s.model().parameters()[i]->value.to_vector(), t.model().parameters()[i]->value.to_vector());
+    EXPECT_EQ(s.model().parameters()[i]->value.to_vector(),
+              t.model().parameters()[i]->value.to_vector());
 
   TrainConfig wider = seeded;
   wider.model.width = 24;
   const std::string e = error_of([&] { Trainer x(wider); });
-  EXPECT_NE(e.find("--init-from '" + file + "': tensor '1.weight' has shape [16, 16], the model expects [24, 24]"),
+  EXPECT_NE(e.find("--init-from '" + file +
+                   "': tensor '1.weight' has shape [16, 16], the model expects [24, 24]"),
             std::string::npos)
       << e;
   TrainConfig deeper = seeded;
   deeper.model.depth = 3;
-  EXPECT_NE(error_of([&] { Trainer x(deeper); }).find("tensor '5.weight' has shape [10, 16], the model expects [16, 16]"),
+  EXPECT_NE(error_of([&] {
+              Trainer x(deeper);
+            }).find("tensor '5.weight' has shape [10, 16], the model expects [16, 16]"),
             std::string::npos);
 }
 
