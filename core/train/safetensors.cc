@@ -209,17 +209,23 @@ Safetensors load_safetensors(const std::string& path) {
     } catch (const json::exception&) {
       throw bad("tensor '" + name + "' has a malformed shape or data_offsets");
     }
-    for (int64_t d : shape)
-      if (d < 0 || d > (int64_t{1} << 40))
-        throw bad(str("tensor '", name, "' has shape ", tensor::shape_str(shape)));
-    const uint64_t bytes = static_cast<uint64_t>(tensor::numel_of(shape)) * sizeof(float);
+    // Elements counted without overflow; the offsets checks below then bound
+    // them by the file's size before anything is allocated.
+    uint64_t numel = 1;
+    for (int64_t d : shape) {
+      constexpr uint64_t kMost = UINT64_MAX / sizeof(float);
+      if (d < 0 || (d > 0 && numel > kMost / static_cast<uint64_t>(d)))
+        throw bad(str("tensor '", name, "' has shape ", tensor::shape_str(shape), ", which overflows"));
+      numel *= static_cast<uint64_t>(d);
+    }
+    const uint64_t bytes = numel * sizeof(float);
     if (offs.size() != 2 || offs[0] > offs[1] || offs[1] - offs[0] != bytes)
       throw bad(str("tensor '", name, "' has data_offsets that do not match its shape ",
                     tensor::shape_str(shape)));
     if (offs[1] > h.data_size)
       throw bad(str("tensor '", name, "' ends at byte ", offs[1], " of a data section of ",
                     h.data_size, " bytes: the file is truncated"));
-    std::vector<float> values(static_cast<std::size_t>(tensor::numel_of(shape)));
+    std::vector<float> values(static_cast<std::size_t>(numel));
     in.seekg(static_cast<std::streamoff>(h.data_start + offs[0]));
     if (!in.read(reinterpret_cast<char*>(values.data()), static_cast<std::streamsize>(bytes)))
       throw bad("reading tensor '" + name + "' failed");
