@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <optional>
@@ -139,10 +140,15 @@ void run_coordinator(CLI::App& cmd, CoordinatorArgs& a) {
   std::string resuming;
   if (!a.train.resume.empty()) {
     const train::Checkpoint ck = train::checked_resume(a.train, a.world_size);
-    a.train.resume = ck.path;  // the directory resolved: this pair, whatever is written meanwhile
-    resuming = str("resuming from ", ck.path, " at step ", ck.step);
+    // The directory resolved, to this pair whatever is written meanwhile, and
+    // absolute: rank 0 may run in another directory.
+    a.train.resume = std::filesystem::absolute(ck.path).string();
+    resuming = str("resuming from ", a.train.resume, " at step ", ck.step);
   }
-  if (!a.train.init_from.empty()) train::load_safetensors_metadata(a.train.init_from);
+  if (!a.train.init_from.empty()) {
+    train::load_safetensors_metadata(a.train.init_from);
+    a.train.init_from = std::filesystem::absolute(a.train.init_from).string();
+  }
   if (a.health.rendezvous_timeout_s <= 0)
     throw InputError(str("--rendezvous-timeout-s must be > 0, got ", a.health.rendezvous_timeout_s));
 
