@@ -22,7 +22,9 @@ namespace {
 
 std::atomic<bool> g_cuda_started{false};
 
-std::string version_str(int v) { return str(v / 1000, ".", v % 1000 / 10); }
+std::string version_str(int v) {
+  return str(v / 1000, ".", v % 1000 / 10);
+}
 
 std::string read_first_line(const std::filesystem::path& p) {
   std::ifstream in(p);
@@ -33,24 +35,30 @@ std::string read_first_line(const std::filesystem::path& p) {
 
 }  // namespace
 
-CudaStatus classify_cuda_start(CudaStart start, int devices, const std::string& error_text, bool gpu_present,
-                               bool visible_devices_set, int driver_version, int runtime_version) {
+CudaStatus classify_cuda_start(CudaStart start, int devices, const std::string& error_text,
+                               bool gpu_present, bool visible_devices_set, int driver_version,
+                               int runtime_version) {
   if (start == CudaStart::kOk) {
     if (devices > 0 || !gpu_present || visible_devices_set) return {devices, ""};
-    return {0, "an NVIDIA GPU is present but CUDA reports no device; check the driver with nvidia-smi"};
+    return {
+        0, "an NVIDIA GPU is present but CUDA reports no device; check the driver with nvidia-smi"};
   }
   // An empty or unknown CUDA_VISIBLE_DEVICES hides the GPUs on purpose.
   if (!gpu_present || (start == CudaStart::kNoDevice && visible_devices_set)) return {0, ""};
   std::string why = str("an NVIDIA GPU is present but CUDA cannot start (", error_text, ")");
   if (start == CudaStart::kInsufficientDriver && driver_version > 0 && runtime_version > 0)
-    why += str(": the driver supports CUDA up to ", version_str(driver_version), ", this microddp was built with CUDA ",
-               version_str(runtime_version), "; install a driver that supports CUDA ", version_str(runtime_version),
-               " or newer");
+    why += str(": the driver supports CUDA up to ", version_str(driver_version),
+               ", this microddp was built with CUDA ", version_str(runtime_version),
+               "; install a driver that supports CUDA ", version_str(runtime_version), " or newer");
   else if (start == CudaStart::kInsufficientDriver)
-    why += ": the NVIDIA driver is missing or too old for this build's CUDA; install or update it (nvidia-smi shows it)";
+    why +=
+        ": the NVIDIA driver is missing or too old for this build's CUDA; install or update it "
+        "(nvidia-smi shows it)";
   else
-    why += "; check the driver with nvidia-smi (a GPU in a bad state, a container without the device nodes, or a "
-           "driver/library mismatch after an update that needs a reboot)";
+    why +=
+        "; check the driver with nvidia-smi (a GPU in a bad state, a container without the device "
+        "nodes, or a "
+        "driver/library mismatch after an update that needs a reboot)";
   return {0, why};
 }
 
@@ -67,8 +75,10 @@ bool nvidia_gpu_present(const std::string& root) {
   // PCI class 0x0300 (VGA) or 0x0302 (3D controller), vendor 0x10de: found
   // even when the driver is not loaded at all.
   for (const auto& e : fs::directory_iterator(base / "sys/bus/pci/devices", ec)) {
-    const std::string vendor = read_first_line(e.path() / "vendor"), cls = read_first_line(e.path() / "class");
-    if (vendor == "0x10de" && (cls.rfind("0x0300", 0) == 0 || cls.rfind("0x0302", 0) == 0)) return true;
+    const std::string vendor = read_first_line(e.path() / "vendor"),
+                      cls = read_first_line(e.path() / "class");
+    if (vendor == "0x10de" && (cls.rfind("0x0300", 0) == 0 || cls.rfind("0x0302", 0) == 0))
+      return true;
   }
   return false;
 }
@@ -77,18 +87,21 @@ CudaStatus cuda_status() {
   // Asked once: neither the driver nor the process's CUDA_VISIBLE_DEVICES
   // changes while it runs, and tensors ask on every allocation.
   static const CudaStatus status = [] {
-  int devices = 0, driver = 0, runtime = 0;
-  std::string error = "this build has no CUDA support";
-  CudaStart start = CudaStart::kInsufficientDriver;
+    int devices = 0, driver = 0, runtime = 0;
+    std::string error = "this build has no CUDA support";
+    CudaStart start = CudaStart::kInsufficientDriver;
 #if MDDP_HAVE_CUDA
-  start = cuda::query_devices(&devices, &error, &driver, &runtime);
+    start = cuda::query_devices(&devices, &error, &driver, &runtime);
 #endif
-  const bool present = start == CudaStart::kOk && devices > 0 ? true : nvidia_gpu_present();
-  CudaStatus s = classify_cuda_start(start, devices, error, present, std::getenv("CUDA_VISIBLE_DEVICES") != nullptr,
-                                     driver, runtime);
-  if (!MDDP_HAVE_CUDA && s.broken())
-    s.problem = "an NVIDIA GPU is present but this microddp was built without CUDA (configure with the CUDA toolkit)";
-  return s;
+    const bool present = start == CudaStart::kOk && devices > 0 ? true : nvidia_gpu_present();
+    CudaStatus s =
+        classify_cuda_start(start, devices, error, present,
+                            std::getenv("CUDA_VISIBLE_DEVICES") != nullptr, driver, runtime);
+    if (!MDDP_HAVE_CUDA && s.broken())
+      s.problem =
+          "an NVIDIA GPU is present but this microddp was built without CUDA (configure with the "
+          "CUDA toolkit)";
+    return s;
   }();
   return status;
 }
@@ -120,12 +133,17 @@ CudaStatus probe_cuda_status() {
   const std::size_t nl = reply.find('\n');
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || nl == std::string::npos)
     return {0, str("asking CUDA for its devices crashed (",
-                   WIFSIGNALED(status) ? str("signal ", WTERMSIG(status)) : str("status ", WEXITSTATUS(status)),
+                   WIFSIGNALED(status) ? str("signal ", WTERMSIG(status))
+                                       : str("status ", WEXITSTATUS(status)),
                    "); check the driver with nvidia-smi")};
   return {std::atoi(reply.substr(0, nl).c_str()), reply.substr(nl + 1)};
 }
 
-void note_cuda_started() { g_cuda_started.store(true, std::memory_order_relaxed); }
-bool cuda_started() { return g_cuda_started.load(std::memory_order_relaxed); }
+void note_cuda_started() {
+  g_cuda_started.store(true, std::memory_order_relaxed);
+}
+bool cuda_started() {
+  return g_cuda_started.load(std::memory_order_relaxed);
+}
 
 }  // namespace mddp::tensor

@@ -24,8 +24,8 @@
 namespace mddp::tensor {
 
 struct CudaStatus {
-  int devices = 0;       // usable CUDA devices (0 when none, or CUDA cannot start)
-  std::string problem;   // non-empty: a GPU is present but CUDA cannot start (why, what to do)
+  int devices = 0;      // usable CUDA devices (0 when none, or CUDA cannot start)
+  std::string problem;  // non-empty: a GPU is present but CUDA cannot start (why, what to do)
   bool broken() const { return !problem.empty(); }
 };
 
@@ -37,8 +37,9 @@ enum class CudaStart { kOk, kNoDevice, kInsufficientDriver, kFailed };
 // CUDA_VISIBLE_DEVICES was set (an empty list hides every GPU on purpose),
 // and the driver's and this build's CUDA versions (1000*major + 10*minor; 0
 // unknown).
-CudaStatus classify_cuda_start(CudaStart start, int devices, const std::string& error_text, bool gpu_present,
-                               bool visible_devices_set, int driver_version, int runtime_version);
+CudaStatus classify_cuda_start(CudaStart start, int devices, const std::string& error_text,
+                               bool gpu_present, bool visible_devices_set, int driver_version,
+                               int runtime_version);
 
 // True when the machine shows an NVIDIA GPU without asking CUDA: a PCI
 // display or 3D controller of vendor 0x10de under ROOT/sys/bus/pci/devices,

@@ -17,8 +17,10 @@ std::optional<std::pair<int, std::string>> local_rank(const EnvLookup& env) {
     int value = -1;
     const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
     if (s.empty() || ec != std::errc() || end != s.data() + s.size() || value < 0)
-      throw InputError(str(var, "='", s, "' is not a local rank (a non-negative integer); it picks this process's GPU "
-                                         "under --device cuda"));
+      throw InputError(
+          str(var, "='", s,
+              "' is not a local rank (a non-negative integer); it picks this process's GPU "
+              "under --device cuda"));
     return std::make_pair(value, std::string(var));
   }
   return std::nullopt;
@@ -41,13 +43,14 @@ LocalGpu local_gpu(const EnvLookup& env) {
   const auto rank = local_rank(env);
   const int visible = visible_count(env);
   if (visible == 1)  // one GPU per process or container: it is cuda:0 here
-    return {0, str("CUDA_VISIBLE_DEVICES=", env("CUDA_VISIBLE_DEVICES"), " (one GPU for this process)")};
+    return {0, str("CUDA_VISIBLE_DEVICES=", env("CUDA_VISIBLE_DEVICES"),
+                   " (one GPU for this process)")};
   if (!rank) return {0, "no LOCAL_RANK or SLURM_LOCALID: the first GPU"};
   const auto [r, var] = *rank;
   if (visible > 1 && r >= visible)
-    throw InputError(str(var, "=", r, " but CUDA_VISIBLE_DEVICES=", env("CUDA_VISIBLE_DEVICES"), " shows only ", visible,
-                         " GPU(s) to this process: start at most ", visible,
-                         " rank(s) on this host, or give each rank its own GPU"));
+    throw InputError(str(var, "=", r, " but CUDA_VISIBLE_DEVICES=", env("CUDA_VISIBLE_DEVICES"),
+                         " shows only ", visible, " GPU(s) to this process: start at most ",
+                         visible, " rank(s) on this host, or give each rank its own GPU"));
   return {r, str(var, "=", r)};
 }
 

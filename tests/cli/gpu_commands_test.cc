@@ -6,7 +6,6 @@
 // one-rank cases run and the two-rank ones report SKIPPED saying what was
 // not covered; without a GPU all skip; with a GPU CUDA cannot start on, all FAIL.
 #include <gtest/gtest.h>
-
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -28,7 +27,8 @@ namespace fs = std::filesystem;
 
 // A small job every command accepts: seconds on one GPU or CPU core.
 const std::string kJob =
-    " --dataset synthetic --synthetic-size 512 --width 64 --depth 3 --classes 2 --batch 32 --optimizer sgd"
+    " --dataset synthetic --synthetic-size 512 --width 64 --depth 3 --classes 2 --batch 32 "
+    "--optimizer sgd"
     " --lr 0.05 --momentum 0.9 --no-eval";
 
 int microddp(const std::string& args, const fs::path& log) {
@@ -57,11 +57,13 @@ TEST_F(GpuCommands, OneRankOnOneGpu) {
   MDDP_REQUIRE_CUDA_DEVICES(1, "one-rank GPU commands");
   ok("train --device cuda --steps 10" + kJob);
   ok("bench train --device cuda --nproc 1 --width 256 --depth 4 --batch 64 --warmup 2 --iters 5");
-  ok(str("run --nproc 1 --device cuda --steps 10 --http-port -1 --run-dir ", (dir_ / "run1").string(), kJob));
+  ok(str("run --nproc 1 --device cuda --steps 10 --http-port -1 --run-dir ",
+         (dir_ / "run1").string(), kJob));
 }
 
 TEST_F(GpuCommands, ForkedRanksOnTwoGpus) {
-  MDDP_REQUIRE_CUDA_DEVICES(2, "ranks as processes on GPUs (bench train, verify, demo hooks with --nproc 2)");
+  MDDP_REQUIRE_CUDA_DEVICES(
+      2, "ranks as processes on GPUs (bench train, verify, demo hooks with --nproc 2)");
   ok("bench train --device cuda --nproc 2 --width 256 --depth 4 --batch 64 --warmup 2 --iters 5");
   ok("verify --device cuda --nproc 2 --steps 5");
   ok("demo hooks --device cuda --nproc 2");
@@ -81,7 +83,8 @@ TEST_F(GpuCommands, RunOnTwoGpusMatchesOneCpuProcess) {
   std::size_t compared = 0;
   for (const auto& t : b.tensors) {
     if (t.name.rfind("optimizer.", 0) == 0) continue;
-    const auto it = std::find_if(a.tensors.begin(), a.tensors.end(), [&](const auto& u) { return u.name == t.name; });
+    const auto it = std::find_if(a.tensors.begin(), a.tensors.end(),
+                                 [&](const auto& u) { return u.name == t.name; });
     ASSERT_NE(it, a.tensors.end()) << t.name << " missing from the GPU run's checkpoint";
     const std::vector<float> x = it->value.to_vector(), y = t.value.to_vector();
     double diff = 0, scale = 1e-12;

@@ -3,22 +3,28 @@
 // had started it (Note [CUDA and fork] in core/tensor/cuda_status.h). It
 // refuses to fork then, loudly, instead of leaving every rank to report "no
 // CUDA GPU found". Each case runs in a fresh child: the mark is process-wide.
+#include "cli/local_ranks.h"
+
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <stdexcept>
 
-#include <unistd.h>
-
-#include "cli/local_ranks.h"
+#include "core/common/check.h"
 #include "core/tensor/cuda_status.h"
 
 namespace mddp::cli {
 namespace {
 
 TEST(LocalRanks, ForkRanksThatEachRunAndReportBack) {
-  EXPECT_EQ(run_local_ranks(3, [](int rank, comm::Store& store) { store.set("r" + std::to_string(rank), "ok"); }), 0);
-  EXPECT_EQ(run_local_ranks(2, [](int rank, comm::Store&) { if (rank == 1) ::_exit(7); }), 7);
+  EXPECT_EQ(
+      run_local_ranks(3, [](int rank, comm::Store& store) { store.set(str("r", rank), "ok"); }), 0);
+  EXPECT_EQ(run_local_ranks(2,
+                            [](int rank, comm::Store&) {
+                              if (rank == 1) ::_exit(7);
+                            }),
+            7);
 }
 
 TEST(LocalRanks, RefuseToForkOnceCudaWasStartedInThisProcess) {
@@ -30,7 +36,10 @@ TEST(LocalRanks, RefuseToForkOnceCudaWasStartedInThisProcess) {
         try {
           run_local_ranks(1, [](int, comm::Store&) {});
         } catch (const std::logic_error& e) {
-          std::exit(std::string(e.what()).find("CUDA was started in this process") != std::string::npos ? 0 : 3);
+          std::exit(std::string(e.what()).find("CUDA was started in this process") !=
+                            std::string::npos
+                        ? 0
+                        : 3);
         }
         std::exit(1);
       },

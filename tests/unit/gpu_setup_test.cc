@@ -25,7 +25,8 @@ namespace fs = std::filesystem;
 
 TEST(CudaStart, NoGpuIsNotAProblem) {
   for (CudaStart s : {CudaStart::kNoDevice, CudaStart::kInsufficientDriver, CudaStart::kFailed}) {
-    const CudaStatus st = classify_cuda_start(s, 0, "cudaErrorX: x", /*gpu_present=*/false, false, 0, 13000);
+    const CudaStatus st =
+        classify_cuda_start(s, 0, "cudaErrorX: x", /*gpu_present=*/false, false, 0, 13000);
     EXPECT_EQ(st.devices, 0);
     EXPECT_FALSE(st.broken()) << st.problem;
   }
@@ -35,9 +36,10 @@ TEST(CudaStart, NoGpuIsNotAProblem) {
 // The case that used to read as "no CUDA GPU found" and made every GPU test
 // SKIP on a broken GPU box: the driver is older than this build's CUDA.
 TEST(CudaStart, AGpuWithATooOldDriverIsAProblemThatNamesTheVersions) {
-  const CudaStatus st = classify_cuda_start(CudaStart::kInsufficientDriver, 0,
-                                            "cudaErrorInsufficientDriver: CUDA driver version is insufficient",
-                                            /*gpu_present=*/true, false, 12020, 13000);
+  const CudaStatus st =
+      classify_cuda_start(CudaStart::kInsufficientDriver, 0,
+                          "cudaErrorInsufficientDriver: CUDA driver version is insufficient",
+                          /*gpu_present=*/true, false, 12020, 13000);
   ASSERT_TRUE(st.broken());
   EXPECT_NE(st.problem.find("supports CUDA up to 12.2"), std::string::npos) << st.problem;
   EXPECT_NE(st.problem.find("built with CUDA 13.0"), std::string::npos) << st.problem;
@@ -45,17 +47,20 @@ TEST(CudaStart, AGpuWithATooOldDriverIsAProblemThatNamesTheVersions) {
 }
 
 TEST(CudaStart, OtherStartFailuresWithAGpuPresentAreProblems) {
-  const CudaStatus st = classify_cuda_start(CudaStart::kFailed, 0, "cudaErrorSystemNotReady: system not yet initialized",
+  const CudaStatus st = classify_cuda_start(CudaStart::kFailed, 0,
+                                            "cudaErrorSystemNotReady: system not yet initialized",
                                             true, false, 13000, 13000);
   ASSERT_TRUE(st.broken());
   EXPECT_NE(st.problem.find("cudaErrorSystemNotReady"), std::string::npos) << st.problem;
   EXPECT_NE(st.problem.find("nvidia-smi"), std::string::npos) << st.problem;
   // An empty CUDA_VISIBLE_DEVICES hides the GPUs on purpose: no device, no problem.
-  EXPECT_FALSE(classify_cuda_start(CudaStart::kNoDevice, 0, "cudaErrorNoDevice: no CUDA-capable device", true,
+  EXPECT_FALSE(classify_cuda_start(CudaStart::kNoDevice, 0,
+                                   "cudaErrorNoDevice: no CUDA-capable device", true,
                                    /*visible_devices_set=*/true, 13000, 13000)
                    .broken());
-  EXPECT_TRUE(classify_cuda_start(CudaStart::kNoDevice, 0, "cudaErrorNoDevice: no CUDA-capable device", true, false,
-                                  13000, 13000)
+  EXPECT_TRUE(classify_cuda_start(CudaStart::kNoDevice, 0,
+                                  "cudaErrorNoDevice: no CUDA-capable device", true, false, 13000,
+                                  13000)
                   .broken());
 }
 
@@ -102,9 +107,11 @@ LocalGpu gpu_for(const std::map<std::string, std::string>& env) {
 
 TEST(LocalGpu, TorchrunSlurmAndOneGpuPerContainerLayouts) {
   EXPECT_EQ(gpu_for({}).index, 0);
-  EXPECT_EQ(gpu_for({{"LOCAL_RANK", "3"}}).index, 3);                             // torchrun, microddp run
-  EXPECT_EQ(gpu_for({{"SLURM_LOCALID", "2"}, {"SLURM_PROCID", "10"}}).index, 2);  // srun, 8 GPUs per node
-  EXPECT_EQ(gpu_for({{"LOCAL_RANK", "1"}, {"SLURM_LOCALID", "5"}}).index, 1);     // torchrun inside SLURM
+  EXPECT_EQ(gpu_for({{"LOCAL_RANK", "3"}}).index, 3);  // torchrun, microddp run
+  EXPECT_EQ(gpu_for({{"SLURM_LOCALID", "2"}, {"SLURM_PROCID", "10"}}).index,
+            2);  // srun, 8 GPUs per node
+  EXPECT_EQ(gpu_for({{"LOCAL_RANK", "1"}, {"SLURM_LOCALID", "5"}}).index,
+            1);  // torchrun inside SLURM
   // One GPU per task or container: it is cuda:0 whatever the local rank.
   EXPECT_EQ(gpu_for({{"LOCAL_RANK", "3"}, {"CUDA_VISIBLE_DEVICES", "3"}}).index, 0);
   EXPECT_EQ(gpu_for({{"SLURM_LOCALID", "1"}, {"CUDA_VISIBLE_DEVICES", "GPU-6a1f0c2e"}}).index, 0);
@@ -134,9 +141,13 @@ TEST(LocalGpu, BadLocalRanksAndTooFewVisibleGpusAreRefusedByName) {
 // GPU tests fail, not skip, where a GPU is present but CUDA cannot start.
 TEST(GpuTestGate, SkipsWithoutAGpuAndFailsOnABrokenOne) {
   EXPECT_EQ(test::gpu_test_gate({2, ""}, 2, true, "x"), "");
-  EXPECT_EQ(test::gpu_test_gate({1, ""}, 2, true, "x").rfind("SKIP: needs 2 CUDA GPU(s), this machine has 1", 0), 0u);
-  EXPECT_EQ(test::gpu_test_gate({0, ""}, 1, false, "x").rfind("SKIP: no CUDA device: this build", 0), 0u);
-  const std::string broken = test::gpu_test_gate({0, "an NVIDIA GPU is present but CUDA cannot start"}, 1, true, "x");
+  EXPECT_EQ(test::gpu_test_gate({1, ""}, 2, true, "x")
+                .rfind("SKIP: needs 2 CUDA GPU(s), this machine has 1", 0),
+            0u);
+  EXPECT_EQ(
+      test::gpu_test_gate({0, ""}, 1, false, "x").rfind("SKIP: no CUDA device: this build", 0), 0u);
+  const std::string broken =
+      test::gpu_test_gate({0, "an NVIDIA GPU is present but CUDA cannot start"}, 1, true, "x");
   EXPECT_EQ(broken.rfind("FAIL: an NVIDIA GPU is present", 0), 0u) << broken;
 }
 
@@ -162,12 +173,15 @@ TEST(CudaAndFork, ProbingInAChildLeavesThisProcessFreeToFork) {
 TEST(SixteenBitAverage, PremultiplyingBy16BitOneThirdIsBiasedScalingTheSumIsNot) {
   const float third16 = bf16_to_float(float_to_bf16(1.0f / 3.0f));
   EXPECT_NEAR(third16 * 3.0, 1.00195, 1e-5);
-  const auto r16 = [](double x) { return static_cast<double>(bf16_to_float(float_to_bf16(static_cast<float>(x)))); };
+  const auto r16 = [](double x) {
+    return static_cast<double>(bf16_to_float(float_to_bf16(static_cast<float>(x))));
+  };
   double premul = 0, postscale = 0;
   constexpr int kN = 100000;
   for (int i = 0; i < kN; ++i) {
     double v[3], exact = 0;
-    for (int r = 0; r < 3; ++r) exact += (v[r] = r16(1.0 + ((i * 7919 + r * 104729) % 4093) / 4093.0));
+    for (int r = 0; r < 3; ++r)
+      exact += (v[r] = r16(1.0 + ((i * 7919 + r * 104729) % 4093) / 4093.0));
     exact /= 3;
     // ncclAvg: each input times bf16(1/3), summed in bf16.
     const double a = r16(r16(r16(v[0] * third16) + r16(v[1] * third16)) + r16(v[2] * third16));

@@ -13,9 +13,9 @@
 // of a trainable model stay far below; bf16 has fp32's range.
 #pragma once
 
-#include <cstdint>
-
 #include <cuda_runtime.h>
+
+#include <cstdint>
 
 namespace mddp::comm::nccl {
 

@@ -11,9 +11,12 @@
 
 namespace mddp::comm::nccl {
 
-// Call at process start, while the process has one thread (setenv races
-// with any thread reading the environment; it throws std::logic_error when
-// other threads run). Unless the user set NCCL_DEBUG, sets NCCL_DEBUG=INFO,
+// Call at process start, before the process starts threads of its own
+// (setenv races with any thread reading the environment): `microddp`'s
+// main() does, and nothing else in microddp sets the environment. (Libraries
+// may already run idle pool threads then, OpenBLAS's for one; they do not
+// read the environment after their start.) Unless the user set NCCL_DEBUG,
+// sets NCCL_DEBUG=INFO,
 // NCCL_DEBUG_SUBSYS=INIT,NET, NCCL_DEBUG_FILE=$TMPDIR/microddp-nccl-%p.log
 // (NCCL puts the pid in for %p, so child processes that inherit the
 // variables each get a file of their own) and MDDP_NCCL_LOG=1, which tells
