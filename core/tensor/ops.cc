@@ -341,7 +341,7 @@ float softmax_xent_forward(const Tensor& logits, const Tensor& labels, Tensor& p
   return cpu::softmax_xent_forward(logits.data(), labels.data(), logits.dim(0), logits.dim(1), probs.data());
 }
 
-void softmax_xent_backward(const Tensor& probs, const Tensor& labels, Tensor& dlogits) {
+void softmax_xent_backward(const Tensor& probs, const Tensor& labels, Tensor& dlogits, bool labels_checked) {
   const Device dev = op_device("softmax_xent_backward", {&probs, &labels, &dlogits});
   check_label_shape(probs, labels);
   require_same_numel("softmax dlogits", probs, dlogits);
@@ -349,7 +349,7 @@ void softmax_xent_backward(const Tensor& probs, const Tensor& labels, Tensor& dl
     if constexpr (kHaveCuda) {
       int64_t bad_row = -1;
       cuda::softmax_xent_backward(dev.index, probs.data(), labels.data(), probs.dim(0), probs.dim(1),
-                                  dlogits.data(), bad_row);
+                                  dlogits.data(), !labels_checked, bad_row);
       report_bad_row(probs, labels, bad_row);
     }
     return;

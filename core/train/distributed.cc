@@ -5,10 +5,6 @@
 
 #include "core/common/timer.h"
 #include "core/tensor/device.h"
-#include "mddp/config.h"
-#if MDDP_HAVE_CUDA
-#include "core/tensor/cuda/context.h"
-#endif
 
 namespace mddp::train {
 
@@ -31,9 +27,6 @@ std::unique_ptr<comm::ProcessGroup> connect_process_group(comm::Store& store, in
   o.device = device.index;
   o.timeout = std::chrono::milliseconds(cfg.dist.timeout_ms);
   o.prefix = prefix + "/nccl";
-#if MDDP_HAVE_CUDA
-  o.compute_stream = tensor::cuda::compute_stream(device.index);
-#endif
   return comm::nccl::connect_nccl(store, rank, size, o);
 }
 

@@ -61,6 +61,7 @@ comm::CommOptions comm_options(const TrainConfig& cfg);
 // used (no GPU, a build without CUDA).
 std::unique_ptr<comm::ProcessGroup> connect_process_group(comm::Store& store, int rank, int size,
                                                           const comm::JobIdentity& job, const TrainConfig& cfg,
-                                                          const std::string& bind_host, const std::string& prefix);
+                                                          const std::string& bind_host = "127.0.0.1",
+                                                          const std::string& prefix = "comm");
 
 }  // namespace mddp::train
