@@ -15,6 +15,7 @@ APT_PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libboost-dev
   dataset-fashion-mnist iproute2 procps docker-compose
   nodejs chromium fonts-dejavu-core prometheus
+  python3-torch  # the PyTorch oracle (tests/pytorch/)
 )
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*"; }

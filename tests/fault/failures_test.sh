@@ -26,7 +26,7 @@ expect_rc() { [[ $RC -eq $1 ]] || fail "$2: exit $RC, want $1"; }
 JOB=(--dataset synthetic --synthetic-size 1024 --width 32 --batch 32 --no-eval)
 FASHION=/usr/share/datasets/fashion-mnist
 
-source "$(dirname "${BASH_SOURCE[0]}")/wait.sh"  # wait_for, wait_exit
+source "$(dirname "${BASH_SOURCE[0]}")/../support/wait.sh"  # wait_for, wait_exit
 # A tmpfs of SIZE at DIR (root only): skips the scenario where it cannot be mounted.
 mount_tmpfs() {
   mkdir -p "$2"

@@ -24,7 +24,7 @@ JOB=(--dataset synthetic --synthetic-size 1024 --width 32 --batch 32 --no-eval -
 # Fast failure detection for the tests.
 HB=(--heartbeat-ms 200 --heartbeat-timeout-ms 2000)
 
-source "$(dirname "${BASH_SOURCE[0]}")/wait.sh"  # wait_for, wait_exit
+source "$(dirname "${BASH_SOURCE[0]}")/../support/wait.sh"  # wait_for, wait_exit
 lines() { [[ -f "$1" ]] && wc -l <"$1" || echo 0; }
 has_lines() { (( $(lines "$1") >= $2 )); }
 gone() { for p in "$@"; do kill -0 "$p" 2>/dev/null && return 1; done; return 0; }
