@@ -1,5 +1,7 @@
 #include "coordinator/job.h"
 
+#include <algorithm>
+
 #include <spdlog/spdlog.h>
 
 #include <nlohmann/json.hpp>
@@ -304,8 +306,13 @@ void Job::on_members_changed() {
   note_job_file(write_job_file(options_, members, started));
   std::vector<perf::RankPlacement> placement;
   for (const auto& m : members) placement.push_back({m.rank, m.host, m.threads, m.cpus});
+  // Judged once every rank of the host reported its threads: a warning
+  // from a partial count would name the wrong number, and never be corrected.
+  const auto all_reported = [](const perf::HostLoad& h) {
+    return std::all_of(h.rank_threads.begin(), h.rank_threads.end(), [](int t) { return t > 0; });
+  };
   for (const auto& h : perf::host_loads(placement))
-    if (h.oversubscribed() && warned_hosts_.insert(h.host).second)
+    if (h.oversubscribed() && all_reported(h) && warned_hosts_.insert(h.host).second)
       spdlog::warn(
           "{}: its ranks take turns on the CPUs and wait for each other in every "
           "all-reduce; run fewer ranks per host or fewer --threads",
