@@ -2,6 +2,7 @@
 // --http-linger the dashboard outlives the job, showing its final state.
 // `microddp coordinator --http-public-url`: the URL printed is the one given.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -12,8 +13,6 @@
 #include <string>
 #include <tuple>
 #include <utility>
-
-#include <unistd.h>
 
 #include "client.h"
 
@@ -76,13 +75,15 @@ TEST(DashboardCli, NoDashboardWithPortMinusOne) {
 // --http-url-file, the URL it is given. (No worker joins: the rendezvous
 // times out after 1 s and the coordinator exits 1.)
 TEST(DashboardCli, CoordinatorPrintsThePublicUrl) {
-  const auto dir = std::filesystem::temp_directory_path() / ("mddp-public-url-" + std::to_string(::getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("mddp-public-url-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const auto url_file = (dir / "url").string();
-  const auto [out, status] = run_command(
-      std::string(MDDP_MICRODDP_BIN) +
-      " coordinator --world-size 1 --port 0 --rendezvous-timeout-s 1 --http-port 0"
-      " --http-public-url http://127.0.0.1:18080/ --http-url-file " + url_file);
+  const auto [out, status] =
+      run_command(std::string(MDDP_MICRODDP_BIN) +
+                  " coordinator --world-size 1 --port 0 --rendezvous-timeout-s 1 --http-port 0"
+                  " --http-public-url http://127.0.0.1:18080/ --http-url-file " +
+                  url_file);
   EXPECT_NE(status, 0) << out;
   EXPECT_NE(out.find("dashboard: http://127.0.0.1:18080/\n"), std::string::npos) << out;
   std::stringstream written;
@@ -92,14 +93,16 @@ TEST(DashboardCli, CoordinatorPrintsThePublicUrl) {
 }
 
 TEST(DashboardCli, CoordinatorRejectsABadPublicUrl) {
-  const std::string coordinator = std::string(MDDP_MICRODDP_BIN) + " coordinator --world-size 1 --port 0";
+  const std::string coordinator =
+      std::string(MDDP_MICRODDP_BIN) + " coordinator --world-size 1 --port 0";
   auto [out, status] = run_command(coordinator + " --http-public-url 127.0.0.1:8080");
   EXPECT_NE(status, 0) << out;
   EXPECT_NE(out.find("microddp: error: --http-public-url must be an http:// or https:// URL, got "
                      "'127.0.0.1:8080'"),
             std::string::npos)
       << out;
-  std::tie(out, status) = run_command(coordinator + " --http-port -1 --http-public-url http://h:1/");
+  std::tie(out, status) =
+      run_command(coordinator + " --http-port -1 --http-public-url http://h:1/");
   EXPECT_NE(status, 0) << out;
   EXPECT_NE(out.find("microddp: error: --http-public-url names the dashboard, but --http-port -1"),
             std::string::npos)
