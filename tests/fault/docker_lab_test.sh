@@ -139,6 +139,15 @@ got = {rank: len(s) for rank, s in sorted(steps.items())}
 print(f"metrics.jsonl: distinct steps per rank {got}")
 sys.exit(0 if got == {r: want for r in range(4)} else 1)
 EOF
+# The link knobs' failure paths, in one-off worker containers: a per-rank
+# list without rank 2's value, and a delay (netem: absent from some kernels).
+OUT="$("${COMPOSE[@]}" run --rm --no-deps -e MDDP_LINK_RATE=1gbit,1gbit worker2 --help 2>&1)" &&
+  fail "a rate list without rank 2 was accepted"
+grep -q "microddp: error: MDDP_LINK_RATE=1gbit,1gbit has no value for rank 2" <<<"$OUT" || fail "no clear error: $OUT"
+OUT="$("${COMPOSE[@]}" run --rm --no-deps -e MDDP_LINK_DELAY=5ms worker0 --help 2>&1)"
+grep -q "eth0: qdisc netem .* delay 5ms\|microddp: error: cannot shape eth0 with netem: this kernel has no netem qdisc" \
+  <<<"$OUT" || fail "MDDP_LINK_DELAY neither delays nor says why not: $OUT"
+say "MDDP_LINK_DELAY=5ms: $(grep -m1 "netem" <<<"$OUT")"
 "${COMPOSE[@]}" down -v >/dev/null 2>&1 || fail "compose down failed"
 
 # ---- 4. a worker killed mid-run ----------------------------------------------------------
