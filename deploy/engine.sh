@@ -17,9 +17,10 @@
 # The engine it starts changes nothing outside its directory: no iptables
 # rules, no IP forwarding, no docker0 bridge, no system service. Compose
 # networks are bridges that live as long as the network; published ports go
-# through docker-proxy. Two files dockerd 20.10 always writes,
-# /etc/docker/key.json and the empty /run/docker/plugins, are deleted by
-# `down` when `up` made them; so are the engine's cgroups.
+# through docker-proxy. What dockerd 20.10, containerd and runc always put
+# in fixed places (/etc/docker/key.json, /run/docker/plugins,
+# /run/containerd/s, /run/runc) is deleted by `down` when `up` made it; so
+# are the engine's cgroups (microddp-engine).
 #
 # Environment: MDDP_ENGINE_DIR (default /var/tmp/microddp-engine),
 # MDDP_ENGINE_STORAGE (storage driver; default dockerd's choice: overlay2
@@ -81,9 +82,10 @@ start_engine() {
   [[ -n "$DOCKER" ]] || die "no docker client: apt-get install docker.io"
   mkdir -p "$DIR/data" "$DIR/exec"
   touch "$MARK"
-  note_outside /etc/docker/key.json
-  note_outside /run/docker/plugins
-  note_outside /run/docker
+  local p  # children before their parents: `down` removes them in this order
+  for p in /etc/docker/key.json /run/docker/plugins /run/docker /run/containerd/s /run/containerd /run/runc; do
+    note_outside "$p"
+  done
   echo '{}' >"$DIR/daemon.json"  # not /etc/docker/daemon.json
   local storage=()
   [[ -n "${MDDP_ENGINE_STORAGE:-}" ]] && storage=(--storage-driver "$MDDP_ENGINE_STORAGE")
@@ -212,7 +214,10 @@ cmd_down() {
       if [[ -d "$p" ]]; then rmdir "$p" 2>/dev/null || true; else rm -f "$p"; fi
     done <"$OUTSIDE"
   fi
-  find /sys/fs/cgroup -maxdepth 2 -type d -name "$CGROUP_PARENT" -exec rmdir {} + 2>/dev/null || true
+  local cg  # the cgroup parent and what it holds (e.g. buildkit/), deepest first
+  for cg in $(find /sys/fs/cgroup -maxdepth 2 -type d -name "$CGROUP_PARENT"); do
+    find "$cg" -depth -type d -exec rmdir {} \; 2>/dev/null || true
+  done
   rm -rf "$DIR"
   say "removed $DIR"
 }
@@ -223,7 +228,7 @@ case "${1:-}" in
   status) cmd_status ;;
   down) cmd_down ;;
   *)
-    sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'
     [[ -z "${1:-}" || "$1" == "-h" || "$1" == "--help" ]] || exit 2
     ;;
 esac

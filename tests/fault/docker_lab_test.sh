@@ -76,7 +76,9 @@ wait_for() {
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 api() { curl -fsS --max-time 5 "http://127.0.0.1:$MDDP_HTTP_PORT/$1"; }
 step_at_least() { [[ "$(api api/job 2>/dev/null | python3 -c 'import json, sys; print(json.load(sys.stdin)["step"])' 2>/dev/null)" -ge "$1" ]] 2>/dev/null; }
-coordinator_says() { compose_logs coordinator | grep -q -- "$1"; }
+# (Output captured first: `grep -q` in a pipe would end the writer early, which pipefail counts as a failure.)
+logs_have() { grep -q -- "$2" <<<"$(compose_logs "$1")"; }
+coordinator_says() { logs_have coordinator "$1"; }
 exit_code() { docker inspect -f '{{.State.Status}} {{.State.ExitCode}}' "$("${COMPOSE[@]}" ps -q "$1")"; }
 
 # ---- 1. the engine ------------------------------------------------------------------
@@ -99,7 +101,9 @@ say "$(tail -n +1 "$WORK/engine-up.log" | grep -v '^engine.sh: next:' | tr '\n' 
 say "building $MDDP_IMAGE (load: $(cut -d' ' -f1-3 /proc/loadavg))"
 T0=$(date +%s)
 "${COMPOSE[@]}" build coordinator >"$WORK/build.log" 2>&1 || { tail -n 40 "$WORK/build.log"; fail "the image did not build"; }
-say "image built in $(($(date +%s) - T0)) s: $(docker image inspect -f '{{.Size}}' "$MDDP_IMAGE" | awk '{printf "%.0f MB", $1 / 1e6}');" \
+# The compile step's ccache statistics say whether this was a cold or a warm build.
+say "image built in $(($(date +%s) - T0)) s (ccache $(grep -m1 -o "Hits: .*" "$WORK/build.log" || echo "not run: layers cached")):" \
+  "$(docker image inspect -f '{{.Size}}' "$MDDP_IMAGE" | awk '{printf "%.0f MB", $1 / 1e6}');" \
   "engine data $( ((STARTED_ENGINE)) && du -sh "$MDDP_ENGINE_DIR" | cut -f1 || echo "(not ours)")"
 
 # ---- 3. a short job on uneven links, watched from the host -----------------------------
@@ -113,11 +117,11 @@ MDDP_STEPS=$STEPS MDDP_LINGER_S=600 MDDP_LINK_RATE="1gbit,1gbit,200mbit,1gbit" \
 wait_for 180 "the first training step on the dashboard (127.0.0.1:$MDDP_HTTP_PORT)" step_at_least 1
 say "first training step $((($(date +%s%N) - T0) / 1000000)) ms after \`up\`"
 coordinator_says "dashboard: http://127.0.0.1:$MDDP_HTTP_PORT/" || fail "the coordinator does not print the dashboard's URL on the host"
-compose_logs worker2 | grep -q "eth0: qdisc tbf .* rate 200Mbit" || fail "worker2's link is not limited to 200 Mbit/s"
-compose_logs worker0 | grep -q "eth0: qdisc tbf .* rate 1Gbit" || fail "worker0's link is not limited to 1 Gbit/s"
+logs_have worker2 "eth0: qdisc tbf .* rate 200Mbit" || fail "worker2's link is not limited to 200 Mbit/s"
+logs_have worker0 "eth0: qdisc tbf .* rate 1Gbit" || fail "worker0's link is not limited to 1 Gbit/s"
 wait_for 600 "the job to succeed" coordinator_says "the job is over (succeeded)"
-api "" | grep -q "<title>microddp dashboard</title>" || fail "no dashboard page on 127.0.0.1:$MDDP_HTTP_PORT"
-api metrics | grep -q "^microddp_world_size 4" || fail "/metrics does not say 4 ranks"
+grep -q "<title>microddp dashboard</title>" <<<"$(api "")" || fail "no dashboard page on 127.0.0.1:$MDDP_HTTP_PORT"
+grep -q '^microddp_world_size{job="local"} 4$' <<<"$(api metrics)" || fail "/metrics does not say 4 ranks"
 bash "$REPO/tests/dashboard/e2e/dashboard_e2e.sh" --attach="http://127.0.0.1:$MDDP_HTTP_PORT/" "$MODULES" "$SHOT" --ranks 4 ||
   fail "the dashboard in Chromium"
 "${COMPOSE[@]}" stop -t 30 coordinator >/dev/null 2>&1  # ends its linger
