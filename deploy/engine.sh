@@ -184,7 +184,7 @@ cmd_status() {
 # Unmounts what the engine left mounted under $DIR, deepest first.
 unmount_leftovers() {
   local m
-  findmnt -rn -o TARGET | grep -F "$DIR/" | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
+  for m in $(findmnt -rn -o TARGET | grep -F "$DIR/" | sort -r || true); do umount -l "$m" 2>/dev/null || true; done
 }
 
 cmd_down() {
