@@ -36,8 +36,9 @@ missing() {
   if [[ "${CI:-}" == "true" ]]; then echo "FAIL: $1 (CI=true: bash scripts/test installs it)"; exit 1; fi
   echo "SKIP: $1"; exit 77
 }
-command -v dockerd >/dev/null || missing "dockerd is not installed (apt-get install docker.io)"
-command -v debootstrap >/dev/null || missing "debootstrap is not installed (apt-get install debootstrap)"
+have() { command -v "$1" >/dev/null || [[ -x "/usr/sbin/$1" ]]; }  # sbin: not on every user's PATH
+have dockerd || missing "dockerd is not installed (apt-get install docker.io)"
+have debootstrap || missing "debootstrap is not installed (apt-get install debootstrap)"
 if [[ -n "${MDDP_COMPOSE:-}" ]]; then
   read -r -a COMPOSE_CMD <<<"$MDDP_COMPOSE"
 elif command -v docker-compose >/dev/null; then
@@ -95,7 +96,11 @@ case $? in
   *) cat "$WORK/engine-up.log"; fail "deploy/engine.sh up failed" ;;
 esac
 eval "$(bash "$ENGINE" env)"
-say "$(tail -n +1 "$WORK/engine-up.log" | grep -v '^engine.sh: next:' | tr '\n' ' ')"
+say "$(grep -v '^engine.sh: next:' "$WORK/engine-up.log" | tr '\n' ' ')"
+# Idempotent: a second `up` finds the same engine and starts nothing.
+bash "$ENGINE" up >"$WORK/engine-up2.log" 2>&1 || fail "a second engine.sh up failed: $(cat "$WORK/engine-up2.log")"
+grep -q "the engine is up\|using the running engine" "$WORK/engine-up2.log" ||
+  fail "a second engine.sh up did not find the engine: $(cat "$WORK/engine-up2.log")"
 
 # ---- 2. the image --------------------------------------------------------------------
 say "building $MDDP_IMAGE (load: $(cut -d' ' -f1-3 /proc/loadavg))"
@@ -169,4 +174,24 @@ for s in worker0 worker1 worker3; do
   [[ "$(exit_code "$s")" != "exited 0" ]] || fail "$s exited 0 after rank 2 was killed"
 done
 
-say "PASS (removing what the test made)"
+# ---- 5. nothing left ---------------------------------------------------------------------
+if ((STARTED_ENGINE)); then
+  ENGINE_PID="$(cat "$MDDP_ENGINE_DIR/dockerd.pid")"
+  mapfile -t OUTSIDE <"$MDDP_ENGINE_DIR/made-outside"
+fi
+trap - EXIT
+cleanup
+if ((STARTED_ENGINE)); then
+  unset DOCKER_HOST  # that engine is gone
+  ! kill -0 "$ENGINE_PID" 2>/dev/null || fail "dockerd (pid $ENGINE_PID) still runs after engine.sh down"
+  [[ ! -e "$WORK" ]] || fail "$WORK is left"
+  ! findmnt -rn -o TARGET | grep -qF "$WORK/" || fail "mounts under $WORK are left"
+  for p in "${OUTSIDE[@]}"; do [[ ! -e "$p" ]] || fail "$p, made by the engine, is left"; done
+  [[ "$(bash "$ENGINE" down)" == *"nothing to remove"* ]] || fail "a second engine.sh down did something"
+else
+  label="label=com.docker.compose.project=$PROJECT"
+  [[ -z "$(docker ps -aq --filter "$label")$(docker network ls -q --filter "$label")$(docker volume ls -q --filter "$label")" ]] ||
+    fail "containers, networks or volumes of $PROJECT are left"
+  ! docker image inspect "$MDDP_IMAGE" >/dev/null 2>&1 || fail "$MDDP_IMAGE is left"
+fi
+say "PASS: everything the test made is removed"
