@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <optional>
@@ -25,6 +26,7 @@
 #include "coordinator/job_config_json.h"
 #include "core/common/check.h"
 #include "core/common/log.h"
+#include "core/train/checkpoint_meta.h"
 #include "dashboard/server/server.h"
 
 namespace mddp::cli {
@@ -135,6 +137,19 @@ void run_coordinator(CLI::App& cmd, CoordinatorArgs& a) {
     throw InputError("give the number of workers: --world-size N (or world-size in --config)");
   a.train.validate();
   if (!a.token_file.empty()) a.token = read_token_file(a.token_file);
+  // The files rank 0 will read, checked before any worker waits on them.
+  std::string resuming;
+  if (!a.train.resume.empty()) {
+    const train::Checkpoint ck = train::checked_resume(a.train, a.world_size);
+    // The directory resolved, to this pair whatever is written meanwhile, and
+    // absolute: rank 0 may run in another directory.
+    a.train.resume = std::filesystem::absolute(ck.path).string();
+    resuming = str("resuming from ", a.train.resume, " at step ", ck.step);
+  }
+  if (!a.train.init_from.empty()) {
+    train::load_safetensors_metadata(a.train.init_from);
+    a.train.init_from = std::filesystem::absolute(a.train.init_from).string();
+  }
   if (a.health.rendezvous_timeout_s <= 0)
     throw InputError(str("--rendezvous-timeout-s must be > 0, got ", a.health.rendezvous_timeout_s));
   if (!a.http_public_url.empty()) {
@@ -185,6 +200,7 @@ void run_coordinator(CLI::App& cmd, CoordinatorArgs& a) {
   if (a.token.empty() && a.host != "127.0.0.1" && a.host != "localhost" && a.host != "::1")
     std::printf("warning: no --token: anyone who can reach %s can join this job\n", addr.c_str());
   if (dash) std::printf("dashboard: %s\n", dash_url.c_str());
+  if (!resuming.empty()) std::printf("%s\n", resuming.c_str());
   std::fflush(stdout);
   // Before --address-file: whoever waits for that one finds this one ready.
   if (!a.http_url_file.empty()) write_atomically(a.http_url_file, dash_url, "--http-url-file");
@@ -257,6 +273,7 @@ void register_coordinator(CLI::App& app) {
                   "port, a proxy)")
       ->group("Dashboard");
   add_training_flags(*cmd, a->train);
+  add_checkpoint_flags(*cmd, a->train);
   add_ddp_flags(*cmd, a->train);
   cmd->callback([cmd, a] { run_coordinator(*cmd, *a); });
 }

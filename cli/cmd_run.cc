@@ -35,6 +35,7 @@
 #include "cli/job_flags.h"
 #include "core/common/stop_signals.h"
 #include "cli/local_ranks.h"
+#include "cli/log_follower.h"
 #include "cli/train_flags.h"
 #include "core/tensor/device.h"
 #include "core/common/check.h"
@@ -240,6 +241,12 @@ void run_job(RunArgs& a) {
     coord_args.push_back(s);
   const std::string coord_log = logs + "/coordinator.log";
   const std::size_t coord = sup.add({"coordinator", spawn(coord_args, {}, coord_log), coord_log});
+  LogFollower coord_follower(coord_log);
+  const auto show_coordinator_warnings = [&coord_follower] {
+    coord_follower.poll([](const std::string& line) {
+      if (is_warning_or_error(line)) std::fprintf(stderr, "%s\n", line.c_str());
+    });
+  };
 
   // The coordinator writes its address once it listens.
   std::string address;
@@ -292,6 +299,7 @@ void run_job(RunArgs& a) {
   bool workers_stopped = false;
   while (!sup.all_done()) {
     sup.poll(100ms);
+    show_coordinator_warnings();
     const auto now = Clock::now();
     bool failed = false, workers_done = true;
     for (std::size_t i = 0; i < sup.children().size(); ++i) {
@@ -323,6 +331,7 @@ void run_job(RunArgs& a) {
     if (kill_at && now >= *kill_at) sup.signal_all(SIGKILL);
   }
 
+  show_coordinator_warnings();
   if (sup.interrupted()) {
     std::fflush(stdout);
     std::fprintf(stderr, "microddp run: interrupted (%s); all processes stopped\n",
@@ -368,6 +377,7 @@ void register_run(CLI::App& app) {
   add_health_flags(*cmd, a->health, g);
   add_dashboard_flags(*cmd, a->dashboard);
   add_training_flags(*cmd, a->train);
+  add_checkpoint_flags(*cmd, a->train);
   add_ddp_flags(*cmd, a->train);
   cmd->callback([a] { run_job(*a); });
 }

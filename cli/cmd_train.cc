@@ -12,6 +12,7 @@ void register_train(CLI::App& app) {
   auto cfg = std::make_shared<train::TrainConfig>();
   auto* cmd = app.add_subcommand("train", "Train in one process (the single-process baseline)");
   add_training_flags(*cmd, *cfg);
+  add_checkpoint_flags(*cmd, *cfg);
   cmd->callback([cfg] {
     train::Trainer trainer(*cfg);
     print_config(trainer.config(), trainer.model().num_parameters(), trainer.model().describe());

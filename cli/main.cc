@@ -4,10 +4,13 @@
 
 #include "cli/commands.h"
 #include "core/common/check.h"
+#include "core/comm/nccl/transport_log.h"
 #include "core/common/log.h"
 #include "mddp/config.h"
 
 int main(int argc, char** argv) {
+  // Before any thread starts: it may set NCCL's logging variables.
+  mddp::comm::nccl::capture_nccl_log();
   CLI::App app{"microddp " MDDP_VERSION " - distributed data-parallel training from first principles"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "microddp " MDDP_VERSION);

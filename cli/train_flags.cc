@@ -27,6 +27,10 @@ void add_training_flags(CLI::App& cmd, train::TrainConfig& cfg) {
   cmd.add_option("--momentum", cfg.optim.momentum, "SGD momentum")->group(g)->capture_default_str();
   cmd.add_option("--weight-decay", cfg.optim.weight_decay, "L2 weight decay")->group(g)->capture_default_str();
   cmd.add_option("--seed", cfg.seed, "seed of the initial weights and the data order")->group(g)->capture_default_str();
+  cmd.add_option("--init-from", cfg.init_from,
+                 "start from the weights in this safetensors file: a microddp checkpoint, or a state_dict "
+                 "saved from PyTorch for the same layers (docs/pytorch.md)")
+      ->group(g);
   cmd.add_option("--accumulate", cfg.accumulate, "micro-batches of --batch per step (DDP syncs only the last: no_sync)")->group(g)->capture_default_str();
   cmd.add_flag("!--no-eval", cfg.eval, "skip the test-set evaluation at each epoch end")->group(g);
 
@@ -34,6 +38,21 @@ void add_training_flags(CLI::App& cmd, train::TrainConfig& cfg) {
   cmd.add_option("--threads", cfg.threads, "compute threads per process")->group("Runtime")->capture_default_str();
   cmd.add_option("--run-dir", cfg.run_dir, "directory for the log and the checkpoint")->group("Runtime");
   cmd.add_option("--log-every", cfg.log_every, "print every N steps (0: about 20 lines)")->group("Runtime")->capture_default_str();
+}
+
+void add_checkpoint_flags(CLI::App& cmd, train::TrainConfig& cfg) {
+  const char* g = "Checkpoints";
+  cmd.add_option("--checkpoint-every", cfg.checkpoint_every,
+                 "write a checkpoint every N steps to RUN-DIR/checkpoints/ (0: only the final one)")
+      ->group(g)
+      ->capture_default_str();
+  cmd.add_option("--keep-checkpoints", cfg.keep_checkpoints, "keep the newest K of them (0: all)")
+      ->group(g)
+      ->capture_default_str();
+  cmd.add_option("--resume", cfg.resume,
+                 "continue from a checkpoint: a run directory (its newest complete checkpoint) or a "
+                 "checkpoint file; with the same flags, the result is bitwise that of an uninterrupted run")
+      ->group(g);
 }
 
 void add_ddp_flags(CLI::App& cmd, train::TrainConfig& cfg) {

@@ -126,6 +126,10 @@ json job_config_to_json(const train::TrainConfig& c) {
       {"seed", c.seed},
       {"device", c.device},
       {"run_dir", c.run_dir},
+      {"init_from", c.init_from},
+      {"resume", c.resume},
+      {"checkpoint_every", c.checkpoint_every},
+      {"keep_checkpoints", c.keep_checkpoints},
       {"threads", c.threads},
       {"log_every", c.log_every},
       {"eval", c.eval},
@@ -187,6 +191,10 @@ train::TrainConfig job_config_from_json(const json& j) {
   r("seed", c.seed);
   r("device", c.device);
   r("run_dir", c.run_dir);
+  r("init_from", c.init_from);
+  r("resume", c.resume);
+  r("checkpoint_every", c.checkpoint_every);
+  r("keep_checkpoints", c.keep_checkpoints);
   r("threads", c.threads);
   r("log_every", c.log_every);
   r("eval", c.eval);

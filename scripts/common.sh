@@ -21,6 +21,7 @@ APT_PACKAGES=(
   "${BUILD_PACKAGES[@]}"
   dataset-fashion-mnist iproute2 procps curl docker-compose docker.io debootstrap
   nodejs chromium fonts-dejavu-core prometheus
+  python3-torch  # the PyTorch oracle (tests/pytorch/)
 )
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*"; }

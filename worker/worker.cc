@@ -125,9 +125,15 @@ train::TrainConfig rank_config(const JoinInfo& info, const WorkerOptions& o) {
   } else if (cfg.device == "cuda") {  // one GPU per local rank, as torchrun does
     cfg.device = tensor::gpu_of_local_rank(tensor::Device::parse("cuda").index).str();  // cuda:LOCAL_RANK
   }
-  // Rank 0 writes the run directory (train.jsonl, checkpoint); the others
-  // would only write the same lines again.
-  if (info.rank != 0) cfg.run_dir.clear();
+  // Rank 0 writes the run directory (train.jsonl, checkpoints); the others
+  // would only write the same lines again. It alone reads the weights to
+  // start from: the DistributedTrainer broadcasts what it loaded.
+  if (info.rank != 0) {
+    cfg.run_dir.clear();
+    cfg.checkpoint_every = 0;
+    cfg.init_from.clear();
+    cfg.resume.clear();
+  }
   return cfg;
 }
 
@@ -193,7 +199,7 @@ train::TrainSummary train_rank(Session& s) {
     s.metrics.push(m);
   };
   const train::TrainSummary summary = train::run_training(trainer, hooks);
-  s.board.set(summary.steps, "done");
+  s.board.set(trainer.total_steps(), "done");
   return summary;
 }
 

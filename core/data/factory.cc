@@ -23,6 +23,17 @@ int64_t synthetic_count(const DatasetConfig& c, Split split) {
 
 std::string dataset_choices() { return "synthetic, synthetic-regression, fashion-mnist, idx:DIR"; }
 
+std::string dataset_source(const std::string& spec) {
+  if (spec == "fashion-mnist") return kFashionMnistDir;
+  if (spec.starts_with("idx:")) return spec.substr(4);
+  return "";
+}
+
+std::vector<std::string> class_names(const std::string& spec) {
+  if (spec != "fashion-mnist") return {};
+  return {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"};
+}
+
 std::unique_ptr<Dataset> make_dataset(const DatasetConfig& c, Split split) {
   if (c.spec == "synthetic") {
     return std::make_unique<SyntheticClassification>(synthetic_count(c, split), c.input_dim, c.classes,

@@ -21,7 +21,7 @@ std::string find_idx_file(const std::string& dir, const std::string& stem) {
 
 IdxDataset::IdxDataset(const std::string& dir, Split split, std::string name, int64_t num_classes,
                        IdxNormalization norm)
-    : name_(name.empty() ? str("idx:", dir, "/", split_name(split)) : std::move(name)) {
+    : name_(name.empty() ? str("idx:", dir, "/", split_name(split)) : std::move(name)), norm_(norm) {
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec))
     throw InputError(str(dir, ": no such directory (expected IDX files in the MNIST layout)"));

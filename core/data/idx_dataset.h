@@ -39,6 +39,7 @@ class IdxDataset final : public Dataset {
   int64_t target_dim() const override { return 0; }
   int64_t num_classes() const override { return num_classes_; }
   std::string name() const override { return name_; }
+  InputEncoding input_encoding() const override { return {"uint8", 255.0f, norm_.mean, norm_.std}; }
   // x [B, 1, rows, cols] normalised pixels, y [B] class indices as floats.
   void get_batch(std::span<const int64_t> indices, tensor::Tensor& x, tensor::Tensor& y) const override;
 
@@ -47,6 +48,7 @@ class IdxDataset final : public Dataset {
 
  private:
   std::string name_;
+  IdxNormalization norm_;
   int64_t count_ = 0, rows_ = 0, cols_ = 0, num_classes_ = 0;
   std::vector<uint8_t> pixels_;  // [count, rows, cols]
   std::vector<uint8_t> labels_;  // [count]

@@ -8,8 +8,7 @@
 #include "core/common/check.h"
 #include "core/common/timer.h"
 #include "core/tensor/ops.h"
-#include "core/train/checkpoint.h"
-#include "mddp/config.h"
+#include "core/train/checkpoint_meta.h"
 
 namespace mddp::train {
 namespace {
@@ -59,6 +58,8 @@ Trainer::Trainer(TrainConfig cfg, int rank, int world_size)
   optimizer_ = nn::make_optimizer(cfg_.optim, model_->parameters());
   x_ = tensor::Tensor::empty(batch_shape(local_batch(), train_set_->sample_shape()), device);
   y_ = tensor::Tensor::empty(target_shape(local_batch(), *train_set_), device);
+  if (!cfg_.init_from.empty()) load_weights(cfg_.init_from);
+  if (!cfg_.resume.empty()) restore(checked_resume(cfg_, world_size_));
 }
 
 int64_t Trainer::total_steps() const {
@@ -148,18 +149,6 @@ EvalResult Trainer::evaluate() {
   r.loss = loss_sum / static_cast<double>(r.samples);
   if (test_set_->num_classes() > 0) r.accuracy = static_cast<double>(correct) / static_cast<double>(r.samples);
   return r;
-}
-
-void Trainer::save_checkpoint(const std::string& path) {
-  std::vector<NamedTensor> tensors;
-  for (nn::Parameter* p : model_->parameters()) tensors.push_back({p->name, p->value});
-  for (auto& [name, t] : optimizer_->state()) tensors.push_back({"optimizer." + name, t});
-  save_safetensors(path, tensors,
-                   {{"format", "microddp-checkpoint-v1"},
-                    {"microddp_version", MDDP_VERSION},
-                    {"step", std::to_string(steps_done_)},
-                    {"model", model_->describe()},
-                    {"optimizer", cfg_.optim.name}});
 }
 
 }  // namespace mddp::train

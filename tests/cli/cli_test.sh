@@ -5,10 +5,7 @@
 set -uo pipefail
 BIN="$1"
 SCENARIO="$2"
-WORK="$(mktemp -d)"
-trap 'rm -rf "$WORK"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-expect_in() { grep -q -- "$1" "$2" || { echo "--- output:"; cat "$2"; fail "expected '$1'"; }; }
+source "$(dirname "${BASH_SOURCE[0]}")/../support/scenario.sh"
 
 case "$SCENARIO" in
   help)
