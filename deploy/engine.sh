@@ -197,6 +197,7 @@ cmd_down() {
       local t=0
       while kill -0 "$pid" 2>/dev/null && ((t++ < 600)); do sleep 0.1; done
       if kill -0 "$pid" 2>/dev/null; then say "dockerd did not stop within 60 s: killing it"; kill -KILL "$pid"; fi
+      say "dockerd stopped after $SECONDS s"
     fi
   elif find_engine && ((OURS == 0)); then
     say "the engine at $ENGINE was not started by $0: left running"
@@ -219,7 +220,7 @@ cmd_down() {
     find "$cg" -depth -type d -exec rmdir {} \; 2>/dev/null || true
   done
   rm -rf "$DIR"
-  say "removed $DIR"
+  say "removed $DIR (after $SECONDS s)"
 }
 
 case "${1:-}" in

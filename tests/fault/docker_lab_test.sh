@@ -55,7 +55,7 @@ cleanup() {
     docker image rm -f "$MDDP_IMAGE" >/dev/null 2>&1
     ((MADE_BASE)) && docker image rm "$BASE_IMAGE" >/dev/null 2>&1
   fi
-  ((STARTED_ENGINE)) && bash "$ENGINE" down >/dev/null
+  ((STARTED_ENGINE)) && bash "$ENGINE" down | sed "s/^/[docker-lab +$(($(date +%s) - T_START))s] /"
   rm -rf "$WORK"
 }
 trap cleanup EXIT
