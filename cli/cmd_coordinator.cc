@@ -38,6 +38,7 @@ struct CoordinatorArgs {
   int port = 29500;
   std::string host = "127.0.0.1";
   std::string token, token_file, job_id = "local", config, address_file, http_url_file;
+  std::string http_public_url;  // what to print for the dashboard ("": its own address)
   DashboardFlags dashboard;
   HealthFlags health{1000, 10000, 300};
   train::TrainConfig train;
@@ -161,6 +162,13 @@ void run_coordinator(CLI::App& cmd, CoordinatorArgs& a) {
     train::load_safetensors_metadata(a.train.init_from);
     a.train.init_from = std::filesystem::absolute(a.train.init_from).string();
   }
+  if (!a.http_public_url.empty()) {
+    if (a.dashboard.http_port < 0)
+      throw InputError("--http-public-url names the dashboard, but --http-port -1 turns it off");
+    if (a.http_public_url.rfind("http://", 0) != 0 && a.http_public_url.rfind("https://", 0) != 0)
+      throw InputError(str("--http-public-url must be an http:// or https:// URL, got '",
+                           a.http_public_url, "'"));
+  }
 
   coordinator::CoordinatorOptions o;
   o.host = a.host;
@@ -186,7 +194,9 @@ void run_coordinator(CLI::App& cmd, CoordinatorArgs& a) {
     dash.emplace(dashboard::ServerOptions{a.dashboard.http_host, a.dashboard.http_port,
                                           a.dashboard.dashboard_dir},
                  c.job());
-    dash_url = "http://" + dial_address(a.dashboard.http_host, dash->port()) + "/";
+    dash_url = a.http_public_url.empty()
+                   ? "http://" + dial_address(a.dashboard.http_host, dash->port()) + "/"
+                   : a.http_public_url;
   }
 
   const std::string addr = dial_address(a.host, c.port());
@@ -270,6 +280,11 @@ void register_coordinator(CLI::App& app) {
                   "line with --http-port -1)")
       ->group(g);
   add_dashboard_flags(*cmd, a->dashboard);
+  cmd->add_option("--http-public-url", a->http_public_url,
+                  "the dashboard's URL as printed and written to --http-url-file, when it is "
+                  "reached another way than --http-host:--http-port (a container's published "
+                  "port, a proxy)")
+      ->group("Dashboard");
   add_training_flags(*cmd, a->train);
   add_checkpoint_flags(*cmd, a->train);
   add_ddp_flags(*cmd, a->train);

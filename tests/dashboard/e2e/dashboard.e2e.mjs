@@ -4,6 +4,9 @@
 //
 //   node dashboard.e2e.mjs --microddp BIN --screenshot OUT.png [--chromium /usr/bin/chromium]
 //   node dashboard.e2e.mjs --mock [--ranks N] --screenshot OUT.png   (the page at N ranks, default 64, simulated)
+//   node dashboard.e2e.mjs --attach URL --ranks N --screenshot OUT.png
+//     (a job someone else runs, e.g. the compose lab: the page and its rank
+//     table, loss chart and timeline only; no straggler, nothing killed)
 //
 // Checks, in order: the page loads without script errors or requests
 // outside the coordinator; the rank table lists both ranks; the loss chart
@@ -22,7 +25,8 @@ const here = dirname(fileURLToPath(import.meta.url));
 const args = process.argv.slice(2);
 const opt = (name, dflt) => { const i = args.indexOf(name); return i >= 0 ? args[i + 1] : dflt; };
 const MOCK = args.includes('--mock');
-const MOCK_RANKS = Number(opt('--ranks', 64));
+const ATTACH = opt('--attach', '');
+const RANKS = Number(opt('--ranks', MOCK ? 64 : 2));
 const BIN = opt('--microddp', '') && resolve(opt('--microddp', ''));
 const SHOT = resolve(opt('--screenshot', 'dashboard.png'));
 const CHROMIUM = opt('--chromium', '/usr/bin/chromium');
@@ -78,8 +82,9 @@ async function api(base, path) {
 
 // ---- the job --------------------------------------------------------------------
 async function startJob() {
+  if (ATTACH) return { base: ATTACH, run: null };
   if (MOCK) {
-    start(process.execPath, [join(here, 'mock_coordinator.mjs'), '--ranks', String(MOCK_RANKS), '--fail-at', '120', '--fit']);
+    start(process.execPath, [join(here, 'mock_coordinator.mjs'), '--ranks', String(RANKS), '--fail-at', '120', '--fit']);
     const m = await waitFor('the mock coordinator', async () => output.match(/listening on (http:\/\/\S+)/), 10000);
     return { base: m[1], run: null };
   }
@@ -106,10 +111,12 @@ async function main() {
   const { base } = await startJob();
   log(`dashboard at ${base}`);
   const origin = new URL(base).origin;
-  await waitFor('the job to run with 2 ranks', async () => {
+  // An attached job may have finished already (its page lingers).
+  await waitFor(`the job to run with ${RANKS} ranks`, async () => {
     if (MOCK) return true;
     const job = await api(base, 'api/job');
-    return job.state === 'running' && job.step > 0 && (await api(base, 'api/ranks')).length === 2;  // [K...]
+    const state = ATTACH ? ['running', 'succeeded'].includes(job.state) : job.state === 'running';
+    return state && job.step > 0 && (await api(base, 'api/ranks')).length === RANKS;  // [K...]
   }, 90000);
 
   // A fresh profile in the work directory (removed at exit).
@@ -139,7 +146,7 @@ async function main() {
   await page.goto(base, { waitUntil: 'load' });
 
   // Rank table: one row per rank, ranks 0 and 1 (64 in the mock).
-  const nranks = MOCK ? MOCK_RANKS : 2;
+  const nranks = RANKS;
   await waitFor(`the rank table to list ${nranks} ranks`, async () =>
     (await page.locator('#ranks tbody tr[data-rank]').count()) === nranks);
   const ranksShown = await page.locator('#ranks tbody tr[data-rank]').evaluateAll((rows) => rows.map((r) => r.dataset.rank));
@@ -157,11 +164,13 @@ async function main() {
   if (MOCK && (await page.locator('#ranks td.cores[data-over]').count()) !== over)
     fail(`the rank table does not flag the ${over} ranks of the mock's oversubscribed host`);
 
-  // Loss chart: points now, more a little later.
+  // Loss chart: points now, more a little later (an attached job may be over).
   const points = () => page.locator('#chart-loss').evaluate((e) => Number(e.dataset.points));
   const first = await waitFor('the loss chart to have points', async () => { const n = await points(); return n > 0 ? n : 0; });
-  const second = await waitFor(`the loss chart to grow beyond ${first} points`, async () => { const n = await points(); return n > first ? n : 0; }, 20000);
-  log(`loss chart: ${first} points, then ${second}`);
+  if (!ATTACH) {
+    const second = await waitFor(`the loss chart to grow beyond ${first} points`, async () => { const n = await points(); return n > first ? n : 0; }, 20000);
+    log(`loss chart: ${first} points, then ${second}`);
+  } else log(`loss chart: ${first} points`);
   const canvas = await page.locator('#chart-loss canvas').count();
   if (canvas < 1) fail('the loss chart has no canvas (uPlot did not draw)');
 
@@ -201,6 +210,12 @@ async function main() {
       ? { rows: t.labels, buckets: t.buckets.bars } : null;
   });
   log(`timeline: ${spans.rows} rank rows, ${spans.buckets} bucket spans`);
+
+  if (ATTACH) {  // someone else's job: nothing to name as late, nothing to kill
+    await screenshots(page);
+    if (problems.length) fail(`the page reported problems:\n  ${problems.join('\n  ')}`);
+    return;
+  }
 
   // Stragglers: the rank made late on purpose (the real job's --straggler
   // 1:forward:4; the mock's last rank, in backward) is named, with the phase
@@ -249,6 +264,11 @@ async function main() {
     (await row.getAttribute('data-state')) === 'failed', 15000);
   log(`rank table: rank ${victimRank} ${await row.locator('.state').innerText()}`);
 
+  await screenshots(page);
+  if (healthy.length) fail(`the page reported problems while the job ran:\n  ${healthy.join('\n  ')}`);
+}
+
+async function screenshots(page) {
   await page.waitForTimeout(300);  // let the last redraw land
   mkdirSync(dirname(SHOT), { recursive: true });
   // The page, and its timeline panel alone (a canvas: look at it), in the
@@ -261,8 +281,6 @@ async function main() {
   await page.waitForTimeout(400);
   await page.screenshot({ path: SHOT.replace(/\.png$/, '-dark.png'), fullPage: true });
   await timelinePanel.screenshot({ path: SHOT.replace(/\.png$/, '-timeline-dark.png') });
-
-  if (healthy.length) fail(`the page reported problems while the job ran:\n  ${healthy.join('\n  ')}`);
 }
 
 let code = 0;
