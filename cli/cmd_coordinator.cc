@@ -195,7 +195,7 @@ void run_coordinator(CLI::App& cmd, CoordinatorArgs& a) {
   }
   dash.reset();
   if (status.state != coordinator::State::kSucceeded)
-    throw Error(status.failure.empty() ? std::string("the job did not finish") : status.failure);
+    throw Error(status.failure().empty() ? std::string("the job did not finish") : status.failure());
   std::printf("job '%s' succeeded: %d ranks finished, %llu metrics records%s\n", a.job_id.c_str(),
               a.world_size, static_cast<unsigned long long>(records),
               log_path.empty() ? "" : (" in " + log_path.string()).c_str());

@@ -234,19 +234,24 @@ TEST(CoordinatorGrpc, SilentRankFailsTheJobAndTheOthersHearItInTheirHeartbeat) {
   ASSERT_EQ(hb.state(), v1::JOB_STATE_FAILED);
   EXPECT_EQ(hb.failed_rank(), 1);
   const std::string host1 = w[1]->joined().members(1).host();
-  EXPECT_NE(hb.failure().find("rank 1 (host " + host1 + ") stopped sending heartbeats"),
-            std::string::npos)
+  const std::string who1 =
+      "rank 1 (host " + host1 + ", pid " + std::to_string(w[1]->joined().members(1).pid()) + ")";
+  EXPECT_NE(hb.failure().find(who1 + " stopped sending heartbeats"), std::string::npos)
       << hb.failure();
+  EXPECT_EQ(hb.verdict().cause(), v1::FAILURE_CAUSE_HEARTBEAT_TIMEOUT);
+  EXPECT_EQ(hb.verdict().rank(), 1);
+  EXPECT_EQ(hb.verdict().host(), host1);
+  EXPECT_EQ(hb.verdict().message(), hb.failure());
   EXPECT_EQ(hb.client_send_unix_ns(), 12345);
   EXPECT_GT(hb.coordinator_receive_unix_ns(), 0);
   // Waits of the survivors end at once with the failure.
   std::string value;
   const grpc::Status g = w[0]->get("never", 10000, &value);
   EXPECT_EQ(g.error_code(), grpc::StatusCode::ABORTED);
-  EXPECT_NE(g.error_message().find("rank 1 (host " + host1 + ")"), std::string::npos);
+  EXPECT_NE(g.error_message().find(who1), std::string::npos);
   ASSERT_TRUE(w[0]->leave(false, "aborted: rank 1 is gone").ok());
   EXPECT_TRUE(c.wait_for(10s));
-  EXPECT_EQ(c.job().status().failed_rank, 1);
+  EXPECT_EQ(c.job().status().failed_rank(), 1);
 }
 
 TEST(CoordinatorGrpc, MetricsStreamsArePersistedOneLinePerRankAndStep) {
@@ -296,7 +301,7 @@ TEST(CoordinatorGrpc, ShutdownAnswersPendingCalls) {
   const grpc::Status s = waiting.get();
   EXPECT_FALSE(s.ok());
   EXPECT_LT(std::chrono::steady_clock::now() - t, 5s);
-  EXPECT_EQ(c->job().status().failure, "test over");
+  EXPECT_EQ(c->job().status().failure(), "test over");
 }
 
 TEST(CoordinatorGrpc, BusyPortIsAClearError) {

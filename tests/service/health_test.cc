@@ -122,17 +122,19 @@ TEST(JobState, FirstFailureWinsAndTerminalIsFinal) {
   EXPECT_FALSE(s.succeed()) << "not from forming";
   s.set_running();
   EXPECT_EQ(s.status().state, State::kRunning);
-  EXPECT_TRUE(s.fail(1, "rank 1 (host b) failed: x"));
-  EXPECT_FALSE(s.fail(2, "rank 2 (host c) failed: echo of rank 1"));
+  EXPECT_TRUE(s.fail({Cause::kRankError, 1, -1, "b", 0, "", "rank 1 (host b) failed: x"}));
+  EXPECT_FALSE(
+      s.fail({Cause::kRankError, 2, -1, "c", 0, "", "rank 2 (host c) failed: echo of rank 1"}));
   EXPECT_FALSE(s.succeed());
-  EXPECT_EQ(s.status().failed_rank, 1);
-  EXPECT_EQ(s.status().failure, "rank 1 (host b) failed: x");
+  EXPECT_EQ(s.status().failed_rank(), 1);
+  EXPECT_EQ(s.status().verdict.cause, Cause::kRankError);
+  EXPECT_EQ(s.status().failure(), "rank 1 (host b) failed: x");
   EXPECT_EQ(s.wait_terminal(Clock::now()).state, State::kFailed);
 
   JobState ok;
   ok.set_running();
   EXPECT_TRUE(ok.succeed());
-  EXPECT_FALSE(ok.fail(0, "late"));
+  EXPECT_FALSE(ok.fail({Cause::kShutdown, -1, -1, "", 0, "", "late"}));
   EXPECT_EQ(ok.status().state, State::kSucceeded);
 }
 

@@ -108,7 +108,7 @@ TEST(Job, FailureAbortsEveryWaitAndNamesTheRank) {
   EXPECT_EQ(barrier->code, Code::kAborted);
   const JobStatus st = job.heartbeat(s[0], Progress{}, t0 + 20ms).status;
   EXPECT_EQ(st.state, State::kFailed);
-  EXPECT_EQ(st.failed_rank, 1);
+  EXPECT_EQ(st.failed_rank(), 1);
   // Finished once the others left (they heard of it in a heartbeat) ...
   job.tick(t0 + 30ms);
   EXPECT_FALSE(job.finished());
@@ -116,7 +116,7 @@ TEST(Job, FailureAbortsEveryWaitAndNamesTheRank) {
   job.leave(s[2], false, "aborted: rank 1 failed", t0 + 40ms);
   job.tick(t0 + 50ms);
   EXPECT_TRUE(job.finished());
-  EXPECT_EQ(job.status().failure, "rank 1 (host host1) failed: out of memory")
+  EXPECT_EQ(job.status().failure(), "rank 1 (host host1) failed: out of memory")
       << "the root cause, not the echoes";
 }
 
@@ -131,9 +131,9 @@ TEST(Job, SilentRankFailsTheJobAndTheOthersAreFinishedAfterTheLinger) {
   }
   const JobStatus st = job.status();
   ASSERT_EQ(st.state, State::kFailed);
-  EXPECT_EQ(st.failed_rank, 1);
-  EXPECT_NE(st.failure.find("rank 1 (host host1) stopped sending heartbeats"), std::string::npos)
-      << st.failure;
+  EXPECT_EQ(st.failed_rank(), 1);
+  EXPECT_NE(st.failure().find("rank 1 (host host1, pid 1001) stopped sending heartbeats"), std::string::npos)
+      << st.failure();
   EXPECT_FALSE(job.finished()) << "rank 0 still gets to hear it";
   job.tick(t0 + 1200ms + 3 * 100ms + 2s);
   EXPECT_TRUE(job.finished());
@@ -153,10 +153,10 @@ TEST(Job, FingerprintDifferenceFailsTheJob) {
   EXPECT_TRUE(o0->ok());
   EXPECT_EQ(o1->code, Code::kFailedPrecondition);
   EXPECT_EQ(job.status().state, State::kFailed);
-  EXPECT_EQ(job.status().failed_rank, 1);
-  EXPECT_NE(job.status().failure.find("rank 1 (host host1) differs from rank 0: model"),
+  EXPECT_EQ(job.status().failed_rank(), 1);
+  EXPECT_NE(job.status().failure().find("rank 1 (host host1) differs from rank 0: model"),
             std::string::npos)
-      << job.status().failure;
+      << job.status().failure();
 }
 
 TEST(Job, RendezvousTimeoutFailsTheJob) {
@@ -168,7 +168,7 @@ TEST(Job, RendezvousTimeoutFailsTheJob) {
   ASSERT_TRUE(o);
   EXPECT_EQ(o->code, Code::kDeadlineExceeded);
   EXPECT_EQ(job.status().state, State::kFailed);
-  EXPECT_NE(job.status().failure.find("1 of 3 workers joined"), std::string::npos);
+  EXPECT_NE(job.status().failure().find("1 of 3 workers joined"), std::string::npos);
   job.tick(t0 + 5s);
   EXPECT_TRUE(job.finished()) << "nobody to wait for";
 }
