@@ -136,14 +136,19 @@ train::TrainConfig rank_config(const JoinInfo& info, const WorkerOptions& o) {
 // closed only after this rank left: a rank that fails on its own says so
 // (Leave) before its peers see its connections close, so they are never
 // taken for a broken link or a death (Note [Who is at fault] in
-// coordinator/health.cc).
+// coordinator/health.cc). The heartbeat may abort the communicator from its
+// own thread, so it is detached before the last reference goes, even when
+// the trainer's constructor fails and drops its own.
 struct DataPlane {
+  std::shared_ptr<comm::ProcessGroup> comm;
+  std::optional<AttachedComm> attached;
   std::optional<train::DistributedTrainer> dt;
-  std::optional<AttachedComm> attached;  // declared after dt: detached before it goes
   void close() {
-    attached.reset();
     dt.reset();
+    attached.reset();
+    comm.reset();
   }
+  ~DataPlane() { close(); }
 };
 
 struct Session {
@@ -171,14 +176,10 @@ train::TrainSummary train_rank(Session& s) {
                                           s.data.addr, "comm");
   spdlog::info("data plane connected: {} transport, {} ranks", comm->transport_name(),
                comm->size());
+  s.plane.comm = std::move(comm);
+  s.plane.attached.emplace(s.hb, s.plane.comm.get());  // the heartbeat may abort it from now on
   std::optional<train::DistributedTrainer>& dt = s.plane.dt;
-  s.plane.attached.emplace(s.hb, comm.get());  // the heartbeat may abort it from now on
-  try {
-    dt.emplace(cfg, std::move(comm));
-  } catch (...) {
-    s.plane.attached.reset();  // the communicator went with the failed constructor
-    throw;
-  }
+  dt.emplace(cfg, s.plane.comm);
 
   s.client.validate(fingerprint(*dt, cfg), Millis(cfg.dist.timeout_ms));
   s.client.barrier("start", Millis(cfg.dist.timeout_ms));
