@@ -46,8 +46,10 @@ void JobWatch::loop() {
     try {
       stream->finish();
     } catch (const CoordinatorError& e) {
-      // An unknown session will not become known: the heartbeat says so.
-      again = again && e.code() != static_cast<int>(grpc::StatusCode::UNAUTHENTICATED);
+      // An unknown session will not become known, nor an older coordinator
+      // learn Watch: the heartbeat carries on alone.
+      again = again && e.code() != static_cast<int>(grpc::StatusCode::UNAUTHENTICATED) &&
+              e.code() != static_cast<int>(grpc::StatusCode::UNIMPLEMENTED);
       spdlog::debug("{}", e.what());
     }
     std::unique_lock lock(mu_);
