@@ -102,9 +102,13 @@ Health::LeaveResult Health::leave(int rank, bool ok, const std::string& message,
     h.disconnected.reset();
     if (!ok)
       result.failure = Verdict{
-          Cause::kRankError, rank, -1, h.host, h.pid, describe(h.progress),
-          str("rank ", rank, " (host ", h.host,
-              ") failed: ", message.empty() ? std::string("no reason given") : message)};
+          .cause = Cause::kRankError,
+          .rank = rank,
+          .host = h.host,
+          .pid = h.pid,
+          .doing = describe(h.progress),
+          .message = str("rank ", rank, " (host ", h.host, ") failed: ",
+                         message.empty() ? std::string("no reason given") : message)};
   }
   result.all_left = result.all_ok = true;
   for (const auto& r : ranks_) {
@@ -192,11 +196,15 @@ std::optional<Verdict> Health::died_locked(TimePoint now) {
       evidence += str(evidence.empty() ? "" : "; ", ranks(lost_by), " lost ",
                       lost_by.size() == 1 ? "its" : "their", " data-plane connection to it");
     const std::string doing = describe(h.progress);
-    Verdict v{Cause::kProcessDied, h.rank, -1, h.host, h.pid, doing,
-              str(who(h), " died (last seen in ", doing,
-                  "): its process ended without leaving the job (", evidence,
-                  "). Was it killed (kill -9, out of memory) or did it crash? Its log or exit "
-                  "status says which")};
+    Verdict v{.cause = Cause::kProcessDied,
+              .rank = h.rank,
+              .host = h.host,
+              .pid = h.pid,
+              .doing = doing,
+              .message = str(who(h), " died (last seen in ", doing,
+                             "): its process ended without leaving the job (", evidence,
+                             "). Was it killed (kill -9, out of memory) or did it crash? Its log "
+                             "or exit status says which")};
     h.left = true;  // gone: the job does not wait for its Leave
     h.leave_message = v.message;
     return v;
@@ -215,14 +223,19 @@ std::optional<Verdict> Health::link_broken_locked() {
     if (!b_reported && b.heartbeats - r.peer_heartbeats < 2) continue;  // not proven alive yet
     const RankHealth& lo = a.rank < b.rank ? a : b;
     const RankHealth& hi = a.rank < b.rank ? b : a;
-    Verdict v{
-        Cause::kLinkBroken, lo.rank, hi.rank, lo.host, lo.pid, describe(lo.progress),
-        str("the data-plane connection between rank ", lo.rank, " (host ", lo.host, ") and rank ",
-            hi.rank, " (host ", hi.host,
-            ") broke while both ranks were alive: a network fault, not a lost rank (rank ",
-            r.reporter, " saw: ", r.detail,
-            "). Check the network between the two hosts (firewalls, connection-tracking limits, "
-            "a tool that kills connections)")};
+    Verdict v{.cause = Cause::kLinkBroken,
+              .rank = lo.rank,
+              .peer = hi.rank,
+              .host = lo.host,
+              .pid = lo.pid,
+              .doing = describe(lo.progress),
+              .message = str("the data-plane connection between rank ", lo.rank, " (host ",
+                             lo.host, ") and rank ", hi.rank, " (host ", hi.host,
+                             ") broke while both ranks were alive: a network fault, not a lost "
+                             "rank (rank ",
+                             r.reporter, " saw: ", r.detail,
+                             "). Check the network between the two hosts (firewalls, "
+                             "connection-tracking limits, a tool that kills connections)")};
     reports_.clear();  // reported once
     return v;
   }
@@ -240,12 +253,16 @@ std::optional<Verdict> Health::silent_locked(TimePoint now) {
   if (!silent) return std::nullopt;
   reported_silent_[static_cast<std::size_t>(silent->rank)] = true;
   const std::string doing = describe(silent->progress);
-  return Verdict{Cause::kHeartbeatTimeout, silent->rank, -1, silent->host, silent->pid, doing,
-                 str(who(*silent), " stopped sending heartbeats: the last came ",
-                     format_duration(now - silent->last_seen), " ago (timeout ",
-                     format_duration(options_.timeout), "), in ", doing,
-                     ". Is the process stopped (SIGSTOP, a debugger) or hung, or its host cut off? "
-                     "If it is only slow, raise --heartbeat-timeout-ms")};
+  return Verdict{.cause = Cause::kHeartbeatTimeout,
+                 .rank = silent->rank,
+                 .host = silent->host,
+                 .pid = silent->pid,
+                 .doing = doing,
+                 .message = str(who(*silent), " stopped sending heartbeats: the last came ",
+                                format_duration(now - silent->last_seen), " ago (timeout ",
+                                format_duration(options_.timeout), "), in ", doing,
+                                ". Is the process stopped (SIGSTOP, a debugger) or hung, or its "
+                                "host cut off? If it is only slow, raise --heartbeat-timeout-ms")};
 }
 
 Health::CheckResult Health::check(TimePoint now) {

@@ -149,8 +149,12 @@ Ticket Job::validate(const std::string& session, Fingerprint fp, TimePoint deadl
                                 if (o.ok()) {
                                   spdlog::info("rank {} validated its model", rank);
                                 } else if (o.code == Code::kFailedPrecondition) {
-                                  fail(Verdict{Cause::kModelMismatch, rank, -1, m.host, m.pid,
-                                               "setup", o.message});
+                                  fail(Verdict{.cause = Cause::kModelMismatch,
+                                               .rank = rank,
+                                               .host = m.host,
+                                               .pid = m.pid,
+                                               .doing = "setup",
+                                               .message = o.message});
                                 } else if (o.code != Code::kAborted) {
                                   spdlog::warn("rank {} validation: {}", rank, o.message);
                                 }
@@ -359,13 +363,14 @@ void Job::paused(Clock::duration gap, TimePoint now) {
   health_.forgive(now);
   const auto gave_up = options_.heartbeat_timeout - options_.heartbeat_interval;
   if (state_.status().state == State::kRunning && gap >= gave_up) {
-    fail(Verdict{Cause::kCoordinatorStalled, -1, -1, "", 0, "",
-                 str("the coordinator itself did not run for ", format_duration(gap),
-                     " (it was stopped, e.g. by SIGSTOP or a debugger, or starved of CPU): as long "
-                     "as the workers wait for it (heartbeat timeout ",
-                     format_duration(options_.heartbeat_timeout),
-                     "), so they gave up on it; no rank is at fault. Keep the coordinator's host "
-                     "responsive, or raise --heartbeat-timeout-ms")});
+    fail(Verdict{
+        .cause = Cause::kCoordinatorStalled,
+        .message = str("the coordinator itself did not run for ", format_duration(gap),
+                       " (it was stopped, e.g. by SIGSTOP or a debugger, or starved of CPU): as "
+                       "long as the workers wait for it (heartbeat timeout ",
+                       format_duration(options_.heartbeat_timeout),
+                       "), so they gave up on it; no rank is at fault. Keep the coordinator's "
+                       "host responsive, or raise --heartbeat-timeout-ms")});
     return;
   }
   spdlog::warn(
@@ -382,7 +387,7 @@ void Job::abort_waits(const std::string& why) {
 }
 
 void Job::shutdown(const std::string& why) {
-  fail(Verdict{Cause::kShutdown, -1, -1, "", 0, "", why});
+  fail(Verdict{.cause = Cause::kShutdown, .message = why});
   abort_waits(why);  // also when the job was already over
   set_finished();
 }
@@ -411,7 +416,7 @@ void Job::tick(TimePoint now) {
   // First: a job that ends at this tick has its final job.json.
   on_members_changed();
   if (auto closed = rendezvous_.expire(now))
-    fail(Verdict{Cause::kRendezvousTimeout, -1, -1, "", 0, "", *closed});
+    fail(Verdict{.cause = Cause::kRendezvousTimeout, .message = *closed});
   fingerprints_.expire(now);
   store_.expire(now);
   barrier_.expire(now);

@@ -29,10 +29,10 @@ struct Verdict {
   Cause cause = Cause::kNone;
   int rank = -1;       // the rank at fault (kLinkBroken: the lower end); -1: none
   int peer = -1;       // kLinkBroken: the other end; -1 otherwise
-  std::string host;    // rank's host
+  std::string host{};  // rank's host
   int64_t pid = 0;     // rank's process id as it joined (0: not known)
-  std::string doing;   // what rank was last seen doing: "backward of step 204", "" if not known
-  std::string message; // the one line
+  std::string doing{};    // what rank was last seen doing: "backward of step 204", "" if not known
+  std::string message{};  // the one line
 
   // The rank whose own fault the failure is; -1 when it is no single rank's
   // (a broken link, a stalled coordinator, a rendezvous timeout, a shutdown).

@@ -249,9 +249,12 @@ TEST(JobState, FirstFailureWinsAndTerminalIsFinal) {
   EXPECT_FALSE(s.succeed()) << "not from forming";
   s.set_running();
   EXPECT_EQ(s.status().state, State::kRunning);
-  EXPECT_TRUE(s.fail({Cause::kRankError, 1, -1, "b", 0, "", "rank 1 (host b) failed: x"}));
-  EXPECT_FALSE(
-      s.fail({Cause::kRankError, 2, -1, "c", 0, "", "rank 2 (host c) failed: echo of rank 1"}));
+  EXPECT_TRUE(s.fail(
+      {.cause = Cause::kRankError, .rank = 1, .host = "b", .message = "rank 1 (host b) failed: x"}));
+  EXPECT_FALSE(s.fail({.cause = Cause::kRankError,
+                       .rank = 2,
+                       .host = "c",
+                       .message = "rank 2 (host c) failed: echo of rank 1"}));
   EXPECT_FALSE(s.succeed());
   EXPECT_EQ(s.status().failed_rank(), 1);
   EXPECT_EQ(s.status().verdict.cause, Cause::kRankError);
@@ -261,7 +264,7 @@ TEST(JobState, FirstFailureWinsAndTerminalIsFinal) {
   JobState ok;
   ok.set_running();
   EXPECT_TRUE(ok.succeed());
-  EXPECT_FALSE(ok.fail({Cause::kShutdown, -1, -1, "", 0, "", "late"}));
+  EXPECT_FALSE(ok.fail({.cause = Cause::kShutdown, .message = "late"}));
   EXPECT_EQ(ok.status().state, State::kSucceeded);
 }
 
