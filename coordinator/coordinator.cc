@@ -36,7 +36,8 @@ struct Coordinator::Impl {
     while (!stopping) {
       lock.unlock();
       const TimePoint now = Clock::now();
-      if (now - last >= job.options().heartbeat_interval + options.tick) job.paused(now - last, now);
+      if (now - last >= job.options().heartbeat_interval + options.tick)
+        job.paused(now - last, now);
       job.tick(now);
       last = Clock::now();
       lock.lock();

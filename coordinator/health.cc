@@ -107,8 +107,8 @@ Health::LeaveResult Health::leave(int rank, bool ok, const std::string& message,
           .host = h.host,
           .pid = h.pid,
           .doing = describe(h.progress),
-          .message = str("rank ", rank, " (host ", h.host, ") failed: ",
-                         message.empty() ? std::string("no reason given") : message)};
+          .message = str("rank ", rank, " (host ", h.host,
+                         ") failed: ", message.empty() ? std::string("no reason given") : message)};
   }
   result.all_left = result.all_ok = true;
   for (const auto& r : ranks_) {
@@ -191,7 +191,8 @@ std::optional<Verdict> Health::died_locked(TimePoint now) {
                            format_duration(grace_))
                      : "its connection to the coordinator closed";
     if (!seen_dead_by.empty())
-      evidence += str(evidence.empty() ? "" : "; ", ranks(seen_dead_by), " on its host saw its process exit");
+      evidence += str(evidence.empty() ? "" : "; ", ranks(seen_dead_by),
+                      " on its host saw its process exit");
     if (!lost_by.empty())
       evidence += str(evidence.empty() ? "" : "; ", ranks(lost_by), " lost ",
                       lost_by.size() == 1 ? "its" : "their", " data-plane connection to it");
@@ -229,8 +230,8 @@ std::optional<Verdict> Health::link_broken_locked() {
               .host = lo.host,
               .pid = lo.pid,
               .doing = describe(lo.progress),
-              .message = str("the data-plane connection between rank ", lo.rank, " (host ",
-                             lo.host, ") and rank ", hi.rank, " (host ", hi.host,
+              .message = str("the data-plane connection between rank ", lo.rank, " (host ", lo.host,
+                             ") and rank ", hi.rank, " (host ", hi.host,
                              ") broke while both ranks were alive: a network fault, not a lost "
                              "rank (rank ",
                              r.reporter, " saw: ", r.detail,

@@ -97,7 +97,8 @@ class Health {
 
   // Starts watching ranks 0..hosts.size()-1 (the rendezvous completed): each
   // counts as seen at `now`. `pids` (optional) name their processes in verdicts.
-  void start(const std::vector<std::string>& hosts, TimePoint now, const std::vector<int64_t>& pids = {});
+  void start(const std::vector<std::string>& hosts, TimePoint now,
+             const std::vector<int64_t>& pids = {});
   // Records a heartbeat; ignored for a rank out of range or before start().
   void heartbeat(int rank, const Progress& progress, TimePoint now);
   LeaveResult leave(int rank, bool ok, const std::string& message, TimePoint now);
@@ -109,7 +110,8 @@ class Health {
   void disconnected(int rank, TimePoint now);
   // Rank `reporter` lost its data-plane connection to `peer` (kUnknown
   // faults are not evidence of anything and are ignored).
-  void peer_fault(int reporter, int peer, comm::PeerFault fault, const std::string& detail, TimePoint now);
+  void peer_fault(int reporter, int peer, comm::PeerFault fault, const std::string& detail,
+                  TimePoint now);
   // For a job that is over: marks every rank disconnected for the grace as
   // gone (left with a failure); returns whether all ranks have left now.
   bool sweep_disconnected(TimePoint now);

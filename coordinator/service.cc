@@ -148,7 +148,8 @@ void to_event(const JobStatus& s, v1::JobEvent* out) {
 // deleted; every reactor member is guarded by Shared::mu.
 class JobWatcher final : public grpc::ServerWriteReactor<v1::JobEvent> {
  public:
-  JobWatcher(Job& job, const std::string& session) : job_(job), shared_(std::make_shared<Shared>()) {
+  JobWatcher(Job& job, const std::string& session)
+      : job_(job), shared_(std::make_shared<Shared>()) {
     shared_->live = this;
     const std::weak_ptr<Shared> weak = shared_;
     const Job::WatchReply r =

@@ -4,15 +4,24 @@ namespace mddp::coordinator {
 
 const char* to_string(Cause c) {
   switch (c) {
-    case Cause::kNone: return "none";
-    case Cause::kRankError: return "rank error";
-    case Cause::kProcessDied: return "process died";
-    case Cause::kHeartbeatTimeout: return "heartbeat timeout";
-    case Cause::kLinkBroken: return "link broken";
-    case Cause::kCoordinatorStalled: return "coordinator stalled";
-    case Cause::kModelMismatch: return "model mismatch";
-    case Cause::kRendezvousTimeout: return "rendezvous timeout";
-    case Cause::kShutdown: return "shutdown";
+    case Cause::kNone:
+      return "none";
+    case Cause::kRankError:
+      return "rank error";
+    case Cause::kProcessDied:
+      return "process died";
+    case Cause::kHeartbeatTimeout:
+      return "heartbeat timeout";
+    case Cause::kLinkBroken:
+      return "link broken";
+    case Cause::kCoordinatorStalled:
+      return "coordinator stalled";
+    case Cause::kModelMismatch:
+      return "model mismatch";
+    case Cause::kRendezvousTimeout:
+      return "rendezvous timeout";
+    case Cause::kShutdown:
+      return "shutdown";
   }
   return "?";
 }

@@ -17,7 +17,7 @@ enum class Cause {
   kProcessDied,         // a rank's process ended without leaving: crash, kill -9, OOM kill
   kHeartbeatTimeout,    // a rank went silent with its connection open: hung, stopped, cut off
   kLinkBroken,          // the data-plane connection between two live ranks broke: a network fault
-  kCoordinatorStalled,  // the coordinator itself did not run for longer than the workers wait for it
+  kCoordinatorStalled,  // the coordinator itself did not run as long as the workers wait for it
   kModelMismatch,       // a rank built another model (fingerprint)
   kRendezvousTimeout,   // not every worker joined in time
   kShutdown,            // the coordinator was stopped (Ctrl-C, SIGTERM)
@@ -27,10 +27,10 @@ const char* to_string(Cause c);
 
 struct Verdict {
   Cause cause = Cause::kNone;
-  int rank = -1;       // the rank at fault (kLinkBroken: the lower end); -1: none
-  int peer = -1;       // kLinkBroken: the other end; -1 otherwise
-  std::string host{};  // rank's host
-  int64_t pid = 0;     // rank's process id as it joined (0: not known)
+  int rank = -1;          // the rank at fault (kLinkBroken: the lower end); -1: none
+  int peer = -1;          // kLinkBroken: the other end; -1 otherwise
+  std::string host{};     // rank's host
+  int64_t pid = 0;        // rank's process id as it joined (0: not known)
   std::string doing{};    // what rank was last seen doing: "backward of step 204", "" if not known
   std::string message{};  // the one line
 

@@ -191,7 +191,9 @@ HeartbeatInfo CoordinatorClient::heartbeat(const coordinator::Progress& progress
   const grpc::Status s = impl_->stub->Heartbeat(&ctx, req, &reply);
   const int64_t reply_ns = now_ns();
   if (!s.ok()) fail("heartbeat", options_.address, s, deadline);
-  return {coordinator::from_proto(reply.state()), reply.failure(), reply.failed_rank(),
+  return {coordinator::from_proto(reply.state()),
+          reply.failure(),
+          reply.failed_rank(),
           coordinator::from_proto(reply.verdict()),
           {send_ns, reply_ns, reply.coordinator_receive_unix_ns()}};
 }

@@ -138,7 +138,9 @@ void Heartbeat::loop() {
       if (e.code() == static_cast<int>(grpc::StatusCode::UNAUTHENTICATED)) {
         report({str("the coordinator at ", client_.address(), " no longer knows this worker (",
                     e.what(), "); was it restarted?"),
-                -1, true, {}});
+                -1,
+                true,
+                {}});
         return;
       }
       if (silent > options_.timeout) {
@@ -146,7 +148,9 @@ void Heartbeat::loop() {
                     coordinator::format_duration(silent), " (longer than the heartbeat timeout, ",
                     coordinator::format_duration(options_.timeout),
                     "); it has stopped, or the network to it is down"),
-                -1, true, {}});
+                -1,
+                true,
+                {}});
         return;
       }
       if (!warned) spdlog::warn("{} (retrying)", e.what());

@@ -13,8 +13,9 @@ bool Connections::make_room(const std::string& address) {
   }
   if (entries_.size() >= kMax) {
     // The address holding the most gives one up first.
-    const auto biggest = std::max_element(per_address_.begin(), per_address_.end(),
-                                          [](const auto& a, const auto& b) { return a.second < b.second; });
+    const auto biggest =
+        std::max_element(per_address_.begin(), per_address_.end(),
+                         [](const auto& a, const auto& b) { return a.second < b.second; });
     auto v = victim(&biggest->first);
     if (!v) v = victim(nullptr);
     if (!v) return false;

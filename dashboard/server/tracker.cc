@@ -82,7 +82,8 @@ double Tracker::samples_per_s() const {
 std::string Tracker::rank_state(const coordinator::RankHealth& h,
                                 const coordinator::JobStatus& status, TimePoint now) const {
   if (h.left) return h.left_ok ? "done" : "failed";
-  if (status.state == coordinator::State::kFailed && status.failed_rank() == h.rank) return "failed";
+  if (status.state == coordinator::State::kFailed && status.failed_rank() == h.rank)
+    return "failed";
   return now - h.last_seen > 2 * job_.options().heartbeat_interval ? "silent" : "running";
 }
 

@@ -4,8 +4,7 @@
 
 namespace mddp::dashboard {
 
-WsSession::WsSession(tcp::socket&& socket, std::shared_ptr<ServerContext> ctx,
-                     std::string address)
+WsSession::WsSession(tcp::socket&& socket, std::shared_ptr<ServerContext> ctx, std::string address)
     : ws_(std::move(socket)), ctx_(std::move(ctx)), address_(std::move(address)) {}
 
 WsSession::~WsSession() {

@@ -43,7 +43,8 @@ DashboardTest::~DashboardTest() {
   server_.reset();
 }
 
-void DashboardTest::serve(const std::filesystem::path& dir, std::chrono::milliseconds idle_timeout) {
+void DashboardTest::serve(const std::filesystem::path& dir,
+                          std::chrono::milliseconds idle_timeout) {
   server_.reset();
   server_ = std::make_unique<Server>(ServerOptions{"127.0.0.1", 0, dir, idle_timeout}, job_);
 }

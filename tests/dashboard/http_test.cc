@@ -217,7 +217,8 @@ TEST_F(DashboardTest, IdleConnectionsCannotLockClientsOut) {
   EXPECT_EQ(status_of(raw_exchange(port(), get_job, 10s, "127.0.0.2")), 200) << "another client";
   int closed = 0;
   for (int fd : hog) closed += closed_by_server(fd, 100ms) ? 1 : 0;
-  EXPECT_GE(closed, 256 - 128 + 1) << "at most 128 connections from one address, and room for one more";
+  EXPECT_GE(closed, 256 - 128 + 1)
+      << "at most 128 connections from one address, and room for one more";
 
   // The server full: 128 from the hog, 128 idle from a second address.
   std::vector<int> second;
@@ -236,11 +237,13 @@ TEST_F(DashboardTest, SilentAndSlowClientsAreClosedAtTheIdleTimeout) {
   const int silent = connect_from(port(), "127.0.0.1");
   const int slow = connect_from(port(), "127.0.0.1");
   const std::string partial = "GET /api/job HTTP/1.1\r\nHost: x\r\n";  // no end of header
-  ASSERT_EQ(::send(slow, partial.data(), partial.size(), MSG_NOSIGNAL), static_cast<ssize_t>(partial.size()));
+  ASSERT_EQ(::send(slow, partial.data(), partial.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(partial.size()));
   const int prompt = connect_from(port(), "127.0.0.1");
   std::this_thread::sleep_for(100ms);
   const std::string get_job = "GET /api/job HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
-  ASSERT_EQ(::send(prompt, get_job.data(), get_job.size(), MSG_NOSIGNAL), static_cast<ssize_t>(get_job.size()));
+  ASSERT_EQ(::send(prompt, get_job.data(), get_job.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(get_job.size()));
   char buf[16] = {};
   ASSERT_GT(::recv(prompt, buf, sizeof buf - 1, 0), 0);
   EXPECT_EQ(status_of(buf), 200);

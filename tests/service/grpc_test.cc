@@ -274,9 +274,9 @@ TEST(CoordinatorGrpc, WatchPushesTheVerdictOfAStreamThatEndedWithoutLeave) {
   ctx2.TryCancel();  // rank 2's process "dies"
   EXPECT_FALSE(watch2->Read(&e2));
   v1::PeerFaultReply reported;
-  ASSERT_TRUE(
-      w[1]->report_peer_fault(2, v1::PEER_FAULT_CLOSED, "rank 1: connection to rank 2: closed", &reported)
-          .ok());
+  ASSERT_TRUE(w[1]->report_peer_fault(2, v1::PEER_FAULT_CLOSED,
+                                      "rank 1: connection to rank 2: closed", &reported)
+                  .ok());
   ASSERT_TRUE(watch0->Read(&e0)) << "the verdict is pushed";
   EXPECT_EQ(e0.state(), v1::JOB_STATE_FAILED);
   EXPECT_EQ(e0.verdict().cause(), v1::FAILURE_CAUSE_PROCESS_DIED);

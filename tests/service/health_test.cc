@@ -138,9 +138,12 @@ TEST(Health, ADisconnectedRankAPeerLostTooDiedAtOnce) {
   EXPECT_EQ(c.failure->host, "c");
   EXPECT_EQ(c.failure->pid, 1002);
   EXPECT_EQ(c.failure->doing, "forward of step 5");
-  EXPECT_EQ(c.failure->message.rfind("rank 2 (host c, pid 1002) died (last seen in forward of step 5)", 0), 0u)
+  EXPECT_EQ(c.failure->message.rfind(
+                "rank 2 (host c, pid 1002) died (last seen in forward of step 5)", 0),
+            0u)
       << c.failure->message;
-  EXPECT_NE(c.failure->message.find("rank 1 lost its data-plane connection to it"), std::string::npos)
+  EXPECT_NE(c.failure->message.find("rank 1 lost its data-plane connection to it"),
+            std::string::npos)
       << c.failure->message;
   EXPECT_TRUE(h.ranks()[2].left) << "a dead rank is not waited for";
   EXPECT_FALSE(h.check(t0 + 1030ms).failure) << "reported once";
@@ -240,7 +243,8 @@ TEST(Health, ForgiveRestartsTheSilenceClocks) {
 TEST(Health, DescribeSaysWhereTheRankWas) {
   EXPECT_EQ(describe(Progress{}), "setup");
   EXPECT_EQ(describe(at(204, "backward")), "backward of step 204");
-  EXPECT_EQ(describe(in_all_reduce(1042, 7)), "backward of step 1042, in all_reduce #1042 of bucket 7");
+  EXPECT_EQ(describe(in_all_reduce(1042, 7)),
+            "backward of step 1042, in all_reduce #1042 of bucket 7");
 }
 
 TEST(JobState, FirstFailureWinsAndTerminalIsFinal) {
@@ -249,8 +253,10 @@ TEST(JobState, FirstFailureWinsAndTerminalIsFinal) {
   EXPECT_FALSE(s.succeed()) << "not from forming";
   s.set_running();
   EXPECT_EQ(s.status().state, State::kRunning);
-  EXPECT_TRUE(s.fail(
-      {.cause = Cause::kRankError, .rank = 1, .host = "b", .message = "rank 1 (host b) failed: x"}));
+  EXPECT_TRUE(s.fail({.cause = Cause::kRankError,
+                      .rank = 1,
+                      .host = "b",
+                      .message = "rank 1 (host b) failed: x"}));
   EXPECT_FALSE(s.fail({.cause = Cause::kRankError,
                        .rank = 2,
                        .host = "c",

@@ -132,7 +132,8 @@ TEST(Job, SilentRankFailsTheJobAndTheOthersAreFinishedAfterTheLinger) {
   const JobStatus st = job.status();
   ASSERT_EQ(st.state, State::kFailed);
   EXPECT_EQ(st.failed_rank(), 1);
-  EXPECT_NE(st.failure().find("rank 1 (host host1, pid 1001) stopped sending heartbeats"), std::string::npos)
+  EXPECT_NE(st.failure().find("rank 1 (host host1, pid 1001) stopped sending heartbeats"),
+            std::string::npos)
       << st.failure();
   EXPECT_FALSE(job.finished()) << "rank 0 still gets to hear it";
   job.tick(t0 + 1200ms + 3 * 100ms + 2s);
@@ -147,16 +148,17 @@ TEST(Job, WatchersHearTheVerdictAndAClosedStreamCountsAsDisconnected) {
   const TimePoint t0 = Clock::now();
   auto s = form(job, 3, t0);
   std::vector<std::pair<JobStatus, bool>> heard;
-  const Job::WatchReply w0 =
-      job.watch(s[0], t0, [&](const JobStatus& st, bool finished) { heard.emplace_back(st, finished); });
+  const Job::WatchReply w0 = job.watch(
+      s[0], t0, [&](const JobStatus& st, bool finished) { heard.emplace_back(st, finished); });
   ASSERT_TRUE(w0.outcome.ok());
   EXPECT_EQ(w0.rank, 0);
   EXPECT_EQ(w0.status.state, State::kRunning);
-  EXPECT_EQ(job.watch("forged", t0, [](const JobStatus&, bool) {}).outcome.code, Code::kUnauthenticated);
+  EXPECT_EQ(job.watch("forged", t0, [](const JobStatus&, bool) {}).outcome.code,
+            Code::kUnauthenticated);
   const Job::WatchReply w2 = job.watch(s[2], t0, [](const JobStatus&, bool) {});
   const Job::WatchReply w2b = job.watch(s[2], t0, [](const JobStatus&, bool) {});  // reopened
   job.unwatch(w2.id, t0 + 10ms);  // the old stream's end arrives late: rank 2 is still connected
-  job.tick(t0 + 500ms);             // (the grace for a dropped connection is 100 ms here)
+  job.tick(t0 + 500ms);           // (the grace for a dropped connection is 100 ms here)
   EXPECT_EQ(job.status().state, State::kRunning);
   job.unwatch(w2b.id, t0 + 500ms);  // its last stream ended without a Leave
   job.report_peer_fault(s[1], 2, comm::PeerFault::kClosed, "rank 1: connection to rank 2: closed",
@@ -186,7 +188,8 @@ TEST(Job, ACoordinatorPauseAsLongAsTheTimeoutFailsTheJobBlamingNoRank) {
   ASSERT_EQ(st.state, State::kFailed);
   EXPECT_EQ(st.verdict.cause, Cause::kCoordinatorStalled);
   EXPECT_EQ(st.failed_rank(), -1);
-  EXPECT_EQ(st.failure().rfind("the coordinator itself did not run for 1.5 s", 0), 0u) << st.failure();
+  EXPECT_EQ(st.failure().rfind("the coordinator itself did not run for 1.5 s", 0), 0u)
+      << st.failure();
 }
 
 TEST(Job, AShortCoordinatorPauseIsNotHeldAgainstTheRanks) {
