@@ -118,6 +118,12 @@ namespace {
   throw CoordinatorError(msg, static_cast<int>(s.error_code()));
 }
 
+// The job's state from a reply that carries it with its verdict (Leave, ReportPeerFault).
+HeartbeatInfo job_state(v1::JobState state, const v1::Verdict& verdict) {
+  const coordinator::Verdict v = coordinator::from_proto(verdict);
+  return {coordinator::from_proto(state), v.message, v.failed_rank(), v, {}};
+}
+
 }  // namespace
 
 JoinInfo CoordinatorClient::join(const JoinArgs& a) {
@@ -291,8 +297,7 @@ HeartbeatInfo CoordinatorClient::report_peer_fault(int peer, comm::PeerFault fau
   prepare(ctx, timeout);
   const grpc::Status s = impl_->stub->ReportPeerFault(&ctx, req, &reply);
   if (!s.ok()) fail("report", options_.address, s, timeout);
-  const coordinator::Verdict v = coordinator::from_proto(reply.verdict());
-  return {coordinator::from_proto(reply.state()), v.message, v.failed_rank(), v, {}};
+  return job_state(reply.state(), reply.verdict());
 }
 
 std::unique_ptr<MetricsStream> CoordinatorClient::open_metrics_stream(Millis deadline) {
@@ -318,8 +323,7 @@ HeartbeatInfo CoordinatorClient::leave(bool ok, const std::string& message, Mill
   prepare(ctx, timeout);
   const grpc::Status s = impl_->stub->Leave(&ctx, req, &reply);
   if (!s.ok()) fail("leave", options_.address, s, timeout);
-  const coordinator::Verdict v = coordinator::from_proto(reply.verdict());
-  return {coordinator::from_proto(reply.state()), reply.failure(), v.failed_rank(), v, {}};
+  return job_state(reply.state(), reply.verdict());
 }
 
 void CoordinatorClient::set(const std::string& key, const std::string& value) {
