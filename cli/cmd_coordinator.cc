@@ -232,7 +232,7 @@ void run_coordinator(CLI::App& cmd, CoordinatorArgs& a) {
   }
   dash.reset();
   if (status.state != coordinator::State::kSucceeded)
-    throw Error(str(status.failure.empty() ? std::string("the job did not finish") : status.failure,
+    throw Error(str(status.failure().empty() ? std::string("the job did not finish") : status.failure(),
                     lost.empty() ? "" : "; also " + lost));
   std::printf("job '%s' succeeded: %d ranks finished, %llu metrics records%s\n", a.job_id.c_str(),
               a.world_size, static_cast<unsigned long long>(records),

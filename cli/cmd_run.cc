@@ -9,9 +9,11 @@
 //
 // Cleanup: children live in their own process group (a Ctrl-C reaches only
 // this process, which then stops them in order) and die with this process
-// (PR_SET_PDEATHSIG), so none is left behind. Exit status: 0 when every rank
-// finished; 1 with one line (the coordinator's verdict naming the failed
-// rank) when the job failed; 130 / 143 after SIGINT / SIGTERM.
+// (PR_SET_PDEATHSIG), so none is left behind, nor their shared-memory
+// segments (the names of children killed in set-up are removed at the end).
+// Exit status: 0 when every rank finished; 1 with one line (the
+// coordinator's verdict naming the failed rank) when the job failed;
+// 130 / 143 after SIGINT / SIGTERM.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -41,6 +43,7 @@
 #include "cli/log_follower.h"
 #include "cli/run_private_dir.h"
 #include "cli/train_flags.h"
+#include "core/comm/transport/shm/segment.h"
 #include "core/tensor/device.h"
 #include "core/common/check.h"
 #include "core/common/files.h"
@@ -343,6 +346,9 @@ void run_job(RunArgs& a) {
   }
 
   show_coordinator_warnings();
+  // A child killed during shared-memory set-up leaves its segment's name in
+  // /dev/shm (Note [Orphaned segments]); none may outlive the job.
+  comm::shm::Segment::remove_orphans();
   if (sup.interrupted()) {
     std::fflush(stdout);
     std::fprintf(stderr, "microddp run: interrupted (%s); all processes stopped; logs in %s\n",

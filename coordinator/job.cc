@@ -80,13 +80,15 @@ std::string write_job_file(const JobOptions& o, const std::vector<Member>& membe
 
 void Job::on_rendezvous(const std::vector<Member>& members, TimePoint now) {
   std::vector<std::string> hosts;
+  std::vector<int64_t> pids;
   std::string table;
   for (const auto& m : members) {
     hosts.push_back(m.host);
+    pids.push_back(m.pid);
     table += str(table.empty() ? "" : ", ", m.rank, " = ", m.host, " (pid ", m.pid,
                  m.device.empty() ? std::string() : ", " + m.device, ")");
   }
-  health_.start(hosts, now);
+  health_.start(hosts, now, pids);
   int64_t started;
   {
     std::lock_guard lock(mu_);
@@ -134,11 +136,17 @@ Ticket Job::validate(const std::string& session, Fingerprint fp, TimePoint deadl
   const int rank = m->rank;
   const std::string who = str("rank ", rank, " (host ", m->host, ")");
   return fingerprints_.submit(rank, who, std::move(fp), deadline, now,
-                              [this, rank, done = std::move(done)](Outcome o) {
+                              [this, m = *m, done = std::move(done)](Outcome o) {
+                                const int rank = m.rank;
                                 if (o.ok()) {
                                   spdlog::info("rank {} validated its model", rank);
                                 } else if (o.code == Code::kFailedPrecondition) {
-                                  fail(rank, o.message);
+                                  fail(Verdict{.cause = Cause::kModelMismatch,
+                                               .rank = rank,
+                                               .host = m.host,
+                                               .pid = m.pid,
+                                               .doing = "setup",
+                                               .message = o.message});
                                 } else if (o.code != Code::kAborted) {
                                   spdlog::warn("rank {} validation: {}", rank, o.message);
                                 }
@@ -247,7 +255,7 @@ Job::Reply Job::leave(const std::string& session, bool ok, const std::string& me
   else
     spdlog::error("rank {} (host {}) left with a failure: {}", m->rank, m->host, message);
   const Health::LeaveResult left = health_.leave(m->rank, ok, message, now);
-  if (left.failure) fail(left.failure->rank, left.failure->message);
+  if (left.failure) fail(*left.failure);
   if (left.all_ok && state_.succeed())
     spdlog::info("job '{}' succeeded: all {} ranks finished", options_.job_id, options_.world_size);
   // finished() follows at the next tick, not here: this reply must get out
@@ -275,10 +283,93 @@ void Job::cancel(Ticket ticket) {
   }
 }
 
-void Job::fail(int rank, const std::string& message) {
-  if (!state_.fail(rank, message)) return;
+void Job::fail(Verdict verdict) {
+  const std::string message = verdict.message;
+  if (!state_.fail(std::move(verdict))) return;
   spdlog::error("job '{}' failed: {}", options_.job_id, message);
   abort_waits("the job failed: " + message);
+  notify_watchers(false);
+}
+
+void Job::notify_watchers(bool finished) {
+  std::vector<WatchCallback> callbacks;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [id, w] : watchers_) callbacks.push_back(w.on_change);
+  }
+  const JobStatus status = state_.status();
+  for (const auto& cb : callbacks) cb(status, finished);
+}
+
+Job::WatchReply Job::watch(const std::string& session, TimePoint now, WatchCallback on_change) {
+  WatchReply reply;
+  auto m = lookup(session, reply.outcome);
+  if (!m) return reply;
+  reply.rank = m->rank;
+  reply.id = next_ticket_id();
+  {
+    std::lock_guard lock(mu_);
+    watchers_.emplace(reply.id, Watcher{m->rank, std::move(on_change)});
+    ++watching_[m->rank];
+  }
+  const Clock::duration away = health_.connected(m->rank, now);
+  if (away > Clock::duration::zero())
+    spdlog::warn("rank {} (host {}) is connected again after {} away", m->rank, m->host,
+                 format_duration(away));
+  spdlog::debug("rank {} watches the job", m->rank);
+  reply.status = state_.status();
+  return reply;
+}
+
+void Job::unwatch(uint64_t id, TimePoint now) {
+  int rank = -1;
+  {
+    std::lock_guard lock(mu_);
+    auto it = watchers_.find(id);
+    if (it == watchers_.end()) return;
+    rank = it->second.rank;
+    watchers_.erase(it);
+    if (--watching_[rank] > 0) return;  // another stream of this rank is open
+  }
+  for (const auto& h : health_.ranks())
+    if (h.rank == rank && !h.left) {
+      spdlog::warn("rank {} (host {}) disconnected without leaving", rank, h.host);
+      health_.disconnected(rank, now);
+    }
+}
+
+Job::Reply Job::report_peer_fault(const std::string& session, int peer, comm::PeerFault fault,
+                                  const std::string& detail, TimePoint now) {
+  Reply reply;
+  auto m = lookup(session, reply.outcome);
+  if (m) {
+    reply.rank = m->rank;
+    spdlog::warn("rank {} lost its data-plane connection to rank {} ({}): {}", m->rank, peer,
+                 comm::to_string(fault), detail);
+    health_.peer_fault(m->rank, peer, fault, detail, now);
+  }
+  reply.status = state_.status();
+  return reply;
+}
+
+void Job::paused(Clock::duration gap, TimePoint now) {
+  health_.forgive(now);
+  const auto gave_up = options_.heartbeat_timeout - options_.heartbeat_interval;
+  if (state_.status().state == State::kRunning && gap >= gave_up) {
+    fail(Verdict{
+        .cause = Cause::kCoordinatorStalled,
+        .message = str("the coordinator itself did not run for ", format_duration(gap),
+                       " (it was stopped, e.g. by SIGSTOP or a debugger, or starved of CPU): as "
+                       "long as the workers wait for it (heartbeat timeout ",
+                       format_duration(options_.heartbeat_timeout),
+                       "), so they gave up on it; no rank is at fault. Keep the coordinator's "
+                       "host responsive, or raise --heartbeat-timeout-ms")});
+    return;
+  }
+  spdlog::warn(
+      "the coordinator did not run for {} (stopped or starved of CPU); the ranks' heartbeat "
+      "timeouts start again now",
+      format_duration(gap));
 }
 
 void Job::abort_waits(const std::string& why) {
@@ -289,7 +380,7 @@ void Job::abort_waits(const std::string& why) {
 }
 
 void Job::shutdown(const std::string& why) {
-  fail(-1, why);
+  fail(Verdict{.cause = Cause::kShutdown, .message = why});
   abort_waits(why);  // also when the job was already over
   set_finished();
 }
@@ -322,7 +413,8 @@ void Job::on_members_changed() {
 void Job::tick(TimePoint now) {
   // First: a job that ends at this tick has its final job.json.
   on_members_changed();
-  if (auto closed = rendezvous_.expire(now)) fail(-1, *closed);
+  if (auto closed = rendezvous_.expire(now))
+    fail(Verdict{.cause = Cause::kRendezvousTimeout, .message = *closed});
   fingerprints_.expire(now);
   store_.expire(now);
   barrier_.expire(now);
@@ -331,10 +423,12 @@ void Job::tick(TimePoint now) {
   if (status.state == State::kRunning) {
     Health::CheckResult h = health_.check(now);
     if (h.roll_call) spdlog::warn("{}", *h.roll_call);
-    if (h.failure) fail(h.failure->rank, h.failure->message);
+    if (h.failure) fail(std::move(*h.failure));
   }
   bool all_left = true;
   for (const auto& r : health_.ranks()) all_left = all_left && r.left;
+  // A job that is over does not wait for the Leave of a rank whose process is gone.
+  if (status.terminal()) all_left = health_.sweep_disconnected(now);
   if (status.state == State::kSucceeded) set_finished();
   if (status.state == State::kFailed) {
     const auto linger = options_.linger.count() > 0
@@ -372,6 +466,7 @@ void Job::set_finished() {
     finished_ = true;
   }
   cv_.notify_all();
+  notify_watchers(true);
 }
 
 bool Job::finished() const {

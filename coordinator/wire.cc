@@ -113,6 +113,43 @@ State from_proto(v1::JobState s) {
   }
 }
 
+// Cause and comm::PeerFault are numbered as their proto enums (FailureCause,
+// PeerFault), so they convert by value.
+static_assert(static_cast<int>(Cause::kShutdown) == v1::FAILURE_CAUSE_SHUTDOWN &&
+              static_cast<int>(Cause::kProcessDied) == v1::FAILURE_CAUSE_PROCESS_DIED);
+static_assert(static_cast<int>(comm::PeerFault::kDied) == v1::PEER_FAULT_DIED &&
+              static_cast<int>(comm::PeerFault::kReset) == v1::PEER_FAULT_RESET);
+
+void to_proto(const Verdict& v, v1::Verdict* out) {
+  out->set_cause(static_cast<v1::FailureCause>(v.cause));
+  out->set_rank(v.rank);
+  out->set_peer(v.peer);
+  out->set_host(v.host);
+  out->set_pid(v.pid);
+  out->set_doing(v.doing);
+  out->set_message(v.message);
+}
+
+Verdict from_proto(const v1::Verdict& m) {
+  Verdict v;
+  v.cause = v1::FailureCause_IsValid(m.cause()) ? static_cast<Cause>(m.cause()) : Cause::kNone;
+  v.rank = m.rank();
+  v.peer = m.peer();
+  v.host = m.host();
+  v.pid = m.pid();
+  v.doing = m.doing();
+  v.message = m.message();
+  return v;
+}
+
+v1::PeerFault to_proto(comm::PeerFault f) {
+  return static_cast<v1::PeerFault>(f);
+}
+
+comm::PeerFault from_proto(v1::PeerFault f) {
+  return v1::PeerFault_IsValid(f) ? static_cast<comm::PeerFault>(f) : comm::PeerFault::kUnknown;
+}
+
 MetricsRecord from_proto(const v1::StepMetrics& m) {
   MetricsRecord r;
   perf::StepMetrics& s = r.metrics;

@@ -52,6 +52,16 @@ const char* to_string(ReduceOp op) { return name_of(kOps, op); }
 const char* to_string(Algorithm a) { return name_of(kAlgorithms, a); }
 const char* to_string(TransportKind k) { return name_of(kTransports, k); }
 
+const char* to_string(PeerFault f) {
+  switch (f) {
+    case PeerFault::kClosed: return "closed";
+    case PeerFault::kReset: return "reset";
+    case PeerFault::kDied: return "died";
+    case PeerFault::kUnknown: break;
+  }
+  return "unknown";
+}
+
 DataType parse_dtype(const std::string& s) { return parse(kDtypes, s, "data type"); }
 ReduceOp parse_reduce_op(const std::string& s) { return parse(kOps, s, "reduce op"); }
 Algorithm parse_algorithm(const std::string& s) { return parse(kAlgorithms, s, "algorithm"); }

@@ -64,7 +64,7 @@ StepTimes phases_of(const std::vector<comm::nccl::PhaseMark>& marks) {
 
 }  // namespace
 
-DistributedTrainer::DistributedTrainer(const TrainConfig& cfg, std::unique_ptr<comm::ProcessGroup> comm)
+DistributedTrainer::DistributedTrainer(const TrainConfig& cfg, std::shared_ptr<comm::ProcessGroup> comm)
     : comm_(std::move(comm)),
       timeline_(dynamic_cast<comm::nccl::ComputeTimeline*>(comm_.get())),
       trainer_(cfg, comm_->rank(), comm_->size()) {

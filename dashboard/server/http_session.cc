@@ -14,25 +14,28 @@ std::string_view path_of(std::string_view target) {
 }
 }  // namespace
 
-HttpSession::HttpSession(tcp::socket&& socket, std::shared_ptr<ServerContext> ctx)
-    : stream_(std::move(socket)), ctx_(std::move(ctx)) {}
+HttpSession::HttpSession(tcp::socket&& socket, std::shared_ptr<ServerContext> ctx,
+                         std::string address)
+    : stream_(std::move(socket)), ctx_(std::move(ctx)), address_(std::move(address)) {}
 
 HttpSession::~HttpSession() {
   ctx_->connections.remove(connection_id_);
 }
 
 void HttpSession::start() {
-  connection_id_ = ctx_->connections.add([weak = weak_from_this()] {
-    if (auto self = weak.lock()) self->close();
-  });
+  connection_id_ =
+      ctx_->connections.add(address_, Connections::State::kIdle, [weak = weak_from_this()] {
+        if (auto self = weak.lock()) self->close();
+      });
   do_read();
 }
 
 void HttpSession::do_read() {
+  ctx_->connections.set_state(connection_id_, Connections::State::kIdle);
   parser_.emplace();
   parser_->header_limit(kMaxHeaderBytes);
   parser_->body_limit(0);
-  stream_.expires_after(kReadTimeout);
+  stream_.expires_after(ctx_->idle_timeout);
   http::async_read(stream_, buffer_, *parser_,
                    beast::bind_front_handler(&HttpSession::on_read, shared_from_this()));
 }
@@ -48,12 +51,13 @@ void HttpSession::on_read(beast::error_code ec, std::size_t) {
     return close();  // the client went away, or was too slow, or the socket failed
   if (ec) return reply_error(http::status::bad_request, "malformed request\n");
 
+  ctx_->connections.set_state(connection_id_, Connections::State::kBusy);
   http::request<http::empty_body> req = parser_->release();
   if (req.method() != http::verb::get && req.method() != http::verb::head)
     return reply_error(http::status::method_not_allowed, "read-only: only GET and HEAD\n");
   if (path_of(req.target()) == kStreamPath && websocket::is_upgrade(req)) {
     // The socket moves to the WebSocket session; this one ends here.
-    std::make_shared<WsSession>(stream_.release_socket(), ctx_)->start(std::move(req));
+    std::make_shared<WsSession>(stream_.release_socket(), ctx_, address_)->start(std::move(req));
     return;
   }
   answer(req);
@@ -78,6 +82,7 @@ void HttpSession::answer(const http::request<http::empty_body>& req) {
 }
 
 void HttpSession::reply_error(http::status status, const char* why) {
+  ctx_->connections.set_state(connection_id_, Connections::State::kBusy);
   Response res{status, 11};
   res.set(http::field::server, "microddp");
   res.set(http::field::content_type, "text/plain");

@@ -38,7 +38,7 @@ tcp::endpoint resolve(net::io_context& ioc, const ServerOptions& o) {
 Server::Server(ServerOptions options, const coordinator::Job& job)
     : impl_(std::make_unique<Impl>()) {
   Impl& s = *impl_;
-  s.ctx = std::make_shared<ServerContext>(job, options.dashboard_dir, s.ioc);
+  s.ctx = std::make_shared<ServerContext>(job, options.dashboard_dir, options.idle_timeout, s.ioc);
   s.listener = std::make_shared<Listener>(s.ioc, resolve(s.ioc, options), s.ctx);
   s.listener->start();
   s.ctx->stream.start();

@@ -12,6 +12,7 @@
 // hidden behind this header.
 #pragma once
 
+#include <chrono>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -24,6 +25,9 @@ struct ServerOptions {
   std::string host = "127.0.0.1";       // an address or a name to resolve
   int port = 0;                         // 0: any free port (see port())
   std::filesystem::path dashboard_dir;  // "": the compiled-in page; else served from here
+  // A connection that has not sent a whole request header this long after
+  // it opened (or after its last answer) is closed (connections.h).
+  std::chrono::milliseconds idle_timeout{5000};
 };
 
 class Server {

@@ -234,19 +234,65 @@ TEST(CoordinatorGrpc, SilentRankFailsTheJobAndTheOthersHearItInTheirHeartbeat) {
   ASSERT_EQ(hb.state(), v1::JOB_STATE_FAILED);
   EXPECT_EQ(hb.failed_rank(), 1);
   const std::string host1 = w[1]->joined().members(1).host();
-  EXPECT_NE(hb.failure().find("rank 1 (host " + host1 + ") stopped sending heartbeats"),
-            std::string::npos)
+  const std::string who1 =
+      "rank 1 (host " + host1 + ", pid " + std::to_string(w[1]->joined().members(1).pid()) + ")";
+  EXPECT_NE(hb.failure().find(who1 + " stopped sending heartbeats"), std::string::npos)
       << hb.failure();
+  EXPECT_EQ(hb.verdict().cause(), v1::FAILURE_CAUSE_HEARTBEAT_TIMEOUT);
+  EXPECT_EQ(hb.verdict().rank(), 1);
+  EXPECT_EQ(hb.verdict().host(), host1);
+  EXPECT_EQ(hb.verdict().message(), hb.failure());
   EXPECT_EQ(hb.client_send_unix_ns(), 12345);
   EXPECT_GT(hb.coordinator_receive_unix_ns(), 0);
   // Waits of the survivors end at once with the failure.
   std::string value;
   const grpc::Status g = w[0]->get("never", 10000, &value);
   EXPECT_EQ(g.error_code(), grpc::StatusCode::ABORTED);
-  EXPECT_NE(g.error_message().find("rank 1 (host " + host1 + ")"), std::string::npos);
+  EXPECT_NE(g.error_message().find(who1), std::string::npos);
   ASSERT_TRUE(w[0]->leave(false, "aborted: rank 1 is gone").ok());
   EXPECT_TRUE(c.wait_for(10s));
-  EXPECT_EQ(c.job().status().failed_rank, 1);
+  EXPECT_EQ(c.job().status().failed_rank(), 1);
+}
+
+// A worker's Watch stream that ends without a Leave (here cancelled, as the
+// kernel closes a killed process's connection) while a peer reports its
+// data-plane connection to it closed: the job fails at once naming it as
+// dead, and every other watcher has the verdict pushed, no heartbeat needed.
+TEST(CoordinatorGrpc, WatchPushesTheVerdictOfAStreamThatEndedWithoutLeave) {
+  CoordinatorOptions o = options(3);
+  o.job.heartbeat_timeout = 60s;  // only the stream and the report can tell
+  Coordinator c(o);
+  auto w = join_all(c, 3);
+  grpc::ClientContext ctx0, ctx2;
+  ctx0.set_deadline(std::chrono::system_clock::now() + 30s);
+  auto watch0 = w[0]->watch(ctx0);
+  auto watch2 = w[2]->watch(ctx2);
+  v1::JobEvent e0, e2;
+  ASSERT_TRUE(watch0->Read(&e0));
+  EXPECT_EQ(e0.state(), v1::JOB_STATE_RUNNING);
+  ASSERT_TRUE(watch2->Read(&e2));
+  ctx2.TryCancel();  // rank 2's process "dies"
+  EXPECT_FALSE(watch2->Read(&e2));
+  v1::PeerFaultReply reported;
+  ASSERT_TRUE(w[1]->report_peer_fault(2, v1::PEER_FAULT_CLOSED,
+                                      "rank 1: connection to rank 2: closed", &reported)
+                  .ok());
+  ASSERT_TRUE(watch0->Read(&e0)) << "the verdict is pushed";
+  EXPECT_EQ(e0.state(), v1::JOB_STATE_FAILED);
+  EXPECT_EQ(e0.verdict().cause(), v1::FAILURE_CAUSE_PROCESS_DIED);
+  EXPECT_EQ(e0.verdict().rank(), 2);
+  EXPECT_EQ(e0.verdict().pid(), ::getpid());
+  const std::string host2 = w[2]->joined().members(2).host();
+  EXPECT_EQ(e0.verdict().host(), host2);
+  EXPECT_NE(e0.verdict().message().find("rank 2 (host " + host2 + ", pid " +
+                                        std::to_string(::getpid()) + ") died"),
+            std::string::npos)
+      << e0.verdict().message();
+  ASSERT_TRUE(w[0]->leave(false, "the job failed").ok());
+  ASSERT_TRUE(w[1]->leave(false, "the job failed").ok());
+  EXPECT_TRUE(c.wait_for(10s)) << "rank 2 is gone: the job does not wait for it";
+  EXPECT_FALSE(watch0->Read(&e0)) << "the coordinator closes the stream once the job is over";
+  EXPECT_TRUE(watch0->Finish().ok());
 }
 
 TEST(CoordinatorGrpc, MetricsStreamsArePersistedOneLinePerRankAndStep) {
@@ -296,7 +342,7 @@ TEST(CoordinatorGrpc, ShutdownAnswersPendingCalls) {
   const grpc::Status s = waiting.get();
   EXPECT_FALSE(s.ok());
   EXPECT_LT(std::chrono::steady_clock::now() - t, 5s);
-  EXPECT_EQ(c->job().status().failure, "test over");
+  EXPECT_EQ(c->job().status().failure(), "test over");
 }
 
 TEST(CoordinatorGrpc, BusyPortIsAClearError) {
