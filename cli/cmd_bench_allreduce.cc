@@ -167,7 +167,7 @@ void bench_rank(const BenchOpts& o, int rank, comm::Store& store) {
   const auto algo = comm::parse_algorithm(o.algo);
   const auto kind = comm::parse_transport(o.transport);
   const auto sizes = size_sweep(o);
-  const comm::JobIdentity job{str("bench-allreduce-", ::getppid()), ""};
+  const comm::JobIdentity job{str("bench-allreduce-", ::getppid()), 0, ""};
   auto comm = comm::connect(store, rank, o.nproc, job, kind,
                             comm::CommOptions{algo, std::chrono::milliseconds(o.timeout_ms)});
   const int n = comm->size();

@@ -191,7 +191,7 @@ void fit_rank(const FitFlags& f, const FitSweep& s, int rank, comm::Store& store
   const auto netns = split_list(f.netns), bind = split_list(f.bind);
   if (!netns.empty()) enter_netns(netns[static_cast<std::size_t>(rank)]);
   const std::string host = bind.empty() ? "127.0.0.1" : bind[static_cast<std::size_t>(rank)];
-  const comm::JobIdentity job{str("bench-fit-", ::getppid()), ""};
+  const comm::JobIdentity job{str("bench-fit-", ::getppid()), 0, ""};
   const auto algos = algorithms_of(s);
   std::vector<std::unique_ptr<comm::Communicator>> comms;
   std::vector<Series> series;

@@ -81,7 +81,7 @@ class Stage {
 
 void demo_rank(int nproc, const std::string& algo_name, int rank, comm::Store& store) {
   const auto algo = comm::parse_algorithm(algo_name);
-  const comm::JobIdentity job{"demo-collectives", ""};
+  const comm::JobIdentity job{"demo-collectives", 0, ""};
   auto c = comm::connect(store, rank, nproc, job, comm::TransportKind::kAuto,
                          comm::CommOptions{algo, std::chrono::seconds(30)});
   const int n = c->size(), r = rank;

@@ -40,6 +40,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "microddp: error: out of memory: the sizes asked for (model, batch, dataset) do not fit "
                          "in this machine's memory; make them smaller\n");
     return 1;
+  } catch (const mddp::RestartError& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "microddp: restart: %s\n", e.what());
+    return mddp::kExitRestart;
   } catch (const mddp::RecordsLostError& e) {
     std::fflush(stdout);
     std::fprintf(stderr, "microddp: error: %s\n", e.what());

@@ -1,37 +1,43 @@
 #include "coordinator/job.h"
 
 #include <algorithm>
+#include <fstream>
 
 #include <spdlog/spdlog.h>
 
 #include <nlohmann/json.hpp>
 
-#include "core/common/files.h"
 #include "core/common/check.h"
+#include "core/common/files.h"
 #include "core/perf/host_load.h"
 
 namespace mddp::coordinator {
 
-Job::Job(JobOptions options, TimePoint now)
-    : options_(std::move(options)),
-      rendezvous_(Rendezvous::Options{options_.job_id, options_.token, options_.world_size,
-                                      kProtocolVersion, options_.rendezvous_timeout},
-                  now,
-                  [this](const std::vector<Member>& members, TimePoint now) {
-                    on_rendezvous(members, now);
-                  }),
-      fingerprints_(options_.world_size),
-      barrier_(options_.world_size),
-      health_(Health::Options{options_.heartbeat_interval, options_.heartbeat_timeout}),
-      metrics_log_(options_.run_dir) {
-  if (options_.world_size < 1)
-    throw InputError(str("--world-size must be at least 1, got ", options_.world_size));
-  if (options_.heartbeat_interval.count() <= 0 ||
-      options_.heartbeat_timeout <= 2 * options_.heartbeat_interval)
-    throw InputError(str("--heartbeat-timeout-ms (", options_.heartbeat_timeout.count(),
-                         ") must exceed two heartbeat periods (--heartbeat-ms ",
-                         options_.heartbeat_interval.count(), ")"));
-}
+// Note [Attempts]
+// A job runs in attempts, numbered from 0. Each attempt is a rendezvous
+// epoch of its own (attempt.h): its own sessions, store, barriers, health,
+// and a random nonce from which the ranks derive the data-plane key. When
+// an attempt's verdict can be cured by a restart and restarts remain, the
+// attempt ends: its waits are aborted, every rank of it hears RESTARTING
+// (pushed on its Watch stream, in the reply to its next heartbeat, leave or
+// peer report), leaves its data plane and exits to be started again (`run`,
+// `microddp worker --max-restarts`, a container's restart policy). The
+// next attempt opens at once: its rendezvous window is the same length as
+// the first's; joins that arrived while the attempt still ran (a dead rank
+// restarted before the coordinator ended the attempt) were parked and now
+// join it. Its ranks resume from the last checkpoint in the run directory
+// (rank 0 finds it: train.resume_latest). The metrics of each attempt are
+// kept once per (attempt, rank, step) (Note [Exactly once by (attempt,
+// rank, step)] in metrics_log.h).
+//
+// Note [What is restarted]
+// Only what a restart can cure: a process that died, went silent (hung,
+// stopped, cut off) or lost a data-plane link. A rank's own error is not
+// restarted: training is deterministic (bitwise, from the same
+// checkpoint), so a diverged loss or a bad file would come back at the same
+// step, and Ctrl-C means stop. Nor is a model mismatch, a rendezvous that
+// timed out (there is nobody to restart), a stalled coordinator or a
+// shutdown. The budget, --max-restarts, counts restarts over the whole job.
 
 namespace {
 
@@ -45,222 +51,428 @@ nlohmann::json count_or_null(int n) {
   return n > 0 ? nlohmann::json(n) : nlohmann::json(nullptr);
 }
 
-// <run dir>/job.json: what `microddp analyze` needs besides the metrics (the
-// world, the config, who ran where and on how many CPUs). Written once the
-// job has formed, then again whenever a rank reports what it runs on;
-// replaced atomically (rename), so a reader never sees half a file. Returns
-// "" or why it could not be written.
-std::string write_job_file(const JobOptions& o, const std::vector<Member>& members,
-                           int64_t started_unix_ns) {
-  if (o.run_dir.empty()) return "";
-  nlohmann::json config = nlohmann::json::parse(o.config_json, nullptr, false);
-  if (config.is_discarded() || !config.is_object()) config = nlohmann::json::object();
-  const std::string job_device = config.contains("device") && config["device"].is_string()
-                                     ? config["device"].get<std::string>()
-                                     : std::string();
-  nlohmann::json ranks = nlohmann::json::array();
-  for (const auto& m : members)
-    ranks.push_back({{"rank", m.rank},
-                     {"host", m.host},
-                     {"device", m.device.empty() ? job_device : m.device},
-                     {"pid", m.pid},
-                     {"threads", count_or_null(m.threads)},
-                     {"cpus", count_or_null(m.cpus)}});
-  const nlohmann::json j{{"job_id", o.job_id},
-                         {"world_size", o.world_size},
-                         {"started_unix_ns", started_unix_ns},
-                         {"config", config},
-                         {"members", ranks}};
-  const auto path = (o.run_dir / "job.json").string();
-  const std::string error = write_atomically(path, j.dump(2) + "\n");
-  return error.empty() ? error : str("cannot write ", path, ": ", error);
+nlohmann::json verdict_json(const Verdict& v) {
+  return {{"cause", v.cause == Cause::kNone ? "coordinator restarted" : to_string(v.cause)},
+          {"rank", v.rank},
+          {"peer", v.peer},
+          {"host", v.host},
+          {"pid", v.pid},
+          {"doing", v.doing},
+          {"message", v.message}};
+}
+
+// The restarts a coordinator before this one recorded in job.json (a run
+// resumed by a new coordinator goes on with its list).
+nlohmann::json earlier_restarts(const std::filesystem::path& run_dir) {
+  if (run_dir.empty()) return nlohmann::json::array();
+  std::ifstream in(run_dir / "job.json");
+  const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  if (j.is_object() && j.contains("restarts") && j["restarts"].is_array()) return j["restarts"];
+  return nlohmann::json::array();
 }
 
 }  // namespace
 
-void Job::on_rendezvous(const std::vector<Member>& members, TimePoint now) {
-  std::vector<std::string> hosts;
-  std::vector<int64_t> pids;
-  std::string table;
-  for (const auto& m : members) {
-    hosts.push_back(m.host);
-    pids.push_back(m.pid);
-    table += str(table.empty() ? "" : ", ", m.rank, " = ", m.host, " (pid ", m.pid,
-                 m.device.empty() ? std::string() : ", " + m.device, ")");
+Job::Job(JobOptions options, TimePoint now)
+    : options_(std::move(options)),
+      admission_(Admission::Options{options_.job_id, options_.token, kProtocolVersion}),
+      metrics_log_(options_.run_dir) {
+  if (options_.world_size < 1)
+    throw InputError(str("--world-size must be at least 1, got ", options_.world_size));
+  if (options_.min_world_size < 0 || options_.min_world_size > options_.world_size)
+    throw InputError(str("--min-nproc ", options_.min_world_size, " must be in 1..",
+                         options_.world_size, " (the world size)"));
+  if (options_.max_restarts < 0)
+    throw InputError(str("--max-restarts must be 0 or more, got ", options_.max_restarts));
+  if (options_.heartbeat_interval.count() <= 0 ||
+      options_.heartbeat_timeout <= 2 * options_.heartbeat_interval)
+    throw InputError(str("--heartbeat-timeout-ms (", options_.heartbeat_timeout.count(),
+                         ") must exceed two heartbeat periods (--heartbeat-ms ",
+                         options_.heartbeat_interval.count(), ")"));
+  // A run directory with a log already: go on counting attempts after it,
+  // so no (attempt, rank, step) is given twice (a new coordinator of a run).
+  const int first = first_attempt_ = metrics_log_.last_attempt() + 1;
+  state_.set_first_attempt(first);
+  // No other thread sees this Job yet: no lock.
+  attempts_.push_back(open_attempt(first, now));
+  if (first > 0) {
+    for (const auto& r : earlier_restarts(options_.run_dir)) {
+      Restart old;
+      old.attempt = r.value("attempt", 0);
+      old.unix_ns = r.value("unix_ns", int64_t{0});
+      old.verdict.message = r.value("message", std::string());
+      old.verdict.rank = r.value("rank", -1);
+      old.verdict.host = r.value("host", std::string());
+      restarts_.push_back(old);
+    }
+    Restart r{first, Verdict{.message = str("a new coordinator took over the run in ",
+                                             options_.run_dir.string(), " (attempt ", first, ")")},
+              unix_ns_now()};
+    restarts_.push_back(r);
+    nlohmann::json line = verdict_json(r.verdict);
+    line.update({{"kind", "restart"}, {"attempt", first}, {"time_unix_ns", r.unix_ns}});
+    note_metrics_error(metrics_log_.event(line));
   }
-  health_.start(hosts, now, pids);
-  int64_t started;
-  {
-    std::lock_guard lock(mu_);
-    started = started_unix_ns_ = unix_ns_now();
-  }
-  note_job_file(write_job_file(options_, members, started));
-  state_.set_running();
-  spdlog::info("rendezvous complete: all {} workers joined job '{}' (rank {})", members.size(),
-               options_.job_id, table);
 }
 
-std::optional<Member> Job::lookup(const std::string& session, Outcome& refusal) const {
-  auto m = rendezvous_.member(session);
-  if (!m)
-    refusal = Outcome::error(
-        Code::kUnauthenticated,
-        "unknown session: join first (or the coordinator was restarted and this worker "
-        "belongs to its old job)");
-  return m;
+std::shared_ptr<Attempt> Job::open_attempt(int number, TimePoint now) {
+  Rendezvous::Options rv{options_.job_id, options_.world_size, options_.min_world_size,
+                         options_.elastic_wait, options_.rendezvous_timeout, number};
+  return std::make_shared<Attempt>(
+      number, rv, Health::Options{options_.heartbeat_interval, options_.heartbeat_timeout}, now,
+      [this](Attempt& a, const std::vector<Member>& members, TimePoint t) {
+        on_formed(a, members, t);
+      });
+}
+
+std::shared_ptr<Attempt> Job::current() const {
+  std::lock_guard lock(mu_);
+  return attempts_.back();
+}
+
+int Job::restarts_used() const {
+  // A new coordinator taking over (attempt first_attempt_) is no restart of its own.
+  return static_cast<int>(std::count_if(restarts_.begin(), restarts_.end(),
+                                        [&](const Restart& r) { return r.attempt > first_attempt_; }));
+}
+
+bool Job::restarts_left() const {
+  return restarts_used() < options_.max_restarts;
+}
+
+bool Job::may_wait_for_next(const std::shared_ptr<Attempt>& attempt) const {
+  std::lock_guard lock(mu_);
+  return !state_.status().terminal() && (attempts_.back() != attempt || restarts_left());
+}
+
+void Job::on_formed(Attempt& attempt, const std::vector<Member>& members, TimePoint) {
+  std::string table;
+  for (const auto& m : members)
+    table += str(table.empty() ? "" : ", ", m.rank, " = ", m.host, " (pid ", m.pid,
+                 m.device.empty() ? std::string() : ", " + m.device, ")");
+  const int n = static_cast<int>(members.size());
+  {
+    std::lock_guard lock(mu_);
+    if (started_unix_ns_ == 0) started_unix_ns_ = unix_ns_now();
+  }
+  note_job_file(write_job_file());
+  const nlohmann::json line{{"kind", "attempt"},
+                            {"attempt", attempt.number()},
+                            {"world_size", n},
+                            {"time_unix_ns", unix_ns_now()}};
+  note_metrics_error(metrics_log_.event(line));
+  state_.set_running();
+  if (attempt.number() == first_attempt_ && n == options_.world_size)
+    spdlog::info("rendezvous complete: all {} workers joined job '{}' (rank {})", n,
+                 options_.job_id, table);
+  else if (n == options_.world_size)
+    spdlog::info("attempt {} of job '{}' formed with all {} workers (rank {})", attempt.number(),
+                 options_.job_id, n, table);
+  else
+    spdlog::warn(
+        "attempt {} of job '{}' formed with {} of {} workers (--min-nproc {}): the world size "
+        "changed to {}, the global batch is split over {} ranks (rank {})",
+        attempt.number(), options_.job_id, n, options_.world_size, options_.min_world_size, n, n,
+        table);
+}
+
+std::optional<Job::Caller> Job::lookup(const std::string& session, Outcome& refusal,
+                                       bool ended_ok) const {
+  std::vector<std::shared_ptr<Attempt>> attempts;
+  {
+    std::lock_guard lock(mu_);
+    attempts = attempts_;
+  }
+  for (auto it = attempts.rbegin(); it != attempts.rend(); ++it) {
+    auto m = (*it)->rendezvous().member(session);
+    if (!m) continue;
+    const bool current = it == attempts.rbegin();
+    if (!current && !ended_ok) {
+      refusal = Outcome::error(
+          Code::kFailedPrecondition,
+          str("session of attempt ", (*it)->number(), "; the job is in attempt ",
+              attempts.back()->number(), " (rank ", m->rank,
+              "'s attempt ended: join again; nothing of the old attempt is taken)"));
+      return std::nullopt;
+    }
+    return Caller{*it, (*it)->formed(), *m, current};
+  }
+  refusal = Outcome::error(
+      Code::kUnauthenticated,
+      "unknown session: join first (or the coordinator was restarted and this worker "
+      "belongs to its old job)");
+  return std::nullopt;
+}
+
+JobStatus Job::status_for(const Attempt& attempt) const {
+  JobStatus s = state_.status();
+  if (s.terminal()) return s;
+  if (auto why = attempt.ended()) {
+    s.state = State::kRestarting;
+    s.verdict = *why;
+  }
+  return s;
+}
+
+std::optional<Member> Job::member(const std::string& session) const {
+  Outcome ignored;
+  auto c = lookup(session, ignored, true);
+  return c ? std::optional<Member>(c->member) : std::nullopt;
+}
+
+std::vector<Member> Job::members() const {
+  return current()->rendezvous().members();
+}
+
+int Job::world_size() const {
+  const int n = current()->world_size();
+  return n > 0 ? n : options_.world_size;
+}
+
+std::vector<RankHealth> Job::ranks() const {
+  auto f = current()->formed();
+  return f ? f->health.ranks() : std::vector<RankHealth>{};
+}
+
+int Job::joined() const {
+  return current()->rendezvous().joined();
+}
+
+std::vector<Restart> Job::restarts() const {
+  std::lock_guard lock(mu_);
+  return restarts_;
+}
+
+Admission::Challenge Job::hello(const std::string& job_id, uint32_t protocol_version,
+                                const std::string& peer, TimePoint now) {
+  Admission::Challenge c = admission_.hello(job_id, protocol_version, now);
+  if (!c.outcome.ok())
+    spdlog::warn("hello from {} refused ({}): {}", peer, to_string(c.outcome.code),
+                 c.outcome.message);
+  return c;
 }
 
 Ticket Job::join(JoinRequest request, TimePoint deadline, TimePoint now,
                  Rendezvous::JoinCallback done) {
-  const std::string who = str("host ", request.host, " pid ", request.pid);
+  const Ticket ticket{Ticket::Kind::kJoin, next_ticket_id()};
+  const std::string who = str(request.peer.empty() ? "" : request.peer + " ", "(host ",
+                              request.host, " pid ", request.pid, ")");
+  if (Outcome refused = admission_.admit(request, now); !refused.ok()) {
+    // Logged with the caller's address; the job itself is untouched.
+    spdlog::warn("join from {} refused ({}): {}", who, to_string(refused.code), refused.message);
+    done(JoinResult{refused, {}, {}, 0, {}});
+    return ticket;
+  }
   spdlog::info("join from {}{}", who,
                request.requested_rank >= 0 ? str(" (asks for rank ", request.requested_rank, ")")
                                            : std::string());
-  return rendezvous_.join(std::move(request), deadline, now,
-                          [who, done = std::move(done)](JoinResult r) {
-                            if (!r.outcome.ok())
-                              spdlog::warn("join from {} refused ({}): {}", who,
-                                           to_string(r.outcome.code), r.outcome.message);
-                            done(std::move(r));
-                          });
+  join_attempt(std::move(request), deadline, now,
+               [who, done = std::move(done)](JoinResult r) {
+                 if (!r.outcome.ok() && r.outcome.code != Code::kAborted)
+                   spdlog::warn("join from {} refused ({}): {}", who, to_string(r.outcome.code),
+                                r.outcome.message);
+                 done(std::move(r));
+               },
+               ticket.id);
+  return ticket;
+}
+
+void Job::join_attempt(JoinRequest request, TimePoint deadline, TimePoint now,
+                       Rendezvous::JoinCallback done, uint64_t id) {
+  std::shared_ptr<Attempt> attempt;
+  {
+    std::lock_guard lock(mu_);
+    attempt = attempts_.back();
+    // The attempt runs: a restarted rank waits for the next one while one may come.
+    if (attempt->formed() && !state_.status().terminal() && restarts_left()) {
+      spdlog::info("host {} pid {} waits for the next attempt: attempt {} runs with all its ranks",
+                   request.host, request.pid, attempt->number());
+      parked_.emplace(id, Parked{std::move(request), deadline, std::move(done)});
+      return;
+    }
+  }
+  JoinRequest copy = request;
+  attempt->rendezvous().join(
+      std::move(request), deadline, now,
+      [this, attempt, copy = std::move(copy), deadline, id, done = std::move(done)](JoinResult r) mutable {
+        // Formed by the others just now, or ended meanwhile: wait for the next attempt.
+        const bool retry =
+            (r.outcome.code == Code::kResourceExhausted || r.outcome.code == Code::kAborted) &&
+            may_wait_for_next(attempt);
+        if (retry) {
+          join_attempt(std::move(copy), deadline, Clock::now(), std::move(done), id);
+          return;
+        }
+        if (r.outcome.ok()) {
+          r.attempt = attempt->number();
+          r.attempt_nonce = attempt->nonce();
+        }
+        done(std::move(r));
+      },
+      id);
 }
 
 Ticket Job::validate(const std::string& session, Fingerprint fp, TimePoint deadline, TimePoint now,
                      FingerprintCheck::Callback done) {
   Outcome refusal;
-  auto m = lookup(session, refusal);
-  if (!m) {
+  auto c = lookup(session, refusal, false);
+  if (!c) {
     done(refusal);
     return {};
   }
-  const int rank = m->rank;
-  const std::string who = str("rank ", rank, " (host ", m->host, ")");
-  return fingerprints_.submit(rank, who, std::move(fp), deadline, now,
-                              [this, m = *m, done = std::move(done)](Outcome o) {
-                                const int rank = m.rank;
-                                if (o.ok()) {
-                                  spdlog::info("rank {} validated its model", rank);
-                                } else if (o.code == Code::kFailedPrecondition) {
-                                  fail(Verdict{.cause = Cause::kModelMismatch,
-                                               .rank = rank,
-                                               .host = m.host,
-                                               .pid = m.pid,
-                                               .doing = "setup",
-                                               .message = o.message});
-                                } else if (o.code != Code::kAborted) {
-                                  spdlog::warn("rank {} validation: {}", rank, o.message);
-                                }
-                                done(std::move(o));
-                              });
+  const Member m = c->member;
+  const std::string who = str("rank ", m.rank, " (host ", m.host, ")");
+  return c->formed->fingerprints.submit(
+      m.rank, who, std::move(fp), deadline, now,
+      [this, m, attempt = c->attempt, done = std::move(done)](Outcome o) {
+        if (o.ok()) {
+          spdlog::info("rank {} validated its model", m.rank);
+        } else if (o.code == Code::kFailedPrecondition) {
+          fail(Verdict{.cause = Cause::kModelMismatch,
+                       .rank = m.rank,
+                       .host = m.host,
+                       .pid = m.pid,
+                       .doing = "setup",
+                       .message = o.message},
+               Clock::now(), attempt);
+        } else if (o.code != Code::kAborted) {
+          spdlog::warn("rank {} validation: {}", m.rank, o.message);
+        }
+        done(std::move(o));
+      });
 }
 
 Outcome Job::set(const std::string& session, const std::string& key, std::string value) {
   Outcome refusal;
-  auto m = lookup(session, refusal);
-  if (!m) return refusal;
-  spdlog::debug("rank {} set '{}' ({} bytes)", m->rank, key, value.size());
-  Outcome o = store_.set(key, std::move(value));
+  auto c = lookup(session, refusal, false);
+  if (!c) return refusal;
+  spdlog::debug("rank {} set '{}' ({} bytes)", c->member.rank, key, value.size());
+  Outcome o = c->formed->store.set(key, std::move(value));
   if (!o.ok() && o.code != Code::kAborted)
-    spdlog::warn("rank {} set '{}': {}", m->rank, key, o.message);
+    spdlog::warn("rank {} set '{}': {}", c->member.rank, key, o.message);
   return o;
 }
 
 Ticket Job::get(const std::string& session, const std::string& key, TimePoint deadline,
                 TimePoint now, KvStore::GetCallback done) {
   Outcome refusal;
-  auto m = lookup(session, refusal);
-  if (!m) {
+  auto c = lookup(session, refusal, false);
+  if (!c) {
     done(refusal, {});
     return {};
   }
-  const int rank = m->rank;
-  return store_.get(key, deadline, now,
-                    [rank, key, done = std::move(done)](Outcome o, std::string value) {
-                      if (!o.ok() && o.code != Code::kAborted) {
-                        o.message = str("rank ", rank, ": ", o.message);
-                        spdlog::warn("get '{}': {}", key, o.message);
-                      }
-                      done(std::move(o), std::move(value));
-                    });
+  const int rank = c->member.rank;
+  return c->formed->store.get(key, deadline, now,
+                              [rank, key, done = std::move(done)](Outcome o, std::string value) {
+                                if (!o.ok() && o.code != Code::kAborted) {
+                                  o.message = str("rank ", rank, ": ", o.message);
+                                  spdlog::warn("get '{}': {}", key, o.message);
+                                }
+                                done(std::move(o), std::move(value));
+                              });
 }
 
 Ticket Job::barrier(const std::string& session, const std::string& name, TimePoint deadline,
                     TimePoint now, Barrier::Callback done) {
   Outcome refusal;
-  auto m = lookup(session, refusal);
-  if (!m) {
+  auto c = lookup(session, refusal, false);
+  if (!c) {
     done(refusal, 0);
     return {};
   }
-  const int rank = m->rank;
-  return barrier_.arrive(name, rank, deadline, now,
-                         [rank, name, done = std::move(done)](Outcome o, int64_t gen) {
-                           if (o.ok() && rank == 0)
-                             spdlog::log(gen == 0 ? spdlog::level::info : spdlog::level::debug,
-                                         "barrier '{}' generation {} complete", name, gen);
-                           if (!o.ok() && o.code != Code::kAborted)
-                             spdlog::warn("rank {} barrier '{}': {}", rank, name, o.message);
-                           done(std::move(o), gen);
-                         });
+  const int rank = c->member.rank;
+  return c->formed->barrier.arrive(
+      name, rank, deadline, now, [rank, name, done = std::move(done)](Outcome o, int64_t gen) {
+        if (o.ok() && rank == 0)
+          spdlog::log(gen == 0 ? spdlog::level::info : spdlog::level::debug,
+                      "barrier '{}' generation {} complete", name, gen);
+        if (!o.ok() && o.code != Code::kAborted)
+          spdlog::warn("rank {} barrier '{}': {}", rank, name, o.message);
+        done(std::move(o), gen);
+      });
 }
 
 Job::Reply Job::heartbeat(const std::string& session, const Progress& progress, TimePoint now,
                           const std::optional<Resources>& resources) {
   Reply reply;
-  auto m = lookup(session, reply.outcome);
-  if (m) {
-    reply.rank = m->rank;
-    health_.heartbeat(m->rank, progress, now);
-    spdlog::trace("heartbeat rank {}: {} of step {}", m->rank, progress.phase, progress.step);
-    if (resources && rendezvous_.update_resources(m->rank, *resources)) {
-      spdlog::debug("rank {} (host {}) runs on {} with {} compute threads, {} CPUs", m->rank,
-                    m->host, resources->device, resources->threads, resources->cpus);
-      std::lock_guard lock(mu_);
-      members_changed_ = true;
-    }
+  auto c = lookup(session, reply.outcome, true);
+  if (!c) {
+    reply.status = state_.status();
+    return reply;
   }
-  reply.status = state_.status();
+  reply.rank = c->member.rank;
+  reply.attempt = c->attempt->number();
+  reply.status = status_for(*c->attempt);
+  if (!c->current) return reply;
+  c->formed->health.heartbeat(c->member.rank, progress, now);
+  spdlog::trace("heartbeat rank {}: {} of step {}", c->member.rank, progress.phase, progress.step);
+  if (resources && c->attempt->rendezvous().update_resources(c->member.rank, *resources)) {
+    spdlog::debug("rank {} (host {}) runs on {} with {} compute threads, {} CPUs", c->member.rank,
+                  c->member.host, resources->device, resources->threads, resources->cpus);
+    std::lock_guard lock(mu_);
+    members_changed_ = true;
+  }
   return reply;
 }
 
-Job::Reply Job::metrics(const std::string& session, std::vector<MetricsRecord> records) {
+Job::Reply Job::metrics(const std::string& session, int attempt,
+                        std::vector<MetricsRecord> records) {
   Reply reply;
-  auto m = lookup(session, reply.outcome);
-  if (!m) return reply;
-  reply.rank = m->rank;
-  for (auto& r : records) r.metrics.rank = m->rank;
-  const std::string error = metrics_log_.append(std::move(records));
-  if (!error.empty()) {
-    std::lock_guard lock(mu_);
-    if (!metrics_write_failed_)
-      spdlog::error("metrics log: {} (the records that do not fit are counted and named at the end; "
-                    "writing goes on as space comes back)", error);
-    metrics_write_failed_ = true;
+  auto c = lookup(session, reply.outcome, true);
+  if (!c) return reply;
+  reply.rank = c->member.rank;
+  reply.attempt = c->attempt->number();
+  // The attempt just ended may deliver what it has while the next one
+  // forms; once that one runs, an old attempt's records are refused.
+  if (!c->current && current()->formed()) {
+    reply.outcome = Outcome::error(
+        Code::kFailedPrecondition,
+        str("session of attempt ", c->attempt->number(), "; the job is in attempt ",
+            current()->number(), ": its metrics are no longer taken"));
+    return reply;
   }
-  reply.status = state_.status();
+  if (attempt != c->attempt->number()) {
+    reply.outcome = Outcome::error(
+        Code::kInvalidArgument, str("metrics of attempt ", attempt, " on a session of attempt ",
+                                    c->attempt->number()));
+    return reply;
+  }
+  for (auto& r : records) {
+    r.metrics.rank = c->member.rank;
+    r.attempt = c->attempt->number();
+  }
+  note_metrics_error(metrics_log_.append(std::move(records)));
+  reply.status = status_for(*c->attempt);
   return reply;
 }
 
 Job::Reply Job::leave(const std::string& session, bool ok, const std::string& message,
                       TimePoint now) {
   Reply reply;
-  auto m = lookup(session, reply.outcome);
-  if (!m) {
+  auto c = lookup(session, reply.outcome, true);
+  if (!c) {
     reply.status = state_.status();
     return reply;
   }
-  reply.rank = m->rank;
+  reply.rank = c->member.rank;
+  reply.attempt = c->attempt->number();
+  if (!c->current) {  // its attempt is over: nothing it says counts
+    reply.status = status_for(*c->attempt);
+    return reply;
+  }
+  const Member& m = c->member;
   if (ok)
-    spdlog::info("rank {} (host {}) left: done", m->rank, m->host);
+    spdlog::info("rank {} (host {}) left: done", m.rank, m.host);
   else
-    spdlog::error("rank {} (host {}) left with a failure: {}", m->rank, m->host, message);
-  const Health::LeaveResult left = health_.leave(m->rank, ok, message, now);
-  if (left.failure) fail(*left.failure);
+    spdlog::error("rank {} (host {}) left with a failure: {}", m.rank, m.host, message);
+  const Health::LeaveResult left = c->formed->health.leave(m.rank, ok, message, now);
+  if (left.failure) fail(*left.failure, now, c->attempt);
   if (left.all_ok && state_.succeed())
-    spdlog::info("job '{}' succeeded: all {} ranks finished", options_.job_id, options_.world_size);
+    spdlog::info("job '{}' succeeded: all {} ranks finished", options_.job_id,
+                 c->formed->world_size);
   // finished() follows at the next tick, not here: this reply must get out
   // before the server starts shutting down.
-  reply.status = state_.status();
+  reply.status = status_for(*c->attempt);
   return reply;
 }
 
@@ -268,102 +480,195 @@ void Job::cancel(Ticket ticket) {
   switch (ticket.kind) {
     case Ticket::Kind::kNone:
       break;
-    case Ticket::Kind::kJoin:
-      rendezvous_.cancel(ticket.id);
+    case Ticket::Kind::kJoin: {
+      std::optional<Parked> parked;
+      std::vector<std::shared_ptr<Attempt>> attempts;
+      {
+        std::lock_guard lock(mu_);
+        if (auto it = parked_.find(ticket.id); it != parked_.end()) {
+          parked = std::move(it->second);
+          parked_.erase(it);
+        }
+        attempts = attempts_;
+      }
+      if (parked)
+        parked->done(JoinResult{Outcome::error(Code::kCancelled, "the worker cancelled its join"),
+                                {}, {}, 0, {}});
+      for (const auto& a : attempts) a->rendezvous().cancel(ticket.id);
       break;
+    }
     case Ticket::Kind::kValidate:
-      fingerprints_.cancel(ticket.id);
+      if (auto f = current()->formed()) f->fingerprints.cancel(ticket.id);
       break;
     case Ticket::Kind::kGet:
-      store_.cancel(ticket.id);
+      if (auto f = current()->formed()) f->store.cancel(ticket.id);
       break;
     case Ticket::Kind::kBarrier:
-      barrier_.cancel(ticket.id);
+      if (auto f = current()->formed()) f->barrier.cancel(ticket.id);
       break;
   }
 }
 
-void Job::fail(Verdict verdict) {
+void Job::fail(Verdict verdict, TimePoint now, const std::shared_ptr<Attempt>& attempt) {
+  bool restart_it;
+  int used;
+  {
+    std::lock_guard lock(mu_);
+    // A verdict of an attempt that ended already is an echo of why it ended.
+    if (attempt != attempts_.back() || attempt->ended()) return;
+    restart_it = restartable(verdict.cause) && restarts_left() && !state_.status().terminal();
+    used = restarts_used();
+  }
+  if (restart_it) {
+    restart(attempt, std::move(verdict), now);
+    return;
+  }
+  if (restartable(verdict.cause) && options_.max_restarts > 0)
+    verdict.message += str(" (no restart left: all ", options_.max_restarts,
+                           " of --max-restarts used)");
+  else if (used > 0)
+    verdict.message += str(" (in attempt ", attempt->number(), ", after ", used, " restart",
+                           used == 1 ? "" : "s", ")");
+  fail_job(std::move(verdict));
+}
+
+void Job::fail_job(Verdict verdict) {
   const std::string message = verdict.message;
   if (!state_.fail(std::move(verdict))) return;
   spdlog::error("job '{}' failed: {}", options_.job_id, message);
-  abort_waits("the job failed: " + message);
-  notify_watchers(false);
+  current()->abort("the job failed: " + message);
+  std::vector<Parked> parked;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [id, p] : parked_) parked.push_back(std::move(p));
+    parked_.clear();
+  }
+  for (auto& p : parked)
+    p.done(JoinResult{Outcome::error(Code::kAborted, "the job failed: " + message), {}, {}, 0, {}});
+  notify_watchers(-1, state_.status(), false);
 }
 
-void Job::notify_watchers(bool finished) {
+void Job::restart(const std::shared_ptr<Attempt>& ended, Verdict verdict, TimePoint now) {
+  const int next_number = ended->number() + 1;
+  const std::string why = str("attempt ", ended->number(), " ended: ", verdict.message);
+  if (!ended->end(verdict, why + str("; join attempt ", next_number))) return;
+  std::shared_ptr<Attempt> next = open_attempt(next_number, now);
+  std::map<uint64_t, Parked> parked;
+  int used;
+  {
+    std::lock_guard lock(mu_);
+    attempts_.push_back(next);
+    restarts_.push_back(Restart{next_number, verdict, unix_ns_now()});
+    used = restarts_used();
+    parked.swap(parked_);
+    failed_at_.reset();
+    members_changed_ = true;  // job.json: the restart, the attempt
+  }
+  state_.restart(next_number);
+  spdlog::warn("{}; restart {} of {} (--max-restarts): attempt {} forms now, every rank joins again "
+               "and resumes from the last checkpoint",
+               why, used, options_.max_restarts, next_number);
+  nlohmann::json line = verdict_json(verdict);
+  line.update({{"kind", "restart"},
+               {"attempt", next_number},
+               {"restart", used},
+               {"max_restarts", options_.max_restarts},
+               {"time_unix_ns", unix_ns_now()}});
+  note_metrics_error(metrics_log_.event(line));
+  notify_watchers(ended->number(), status_for(*ended), true);
+  for (auto& [id, p] : parked) join_attempt(std::move(p.request), p.deadline, now, std::move(p.done), id);
+}
+
+void Job::notify_watchers(int attempt, const JobStatus& status, bool finished) {
   std::vector<WatchCallback> callbacks;
   {
     std::lock_guard lock(mu_);
-    for (const auto& [id, w] : watchers_) callbacks.push_back(w.on_change);
+    for (const auto& [id, w] : watchers_)
+      if (attempt < 0 || w.attempt == attempt) callbacks.push_back(w.on_change);
   }
-  const JobStatus status = state_.status();
   for (const auto& cb : callbacks) cb(status, finished);
 }
 
 Job::WatchReply Job::watch(const std::string& session, TimePoint now, WatchCallback on_change) {
   WatchReply reply;
-  auto m = lookup(session, reply.outcome);
-  if (!m) return reply;
-  reply.rank = m->rank;
+  auto c = lookup(session, reply.outcome, true);
+  if (!c) return reply;
+  reply.rank = c->member.rank;
+  reply.status = status_for(*c->attempt);
+  if (!c->current) {  // its attempt is over: say so, and that is all
+    reply.finished = true;
+    return reply;
+  }
   reply.id = next_ticket_id();
   {
     std::lock_guard lock(mu_);
-    watchers_.emplace(reply.id, Watcher{m->rank, std::move(on_change)});
-    ++watching_[m->rank];
+    watchers_.emplace(reply.id, Watcher{c->attempt->number(), c->member.rank, std::move(on_change)});
+    ++watching_[{c->attempt->number(), c->member.rank}];
   }
-  const Clock::duration away = health_.connected(m->rank, now);
+  const Clock::duration away = c->formed->health.connected(c->member.rank, now);
   if (away > Clock::duration::zero())
-    spdlog::warn("rank {} (host {}) is connected again after {} away", m->rank, m->host,
-                 format_duration(away));
-  spdlog::debug("rank {} watches the job", m->rank);
-  reply.status = state_.status();
+    spdlog::warn("rank {} (host {}) is connected again after {} away", c->member.rank,
+                 c->member.host, format_duration(away));
+  spdlog::debug("rank {} watches the job", c->member.rank);
+  reply.status = status_for(*c->attempt);  // again: the attempt may have ended meanwhile
+  reply.finished = reply.status.state == State::kRestarting;
   return reply;
 }
 
 void Job::unwatch(uint64_t id, TimePoint now) {
-  int rank = -1;
+  int rank = -1, attempt = -1;
   {
     std::lock_guard lock(mu_);
     auto it = watchers_.find(id);
     if (it == watchers_.end()) return;
     rank = it->second.rank;
+    attempt = it->second.attempt;
     watchers_.erase(it);
-    if (--watching_[rank] > 0) return;  // another stream of this rank is open
+    if (--watching_[{attempt, rank}] > 0) return;  // another stream of this rank is open
   }
-  for (const auto& h : health_.ranks())
+  const std::shared_ptr<Attempt> a = current();
+  if (a->number() != attempt || a->ended()) return;  // an ended attempt's ranks go anyway
+  auto f = a->formed();
+  for (const auto& h : f->health.ranks())
     if (h.rank == rank && !h.left) {
       spdlog::warn("rank {} (host {}) disconnected without leaving", rank, h.host);
-      health_.disconnected(rank, now);
+      f->health.disconnected(rank, now);
     }
 }
 
 Job::Reply Job::report_peer_fault(const std::string& session, int peer, comm::PeerFault fault,
                                   const std::string& detail, TimePoint now) {
   Reply reply;
-  auto m = lookup(session, reply.outcome);
-  if (m) {
-    reply.rank = m->rank;
-    spdlog::warn("rank {} lost its data-plane connection to rank {} ({}): {}", m->rank, peer,
-                 comm::to_string(fault), detail);
-    health_.peer_fault(m->rank, peer, fault, detail, now);
+  auto c = lookup(session, reply.outcome, true);
+  if (!c) {
+    reply.status = state_.status();
+    return reply;
   }
-  reply.status = state_.status();
+  reply.rank = c->member.rank;
+  reply.attempt = c->attempt->number();
+  if (c->current) {
+    spdlog::warn("rank {} lost its data-plane connection to rank {} ({}): {}", c->member.rank,
+                 peer, comm::to_string(fault), detail);
+    c->formed->health.peer_fault(c->member.rank, peer, fault, detail, now);
+  }
+  reply.status = status_for(*c->attempt);
   return reply;
 }
 
 void Job::paused(Clock::duration gap, TimePoint now) {
-  health_.forgive(now);
+  const std::shared_ptr<Attempt> attempt = current();
+  if (auto f = attempt->formed()) f->health.forgive(now);
   const auto gave_up = options_.heartbeat_timeout - options_.heartbeat_interval;
   if (state_.status().state == State::kRunning && gap >= gave_up) {
     fail(Verdict{
-        .cause = Cause::kCoordinatorStalled,
-        .message = str("the coordinator itself did not run for ", format_duration(gap),
-                       " (it was stopped, e.g. by SIGSTOP or a debugger, or starved of CPU): as "
-                       "long as the workers wait for it (heartbeat timeout ",
-                       format_duration(options_.heartbeat_timeout),
-                       "), so they gave up on it; no rank is at fault. Keep the coordinator's "
-                       "host responsive, or raise --heartbeat-timeout-ms")});
+             .cause = Cause::kCoordinatorStalled,
+             .message = str("the coordinator itself did not run for ", format_duration(gap),
+                            " (it was stopped, e.g. by SIGSTOP or a debugger, or starved of CPU): as "
+                            "long as the workers wait for it (heartbeat timeout ",
+                            format_duration(options_.heartbeat_timeout),
+                            "), so they gave up on it; no rank is at fault. Keep the coordinator's "
+                            "host responsive, or raise --heartbeat-timeout-ms")},
+         now, attempt);
     return;
   }
   spdlog::warn(
@@ -372,31 +677,73 @@ void Job::paused(Clock::duration gap, TimePoint now) {
       format_duration(gap));
 }
 
-void Job::abort_waits(const std::string& why) {
-  rendezvous_.abort(why);
-  fingerprints_.abort(why);
-  store_.abort(why);
-  barrier_.abort(why);
-}
-
 void Job::shutdown(const std::string& why) {
-  fail(Verdict{.cause = Cause::kShutdown, .message = why});
-  abort_waits(why);  // also when the job was already over
+  fail_job(Verdict{.cause = Cause::kShutdown, .message = why});
+  current()->abort(why);  // also when the job was already over
   set_finished();
 }
 
-void Job::on_members_changed() {
+std::string Job::write_job_file() {
+  if (options_.run_dir.empty()) return "";
+  nlohmann::json config = nlohmann::json::parse(options_.config_json, nullptr, false);
+  if (config.is_discarded() || !config.is_object()) config = nlohmann::json::object();
+  const std::string job_device = config.contains("device") && config["device"].is_string()
+                                     ? config["device"].get<std::string>()
+                                     : std::string();
+  const std::shared_ptr<Attempt> attempt = current();
+  nlohmann::json ranks = nlohmann::json::array();
+  for (const auto& m : attempt->rendezvous().members())
+    ranks.push_back({{"rank", m.rank},
+                     {"host", m.host},
+                     {"device", m.device.empty() ? job_device : m.device},
+                     {"pid", m.pid},
+                     {"threads", count_or_null(m.threads)},
+                     {"cpus", count_or_null(m.cpus)}});
+  std::map<int, MetricsLog::Resume> resumed;
+  for (const auto& r : metrics_log_.resumes()) resumed[r.attempt] = r;
+  nlohmann::json restarts = nlohmann::json::array();
+  nlohmann::json attempts = nlohmann::json::array();
   int64_t started;
+  {
+    std::lock_guard lock(mu_);
+    started = started_unix_ns_;
+    for (const auto& a : attempts_)
+      attempts.push_back({{"attempt", a->number()}, {"world_size", count_or_null(a->world_size())}});
+    for (const auto& r : restarts_) {
+      nlohmann::json j = verdict_json(r.verdict);
+      j.update({{"attempt", r.attempt}, {"unix_ns", r.unix_ns}});
+      if (auto it = resumed.find(r.attempt); it != resumed.end())
+        j.update({{"resumed_from_step", it->second.from_step},
+                  {"steps_lost", it->second.steps_lost}});
+      restarts.push_back(j);
+    }
+  }
+  const nlohmann::json j{{"job_id", options_.job_id},
+                         {"world_size", world_size()},
+                         {"max_world_size", options_.world_size},
+                         {"min_world_size", options_.min_world_size > 0 ? options_.min_world_size
+                                                                        : options_.world_size},
+                         {"attempt", attempt->number()},
+                         {"max_restarts", options_.max_restarts},
+                         {"attempts", attempts},
+                         {"restarts", restarts},
+                         {"started_unix_ns", started},
+                         {"config", config},
+                         {"members", ranks}};
+  const auto path = (options_.run_dir / "job.json").string();
+  const std::string error = write_atomically(path, j.dump(2) + "\n");
+  return error.empty() ? error : str("cannot write ", path, ": ", error);
+}
+
+void Job::on_members_changed() {
   {
     std::lock_guard lock(mu_);
     if (!members_changed_) return;
     members_changed_ = false;
-    started = started_unix_ns_;
   }
-  const std::vector<Member> members = rendezvous_.members();
-  note_job_file(write_job_file(options_, members, started));
+  note_job_file(write_job_file());
   std::vector<perf::RankPlacement> placement;
-  for (const auto& m : members) placement.push_back({m.rank, m.host, m.threads, m.cpus});
+  for (const auto& m : members()) placement.push_back({m.rank, m.host, m.threads, m.cpus});
   // Judged once every rank of the host reported its threads: a warning
   // from a partial count would name the wrong number, and never be corrected.
   const auto all_reported = [](const perf::HostLoad& h) {
@@ -413,22 +760,37 @@ void Job::on_members_changed() {
 void Job::tick(TimePoint now) {
   // First: a job that ends at this tick has its final job.json.
   on_members_changed();
-  if (auto closed = rendezvous_.expire(now))
-    fail(Verdict{.cause = Cause::kRendezvousTimeout, .message = *closed});
-  fingerprints_.expire(now);
-  store_.expire(now);
-  barrier_.expire(now);
+  const std::shared_ptr<Attempt> attempt = current();
+  if (auto closed = attempt->expire(now))
+    fail(Verdict{.cause = Cause::kRendezvousTimeout, .message = *closed}, now, attempt);
+  std::vector<Parked> late;
+  {
+    std::lock_guard lock(mu_);
+    for (auto it = parked_.begin(); it != parked_.end();)
+      if (now >= it->second.deadline) {
+        late.push_back(std::move(it->second));
+        it = parked_.erase(it);
+      } else {
+        ++it;
+      }
+  }
+  for (auto& p : late)
+    p.done(JoinResult{Outcome::error(Code::kDeadlineExceeded,
+                                     "gave up waiting for the next attempt (the worker's deadline)"),
+                      {}, {}, 0, {}});
 
+  const std::shared_ptr<Attempt::Formed> formed = attempt->formed();
   const JobStatus status = state_.status();
-  if (status.state == State::kRunning) {
-    Health::CheckResult h = health_.check(now);
+  if (status.state == State::kRunning && formed && !attempt->ended()) {
+    Health::CheckResult h = formed->health.check(now);
     if (h.roll_call) spdlog::warn("{}", *h.roll_call);
-    if (h.failure) fail(std::move(*h.failure));
+    if (h.failure) fail(std::move(*h.failure), now, attempt);
   }
   bool all_left = true;
-  for (const auto& r : health_.ranks()) all_left = all_left && r.left;
+  if (formed)
+    for (const auto& r : formed->health.ranks()) all_left = all_left && r.left;
   // A job that is over does not wait for the Leave of a rank whose process is gone.
-  if (status.terminal()) all_left = health_.sweep_disconnected(now);
+  if (status.terminal() && formed) all_left = formed->health.sweep_disconnected(now);
   if (status.state == State::kSucceeded) set_finished();
   if (status.state == State::kFailed) {
     const auto linger = options_.linger.count() > 0
@@ -446,6 +808,16 @@ void Job::tick(TimePoint now) {
     metrics_log_.sync();
     next_sync_ = now + std::chrono::seconds(1);
   }
+}
+
+void Job::note_metrics_error(const std::string& error) {
+  if (error.empty()) return;
+  std::lock_guard lock(mu_);
+  if (!metrics_write_failed_)
+    spdlog::error("metrics log: {} (the records that do not fit are counted and named at the end; "
+                  "writing goes on as space comes back)",
+                  error);
+  metrics_write_failed_ = true;
 }
 
 void Job::note_job_file(const std::string& error) {
@@ -466,7 +838,7 @@ void Job::set_finished() {
     finished_ = true;
   }
   cv_.notify_all();
-  notify_watchers(true);
+  notify_watchers(-1, state_.status(), true);
 }
 
 bool Job::finished() const {

@@ -1,15 +1,26 @@
-// Job: one training job as the coordinator sees it — the state classes
-// (Rendezvous, FingerprintCheck, KvStore, Barrier, Health, MetricsLog,
-// JobState) tied together, in domain terms with no gRPC. The service
-// (service.h) only translates messages to these calls.
+// Job: one training job as the coordinator sees it, in attempts (See Note
+// [Attempts] in job.cc): who may join (Admission), the attempts (each with
+// its rendezvous, fingerprint check, key/value store, barriers and health:
+// attempt.h), the job's state, the metrics log and the restart policy, in
+// domain terms with no gRPC. The service (service.h) only translates
+// messages to these calls.
 //
-// Calls after join name the caller by its session; an unknown session is
-// refused (kUnauthenticated). The first failure (a rank that leaves with a
-// failure, dies, goes silent, or builds a different model; a link between
-// two live ranks that breaks; a rendezvous that times out; the coordinator
-// itself stalled) fails the job with a Verdict, is logged once, is pushed to
-// every Watch stream, and aborts every pending wait with "the job failed:
-// ...", so no call hangs on a dead job. Waits follow
+// Calls after join name the caller by its session. An unknown session is
+// refused (kUnauthenticated); a session of an attempt that ended is told
+// so: the status calls (heartbeat, leave, watch, peer reports) answer
+// RESTARTING with why its attempt ended, the calls that carry data
+// (validate, set, get, barrier, metrics after the next attempt formed) are
+// refused with kFailedPrecondition ("session of attempt 1; the job is in
+// attempt 2"), so a late message of an old attempt is never mixed in.
+//
+// The first failure of an attempt (a rank that dies, goes silent, leaves
+// with a failure or builds a different model; a link between two live
+// ranks that breaks; a rendezvous that times out; the coordinator itself
+// stalled) gives a Verdict. When a restart can cure it and the budget
+// (max_restarts) is not spent, the attempt ends and the next one forms
+// (Note [What is restarted]); otherwise the job fails: the verdict is logged
+// once, pushed to every Watch stream, and every pending wait is aborted
+// with "the job failed: ...", so no call hangs on a dead job. Waits follow
 // Note [Waits complete exactly once] (outcome.h). tick(now) drives deadlines
 // and health; call it every few tens of milliseconds, from one thread.
 // Thread-safe.
@@ -27,26 +38,28 @@
 #include <string>
 #include <vector>
 
-#include "coordinator/barrier.h"
-#include "coordinator/fingerprint.h"
-#include "coordinator/health.h"
+#include "coordinator/admission.h"
+#include "coordinator/attempt.h"
 #include "coordinator/job_state.h"
-#include "coordinator/kv_store.h"
 #include "coordinator/metrics_log.h"
 #include "coordinator/outcome.h"
-#include "coordinator/rendezvous.h"
 #include "coordinator/verdict.h"
 #include "core/comm/types.h"
 
 namespace mddp::coordinator {
 
 // Control-plane protocol version (proto: PROTOCOL_VERSION_CURRENT).
-constexpr uint32_t kProtocolVersion = 1;
+constexpr uint32_t kProtocolVersion = 2;
 
 struct JobOptions {
   std::string job_id = "local";
   std::string token;  // "" = none
   int world_size = 1;
+  // Elastic: an attempt may form with fewer ranks, at least this many, once
+  // elastic_wait passed since it opened (0: always world_size).
+  int min_world_size = 0;
+  std::chrono::milliseconds elastic_wait{10'000};
+  int max_restarts = 0;  // attempts after the first, for the whole job
   std::string config_json = "{}";  // handed to every worker at join
   std::chrono::milliseconds heartbeat_interval{1000};
   std::chrono::milliseconds heartbeat_timeout{10000};
@@ -57,18 +70,34 @@ struct JobOptions {
   std::filesystem::path run_dir;  // metrics.jsonl goes here; "" = in memory only
 };
 
+// One restart: an attempt ended and the next one formed.
+struct Restart {
+  int attempt = 0;   // the attempt it started
+  Verdict verdict;   // why the attempt before ended (cause kNone: a new coordinator took over)
+  int64_t unix_ns = 0;
+};
+
 class Job {
  public:
   struct Reply {  // of heartbeat and leave
     Outcome outcome;
     JobStatus status;
     int rank = -1;
+    int attempt = 0;  // the caller's attempt
   };
 
-  // The rendezvous window opens at `now`.
+  // The first attempt's rendezvous window opens at `now`.
   explicit Job(JobOptions options, TimePoint now = Clock::now());
   const JobOptions& options() const { return options_; }
 
+  // Hello: a server nonce for one join (admission.h).
+  Admission::Challenge hello(const std::string& job_id, uint32_t protocol_version,
+                             const std::string& peer, TimePoint now);
+  // Admits the worker (the proof of the token), then waits in the current
+  // attempt's rendezvous. While an attempt runs and restarts remain, a
+  // join waits for the next attempt instead (a rank that died and came
+  // back before the coordinator ended the attempt). The result carries the
+  // attempt and its nonce.
   Ticket join(JoinRequest request, TimePoint deadline, TimePoint now,
               Rendezvous::JoinCallback done);
   Ticket validate(const std::string& session, Fingerprint fp, TimePoint deadline, TimePoint now,
@@ -83,23 +112,26 @@ class Job {
   // is rewritten at the next tick when that changed it.
   Reply heartbeat(const std::string& session, const Progress& progress, TimePoint now,
                   const std::optional<Resources>& resources = std::nullopt);
-  // Appends the records of one batch (their rank set from the session); the
-  // reply's rank is the sender's.
-  Reply metrics(const std::string& session, std::vector<MetricsRecord> records);
+  // Appends the records of one batch (their rank and attempt set from the
+  // session; `attempt` is what the batch says: it must be the session's).
+  // A session of the attempt just ended may still deliver while the next
+  // one forms. The reply's rank is the sender's.
+  Reply metrics(const std::string& session, int attempt, std::vector<MetricsRecord> records);
   Reply leave(const std::string& session, bool ok, const std::string& message, TimePoint now);
   void cancel(Ticket ticket);
 
   // A Watch stream (proto: Watch). `on_change(status, finished)` is called
-  // when the job becomes terminal, and again (finished = true) once it is
-  // over and the server may close; never under Job's locks, possibly from
-  // any thread. The reply carries the status at the time of the call and
-  // the id for unwatch().
+  // when the job becomes terminal or the watcher's attempt ends
+  // (RESTARTING), and again (finished = true) once the stream may close;
+  // never under Job's locks, possibly from any thread. The reply carries
+  // the status at the time of the call and the id for unwatch().
   using WatchCallback = std::function<void(const JobStatus& status, bool finished)>;
   struct WatchReply {
     Outcome outcome;
     JobStatus status;
     int rank = -1;
     uint64_t id = 0;
+    bool finished = false;  // nothing more will come: close the stream after the status
   };
   WatchReply watch(const std::string& session, TimePoint now, WatchCallback on_change);
   // The stream ended (the worker closed it, or its connection broke): when
@@ -128,57 +160,85 @@ class Job {
   // Blocks until finished() or `deadline`; returns finished().
   bool wait_finished(TimePoint deadline) const;
 
-  std::optional<Member> member(const std::string& session) const {
-    return rendezvous_.member(session);
-  }
-  const Rendezvous& rendezvous() const { return rendezvous_; }
-  // Every rank, in rank order, with what it reported it runs on; empty while forming.
-  std::vector<Member> members() const { return rendezvous_.members(); }
-  const Health& health() const { return health_; }
+  std::optional<Member> member(const std::string& session) const;
+  // Every rank of the current attempt, in rank order, with what it
+  // reported it runs on; empty while it forms.
+  std::vector<Member> members() const;
+  int world_size() const;  // of the current attempt once formed, else the most
+  // The current attempt's health (ranks, heartbeat ages); empty while it forms.
+  std::vector<RankHealth> ranks() const;
+  std::vector<Restart> restarts() const;
+  int joined() const;  // workers waiting in the current attempt's rendezvous
   const MetricsLog& metrics_log() const { return metrics_log_; }
   // Why <run dir>/job.json is not up to date (its last write failed), or "".
   std::string job_file_error() const;
-  const KvStore& store() const { return store_; }
 
  private:
-  // The member of `session`, or the refusal to give the caller.
-  std::optional<Member> lookup(const std::string& session, Outcome& refusal) const;
-  void fail(Verdict verdict);
-  // Calls every watcher's callback with the current status (outside the locks).
-  void notify_watchers(bool finished);
+  // The caller's attempt and member, or the refusal to give it. `ended_ok`:
+  // a session of an ended attempt is found (status calls), else refused.
+  struct Caller {
+    std::shared_ptr<Attempt> attempt;
+    std::shared_ptr<Attempt::Formed> formed;
+    Member member;
+    bool current = false;
+  };
+  std::optional<Caller> lookup(const std::string& session, Outcome& refusal, bool ended_ok) const;
+  std::shared_ptr<Attempt> current() const;
+  std::shared_ptr<Attempt> open_attempt(int number, TimePoint now);
+  // The status a session of `attempt` is told.
+  JobStatus status_for(const Attempt& attempt) const;
+  // A verdict of `attempt`: it restarts, or the job fails (ignored when
+  // `attempt` is not the current one, or ended already).
+  void fail(Verdict verdict, TimePoint now, const std::shared_ptr<Attempt>& attempt);
+  void fail_job(Verdict verdict);
+  void restart(const std::shared_ptr<Attempt>& ended, Verdict verdict, TimePoint now);
+  int restarts_used() const;   // under mu_
+  bool restarts_left() const;  // under mu_
+  // A join refused by `attempt` (full, ended) may wait for the next one.
+  bool may_wait_for_next(const std::shared_ptr<Attempt>& attempt) const;
+  void join_attempt(JoinRequest request, TimePoint deadline, TimePoint now,
+                    Rendezvous::JoinCallback done, uint64_t id);
+  // Calls every watcher of `attempt` (-1: all) with `status` (outside the locks).
+  void notify_watchers(int attempt, const JobStatus& status, bool finished);
   void note_job_file(const std::string& error);
-  void abort_waits(const std::string& why);
-  void on_rendezvous(const std::vector<Member>& members, TimePoint now);
+  void note_metrics_error(const std::string& error);  // logged once
+  void on_formed(Attempt& attempt, const std::vector<Member>& members, TimePoint now);
   // Rewrites job.json and warns of newly oversubscribed hosts when a member
   // changed since the last call (ticker thread).
   void on_members_changed();
+  std::string write_job_file();
   void set_finished();
 
   const JobOptions options_;
   JobState state_;
-  Rendezvous rendezvous_;
-  FingerprintCheck fingerprints_;
-  KvStore store_;
-  Barrier barrier_;
-  Health health_;
+  Admission admission_;
   MetricsLog metrics_log_;
+  int first_attempt_ = 0;  // set once, in the constructor
 
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
+  std::vector<std::shared_ptr<Attempt>> attempts_;  // every attempt; the current is last
+  std::vector<Restart> restarts_;
+  struct Parked {  // a join waiting for the next attempt
+    JoinRequest request;
+    TimePoint deadline;
+    Rendezvous::JoinCallback done;
+  };
+  std::map<uint64_t, Parked> parked_;  // by ticket id
   bool finished_ = false;
   std::optional<TimePoint> failed_at_;
   TimePoint next_sync_{};
   bool metrics_write_failed_ = false;
   std::string job_file_error_;
-  int64_t started_unix_ns_ = 0;  // when the job formed (job.json's started_unix_ns)
+  int64_t started_unix_ns_ = 0;  // when the first attempt formed (job.json's started_unix_ns)
   bool members_changed_ = false;
   std::set<std::string> warned_hosts_;  // oversubscribed hosts already warned of
   struct Watcher {
-    int rank;
+    int attempt, rank;
     WatchCallback on_change;
   };
-  std::map<uint64_t, Watcher> watchers_;  // open Watch streams by id
-  std::map<int, int> watching_;           // rank -> its open Watch streams
+  std::map<uint64_t, Watcher> watchers_;                // open Watch streams by id
+  std::map<std::pair<int, int>, int> watching_;         // (attempt, rank) -> its open streams
 };
 
 }  // namespace mddp::coordinator

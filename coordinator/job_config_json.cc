@@ -130,6 +130,8 @@ json job_config_to_json(const train::TrainConfig& c) {
       {"resume", c.resume},
       {"checkpoint_every", c.checkpoint_every},
       {"keep_checkpoints", c.keep_checkpoints},
+      {"resume_latest", c.resume_latest},
+      {"min_nproc", c.min_nproc},
       {"threads", c.threads},
       {"log_every", c.log_every},
       {"eval", c.eval},
@@ -196,6 +198,8 @@ train::TrainConfig job_config_from_json(const json& j) {
   r("resume", c.resume);
   r("checkpoint_every", c.checkpoint_every);
   r("keep_checkpoints", c.keep_checkpoints);
+  r("resume_latest", c.resume_latest);
+  r("min_nproc", c.min_nproc);
   r("threads", c.threads);
   r("log_every", c.log_every);
   r("eval", c.eval);

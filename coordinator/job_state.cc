@@ -8,6 +8,8 @@ const char* to_string(State s) {
       return "forming";
     case State::kRunning:
       return "running";
+    case State::kRestarting:
+      return "restarting";
     case State::kSucceeded:
       return "succeeded";
     case State::kFailed:
@@ -19,6 +21,19 @@ const char* to_string(State s) {
 JobStatus JobState::status() const {
   std::lock_guard lock(mu_);
   return status_;
+}
+
+void JobState::set_first_attempt(int attempt) {
+  std::lock_guard lock(mu_);
+  status_.attempt = attempt;
+}
+
+bool JobState::restart(int attempt) {
+  std::lock_guard lock(mu_);
+  if (status_.terminal()) return false;
+  status_.state = State::kForming;
+  status_.attempt = attempt;
+  return true;
 }
 
 void JobState::set_running() {

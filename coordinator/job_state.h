@@ -1,7 +1,10 @@
-// The job's life: FORMING (rendezvous) -> RUNNING -> SUCCEEDED | FAILED.
-// Terminal states are final and the first failure wins, so the message a
-// worker hears in its heartbeat is the root cause, not an echo of it.
-// Thread-safe.
+// The job's life: FORMING (rendezvous) -> RUNNING -> SUCCEEDED | FAILED,
+// in attempts: a restart (coordinator/attempt.h) takes FORMING or RUNNING
+// back to FORMING with the next attempt number. Terminal states are final
+// and the first failure wins, so the message a worker hears in its
+// heartbeat is the root cause, not an echo of it. RESTARTING is never the
+// job's own state: it is what a session of an attempt that ended hears
+// (that rank joins again). Thread-safe.
 #pragma once
 
 #include <condition_variable>
@@ -13,12 +16,15 @@
 
 namespace mddp::coordinator {
 
-enum class State { kForming, kRunning, kSucceeded, kFailed };
+enum class State { kForming, kRunning, kRestarting, kSucceeded, kFailed };
 const char* to_string(State s);
 
 struct JobStatus {
   State state = State::kForming;
-  Verdict verdict;  // when kFailed: why (Verdict), with its one line naming the rank and host
+  // When kFailed: why (Verdict), with its one line naming the rank and host;
+  // when kRestarting: why that session's attempt ended.
+  Verdict verdict;
+  int attempt = 0;  // the job's attempt now (0 first)
 
   const std::string& failure() const { return verdict.message; }
   int failed_rank() const { return verdict.failed_rank(); }  // -1: not one rank's fault
@@ -28,8 +34,14 @@ struct JobStatus {
 class JobState {
  public:
   JobStatus status() const;
+  // The first attempt's number (a coordinator that resumes a run goes on
+  // counting where the run's metrics log stopped); call before any other.
+  void set_first_attempt(int attempt);
   // FORMING -> RUNNING; no-op in any other state.
   void set_running();
+  // FORMING or RUNNING -> FORMING of attempt `attempt`. False (no change)
+  // once terminal.
+  bool restart(int attempt);
   // RUNNING -> SUCCEEDED; false (no change) in any other state.
   bool succeed();
   // Any non-terminal state -> FAILED. Returns true when this call failed the

@@ -1,5 +1,8 @@
 #include "coordinator/metrics_log.h"
 
+#include <algorithm>
+#include <fstream>
+
 #include "core/common/check.h"
 
 namespace mddp::coordinator {
@@ -13,6 +16,7 @@ MetricsLog::MetricsLog(const std::filesystem::path& run_dir, std::size_t tail_ca
   if (ec)
     throw Error(
         str("cannot create the run directory ", run_dir, ": ", ec.message(), " (check --run-dir)"));
+  scan_existing();
   try {
     file_ = std::make_unique<RecordFile>(path_);
   } catch (const Error& e) {
@@ -22,32 +26,108 @@ MetricsLog::MetricsLog(const std::filesystem::path& run_dir, std::size_t tail_ca
 
 MetricsLog::~MetricsLog() = default;
 
+void MetricsLog::scan_existing() {
+  std::ifstream in(path_);
+  for (std::string line; std::getline(in, line);) {
+    const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_object()) continue;  // a torn last line: RecordFile cuts it off
+    const auto a = j.find("attempt");
+    const int attempt = a != j.end() && a->is_number_integer() ? a->get<int>() : 0;
+    last_attempt_ = std::max(last_attempt_, attempt);
+    const auto kind = j.find("kind");
+    const auto step = j.find("step");
+    if (kind != j.end() && *kind == "step" && step != j.end() && step->is_number_integer())
+      attempt_max_step_[attempt] = std::max(attempt_max_step_[attempt], step->get<int64_t>());
+  }
+}
+
 nlohmann::json MetricsLog::to_json(const MetricsRecord& r) {
   nlohmann::json j = r.metrics.to_json();
+  j["attempt"] = r.attempt;
   j["time_unix_ns"] = r.time_unix_ns;
   j["received_unix_ns"] = r.received_unix_ns;
   j["seq"] = r.seq;
   return j;
 }
 
+std::optional<nlohmann::json> MetricsLog::admit_locked(std::vector<MetricsRecord>& batch) {
+  std::optional<nlohmann::json> resume;
+  std::erase_if(batch, [&](MetricsRecord& r) {
+    const perf::StepMetrics& m = r.metrics;
+    auto [it, first] = last_step_.try_emplace({r.attempt, m.rank, m.eval}, m.step);
+    if (!first && m.step <= it->second) {
+      ++duplicates_;
+      return true;
+    }
+    it->second = m.step;
+    last_attempt_ = std::max(last_attempt_, r.attempt);
+    if (m.eval) return false;
+    const bool attempt_new = !attempt_max_step_.count(r.attempt);
+    int64_t& top = attempt_max_step_[r.attempt];
+    top = std::max(top, m.step);
+    // The attempt's first training record, after an earlier attempt's: it resumed here.
+    const auto before = attempt_max_step_.find(r.attempt);
+    if (!attempt_new || before == attempt_max_step_.begin()) return false;
+    const int64_t from = m.step - 1;
+    const int64_t reached = std::prev(before)->second;
+    Resume res{r.attempt, from, std::max<int64_t>(0, reached - from), 0};
+    for (std::size_t i = 0; i < tail_.size(); ++i) {
+      const MetricsRecord& t = tail_[i];
+      if (!superseded_[i] && t.attempt < r.attempt && t.metrics.step > from) {
+        superseded_[i] = true;
+        ++res.superseded;
+      }
+    }
+    resumes_.push_back(res);
+    resume = nlohmann::json{{"kind", "resume"},         {"attempt", res.attempt},
+                            {"from_step", res.from_step}, {"steps_lost", res.steps_lost},
+                            {"superseded", res.superseded}};
+    return false;
+  });
+  return resume;
+}
+
+std::string MetricsLog::write_locked(const std::string& lines, std::size_t count,
+                                     std::size_t& written) {
+  written = file_ && !lines.empty() ? file_->append(lines) : count;
+  dirty_ = dirty_ || written > 0;
+  if (written == count) return {};
+  if (first_error_.empty()) first_error_ = file_->error();
+  return str("writing ", path_.string(), " failed: ", file_->error(), " (", count - written,
+             " of ", count, " lines not written)");
+}
+
+std::string MetricsLog::event(const nlohmann::json& line) {
+  std::lock_guard lock(mu_);
+  const auto a = line.find("attempt");
+  if (a != line.end() && a->is_number_integer()) last_attempt_ = std::max(last_attempt_, a->get<int>());
+  std::size_t written = 0;
+  return write_locked(file_ ? line.dump() + "\n" : std::string(), 1, written);
+}
+
 std::string MetricsLog::append(std::vector<MetricsRecord> batch) {
   std::string lines;
   std::lock_guard lock(mu_);
+  const std::optional<nlohmann::json> resume = admit_locked(batch);
+  std::size_t written = 0;
+  std::string error;
+  if (resume) error = write_locked(file_ ? resume->dump() + "\n" : std::string(), 1, written);
   for (auto& r : batch) {
     r.seq = ++count_;
     if (file_) lines += to_json(r).dump() + "\n";
   }
-  const std::size_t written = file_ && !lines.empty() ? file_->append(lines) : batch.size();
-  for (std::size_t i = written; i < batch.size(); ++i) lost_.add(batch[i].metrics.rank, batch[i].metrics.step, batch[i].metrics.eval);
+  if (const std::string e = write_locked(lines, batch.size(), written); !e.empty()) error = e;
+  for (std::size_t i = written; i < batch.size(); ++i)
+    lost_.add(batch[i].metrics.rank, batch[i].metrics.step, batch[i].metrics.eval);
   for (auto& r : batch) {
     tail_.push_back(std::move(r));
-    if (tail_.size() > tail_capacity_) tail_.pop_front();
+    superseded_.push_back(false);
+    if (tail_.size() > tail_capacity_) {
+      tail_.pop_front();
+      superseded_.pop_front();
+    }
   }
-  dirty_ = dirty_ || written > 0;
-  if (written == batch.size()) return {};
-  if (first_error_.empty()) first_error_ = file_->error();
-  return str("writing ", path_.string(), " failed: ", file_->error(), " (", batch.size() - written, " of ",
-             batch.size(), " records not written)");
+  return error;
 }
 
 void MetricsLog::sync() {
@@ -67,13 +147,29 @@ uint64_t MetricsLog::count() const {
   return count_;
 }
 
+std::vector<MetricsLog::Resume> MetricsLog::resumes() const {
+  std::lock_guard lock(mu_);
+  return resumes_;
+}
+
+int MetricsLog::last_attempt() const {
+  std::lock_guard lock(mu_);
+  return last_attempt_;
+}
+
+int64_t MetricsLog::duplicates() const {
+  std::lock_guard lock(mu_);
+  return duplicates_;
+}
+
 std::vector<MetricsRecord> MetricsLog::since(uint64_t after, std::size_t max) const {
   std::lock_guard lock(mu_);
   std::vector<MetricsRecord> out;
   if (tail_.empty()) return out;
   const uint64_t first = tail_.front().seq;  // seqs in the tail are consecutive
   const std::size_t start = after < first ? 0 : static_cast<std::size_t>(after - first + 1);
-  for (std::size_t i = start; i < tail_.size() && out.size() < max; ++i) out.push_back(tail_[i]);
+  for (std::size_t i = start; i < tail_.size() && out.size() < max; ++i)
+    if (!superseded_[i]) out.push_back(tail_[i]);
   return out;
 }
 
@@ -81,16 +177,20 @@ std::vector<MetricsLog::StepRank> MetricsLog::step_ranks() const {
   std::lock_guard lock(mu_);
   std::vector<StepRank> out;
   out.reserve(tail_.size());
-  for (const auto& r : tail_)
-    if (!r.metrics.eval) out.push_back({r.metrics.step, r.metrics.rank});
+  for (std::size_t i = 0; i < tail_.size(); ++i)
+    if (!tail_[i].metrics.eval && !superseded_[i])
+      out.push_back({tail_[i].metrics.step, tail_[i].metrics.rank});
   return out;
 }
 
 std::vector<MetricsRecord> MetricsLog::steps(int64_t first, int64_t last) const {
   std::lock_guard lock(mu_);
   std::vector<MetricsRecord> out;
-  for (const auto& r : tail_)
-    if (!r.metrics.eval && r.metrics.step >= first && r.metrics.step <= last) out.push_back(r);
+  for (std::size_t i = 0; i < tail_.size(); ++i) {
+    const MetricsRecord& r = tail_[i];
+    if (!r.metrics.eval && !superseded_[i] && r.metrics.step >= first && r.metrics.step <= last)
+      out.push_back(r);
+  }
   return out;
 }
 

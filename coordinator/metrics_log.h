@@ -5,6 +5,21 @@
 // existing file is continued, never truncated. Records go in whole or not at
 // all (RecordFile): on a full disk the ones that do not fit are counted by
 // rank and step (lost()), and writing resumes when space comes back.
+//
+// Note [Exactly once by (attempt, rank, step)]: workers deliver at least
+// once (a broken stream is sent again), and a restarted job runs the steps
+// after its checkpoint again. So every record carries its attempt; a record
+// of an (attempt, rank, kind) whose step is not past the last one kept is a
+// duplicate and dropped. The first training record of an attempt that
+// follows others says where it resumed (its step - 1 = S): a "resume" line
+// is written, and the records of earlier attempts for steps > S are
+// superseded: kept in the file (append-only) but left out of the tail, and
+// left out by every reader of the file (core/perf/run_log.cc applies the
+// same rule), so readers see one record per (rank, step). The steps lost
+// are those the attempt before reached beyond S. Event lines have a "kind"
+// of their own: "attempt" (an attempt formed, with its world size),
+// "restart" (an attempt ended and the next forms, with the verdict), and
+// "resume".
 // Thread-safe.
 #pragma once
 
@@ -12,8 +27,11 @@
 #include <cstdint>
 #include <deque>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -24,6 +42,7 @@ namespace mddp::coordinator {
 
 struct MetricsRecord {
   perf::StepMetrics metrics;  // metrics.rank is the sender's rank
+  int attempt = 0;            // the sender's attempt
   int64_t time_unix_ns = 0;   // the worker's wall clock at the end of the step
   int64_t received_unix_ns = 0;
   uint64_t seq = 0;  // position in the log, from 1 (set by append)
@@ -39,10 +58,26 @@ class MetricsLog {
   MetricsLog(const MetricsLog&) = delete;
   MetricsLog& operator=(const MetricsLog&) = delete;
 
-  // Appends the batch (one line per record). Returns "" or why the file
-  // write failed (the records that did not fit are kept in memory and
-  // counted in lost()).
+  // Appends the batch (one line per record), less duplicates (Note [Exactly
+  // once by (attempt, rank, step)]). Returns "" or why the file write failed
+  // (the records that did not fit are kept in memory and counted in lost()).
   std::string append(std::vector<MetricsRecord> batch);
+  // Appends an event line (a JSON object with its "kind"); "" or why the write failed.
+  std::string event(const nlohmann::json& line);
+
+  // Where an attempt resumed (from its first training record).
+  struct Resume {
+    int attempt = 0;
+    int64_t from_step = 0;   // S: the attempt's first step is S + 1
+    int64_t steps_lost = 0;  // steps the attempt before reached beyond S
+    int64_t superseded = 0;  // records of earlier attempts past S
+  };
+  std::vector<Resume> resumes() const;
+  // The highest attempt in the log, counting a file written before this
+  // process opened it (-1: none): a coordinator that resumes a run goes on
+  // counting from there.
+  int last_attempt() const;
+  int64_t duplicates() const;  // records dropped as delivered twice
   // Forces the file to disk (fdatasync).
   void sync();
   // The records that are not in the file: how many, and which ("" when none).
@@ -77,6 +112,13 @@ class MetricsLog {
   static nlohmann::json to_json(const MetricsRecord& r);
 
  private:
+  // Reads an existing file's attempts and their last steps.
+  void scan_existing();
+  // Drops duplicates from `batch`; for an attempt's first training record
+  // after others, returns the resume line and supersedes the tail. Under mu_.
+  std::optional<nlohmann::json> admit_locked(std::vector<MetricsRecord>& batch);
+  std::string write_locked(const std::string& lines, std::size_t count, std::size_t& written);
+
   const std::filesystem::path path_;
   const std::size_t tail_capacity_;
   mutable std::mutex mu_;
@@ -85,7 +127,13 @@ class MetricsLog {
   LostRecords lost_;
   std::string first_error_;
   uint64_t count_ = 0;
-  std::deque<MetricsRecord> tail_;
+  std::deque<MetricsRecord> tail_;  // superseded records stay (seqs are consecutive), marked
+  std::deque<bool> superseded_;     // parallel to tail_
+  std::map<std::tuple<int, int, bool>, int64_t> last_step_;  // (attempt, rank, eval) -> step kept
+  std::map<int, int64_t> attempt_max_step_;  // attempt -> its highest training step
+  std::vector<Resume> resumes_;
+  int last_attempt_ = -1;
+  int64_t duplicates_ = 0;
 };
 
 }  // namespace mddp::coordinator

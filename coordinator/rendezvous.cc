@@ -1,30 +1,29 @@
 #include "coordinator/rendezvous.h"
 
 #include <algorithm>
-#include <cstdio>
-#include <random>
 
-#include "core/comm/transport/tcp/handshake.h"
 #include "core/common/check.h"
+#include "core/common/hmac.h"
 
 namespace mddp::coordinator {
 
 std::string new_session_id() {
-  std::random_device rd;
-  std::string out;
-  char buf[9];
-  for (int i = 0; i < 4; ++i) {
-    std::snprintf(buf, sizeof buf, "%08x", rd());
-    out += buf;
-  }
-  return out;
+  return to_hex(random_bytes(16));
 }
 
 Rendezvous::Rendezvous(Options options, TimePoint opened, CompleteHook on_complete)
     : options_(std::move(options)),
       on_complete_(std::move(on_complete)),
+      opened_(opened),
       window_end_(opened + options_.timeout) {
   MDDP_CHECK(options_.world_size >= 1, "world size ", options_.world_size);
+  MDDP_CHECK(options_.min_world_size <= options_.world_size, "elastic minimum ",
+             options_.min_world_size, " above the world size ", options_.world_size);
+}
+
+std::string Rendezvous::name() const {
+  return options_.attempt > 0 ? str("attempt ", options_.attempt, " of job '", options_.job_id, "'")
+                              : str("job '", options_.job_id, "'");
 }
 
 static std::string who(const JoinRequest& r) {
@@ -33,35 +32,14 @@ static std::string who(const JoinRequest& r) {
 
 std::optional<Outcome> Rendezvous::refusal(const JoinRequest& r) const {
   const int n = options_.world_size;
-  // The token first: a stranger learns nothing about the job.
-  if (!comm::tcp::constant_time_equal(r.token, options_.token)) {
-    if (r.token.empty())
-      return Outcome::error(Code::kUnauthenticated,
-                            "no token given, and this job needs one: give the worker the coordinator's "
-                            "token with --token-file FILE (or --token, or the MDDP_TOKEN variable)");
-    return Outcome::error(
-        Code::kUnauthenticated,
-        "wrong token: this worker is not a member of the job (give it the coordinator's "
-        "--token or --token-file)");
-  }
-  if (r.protocol_version != options_.protocol_version)
-    return Outcome::error(
-        Code::kFailedPrecondition,
-        str("worker speaks control-plane protocol v", r.protocol_version, ", this coordinator v",
-            options_.protocol_version, ": run the same microddp build on every machine"));
-  if (r.job_id != options_.job_id)
-    return Outcome::error(Code::kFailedPrecondition, str("worker asked for job '", r.job_id,
-                                                         "' but this coordinator runs job '",
-                                                         options_.job_id, "': check --job-id"));
   if (aborted_) return Outcome::error(Code::kAborted, *aborted_);
   if (timed_out_)
     return Outcome::error(Code::kFailedPrecondition,
-                          "the rendezvous of job '" + options_.job_id +
-                              "' already timed out; restart the coordinator");
+                          "the rendezvous of " + name() + " already timed out; restart the coordinator");
   if (!members_.empty())
     return Outcome::error(
         Code::kResourceExhausted,
-        str("job '", options_.job_id, "' is full: all ", n, " ranks joined already; this worker (",
+        str(name(), " is full: all ", members_.size(), " ranks joined already; this worker (",
             who(r), ") is one too many: check --world-size / --nproc and RANK"));
   if (r.requested_rank >= n)
     return Outcome::error(Code::kInvalidArgument, str("requested rank ", r.requested_rank,
@@ -92,55 +70,92 @@ std::string Rendezvous::pending_summary() const {
   return s;
 }
 
-Ticket Rendezvous::join(JoinRequest request, TimePoint deadline, TimePoint now, JoinCallback done) {
-  const Ticket ticket{Ticket::Kind::kJoin, next_ticket_id()};
+bool Rendezvous::elastic_ready_locked(TimePoint now) const {
+  return options_.min_world_size > 0 && options_.min_world_size < options_.world_size &&
+         now >= opened_ + options_.elastic_wait &&
+         static_cast<int>(pending_.size()) >= options_.min_world_size;
+}
+
+std::vector<Rendezvous::Pending> Rendezvous::complete_locked() {
+  const int n = static_cast<int>(pending_.size());
+  std::vector<int> rank_of;  // by position in pending_ (join order)
+  if (n == options_.world_size) {
+    // All N: requested ranks first, then the free ranks in join order.
+    std::vector<bool> taken(static_cast<std::size_t>(n), false);
+    for (const auto& [id, p] : pending_)
+      if (p.request.requested_rank >= 0)
+        taken[static_cast<std::size_t>(p.request.requested_rank)] = true;
+    int next_free = 0;
+    for (const auto& [id, p] : pending_) {
+      int rank = p.request.requested_rank;
+      if (rank < 0) {
+        while (taken[static_cast<std::size_t>(next_free)]) ++next_free;
+        rank = next_free++;
+      }
+      rank_of.push_back(rank);
+    }
+  } else {
+    // Fewer (elastic): ranks 0..n-1 in the order of the ranks asked for.
+    std::vector<std::pair<int, int>> order;  // (asked rank or N, position)
+    int pos = 0;
+    for (const auto& [id, p] : pending_)
+      order.emplace_back(p.request.requested_rank >= 0 ? p.request.requested_rank
+                                                       : options_.world_size,
+                         pos++);
+    std::sort(order.begin(), order.end());
+    rank_of.resize(static_cast<std::size_t>(n));
+    for (int r = 0; r < n; ++r) rank_of[static_cast<std::size_t>(order[static_cast<std::size_t>(r)].second)] = r;
+  }
+  members_.resize(static_cast<std::size_t>(n));
+  std::vector<Pending> ready;
+  std::size_t i = 0;
+  for (auto& [id, p] : pending_) {
+    const int rank = rank_of[i++];
+    members_[static_cast<std::size_t>(rank)] = Member{rank,
+                                                      p.request.host,
+                                                      p.request.data_addr,
+                                                      p.request.device,
+                                                      p.request.pid,
+                                                      new_session_id(),
+                                                      0,
+                                                      0};
+    p.request.requested_rank = rank;  // remember the assignment for the callbacks
+    ready.push_back(std::move(p));
+  }
+  pending_.clear();
+  for (const Member& m : members_) rank_of_session_[m.session] = m.rank;
+  return ready;
+}
+
+Ticket Rendezvous::join(JoinRequest request, TimePoint deadline, TimePoint now, JoinCallback done,
+                        uint64_t id) {
+  const Ticket ticket{Ticket::Kind::kJoin, id != 0 ? id : next_ticket_id()};
   std::vector<Pending> ready;
   std::vector<Member> members;
   {
     std::unique_lock lock(mu_);
     if (auto refused = refusal(request)) {
       lock.unlock();
-      done(JoinResult{*refused, {}, {}});
+      done(JoinResult{*refused, {}, {}, 0, {}});
       return ticket;
     }
     pending_.emplace(ticket.id, Pending{std::move(request), deadline, std::move(done)});
-    if (static_cast<int>(pending_.size()) < options_.world_size) return ticket;
-
-    // All N are here: requested ranks first, then the free ranks in join order.
-    const int n = options_.world_size;
-    std::vector<bool> taken(static_cast<std::size_t>(n), false);
-    for (const auto& [id, p] : pending_)
-      if (p.request.requested_rank >= 0)
-        taken[static_cast<std::size_t>(p.request.requested_rank)] = true;
-    members_.resize(static_cast<std::size_t>(n));
-    int next_free = 0;
-    for (auto& [id, p] : pending_) {
-      int rank = p.request.requested_rank;
-      if (rank < 0) {
-        while (taken[static_cast<std::size_t>(next_free)]) ++next_free;
-        rank = next_free++;
-      }
-      members_[static_cast<std::size_t>(rank)] = Member{rank,
-                                                        p.request.host,
-                                                        p.request.data_addr,
-                                                        p.request.device,
-                                                        p.request.pid,
-                                                        new_session_id(),
-                                                        0,
-                                                        0};
-      p.request.requested_rank = rank;  // remember the assignment for the callbacks below
-      ready.push_back(std::move(p));
-    }
-    pending_.clear();
-    for (const Member& m : members_) rank_of_session_[m.session] = m.rank;
+    if (static_cast<int>(pending_.size()) < options_.world_size && !elastic_ready_locked(now))
+      return ticket;
+    ready = complete_locked();
     members = members_;
   }
+  finish(ready, members, now);
+  return ticket;
+}
+
+void Rendezvous::finish(std::vector<Pending>& ready, const std::vector<Member>& members,
+                        TimePoint now) {
   if (on_complete_) on_complete_(members, now);
   for (auto& p : ready) {
     const Member self = members[static_cast<std::size_t>(p.request.requested_rank)];
-    p.done(JoinResult{Outcome::success(), self, members});
+    p.done(JoinResult{Outcome::success(), self, members, 0, {}});
   }
-  return ticket;
 }
 
 void Rendezvous::cancel(uint64_t id) {
@@ -152,20 +167,28 @@ void Rendezvous::cancel(uint64_t id) {
     done = std::move(it->second.done);
     pending_.erase(it);
   }
-  done(JoinResult{Outcome::error(Code::kCancelled, "the worker cancelled its join"), {}, {}});
+  done(JoinResult{Outcome::error(Code::kCancelled, "the worker cancelled its join"), {}, {}, 0, {}});
 }
 
 std::optional<std::string> Rendezvous::expire(TimePoint now) {
   std::vector<std::pair<JoinCallback, Outcome>> fire;
   std::optional<std::string> window_closed;
   {
-    std::lock_guard lock(mu_);
+    std::unique_lock lock(mu_);
     if (!members_.empty() || timed_out_ || aborted_) return std::nullopt;
+    if (elastic_ready_locked(now)) {  // the rest waited for long enough
+      std::vector<Pending> ready = complete_locked();
+      const std::vector<Member> members = members_;
+      lock.unlock();
+      finish(ready, members, now);
+      return std::nullopt;
+    }
     if (now >= window_end_) {
+      const int need = options_.min_world_size > 0 ? options_.min_world_size : options_.world_size;
       const std::string msg =
-          str("rendezvous of job '", options_.job_id, "' timed out after ",
-              format_duration(options_.timeout), ": ", pending_summary(), "; start the missing ",
-              options_.world_size - static_cast<int>(pending_.size()),
+          str("rendezvous of ", name(), " timed out after ", format_duration(options_.timeout),
+              ": ", pending_summary(), "; start the missing ",
+              need - static_cast<int>(pending_.size()),
               " or check --world-size (--rendezvous-timeout-s sets the wait)");
       for (auto& [id, p] : pending_)
         fire.emplace_back(std::move(p.done), Outcome::error(Code::kDeadlineExceeded, msg));
@@ -186,7 +209,7 @@ std::optional<std::string> Rendezvous::expire(TimePoint now) {
       for (auto& f : fire) f.second = Outcome::error(Code::kDeadlineExceeded, msg);
     }
   }
-  for (auto& [done, outcome] : fire) done(JoinResult{outcome, {}, {}});
+  for (auto& [done, outcome] : fire) done(JoinResult{outcome, {}, {}, 0, {}});
   return window_closed;
 }
 
@@ -198,7 +221,7 @@ void Rendezvous::abort(const std::string& why) {
     for (auto& [id, p] : pending_) fire.push_back(std::move(p.done));
     pending_.clear();
   }
-  for (auto& done : fire) done(JoinResult{Outcome::error(Code::kAborted, why), {}, {}});
+  for (auto& done : fire) done(JoinResult{Outcome::error(Code::kAborted, why), {}, {}, 0, {}});
 }
 
 bool Rendezvous::complete() const {
@@ -208,7 +231,12 @@ bool Rendezvous::complete() const {
 
 int Rendezvous::joined() const {
   std::lock_guard lock(mu_);
-  return members_.empty() ? static_cast<int>(pending_.size()) : options_.world_size;
+  return members_.empty() ? static_cast<int>(pending_.size()) : static_cast<int>(members_.size());
+}
+
+int Rendezvous::formed_size() const {
+  std::lock_guard lock(mu_);
+  return static_cast<int>(members_.size());
 }
 
 bool Rendezvous::timed_out() const {
@@ -224,7 +252,7 @@ std::optional<Member> Rendezvous::member(const std::string& session) const {
   const auto it = rank_of_session_.find(session);
   if (it == rank_of_session_.end()) return std::nullopt;
   const Member& m = members_[static_cast<std::size_t>(it->second)];
-  if (!comm::tcp::constant_time_equal(m.session, session)) return std::nullopt;
+  if (!constant_time_equal(m.session, session)) return std::nullopt;
   return m;
 }
 

@@ -111,7 +111,7 @@ class MetricsReader final : public grpc::ServerReadReactor<v1::MetricsBatch> {
       records.back().received_unix_ns = received;
     }
     const auto n = static_cast<int64_t>(records.size());
-    const Job::Reply reply = job_.metrics(session_, std::move(records));
+    const Job::Reply reply = job_.metrics(session_, batch_.attempt(), std::move(records));
     if (!reply.outcome.ok()) {
       spdlog::warn("metrics stream from {} refused: {}", peer_, reply.outcome.message);
       Finish(to_status(reply.outcome));
@@ -135,9 +135,14 @@ class MetricsReader final : public grpc::ServerReadReactor<v1::MetricsBatch> {
   int64_t count_ = 0;
 };
 
+// The verdict rides along when the job failed, or the caller's attempt ended.
+bool has_verdict(const JobStatus& s) {
+  return s.state == State::kFailed || s.state == State::kRestarting;
+}
+
 void to_event(const JobStatus& s, v1::JobEvent* out) {
   out->set_state(to_proto(s.state));
-  if (s.state == State::kFailed) to_proto(s.verdict, out->mutable_verdict());
+  if (has_verdict(s)) to_proto(s.verdict, out->mutable_verdict());
 }
 
 // One Watch stream: writes the job's state at once, then its terminal state
@@ -165,7 +170,7 @@ class JobWatcher final : public grpc::ServerWriteReactor<v1::JobEvent> {
       return;
     }
     id_ = r.id;
-    post_locked(r.status, false);
+    post_locked(r.status, r.finished);  // a session of an ended attempt hears RESTARTING, and that is all
   }
 
   void OnWriteDone(bool ok) override {
@@ -200,7 +205,7 @@ class JobWatcher final : public grpc::ServerWriteReactor<v1::JobEvent> {
   void post_locked(const JobStatus& status, bool finished) {
     if (finished_) return;
     if (!sent_terminal_) {
-      sent_terminal_ = status.terminal();
+      sent_terminal_ = status.terminal() || status.state == State::kRestarting;
       pending_.emplace_back();
       to_event(status, &pending_.back());
     }
@@ -267,24 +272,40 @@ grpc::Status to_status(const Outcome& o) {
   return grpc::Status(code, o.message);
 }
 
+grpc::ServerUnaryReactor* Service::Hello(grpc::CallbackServerContext* ctx,
+                                         const v1::HelloRequest* req, v1::HelloReply* reply) {
+  const Admission::Challenge c =
+      job_.hello(req->job_id(), req->protocol_version(), ctx->peer(), Clock::now());
+  if (c.outcome.ok()) {
+    reply->set_server_nonce(c.server_nonce);
+    reply->set_expires_ms(c.expires.count());
+  }
+  return finish_now(ctx, to_status(c.outcome));
+}
+
 grpc::ServerUnaryReactor* Service::Join(grpc::CallbackServerContext* ctx,
                                         const v1::JoinRequest* req, v1::JoinReply* reply) {
   auto* call = new WaitingCall(job_);
   const auto state = call->state();
   const TimePoint now = Clock::now();
-  // The rendezvous window bounds the wait; the client's deadline may cut it shorter.
-  const TimePoint deadline =
-      deadline_of(ctx, (job_.options().rendezvous_timeout + kDefaultWait).count(), now);
-  const Ticket t = job_.join(from_proto(*req), deadline, now, [this, call, reply](JoinResult r) {
+  // The rendezvous window bounds the wait (a restart opens another one);
+  // the client's deadline may cut it shorter.
+  const TimePoint deadline = deadline_of(
+      ctx, (2 * job_.options().rendezvous_timeout + kDefaultWait).count(), now);
+  JoinRequest request = from_proto(*req);
+  request.peer = ctx->peer();
+  const Ticket t = job_.join(std::move(request), deadline, now, [this, call, reply](JoinResult r) {
     if (r.outcome.ok()) {
       const JobOptions& o = job_.options();
       reply->set_session(r.self.session);
       reply->set_rank(r.self.rank);
-      reply->set_world_size(o.world_size);
+      reply->set_world_size(static_cast<int32_t>(r.members.size()));
       reply->set_job_config_json(o.config_json);
       reply->set_heartbeat_interval_ms(o.heartbeat_interval.count());
       reply->set_heartbeat_timeout_ms(o.heartbeat_timeout.count());
       reply->set_job_id(o.job_id);
+      reply->set_attempt(r.attempt);
+      reply->set_attempt_nonce(r.attempt_nonce);
       for (const auto& m : r.members) to_proto(m, reply->add_members());
     }
     call->Finish(to_status(r.outcome));
@@ -352,7 +373,8 @@ grpc::ServerUnaryReactor* Service::Heartbeat(grpc::CallbackServerContext* ctx,
   reply->set_state(to_proto(r.status.state));
   reply->set_failure(r.status.failure());
   reply->set_failed_rank(r.status.failed_rank());
-  if (r.status.state == State::kFailed) to_proto(r.status.verdict, reply->mutable_verdict());
+  reply->set_attempt(r.status.attempt);
+  if (has_verdict(r.status)) to_proto(r.status.verdict, reply->mutable_verdict());
   return finish_now(ctx, grpc::Status::OK);
 }
 
@@ -367,7 +389,7 @@ grpc::ServerUnaryReactor* Service::Leave(grpc::CallbackServerContext* ctx,
   if (!r.outcome.ok()) return finish_now(ctx, to_status(r.outcome));
   reply->set_state(to_proto(r.status.state));
   reply->set_failure(r.status.failure());
-  if (r.status.state == State::kFailed) to_proto(r.status.verdict, reply->mutable_verdict());
+  if (has_verdict(r.status)) to_proto(r.status.verdict, reply->mutable_verdict());
   return finish_now(ctx, grpc::Status::OK);
 }
 
@@ -383,7 +405,7 @@ grpc::ServerUnaryReactor* Service::ReportPeerFault(grpc::CallbackServerContext* 
                                               req->detail(), Clock::now());
   if (!r.outcome.ok()) return finish_now(ctx, to_status(r.outcome));
   reply->set_state(to_proto(r.status.state));
-  if (r.status.state == State::kFailed) to_proto(r.status.verdict, reply->mutable_verdict());
+  if (has_verdict(r.status)) to_proto(r.status.verdict, reply->mutable_verdict());
   return finish_now(ctx, grpc::Status::OK);
 }
 

@@ -26,6 +26,8 @@ class Service final : public v1::Coordinator::CallbackService {
  public:
   explicit Service(Job& job) : job_(job) {}
 
+  grpc::ServerUnaryReactor* Hello(grpc::CallbackServerContext* ctx, const v1::HelloRequest* req,
+                                  v1::HelloReply* reply) override;
   grpc::ServerUnaryReactor* Join(grpc::CallbackServerContext* ctx, const v1::JoinRequest* req,
                                  v1::JoinReply* reply) override;
   grpc::ServerUnaryReactor* Validate(grpc::CallbackServerContext* ctx,

@@ -26,6 +26,10 @@ const char* to_string(Cause c) {
   return "?";
 }
 
+bool restartable(Cause c) {
+  return c == Cause::kProcessDied || c == Cause::kHeartbeatTimeout || c == Cause::kLinkBroken;
+}
+
 int Verdict::failed_rank() const {
   switch (cause) {
     case Cause::kRankError:

@@ -5,13 +5,15 @@ namespace mddp::coordinator {
 JoinRequest from_proto(const v1::JoinRequest& m) {
   JoinRequest r;
   r.job_id = m.job_id();
-  r.token = m.token();
   r.protocol_version = m.protocol_version();
   r.host = m.host();
   r.data_addr = m.data_addr();
   r.device = m.device();
   r.requested_rank = m.has_requested_rank() && m.requested_rank() >= 0 ? m.requested_rank() : -1;
   r.pid = m.pid();
+  r.client_nonce = m.client_nonce();
+  r.server_nonce = m.server_nonce();
+  r.proof = m.proof();
   return r;
 }
 
@@ -92,6 +94,8 @@ v1::JobState to_proto(State s) {
       return v1::JOB_STATE_FORMING;
     case State::kRunning:
       return v1::JOB_STATE_RUNNING;
+    case State::kRestarting:
+      return v1::JOB_STATE_RESTARTING;
     case State::kSucceeded:
       return v1::JOB_STATE_SUCCEEDED;
     case State::kFailed:
@@ -104,6 +108,8 @@ State from_proto(v1::JobState s) {
   switch (s) {
     case v1::JOB_STATE_RUNNING:
       return State::kRunning;
+    case v1::JOB_STATE_RESTARTING:
+      return State::kRestarting;
     case v1::JOB_STATE_SUCCEEDED:
       return State::kSucceeded;
     case v1::JOB_STATE_FAILED:

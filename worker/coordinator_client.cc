@@ -4,7 +4,9 @@
 #include <unistd.h>
 
 #include "coordinator/job.h"
+#include "coordinator/proof.h"
 #include "coordinator/wire.h"
+#include "core/common/hmac.h"
 #include "core/comm/types.h"
 #include "core/common/timer.h"
 #include "mddp/config.h"
@@ -121,22 +123,36 @@ namespace {
 // The job's state from a reply that carries it with its verdict (Leave, ReportPeerFault).
 HeartbeatInfo job_state(v1::JobState state, const v1::Verdict& verdict) {
   const coordinator::Verdict v = coordinator::from_proto(verdict);
-  return {coordinator::from_proto(state), v.message, v.failed_rank(), v, {}};
+  return {coordinator::from_proto(state), v.message, v.failed_rank(), v, 0, {}};
 }
 
 }  // namespace
 
 JoinInfo CoordinatorClient::join(const JoinArgs& a) {
+  v1::HelloRequest hello;
+  hello.set_job_id(options_.job_id);
+  hello.set_protocol_version(coordinator::kProtocolVersion);
+  v1::HelloReply challenge;
+  {
+    grpc::ClientContext ctx;
+    prepare(ctx, options_.call_timeout);
+    const grpc::Status s = impl_->stub->Hello(&ctx, hello, &challenge);
+    if (!s.ok()) fail("hello", options_.address, s, options_.call_timeout);
+  }
+  const int64_t pid = ::getpid();
   v1::JoinRequest req;
   req.set_job_id(options_.job_id);
-  req.set_token(options_.token);
   req.set_protocol_version(coordinator::kProtocolVersion);
   req.set_host(a.host);
   req.set_data_addr(a.data_addr);
   req.set_device(a.device);
   if (a.requested_rank >= 0) req.set_requested_rank(a.requested_rank);
-  req.set_pid(::getpid());
+  req.set_pid(pid);
   req.set_version(MDDP_VERSION);
+  req.set_client_nonce(random_bytes(kNonceBytes));
+  req.set_server_nonce(challenge.server_nonce());
+  req.set_proof(coordinator::join_proof(options_.token, options_.job_id, req.server_nonce(),
+                                        req.client_nonce(), a.host, pid));
   v1::JoinReply reply;
   grpc::ClientContext ctx;
   prepare(ctx, a.timeout);
@@ -151,7 +167,10 @@ JoinInfo CoordinatorClient::join(const JoinArgs& a) {
   info.heartbeat_interval = Millis(reply.heartbeat_interval_ms());
   info.heartbeat_timeout = Millis(reply.heartbeat_timeout_ms());
   for (const auto& m : reply.members()) info.members.push_back(coordinator::from_proto(m));
+  info.attempt = reply.attempt();
+  info.data_key = coordinator::data_plane_key(options_.token, info.job_id, reply.attempt_nonce());
   session_ = info.session;
+  attempt_ = info.attempt;
   return info;
 }
 
@@ -201,6 +220,7 @@ HeartbeatInfo CoordinatorClient::heartbeat(const coordinator::Progress& progress
           reply.failure(),
           reply.failed_rank(),
           coordinator::from_proto(reply.verdict()),
+          reply.attempt(),
           {send_ns, reply_ns, reply.coordinator_receive_unix_ns()}};
 }
 
@@ -208,9 +228,9 @@ namespace {
 
 class GrpcMetricsStream final : public MetricsStream {
  public:
-  GrpcMetricsStream(v1::Coordinator::Stub& stub, const std::string& session,
+  GrpcMetricsStream(v1::Coordinator::Stub& stub, const std::string& session, int attempt,
                     const std::string& address, Millis deadline)
-      : stub_(stub), session_(session), address_(address), deadline_(deadline) {
+      : stub_(stub), session_(session), attempt_(attempt), address_(address), deadline_(deadline) {
     prepare(ctx_, deadline);
   }
   bool write(const std::vector<StepRecord>& records, std::size_t from) override {
@@ -223,6 +243,7 @@ class GrpcMetricsStream final : public MetricsStream {
       coordinator::to_proto(records[i].metrics, records[i].time_unix_ns, batch.add_steps());
       if (batch.steps_size() == kPerBatch || i + 1 == records.size()) {
         batch.set_session(session_);
+        batch.set_attempt(attempt_);
         if (!writer_->Write(batch)) return false;
         batch.Clear();
       }
@@ -240,7 +261,9 @@ class GrpcMetricsStream final : public MetricsStream {
 
  private:
   v1::Coordinator::Stub& stub_;
-  const std::string session_, address_;
+  const std::string session_;
+  const int attempt_;
+  const std::string address_;
   const Millis deadline_;
   grpc::ClientContext ctx_;
   v1::MetricsAck ack_;
@@ -301,7 +324,8 @@ HeartbeatInfo CoordinatorClient::report_peer_fault(int peer, comm::PeerFault fau
 }
 
 std::unique_ptr<MetricsStream> CoordinatorClient::open_metrics_stream(Millis deadline) {
-  return std::make_unique<GrpcMetricsStream>(*impl_->stub, session_, options_.address, deadline);
+  return std::make_unique<GrpcMetricsStream>(*impl_->stub, session_, attempt_, options_.address,
+                                             deadline);
 }
 
 void CoordinatorClient::wait_connected(Millis timeout) {

@@ -45,7 +45,7 @@ class CoordinatorError : public Error {
 struct ClientOptions {
   std::string address;  // HOST:PORT
   std::string job_id = "local";
-  std::string token;
+  std::string token;  // never sent: join proves it (coordinator/proof.h)
   Millis call_timeout{30'000};  // deadline of calls that do not wait on others (Set, Leave, ...)
 };
 
@@ -60,13 +60,16 @@ struct JoinInfo {
   int rank = -1, world_size = 0;
   Millis heartbeat_interval{1000}, heartbeat_timeout{10000};
   std::vector<coordinator::Member> members;
+  int attempt = 0;            // the job's attempt this session belongs to
+  std::string data_key;       // the attempt's data-plane key (coordinator::data_plane_key)
 };
 
 struct HeartbeatInfo {
   coordinator::State state = coordinator::State::kForming;
   std::string failure;
   int failed_rank = -1;
-  coordinator::Verdict verdict;  // when FAILED (cause kNone from an older coordinator)
+  coordinator::Verdict verdict;  // when FAILED, or RESTARTING (why this rank's attempt ended)
+  int attempt = 0;               // the job's attempt now
   // One round trip: this host's steady clock around the call and the
   // coordinator's wall clock when it received it.
   struct ClockSample {
@@ -122,7 +125,9 @@ class CoordinatorClient : public comm::Store {
   // Blocks until the coordinator accepts connections or `timeout`
   // (CoordinatorError: unreachable, naming the address).
   void wait_connected(Millis timeout);
-  // Blocks until the rendezvous completes; remembers the session. Throws
+  // Hello, then Join with a proof of the token over the server's nonce
+  // (the token itself is never sent); blocks until the rendezvous
+  // completes; remembers the session and its attempt. Throws
   // CoordinatorError (wrong token, job full, "k of N joined", unreachable).
   JoinInfo join(const JoinArgs& args);
   // Throws CoordinatorError (FAILED_PRECONDITION with the difference).
@@ -153,6 +158,7 @@ class CoordinatorClient : public comm::Store {
   struct Impl;
   ClientOptions options_;
   std::string session_;
+  int attempt_ = 0;
   std::unique_ptr<Impl> impl_;
 };
 

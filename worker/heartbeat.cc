@@ -58,11 +58,21 @@ std::optional<JobFailure> Heartbeat::wait_failure(Millis timeout) const {
 }
 
 void Heartbeat::fail_locally(const std::string& message) {
-  report({message, -1, false, {}});
+  report({message, -1, false, {}, false});
 }
 
+namespace {
+JobFailure from_status(coordinator::State state, const coordinator::Verdict& verdict, int attempt) {
+  if (state == coordinator::State::kRestarting)
+    return {str("this rank's attempt ended (the job goes on in attempt ", attempt,
+                "): ", verdict.message),
+            verdict.failed_rank(), false, verdict, true};
+  return {"the job failed: " + verdict.message, verdict.failed_rank(), false, verdict, false};
+}
+}  // namespace
+
 void Heartbeat::job_failed(const coordinator::JobStatus& failed) {
-  report({"the job failed: " + failed.failure(), failed.failed_rank(), false, failed.verdict});
+  report(from_status(failed.state, failed.verdict, failed.attempt));
 }
 
 void Heartbeat::report(JobFailure f) {
@@ -129,8 +139,11 @@ void Heartbeat::loop() {
       clock_.add(info.clock);
       if (warned) spdlog::info("the coordinator at {} answers again", client_.address());
       warned = false;
-      if (info.state == coordinator::State::kFailed) {
-        report({"the job failed: " + info.failure, info.failed_rank, false, info.verdict});
+      if (info.state == coordinator::State::kFailed ||
+          info.state == coordinator::State::kRestarting) {
+        coordinator::Verdict v = info.verdict;
+        if (v.message.empty()) v.message = info.failure;
+        report(from_status(info.state, v, info.attempt));
         return;
       }
     } catch (const CoordinatorError& e) {
@@ -140,7 +153,8 @@ void Heartbeat::loop() {
                     e.what(), "); was it restarted?"),
                 -1,
                 true,
-                {}});
+                {},
+                false});
         return;
       }
       if (silent > options_.timeout) {
@@ -150,7 +164,8 @@ void Heartbeat::loop() {
                     "); it has stopped, or the network to it is down"),
                 -1,
                 true,
-                {}});
+                {},
+                false});
         return;
       }
       if (!warned) spdlog::warn("{} (retrying)", e.what());

@@ -6,6 +6,8 @@
 // rides back. The job is given up on when
 //  * the coordinator says FAILED (another rank died, left with an error or
 //    built another model): its one line names the rank at fault;
+//  * the coordinator says RESTARTING: this rank's attempt ended (a rank
+//    died and restarts remain); the process exits to join the next one;
 //  * the coordinator stays unreachable longer than the heartbeat timeout
 //    (the same bound it applies to us), or no longer knows our session;
 //  * the worker fails it locally (fail_locally, e.g. on SIGINT).
@@ -72,6 +74,7 @@ struct JobFailure {
   int failed_rank = -1;
   bool coordinator_lost = false;  // the coordinator is gone: don't wait on it to leave
   coordinator::Verdict verdict;   // the coordinator's, when it gave one
+  bool restart = false;           // not a failure: this rank's attempt ended, join the next
 };
 
 class Heartbeat {
@@ -98,7 +101,8 @@ class Heartbeat {
   // Gives up locally (first failure wins), e.g. on SIGINT.
   void fail_locally(const std::string& message);
   // The coordinator's verdict, learned elsewhere than in a heartbeat (the
-  // Watch stream, a reply to Leave or ReportPeerFault); first failure wins.
+  // Watch stream, a reply to Leave or ReportPeerFault): FAILED, or
+  // RESTARTING (this rank's attempt ended); first failure wins.
   void job_failed(const coordinator::JobStatus& failed);
   // What this rank runs on (the device it resolved, its compute threads,
   // the CPUs it may use): sent at once, then with every heartbeat.

@@ -36,8 +36,9 @@ void JobWatch::loop() {
     bool over = false;  // the job ended: the coordinator closes the stream next
     while (stream->next(status)) {
       backoff = Millis(0);
-      over = over || status.terminal();
-      if (status.state == coordinator::State::kFailed && !failed) {
+      const bool restarting = status.state == coordinator::State::kRestarting;
+      over = over || status.terminal() || restarting;  // RESTARTING: this rank's attempt is over
+      if ((status.state == coordinator::State::kFailed || restarting) && !failed) {
         failed = true;
         on_failure_(status);
       }

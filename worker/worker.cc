@@ -178,7 +178,8 @@ train::TrainSummary train_rank(Session& s) {
   s.hb.set_resources({cfg.device, cfg.threads, cpus});
   spdlog::info("running on {} with {} compute thread{}; this process may use {} CPU{}", cfg.device,
                cfg.threads, cfg.threads == 1 ? "" : "s", cpus, cpus == 1 ? "" : "s");
-  const comm::JobIdentity job{s.info.job_id, s.options.token};
+  // The token never reaches the data plane: the attempt's key does (coordinator/proof.h).
+  const comm::JobIdentity job{s.info.job_id, s.info.attempt, s.info.data_key};
   auto comm = train::connect_process_group(s.client, s.info.rank, s.info.world_size, job, cfg,
                                           s.data.addr, "comm");
   spdlog::info("data plane connected: {} transport, {} ranks", comm->transport_name(),
@@ -238,8 +239,8 @@ void report_peer_fault(CoordinatorClient& client, Heartbeat& hb, const std::exce
   detail = detail.substr(0, detail.find('\n'));  // the line, without the hint and the history
   try {
     const HeartbeatInfo r = client.report_peer_fault(pe->peer(), pe->fault(), detail, 5s);
-    if (r.state == coordinator::State::kFailed)
-      hb.job_failed({coordinator::State::kFailed, r.verdict});
+    if (r.state == coordinator::State::kFailed || r.state == coordinator::State::kRestarting)
+      hb.job_failed({r.state, r.verdict, r.attempt});
   } catch (const CoordinatorError& ce) {
     spdlog::debug("could not report the lost connection to rank {}: {}", pe->peer(), ce.what());
   }
@@ -247,9 +248,11 @@ void report_peer_fault(CoordinatorClient& client, Heartbeat& hb, const std::exce
 
 bool waits_on_verdict(const std::exception& e) {
   if (dynamic_cast<const comm::CommError*>(&e)) return true;  // a peer died, or is stuck
-  // ABORTED (the job failed while we waited), unreachable: the heartbeat will tell.
+  // ABORTED (the job failed while we waited), a session of an attempt that
+  // ended (FAILED_PRECONDITION), unreachable: the heartbeat will tell.
   if (const auto* c = dynamic_cast<const CoordinatorError*>(&e))
-    return c->code() == static_cast<int>(grpc::StatusCode::ABORTED) || c->unreachable();
+    return c->code() == static_cast<int>(grpc::StatusCode::ABORTED) ||
+           c->code() == static_cast<int>(grpc::StatusCode::FAILED_PRECONDITION) || c->unreachable();
   return false;
 }
 
@@ -277,8 +280,10 @@ void run_worker(const WorkerOptions& o) {
   const auto level = spdlog::get_level();
   log::init(str("rank ", info.rank));
   spdlog::set_level(level);
-  spdlog::info("rank {} of {} in job '{}'; data plane address {} ({})", info.rank, info.world_size,
-               info.job_id, data.addr, data.how);
+  spdlog::info("rank {} of {} in job '{}'{}; data plane address {} ({})", info.rank,
+               info.world_size, info.job_id,
+               info.attempt > 0 ? str(", attempt ", info.attempt) : std::string(), data.addr,
+               data.how);
 
   ProgressBoard board;
   Heartbeat hb(client, board, {info.heartbeat_interval, info.heartbeat_timeout});
@@ -314,21 +319,28 @@ void run_worker(const WorkerOptions& o) {
     if (!verdict && waits_on_verdict(e))
       verdict = hb.wait_failure(info.heartbeat_timeout + 2 * info.heartbeat_interval + 1s);
     const bool reachable = !(verdict && verdict->coordinator_lost);
+    const bool restart = verdict && verdict->restart;
     spdlog::debug("stopping after: {}", mine);
+    // The steps up to the checkpoint are kept: deliver what there is (an
+    // attempt that ended may still deliver until the next one forms).
     if (reachable) metrics.flush(1s);
     metrics.stop();
     hb.stop();
     spdlog::debug("metrics and heartbeat stopped");
-    if (reachable) {
+    if (reachable && !restart) {
       try {
         client.leave(false, verdict ? verdict->message : mine, 3s);
       } catch (const std::exception&) {
       }
     }
     plane.close();
+    if (restart) throw RestartError(verdict->message);
     throw Error(verdict ? verdict->message : str("rank ", info.rank, " (host ", host, "): ", mine));
   }
-  // This rank finished, but the job may have failed elsewhere meanwhile.
+  // This rank finished, but the job may have failed elsewhere meanwhile,
+  // or restarted (then this rank is needed in the next attempt).
+  if (after.state == coordinator::State::kRestarting)
+    throw RestartError(str("this rank finished, but its attempt ended: ", after.failure));
   if (after.state == coordinator::State::kFailed) throw Error("the job failed: " + after.failure);
   if (info.rank == 0) {
     std::printf("done: %lld steps in %.1f s (%.0f samples/s), final train loss %.4f",

@@ -29,10 +29,17 @@ ReduceOp parse_reduce_op(const std::string& s);
 Algorithm parse_algorithm(const std::string& s);
 TransportKind parse_transport(const std::string& s);
 
-// Identity checked in the data-plane handshake: a stranger or another job is refused.
+// Who may take part in this data plane: the ranks of one attempt of one
+// job. The handshakes prove knowledge of `key` (HMAC, never the key itself;
+// tcp/handshake.h, shm/segment.h), so a stranger, another job's rank or a
+// rank of an earlier attempt is refused before any collective byte. A
+// worker derives the key from the job token and the attempt's nonce
+// (coordinator/proof.h: the token never reaches the data plane); local
+// tools (bench, demos) may use any shared secret, "" included.
 struct JobIdentity {
   std::string job_id = "local";
-  std::string token;  // shared secret; compared in constant time
+  int attempt = 0;
+  std::string key;  // secret shared by the attempt's ranks
 };
 
 using Clock = std::chrono::steady_clock;

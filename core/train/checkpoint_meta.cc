@@ -1,6 +1,7 @@
 #include "core/train/checkpoint_meta.h"
 
 #include <charconv>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "core/common/check.h"
@@ -159,6 +160,8 @@ void check_resumable(const Checkpoint& c, const TrainConfig& cfg, int world_size
   for (const auto& [flag, here] : now) {
     const auto s = saved.find(flag);
     if (s == saved.end()) continue;
+    // An elastic job (--min-nproc) may resume on another number of ranks.
+    if (flag == "--nproc" && cfg.min_nproc > 0) continue;
     const std::string there = s->is_string() ? s->get<std::string>() : s->dump();
     if (there != here) differ(flag, there, here);
   }
@@ -179,6 +182,34 @@ Checkpoint checked_resume(const TrainConfig& cfg, int world_size) {
   Checkpoint c = read_checkpoint(find_checkpoint(cfg.resume));
   check_resumable(c, cfg, world_size);
   return c;
+}
+
+std::optional<Checkpoint> resume_point(const TrainConfig& cfg, int world_size) {
+  std::optional<Checkpoint> from;
+  if (!cfg.resume.empty()) from = checked_resume(cfg, world_size);
+  if (!cfg.resume_latest || cfg.run_dir.empty() || !std::filesystem::is_directory(cfg.run_dir))
+    return from;
+  std::string newest;
+  try {
+    newest = find_checkpoint(cfg.run_dir);
+  } catch (const InputError&) {
+    return from;  // none written yet: where the job started
+  }
+  Checkpoint latest = read_checkpoint(newest);
+  if (from && latest.step <= from->step) return from;
+  check_resumable(latest, cfg, world_size);
+  return latest;
+}
+
+int checkpoint_world_size(const Checkpoint& c) {
+  const json saved = metadata_json(c, "config");
+  const auto it = saved.find("--nproc");
+  if (it == saved.end() || !it->is_string()) return 0;
+  try {
+    return std::stoi(it->get<std::string>());
+  } catch (const std::exception&) {
+    return 0;
+  }
 }
 
 }  // namespace mddp::train

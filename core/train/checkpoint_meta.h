@@ -4,6 +4,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 
 #include "core/data/dataset.h"
@@ -49,5 +50,11 @@ void check_resumable(const Checkpoint& c, const TrainConfig& cfg, int world_size
 // cfg.resume resolved (find_checkpoint), read and checked as above, where
 // a job starts (the coordinator, before any worker joins): the checkpoint.
 Checkpoint checked_resume(const TrainConfig& cfg, int world_size);
+// Where a trainer starts: cfg.resume (checked_resume), or with
+// cfg.resume_latest the newest complete checkpoint in cfg.run_dir when it
+// is further (a restarted attempt, docs/recovery.md); nullopt: from the start.
+std::optional<Checkpoint> resume_point(const TrainConfig& cfg, int world_size);
+// The world size a checkpoint was written by (its fingerprint's --nproc; 0 if absent).
+int checkpoint_world_size(const Checkpoint& c);
 
 }  // namespace mddp::train

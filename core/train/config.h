@@ -54,6 +54,14 @@ struct TrainConfig {
   std::string resume;                     // continue from this checkpoint (a file of a pair, or a run directory)
   int64_t checkpoint_every = 0;           // > 0: a checkpoint every N steps in run_dir/checkpoints/
   int64_t keep_checkpoints = 3;           // the newest periodic checkpoints kept (0: all)
+  // Set by the coordinator for the attempts after a restart (docs/recovery.md):
+  // rank 0 resumes from the newest complete checkpoint in run_dir when it is
+  // further than `resume` (from `resume`, or from the start, when there is none).
+  bool resume_latest = false;
+  // > 0: an elastic job (--min-nproc) that may run on fewer ranks, at least
+  // this many; a resume may then change the world size (not bitwise: the
+  // gradients are summed in another order).
+  int64_t min_nproc = 0;
   int threads = 1;                        // compute threads per process
   int64_t log_every = 0;                  // 0 = about 20 lines per run
   bool eval = true;                       // test accuracy after each epoch

@@ -71,7 +71,7 @@ Trainer::Trainer(TrainConfig cfg, int rank, int world_size)
   x_ = tensor::Tensor::empty(batch_shape(local_batch(), train_set_->sample_shape()), device);
   y_ = tensor::Tensor::empty(target_shape(local_batch(), *train_set_), device);
   if (!cfg_.init_from.empty()) load_weights(cfg_.init_from);
-  if (!cfg_.resume.empty()) restore(checked_resume(cfg_, world_size_));
+  if (auto from = resume_point(cfg_, world_size_)) restore(*from);
 }
 
 int64_t Trainer::total_steps() const {

@@ -78,6 +78,8 @@ class Trainer {
   // Continues from `c`, a checkpoint of this job (checked_resume): weights,
   // optimiser state and step.
   void restore(const Checkpoint& c);
+  // The world size of the checkpoint it resumed from (0: it did not resume).
+  int resumed_world_size() const { return resumed_world_size_; }
   // Replaces the weights by those in a safetensors file: a checkpoint's
   // model file, or a state_dict saved from PyTorch. Names and shapes must
   // match the model's exactly; the error names the first tensor that does not.
@@ -99,6 +101,7 @@ class Trainer {
   std::unique_ptr<nn::Optimizer> optimizer_;
   tensor::Tensor x_, y_;  // this rank's batch, allocated once
   int64_t steps_done_ = 0;
+  int resumed_world_size_ = 0;
 };
 
 }  // namespace mddp::train

@@ -81,6 +81,7 @@ void Trainer::restore(const Checkpoint& c) {
         str("cannot resume from '", c.state_path, "': no optimiser step in its metadata"));
   optimizer_->set_steps(opt["step"].get<int64_t>());
   steps_done_ = c.step;
+  resumed_world_size_ = checkpoint_world_size(c);
 }
 
 }  // namespace mddp::train

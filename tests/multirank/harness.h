@@ -22,7 +22,7 @@ namespace mddp::comm::test {
 
 using namespace std::chrono_literals;
 
-inline const JobIdentity kJob{"collectives-test", "token"};
+inline const JobIdentity kJob{"collectives-test", 0, "token"};
 
 // Runs fn(comm) on n thread-ranks, each with its own Communicator over
 // `kind`, connected through one MemoryStore.

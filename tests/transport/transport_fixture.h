@@ -21,7 +21,7 @@ using namespace std::chrono_literals;
 
 inline std::unique_ptr<Transport> connect_rank(Store& store, int rank, int size, TransportKind kind,
                                                std::chrono::milliseconds timeout = 30s) {
-  JobIdentity job{"test-job", "s3cret-token"};
+  JobIdentity job{"test-job", 0, "s3cret-key"};
   auto t = connect_transport(store, rank, size, job, kind, timeout);
   EXPECT_EQ(t->rank(), rank);
   EXPECT_EQ(t->size(), size);

@@ -9,12 +9,12 @@
 #include <cerrno>
 #include <cstring>
 #include <new>
-#include <random>
 #include <sstream>
 #include <utility>
 #include <vector>
 
 #include "core/comm/types.h"
+#include "core/common/hmac.h"
 
 namespace mddp::comm::shm {
 namespace {
@@ -55,7 +55,7 @@ bool creator_of(const std::string& name, ProcessId& id) {
 std::string Segment::make_name(uint64_t job_hash, int rank) {
   const ProcessId me = self_process_id();
   return str("/", kPrefix, std::hex, job_hash & 0xffffffffu, std::dec, "-", me.pid_ns, "-", me.pid, "-",
-             me.start_ticks, "-", std::hex, std::random_device{}(), std::dec, "-r", rank);
+             me.start_ticks, "-", to_hex(random_bytes(16)), "-r", rank);
 }
 
 int Segment::remove_orphans() {
@@ -72,8 +72,14 @@ int Segment::remove_orphans() {
   return removed;
 }
 
-Segment Segment::create(const std::string& name, int rank, int size, uint64_t job_hash, uint64_t ring_capacity) {
+Segment Segment::create(const std::string& name, int rank, int size, uint64_t job_hash, uint64_t ring_capacity,
+                        const std::string& tag) {
+  MDDP_CHECK_EQ(tag.size(), kSegmentTagBytes);
   int fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0 && errno == EEXIST)
+    throw CommError(str("shared memory: a segment named '", name,
+                        "' exists already: refused, never used. Its name has 128 random bits, so it was not chance: "
+                        "another process made it first (see who owns it: ls -l /dev/shm)"));
   if (fd < 0) fail("cannot create", name);
   Segment s;
   s.name_ = name;  // from here on, the destructor unlinks it
@@ -97,19 +103,27 @@ Segment Segment::create(const std::string& name, int rank, int size, uint64_t jo
   h->pid = h->owner.pid;
   h->job_hash = job_hash;
   h->ring_capacity = ring_capacity;
+  std::memcpy(h->tag, tag.data(), kSegmentTagBytes);
   for (int sender = 0; sender < size; ++sender)
     if (sender != rank) new (s.ring(sender)) RingHeader{};
   h->magic.store(kSegmentMagic, std::memory_order_release);
   return s;
 }
 
-Segment Segment::attach(const std::string& name, int rank, int size, uint64_t job_hash) {
-  int fd = ::shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0);
+Segment Segment::attach(const std::string& name, int rank, int size, uint64_t job_hash, const std::string& tag) {
+  int fd = ::shm_open(name.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0);
   if (fd < 0) fail(str("cannot open rank ", rank, "'s segment"), name);
   struct stat st {};
   if (::fstat(fd, &st) != 0 || static_cast<std::size_t>(st.st_size) < kPage) {
     ::close(fd);
     throw CommError(str("shared memory: rank ", rank, "'s segment '", name, "' is truncated"));
+  }
+  // Note [Segments nobody else can use]: made by this user, for this user only.
+  if (st.st_uid != ::geteuid() || (st.st_mode & 077) != 0) {
+    ::close(fd);
+    throw CommError(str("shared memory: refused rank ", rank, "'s segment '", name, "': it is owned by uid ",
+                        st.st_uid, " with mode ", std::oct, (st.st_mode & 0777), std::dec,
+                        ", not by this user (uid ", ::geteuid(), ") alone: not made by a rank of this job"));
   }
   Segment s;
   s.bytes_ = static_cast<std::size_t>(st.st_size);
@@ -125,6 +139,10 @@ Segment Segment::attach(const std::string& name, int rank, int size, uint64_t jo
       s.bytes_ != bytes_for(size, h->ring_capacity))
     throw CommError(str("shared memory: segment '", name, "' is not rank ", rank, " of ", size,
                         " of this job (stale name in the store, or a different microddp build?)"));
+  if (!constant_time_equal(std::string_view(reinterpret_cast<const char*>(h->tag), kSegmentTagBytes), tag))
+    throw CommError(str("shared memory: refused segment '", name, "': it does not carry the tag of rank ", rank,
+                        " of this attempt (made without the attempt's key: a rank of an earlier attempt, or "
+                        "another program)"));
   return s;
 }
 

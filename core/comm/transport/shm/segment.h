@@ -18,7 +18,8 @@
 namespace mddp::comm::shm {
 
 constexpr uint64_t kSegmentMagic = 0x314d48534444444dull;  // "MDDDSHM1"
-constexpr uint32_t kSegmentVersion = 2;
+constexpr uint32_t kSegmentVersion = 3;
+constexpr std::size_t kSegmentTagBytes = 32;
 
 struct SegmentHeader {
   std::atomic<uint64_t> magic;  // set last by the creator (release): the segment is ready
@@ -28,6 +29,10 @@ struct SegmentHeader {
   ProcessId owner;  // to tell when the owner has died (liveness())
   uint64_t job_hash;
   uint64_t ring_capacity;
+  // HMAC of the attempt's key over this segment's identity (segment_tag in
+  // shm_transport.cc): only a rank holding the key can make a segment its
+  // peers accept.
+  uint8_t tag[kSegmentTagBytes];
   // Address, in the owner's process, of a known 8-byte value: a peer that can
   // read it with process_vm_readv may read the owner's buffers directly.
   std::atomic<uint64_t> probe_addr;
@@ -62,17 +67,32 @@ static_assert(std::atomic<uint64_t>::is_always_lock_free && std::atomic<uint32_t
 // namespace only: another namespace's pids mean nothing here). It runs when
 // a shared-memory job starts on the host, when a rank's set-up fails, and
 // when `microddp run` ends.
+//
+// Note [Segments nobody else can use]: another local user must not read a
+// rank's messages, nor slip it a segment of their own. So a segment is
+// created with O_CREAT | O_EXCL and mode 0600 (owner only), under a name
+// with 128 random bits that cannot be guessed in advance; a name that
+// exists already is refused, never used (someone made it first). Its name
+// reaches the peers only through the job's authenticated store, and a peer
+// attaches only a segment owned by its own user, with no permission for
+// anyone else, whose header carries the HMAC tag of the attempt's key.
 class Segment {
  public:
-  // A fresh name for rank `rank`'s segment of job `job_hash`, owned by this process.
+  // A fresh name for rank `rank`'s segment of job `job_hash` (a hash of the
+  // job id: it names the job, it is no secret), owned by this process, with
+  // 128 random bits (Note [Segments nobody else can use]).
   static std::string make_name(uint64_t job_hash, int rank);
   // Unlinks every segment name of an orphaned creator (Note [Orphaned
   // segments]); returns how many. Never throws.
   static int remove_orphans();
-  // Creates and maps a new segment named `name` (make_name()); fails if it exists.
-  static Segment create(const std::string& name, int rank, int size, uint64_t job_hash, uint64_t ring_capacity);
-  // Maps an existing segment and checks it belongs to rank `rank` of this job.
-  static Segment attach(const std::string& name, int rank, int size, uint64_t job_hash);
+  // Creates and maps a new segment named `name` (make_name()), owner only,
+  // with `tag` in its header; refuses (CommError) a name that exists already.
+  static Segment create(const std::string& name, int rank, int size, uint64_t job_hash, uint64_t ring_capacity,
+                        const std::string& tag);
+  // Maps an existing segment and checks it belongs to rank `rank` of this
+  // job and attempt: owned by this user, no permission for others, and
+  // carrying `tag` (compared in constant time). Throws CommError otherwise.
+  static Segment attach(const std::string& name, int rank, int size, uint64_t job_hash, const std::string& tag);
   Segment() = default;
   Segment(Segment&& o) noexcept;
   Segment& operator=(Segment&& o) noexcept;

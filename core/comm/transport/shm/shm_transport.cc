@@ -74,6 +74,7 @@
 #include <thread>
 
 #include "core/comm/transport/frame.h"
+#include "core/common/hmac.h"
 
 namespace mddp::comm {
 
@@ -107,6 +108,13 @@ uint64_t fnv1a(const std::string& s) {
   uint64_t h = 1469598103934665603ull;
   for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
   return h;
+}
+
+// What a segment's header carries to prove its creator holds the attempt's
+// key (Note [Segments nobody else can use] in shm/segment.h).
+std::string segment_tag(const JobIdentity& job, int rank, int size, const std::string& name) {
+  const std::string attempt = std::to_string(job.attempt), r = std::to_string(rank), n = std::to_string(size);
+  return hmac_sha256(job.key, transcript({"microddp-shm-v2", job.job_id, attempt, r, n, name}));
 }
 
 void copy_in(uint8_t* ring, uint64_t cap, uint64_t pos, const uint8_t* src, std::size_t n) {
@@ -231,9 +239,10 @@ std::unique_ptr<ShmTransport> ShmTransport::connect(Store& store, int rank, int 
   if (const int n = shm::Segment::remove_orphans(); n > 0)
     spdlog::info("removed {} shared-memory segment{} left in /dev/shm by processes that died during set-up", n,
                  n == 1 ? "" : "s");
-  const uint64_t job_hash = fnv1a(job.job_id + '\0' + job.token);
+  const uint64_t job_hash = fnv1a(job.job_id);  // names the job in segment names: no secret
   auto& mine = segments[static_cast<std::size_t>(rank)];
-  mine = shm::Segment::create(shm::Segment::make_name(job_hash, rank), rank, size, job_hash, ring_bytes);
+  const std::string my_name = shm::Segment::make_name(job_hash, rank);
+  mine = shm::Segment::create(my_name, rank, size, job_hash, ring_bytes, segment_tag(job, rank, size, my_name));
   try {
     mine.header()->probe_addr.store(reinterpret_cast<uint64_t>(&probe_word), std::memory_order_release);
     store.set(str(prefix, "/shm/seg/", rank), mine.name());
@@ -242,7 +251,8 @@ std::unique_ptr<ShmTransport> ShmTransport::connect(Store& store, int rank, int 
     for (int r = 0; r < size; ++r) {
       if (r == rank) continue;
       auto& theirs = segments[static_cast<std::size_t>(r)];
-      theirs = shm::Segment::attach(get(str(prefix, "/shm/seg/", r), r, "published"), r, size, job_hash);
+      const std::string name = get(str(prefix, "/shm/seg/", r), r, "published");
+      theirs = shm::Segment::attach(name, r, size, job_hash, segment_tag(job, r, size, name));
       reads_direct = reads_direct && can_read_directly(theirs.header()->pid,
                                                        theirs.header()->probe_addr.load(std::memory_order_acquire));
     }

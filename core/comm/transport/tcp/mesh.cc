@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/comm/transport/tcp/handshake.h"
+#include "core/common/hmac.h"
 
 namespace mddp::comm::tcp {
 namespace {
@@ -19,28 +20,33 @@ using std::chrono::milliseconds;
 // Bound on half-open strangers held at once, so a flood cannot exhaust fds.
 constexpr std::size_t kMaxPendingIncoming = 64;
 
-// Our connection to a lower rank: connect, send the hello, read the accept.
+// Our connection to a lower rank: connect, send the hello, read and check
+// the challenge, send the confirm (handshake.h).
 struct Outgoing {
   int peer = 0;
   std::string host;
   int port = 0;
   Fd fd;
-  enum { kIdle, kConnecting, kSending, kReading, kDone } state = kIdle;
+  enum { kIdle, kConnecting, kSendingHello, kReadingChallenge, kSendingConfirm, kDone } state = kIdle;
   Clock::time_point retry_at{};
+  Hello hello;
   std::string out;
   std::size_t sent = 0;
-  uint8_t in[kAcceptBytes] = {};
+  uint8_t in[kChallengeBytes] = {};
   std::size_t got = 0;
 };
 
-// A connection accepted from someone claiming to be a higher rank.
+// A connection accepted from someone claiming to be a higher rank: read
+// its hello, send our challenge, read and check its confirm.
 struct Incoming {
   Fd fd;
   std::string from;
   std::vector<uint8_t> in = std::vector<uint8_t>(kHelloFixedBytes);
   std::size_t got = 0;
-  int rank = -1;
-  std::string out;  // the accept, once the hello checked out
+  enum { kReadingHello, kSendingChallenge, kReadingConfirm } state = kReadingHello;
+  Hello hello;
+  std::string nonce;  // ours (nonce_a)
+  std::string out;    // the challenge
   std::size_t sent = 0;
 };
 
@@ -55,6 +61,18 @@ ssize_t read_some(int fd, uint8_t* p, std::size_t want) {
     if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
     return -2;
   }
+}
+
+// Reads into `buf` until `want` bytes are in without blocking: false and
+// `why` set when the peer closed or the read failed.
+bool fill(int fd, uint8_t* buf, std::size_t want, std::size_t& got, std::string& why) {
+  const ssize_t n = read_some(fd, buf + got, want - got);
+  if (n >= 0) {
+    got += static_cast<std::size_t>(n);
+    return true;
+  }
+  why = n == -1 ? "it closed the connection before completing the handshake" : errno_string(errno);
+  return false;
 }
 
 // Writes s[from..] without blocking: the count written, or -2 on error.
@@ -116,7 +134,8 @@ std::vector<Fd> Mesh::run(Store& store, const std::string& bind_host, const std:
     Outgoing o;
     o.peer = j;
     std::tie(o.host, o.port) = split_host_port(addr);
-    o.out = encode_hello({kProtocolVersion, rank_, size_, j, job_.job_id, job_.token});
+    o.hello = Hello{kProtocolVersion, rank_, size_, j, job_.attempt, job_.job_id, random_bytes(kHandshakeNonceBytes)};
+    o.out = encode_hello(o.hello);
     outgoing_.push_back(std::move(o));
   }
 
@@ -133,11 +152,14 @@ std::vector<Fd> Mesh::run(Store& store, const std::string& bind_host, const std:
     auto poll_timeout = deadline_ - Clock::now();
     if (accepted_ < size_ - 1 - rank_) pfds.push_back({listener_.get(), POLLIN, 0});
     for (auto& o : outgoing_) {
-      if (o.state == Outgoing::kConnecting || o.state == Outgoing::kSending) pfds.push_back({o.fd.get(), POLLOUT, 0});
-      if (o.state == Outgoing::kReading) pfds.push_back({o.fd.get(), POLLIN, 0});
+      if (o.state == Outgoing::kConnecting || o.state == Outgoing::kSendingHello ||
+          o.state == Outgoing::kSendingConfirm)
+        pfds.push_back({o.fd.get(), POLLOUT, 0});
+      if (o.state == Outgoing::kReadingChallenge) pfds.push_back({o.fd.get(), POLLIN, 0});
       if (o.state == Outgoing::kIdle) poll_timeout = std::min(poll_timeout, o.retry_at - Clock::now());
     }
-    for (auto& c : incoming_) pfds.push_back({c.fd.get(), static_cast<short>(c.out.empty() ? POLLIN : POLLOUT), 0});
+    for (auto& c : incoming_)
+      pfds.push_back({c.fd.get(), static_cast<short>(c.state == Incoming::kSendingChallenge ? POLLOUT : POLLIN), 0});
     auto ms = std::chrono::ceil<milliseconds>(std::max(poll_timeout, Clock::duration::zero())).count();
     int n = ::poll(pfds.data(), pfds.size(), static_cast<int>(std::min<int64_t>(ms, 1000)));
     if (n < 0 && errno != EINTR) throw CommError(str("rank ", rank_, ": poll failed: ", errno_string(errno)));
@@ -172,31 +194,39 @@ void Mesh::step_outgoing(Outgoing& o) {
       return;
     }
     tune_data_socket(o.fd.get());
-    o.state = Outgoing::kSending;
+    o.state = Outgoing::kSendingHello;
   }
-  if (o.state == Outgoing::kSending) {
+  const auto send = [&](decltype(o.state) next) {
     ssize_t n = write_some(o.fd.get(), o.out, o.sent);
     if (n < 0)
       throw PeerError(str("rank ", rank_, ": sending the handshake to rank ", o.peer, " failed: ",
                           errno_string(errno)));
     o.sent += static_cast<std::size_t>(n);
-    if (o.sent < o.out.size()) return;
-    o.state = Outgoing::kReading;
-  }
-  if (o.state == Outgoing::kReading) {
-    ssize_t n = read_some(o.fd.get(), o.in + o.got, kAcceptBytes - o.got);
-    if (n < 0)
+    if (o.sent == o.out.size()) o.state = next;
+  };
+  if (o.state == Outgoing::kSendingHello) send(Outgoing::kReadingChallenge);
+  if (o.state == Outgoing::kReadingChallenge) {
+    std::string why;
+    if (!fill(o.fd.get(), o.in, kChallengeBytes, o.got, why))
       throw PeerError(str("rank ", rank_, ": rank ", o.peer, " at ", join_host_port(o.host, o.port),
                           " closed the connection during the handshake: it refused us. Do all ranks use the same "
-                          "job id, token and microddp build? See rank ",
+                          "job id, token, attempt and microddp build? See rank ",
                           o.peer, "'s log for the reason"));
-    o.got += static_cast<std::size_t>(n);
-    if (o.got < kAcceptBytes) return;
-    if (std::string why = check_accept(o.in, o.peer, size_); !why.empty())
-      throw PeerError(str("rank ", rank_, ": bad handshake answer from ", join_host_port(o.host, o.port), ": ", why));
-    fds_[static_cast<std::size_t>(o.peer)] = std::move(o.fd);
-    o.state = Outgoing::kDone;
+    if (o.got < kChallengeBytes) return;
+    Challenge c;
+    if (std::string bad = decode_challenge(o.in, o.peer, size_, c); !bad.empty())
+      throw PeerError(str("rank ", rank_, ": bad handshake answer from ", join_host_port(o.host, o.port), ": ", bad));
+    // The listener proves it holds this attempt's key; then we do.
+    if (!constant_time_equal(c.mac, handshake_mac(job_.key, "accept", o.hello, c.nonce)))
+      throw PeerError(str("rank ", rank_, ": the listener at ", join_host_port(o.host, o.port),
+                          " could not prove it is rank ", o.peer, " of attempt ", job_.attempt, " of job '",
+                          job_.job_id, "' (wrong key): a stale address in the store, or an impostor"));
+    o.out = encode_confirm(handshake_mac(job_.key, "connect", o.hello, c.nonce));
+    o.sent = 0;
+    o.state = Outgoing::kSendingConfirm;
   }
+  if (o.state == Outgoing::kSendingConfirm) send(Outgoing::kDone);
+  if (o.state == Outgoing::kDone) fds_[static_cast<std::size_t>(o.peer)] = std::move(o.fd);
 }
 
 void Mesh::accept_new() {
@@ -219,14 +249,12 @@ void Mesh::accept_new() {
 }
 
 bool Mesh::step_incoming(Incoming& c) {
-  if (c.out.empty()) {
-    ssize_t n = read_some(c.fd.get(), c.in.data() + c.got, c.in.size() - c.got);
-    if (n < 0) {
-      refuse(c, n == -1 ? "it closed the connection before completing the handshake" : errno_string(errno));
+  std::string why;
+  if (c.state == Incoming::kReadingHello) {
+    if (!fill(c.fd.get(), c.in.data(), c.in.size(), c.got, why)) {
+      refuse(c, why);
       return false;
     }
-    c.got += static_cast<std::size_t>(n);
-    std::string why;
     std::size_t need = hello_bytes_needed(c.in.data(), c.got, why);
     if (need == 0) {
       refuse(c, why);
@@ -234,26 +262,48 @@ bool Mesh::step_incoming(Incoming& c) {
     }
     if (need > c.in.size()) c.in.resize(need);
     if (c.got < need) return true;
-    Hello h = decode_hello(c.in.data(), need);
-    why = check_hello(h, job_.job_id, job_.token, rank_, size_);
-    if (why.empty() && fds_[static_cast<std::size_t>(h.rank)].valid())
-      why = str("rank ", h.rank, " is already connected");
+    c.hello = decode_hello(c.in.data(), need);
+    why = check_hello(c.hello, job_, rank_, size_);
+    if (why.empty() && fds_[static_cast<std::size_t>(c.hello.rank)].valid())
+      why = str("rank ", c.hello.rank, " is already connected");
     if (!why.empty()) {
       refuse(c, why);
       return false;
     }
-    c.rank = h.rank;
-    c.out = encode_accept(rank_, size_);
+    c.nonce = random_bytes(kHandshakeNonceBytes);
+    c.out = encode_challenge({rank_, size_, c.nonce, handshake_mac(job_.key, "accept", c.hello, c.nonce)});
+    c.state = Incoming::kSendingChallenge;
   }
-  ssize_t n = write_some(c.fd.get(), c.out, c.sent);
-  if (n < 0) {
-    refuse(c, str("sending the answer failed: ", errno_string(errno)));
+  if (c.state == Incoming::kSendingChallenge) {
+    ssize_t n = write_some(c.fd.get(), c.out, c.sent);
+    if (n < 0) {
+      refuse(c, str("sending the challenge failed: ", errno_string(errno)));
+      return false;
+    }
+    c.sent += static_cast<std::size_t>(n);
+    if (c.sent < c.out.size()) return true;
+    c.in.assign(kConfirmBytes, 0);
+    c.got = 0;
+    c.state = Incoming::kReadingConfirm;
+  }
+  if (!fill(c.fd.get(), c.in.data(), kConfirmBytes, c.got, why)) {
+    refuse(c, why);
     return false;
   }
-  c.sent += static_cast<std::size_t>(n);
-  if (c.sent < c.out.size()) return true;
+  if (c.got < kConfirmBytes) return true;
+  std::string mac;
+  if (why = decode_confirm(c.in.data(), mac); !why.empty()) {
+    refuse(c, why);
+    return false;
+  }
+  if (!constant_time_equal(mac, handshake_mac(job_.key, "connect", c.hello, c.nonce))) {
+    refuse(c, str("it claims rank ", c.hello.rank, " of attempt ", c.hello.attempt,
+                  " but could not prove it holds the attempt's key (a stranger, another job's rank, or a "
+                  "rank of an earlier attempt)"));
+    return false;
+  }
   tune_data_socket(c.fd.get());
-  fds_[static_cast<std::size_t>(c.rank)] = std::move(c.fd);
+  fds_[static_cast<std::size_t>(c.hello.rank)] = std::move(c.fd);
   ++accepted_;
   return false;
 }

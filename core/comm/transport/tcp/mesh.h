@@ -6,8 +6,9 @@
 // connection from every rank j > i, so each pair has exactly one connection
 // and no two ranks race to connect to each other. Connects, accepts and
 // handshakes all progress in one poll loop, so no rank waits on another's
-// order; a stranger (garbage, wrong token, wrong job, silent) is refused and
-// logged while the loop goes on accepting the real peers.
+// order; a stranger (garbage, a wrong key, another job, a rank of an
+// earlier attempt, silence) is refused and logged with its address while
+// the loop goes on accepting the real peers.
 #pragma once
 
 #include <string>
