@@ -31,6 +31,9 @@ void to_proto(const Progress& p, v1::Progress* out);
 v1::JobState to_proto(State s);
 State from_proto(v1::JobState s);
 
+comm::AlgoStep from_proto(const v1::AlgoStep& m);  // an unknown phase throws InputError
+void to_proto(const comm::AlgoStep& s, v1::AlgoStep* out);
+
 // A record as received (rank left 0: the coordinator sets it from the session).
 MetricsRecord from_proto(const v1::StepMetrics& m);
 void to_proto(const perf::StepMetrics& m, int64_t time_unix_ns, v1::StepMetrics* out);
