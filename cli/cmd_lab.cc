@@ -17,7 +17,7 @@ namespace mddp::cli {
 namespace {
 
 struct LabOpts {
-  std::string work_dir = labs::source_root() + "/my_work";
+  std::string work_dir = labs::built_work_dir();
   std::string name;
   bool all = false;
   std::string world_sizes = "1,2,3,4,7";
@@ -123,9 +123,9 @@ void solution(const LabOpts& o) {
   const labs::Lab& lab = labs::find_lab(o.name);
   std::printf("Lab %d %s: %s\n\nThe reference lives in\n", lab.number, lab.name.c_str(), lab.title.c_str());
   for (const auto& where : lab.reference) std::printf("  %s\n", where.c_str());
-  std::printf("and %s/solution.cc (or README.md for Lab 10) is the Lab's reference solution.\n"
-              "Explained in %s.\n\nHow it works:\n",
-              lab.folder.c_str(), lab.chapter.c_str());
+  if (lab.work_file.ends_with(".cc"))
+    std::printf("%s/solution.cc, the Lab's reference solution, calls it.\n", lab.folder.c_str());
+  std::printf("Explained in %s.\n\nHow it works:\n", lab.chapter.c_str());
   // Wrapped at 78 columns.
   std::string line;
   std::stringstream words(lab.explanation);
@@ -145,11 +145,16 @@ void register_lab(CLI::App& app) {
   auto o = std::make_shared<LabOpts>();
   auto* lab = app.add_subcommand("lab", "The course's Labs: write the functions in my_work/, check them here");
   lab->require_subcommand(1);
-  lab->add_option("--work-dir", o->work_dir, "where your work is")->capture_default_str();
+  const auto work_dir = [o](CLI::App* sub) {
+    sub->add_option("--work-dir", o->work_dir,
+                    "where your work is (this binary was built with the default's .cc files)")
+        ->capture_default_str();
+    return sub;
+  };
 
-  lab->add_subcommand("list", "The Labs in syllabus order and where you stand")->callback([o] { list(*o); });
+  work_dir(lab->add_subcommand("list", "The Labs in syllabus order and where you stand"))->callback([o] { list(*o); });
 
-  auto* chk = lab->add_subcommand("check", "Check a Lab (what this binary was built with: rebuild first)");
+  auto* chk = work_dir(lab->add_subcommand("check", "Check a Lab (what this binary was built with: rebuild first)"));
   chk->add_option("name", o->name, "the Lab (`microddp lab list`)");
   chk->add_flag("--all", o->all, "check every Lab");
   chk->add_option("--world-sizes", o->world_sizes, "world sizes, comma-separated (1 to 7)")->capture_default_str();
@@ -159,7 +164,7 @@ void register_lab(CLI::App& app) {
   chk->add_option("--speed-ranks", o->speed_ranks, "ranks of the speed comparison (0: skip it)")->capture_default_str();
   chk->callback([o] { check_command(*o); });
 
-  auto* rst = lab->add_subcommand("reset", "Restore a Lab's exercise in my_work/ (your version is kept as .bak)");
+  auto* rst = work_dir(lab->add_subcommand("reset", "Restore a Lab's exercise in my_work/ (your version is kept as .bak)"));
   rst->add_option("name", o->name, "the Lab")->required();
   rst->callback([o] { reset(*o); });
 

@@ -33,6 +33,7 @@ void register_demo_collectives(CLI::App& demo);
 void register_demo_manual(CLI::App& demo);
 void register_demo_hooks(CLI::App& demo);
 void register_demo_bucketing(CLI::App& demo);
+void register_demo_ring(CLI::App& demo);
 void register_verify(CLI::App& app);
 void register_model(CLI::App& app);  // model: the alpha-beta what-if calculator
 void register_scale(CLI::App& app);  // scale: measured strong/weak scaling study

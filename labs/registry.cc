@@ -138,6 +138,7 @@ const Lab& find_lab(const std::string& name) {
 }
 
 std::string source_root() { return MDDP_LABS_ROOT; }
+std::string built_work_dir() { return MDDP_LABS_WORK_DIR; }
 
 std::string lab_status(const Lab& lab, const std::string& root, const std::string& work_dir) {
   const auto work = std::filesystem::path(work_dir) / lab.work_file;

@@ -26,8 +26,10 @@ const std::vector<Lab>& all_labs();
 // The Lab called `name`; InputError listing the names otherwise.
 const Lab& find_lab(const std::string& name);
 
-// The repository this binary was built from (labs/ and my_work/ are there).
+// The repository this binary was built from (labs/ is there), and the
+// work directory whose files it was built with (my_work/ by default).
 std::string source_root();
+std::string built_work_dir();
 
 // What `lab list` shows for a Lab: its work file against the template and
 // the last check's result (remembered in my_work/.lab-status.json).

@@ -127,6 +127,10 @@ CaseResult grade(const Answers& a, const perf::Analysis& an) {
 
 void check_performance(const Implementations&, const CheckOptions& o, Report& report) {
   const std::filesystem::path file = std::filesystem::path(o.work_dir) / "performance.toml";
+  if (!std::filesystem::exists(file)) {
+    report.fail(str("no answers at ", file.string(), ": `microddp lab reset performance` makes the file to fill in"));
+    return;
+  }
   toml::table answers;
   try {
     answers = toml::parse_file(file.string());
