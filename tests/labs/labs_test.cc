@@ -3,6 +3,8 @@
 // bug planted in bugs/ with the message a student can act on.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include "tests/labs/bugs/bugs.h"
 #include "tests/labs/check_helpers.h"
 
@@ -52,6 +54,7 @@ TEST_P(PlantedBug, IsNamed) {
   GetParam().plant(impl);
   const Report r = run_check(GetParam().lab, impl);
   ASSERT_FALSE(r.ok()) << GetParam().name << " passed the checker";
+  std::printf("%s\n", r.failure().c_str());  // what the student reads
   for (const auto& s : GetParam().says) EXPECT_NE(r.failure().find(s), std::string::npos) << "missing '" << s << "' in:\n" << r.failure();
 }
 
