@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "cli/split_list.h"
 #include "core/tensor/ops.h"
 #include "labs/registry.h"
 #include "labs/support/values.h"
@@ -26,39 +27,34 @@ struct LabOpts {
   int speed_ranks = 2;
 };
 
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream in(s);
-  for (std::string item; std::getline(in, item, ',');)
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
 labs::CheckOptions check_options(const LabOpts& o) {
   labs::CheckOptions c;
   c.world_sizes.clear();
-  for (const auto& w : split(o.world_sizes)) {
+  for (const auto& w : split_list(o.world_sizes)) {
     int n = 0;
     try {
       n = std::stoi(w);
     } catch (const std::exception&) {
     }
     if (n < 1 || n > labs::kMaxCheckedRanks)
-      throw InputError(str("--world-sizes: '", w, "' is not a world size from 1 to ", labs::kMaxCheckedRanks));
+      throw InputError(
+          str("--world-sizes: '", w, "' is not a world size from 1 to ", labs::kMaxCheckedRanks));
     c.world_sizes.push_back(n);
   }
   if (c.world_sizes.empty()) throw InputError("--world-sizes needs at least one world size");
   c.transports.clear();
-  for (const auto& t : split(o.transports)) {
+  for (const auto& t : split_list(o.transports)) {
     const auto kind = comm::parse_transport(t);
-    if (kind == comm::TransportKind::kAuto) throw InputError("--transports takes tcp and shm, not auto");
+    if (kind == comm::TransportKind::kAuto)
+      throw InputError("--transports takes tcp and shm, not auto");
     c.transports.push_back(kind);
   }
   if (c.transports.empty()) throw InputError("--transports needs tcp, shm or both");
   if (o.timeout_ms < 100) throw InputError("--timeout-ms must be at least 100");
   c.timeout = std::chrono::milliseconds(o.timeout_ms);
   if (o.speed_ranks != 0 && (o.speed_ranks < 2 || o.speed_ranks > labs::kMaxCheckedRanks))
-    throw InputError(str("--speed-ranks must be 0 (no speed comparison) or 2 to ", labs::kMaxCheckedRanks));
+    throw InputError(
+        str("--speed-ranks must be 0 (no speed comparison) or 2 to ", labs::kMaxCheckedRanks));
   c.speed_ranks = o.speed_ranks;
   c.work_dir = o.work_dir;
   c.root_dir = labs::source_root();
@@ -72,13 +68,15 @@ void list(const LabOpts& o) {
     std::printf("%3d  %-16s %-24s %s  (%s)\n", lab.number, lab.name.c_str(),
                 labs::lab_status(lab, labs::source_root(), o.work_dir).c_str(), lab.title.c_str(),
                 lab.chapter.c_str());
-  std::printf("\nStart with Lab 1: read labs/01_manual/README.md, edit my_work/manual.cc, then\n"
-              "  cmake --build build && build/cli/microddp lab check manual\n");
+  std::printf(
+      "\nStart with Lab 1: read labs/01_manual/README.md, edit my_work/manual.cc, then\n"
+      "  cmake --build build && build/cli/microddp lab check manual\n");
 }
 
 // Checks one Lab; true when it passed.
 bool check(const labs::Lab& lab, const labs::CheckOptions& c) {
-  std::printf("Lab %d %s: %s (my_work/%s)\n", lab.number, lab.name.c_str(), lab.title.c_str(), lab.work_file.c_str());
+  std::printf("Lab %d %s: %s (my_work/%s)\n", lab.number, lab.name.c_str(), lab.title.c_str(),
+              lab.work_file.c_str());
   std::fflush(stdout);
   const auto t0 = std::chrono::steady_clock::now();
   labs::Report report(stdout);
@@ -90,12 +88,14 @@ bool check(const labs::Lab& lab, const labs::CheckOptions& c) {
 }
 
 void check_command(const LabOpts& o) {
-  if (o.all == !o.name.empty()) throw InputError("lab check takes a Lab's name or --all (`microddp lab list`)");
+  if (o.all == !o.name.empty())
+    throw InputError("lab check takes a Lab's name or --all (`microddp lab list`)");
   const labs::CheckOptions c = check_options(o);
   tensor::set_num_threads(1);  // each rank one core, as `microddp run` gives them
   if (!o.all) {
     const labs::Lab& lab = labs::find_lab(o.name);
-    if (!check(lab, c)) throw Error(str("Lab ", lab.number, " ", lab.name, " is not passed yet: see FAIL above"));
+    if (!check(lab, c))
+      throw Error(str("Lab ", lab.number, " ", lab.name, " is not passed yet: see FAIL above"));
     return;
   }
   int failed = 0;
@@ -115,13 +115,15 @@ void reset(const LabOpts& o) {
     std::printf("your previous version is in %s.bak\n", to.string().c_str());
   }
   fs::copy_file(from, to, fs::copy_options::overwrite_existing);
-  std::printf("%s is the exercise again (from %s)%s\n", to.string().c_str(), from.string().c_str(),
-              lab.work_file.ends_with(".cc") ? "; rebuild before checking: cmake --build build" : "");
+  std::printf(
+      "%s is the exercise again (from %s)%s\n", to.string().c_str(), from.string().c_str(),
+      lab.work_file.ends_with(".cc") ? "; rebuild before checking: cmake --build build" : "");
 }
 
 void solution(const LabOpts& o) {
   const labs::Lab& lab = labs::find_lab(o.name);
-  std::printf("Lab %d %s: %s\n\nThe reference lives in\n", lab.number, lab.name.c_str(), lab.title.c_str());
+  std::printf("Lab %d %s: %s\n\nThe reference lives in\n", lab.number, lab.name.c_str(),
+              lab.title.c_str());
   for (const auto& where : lab.reference) std::printf("  %s\n", where.c_str());
   if (lab.work_file.ends_with(".cc"))
     std::printf("%s/solution.cc, the Lab's reference solution, calls it.\n", lab.folder.c_str());
@@ -143,7 +145,8 @@ void solution(const LabOpts& o) {
 
 void register_lab(CLI::App& app) {
   auto o = std::make_shared<LabOpts>();
-  auto* lab = app.add_subcommand("lab", "The course's Labs: write the functions in my_work/, check them here");
+  auto* lab = app.add_subcommand(
+      "lab", "The course's Labs: write the functions in my_work/, check them here");
   lab->require_subcommand(1);
   const auto work_dir = [o](CLI::App* sub) {
     sub->add_option("--work-dir", o->work_dir,
@@ -152,19 +155,25 @@ void register_lab(CLI::App& app) {
     return sub;
   };
 
-  work_dir(lab->add_subcommand("list", "The Labs in syllabus order and where you stand"))->callback([o] { list(*o); });
+  work_dir(lab->add_subcommand("list", "The Labs in syllabus order and where you stand"))
+      ->callback([o] { list(*o); });
 
-  auto* chk = work_dir(lab->add_subcommand("check", "Check a Lab (what this binary was built with: rebuild first)"));
+  auto* chk = work_dir(
+      lab->add_subcommand("check", "Check a Lab (what this binary was built with: rebuild first)"));
   chk->add_option("name", o->name, "the Lab (`microddp lab list`)");
   chk->add_flag("--all", o->all, "check every Lab");
-  chk->add_option("--world-sizes", o->world_sizes, "world sizes, comma-separated (1 to 7)")->capture_default_str();
-  chk->add_option("--transports", o->transports, "tcp, shm or both")->capture_default_str();
-  chk->add_option("--timeout-ms", o->timeout_ms, "bound on each collective (a deadlock fails after it)")
+  chk->add_option("--world-sizes", o->world_sizes, "world sizes, comma-separated (1 to 7)")
       ->capture_default_str();
-  chk->add_option("--speed-ranks", o->speed_ranks, "ranks of the speed comparison (0: skip it)")->capture_default_str();
+  chk->add_option("--transports", o->transports, "tcp, shm or both")->capture_default_str();
+  chk->add_option("--timeout-ms", o->timeout_ms,
+                  "bound on each collective (a deadlock fails after it)")
+      ->capture_default_str();
+  chk->add_option("--speed-ranks", o->speed_ranks, "ranks of the speed comparison (0: skip it)")
+      ->capture_default_str();
   chk->callback([o] { check_command(*o); });
 
-  auto* rst = work_dir(lab->add_subcommand("reset", "Restore a Lab's exercise in my_work/ (your version is kept as .bak)"));
+  auto* rst = work_dir(lab->add_subcommand(
+      "reset", "Restore a Lab's exercise in my_work/ (your version is kept as .bak)"));
   rst->add_option("name", o->name, "the Lab")->required();
   rst->callback([o] { reset(*o); });
 

@@ -15,13 +15,6 @@
 
 namespace mddp::cli {
 
-std::string make_temp_dir(const std::string& prefix) {
-  const char* base = std::getenv("TMPDIR");
-  std::string tmpl = std::string(base ? base : "/tmp") + "/" + prefix + "-XXXXXX";
-  if (!mkdtemp(tmpl.data())) throw Error("cannot create a temporary directory under " + tmpl);
-  return tmpl;
-}
-
 int run_local_ranks(int nproc, const std::function<void(int rank, comm::Store& store)>& fn) {
   if (nproc < 1) throw InputError(str("--nproc must be at least 1, got ", nproc));
   const std::string dir = make_temp_dir("microddp-ranks");

@@ -11,12 +11,12 @@ namespace mddp::labs {
 
 struct Lab {
   int number = 0;
-  std::string name;       // "ring_allreduce": the command-line name
-  std::string folder;     // "labs/03_ring_allreduce": README, exercise, solution, checker
+  std::string name;    // "ring_allreduce": the command-line name
+  std::string folder;  // "labs/03_ring_allreduce": README, exercise, solution, checker
   std::string title;
   std::string chapter;    // the docs/ chapter it belongs to
   std::string work_file;  // in my_work/: the student's copy of folder/exercise.cc (or answers.toml)
-  std::string template_file;  // in folder: what `lab reset` copies
+  std::string template_file;           // in folder: what `lab reset` copies
   std::vector<std::string> reference;  // where the reference implementation lives
   std::string explanation;             // how the reference works, for `lab solution`
   void (*check)(const Implementations&, const CheckOptions&, Report&) = nullptr;

@@ -18,7 +18,8 @@ class LabTodo : public Error {
 // "my_work/ring_allreduce.cc" out of whatever path the compiler was given.
 inline std::string lab_file(std::string_view path) {
   for (std::string_view dir : {"my_work/", "labs/"})
-    if (const auto at = path.rfind(dir); at != std::string_view::npos) return std::string(path.substr(at));
+    if (const auto at = path.rfind(dir); at != std::string_view::npos)
+      return std::string(path.substr(at));
   return std::string(path);
 }
 

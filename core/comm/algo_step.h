@@ -22,7 +22,7 @@ StepPhase parse_step_phase(const std::string& s);
 
 struct AlgoStep {
   StepPhase phase = StepPhase::kReduceScatter;
-  int index = 0;                     // step (ring) or round (tree) within the phase, from 0
+  int index = 0;                         // step (ring) or round (tree) within the phase, from 0
   int send_peer = -1, recv_peer = -1;    // -1: this side is empty
   int send_block = -1, recv_block = -1;  // ring blocks (context.h); -1: the whole buffer
   int64_t send_bytes = 0, recv_bytes = 0;

@@ -10,7 +10,8 @@ void average_replica_gradients(const std::vector<nn::Module*>& replicas) {
   std::vector<std::vector<nn::Parameter*>> params;
   for (nn::Module* m : replicas) {
     params.push_back(m->parameters());
-    MDDP_CHECK(params.back().size() == params[0].size(), "replica ", params.size() - 1, " is another model");
+    MDDP_CHECK(params.back().size() == params[0].size(), "replica ", params.size() - 1,
+               " is another model");
   }
   const auto k = static_cast<float>(replicas.size());
   for (std::size_t i = 0; i < params[0].size(); ++i) {

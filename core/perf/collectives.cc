@@ -13,10 +13,14 @@ namespace {
 // its all-gather, a reduce before its broadcast.
 int phase_order(comm::StepPhase p) {
   switch (p) {
-    case comm::StepPhase::kReduceScatter: return 0;
-    case comm::StepPhase::kAllGather: return 1;
-    case comm::StepPhase::kReduce: return 2;
-    case comm::StepPhase::kBroadcast: return 3;
+    case comm::StepPhase::kReduceScatter:
+      return 0;
+    case comm::StepPhase::kAllGather:
+      return 1;
+    case comm::StepPhase::kReduce:
+      return 2;
+    case comm::StepPhase::kBroadcast:
+      return 3;
   }
   return 4;
 }
@@ -31,13 +35,16 @@ StepCollectives build_collectives(const std::vector<StepMetrics>& step_records, 
   if (step_records.empty()) return out;
   out.step = step_records.front().step;
   out.origin_unix_ns = step_records.front().start_ns + step_records.front().clock_offset_ns;
-  for (const auto& m : step_records) out.origin_unix_ns = std::min(out.origin_unix_ns, m.start_ns + m.clock_offset_ns);
+  for (const auto& m : step_records)
+    out.origin_unix_ns = std::min(out.origin_unix_ns, m.start_ns + m.clock_offset_ns);
 
   // bucket -> (phase order, index) -> the step across ranks
   std::map<int, CollectiveView> views;
   std::map<int, std::map<std::pair<int, int>, CollectiveStep>> steps;
   for (const auto& m : step_records) {
-    const auto ms = [&](int64_t ns) { return ns_to_ms_since(ns + m.clock_offset_ns, out.origin_unix_ns); };
+    const auto ms = [&](int64_t ns) {
+      return ns_to_ms_since(ns + m.clock_offset_ns, out.origin_unix_ns);
+    };
     for (const ddp::CommSpan& b : m.buckets) {
       if (b.steps.empty()) continue;
       auto [it, fresh] = views.try_emplace(b.index);
@@ -55,8 +62,8 @@ StepCollectives build_collectives(const std::vector<StepMetrics>& step_records, 
         CollectiveStep& s = steps[b.index][{phase_order(a.phase), a.index}];
         s.phase = comm::to_string(a.phase);
         s.index = a.index;
-        s.transfers.push_back({m.rank, a.send_peer, a.send_block, a.recv_peer, a.recv_block, a.send_bytes,
-                               a.recv_bytes, ms(a.start_ns), ms(a.end_ns)});
+        s.transfers.push_back({m.rank, a.send_peer, a.send_block, a.recv_peer, a.recv_block,
+                               a.send_bytes, a.recv_bytes, ms(a.start_ns), ms(a.end_ns)});
       }
     }
   }
@@ -66,12 +73,16 @@ StepCollectives build_collectives(const std::vector<StepMetrics>& step_records, 
                 [](const Transfer& a, const Transfer& b) { return a.rank < b.rank; });
       if (fit) {
         int64_t largest = 0;
-        for (const Transfer& t : s.transfers) largest = std::max({largest, t.send_bytes, t.recv_bytes});
-        s.predicted_ms = (fit->link.alpha_s + static_cast<double>(largest) / fit->link.beta_Bps) * 1e3;
+        for (const Transfer& t : s.transfers)
+          largest = std::max({largest, t.send_bytes, t.recv_bytes});
+        s.predicted_ms =
+            (fit->link.alpha_s + static_cast<double>(largest) / fit->link.beta_Bps) * 1e3;
       }
       v.steps.push_back(std::move(s));
     }
-    if (fit) v.predicted_ms = allreduce_seconds(v.algorithm, static_cast<double>(v.bytes), world_size, fit->link) * 1e3;
+    if (fit)
+      v.predicted_ms =
+          allreduce_seconds(v.algorithm, static_cast<double>(v.bytes), world_size, fit->link) * 1e3;
     out.collectives.push_back(std::move(v));
   }
   return out;
@@ -93,10 +104,11 @@ nlohmann::json steps_json(const CollectiveView& v, bool predicted) {
                            {"recv_bytes", t.recv_bytes},
                            {"start_ms", t.start_ms},
                            {"end_ms", t.end_ms}});
-    steps.push_back({{"phase", s.phase},
-                     {"index", s.index},
-                     {"transfers", std::move(transfers)},
-                     {"predicted_ms", predicted ? nlohmann::json(s.predicted_ms) : nlohmann::json()}});
+    steps.push_back(
+        {{"phase", s.phase},
+         {"index", s.index},
+         {"transfers", std::move(transfers)},
+         {"predicted_ms", predicted ? nlohmann::json(s.predicted_ms) : nlohmann::json()}});
   }
   return steps;
 }
@@ -108,13 +120,14 @@ nlohmann::json to_json(const StepCollectives& c, int bucket) {
   nlohmann::json buckets = nlohmann::json::array();
   const CollectiveView* chosen = nullptr;
   for (const auto& v : c.collectives) {
-    buckets.push_back({{"bucket", v.bucket},
-                       {"bytes", v.bytes},
-                       {"algorithm", v.algorithm},
-                       {"start_ms", v.start_ms},
-                       {"end_ms", v.end_ms},
-                       {"predicted_ms", predicted ? nlohmann::json(v.predicted_ms) : nlohmann::json()},
-                       {"steps", v.steps.size()}});
+    buckets.push_back(
+        {{"bucket", v.bucket},
+         {"bytes", v.bytes},
+         {"algorithm", v.algorithm},
+         {"start_ms", v.start_ms},
+         {"end_ms", v.end_ms},
+         {"predicted_ms", predicted ? nlohmann::json(v.predicted_ms) : nlohmann::json()},
+         {"steps", v.steps.size()}});
     if (bucket >= 0 ? v.bucket == bucket : (!chosen || v.bytes > chosen->bytes)) chosen = &v;
   }
   nlohmann::json collective;
@@ -124,14 +137,11 @@ nlohmann::json to_json(const StepCollectives& c, int bucket) {
   }
   nlohmann::json fit;
   if (c.fit)
-    fit = {{"transport", c.fit->transport}, {"algorithm", c.fit->algorithm}, {"world_size", c.fit->world_size},
-           {"alpha_s", c.fit->link.alpha_s}, {"beta_Bps", c.fit->link.beta_Bps}, {"r2", c.fit->r2}};
-  return {{"step", c.step},
-          {"world_size", c.world_size},
-          {"origin_unix_ns", c.origin_unix_ns},
-          {"fit", fit},
-          {"buckets", std::move(buckets)},
-          {"collective", std::move(collective)}};
+    fit = {{"transport", c.fit->transport},    {"algorithm", c.fit->algorithm},
+           {"world_size", c.fit->world_size},  {"alpha_s", c.fit->link.alpha_s},
+           {"beta_Bps", c.fit->link.beta_Bps}, {"r2", c.fit->r2}};
+  return {{"step", c.step}, {"world_size", c.world_size},    {"origin_unix_ns", c.origin_unix_ns},
+          {"fit", fit},     {"buckets", std::move(buckets)}, {"collective", std::move(collective)}};
 }
 
 }  // namespace mddp::perf

@@ -36,9 +36,9 @@ struct CollectiveStep {
 struct CollectiveView {
   int bucket = 0;
   std::size_t bytes = 0;
-  std::string algorithm;  // as run: the job's --algo, `auto` resolved by size
-  double start_ms = 0, end_ms = 0;  // first start and last end across ranks
-  double predicted_ms = 0;          // the whole all-reduce by the model; 0 without a fit
+  std::string algorithm;              // as run: the job's --algo, `auto` resolved by size
+  double start_ms = 0, end_ms = 0;    // first start and last end across ranks
+  double predicted_ms = 0;            // the whole all-reduce by the model; 0 without a fit
   std::vector<CollectiveStep> steps;  // in the order the algorithm runs them
 };
 

@@ -54,15 +54,18 @@ void check_manual(const Implementations& impl, const CheckOptions& o, Report& re
   for (int k : o.world_sizes) {
     const auto [problem, result] = run_guarded([&] { return average_case(impl.manual, k); });
     if (problem != Problem::kNone) {
-      report.fail(str("average of ", k, " replica", k == 1 ? "" : "s", ": ", result.message), result.details);
+      report.fail(str("average of ", k, " replica", k == 1 ? "" : "s", ": ", result.message),
+                  result.details);
       return;
     }
     ++cases;
   }
   report.passed("every replica holds the whole batch's gradient, 1 to 7 replicas", cases);
   char line[160];
-  std::snprintf(line, sizeof line, "speed: averaging two replicas of FullMLP(256, 4): yours %.3f ms, reference %.3f ms",
-                time_average(impl.manual.average_gradients), time_average(ddp::average_replica_gradients));
+  std::snprintf(
+      line, sizeof line,
+      "speed: averaging two replicas of FullMLP(256, 4): yours %.3f ms, reference %.3f ms",
+      time_average(impl.manual.average_gradients), time_average(ddp::average_replica_gradients));
   report.note(line);
 }
 

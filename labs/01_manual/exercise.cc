@@ -1,9 +1,8 @@
 // Lab 1 — manual gradient averaging with two replicas.
 // Read labs/01_manual/README.md first. Check your work with:
 //   cmake --build build && build/cli/microddp lab check manual
-#include "labs/01_manual/lab.h"
-
 #include "core/tensor/ops.h"
+#include "labs/01_manual/lab.h"
 #include "labs/todo.h"
 
 namespace mddp::labs::impl {

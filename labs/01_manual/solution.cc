@@ -5,6 +5,8 @@
 
 namespace mddp::labs::impl {
 
-void average_gradients(const std::vector<nn::Module*>& replicas) { ddp::average_replica_gradients(replicas); }
+void average_gradients(const std::vector<nn::Module*>& replicas) {
+  ddp::average_replica_gradients(replicas);
+}
 
 }  // namespace mddp::labs::impl

@@ -10,13 +10,16 @@
 namespace mddp::labs {
 namespace {
 
-std::vector<std::string> diagnose_naive(const CollectiveCase& c, const std::vector<MessageLog>& logs) {
+std::vector<std::string> diagnose_naive(const CollectiveCase& c,
+                                        const std::vector<MessageLog>& logs) {
   const int n = c.world;
   for (int r = 1; r < n; ++r) {
     const MessageLog& l = logs[r];
     if (l.sends.size() != 1 || l.sends[0].peer != 0)
-      return {str("rank ", r, " sent ", l.sends.size(), " message(s)", l.sends.empty() ? "" : str(", the first to rank ", l.sends[0].peer),
-                  "; in the naive all-reduce every rank but 0 sends exactly one: its whole buffer, to rank 0")};
+      return {str("rank ", r, " sent ", l.sends.size(), " message(s)",
+                  l.sends.empty() ? "" : str(", the first to rank ", l.sends[0].peer),
+                  "; in the naive all-reduce every rank but 0 sends exactly one: its whole buffer, "
+                  "to rank 0")};
     if (l.recvs.size() != 1 || l.recvs[0].peer != 0)
       return {str("rank ", r, " received ", l.recvs.size(),
                   " message(s); it should receive exactly one, the result, from rank 0")};
@@ -28,8 +31,12 @@ std::vector<std::string> diagnose_naive(const CollectiveCase& c, const std::vect
   for (const Message& m : root.sends)
     if (m.peer > 0 && m.peer < n) ++told[m.peer];
   for (int q = 1; q < n; ++q) {
-    if (heard[q] != 1) return {str("rank 0 received ", heard[q], " message(s) from rank ", q, "; it should receive exactly one")};
-    if (told[q] != 1) return {str("rank 0 sent ", told[q], " message(s) to rank ", q, "; it should send the result once")};
+    if (heard[q] != 1)
+      return {str("rank 0 received ", heard[q], " message(s) from rank ", q,
+                  "; it should receive exactly one")};
+    if (told[q] != 1)
+      return {str("rank 0 sent ", told[q], " message(s) to rank ", q,
+                  "; it should send the result once")};
   }
   // The result rank 0 sent must be complete.
   const auto p = decode(root.sends.front().first);
@@ -45,12 +52,7 @@ void check_naive_allreduce(const Implementations& impl, const CheckOptions& o, R
   const AllReduceFn fn = impl.naive_allreduce;
   CollectiveLab lab;
   lab.algorithm = "naive";
-  lab.stages = {{.name = "all-reduce",
-                 .ops = {comm::ReduceOp::kSum, comm::ReduceOp::kAvg, comm::ReduceOp::kMax},
-                 .large_count = true,
-                 .run = [fn](const comm::AlgoContext& ctx, float* data, const CollectiveCase& c) {
-                   fn(ctx, data, c.count, comm::DataType::kFloat32, c.op);
-                 }}};
+  lab.stages = {all_reduce_stage(fn)};
   lab.student_all_reduce = fn;
   lab.reference_all_reduce = comm::all_reduce_naive;
   lab.diagnose = diagnose_naive;

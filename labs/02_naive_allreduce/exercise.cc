@@ -1,9 +1,8 @@
 // Lab 2 — naive all-reduce: gather to rank 0, combine, send the result back.
 // Read labs/02_naive_allreduce/README.md first. Check your work with:
 //   cmake --build build && build/cli/microddp lab check naive_allreduce
-#include "labs/02_naive_allreduce/lab.h"
-
 #include "core/comm/reduce_kernels.h"
+#include "labs/02_naive_allreduce/lab.h"
 #include "labs/todo.h"
 
 namespace mddp::labs::impl {

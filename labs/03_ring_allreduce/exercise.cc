@@ -1,15 +1,14 @@
 // Lab 3 — ring all-reduce = ring reduce-scatter + ring all-gather.
 // Read labs/03_ring_allreduce/README.md first. Check your work with:
 //   cmake --build build && build/cli/microddp lab check ring_allreduce
-#include "labs/03_ring_allreduce/lab.h"
-
 #include "core/comm/reduce_kernels.h"
+#include "labs/03_ring_allreduce/lab.h"
 #include "labs/todo.h"
 
 namespace mddp::labs::impl {
 
-void ring_reduce_scatter(const comm::AlgoContext& ctx, void* data, comm::Blocks blocks, comm::DataType t,
-                         comm::ReduceOp op) {
+void ring_reduce_scatter(const comm::AlgoContext& ctx, void* data, comm::Blocks blocks,
+                         comm::DataType t, comm::ReduceOp op) {
   // EXERCISE: n - 1 steps. In step s, rank r sends block (r - s - 1) mod n to
   // its right neighbour and receives block (r - s - 2) mod n from its left
   // one (into scratch), then reduces the received block into its own copy.
@@ -20,7 +19,8 @@ void ring_reduce_scatter(const comm::AlgoContext& ctx, void* data, comm::Blocks 
   MDDP_LAB_TODO("ring_reduce_scatter");
 }
 
-void ring_all_gather(const comm::AlgoContext& ctx, void* data, comm::Blocks blocks, comm::DataType t) {
+void ring_all_gather(const comm::AlgoContext& ctx, void* data, comm::Blocks blocks,
+                     comm::DataType t) {
   // EXERCISE: n - 1 steps. In step s, rank r sends block (r - s) mod n to the
   // right and receives block (r - s - 1) mod n from the left, straight into
   // place.

@@ -5,12 +5,13 @@
 
 namespace mddp::labs::impl {
 
-void ring_reduce_scatter(const comm::AlgoContext& ctx, void* data, comm::Blocks blocks, comm::DataType t,
-                         comm::ReduceOp op) {
+void ring_reduce_scatter(const comm::AlgoContext& ctx, void* data, comm::Blocks blocks,
+                         comm::DataType t, comm::ReduceOp op) {
   comm::ring_reduce_scatter_inplace(ctx, data, blocks, t, op);
 }
 
-void ring_all_gather(const comm::AlgoContext& ctx, void* data, comm::Blocks blocks, comm::DataType t) {
+void ring_all_gather(const comm::AlgoContext& ctx, void* data, comm::Blocks blocks,
+                     comm::DataType t) {
   comm::ring_all_gather_inplace(ctx, data, blocks, t);
 }
 

@@ -32,35 +32,44 @@ TreeRank tree_rank(int r, int root, int n) {
   return t;
 }
 
-std::vector<std::string> diagnose_phase(bool reduce, int root, int n, const std::vector<MessageLog>& logs) {
+std::vector<std::string> diagnose_phase(bool reduce, int root, int n,
+                                        const std::vector<MessageLog>& logs) {
   const std::string name = str(reduce ? "tree reduce" : "tree broadcast", " (root ", root, ")");
   for (int r = 0; r < n; ++r) {
     const TreeRank t = tree_rank(r, root, n);
     const auto& up = reduce ? logs[r].sends : logs[r].recvs;    // to / from the parent
     const auto& down = reduce ? logs[r].recvs : logs[r].sends;  // from / to the children
     if (t.parent >= 0 && (up.empty() || up[0].peer != t.parent))
-      return {str(name, ": rank ", r, reduce ? " did not send to its parent, rank " : " did not receive from its parent, rank ",
-                  t.parent, " (vrank v minus its lowest set bit)")};
+      return {str(
+          name, ": rank ", r,
+          reduce ? " did not send to its parent, rank " : " did not receive from its parent, rank ",
+          t.parent, " (vrank v minus its lowest set bit)")};
     if (t.parent < 0 && !up.empty())
-      return {str(name, ": the root, rank ", r, reduce ? ", sent to rank " : ", received from rank ", up[0].peer,
+      return {str(name, ": the root, rank ", r,
+                  reduce ? ", sent to rank " : ", received from rank ", up[0].peer,
                   "; the root only ", reduce ? "receives" : "sends")};
     std::string kids;
     for (int c : t.children) kids += (kids.empty() ? "" : ", ") + std::to_string(c);
     for (std::size_t k = 0; k < t.children.size(); ++k)
-      if (k >= down.size() || std::find(t.children.begin(), t.children.end(), down[k].peer) == t.children.end())
-        return {str(name, ": rank ", r, reduce ? " should receive from its children, ranks " : " should send to its children, ranks ",
+      if (k >= down.size() ||
+          std::find(t.children.begin(), t.children.end(), down[k].peer) == t.children.end())
+        return {str(name, ": rank ", r,
+                    reduce ? " should receive from its children, ranks "
+                           : " should send to its children, ranks ",
                     kids, ", once each")};
     if (reduce && t.parent >= 0) {
       const auto p = decode(up[0].first);
       if (p && p->ranks != t.subtree)
-        return {str(name, ": rank ", r, " sent its parent the contributions of ranks ", rank_set(p->ranks),
-                    "; its subtree is ranks ", rank_set(t.subtree), ": add every child's partial result before sending")};
+        return {str(name, ": rank ", r, " sent its parent the contributions of ranks ",
+                    rank_set(p->ranks), "; its subtree is ranks ", rank_set(t.subtree),
+                    ": add every child's partial result before sending")};
     }
   }
   return {};
 }
 
-std::vector<std::string> diagnose_tree(const CollectiveCase& c, const std::vector<MessageLog>& logs) {
+std::vector<std::string> diagnose_tree(const CollectiveCase& c,
+                                       const std::vector<MessageLog>& logs) {
   const int n = c.world;
   if (c.stage == "reduce") return diagnose_phase(true, c.root, n, logs);
   if (c.stage == "broadcast") return diagnose_phase(false, c.root, n, logs);
@@ -70,7 +79,9 @@ std::vector<std::string> diagnose_tree(const CollectiveCase& c, const std::vecto
   std::vector<MessageLog> rest(logs);
   for (int r = 0; r < n; ++r) {
     const TreeRank t = tree_rank(r, 0, n);
-    auto drop = [](std::vector<Message>& v, std::size_t k) { v.erase(v.begin(), v.begin() + std::min(k, v.size())); };
+    auto drop = [](std::vector<Message>& v, std::size_t k) {
+      v.erase(v.begin(), v.begin() + std::min(k, v.size()));
+    };
     drop(rest[r].sends, t.parent < 0 ? 0 : 1);
     drop(rest[r].recvs, t.children.size());
   }
@@ -89,20 +100,18 @@ void check_tree_allreduce(const Implementations& impl, const CheckOptions& o, Re
        .output = Stage::Output::kRoot,
        .ops = {comm::ReduceOp::kSum, comm::ReduceOp::kAvg},
        .roots = true,
-       .run = [fns](const comm::AlgoContext& ctx, float* data, const CollectiveCase& c) {
-         fns.reduce(ctx, data, c.count, comm::DataType::kFloat32, c.op, c.root);
-       }},
+       .run =
+           [fns](const comm::AlgoContext& ctx, float* data, const CollectiveCase& c) {
+             fns.reduce(ctx, data, c.count, comm::DataType::kFloat32, c.op, c.root);
+           }},
       {.name = "broadcast",
        .input = Stage::Input::kRootResult,
        .roots = true,
-       .run = [fns](const comm::AlgoContext& ctx, float* data, const CollectiveCase& c) {
-         fns.broadcast(ctx, data, c.count, comm::DataType::kFloat32, c.root);
-       }},
-      {.name = "all-reduce",
-       .ops = {comm::ReduceOp::kSum, comm::ReduceOp::kAvg, comm::ReduceOp::kMax},
-       .large_count = true,
-       .run = [fns](const comm::AlgoContext& ctx, float* data,
-                    const CollectiveCase& c) { fns.all_reduce(ctx, data, c.count, comm::DataType::kFloat32, c.op); }},
+       .run =
+           [fns](const comm::AlgoContext& ctx, float* data, const CollectiveCase& c) {
+             fns.broadcast(ctx, data, c.count, comm::DataType::kFloat32, c.root);
+           }},
+      all_reduce_stage(fns.all_reduce),
   };
   lab.student_all_reduce = fns.all_reduce;
   lab.reference_all_reduce = comm::all_reduce_tree;

@@ -1,15 +1,14 @@
 // Lab 4 — tree all-reduce = binomial-tree reduce + binomial-tree broadcast.
 // Read labs/04_tree_allreduce/README.md first. Check your work with:
 //   cmake --build build && build/cli/microddp lab check tree_allreduce
-#include "labs/04_tree_allreduce/lab.h"
-
 #include "core/comm/reduce_kernels.h"
+#include "labs/04_tree_allreduce/lab.h"
 #include "labs/todo.h"
 
 namespace mddp::labs::impl {
 
-void tree_reduce(const comm::AlgoContext& ctx, void* data, int64_t count, comm::DataType t, comm::ReduceOp op,
-                 int root) {
+void tree_reduce(const comm::AlgoContext& ctx, void* data, int64_t count, comm::DataType t,
+                 comm::ReduceOp op, int root) {
   // EXERCISE: work in vranks, v = ctx.vrank(root) (the root is 0). For mask =
   // 1, 2, 4, ...: if v has the bit `mask` set, send data to the parent
   // ctx.real(v - mask, root) and stop; otherwise, if v + mask < n, receive
@@ -18,7 +17,8 @@ void tree_reduce(const comm::AlgoContext& ctx, void* data, int64_t count, comm::
   MDDP_LAB_TODO("tree_reduce");
 }
 
-void tree_broadcast(const comm::AlgoContext& ctx, void* data, int64_t count, comm::DataType t, int root) {
+void tree_broadcast(const comm::AlgoContext& ctx, void* data, int64_t count, comm::DataType t,
+                    int root) {
   // EXERCISE: the reduce's tree backwards. A vrank v != 0 first receives from
   // its parent v - (lowest set bit of v); then every rank sends to v + m for
   // each power of two m below that bit (the root: below n), largest first.

@@ -12,10 +12,11 @@ namespace mddp::labs::impl {
 
 // The reduction over all ranks lands in root's data (kAvg: divided by the
 // world size there); other ranks' data may be overwritten with partial results.
-void tree_reduce(const comm::AlgoContext& ctx, void* data, int64_t count, comm::DataType t, comm::ReduceOp op,
-                 int root);
+void tree_reduce(const comm::AlgoContext& ctx, void* data, int64_t count, comm::DataType t,
+                 comm::ReduceOp op, int root);
 // root's data[count] reaches every rank.
-void tree_broadcast(const comm::AlgoContext& ctx, void* data, int64_t count, comm::DataType t, int root);
+void tree_broadcast(const comm::AlgoContext& ctx, void* data, int64_t count, comm::DataType t,
+                    int root);
 // data[count] becomes the reduction over all ranks.
 void all_reduce_tree(const comm::AlgoContext& ctx, void* data, int64_t count, comm::DataType t,
                      comm::ReduceOp op);

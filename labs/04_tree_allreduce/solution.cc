@@ -5,12 +5,13 @@
 
 namespace mddp::labs::impl {
 
-void tree_reduce(const comm::AlgoContext& ctx, void* data, int64_t count, comm::DataType t, comm::ReduceOp op,
-                 int root) {
+void tree_reduce(const comm::AlgoContext& ctx, void* data, int64_t count, comm::DataType t,
+                 comm::ReduceOp op, int root) {
   comm::reduce_tree(ctx, data, count, t, op, root);
 }
 
-void tree_broadcast(const comm::AlgoContext& ctx, void* data, int64_t count, comm::DataType t, int root) {
+void tree_broadcast(const comm::AlgoContext& ctx, void* data, int64_t count, comm::DataType t,
+                    int root) {
   comm::broadcast_tree(ctx, data, count, t, root);
 }
 

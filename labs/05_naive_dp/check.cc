@@ -9,7 +9,9 @@ namespace mddp::labs {
 void check_naive_dp(const Implementations& impl, const CheckOptions& o, Report& report) {
   const SyncFactory make = impl.naive_dp;
   if (!check_dp_groups(o, report, [&](DpRank& r) { grad_sync_cases(r, "naive DP", make); })) return;
-  sync_speed({{"yours", make}, {"reference (naive)", core_sync(ddp::Mode::kNaive)}, {"hooked (Lab 6)", core_sync(ddp::Mode::kHooked)}},
+  sync_speed({{"yours", make},
+              {"reference (naive)", core_sync(ddp::Mode::kNaive)},
+              {"hooked (Lab 6)", core_sync(ddp::Mode::kHooked)}},
              o, report);
 }
 

@@ -2,7 +2,6 @@
 // Read labs/05_naive_dp/README.md first. Check your work with:
 //   cmake --build build && build/cli/microddp lab check naive_dp
 #include "labs/05_naive_dp/lab.h"
-
 #include "labs/todo.h"
 
 namespace mddp::labs::impl {
@@ -32,7 +31,8 @@ class NaiveSync : public ddp::GradSync {
 
 }  // namespace
 
-std::unique_ptr<ddp::GradSync> make_naive_sync(std::vector<nn::Parameter*> params, comm::ProcessGroup& group) {
+std::unique_ptr<ddp::GradSync> make_naive_sync(std::vector<nn::Parameter*> params,
+                                               comm::ProcessGroup& group) {
   return std::make_unique<NaiveSync>(std::move(params), group);
 }
 

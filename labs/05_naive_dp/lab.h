@@ -12,6 +12,7 @@
 namespace mddp::labs::impl {
 
 // The strategy for `params` (registration order) over `group`.
-std::unique_ptr<ddp::GradSync> make_naive_sync(std::vector<nn::Parameter*> params, comm::ProcessGroup& group);
+std::unique_ptr<ddp::GradSync> make_naive_sync(std::vector<nn::Parameter*> params,
+                                               comm::ProcessGroup& group);
 
 }  // namespace mddp::labs::impl

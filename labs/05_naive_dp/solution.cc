@@ -3,7 +3,8 @@
 
 namespace mddp::labs::impl {
 
-std::unique_ptr<ddp::GradSync> make_naive_sync(std::vector<nn::Parameter*> params, comm::ProcessGroup& group) {
+std::unique_ptr<ddp::GradSync> make_naive_sync(std::vector<nn::Parameter*> params,
+                                               comm::ProcessGroup& group) {
   return ddp::make_grad_sync({.mode = ddp::Mode::kNaive}, std::move(params), group);
 }
 

@@ -2,7 +2,6 @@
 // Read labs/06_hooks/README.md first. Check your work with:
 //   cmake --build build && build/cli/microddp lab check hooks
 #include "labs/06_hooks/lab.h"
-
 #include "labs/todo.h"
 
 namespace mddp::labs::impl {
@@ -36,7 +35,8 @@ class HookedSync : public ddp::GradSync {
 
 }  // namespace
 
-std::unique_ptr<ddp::GradSync> make_hooked_sync(std::vector<nn::Parameter*> params, comm::ProcessGroup& group) {
+std::unique_ptr<ddp::GradSync> make_hooked_sync(std::vector<nn::Parameter*> params,
+                                                comm::ProcessGroup& group) {
   return std::make_unique<HookedSync>(std::move(params), group);
 }
 

@@ -2,13 +2,13 @@
 // Read labs/07_bucketing/README.md first. Check your work with:
 //   cmake --build build && build/cli/microddp lab check bucketing
 #include "labs/07_bucketing/lab.h"
-
 #include "labs/todo.h"
 
 namespace mddp::labs::impl {
 
 std::vector<std::vector<std::size_t>> assign_buckets(const std::vector<std::size_t>& param_bytes,
-                                                     std::size_t first_cap_bytes, std::size_t cap_bytes) {
+                                                     std::size_t first_cap_bytes,
+                                                     std::size_t cap_bytes) {
   // EXERCISE: walk the parameters from the last (index size-1) to the first,
   // the order their gradients become ready. Append each to the current
   // bucket, opening a new one when there is none yet or when this parameter

@@ -18,7 +18,8 @@ namespace mddp::labs::impl {
 // first_cap_bytes, the others at cap_bytes; a parameter larger than the cap
 // gets a bucket of its own.
 std::vector<std::vector<std::size_t>> assign_buckets(const std::vector<std::size_t>& param_bytes,
-                                                     std::size_t first_cap_bytes, std::size_t cap_bytes);
+                                                     std::size_t first_cap_bytes,
+                                                     std::size_t cap_bytes);
 
 // Buckets [0, next) are launched; pending[b] counts the gradients bucket b
 // still waits for. Call launch(b) for every bucket that may go now, and

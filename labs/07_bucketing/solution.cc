@@ -6,7 +6,8 @@
 namespace mddp::labs::impl {
 
 std::vector<std::vector<std::size_t>> assign_buckets(const std::vector<std::size_t>& param_bytes,
-                                                     std::size_t first_cap_bytes, std::size_t cap_bytes) {
+                                                     std::size_t first_cap_bytes,
+                                                     std::size_t cap_bytes) {
   return ddp::assign_buckets(param_bytes, first_cap_bytes, cap_bytes);
 }
 

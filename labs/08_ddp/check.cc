@@ -22,11 +22,12 @@ CaseResult same_as_rank0(nn::Module& model, const Grads& rank0, const Grads& min
     for (std::size_t k = 0; k < now[p].size(); ++k) {
       if (now[p][k] == rank0[p][k]) continue;
       CaseResult r{.message = str("rank ", rank, ", ", param_name(model, p), " element ", k,
-                                  " after construction: expected rank 0's ", show(rank0[p][k]), ", got ",
-                                  show(now[p][k]))};
+                                  " after construction: expected rank 0's ", show(rank0[p][k]),
+                                  ", got ", show(now[p][k]))};
       if (now == mine)
-        r.details.push_back("every parameter is still this rank's own: the initial broadcast is missing — every "
-                            "replica must start from rank 0's parameters (broadcast them in the constructor)");
+        r.details.push_back(
+            "every parameter is still this rank's own: the initial broadcast is missing — every "
+            "replica must start from rank 0's parameters (broadcast them in the constructor)");
       return r;
     }
   return CaseResult::ok();
@@ -37,7 +38,8 @@ void ddp_cases(DpRank& r, const DdpFactory make) {
   const Grads mine = values_of(*model);
   const Grads rank0 = values_of(*dp_model(kSeedOfRank0));
   // Small caps: several buckets over the six parameters.
-  const ddp::SyncOptions sync{.mode = ddp::Mode::kBucketed, .bucket_mb = 200.0 / (1 << 20),
+  const ddp::SyncOptions sync{.mode = ddp::Mode::kBucketed,
+                              .bucket_mb = 200.0 / (1 << 20),
                               .first_bucket_mb = 100.0 / (1 << 20)};
   WatchedGroup& g = r.group();
   std::unique_ptr<ddp::DataParallel> wrapper;
@@ -54,7 +56,8 @@ void ddp_cases(DpRank& r, const DdpFactory make) {
         backward_shard(*model, r.rank(), r.world());
         wrapper->after_backward();
         return compare_grads(*model, whole_batch_grads(r.world(), {0}, &rank0),
-                             shard_grads(r.rank(), r.world(), {0}, &rank0), r.world(), str("rank ", r.rank()));
+                             shard_grads(r.rank(), r.world(), {0}, &rank0), r.world(),
+                             str("rank ", r.rank()));
       }))
     return;
   r.run("no_sync over 3 micro-batches", [&] {
@@ -69,11 +72,14 @@ void ddp_cases(DpRank& r, const DdpFactory make) {
     g.set_phase("");
     for (int k = 1; k <= 2; ++k)
       if (const int64_t n = g.issued_in(str("micro-batch ", k)); n > 0)
-        return CaseResult{.message = str("rank ", r.rank(), " issued ", n, " collective(s) during micro-batch ", k,
-                                         " of 3: with gradient accumulation only the last micro-batch's backward "
-                                         "synchronises (no_sync: before_backward(false) turns the hook off)")};
+        return CaseResult{
+            .message =
+                str("rank ", r.rank(), " issued ", n, " collective(s) during micro-batch ", k,
+                    " of 3: with gradient accumulation only the last micro-batch's backward "
+                    "synchronises (no_sync: before_backward(false) turns the hook off)")};
     return compare_grads(*model, whole_batch_grads(r.world(), {1, 2, 3}, &rank0),
-                         shard_grads(r.rank(), r.world(), {1, 2, 3}, &rank0), r.world(), str("rank ", r.rank()));
+                         shard_grads(r.rank(), r.world(), {1, 2, 3}, &rank0), r.world(),
+                         str("rank ", r.rank()));
   });
 }
 

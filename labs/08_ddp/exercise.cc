@@ -2,7 +2,6 @@
 // Read labs/08_ddp/README.md first. Check your work with:
 //   cmake --build build && build/cli/microddp lab check ddp
 #include "labs/08_ddp/lab.h"
-
 #include "labs/todo.h"
 
 namespace mddp::labs::impl {

@@ -6,7 +6,8 @@ namespace mddp::labs::impl {
 
 std::unique_ptr<ddp::DataParallel> make_ddp(nn::Module& model, comm::ProcessGroup& group,
                                             const ddp::SyncOptions& sync) {
-  return std::make_unique<ddp::DistributedDataParallel>(model, group, ddp::DdpOptions{.sync = sync});
+  return std::make_unique<ddp::DistributedDataParallel>(model, group,
+                                                        ddp::DdpOptions{.sync = sync});
 }
 
 }  // namespace mddp::labs::impl

@@ -2,7 +2,6 @@
 // Read labs/09_sync_primitives/README.md first. Check your work with:
 //   cmake --build build && build/cli/microddp lab check sync_primitives
 #include "labs/09_sync_primitives/lab.h"
-
 #include "labs/todo.h"
 
 namespace mddp::labs::impl {

@@ -18,7 +18,8 @@ GatheredEval gather_eval(const EvalCounts& mine, comm::Communicator& comm, int r
   GatheredEval result;
   int64_t correct = 0, samples = 0;
   for (std::size_t r = 0; 2 * r < out.size(); ++r) {
-    result.per_rank.push_back({static_cast<int64_t>(out[2 * r]), static_cast<int64_t>(out[2 * r + 1])});
+    result.per_rank.push_back(
+        {static_cast<int64_t>(out[2 * r]), static_cast<int64_t>(out[2 * r + 1])});
     correct += result.per_rank.back().correct;
     samples += result.per_rank.back().samples;
   }

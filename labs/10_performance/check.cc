@@ -57,21 +57,26 @@ CaseResult grade(const Answers& a, const perf::Analysis& an) {
     if (!rank) return missing(2, "straggler_rank");
     if (!phase) return missing(2, "straggler_phase");
     if (static_cast<int>(*rank) != worst->rank || *phase != worst->phase)
-      return {.message = str("question 2: the rank the others waited for was not rank ", static_cast<int>(*rank),
-                             " in ", *phase, ": read the 'stragglers' section ('worst:')")};
+      return {.message = str("question 2: the rank the others waited for was not rank ",
+                             static_cast<int>(*rank), " in ", *phase,
+                             ": read the 'stragglers' section ('worst:')")};
   } else if (rank || phase) {
-    return {.message = "question 2: no rank was late in this run (analyze lists no straggler): answer -1 and \"\""};
+    return {.message =
+                "question 2: no rank was late in this run (analyze lists no straggler): answer -1 "
+                "and \"\""};
   }
 
   const auto exposed = a.number("exposed_comm_share");
   if (!exposed) return missing(3, "exposed_comm_share");
   if (!near(*exposed, an.exposed_comm_share, 0, 0.01)) {
-    CaseResult r{.message = str("question 3: ", *exposed, " is not the exposed communication's share of the step")};
+    CaseResult r{.message = str("question 3: ", *exposed,
+                                " is not the exposed communication's share of the step")};
     if (near(*exposed, 100 * an.exposed_comm_share, 0, 1))
       r.details.push_back("a fraction is asked for: 42.5% is 0.425");
     else if (near(*exposed, an.total_comm_share, 0, 0.01))
-      r.details.push_back("that is the share of the total communication (the '*' row, on the progress thread); "
-                          "exposed is only what the training thread waited for after backward");
+      r.details.push_back(
+          "that is the share of the total communication (the '*' row, on the progress thread); "
+          "exposed is only what the training thread waited for after backward");
     r.details.push_back("read the 'exposed comm' row's share, or the 'communication:' line");
     return r;
   }
@@ -80,7 +85,8 @@ CaseResult grade(const Answers& a, const perf::Analysis& an) {
   if (!overlap) return missing(4, "overlap");
   if (!near(*overlap, an.overlap, 0, 0.01)) {
     CaseResult r{.message = str("question 4: ", *overlap, " is not the overlap")};
-    if (near(*overlap, 100 * an.overlap, 0, 1)) r.details.push_back("a fraction is asked for, not a percentage");
+    if (near(*overlap, 100 * an.overlap, 0, 1))
+      r.details.push_back("a fraction is asked for, not a percentage");
     r.details.push_back("the 'communication:' line gives it: 1 - exposed / total");
     return r;
   }
@@ -88,11 +94,13 @@ CaseResult grade(const Answers& a, const perf::Analysis& an) {
   const auto bytes = a.number("comm_bytes_per_step");
   if (!bytes) return missing(5, "comm_bytes_per_step");
   if (!near(*bytes, an.comm_bytes_per_step, 0.01)) {
-    CaseResult r{.message = str("question 5: ", static_cast<int64_t>(*bytes), " bytes is not what a rank all-reduces per step")};
+    CaseResult r{.message = str("question 5: ", static_cast<int64_t>(*bytes),
+                                " bytes is not what a rank all-reduces per step")};
     if (near(*bytes * 4, an.comm_bytes_per_step, 0.01))
       r.details.push_back("that is the number of parameters: each fp32 gradient is 4 bytes");
-    r.details.push_back("every gradient is all-reduced once per step: 4 bytes x parameters (the 'communication:' "
-                        "line shows it in MiB)");
+    r.details.push_back(
+        "every gradient is all-reduced once per step: 4 bytes x parameters (the 'communication:' "
+        "line shows it in MiB)");
     return r;
   }
 
@@ -104,7 +112,8 @@ CaseResult grade(const Answers& a, const perf::Analysis& an) {
   const auto count = a.number("allreduces_per_step");
   if (!count) return missing(6, "allreduces_per_step");
   if (!near(*count, per_step, 0, 0.5))
-    return {.message = str("question 6: not ", *count, " all-reduces per step: add the 'per step' column of the "
+    return {.message = str("question 6: not ", *count,
+                           " all-reduces per step: add the 'per step' column of the "
                            "all-reduces table")};
 
   const auto ring = a.number("ring_ms_largest_bucket");
@@ -112,7 +121,8 @@ CaseResult grade(const Answers& a, const perf::Analysis& an) {
   const int n = an.config.world_size;
   const double want_ms = perf::allreduce_seconds("ring", largest, n, {kAlpha, kBeta}) * 1e3;
   if (!near(*ring, want_ms, 0.02)) {
-    CaseResult r{.message = str("question 7: ", *ring, " ms is not the ring's time for the largest bucket (",
+    CaseResult r{.message = str("question 7: ", *ring,
+                                " ms is not the ring's time for the largest bucket (",
                                 static_cast<int64_t>(largest), " bytes on ", n, " ranks)")};
     if (near(*ring, 2.0 * (n - 1) * (kAlpha + largest / kBeta) * 1e3, 0.02))
       r.details.push_back("each ring step moves one block, S/n bytes, not the whole S");
@@ -128,7 +138,8 @@ CaseResult grade(const Answers& a, const perf::Analysis& an) {
 void check_performance(const Implementations&, const CheckOptions& o, Report& report) {
   const std::filesystem::path file = std::filesystem::path(o.work_dir) / "performance.toml";
   if (!std::filesystem::exists(file)) {
-    report.fail(str("no answers at ", file.string(), ": `microddp lab reset performance` makes the file to fill in"));
+    report.fail(str("no answers at ", file.string(),
+                    ": `microddp lab reset performance` makes the file to fill in"));
     return;
   }
   toml::table answers;
@@ -146,8 +157,10 @@ void check_performance(const Implementations&, const CheckOptions& o, Report& re
   std::filesystem::path run = *run_entry;
   if (run.is_relative()) run = std::filesystem::path(o.root_dir) / run;
   if (!std::filesystem::exists(run / "metrics.jsonl")) {
-    report.fail(str("no run at ", run.string(), ": make it first (labs/10_performance/README.md, step 1):"),
-                {str("build/cli/microddp run --nproc 2 --steps 60 --straggler 1:backward:3 --run-dir ", *run_entry)});
+    report.fail(
+        str("no run at ", run.string(), ": make it first (labs/10_performance/README.md, step 1):"),
+        {str("build/cli/microddp run --nproc 2 --steps 60 --straggler 1:backward:3 --run-dir ",
+             *run_entry)});
     return;
   }
   perf::Analysis an;

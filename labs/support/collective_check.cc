@@ -38,8 +38,10 @@ std::string blocks_text(int64_t count, int n) {
 }
 
 std::string case_name(const CollectiveCase& c, comm::TransportKind kind) {
-  std::string s = str(c.stage, ", ", group_name(c.world, kind), ", ", c.count, c.count == 1 ? " element" : " elements");
-  if (c.world > 1 && c.count > 0 && c.count < 1000) s += str(" (", blocks_text(c.count, c.world), ")");
+  std::string s = str(c.stage, ", ", group_name(c.world, kind), ", ", c.count,
+                      c.count == 1 ? " element" : " elements");
+  if (c.world > 1 && c.count > 0 && c.count < 1000)
+    s += str(" (", blocks_text(c.count, c.world), ")");
   s += str(", ", comm::to_string(c.op));
   return s;
 }
@@ -49,7 +51,8 @@ std::string where(int64_t i, int64_t count, int n) {
   const comm::Blocks b{count, n};
   for (int k = 0; k < n; ++k)
     if (i < b.begin(k) + b.size(k))
-      return str("block ", k, " of ", n, ": elements ", b.begin(k), "..", b.begin(k) + b.size(k) - 1);
+      return str("block ", k, " of ", n, ": elements ", b.begin(k), "..",
+                 b.begin(k) + b.size(k) - 1);
   return "?";
 }
 
@@ -57,7 +60,9 @@ void fill(const CollectiveStage& st, const CollectiveCase& c, int r, std::vector
   const comm::Blocks blocks{c.count, c.world};
   for (int64_t i = 0; i < c.count; ++i) {
     switch (st.input) {
-      case CollectiveStage::Input::kContributions: data[i] = contribution(r, i); break;
+      case CollectiveStage::Input::kContributions:
+        data[i] = contribution(r, i);
+        break;
       case CollectiveStage::Input::kOwnBlockResult: {
         const bool mine = i >= blocks.begin(r) && i < blocks.begin(r) + blocks.size(r);
         data[i] = mine ? reduced(c.world, i, ReduceOp::kSum) : kNaN;
@@ -71,7 +76,8 @@ void fill(const CollectiveStage& st, const CollectiveCase& c, int r, std::vector
 }
 
 // The result rank r must hold at element i, or nullopt where nothing is promised.
-std::optional<float> expected(const CollectiveStage& st, const CollectiveCase& c, int r, int64_t i) {
+std::optional<float> expected(const CollectiveStage& st, const CollectiveCase& c, int r,
+                              int64_t i) {
   const comm::Blocks blocks{c.count, c.world};
   switch (st.output) {
     case CollectiveStage::Output::kOwnBlock:
@@ -81,14 +87,16 @@ std::optional<float> expected(const CollectiveStage& st, const CollectiveCase& c
     case CollectiveStage::Output::kRoot:
       if (r != c.root) return std::nullopt;
       break;
-    case CollectiveStage::Output::kAll: break;
+    case CollectiveStage::Output::kAll:
+      break;
   }
   return st.input == CollectiveStage::Input::kContributions ? reduced(c.world, i, c.op)
-                                                           : reduced(c.world, i, ReduceOp::kSum);
+                                                            : reduced(c.world, i, ReduceOp::kSum);
 }
 
-CaseResult run_case(const CollectiveStage& st, const CollectiveCase& c, int r, RecordingTransport& rec,
-                    comm::Scratch& scratch, std::chrono::milliseconds timeout) {
+CaseResult run_case(const CollectiveStage& st, const CollectiveCase& c, int r,
+                    RecordingTransport& rec, comm::Scratch& scratch,
+                    std::chrono::milliseconds timeout) {
   std::vector<float> data(static_cast<std::size_t>(c.count));
   fill(st, c, r, data);
   rec.clear();
@@ -98,29 +106,32 @@ CaseResult run_case(const CollectiveStage& st, const CollectiveCase& c, int r, R
     const auto want = expected(st, c, r, i);
     if (!want || close(data[i], *want)) continue;
     CaseResult bad;
-    bad.message = str("rank ", r, ", element ", i, " (", where(i, c.count, c.world), "): expected ", show(*want),
-                      ", got ", show(data[i]));
+    bad.message = str("rank ", r, ", element ", i, " (", where(i, c.count, c.world), "): expected ",
+                      show(*want), ", got ", show(data[i]));
     const auto p = decode(data[i]);
     const uint32_t all = (1u << c.world) - 1;
     if (c.op == ReduceOp::kSum && p && p->element_mod == i % 1000 && p->ranks != all)
-      bad.details.push_back(str(show(data[i]), " is the sum of the contributions of ranks ", rank_set(p->ranks),
+      bad.details.push_back(str(show(data[i]), " is the sum of the contributions of ranks ",
+                                rank_set(p->ranks),
                                 " only (every rank's element i is 128 (i mod 1000) + 2^rank)"));
     if (p && p->element_mod != i % 1000)
       bad.details.push_back(str(show(data[i]), " belongs to element ", p->element_mod,
                                 " (mod 1000): it landed in the wrong place"));
     const double ratio = data[i] / *want;
     if (std::abs(ratio * c.world - 1) < 1e-5 && c.world > 1)
-      bad.details.push_back(str("that is the expected value divided by ", c.world, " (the world size) once more"));
+      bad.details.push_back(
+          str("that is the expected value divided by ", c.world, " (the world size) once more"));
     if (std::abs(ratio - c.world) < 1e-5 && c.world > 1)
-      bad.details.push_back(str("that is ", c.world, " times the expected value: the sum, not the average"));
+      bad.details.push_back(
+          str("that is ", c.world, " times the expected value: the sum, not the average"));
     return bad;
   }
   return CaseResult::ok();
 }
 
 // Every case of the lab on one group of ranks.
-RankFinding rank_main(const CollectiveLab& lab, const CheckOptions& o, int world, comm::TransportKind kind, int r,
-                      comm::Store& store) {
+RankFinding rank_main(const CollectiveLab& lab, const CheckOptions& o, int world,
+                      comm::TransportKind kind, int r, comm::Store& store) {
   const comm::JobIdentity job{str("lab-", ::getppid()), ""};
   auto transport = comm::connect_transport(store, r, world, job, kind, o.timeout);
   RecordingTransport rec(*transport);
@@ -137,10 +148,14 @@ RankFinding rank_main(const CollectiveLab& lab, const CheckOptions& o, int world
           std::string name = case_name(c, kind);
           if (st.roots) name += str(", root ", root);
           const bool ok = log.run(
-              name, [&] { return run_case(st, c, r, rec, scratch, o.timeout); }, [&] { transport.reset(); },
+              name, [&] { return run_case(st, c, r, rec, scratch, o.timeout); },
+              [&] { transport.reset(); },
               [&] {
-                return nlohmann::json{{"stage", c.stage}, {"count", c.count}, {"op", comm::to_string(c.op)},
-                                      {"root", c.root}, {"log", rec.log().to_json()}};
+                return nlohmann::json{{"stage", c.stage},
+                                      {"count", c.count},
+                                      {"op", comm::to_string(c.op)},
+                                      {"root", c.root},
+                                      {"log", rec.log().to_json()}};
               });
           if (!ok) return log.finding();
         }
@@ -151,7 +166,8 @@ RankFinding rank_main(const CollectiveLab& lab, const CheckOptions& o, int world
 }
 
 // The diagnosis of a failed group, from every rank's evidence.
-std::vector<std::string> diagnose(const CollectiveLab& lab, int world, const std::vector<RankFinding>& ranks) {
+std::vector<std::string> diagnose(const CollectiveLab& lab, int world,
+                                  const std::vector<RankFinding>& ranks) {
   if (!lab.diagnose) return {};
   const RankFinding* worst = worst_finding(ranks);
   // A wrong result, or a rank left waiting (a deadlock): the messages show why.
@@ -177,7 +193,8 @@ struct Timing {
   double yours_s, reference_s;
 };
 
-RankFinding time_rank(const CollectiveLab& lab, const CheckOptions& o, int world, int r, comm::Store& store) {
+RankFinding time_rank(const CollectiveLab& lab, const CheckOptions& o, int world, int r,
+                      comm::Store& store) {
   const comm::JobIdentity job{str("lab-speed-", ::getppid()), ""};
   auto transport = comm::connect_transport(store, r, world, job, o.speed_transport, o.timeout);
   comm::Scratch scratch;
@@ -195,8 +212,9 @@ RankFinding time_rank(const CollectiveLab& lab, const CheckOptions& o, int world
         const int iters = static_cast<int>(std::clamp<std::size_t>((8u << 20) / sizes[k], 3, 50));
         for (int which = 0; which < 2; ++which) {
           const auto call = [&] {
-            fns[which](comm::AlgoContext{*transport, r, world, comm::Clock::now() + o.timeout, scratch}, buf.data(),
-                       count, comm::DataType::kFloat32, ReduceOp::kSum);
+            fns[which](
+                comm::AlgoContext{*transport, r, world, comm::Clock::now() + o.timeout, scratch},
+                buf.data(), count, comm::DataType::kFloat32, ReduceOp::kSum);
           };
           call();  // warm-up
           const int64_t t0 = now_ns();
@@ -236,16 +254,13 @@ std::string time_bw(double s, std::size_t bytes, int n) {
 void speed_table(const CollectiveLab& lab, const CheckOptions& o, Report& report) {
   const int n = o.speed_ranks;
   if (n < 2) return;
-  const auto ranks = run_group(
+  const auto ranks = run_timing(
       n, [&](int r, comm::Store& store) { return time_rank(lab, o, n, r, store); },
-      o.timeout * 20 + std::chrono::seconds(30));
-  if (const RankFinding* bad = worst_finding(ranks)) {
-    report.note(str("speed: not measured: rank ", bad->rank, ": ", bad->message));
-    return;
-  }
+      o.timeout * 20 + std::chrono::seconds(30), report);
+  if (!ranks) return;
   std::vector<Timing> rows;
   std::vector<perf::TimingSample> samples;
-  for (const auto& row : ranks[0].evidence) {
+  for (const auto& row : (*ranks)[0].evidence) {
     rows.push_back({row[0].get<std::size_t>(), row[1].get<double>(), row[2].get<double>()});
     samples.push_back({static_cast<double>(rows.back().bytes), rows.back().reference_s});
   }
@@ -257,19 +272,31 @@ void speed_table(const CollectiveLab& lab, const CheckOptions& o, Report& report
                 str("alpha-beta ", lab.algorithm).c_str(), "yours/reference");
   report.note(line);
   for (const auto& t : rows) {
-    const double model = perf::allreduce_seconds(lab.algorithm, static_cast<double>(t.bytes), n, fit);
+    const double model =
+        perf::allreduce_seconds(lab.algorithm, static_cast<double>(t.bytes), n, fit);
     std::snprintf(line, sizeof line, "%8s   %-24s %-24s %-24s %.2f", human_bytes(t.bytes).c_str(),
-                  time_bw(t.yours_s, t.bytes, n).c_str(), time_bw(t.reference_s, t.bytes, n).c_str(),
-                  time_bw(model, t.bytes, n).c_str(), t.yours_s / t.reference_s);
+                  time_bw(t.yours_s, t.bytes, n).c_str(),
+                  time_bw(t.reference_s, t.bytes, n).c_str(), time_bw(model, t.bytes, n).c_str(),
+                  t.yours_s / t.reference_s);
     report.note(line);
   }
-  std::snprintf(line, sizeof line,
-                "the model: alpha %.1f us, beta %.2f GB/s, fitted to the reference's times above (r2 %.2f)",
-                fit.alpha_s * 1e6, fit.beta_Bps * 1e-9, perf::fit_r2(lab.algorithm, n, samples, fit));
+  std::snprintf(
+      line, sizeof line,
+      "the model: alpha %.1f us, beta %.2f GB/s, fitted to the reference's times above (r2 %.2f)",
+      fit.alpha_s * 1e6, fit.beta_Bps * 1e-9, perf::fit_r2(lab.algorithm, n, samples, fit));
   report.note(line);
 }
 
 }  // namespace
+
+CollectiveStage all_reduce_stage(AllReduceFn fn) {
+  return {.name = "all-reduce",
+          .ops = {ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kMax},
+          .large_count = true,
+          .run = [fn](const comm::AlgoContext& ctx, float* data, const CollectiveCase& c) {
+            fn(ctx, data, c.count, comm::DataType::kFloat32, c.op);
+          }};
+}
 
 std::string group_name(int world, comm::TransportKind kind) {
   return str("world ", world, " over ", comm::to_string(kind));
@@ -279,12 +306,14 @@ void check_collective(const CollectiveLab& lab, const CheckOptions& o, Report& r
   for (int world : o.world_sizes) {
     for (comm::TransportKind kind : o.transports) {
       const auto ranks = run_group(
-          world, [&](int r, comm::Store& store) { return rank_main(lab, o, world, kind, r, store); },
+          world,
+          [&](int r, comm::Store& store) { return rank_main(lab, o, world, kind, r, store); },
           o.timeout * 30 + std::chrono::seconds(60));
       if (const RankFinding* worst = worst_finding(ranks)) {
         std::vector<std::string> details = worst->details;
         for (auto& line : diagnose(lab, world, ranks)) details.push_back(std::move(line));
-        report.fail(worst->failed_case.empty() ? worst->message : worst->failed_case + ": " + worst->message,
+        report.fail(worst->failed_case.empty() ? worst->message
+                                               : worst->failed_case + ": " + worst->message,
                     details);
         return;
       }

@@ -44,6 +44,10 @@ struct CollectiveStage {
   std::function<void(const comm::AlgoContext& ctx, float* data, const CollectiveCase& c)> run;
 };
 
+// The stage every collective Lab ends with: the all-reduce itself (sum,
+// avg, max; a large count too), by the student's `fn`.
+CollectiveStage all_reduce_stage(AllReduceFn fn);
+
 struct CollectiveLab {
   std::string algorithm;  // the alpha-beta model: naive | ring | tree
   std::vector<CollectiveStage> stages;
@@ -52,7 +56,9 @@ struct CollectiveLab {
   // Which step left the schedule, from every rank's messages in a wrong
   // case (empty: nothing to say). Only called for sums with count < 1000,
   // whose messages decode.
-  std::function<std::vector<std::string>(const CollectiveCase& c, const std::vector<MessageLog>& logs)> diagnose;
+  std::function<std::vector<std::string>(const CollectiveCase& c,
+                                         const std::vector<MessageLog>& logs)>
+      diagnose;
 };
 
 void check_collective(const CollectiveLab& lab, const CheckOptions& options, Report& report);

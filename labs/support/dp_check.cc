@@ -4,8 +4,13 @@
 
 namespace mddp::labs {
 
-DpRank::DpRank(int rank, int world, comm::TransportKind kind, std::unique_ptr<comm::Communicator> comm, CaseLog& log)
-    : rank_(rank), world_(world), kind_(kind), comm_(std::move(comm)), group_(std::make_unique<WatchedGroup>(*comm_)),
+DpRank::DpRank(int rank, int world, comm::TransportKind kind,
+               std::unique_ptr<comm::Communicator> comm, CaseLog& log)
+    : rank_(rank),
+      world_(world),
+      kind_(kind),
+      comm_(std::move(comm)),
+      group_(std::make_unique<WatchedGroup>(*comm_)),
       log_(log) {}
 
 bool DpRank::run(const std::string& what, const std::function<CaseResult()>& fn) {
@@ -17,14 +22,16 @@ bool DpRank::run(const std::string& what, const std::function<CaseResult()>& fn)
   });
 }
 
-bool check_dp_groups(const CheckOptions& o, Report& report, const std::function<void(DpRank&)>& body) {
+bool check_dp_groups(const CheckOptions& o, Report& report,
+                     const std::function<void(DpRank&)>& body) {
   for (int world : o.world_sizes) {
     for (comm::TransportKind kind : o.transports) {
       const auto ranks = run_group(
           world,
           [&](int r, comm::Store& store) {
             const comm::JobIdentity job{str("lab-", ::getppid()), ""};
-            auto comm = comm::connect(store, r, world, job, kind, comm::CommOptions{comm::Algorithm::kAuto, o.timeout});
+            auto comm = comm::connect(store, r, world, job, kind,
+                                      comm::CommOptions{comm::Algorithm::kAuto, o.timeout});
             CaseLog log(r, world, store, o.timeout + std::chrono::seconds(5));
             DpRank rank(r, world, kind, std::move(comm), log);
             body(rank);
@@ -32,7 +39,8 @@ bool check_dp_groups(const CheckOptions& o, Report& report, const std::function<
           },
           o.timeout * 30 + std::chrono::seconds(60));
       if (const RankFinding* worst = worst_finding(ranks)) {
-        report.fail(worst->failed_case.empty() ? worst->message : worst->failed_case + ": " + worst->message,
+        report.fail(worst->failed_case.empty() ? worst->message
+                                               : worst->failed_case + ": " + worst->message,
                     worst->details);
         return false;
       }

@@ -19,7 +19,8 @@ namespace mddp::labs {
 // One rank of a group, as a Lab's body sees it.
 class DpRank {
  public:
-  DpRank(int rank, int world, comm::TransportKind kind, std::unique_ptr<comm::Communicator> comm, CaseLog& log);
+  DpRank(int rank, int world, comm::TransportKind kind, std::unique_ptr<comm::Communicator> comm,
+         CaseLog& log);
   int rank() const { return rank_; }
   int world() const { return world_; }
   comm::Communicator& comm() { return *comm_; }
@@ -37,6 +38,7 @@ class DpRank {
 
 // Runs body on every rank of every group; reports each passed group, or the
 // first failure (and returns false).
-bool check_dp_groups(const CheckOptions& o, Report& report, const std::function<void(DpRank&)>& body);
+bool check_dp_groups(const CheckOptions& o, Report& report,
+                     const std::function<void(DpRank&)>& body);
 
 }  // namespace mddp::labs

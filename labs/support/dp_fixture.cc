@@ -36,7 +36,8 @@ bool scaled(const Grads& got, const Grads& want, double factor) {
 }  // namespace
 
 std::unique_ptr<nn::Sequential> dp_model(uint64_t seed) {
-  return nn::build_model({.kind = "mlp", .width = 7, .depth = 2, .classes = kClasses, .seed = seed}, {kFeatures});
+  return nn::build_model({.kind = "mlp", .width = 7, .depth = 2, .classes = kClasses, .seed = seed},
+                         {kFeatures});
 }
 
 Grads grads_of(nn::Module& model) {
@@ -51,14 +52,18 @@ Grads values_of(nn::Module& model) {
   return g;
 }
 
-void backward_on(nn::Sequential& model, int64_t first, int64_t rows, int64_t total, uint64_t batch) {
+void backward_on(nn::Sequential& model, int64_t first, int64_t rows, int64_t total,
+                 uint64_t batch) {
   Rng rng(1000 + batch);  // the whole batch, the same on every rank; then the rows wanted
-  std::vector<float> xs(static_cast<std::size_t>(total * kFeatures)), ys(static_cast<std::size_t>(total));
+  std::vector<float> xs(static_cast<std::size_t>(total * kFeatures)),
+      ys(static_cast<std::size_t>(total));
   for (float& v : xs) v = rng.normal();
   for (float& v : ys) v = static_cast<float>(rng.below(kClasses));
   const auto x = tensor::Tensor::from_vector(
-      {rows, kFeatures}, std::vector<float>(xs.begin() + first * kFeatures, xs.begin() + (first + rows) * kFeatures));
-  const auto y = tensor::Tensor::from_vector({rows}, std::vector<float>(ys.begin() + first, ys.begin() + first + rows));
+      {rows, kFeatures},
+      std::vector<float>(xs.begin() + first * kFeatures, xs.begin() + (first + rows) * kFeatures));
+  const auto y = tensor::Tensor::from_vector(
+      {rows}, std::vector<float>(ys.begin() + first, ys.begin() + first + rows));
   nn::CrossEntropyLoss loss;
   loss.forward(model.forward(x), y);
   model.backward(loss.backward(), false);
@@ -72,8 +77,8 @@ namespace {
 
 // Gradients of a fresh model (values `start`, or seed 42's) after backward
 // on rows [first, first + rows) of each batch of `total` samples.
-Grads grads_after(const std::vector<uint64_t>& batches, const Grads* start, int64_t first, int64_t rows,
-                  int64_t total) {
+Grads grads_after(const std::vector<uint64_t>& batches, const Grads* start, int64_t first,
+                  int64_t rows, int64_t total) {
   auto model = dp_model();
   if (start != nullptr) {
     auto params = model->parameters();
@@ -92,14 +97,16 @@ Grads whole_batch_grads(int world, const std::vector<uint64_t>& batches, const G
 }
 
 Grads shard_grads(int rank, int world, const std::vector<uint64_t>& batches, const Grads* start) {
-  return grads_after(batches, start, rank * kSamplesPerRank, kSamplesPerRank, world * kSamplesPerRank);
+  return grads_after(batches, start, rank * kSamplesPerRank, kSamplesPerRank,
+                     world * kSamplesPerRank);
 }
 
 std::string param_name(nn::Module& model, std::size_t i) {
   return str("parameter '", model.parameters()[i]->name, "'");
 }
 
-CaseResult compare_grads(nn::Module& model, const Grads& want, const Grads& local, int world, const std::string& who) {
+CaseResult compare_grads(nn::Module& model, const Grads& want, const Grads& local, int world,
+                         const std::string& who) {
   const Grads got = grads_of(model);
   std::size_t bad = want.size();
   for (std::size_t p = 0; p < want.size() && bad == want.size(); ++p)
@@ -112,15 +119,18 @@ CaseResult compare_grads(nn::Module& model, const Grads& want, const Grads& loca
   r.message = str(who, ", the gradient of ", param_name(model, bad), " element ", k,
                   ": expected the whole batch's ", show(want[bad][k]), ", got ", show(got[bad][k]));
   if (world > 1 && scaled(got, want, world)) {
-    r.details.push_back(str("every gradient is ", world,
-                            " times the average: the sum over ranks, never divided by the world size (use "
-                            "ReduceOp::kAvg)"));
+    r.details.push_back(
+        str("every gradient is ", world,
+            " times the average: the sum over ranks, never divided by the world size (use "
+            "ReduceOp::kAvg)"));
   } else if (world > 1 && scaled(got, want, 1.0 / world)) {
-    r.details.push_back(str("every gradient is the average divided by ", world,
-                            " once more: averaging twice (ReduceOp::kAvg already divides by the world size)"));
+    r.details.push_back(
+        str("every gradient is the average divided by ", world,
+            " once more: averaging twice (ReduceOp::kAvg already divides by the world size)"));
   } else if (world > 1 && rel_error(got[bad], local[bad]) <= 1e-6) {
-    r.details.push_back(str("that is ", who, "'s own gradient: ", param_name(model, bad),
-                            " was never averaged with the others (or the result never waited for)"));
+    r.details.push_back(
+        str("that is ", who, "'s own gradient: ", param_name(model, bad),
+            " was never averaged with the others (or the result never waited for)"));
   }
   return r;
 }

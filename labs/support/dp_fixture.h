@@ -27,14 +27,17 @@ Grads values_of(nn::Module& model);
 // Forward and backward of `model` (gradients accumulate: no zero_grad) on
 // rows [first, first + rows) of the fixed batch `batch` (a seed: micro-batch
 // k of an accumulation is its own batch).
-void backward_on(nn::Sequential& model, int64_t first, int64_t rows, int64_t total, uint64_t batch = 0);
+void backward_on(nn::Sequential& model, int64_t first, int64_t rows, int64_t total,
+                 uint64_t batch = 0);
 // Rank r's shard of a world-sized batch, then backward.
 void backward_shard(nn::Sequential& model, int rank, int world, uint64_t batch = 0);
 // The reference: a fresh model (values `start`, default: seed 42) after
 // backward on the whole batches `batches` (accumulated) ...
-Grads whole_batch_grads(int world, const std::vector<uint64_t>& batches = {0}, const Grads* start = nullptr);
+Grads whole_batch_grads(int world, const std::vector<uint64_t>& batches = {0},
+                        const Grads* start = nullptr);
 // ... and what rank `rank`'s shards of them alone give (unsynchronised).
-Grads shard_grads(int rank, int world, const std::vector<uint64_t>& batches = {0}, const Grads* start = nullptr);
+Grads shard_grads(int rank, int world, const std::vector<uint64_t>& batches = {0},
+                  const Grads* start = nullptr);
 
 // The check of a synchronised gradient on one rank: `model`'s gradients
 // against `want`; `local` (this rank's own, unsynchronised gradient) lets it
@@ -42,7 +45,8 @@ Grads shard_grads(int rank, int world, const std::vector<uint64_t>& batches = {0
 // expected and got, and recognises a sum (n times too large), a double
 // average (n times too small) and an untouched gradient.
 // `who` names the replica in the message ("rank 2").
-CaseResult compare_grads(nn::Module& model, const Grads& want, const Grads& local, int world, const std::string& who);
+CaseResult compare_grads(nn::Module& model, const Grads& want, const Grads& local, int world,
+                         const std::string& who);
 
 // "parameter '3.weight'"
 std::string param_name(nn::Module& model, std::size_t i);

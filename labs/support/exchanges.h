@@ -37,8 +37,8 @@ class RecordingTransport : public comm::Transport {
   int rank() const override { return inner_.rank(); }
   int size() const override { return inner_.size(); }
   std::string name() const override { return inner_.name(); }
-  void send_recv(int send_peer, const void* send_data, std::size_t send_bytes, int recv_peer, void* recv_data,
-                 std::size_t recv_bytes, comm::Deadline deadline) override;
+  void send_recv(int send_peer, const void* send_data, std::size_t send_bytes, int recv_peer,
+                 void* recv_data, std::size_t recv_bytes, comm::Deadline deadline) override;
   void abort(const std::string& reason) override { inner_.abort(reason); }
 
   const MessageLog& log() const { return log_; }

@@ -15,8 +15,8 @@ struct CheckOptions {
   std::chrono::milliseconds timeout{10'000};  // bound on each collective: a deadlock fails after it
   int speed_ranks = 2;                        // ranks of the speed comparison; 0 skips it
   comm::TransportKind speed_transport = comm::TransportKind::kShm;
-  std::string work_dir;                       // my_work/ (Lab 10 reads its answers there)
-  std::string root_dir;                       // the repository (Lab 10's run path is relative to it)
+  std::string work_dir;  // my_work/ (Lab 10 reads its answers there)
+  std::string root_dir;  // the repository (Lab 10's run path is relative to it)
 };
 
 // "world 4 over tcp"

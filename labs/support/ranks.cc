@@ -12,6 +12,7 @@
 
 #include "core/comm/file_store.h"
 #include "core/comm/types.h"
+#include "core/common/temp_dir.h"
 #include "labs/todo.h"
 
 namespace mddp::labs {
@@ -19,24 +20,31 @@ namespace {
 
 const char* problem_name(Problem p) {
   switch (p) {
-    case Problem::kNone: return "none";
-    case Problem::kTodo: return "todo";
-    case Problem::kCrash: return "crash";
-    case Problem::kWrong: return "wrong";
-    case Problem::kException: return "exception";
-    case Problem::kComm: return "comm";
+    case Problem::kNone:
+      return "none";
+    case Problem::kTodo:
+      return "todo";
+    case Problem::kCrash:
+      return "crash";
+    case Problem::kWrong:
+      return "wrong";
+    case Problem::kException:
+      return "exception";
+    case Problem::kComm:
+      return "comm";
   }
   return "none";
 }
 
 Problem problem_of(const std::string& s) {
-  for (Problem p : {Problem::kTodo, Problem::kCrash, Problem::kWrong, Problem::kException, Problem::kComm})
+  for (Problem p :
+       {Problem::kTodo, Problem::kCrash, Problem::kWrong, Problem::kException, Problem::kComm})
     if (s == problem_name(p)) return p;
   return Problem::kNone;
 }
 
 nlohmann::json to_json(const RankFinding& f) {
-  return {{"rank", f.rank},       {"cases", f.cases},     {"problem", problem_name(f.problem)},
+  return {{"rank", f.rank},        {"cases", f.cases},     {"problem", problem_name(f.problem)},
           {"case", f.failed_case}, {"message", f.message}, {"details", f.details},
           {"evidence", f.evidence}};
 }
@@ -54,13 +62,8 @@ RankFinding from_json(const nlohmann::json& j) {
 }
 
 // Where a finding file of rank r goes.
-std::string finding_path(const std::string& dir, int r) { return dir + "/finding-" + std::to_string(r) + ".json"; }
-
-std::string make_temp_dir() {
-  const char* base = std::getenv("TMPDIR");
-  std::string tmpl = std::string(base ? base : "/tmp") + "/microddp-lab-XXXXXX";
-  if (!mkdtemp(tmpl.data())) throw Error("cannot create a temporary directory under " + tmpl);
-  return tmpl;
+std::string finding_path(const std::string& dir, int r) {
+  return dir + "/finding-" + std::to_string(r) + ".json";
 }
 
 }  // namespace
@@ -89,7 +92,8 @@ CaseLog::CaseLog(int rank, int size, comm::Store& store, std::chrono::millisecon
 }
 
 bool CaseLog::run(const std::string& name, const std::function<CaseResult()>& fn,
-                  const std::function<void()>& teardown, const std::function<nlohmann::json()>& evidence) {
+                  const std::function<void()>& teardown,
+                  const std::function<nlohmann::json()>& evidence) {
   const std::string key = "case/" + std::to_string(index_++) + "/";
   const auto [problem, result] = run_guarded(fn);
   const bool mine_ok = problem == Problem::kNone;
@@ -115,9 +119,10 @@ bool CaseLog::run(const std::string& name, const std::function<CaseResult()>& fn
   return all_ok;
 }
 
-std::vector<RankFinding> run_group(int n, const std::function<RankFinding(int rank, comm::Store& store)>& fn,
-                                   std::chrono::milliseconds limit) {
-  const std::string dir = make_temp_dir();
+std::vector<RankFinding> run_group(
+    int n, const std::function<RankFinding(int rank, comm::Store& store)>& fn,
+    std::chrono::milliseconds limit) {
+  const std::string dir = make_temp_dir("microddp-lab");
   std::filesystem::create_directories(dir + "/store");
   std::fflush(stdout);
   std::fflush(stderr);
@@ -157,7 +162,8 @@ std::vector<RankFinding> run_group(int n, const std::function<RankFinding(int ra
     if (pid < 0) break;
     if (std::chrono::steady_clock::now() > deadline) {
       for (int r = 0; r < n; ++r)
-        if (status[static_cast<std::size_t>(r)] == -1) kill(pids[static_cast<std::size_t>(r)], SIGKILL);
+        if (status[static_cast<std::size_t>(r)] == -1)
+          kill(pids[static_cast<std::size_t>(r)], SIGKILL);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
@@ -175,7 +181,8 @@ std::vector<RankFinding> run_group(int n, const std::function<RankFinding(int ra
     f.problem = Problem::kCrash;
     const int st = status[static_cast<std::size_t>(r)];
     if (st != -1 && WIFEXITED(st)) {
-      f.message = str("rank ", r, " exited (code ", WEXITSTATUS(st), ") in the middle of the check");
+      f.message =
+          str("rank ", r, " exited (code ", WEXITSTATUS(st), ") in the middle of the check");
     } else if (st != -1 && WIFSIGNALED(st) && WTERMSIG(st) != SIGKILL) {
       f.message = str("rank ", r, " crashed: ", strsignal(WTERMSIG(st)),
                       WTERMSIG(st) == SIGSEGV ? " (a read or write outside a buffer?)" : "");
@@ -188,6 +195,17 @@ std::vector<RankFinding> run_group(int n, const std::function<RankFinding(int ra
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);
   return out;
+}
+
+std::optional<std::vector<RankFinding>> run_timing(
+    int n, const std::function<RankFinding(int rank, comm::Store& store)>& fn,
+    std::chrono::milliseconds limit, Report& report) {
+  auto ranks = run_group(n, fn, limit);
+  if (const RankFinding* bad = worst_finding(ranks)) {
+    report.note(str("speed: not measured: rank ", bad->rank, ": ", bad->message));
+    return std::nullopt;
+  }
+  return ranks;
 }
 
 const RankFinding* worst_finding(const std::vector<RankFinding>& ranks) {

@@ -10,10 +10,12 @@
 #include <cstdint>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/comm/store.h"
+#include "labs/support/report.h"
 
 namespace mddp::labs {
 
@@ -25,7 +27,7 @@ enum class Problem { kNone, kTodo, kCrash, kWrong, kException, kComm };
 
 struct RankFinding {
   int rank = 0;
-  int64_t cases = 0;        // cases passed
+  int64_t cases = 0;  // cases passed
   Problem problem = Problem::kNone;
   std::string failed_case;  // the case it failed in ("" when none)
   std::string message;      // one line: what was wrong on this rank
@@ -63,7 +65,8 @@ class CaseLog {
   // instead of at their deadline. Returns true when every rank passed.
   // `evidence` (optional) is asked after fn either way, so that ranks
   // which passed a case another rank failed still show what they did.
-  bool run(const std::string& name, const std::function<CaseResult()>& fn, const std::function<void()>& teardown,
+  bool run(const std::string& name, const std::function<CaseResult()>& fn,
+           const std::function<void()>& teardown,
            const std::function<nlohmann::json()>& evidence = {});
 
   const RankFinding& finding() const { return finding_; }
@@ -79,8 +82,15 @@ class CaseLog {
 // Runs fn(rank, store) in `n` forked processes of this host and returns
 // every rank's finding in rank order. A rank that dies or is still running
 // after `limit` is reported as a crash.
-std::vector<RankFinding> run_group(int n, const std::function<RankFinding(int rank, comm::Store& store)>& fn,
-                                   std::chrono::milliseconds limit);
+std::vector<RankFinding> run_group(
+    int n, const std::function<RankFinding(int rank, comm::Store& store)>& fn,
+    std::chrono::milliseconds limit);
+
+// Runs a timing on n ranks like run_group; when a rank fails, notes
+// "speed: not measured: ..." in `report` and returns nullopt.
+std::optional<std::vector<RankFinding>> run_timing(
+    int n, const std::function<RankFinding(int rank, comm::Store& store)>& fn,
+    std::chrono::milliseconds limit, Report& report);
 
 // The finding to show: the most telling failure (Problem order, then the
 // lowest rank), or nullptr when every rank passed.

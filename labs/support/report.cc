@@ -24,6 +24,8 @@ void Report::fail(const std::string& message, const std::vector<std::string>& de
   }
 }
 
-void Report::note(const std::string& line) { add("        " + line); }
+void Report::note(const std::string& line) {
+  add("        " + line);
+}
 
 }  // namespace mddp::labs

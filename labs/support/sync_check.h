@@ -13,15 +13,17 @@
 
 namespace mddp::labs {
 
-using MakeSync = std::function<std::unique_ptr<ddp::GradSync>(std::vector<nn::Parameter*>, comm::ProcessGroup&)>;
+using MakeSync =
+    std::function<std::unique_ptr<ddp::GradSync>(std::vector<nn::Parameter*>, comm::ProcessGroup&)>;
 
 // Two backwards (zero_grad between) of the small model with the strategy
 // `make` builds, wired to the grad-ready hook; after each finish() the
 // gradients must be the whole batch's. `structure` (optional) checks how
 // the collectives were issued (WatchedGroup phases "backward", "finish");
 // it returns an empty result when fine. Stops at the first failure.
-void grad_sync_cases(DpRank& r, const std::string& what, const MakeSync& make,
-                     const std::function<CaseResult(const WatchedGroup&, std::size_t params)>& structure = {});
+void grad_sync_cases(
+    DpRank& r, const std::string& what, const MakeSync& make,
+    const std::function<CaseResult(const WatchedGroup&, std::size_t params)>& structure = {});
 
 // core/ddp's strategy `mode` (the references), with the default options.
 MakeSync core_sync(ddp::Mode mode);
@@ -32,6 +34,7 @@ struct SyncContender {
 };
 // Times a training step's backward and synchronisation with each contender
 // on a larger model (FullMLP(256, 4)), interleaved, and reports the table.
-void sync_speed(const std::vector<SyncContender>& contenders, const CheckOptions& o, Report& report);
+void sync_speed(const std::vector<SyncContender>& contenders, const CheckOptions& o,
+                Report& report);
 
 }  // namespace mddp::labs

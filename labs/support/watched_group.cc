@@ -6,11 +6,12 @@ namespace {
 // A Work that notes the phase of its first wait().
 class WatchedWork : public comm::Work {
  public:
-  WatchedWork(comm::WorkPtr inner, std::shared_ptr<std::vector<WatchedGroup::Call>> calls, std::size_t index,
-              const std::string& phase)
+  WatchedWork(comm::WorkPtr inner, std::shared_ptr<std::vector<WatchedGroup::Call>> calls,
+              std::size_t index, const std::string& phase)
       : inner_(std::move(inner)), calls_(std::move(calls)), index_(index), phase_(phase) {}
   void wait() override {
-    if (index_ < calls_->size() && (*calls_)[index_].waited_in.empty()) (*calls_)[index_].waited_in = phase_;
+    if (index_ < calls_->size() && (*calls_)[index_].waited_in.empty())
+      (*calls_)[index_].waited_in = phase_;
     inner_->wait();
   }
   bool completed() const override { return inner_->completed(); }
@@ -45,15 +46,19 @@ comm::WorkPtr WatchedGroup::watch(const char* op, int64_t count, comm::WorkPtr w
   return std::make_shared<WatchedWork>(std::move(work), calls_, calls_->size() - 1, phase_);
 }
 
-comm::WorkPtr WatchedGroup::all_reduce(void* data, int64_t count, comm::DataType dtype, comm::ReduceOp op) {
+comm::WorkPtr WatchedGroup::all_reduce(void* data, int64_t count, comm::DataType dtype,
+                                       comm::ReduceOp op) {
   return watch("all_reduce", count, inner_.all_reduce(data, count, dtype, op));
 }
-comm::WorkPtr WatchedGroup::all_gather(const void* in, void* out, int64_t count, comm::DataType dtype) {
+comm::WorkPtr WatchedGroup::all_gather(const void* in, void* out, int64_t count,
+                                       comm::DataType dtype) {
   return watch("all_gather", count, inner_.all_gather(in, out, count, dtype));
 }
 comm::WorkPtr WatchedGroup::broadcast(void* data, int64_t count, comm::DataType dtype, int root) {
   return watch("broadcast", count, inner_.broadcast(data, count, dtype, root));
 }
-comm::WorkPtr WatchedGroup::barrier() { return watch("barrier", 0, inner_.barrier()); }
+comm::WorkPtr WatchedGroup::barrier() {
+  return watch("barrier", 0, inner_.barrier());
+}
 
 }  // namespace mddp::labs

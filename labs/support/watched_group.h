@@ -34,7 +34,8 @@ class WatchedGroup : public comm::ProcessGroup {
   int rank() const override { return inner_.rank(); }
   int size() const override { return inner_.size(); }
   std::string transport_name() const override { return inner_.transport_name(); }
-  comm::WorkPtr all_reduce(void* data, int64_t count, comm::DataType dtype, comm::ReduceOp op) override;
+  comm::WorkPtr all_reduce(void* data, int64_t count, comm::DataType dtype,
+                           comm::ReduceOp op) override;
   comm::WorkPtr all_gather(const void* in, void* out, int64_t count, comm::DataType dtype) override;
   comm::WorkPtr broadcast(void* data, int64_t count, comm::DataType dtype, int root) override;
   comm::WorkPtr barrier() override;

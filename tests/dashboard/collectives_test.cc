@@ -15,7 +15,8 @@ using nlohmann::json;
 
 // Steps [first, first + count) of a 2-rank job whose one bucket is a ring
 // all-reduce (2 steps); only traced steps carry the steps, as a worker sends them.
-void feed_ring(coordinator::Job& job, const std::array<std::string, DashboardTest::kWorld>& sessions, int64_t first,
+void feed_ring(coordinator::Job& job,
+               const std::array<std::string, DashboardTest::kWorld>& sessions, int64_t first,
                int64_t count) {
   for (int r = 0; r < DashboardTest::kWorld; ++r) {
     std::vector<coordinator::MetricsRecord> batch;
@@ -26,13 +27,22 @@ void feed_ring(coordinator::Job& job, const std::array<std::string, DashboardTes
       m.step = s;
       m.start_ns = s * 10'000'000;
       m.step_ms = 8;
-      ddp::CommSpan b{.index = 0, .bytes = 4096, .start_ns = m.start_ns + 1'000'000, .end_ns = m.start_ns + 1'200'000};
+      ddp::CommSpan b{.index = 0,
+                      .bytes = 4096,
+                      .start_ns = m.start_ns + 1'000'000,
+                      .end_ns = m.start_ns + 1'200'000};
       if (perf::traced_step(s, DashboardTest::kWorld)) {
         for (int k = 0; k < 2; ++k)
-          b.steps.push_back({.phase = k == 0 ? comm::StepPhase::kReduceScatter : comm::StepPhase::kAllGather,
-                             .send_peer = 1 - r, .recv_peer = 1 - r, .send_block = k == 0 ? 1 - r : r,
-                             .recv_block = k == 0 ? r : 1 - r, .send_bytes = 2048, .recv_bytes = 2048,
-                             .start_ns = b.start_ns + k * 100'000, .end_ns = b.start_ns + (k + 1) * 100'000});
+          b.steps.push_back(
+              {.phase = k == 0 ? comm::StepPhase::kReduceScatter : comm::StepPhase::kAllGather,
+               .send_peer = 1 - r,
+               .recv_peer = 1 - r,
+               .send_block = k == 0 ? 1 - r : r,
+               .recv_block = k == 0 ? r : 1 - r,
+               .send_bytes = 2048,
+               .recv_bytes = 2048,
+               .start_ns = b.start_ns + k * 100'000,
+               .end_ns = b.start_ns + (k + 1) * 100'000});
       }
       m.buckets = {b};
       batch.push_back(rec);
@@ -66,7 +76,8 @@ TEST_F(DashboardTest, CollectivesOfAChosenStepAndBucket) {
   const json untraced = json::parse(request(port(), "/api/collectives?step=11").body());
   EXPECT_TRUE(untraced["buckets"].empty());
   EXPECT_TRUE(untraced["collective"].is_null());
-  EXPECT_TRUE(json::parse(request(port(), "/api/collectives?step=10&bucket=7").body())["collective"].is_null());
+  EXPECT_TRUE(json::parse(request(port(), "/api/collectives?step=10&bucket=7").body())["collective"]
+                  .is_null());
   EXPECT_EQ(request(port(), "/api/collectives?step=99").result_int(), 404);
   EXPECT_EQ(request(port(), "/api/collectives?step=x").result_int(), 400);
   EXPECT_EQ(request(port(), "/api/collectives?bucket=-2").result_int(), 400);

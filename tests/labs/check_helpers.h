@@ -5,8 +5,8 @@
 
 #include <gtest/gtest.h>
 
-#include "labs/registry.h"
 #include "core/tensor/ops.h"
+#include "labs/registry.h"
 
 namespace mddp::labs::test {
 
@@ -17,7 +17,8 @@ inline CheckOptions options() {
   return o;
 }
 
-inline Report run_check(const std::string& name, const Implementations& impl, const CheckOptions& o = options()) {
+inline Report run_check(const std::string& name, const Implementations& impl,
+                        const CheckOptions& o = options()) {
   tensor::set_num_threads(1);  // as `microddp lab check` does
   Report report;
   find_lab(name).check(impl, o, report);

@@ -12,15 +12,19 @@ struct Untouched {
   std::string lab, file, function;  // the first function the checker calls, and its file
 };
 
-void PrintTo(const Untouched& u, std::ostream* os) { *os << u.lab; }
+void PrintTo(const Untouched& u, std::ostream* os) {
+  *os << u.lab;
+}
 
 class Exercise : public ::testing::TestWithParam<Untouched> {};
 
 TEST_P(Exercise, FailsNamingTheTodo) {
   const Report r = run_check(GetParam().lab, linked_implementations());
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.failure().find("not written yet: " + GetParam().file + ":"), std::string::npos) << r.failure();
-  EXPECT_NE(r.failure().find(GetParam().function + "() still has its TODO"), std::string::npos) << r.failure();
+  EXPECT_NE(r.failure().find("not written yet: " + GetParam().file + ":"), std::string::npos)
+      << r.failure();
+  EXPECT_NE(r.failure().find(GetParam().function + "() still has its TODO"), std::string::npos)
+      << r.failure();
 }
 
 INSTANTIATE_TEST_SUITE_P(

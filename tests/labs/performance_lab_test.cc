@@ -49,7 +49,8 @@ Answers read_off_analyze() {
 class PerformanceLab : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_TRUE(fs::exists(fs::path(MDDP_LAB10_RUN) / "metrics.jsonl")) << "the fixture labs.lab10_run did not run";
+    ASSERT_TRUE(fs::exists(fs::path(MDDP_LAB10_RUN) / "metrics.jsonl"))
+        << "the fixture labs.lab10_run did not run";
     dir_ = fs::temp_directory_path() / ("mddp-lab10-" + std::to_string(::getpid()));
     fs::create_directories(dir_);
   }
@@ -58,10 +59,12 @@ class PerformanceLab : public ::testing::Test {
   Report check_answers(const Answers& a) {
     std::ofstream(dir_ / "performance.toml")
         << "run = \"" << MDDP_LAB10_RUN << "\"\n"
-        << "verdict = \"" << a.verdict << "\"\nstraggler_rank = " << a.straggler_rank << "\nstraggler_phase = \""
-        << a.straggler_phase << "\"\nexposed_comm_share = " << a.exposed << "\noverlap = " << a.overlap
-        << "\ncomm_bytes_per_step = " << static_cast<int64_t>(a.bytes) << "\nallreduces_per_step = " << a.allreduces
-        << "\nring_ms_largest_bucket = " << a.ring_ms << "\n";
+        << "verdict = \"" << a.verdict << "\"\nstraggler_rank = " << a.straggler_rank
+        << "\nstraggler_phase = \"" << a.straggler_phase << "\"\nexposed_comm_share = " << a.exposed
+        << "\noverlap = " << a.overlap
+        << "\ncomm_bytes_per_step = " << static_cast<int64_t>(a.bytes)
+        << "\nallreduces_per_step = " << a.allreduces << "\nring_ms_largest_bucket = " << a.ring_ms
+        << "\n";
     return check_in(dir_);
   }
   Report check_in(const fs::path& work) {
@@ -85,7 +88,8 @@ TEST_F(PerformanceLab, TheUntouchedAnswersAreNotAnswered) {
   std::ofstream(dir_ / "performance.toml") << text;
   const Report r = check_in(dir_);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.failure().find("question 1 (verdict) is not answered yet"), std::string::npos) << r.failure();
+  EXPECT_NE(r.failure().find("question 1 (verdict) is not answered yet"), std::string::npos)
+      << r.failure();
 }
 
 TEST_F(PerformanceLab, AnswersReadOffAnalyzePass) {
@@ -110,11 +114,14 @@ struct Misreading {
 TEST_F(PerformanceLab, TheClassicMisreadingsAreNamed) {
   const std::vector<Misreading> cases = {
       {"a percentage", [](Answers& a) { a.exposed *= 100; }, "a fraction is asked for"},
-      {"parameters for bytes", [](Answers& a) { a.bytes /= 4; }, "that is the number of parameters"},
-      {"S for S/n", [](Answers& a) { a.ring_ms = 2 * (a.world - 1) * (50e-6 + a.largest_bucket / 1e9) * 1e3; },
+      {"parameters for bytes", [](Answers& a) { a.bytes /= 4; },
+       "that is the number of parameters"},
+      {"S for S/n",
+       [](Answers& a) { a.ring_ms = 2 * (a.world - 1) * (50e-6 + a.largest_bucket / 1e9) * 1e3; },
        "each ring step moves one block"},
       {"seconds", [](Answers& a) { a.ring_ms /= 1e3; }, "in milliseconds, not seconds"},
-      {"a wrong verdict", [](Answers& a) { a.verdict = a.verdict == "input-bound" ? "compute-bound" : "input-bound"; },
+      {"a wrong verdict",
+       [](Answers& a) { a.verdict = a.verdict == "input-bound" ? "compute-bound" : "input-bound"; },
        "read the 'verdict:' line"},
   };
   for (const auto& c : cases) {

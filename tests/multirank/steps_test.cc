@@ -10,7 +10,9 @@
 namespace mddp::comm::test {
 namespace {
 
-int mod(int a, int n) { return ((a % n) + n) % n; }
+int mod(int a, int n) {
+  return ((a % n) + n) % n;
+}
 
 class StepsTest : public ::testing::TestWithParam<TransportKind> {};
 
@@ -19,11 +21,14 @@ TEST_P(StepsTest, RingStepsFollowTheSchedule) {
     with_comms(GetParam(), n, [&](Communicator& c) {
       const int r = c.rank();
       std::vector<float> data(10, 1.0f);
-      auto work = c.all_reduce(data.data(), 10, DataType::kFloat32, ReduceOp::kSum, Algorithm::kRing);
+      auto work =
+          c.all_reduce(data.data(), 10, DataType::kFloat32, ReduceOp::kSum, Algorithm::kRing);
       work->wait();
       const auto& steps = work->steps();
       ASSERT_EQ(steps.size(), 2u * (n - 1)) << "rank " << r;
-      const auto block_bytes = [&](int b) { return 4 * (10 / n + (b < 10 % n ? 1 : 0)); };  // balanced blocks
+      const auto block_bytes = [&](int b) {
+        return 4 * (10 / n + (b < 10 % n ? 1 : 0));
+      };  // balanced blocks
       for (int k = 0; k < 2 * (n - 1); ++k) {
         const AlgoStep& s = steps[k];
         const bool rs = k < n - 1;
@@ -32,8 +37,10 @@ TEST_P(StepsTest, RingStepsFollowTheSchedule) {
         EXPECT_EQ(s.index, i);
         EXPECT_EQ(s.send_peer, mod(r + 1, n));
         EXPECT_EQ(s.recv_peer, mod(r - 1, n));
-        EXPECT_EQ(s.send_block, rs ? mod(r - i - 1, n) : mod(r - i, n)) << "rank " << r << " step " << k;
-        EXPECT_EQ(s.recv_block, rs ? mod(r - i - 2, n) : mod(r - i - 1, n)) << "rank " << r << " step " << k;
+        EXPECT_EQ(s.send_block, rs ? mod(r - i - 1, n) : mod(r - i, n))
+            << "rank " << r << " step " << k;
+        EXPECT_EQ(s.recv_block, rs ? mod(r - i - 2, n) : mod(r - i - 1, n))
+            << "rank " << r << " step " << k;
         EXPECT_EQ(s.send_bytes, block_bytes(s.send_block));
         EXPECT_EQ(s.recv_bytes, block_bytes(s.recv_block));
         EXPECT_LE(work->start_ns(), s.start_ns);
@@ -53,14 +60,16 @@ TEST_P(StepsTest, TheObserverSeesThePartialSums) {
   const int n = 4;
   with_comms(GetParam(), n, [&](Communicator& c) {
     const int r = c.rank();
-    std::vector<std::pair<AlgoStep, float>> seen;  // each step, and the first element of its received block
+    std::vector<std::pair<AlgoStep, float>>
+        seen;  // each step, and the first element of its received block
     std::mutex mu;
     c.set_step_observer([&](const AlgoStep& s, const void* data) {
       std::lock_guard lock(mu);
       seen.emplace_back(s, static_cast<const float*>(data)[s.recv_block]);  // one element per block
     });
     std::vector<float> data(n);
-    for (int i = 0; i < n; ++i) data[i] = static_cast<float>(1 << r);  // the sum of a set of ranks is its bitmask
+    for (int i = 0; i < n; ++i)
+      data[i] = static_cast<float>(1 << r);  // the sum of a set of ranks is its bitmask
     c.all_reduce(data.data(), n, DataType::kFloat32, ReduceOp::kSum, Algorithm::kRing)->wait();
     std::lock_guard lock(mu);
     ASSERT_EQ(seen.size(), 2u * (n - 1));
@@ -69,7 +78,8 @@ TEST_P(StepsTest, TheObserverSeesThePartialSums) {
       for (int k = 0; k <= s + 1; ++k) want |= 1u << mod(r - k, n);
       EXPECT_EQ(static_cast<uint32_t>(seen[s].second), want) << "rank " << r << " step " << s;
     }
-    for (int s = n - 1; s < 2 * (n - 1); ++s) EXPECT_EQ(seen[s].second, static_cast<float>((1 << n) - 1));
+    for (int s = n - 1; s < 2 * (n - 1); ++s)
+      EXPECT_EQ(seen[s].second, static_cast<float>((1 << n) - 1));
   });
 }
 
@@ -115,7 +125,8 @@ TEST_P(StepsTest, NaiveMessagesGoThroughRankZero) {
   });
 }
 
-INSTANTIATE_TEST_SUITE_P(Transports, StepsTest, ::testing::Values(TransportKind::kTcp, TransportKind::kShm),
+INSTANTIATE_TEST_SUITE_P(Transports, StepsTest,
+                         ::testing::Values(TransportKind::kTcp, TransportKind::kShm),
                          [](const auto& info) { return std::string(to_string(info.param)); });
 
 }  // namespace

@@ -1,10 +1,9 @@
 // core/perf/collectives (the dashboard's Collectives view) and the
 // algorithm steps in a metrics record, on records whose answer is known.
-#include "core/perf/collectives.h"
-
 #include <gtest/gtest.h>
 
 #include "core/common/check.h"
+#include "core/perf/collectives.h"
 
 namespace mddp::perf {
 namespace {
@@ -20,22 +19,41 @@ StepMetrics ring_rank(int r, int64_t start_us, int64_t offset_us) {
   m.step = 20;
   m.start_ns = start_us * kUs;
   m.clock_offset_ns = offset_us * kUs;
-  ddp::CommSpan b{.index = 0, .bytes = 8, .ready_ns = m.start_ns, .launch_ns = m.start_ns, .start_ns = m.start_ns,
+  ddp::CommSpan b{.index = 0,
+                  .bytes = 8,
+                  .ready_ns = m.start_ns,
+                  .launch_ns = m.start_ns,
+                  .start_ns = m.start_ns,
                   .end_ns = m.start_ns + 20 * kUs};
   const int other = 1 - r;
-  b.steps.push_back({.phase = comm::StepPhase::kReduceScatter, .index = 0, .send_peer = other, .recv_peer = other,
-                     .send_block = other, .recv_block = r, .send_bytes = 4, .recv_bytes = 4,
-                     .start_ns = m.start_ns, .end_ns = m.start_ns + 10 * kUs});
-  b.steps.push_back({.phase = comm::StepPhase::kAllGather, .index = 0, .send_peer = other, .recv_peer = other,
-                     .send_block = r, .recv_block = other, .send_bytes = 4, .recv_bytes = 4,
-                     .start_ns = m.start_ns + 10 * kUs, .end_ns = m.start_ns + 20 * kUs});
+  b.steps.push_back({.phase = comm::StepPhase::kReduceScatter,
+                     .index = 0,
+                     .send_peer = other,
+                     .recv_peer = other,
+                     .send_block = other,
+                     .recv_block = r,
+                     .send_bytes = 4,
+                     .recv_bytes = 4,
+                     .start_ns = m.start_ns,
+                     .end_ns = m.start_ns + 10 * kUs});
+  b.steps.push_back({.phase = comm::StepPhase::kAllGather,
+                     .index = 0,
+                     .send_peer = other,
+                     .recv_peer = other,
+                     .send_block = r,
+                     .recv_block = other,
+                     .send_bytes = 4,
+                     .recv_bytes = 4,
+                     .start_ns = m.start_ns + 10 * kUs,
+                     .end_ns = m.start_ns + 20 * kUs});
   m.buckets.push_back(b);
   return m;
 }
 
 TEST(CollectivesView, GroupsEveryRanksStepsOnTheCommonClock) {
   // Rank 1's clock runs 100 us behind: after alignment both start at once.
-  const StepCollectives c = build_collectives({ring_rank(1, 900, 100), ring_rank(0, 1000, 0)}, 2, "auto", std::nullopt);
+  const StepCollectives c =
+      build_collectives({ring_rank(1, 900, 100), ring_rank(0, 1000, 0)}, 2, "auto", std::nullopt);
   ASSERT_EQ(c.collectives.size(), 1u);
   const CollectiveView& v = c.collectives[0];
   EXPECT_EQ(v.algorithm, "ring");  // auto on 2 ranks
@@ -56,7 +74,8 @@ TEST(CollectivesView, GroupsEveryRanksStepsOnTheCommonClock) {
 
 TEST(CollectivesView, PredictsEachStepAndTheWholeWithAFit) {
   const LinkFit fit{"shm", "ring", 2, {.alpha_s = 5e-6, .beta_Bps = 1e9}, 0.99};
-  const StepCollectives c = build_collectives({ring_rank(0, 0, 0), ring_rank(1, 0, 0)}, 2, "ring", fit);
+  const StepCollectives c =
+      build_collectives({ring_rank(0, 0, 0), ring_rank(1, 0, 0)}, 2, "ring", fit);
   const CollectiveView& v = c.collectives[0];
   // one step: alpha + its 4-byte block / beta; the whole: 2(n-1)(alpha + S/(n beta))
   EXPECT_NEAR(v.steps[0].predicted_ms, (5e-6 + 4 / 1e9) * 1e3, 1e-12);
@@ -80,7 +99,8 @@ TEST(StepMetricsJson, CarriesTheAlgorithmStepsBothWays) {
   const StepMetrics m = ring_rank(1, 900, 100);
   const auto j = m.to_json();
   // times in the record are relative to the bucket's start
-  EXPECT_EQ(j["buckets"][0]["steps"][1], nlohmann::json::parse(R"(["all-gather",0,0,1,0,0,4,4,10000,20000])"));
+  EXPECT_EQ(j["buckets"][0]["steps"][1],
+            nlohmann::json::parse(R"(["all-gather",0,0,1,0,0,4,4,10000,20000])"));
   const StepMetrics back = StepMetrics::from_json(j);
   ASSERT_EQ(back.buckets[0].steps.size(), 2u);
   const comm::AlgoStep& s = back.buckets[0].steps[1];
@@ -99,7 +119,9 @@ TEST(StepMetricsJson, RejectsAMalformedStep) {
     StepMetrics::from_json(j);
     FAIL() << "a short step was accepted";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("a bucket step should be [phase, index"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("a bucket step should be [phase, index"),
+              std::string::npos)
+        << e.what();
   }
 }
 

@@ -11,7 +11,8 @@ namespace {
 // Naive DP with a configurable mistake in how it averages.
 class NaiveSync : public ddp::GradSync {
  public:
-  NaiveSync(std::vector<nn::Parameter*> params, comm::ProcessGroup& group, comm::ReduceOp op, float then_scale)
+  NaiveSync(std::vector<nn::Parameter*> params, comm::ProcessGroup& group, comm::ReduceOp op,
+            float then_scale)
       : params_(std::move(params)), group_(group), op_(op), scale_(then_scale) {}
   void on_grad_ready(nn::Parameter&) override {}
   void finish() override {
@@ -33,7 +34,9 @@ class BlockingHooks : public ddp::GradSync {
  public:
   explicit BlockingHooks(comm::ProcessGroup& group) : group_(group) {}
   void on_grad_ready(nn::Parameter& p) override {
-    group_.all_reduce(p.grad.data(), p.grad.numel(), comm::DataType::kFloat32, comm::ReduceOp::kAvg)->wait();
+    group_
+        .all_reduce(p.grad.data(), p.grad.numel(), comm::DataType::kFloat32, comm::ReduceOp::kAvg)
+        ->wait();
   }
   void finish() override {}
 
@@ -44,7 +47,8 @@ class BlockingHooks : public ddp::GradSync {
 // A DDP wrapper; `broadcast` and `no_sync` switch off the two things it must do.
 class Ddp : public ddp::DataParallel {
  public:
-  Ddp(nn::Module& model, comm::ProcessGroup& group, const ddp::SyncOptions& sync, bool broadcast, bool no_sync)
+  Ddp(nn::Module& model, comm::ProcessGroup& group, const ddp::SyncOptions& sync, bool broadcast,
+      bool no_sync)
       : model_(model), no_sync_(no_sync) {
     if (broadcast) ddp::broadcast_parameters(model, group);
     sync_ = ddp::make_grad_sync(sync, model.parameters(), group);
@@ -72,7 +76,8 @@ void average_gradients(const std::vector<nn::Module*>& replicas) {
   std::vector<std::vector<nn::Parameter*>> params;
   for (nn::Module* m : replicas) params.push_back(m->parameters());
   for (std::size_t i = 0; i < params[0].size(); ++i) {
-    for (std::size_t r = 1; r < params.size(); ++r) tensor::axpy(1.0f, params[r][i]->grad, params[0][i]->grad);
+    for (std::size_t r = 1; r < params.size(); ++r)
+      tensor::axpy(1.0f, params[r][i]->grad, params[0][i]->grad);
     tensor::scale(params[0][i]->grad, 1.0f / static_cast<float>(replicas.size()));
     // the bug: the mean is never copied back into the other replicas
   }
@@ -80,20 +85,23 @@ void average_gradients(const std::vector<nn::Module*>& replicas) {
 }  // namespace manual_only_first
 
 namespace naive_dp_average_twice {
-std::unique_ptr<ddp::GradSync> make_naive_sync(std::vector<nn::Parameter*> params, comm::ProcessGroup& group) {
+std::unique_ptr<ddp::GradSync> make_naive_sync(std::vector<nn::Parameter*> params,
+                                               comm::ProcessGroup& group) {
   const float n = static_cast<float>(group.size());
   return std::make_unique<NaiveSync>(std::move(params), group, comm::ReduceOp::kAvg, 1.0f / n);
 }
 }  // namespace naive_dp_average_twice
 
 namespace naive_dp_sum_only {
-std::unique_ptr<ddp::GradSync> make_naive_sync(std::vector<nn::Parameter*> params, comm::ProcessGroup& group) {
+std::unique_ptr<ddp::GradSync> make_naive_sync(std::vector<nn::Parameter*> params,
+                                               comm::ProcessGroup& group) {
   return std::make_unique<NaiveSync>(std::move(params), group, comm::ReduceOp::kSum, 1.0f);
 }
 }  // namespace naive_dp_sum_only
 
 namespace hooks_wait_in_hook {
-std::unique_ptr<ddp::GradSync> make_hooked_sync(std::vector<nn::Parameter*>, comm::ProcessGroup& group) {
+std::unique_ptr<ddp::GradSync> make_hooked_sync(std::vector<nn::Parameter*>,
+                                                comm::ProcessGroup& group) {
   return std::make_unique<BlockingHooks>(group);
 }
 }  // namespace hooks_wait_in_hook
@@ -112,12 +120,14 @@ std::size_t flush_in_order(const std::vector<std::size_t>& pending, std::size_t 
 
 namespace assign_cap_off_by_one {
 std::vector<std::vector<std::size_t>> assign_buckets(const std::vector<std::size_t>& param_bytes,
-                                                     std::size_t first_cap_bytes, std::size_t cap_bytes) {
+                                                     std::size_t first_cap_bytes,
+                                                     std::size_t cap_bytes) {
   std::vector<std::vector<std::size_t>> buckets;
   std::size_t filled = 0;
   for (std::size_t k = param_bytes.size(); k-- > 0;) {
     const std::size_t cap = buckets.size() == 1 ? first_cap_bytes : cap_bytes;
-    if (buckets.empty() || filled + param_bytes[k] >= cap) {  // the bug: >= closes a bucket exactly at its cap
+    if (buckets.empty() ||
+        filled + param_bytes[k] >= cap) {  // the bug: >= closes a bucket exactly at its cap
       buckets.emplace_back();
       filled = 0;
     }
@@ -129,13 +139,15 @@ std::vector<std::vector<std::size_t>> assign_buckets(const std::vector<std::size
 }  // namespace assign_cap_off_by_one
 
 namespace ddp_no_broadcast {
-std::unique_ptr<ddp::DataParallel> make_ddp(nn::Module& model, comm::ProcessGroup& group, const ddp::SyncOptions& sync) {
+std::unique_ptr<ddp::DataParallel> make_ddp(nn::Module& model, comm::ProcessGroup& group,
+                                            const ddp::SyncOptions& sync) {
   return std::make_unique<Ddp>(model, group, sync, /*broadcast=*/false, /*no_sync=*/true);
 }
 }  // namespace ddp_no_broadcast
 
 namespace ddp_always_sync {
-std::unique_ptr<ddp::DataParallel> make_ddp(nn::Module& model, comm::ProcessGroup& group, const ddp::SyncOptions& sync) {
+std::unique_ptr<ddp::DataParallel> make_ddp(nn::Module& model, comm::ProcessGroup& group,
+                                            const ddp::SyncOptions& sync) {
   return std::make_unique<Ddp>(model, group, sync, /*broadcast=*/true, /*no_sync=*/false);
 }
 }  // namespace ddp_always_sync
