@@ -13,9 +13,9 @@
 
 #include "cli/bench_train.h"
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "cli/local_ranks.h"
 #include "cli/train_flags.h"
-#include "core/comm/transport/connect.h"
 #include "core/common/check.h"
 #include "core/common/timer.h"
 #include "core/perf/step_metrics.h"
@@ -40,6 +40,7 @@ json time_steps(const BenchOptions& o, const std::function<train::StepResult()>&
   for (int i = 0; i < o.warmup; ++i) step();
   barrier();
   double data = 0, fwd = 0, bwd = 0, exposed = 0, opt = 0, comm_total = 0;
+  const int64_t waits0 = tensor::gpu_host_waits();
   const int64_t t0 = now_ns();
   for (int i = 0; i < o.iters; ++i) {
     const train::StepResult r = step();
@@ -50,14 +51,16 @@ json time_steps(const BenchOptions& o, const std::function<train::StepResult()>&
     opt += r.times.optimizer;
     comm_total += sync_stats().total_ms;
   }
+  const double n = o.iters;
+  // On a GPU: how often a step made the host wait for the GPU (docs/gpu.md).
+  const double host_waits = static_cast<double>(tensor::gpu_host_waits() - waits0) / n;
   barrier();
   const double wall_s = (now_ns() - t0) * 1e-9;
-  const double n = o.iters;
   return {{"wall_s", wall_s},           {"data_ms", data / n},     {"forward_ms", fwd / n},
           {"backward_ms", bwd / n},     {"exposed_comm_ms", exposed / n},
           {"total_comm_ms", comm_total / n}, {"optimizer_ms", opt / n},
           {"overlap", perf::overlap_fraction(exposed, comm_total)},
-          {"peak_rss_mb", peak_rss_mb()}};
+          {"peak_rss_mb", peak_rss_mb()},      {"host_waits_per_step", host_waits}};
 }
 
 json run_rank(const train::TrainConfig& cfg, const BenchOptions& o, int rank, comm::Store* store) {
@@ -65,11 +68,7 @@ json run_rank(const train::TrainConfig& cfg, const BenchOptions& o, int rank, co
     train::Trainer t(cfg);
     return time_steps(o, [&] { return t.step(); }, [] { return ddp::SyncStats{}; }, [] {});
   }
-  comm::JobIdentity job{"bench-train", ""};
-  auto transport = comm::connect_transport(*store, rank, o.nproc, job, comm::parse_transport(cfg.dist.transport),
-                                           std::chrono::milliseconds(cfg.dist.timeout_ms));
-  auto comm = std::make_unique<comm::Communicator>(std::move(transport), train::comm_options(cfg));
-  train::DistributedTrainer dt(cfg, std::move(comm));
+  train::DistributedTrainer dt(cfg, train::connect_process_group(*store, rank, o.nproc, {"bench-train", ""}, cfg));
   return time_steps(o, [&] { return dt.step(); }, [&] { return dt.ddp().last_stats(); },
                     [&] { dt.comm().barrier()->wait(); });
 }
@@ -112,6 +111,11 @@ void report(const train::TrainConfig& cfg, const BenchOptions& o, const json& j)
   if (o.nproc > 1)
     std::printf("  all-reduce: total %.2f ms per step, overlap %.0f%% (hidden behind backward)\n",
                 mean["total_comm_ms"].get<double>(), mean["overlap"].get<double>() * 100);
+  if (tensor::Device::parse(cfg.device).is_cuda()) {
+    std::printf("  host waits for the GPU per step, by rank:");
+    for (const auto& r : j["ranks"]) std::printf(" %.1f", r["host_waits_per_step"].get<double>());
+    std::printf("\n");
+  }
   std::printf("  peak RSS per rank (MB):");
   for (const auto& r : j["peak_rss_mb"]) std::printf(" %.0f", r.get<double>());
   std::printf("\n");
@@ -157,7 +161,7 @@ void register_bench_train(CLI::App& bench) {
   cfg->eval = false;
   auto o = std::make_shared<BenchOptions>();
   auto* cmd = bench.add_subcommand("train", "Training throughput: samples/s, phases, overlap, memory");
-  cmd->add_option("--nproc", o->nproc, "ranks (processes on this host); 1 = no DDP")->capture_default_str();
+  cmd->add_option("--nproc", o->nproc, "ranks (processes on this host); 1 = no DDP")->check(CLI::Range(1, kMaxLocalRanks))->capture_default_str();
   cmd->add_option("--warmup", o->warmup, "untimed steps first")->capture_default_str();
   cmd->add_option("--iters", o->iters, "timed steps")->capture_default_str();
   cmd->add_option("--json", o->json_path, "also write the results as JSON to this file");

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <optional>
@@ -23,8 +24,10 @@
 #include "coordinator/coordinator.h"
 #include "coordinator/flag_config.h"
 #include "coordinator/job_config_json.h"
+#include "core/common/files.h"
 #include "core/common/check.h"
 #include "core/common/log.h"
+#include "core/train/checkpoint_meta.h"
 #include "dashboard/server/server.h"
 
 namespace mddp::cli {
@@ -120,11 +123,21 @@ class SignalWatcher {
 };
 
 // Writes `text` and a newline to `path` through a rename, so a reader never sees half of it.
-void write_atomically(const std::string& path, const std::string& text, const char* flag) {
-  const std::string tmp = path + ".tmp";
-  std::ofstream(tmp) << text << "\n";
-  if (std::rename(tmp.c_str(), path.c_str()) != 0)
-    throw Error(str("cannot write ", flag, " ", path, ": ", std::strerror(errno)));
+void write_flag_file(const std::string& path, const std::string& text, const char* flag) {
+  if (const std::string error = write_atomically(path, text + "\n"); !error.empty())
+    throw InputError(str("cannot write ", flag, " ", path, ": ", error));
+}
+
+// What the run directory lacks: the metrics records that could not be
+// written (by rank and step) and a job.json whose last write failed; "" if nothing.
+std::string lost_output(const coordinator::Job& job) {
+  const coordinator::MetricsLog::Lost lost = job.metrics_log().lost();
+  std::string out;
+  if (lost.count > 0)
+    out = str(lost.count, " of ", job.metrics_log().count(), " metrics records are not in ",
+              job.metrics_log().path().string(), " (", lost.why, "): ", lost.which);
+  if (const std::string e = job.job_file_error(); !e.empty()) out += str(out.empty() ? "" : "; ", e);
+  return out;
 }
 
 void run_coordinator(CLI::App& cmd, CoordinatorArgs& a) {
@@ -134,8 +147,20 @@ void run_coordinator(CLI::App& cmd, CoordinatorArgs& a) {
     throw InputError("give the number of workers: --world-size N (or world-size in --config)");
   a.train.validate();
   if (!a.token_file.empty()) a.token = read_token_file(a.token_file);
-  if (a.health.rendezvous_timeout_s <= 0)
-    throw InputError(str("--rendezvous-timeout-s must be > 0, got ", a.health.rendezvous_timeout_s));
+  validate_health(a.health);
+  // The files rank 0 will read, checked before any worker waits on them.
+  std::string resuming;
+  if (!a.train.resume.empty()) {
+    const train::Checkpoint ck = train::checked_resume(a.train, a.world_size);
+    // The directory resolved, to this pair whatever is written meanwhile, and
+    // absolute: rank 0 may run in another directory.
+    a.train.resume = std::filesystem::absolute(ck.path).string();
+    resuming = str("resuming from ", a.train.resume, " at step ", ck.step);
+  }
+  if (!a.train.init_from.empty()) {
+    train::load_safetensors_metadata(a.train.init_from);
+    a.train.init_from = std::filesystem::absolute(a.train.init_from).string();
+  }
 
   coordinator::CoordinatorOptions o;
   o.host = a.host;
@@ -175,14 +200,16 @@ void run_coordinator(CLI::App& cmd, CoordinatorArgs& a) {
   if (a.token.empty() && a.host != "127.0.0.1" && a.host != "localhost" && a.host != "::1")
     std::printf("warning: no --token: anyone who can reach %s can join this job\n", addr.c_str());
   if (dash) std::printf("dashboard: %s\n", dash_url.c_str());
+  if (!resuming.empty()) std::printf("%s\n", resuming.c_str());
   std::fflush(stdout);
   // Before --address-file: whoever waits for that one finds this one ready.
-  if (!a.http_url_file.empty()) write_atomically(a.http_url_file, dash_url, "--http-url-file");
-  if (!a.address_file.empty()) write_atomically(a.address_file, addr, "--address-file");
+  if (!a.http_url_file.empty()) write_flag_file(a.http_url_file, dash_url, "--http-url-file");
+  if (!a.address_file.empty()) write_flag_file(a.address_file, addr, "--address-file");
 
   const coordinator::JobStatus status = c.wait();
   const auto records = c.job().metrics_log().count();
   const auto log_path = c.job().metrics_log().path();
+  const std::string lost = lost_output(c.job());
   c.shutdown();
   if (dash && a.dashboard.http_linger_s > 0 && !watcher.caught()) {
     std::printf("dashboard: the job is over (%s); still serving %s for %g s (Ctrl-C to stop)\n",
@@ -195,10 +222,12 @@ void run_coordinator(CLI::App& cmd, CoordinatorArgs& a) {
   }
   dash.reset();
   if (status.state != coordinator::State::kSucceeded)
-    throw Error(status.failure.empty() ? std::string("the job did not finish") : status.failure);
+    throw Error(str(status.failure.empty() ? std::string("the job did not finish") : status.failure,
+                    lost.empty() ? "" : "; also " + lost));
   std::printf("job '%s' succeeded: %d ranks finished, %llu metrics records%s\n", a.job_id.c_str(),
               a.world_size, static_cast<unsigned long long>(records),
               log_path.empty() ? "" : (" in " + log_path.string()).c_str());
+  if (!lost.empty()) throw RecordsLostError("the job succeeded, but " + lost);
 }
 
 }  // namespace
@@ -242,6 +271,7 @@ void register_coordinator(CLI::App& app) {
       ->group(g);
   add_dashboard_flags(*cmd, a->dashboard);
   add_training_flags(*cmd, a->train);
+  add_checkpoint_flags(*cmd, a->train);
   add_ddp_flags(*cmd, a->train);
   cmd->callback([cmd, a] { run_coordinator(*cmd, *a); });
 }

@@ -10,8 +10,9 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "cli/local_ranks.h"
-#include "core/comm/transport/connect.h"
+#include "core/tensor/device.h"
 #include "core/common/timer.h"
 #include "core/ddp/bucket_assignment.h"
 #include "core/train/distributed.h"
@@ -25,9 +26,7 @@ struct Event {
 };
 
 void run_rank(const train::TrainConfig& cfg, int nproc, int rank, comm::Store& store) {
-  auto t = comm::connect_transport(store, rank, nproc, {"demo-hooks", ""}, comm::TransportKind::kAuto,
-                                   std::chrono::seconds(30));
-  train::DistributedTrainer dt(cfg, std::make_unique<comm::Communicator>(std::move(t), train::comm_options(cfg)));
+  train::DistributedTrainer dt(cfg, train::connect_process_group(store, rank, nproc, {"demo-hooks", ""}, cfg));
   nn::Sequential& model = dt.trainer().model();
   const auto params = model.parameters();
 
@@ -82,12 +81,15 @@ void register_demo_hooks(CLI::App& demo) {
   cfg->eval = false;
   auto nproc = std::make_shared<int>(2);
   auto* cmd = demo.add_subcommand("hooks", "The order gradients become ready and when each bucket launches");
-  cmd->add_option("--nproc", *nproc, "ranks on this host")->capture_default_str();
-  cmd->add_option("--bucket-mb", cfg->dist.bucket_mb, "bucket cap (MiB)")->capture_default_str();
-  cmd->add_option("--first-bucket-mb", cfg->dist.first_bucket_mb, "first bucket's cap (MiB)")->capture_default_str();
+  cmd->add_option("--nproc", *nproc, "ranks on this host")->check(CLI::Range(1, kMaxLocalRanks))->capture_default_str();
+  cmd->add_option("--bucket-mb", cfg->dist.bucket_mb, "bucket cap (MiB)")->check(finite_above(0))->capture_default_str();
+  cmd->add_option("--first-bucket-mb", cfg->dist.first_bucket_mb, "first bucket's cap (MiB)")->check(finite_above(0))->capture_default_str();
   cmd->add_option("--width", cfg->model.width, "FullMLP width")->capture_default_str();
   cmd->add_option("--depth", cfg->model.depth, "FullMLP depth")->capture_default_str();
+  cmd->add_option("--device", cfg->device, "cpu, or cuda (local rank r on cuda:r, NCCL between the ranks)")
+      ->capture_default_str();
   cmd->callback([cfg, nproc] {
+    tensor::require_gpu_per_local_rank(cfg->device, *nproc);
     const int rc = run_local_ranks(*nproc, [&](int rank, comm::Store& store) { run_rank(*cfg, *nproc, rank, store); });
     if (rc != 0) throw Error("demo hooks failed");
   });

@@ -3,7 +3,9 @@
 // this binary (fork + exec of /proc/self/exe): the coordinator gets the
 // training flags given here, the workers join it. Rank 0's output is shown
 // (its progress); the coordinator's and the other ranks' go to log files in
-// the run directory (or a temporary one, kept when the job fails).
+// the run directory (or a temporary one, kept when the job fails). The
+// token lives in a private directory that no way out leaves behind
+// (PrivateRunDir).
 //
 // Cleanup: children live in their own process group (a Ctrl-C reaches only
 // this process, which then stops them in order) and die with this process
@@ -32,12 +34,16 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "cli/job_flags.h"
 #include "core/common/stop_signals.h"
 #include "cli/local_ranks.h"
+#include "cli/log_follower.h"
+#include "cli/run_private_dir.h"
 #include "cli/train_flags.h"
 #include "core/tensor/device.h"
 #include "core/common/check.h"
+#include "core/common/files.h"
 
 namespace mddp::cli {
 namespace {
@@ -213,18 +219,22 @@ class Supervisor {
 void run_job(RunArgs& a) {
   if (a.nproc < 1) throw InputError("give the number of workers: --nproc N");
   a.train.validate();
+  validate_health(a.health);
   if (a.train.batch % a.nproc != 0)
     throw InputError(str("--batch ", a.train.batch, " is not divisible by --nproc ", a.nproc));
   tensor::require_gpu_per_local_rank(a.train.device, a.nproc);  // before any process starts
   const std::vector<std::string> forwarded = forwarded_args();
 
-  const std::string tmp = make_temp_dir("microddp-run");
-  const std::string logs = a.train.run_dir.empty() ? tmp : a.train.run_dir;
-  std::filesystem::create_directories(logs);
-  const std::string token_file = tmp + "/token";
+  PrivateRunDir secrets;  // the token and the coordinator's address; removed on every way out
+  // Without --run-dir the logs go to a directory of their own, removed when
+  // the job succeeds and kept (named in the error) when it does not.
+  const bool temp_logs = a.train.run_dir.empty();
+  const std::string logs = temp_logs ? make_temp_dir("microddp-logs") : a.train.run_dir;
+  make_dirs(logs, "--run-dir");
+  const std::string token_file = secrets.path() + "/token";
   write_private(token_file, a.token.empty() ? random_token() : a.token);
-  const std::string address_file = tmp + "/address";
-  const std::string url_file = tmp + "/http_url";
+  const std::string address_file = secrets.path() + "/address";
+  const std::string url_file = secrets.path() + "/http_url";
 
   Supervisor sup;
   std::vector<std::string> coord_args = {"microddp", "coordinator"};
@@ -240,6 +250,12 @@ void run_job(RunArgs& a) {
     coord_args.push_back(s);
   const std::string coord_log = logs + "/coordinator.log";
   const std::size_t coord = sup.add({"coordinator", spawn(coord_args, {}, coord_log), coord_log});
+  LogFollower coord_follower(coord_log);
+  const auto show_coordinator_warnings = [&coord_follower] {
+    coord_follower.poll([](const std::string& line) {
+      if (is_warning_or_error(line)) std::fprintf(stderr, "%s\n", line.c_str());
+    });
+  };
 
   // The coordinator writes its address once it listens.
   std::string address;
@@ -254,8 +270,10 @@ void run_job(RunArgs& a) {
       throw Error(str("the coordinator did not start", why.empty() ? "" : ": " + why,
                       " (log: ", coord_log, ")"));
     }
-    if (sup.interrupted())
+    if (sup.interrupted()) {
+      secrets.remove();
       std::exit(128 + sup.interrupted());  // ~Supervisor is skipped: children die with us
+    }
     if (Clock::now() > start_deadline)
       throw Error(str("the coordinator did not start within 30 s (log: ", coord_log, ")"));
   }
@@ -292,11 +310,12 @@ void run_job(RunArgs& a) {
   bool workers_stopped = false;
   while (!sup.all_done()) {
     sup.poll(100ms);
+    show_coordinator_warnings();
     const auto now = Clock::now();
     bool failed = false, workers_done = true;
     for (std::size_t i = 0; i < sup.children().size(); ++i) {
       const Child& c = sup.child(i);
-      failed = failed || (c.done && c.status != 0);
+      failed = failed || (c.done && c.status != 0 && c.status != kExitRecordsLost);
       if (i != coord) workers_done = workers_done && c.done;
     }
     if (sup.interrupted() && (!stop_workers_at || *stop_workers_at > now)) stop_workers_at = now;
@@ -323,25 +342,34 @@ void run_job(RunArgs& a) {
     if (kill_at && now >= *kill_at) sup.signal_all(SIGKILL);
   }
 
+  show_coordinator_warnings();
   if (sup.interrupted()) {
     std::fflush(stdout);
-    std::fprintf(stderr, "microddp run: interrupted (%s); all processes stopped\n",
-                 sup.interrupted() == SIGINT ? "SIGINT" : "SIGTERM");
+    std::fprintf(stderr, "microddp run: interrupted (%s); all processes stopped; logs in %s\n",
+                 sup.interrupted() == SIGINT ? "SIGINT" : "SIGTERM", logs.c_str());
+    secrets.remove();
     std::exit(128 + sup.interrupted());
   }
-  std::vector<std::string> failed;
+  std::vector<std::string> failed, lost;  // lost: finished, but records not written (a full disk)
   for (const auto& c : sup.children())
-    if (c.status != 0)
+    if (c.status == kExitRecordsLost)
+      lost.push_back(c.log.empty() ? c.name + " (see above)" : str(c.name, ": ", error_line(c.log)));
+    else if (c.status != 0)
       failed.push_back(str(c.name, " (",
                            c.status > 128 ? str("signal ", c.status - 128) : str("exit ", c.status),
                            ")"));
-  if (failed.empty()) {
+  if (failed.empty() && lost.empty()) {
     std::printf("microddp run: all %d ranks finished%s\n", a.nproc,
                 a.train.run_dir.empty()
                     ? ""
                     : (", metrics in " + a.train.run_dir + "/metrics.jsonl").c_str());
-    std::filesystem::remove_all(tmp);
+    if (temp_logs) std::filesystem::remove_all(logs);
     return;
+  }
+  if (failed.empty()) {
+    std::string which;
+    for (const auto& l : lost) which += (which.empty() ? "" : "; ") + l;
+    throw RecordsLostError(str("all ", a.nproc, " ranks finished, but records were lost: ", which));
   }
   std::string why = error_line(coord_log);
   for (std::size_t i = 1; why.empty() && i < sup.children().size(); ++i)
@@ -359,7 +387,7 @@ void register_run(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "run", "Run a whole job on this machine: a coordinator and N workers as child processes");
   const char* g = "Run";
-  cmd->add_option("--nproc", a->nproc, "number of workers (ranks) to start")->required()->group(g);
+  cmd->add_option("--nproc", a->nproc, "number of workers (ranks) to start")->check(CLI::Range(1, kMaxLocalRanks))->required()->group(g);
   cmd->add_option("--port", a->port, "coordinator port (0: any free port)")
       ->group(g)
       ->capture_default_str();
@@ -368,6 +396,7 @@ void register_run(CLI::App& app) {
   add_health_flags(*cmd, a->health, g);
   add_dashboard_flags(*cmd, a->dashboard);
   add_training_flags(*cmd, a->train);
+  add_checkpoint_flags(*cmd, a->train);
   add_ddp_flags(*cmd, a->train);
   cmd->callback([a] { run_job(*a); });
 }

@@ -4,6 +4,7 @@
 
 #include "cli/commands.h"
 #include "cli/train_flags.h"
+#include "core/common/check.h"
 #include "core/train/loop.h"
 
 namespace mddp::cli {
@@ -12,6 +13,7 @@ void register_train(CLI::App& app) {
   auto cfg = std::make_shared<train::TrainConfig>();
   auto* cmd = app.add_subcommand("train", "Train in one process (the single-process baseline)");
   add_training_flags(*cmd, *cfg);
+  add_checkpoint_flags(*cmd, *cfg);
   cmd->callback([cfg] {
     train::Trainer trainer(*cfg);
     print_config(trainer.config(), trainer.model().num_parameters(), trainer.model().describe());
@@ -23,6 +25,7 @@ void register_train(CLI::App& app) {
     if (s.eval.accuracy >= 0) std::printf(", test accuracy %.2f%%", s.eval.accuracy * 100);
     std::printf("\n");
     if (!cfg->run_dir.empty()) std::printf("checkpoint: %s/checkpoint.safetensors\n", cfg->run_dir.c_str());
+    if (!s.lost_records.empty()) throw RecordsLostError("training finished, but " + s.lost_records);
   });
 }
 

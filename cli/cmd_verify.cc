@@ -11,10 +11,11 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "cli/local_ranks.h"
 #include "cli/train_flags.h"
-#include "core/comm/transport/connect.h"
-#include "core/train/checkpoint.h"
+#include "core/tensor/device.h"
+#include "core/train/safetensors.h"
 #include "core/train/distributed.h"
 
 namespace mddp::cli {
@@ -34,14 +35,21 @@ void save_params(nn::Module& m, const std::string& path) {
 
 bool run(const train::TrainConfig& cfg, int nproc) {
   if (cfg.steps < 1) throw InputError("verify needs --steps >= 1");
-  train::Trainer single(cfg);
-  std::printf("verify: %s, %lld parameters, %lld steps of %s, global batch %lld on %d ranks vs 1 process\n",
-              single.model().describe().substr(0, 60).c_str(), static_cast<long long>(single.model().num_parameters()),
-              static_cast<long long>(cfg.steps), cfg.optim.name.c_str(), static_cast<long long>(cfg.batch), nproc);
-  for (int64_t s = 0; s < cfg.steps; ++s) single.step();
+  tensor::require_gpu_per_local_rank(cfg.device, nproc);
   const std::string tmp = make_temp_dir("microddp-verify");
+  // The single process runs in a child like the ranks: on a GPU, a process
+  // that started CUDA could not fork ranks that use it (Note [CUDA and fork]).
+  const int single_rc = run_local_ranks(1, [&](int, comm::Store&) {
+    train::Trainer single(cfg);
+    std::printf("verify: %s, %lld parameters, %lld steps of %s, global batch %lld on %d ranks vs 1 process\n",
+                single.model().describe().substr(0, 60).c_str(),
+                static_cast<long long>(single.model().num_parameters()), static_cast<long long>(cfg.steps),
+                cfg.optim.name.c_str(), static_cast<long long>(cfg.batch), nproc);
+    for (int64_t s = 0; s < cfg.steps; ++s) single.step();
+    save_params(single.model(), tmp + "/single.safetensors");
+  });
+  if (single_rc != 0) throw Error("verify: the single-process run failed");
   // Parameters are saved sorted by name by the checkpoint format; compare in that order.
-  save_params(single.model(), tmp + "/single.safetensors");
   const auto reference = load_params(tmp + "/single.safetensors");
 
   const double tol = cfg.optim.name == "adam" ? 1e-4 : 1e-5;
@@ -52,9 +60,7 @@ bool run(const train::TrainConfig& cfg, int nproc) {
     train::TrainConfig c = cfg;
     c.dist.ddp = mode;
     const int rc = run_local_ranks(nproc, [&](int rank, comm::Store& store) {
-      auto t = comm::connect_transport(store, rank, nproc, {"verify", ""}, comm::parse_transport(c.dist.transport),
-                                       std::chrono::milliseconds(c.dist.timeout_ms));
-      train::DistributedTrainer dt(c, std::make_unique<comm::Communicator>(std::move(t), train::comm_options(c)));
+      train::DistributedTrainer dt(c, train::connect_process_group(store, rank, nproc, {"verify", ""}, c));
       for (int64_t s = 0; s < c.steps; ++s) dt.step();
       save_params(dt.trainer().model(), tmp + "/" + mode + "-" + std::to_string(rank) + ".safetensors");
     });
@@ -94,7 +100,7 @@ void register_verify(CLI::App& app) {
   cfg->eval = false;
   auto nproc = std::make_shared<int>(2);
   auto* cmd = app.add_subcommand("verify", "Check DDP (naive, hooked, bucketed) against one process on the whole batch");
-  cmd->add_option("--nproc", *nproc, "ranks on this host")->capture_default_str();
+  cmd->add_option("--nproc", *nproc, "ranks on this host")->check(CLI::Range(1, kMaxLocalRanks))->capture_default_str();
   add_training_flags(*cmd, *cfg);
   add_ddp_flags(*cmd, *cfg);
   cmd->callback([cfg, nproc] {

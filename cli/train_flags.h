@@ -9,6 +9,9 @@
 namespace mddp::cli {
 
 void add_training_flags(CLI::App& cmd, train::TrainConfig& cfg);
+// --checkpoint-every, --keep-checkpoints, --resume: for the commands that
+// write a run directory (train, run, coordinator).
+void add_checkpoint_flags(CLI::App& cmd, train::TrainConfig& cfg);
 // --ddp, --bucket-mb, ... for the commands that run several ranks.
 void add_ddp_flags(CLI::App& cmd, train::TrainConfig& cfg);
 // The config table printed once at start (llm.c style).

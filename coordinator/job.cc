@@ -1,10 +1,12 @@
 #include "coordinator/job.h"
 
+#include <algorithm>
+
 #include <spdlog/spdlog.h>
 
-#include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "core/common/files.h"
 #include "core/common/check.h"
 #include "core/perf/host_load.h"
 
@@ -46,10 +48,11 @@ nlohmann::json count_or_null(int n) {
 // <run dir>/job.json: what `microddp analyze` needs besides the metrics (the
 // world, the config, who ran where and on how many CPUs). Written once the
 // job has formed, then again whenever a rank reports what it runs on;
-// replaced atomically (rename), so a reader never sees half a file.
-void write_job_file(const JobOptions& o, const std::vector<Member>& members,
-                    int64_t started_unix_ns) {
-  if (o.run_dir.empty()) return;
+// replaced atomically (rename), so a reader never sees half a file. Returns
+// "" or why it could not be written.
+std::string write_job_file(const JobOptions& o, const std::vector<Member>& members,
+                           int64_t started_unix_ns) {
+  if (o.run_dir.empty()) return "";
   nlohmann::json config = nlohmann::json::parse(o.config_json, nullptr, false);
   if (config.is_discarded() || !config.is_object()) config = nlohmann::json::object();
   const std::string job_device = config.contains("device") && config["device"].is_string()
@@ -68,20 +71,9 @@ void write_job_file(const JobOptions& o, const std::vector<Member>& members,
                          {"started_unix_ns", started_unix_ns},
                          {"config", config},
                          {"members", ranks}};
-  const auto path = o.run_dir / "job.json";
-  auto tmp = path;
-  tmp += ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << j.dump(2) << "\n";
-    if (!out.flush()) {
-      spdlog::warn("cannot write {}", tmp.string());
-      return;
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) spdlog::warn("cannot write {}: {}", path.string(), ec.message());
+  const auto path = (o.run_dir / "job.json").string();
+  const std::string error = write_atomically(path, j.dump(2) + "\n");
+  return error.empty() ? error : str("cannot write ", path, ": ", error);
 }
 
 }  // namespace
@@ -100,7 +92,7 @@ void Job::on_rendezvous(const std::vector<Member>& members, TimePoint now) {
     std::lock_guard lock(mu_);
     started = started_unix_ns_ = unix_ns_now();
   }
-  write_job_file(options_, members, started);
+  note_job_file(write_job_file(options_, members, started));
   state_.set_running();
   spdlog::info("rendezvous complete: all {} workers joined job '{}' (rank {})", members.size(),
                options_.job_id, table);
@@ -233,7 +225,8 @@ Job::Reply Job::metrics(const std::string& session, std::vector<MetricsRecord> r
   if (!error.empty()) {
     std::lock_guard lock(mu_);
     if (!metrics_write_failed_)
-      spdlog::error("metrics log: {} (records are kept in memory only)", error);
+      spdlog::error("metrics log: {} (the records that do not fit are counted and named at the end; "
+                    "writing goes on as space comes back)", error);
     metrics_write_failed_ = true;
   }
   reply.status = state_.status();
@@ -310,11 +303,16 @@ void Job::on_members_changed() {
     started = started_unix_ns_;
   }
   const std::vector<Member> members = rendezvous_.members();
-  write_job_file(options_, members, started);
+  note_job_file(write_job_file(options_, members, started));
   std::vector<perf::RankPlacement> placement;
   for (const auto& m : members) placement.push_back({m.rank, m.host, m.threads, m.cpus});
+  // Judged once every rank of the host reported its threads: a warning
+  // from a partial count would name the wrong number, and never be corrected.
+  const auto all_reported = [](const perf::HostLoad& h) {
+    return std::all_of(h.rank_threads.begin(), h.rank_threads.end(), [](int t) { return t > 0; });
+  };
   for (const auto& h : perf::host_loads(placement))
-    if (h.oversubscribed() && warned_hosts_.insert(h.host).second)
+    if (h.oversubscribed() && all_reported(h) && warned_hosts_.insert(h.host).second)
       spdlog::warn(
           "{}: its ranks take turns on the CPUs and wait for each other in every "
           "all-reduce; run fewer ranks per host or fewer --threads",
@@ -354,6 +352,17 @@ void Job::tick(TimePoint now) {
     metrics_log_.sync();
     next_sync_ = now + std::chrono::seconds(1);
   }
+}
+
+void Job::note_job_file(const std::string& error) {
+  std::lock_guard lock(mu_);
+  if (!error.empty() && job_file_error_.empty()) spdlog::error("{}", error);
+  job_file_error_ = error;  // a later write that works makes job.json whole again
+}
+
+std::string Job::job_file_error() const {
+  std::lock_guard lock(mu_);
+  return job_file_error_;
 }
 
 void Job::set_finished() {

@@ -102,12 +102,15 @@ class Job {
   std::vector<Member> members() const { return rendezvous_.members(); }
   const Health& health() const { return health_; }
   const MetricsLog& metrics_log() const { return metrics_log_; }
+  // Why <run dir>/job.json is not up to date (its last write failed), or "".
+  std::string job_file_error() const;
   const KvStore& store() const { return store_; }
 
  private:
   // The member of `session`, or the refusal to give the caller.
   std::optional<Member> lookup(const std::string& session, Outcome& refusal) const;
   void fail(int rank, const std::string& message);
+  void note_job_file(const std::string& error);
   void abort_waits(const std::string& why);
   void on_rendezvous(const std::vector<Member>& members, TimePoint now);
   // Rewrites job.json and warns of newly oversubscribed hosts when a member
@@ -130,6 +133,7 @@ class Job {
   std::optional<TimePoint> failed_at_;
   TimePoint next_sync_{};
   bool metrics_write_failed_ = false;
+  std::string job_file_error_;
   int64_t started_unix_ns_ = 0;  // when the job formed (job.json's started_unix_ns)
   bool members_changed_ = false;
   std::set<std::string> warned_hosts_;  // oversubscribed hosts already warned of

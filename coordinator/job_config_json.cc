@@ -126,9 +126,14 @@ json job_config_to_json(const train::TrainConfig& c) {
       {"seed", c.seed},
       {"device", c.device},
       {"run_dir", c.run_dir},
+      {"init_from", c.init_from},
+      {"resume", c.resume},
+      {"checkpoint_every", c.checkpoint_every},
+      {"keep_checkpoints", c.keep_checkpoints},
       {"threads", c.threads},
       {"log_every", c.log_every},
       {"eval", c.eval},
+      {"allow_nonfinite_loss", c.allow_nonfinite_loss},
       {"dist",
        {{"ddp", s.ddp},
         {"bucket_mb", s.bucket_mb},
@@ -187,9 +192,14 @@ train::TrainConfig job_config_from_json(const json& j) {
   r("seed", c.seed);
   r("device", c.device);
   r("run_dir", c.run_dir);
+  r("init_from", c.init_from);
+  r("resume", c.resume);
+  r("checkpoint_every", c.checkpoint_every);
+  r("keep_checkpoints", c.keep_checkpoints);
   r("threads", c.threads);
   r("log_every", c.log_every);
   r("eval", c.eval);
+  r("allow_nonfinite_loss", c.allow_nonfinite_loss);
   {
     Reader s = r.object("dist");
     s("ddp", c.dist.ddp);

@@ -11,10 +11,11 @@ JOBS="${JOBS:-$(nproc)}"
 APT_PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config
   libspdlog-dev libcli11-dev nlohmann-json3-dev libtomlplusplus-dev
-  libdnnl-dev libopenblas-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libdnnl-dev libopenblas-dev zlib1g-dev libssl-dev libgtest-dev libgmock-dev libbenchmark-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libboost-dev
   dataset-fashion-mnist iproute2 procps docker-compose
   nodejs chromium fonts-dejavu-core prometheus
+  python3-torch  # the PyTorch oracle (tests/pytorch/)
 )
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*"; }

@@ -28,6 +28,7 @@
 #include "worker/data_address.h"
 #include "worker/heartbeat.h"
 #include "worker/metrics_streamer.h"
+#include "worker/protocol_probe.h"
 
 namespace mddp::worker {
 namespace {
@@ -125,9 +126,15 @@ train::TrainConfig rank_config(const JoinInfo& info, const WorkerOptions& o) {
   } else if (cfg.device == "cuda") {  // one GPU per local rank, as torchrun does
     cfg.device = tensor::gpu_of_local_rank(tensor::Device::parse("cuda").index).str();  // cuda:LOCAL_RANK
   }
-  // Rank 0 writes the run directory (train.jsonl, checkpoint); the others
-  // would only write the same lines again.
-  if (info.rank != 0) cfg.run_dir.clear();
+  // Rank 0 writes the run directory (train.jsonl, checkpoints); the others
+  // would only write the same lines again. It alone reads the weights to
+  // start from: the DistributedTrainer broadcasts what it loaded.
+  if (info.rank != 0) {
+    cfg.run_dir.clear();
+    cfg.checkpoint_every = 0;
+    cfg.init_from.clear();
+    cfg.resume.clear();
+  }
   return cfg;
 }
 
@@ -193,7 +200,7 @@ train::TrainSummary train_rank(Session& s) {
     s.metrics.push(m);
   };
   const train::TrainSummary summary = train::run_training(trainer, hooks);
-  s.board.set(summary.steps, "done");
+  s.board.set(trainer.total_steps(), "done");
   return summary;
 }
 
@@ -217,6 +224,13 @@ void run_worker(const WorkerOptions& o) {
   CoordinatorClient client({o.coordinator, o.job_id, o.token, o.call_timeout});
   spdlog::info("joining job '{}' at {} as host {}{}", o.job_id, o.coordinator, host,
                want_rank >= 0 ? str(", rank ", want_rank) : std::string());
+  // A port that speaks another protocol (the dashboard's, say) is named at
+  // once; gRPC alone would retry it until the connect timeout.
+  if (const std::string other = probe_other_protocol(o.coordinator, std::min<Millis>(o.connect_timeout, 5s));
+      !other.empty())
+    throw InputError(str("--coordinator ", o.coordinator, " is not a microddp coordinator: ", other,
+                         ". Give the address the coordinator printed (\"start each worker with: ...\"), "
+                         "not its dashboard's"));
   client.wait_connected(o.connect_timeout);
   const JoinInfo info = client.join({host, data.addr, o.device, want_rank, o.join_timeout});
   const auto level = spdlog::get_level();
@@ -275,6 +289,7 @@ void run_worker(const WorkerOptions& o) {
     std::printf("\n");
     std::fflush(stdout);
   }
+  if (!summary.lost_records.empty()) throw RecordsLostError("rank 0 finished, but " + summary.lost_records);
 }
 
 }  // namespace mddp::worker

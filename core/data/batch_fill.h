@@ -1,7 +1,7 @@
 // Internal helper for Dataset::get_batch implementations: datasets live on the
 // host, the batch tensors may live on any device. On the CPU the samples are
-// written straight into the tensor; elsewhere they are staged in a host buffer
-// and copied over once per batch.
+// written straight into the tensor; on a GPU into pinned host memory whose
+// copy is queued without a host wait (Tensor::fill_from_host).
 #pragma once
 
 #include <cstdint>
@@ -20,13 +20,7 @@ template <typename Fill>
 void fill_host(tensor::Tensor& t, int64_t numel, const char* what, Fill&& fill) {
   MDDP_CHECK(t.defined(), "get_batch: ", what, " must be preallocated");
   MDDP_CHECK_EQ(t.numel(), numel, "get_batch: ", what, " has shape ", tensor::shape_str(t.shape()));
-  if (t.device().is_cpu()) {
-    fill(std::span<float>(t.data(), static_cast<std::size_t>(numel)));
-    return;
-  }
-  std::vector<float> host(static_cast<std::size_t>(numel));
-  fill(std::span<float>(host));
-  t.copy_from(host);
+  t.fill_from_host(fill);
 }
 
 }  // namespace mddp::data::detail

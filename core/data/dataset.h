@@ -12,6 +12,13 @@
 
 namespace mddp::data {
 
+// How a raw sample becomes the model's input: x = (raw / scale - mean) / std.
+// Checkpoints record it, so that another program can feed the model.
+struct InputEncoding {
+  std::string raw = "float32";  // "uint8" (IDX pixels) or "float32" (synthetic: used as generated)
+  float scale = 1, mean = 0, std = 1;
+};
+
 class Dataset {
  public:
   virtual ~Dataset() = default;
@@ -22,6 +29,7 @@ class Dataset {
   virtual int64_t target_dim() const = 0;
   virtual int64_t num_classes() const = 0;  // 0 for regression
   virtual std::string name() const = 0;
+  virtual InputEncoding input_encoding() const { return {}; }
   // Fills x [B, sample_shape...] and y ([B] class indices, or [B, target_dim])
   // with the samples at `indices` (B = indices.size()); x and y are preallocated.
   virtual void get_batch(std::span<const int64_t> indices, tensor::Tensor& x, tensor::Tensor& y) const = 0;

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/data/dataset.h"
 #include "core/data/split.h"
@@ -33,6 +34,11 @@ struct DatasetConfig {
 
 // The accepted specs, for help texts and error messages.
 std::string dataset_choices();
+
+// The directory holding the files of `spec` ("" for synthetic data), and its
+// class names where they are known (Fashion-MNIST's; else empty). For checkpoints.
+std::string dataset_source(const std::string& spec);
+std::vector<std::string> class_names(const std::string& spec);
 
 // Throws InputError for an unknown spec, bad sizes, or missing/malformed files.
 std::unique_ptr<Dataset> make_dataset(const DatasetConfig& config, Split split);

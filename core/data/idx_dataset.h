@@ -30,15 +30,19 @@ class IdxDataset final : public Dataset {
  public:
   // Loads `split` from `dir`; a file may be plain or gzipped (plain wins when both exist).
   // num_classes > 0 checks every label against it; 0 infers max label + 1.
-  // Throws InputError naming the file for anything missing or malformed.
+  // `known` names the dataset the files must be (known_files.h); "" checks
+  // them against the known dataset either file's sum names, if any.
+  // Throws InputError naming the file for anything missing, malformed or
+  // not matching its known sum.
   IdxDataset(const std::string& dir, Split split, std::string name = "", int64_t num_classes = 0,
-             IdxNormalization norm = {});
+             const std::string& known = "", IdxNormalization norm = {});
 
   int64_t size() const override { return count_; }
   tensor::Shape sample_shape() const override { return {1, rows_, cols_}; }
   int64_t target_dim() const override { return 0; }
   int64_t num_classes() const override { return num_classes_; }
   std::string name() const override { return name_; }
+  InputEncoding input_encoding() const override { return {"uint8", 255.0f, norm_.mean, norm_.std}; }
   // x [B, 1, rows, cols] normalised pixels, y [B] class indices as floats.
   void get_batch(std::span<const int64_t> indices, tensor::Tensor& x, tensor::Tensor& y) const override;
 
@@ -47,6 +51,7 @@ class IdxDataset final : public Dataset {
 
  private:
   std::string name_;
+  IdxNormalization norm_;
   int64_t count_ = 0, rows_ = 0, cols_ = 0, num_classes_ = 0;
   std::vector<uint8_t> pixels_;  // [count, rows, cols]
   std::vector<uint8_t> labels_;  // [count]

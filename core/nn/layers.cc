@@ -56,6 +56,10 @@ std::string Linear::describe() const {
   return str("Linear(", weight.value.dim(1), " -> ", weight.value.dim(0), ")");
 }
 
+LayerSpec Linear::spec() const {
+  return {"Linear", {{"in_features", weight.value.dim(1)}, {"out_features", weight.value.dim(0)}}};
+}
+
 void Linear::collect_parameters(std::vector<Parameter*>& out) {
   out.push_back(&weight);
   out.push_back(&bias);
@@ -107,6 +111,12 @@ const Tensor& Conv2d::backward(const Tensor& dy, bool need_dx) {
 std::string Conv2d::describe() const {
   const auto& w = weight.value;
   return str("Conv2d(", w.dim(1), " -> ", w.dim(0), ", ", k_, "x", k_, ")");
+}
+
+LayerSpec Conv2d::spec() const {
+  const auto& w = weight.value;
+  return {"Conv2d",
+          {{"in_channels", w.dim(1)}, {"out_channels", w.dim(0)}, {"kernel_size", k_}, {"stride", 1}, {"padding", k_ / 2}}};
 }
 
 void Conv2d::collect_parameters(std::vector<Parameter*>& out) {

@@ -16,6 +16,7 @@ class Linear : public Module {
   const Tensor& forward(const Tensor& x) override;
   const Tensor& backward(const Tensor& dy, bool need_dx) override;
   std::string describe() const override;
+  LayerSpec spec() const override;
   void collect_parameters(std::vector<Parameter*>& out) override;
 
   Parameter weight, bias;
@@ -30,6 +31,7 @@ class ReLU : public Module {
   const Tensor& forward(const Tensor& x) override;
   const Tensor& backward(const Tensor& dy, bool need_dx) override;
   std::string describe() const override { return "ReLU"; }
+  LayerSpec spec() const override { return {"ReLU", {}}; }
 
  private:
   Tensor y_, dx_;
@@ -42,6 +44,7 @@ class Conv2d : public Module {
   const Tensor& forward(const Tensor& x) override;
   const Tensor& backward(const Tensor& dy, bool need_dx) override;
   std::string describe() const override;
+  LayerSpec spec() const override;
   void collect_parameters(std::vector<Parameter*>& out) override;
 
   Parameter weight, bias;  // [O, C, k, k], [O]
@@ -59,6 +62,7 @@ class MaxPool2d : public Module {
   const Tensor& forward(const Tensor& x) override;
   const Tensor& backward(const Tensor& dy, bool need_dx) override;
   std::string describe() const override;
+  LayerSpec spec() const override { return {"MaxPool2d", {{"kernel_size", k_}, {"stride", k_}}}; }
 
  private:
   int k_;
@@ -72,6 +76,7 @@ class Flatten : public Module {
   const Tensor& forward(const Tensor& x) override;
   const Tensor& backward(const Tensor& dy, bool need_dx) override;
   std::string describe() const override { return "Flatten"; }
+  LayerSpec spec() const override { return {"Flatten", {}}; }  // PyTorch's default start_dim=1
 
  private:
   tensor::Shape in_shape_;

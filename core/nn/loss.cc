@@ -14,7 +14,7 @@ float CrossEntropyLoss::forward(const Tensor& output, const Tensor& target) {
 const Tensor& CrossEntropyLoss::backward() {
   MDDP_CHECK(target_ != nullptr, "backward before forward");
   tensor::ensure_shape(grad_, probs_.shape(), probs_.device());
-  tensor::softmax_xent_backward(probs_, *target_, grad_);
+  tensor::softmax_xent_backward(probs_, *target_, grad_, /*labels_checked=*/true);  // by forward()
   return grad_;
 }
 

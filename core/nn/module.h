@@ -17,6 +17,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/tensor/tensor.h"
@@ -33,6 +34,15 @@ struct Parameter {
 
 using GradReadyHook = std::function<void(Parameter&)>;
 
+// A layer as PyTorch's torch.nn would build it: the class name and its
+// constructor's keyword arguments, e.g. {"Conv2d", {{"in_channels", 1},
+// {"out_channels", 32}, {"kernel_size", 3}, {"padding", 1}}}. Checkpoints
+// store these so that another program can rebuild the model (docs/pytorch.md).
+struct LayerSpec {
+  std::string type;
+  std::vector<std::pair<std::string, int64_t>> args;
+};
+
 class Module {
  public:
   virtual ~Module() = default;
@@ -41,6 +51,7 @@ class Module {
   // need_dx = false skips computing dx (the first layer's input needs none).
   virtual const Tensor& backward(const Tensor& dy, bool need_dx = true) = 0;
   virtual std::string describe() const = 0;  // "Linear(784 -> 256)"
+  virtual LayerSpec spec() const = 0;
 
   // This module's parameters (and its children's), in registration order.
   virtual void collect_parameters(std::vector<Parameter*>& out) { (void)out; }

@@ -22,7 +22,7 @@ class Sgd : public Optimizer {
   }
   std::vector<std::pair<std::string, Tensor>> state() override {
     std::vector<std::pair<std::string, Tensor>> out;
-    for (std::size_t i = 0; i < bufs_.size(); ++i) out.emplace_back(params_[i]->name + ".momentum", bufs_[i]);
+    for (std::size_t i = 0; i < bufs_.size(); ++i) out.emplace_back(params_[i]->name + ".momentum_buffer", bufs_[i]);
     return out;
   }
 
@@ -49,8 +49,8 @@ class Adam : public Optimizer {
   std::vector<std::pair<std::string, Tensor>> state() override {
     std::vector<std::pair<std::string, Tensor>> out;
     for (std::size_t i = 0; i < params_.size(); ++i) {
-      out.emplace_back(params_[i]->name + ".adam_m", m_[i]);
-      out.emplace_back(params_[i]->name + ".adam_v", v_[i]);
+      out.emplace_back(params_[i]->name + ".exp_avg", m_[i]);
+      out.emplace_back(params_[i]->name + ".exp_avg_sq", v_[i]);
     }
     return out;
   }

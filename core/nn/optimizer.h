@@ -23,8 +23,14 @@ class Optimizer {
   virtual ~Optimizer() = default;
   virtual void step() = 0;  // applies each parameter's current grad
   int64_t steps() const { return steps_; }
-  // Named state tensors (for checkpoints): "<param>.momentum", "<param>.adam_m", ...
+  // Named state tensors, views of the optimiser's own buffers (checkpoints
+  // read and restore them), under PyTorch's state names:
+  // "<param>.momentum_buffer" (SGD with momentum), "<param>.exp_avg" and
+  // "<param>.exp_avg_sq" (Adam).
   virtual std::vector<std::pair<std::string, Tensor>> state() = 0;
+  // Restoring a checkpoint: the steps taken, which drive SGD's first-step
+  // momentum and Adam's bias correction.
+  void set_steps(int64_t steps) { steps_ = steps; }
 
  protected:
   int64_t steps_ = 0;

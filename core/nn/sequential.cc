@@ -32,6 +32,12 @@ std::string Sequential::describe() const {
   return s;
 }
 
+std::vector<LayerSpec> Sequential::layer_specs() const {
+  std::vector<LayerSpec> out;
+  for (const auto& c : children_) out.push_back(c->spec());
+  return out;
+}
+
 void Sequential::collect_parameters(std::vector<Parameter*>& out) {
   for (auto& c : children_) c->collect_parameters(out);
 }

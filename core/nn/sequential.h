@@ -15,6 +15,9 @@ class Sequential : public Module {
   const Tensor& forward(const Tensor& x) override;
   const Tensor& backward(const Tensor& dy, bool need_dx = true) override;
   std::string describe() const override;
+  LayerSpec spec() const override { return {"Sequential", {}}; }
+  // Each child's spec, in order: what torch.nn.Sequential(*layers) needs.
+  std::vector<LayerSpec> layer_specs() const;
   void collect_parameters(std::vector<Parameter*>& out) override;
   void set_grad_ready_hook(GradReadyHook hook) override;
 

@@ -13,6 +13,7 @@
 #include <algorithm>
 
 #include "core/common/check.h"
+#include "core/common/test_mutation.h"
 #include "core/tensor/conv_loops.h"
 #include "core/tensor/cpu/kernels.h"
 #include "core/tensor/cuda/kernels.h"  // declarations only: no CUDA headers
@@ -188,6 +189,10 @@ void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx) {
     return;
   }
   cpu::relu_backward(y.data(), dy.data(), dx.data(), y.numel());
+  if (test_mutation("relu_mask_inverted")) {  // planted bug: dx = dy - dx keeps dy where the mask is off
+    cpu::scale(dx.data(), dx.numel(), -1.0f);
+    cpu::axpy(1.0f, dy.data(), dx.data(), dx.numel());
+  }
 }
 
 namespace {
@@ -336,7 +341,7 @@ float softmax_xent_forward(const Tensor& logits, const Tensor& labels, Tensor& p
   return cpu::softmax_xent_forward(logits.data(), labels.data(), logits.dim(0), logits.dim(1), probs.data());
 }
 
-void softmax_xent_backward(const Tensor& probs, const Tensor& labels, Tensor& dlogits) {
+void softmax_xent_backward(const Tensor& probs, const Tensor& labels, Tensor& dlogits, bool labels_checked) {
   const Device dev = op_device("softmax_xent_backward", {&probs, &labels, &dlogits});
   check_label_shape(probs, labels);
   require_same_numel("softmax dlogits", probs, dlogits);
@@ -344,7 +349,7 @@ void softmax_xent_backward(const Tensor& probs, const Tensor& labels, Tensor& dl
     if constexpr (kHaveCuda) {
       int64_t bad_row = -1;
       cuda::softmax_xent_backward(dev.index, probs.data(), labels.data(), probs.dim(0), probs.dim(1),
-                                  dlogits.data(), bad_row);
+                                  dlogits.data(), !labels_checked, bad_row);
       report_bad_row(probs, labels, bad_row);
     }
     return;
@@ -421,8 +426,10 @@ void adam_update(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, float 
                         beta2, eps, weight_decay, step);
     return;
   }
+  // Planted bug: at a step this large beta^t is 0, so the bias correction is 1.
+  const int64_t bias_step = test_mutation("adam_no_bias_correction") ? int64_t{1} << 40 : step;
   cpu::adam_update(param.data(), grad.data(), m.data(), v.data(), param.numel(), lr, beta1, beta2, eps,
-                   weight_decay, step);
+                   weight_decay, bias_step);
 }
 
 }  // namespace mddp::tensor

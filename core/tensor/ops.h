@@ -64,8 +64,10 @@ void maxpool2d_backward(const Tensor& x, const Tensor& dy, int k, Tensor& dx);
 // logits: [N, classes], labels: [N] holding class indices as floats (exact to 2^24).
 // Returns the mean cross-entropy; stores softmax probabilities in `probs` [N, classes].
 float softmax_xent_forward(const Tensor& logits, const Tensor& labels, Tensor& probs);
-// dlogits = (probs - onehot(labels)) / N
-void softmax_xent_backward(const Tensor& probs, const Tensor& labels, Tensor& dlogits);
+// dlogits = (probs - onehot(labels)) / N. `labels_checked`: the caller's
+// softmax_xent_forward already checked these labels, so a GPU skips checking
+// them again (each check is a host wait to read the verdict back).
+void softmax_xent_backward(const Tensor& probs, const Tensor& labels, Tensor& dlogits, bool labels_checked = false);
 // Number of rows whose arg-max equals the label.
 int64_t count_correct(const Tensor& logits, const Tensor& labels);
 // Mean over all elements of (pred - target)^2, like torch.nn.MSELoss().

@@ -44,8 +44,17 @@ Storage::~Storage() {
     return;
   }
 #if MDDP_HAVE_CUDA
+  cuda::upload_destroy(upload_, device_.index);
   cuda::free(data_, device_.index);
 #endif
+}
+
+cuda::Upload* Storage::upload() {
+  MDDP_CHECK(device_.is_cuda(), "a CPU tensor needs no upload buffer");
+#if MDDP_HAVE_CUDA
+  if (!upload_) upload_ = cuda::upload_create(bytes_, device_.index);
+#endif
+  return upload_;
 }
 
 namespace {
@@ -108,6 +117,19 @@ void Tensor::copy_from(const std::vector<float>& values) {
 void Tensor::copy_from(const Tensor& src) {
   MDDP_CHECK_EQ(src.numel(), numel_, "copy_from size");
   if (numel_) copy_bytes(data(), device(), src.data(), src.device(), bytes());
+}
+
+void Tensor::fill_from_host(const std::function<void(std::span<float>)>& fill) {
+  MDDP_CHECK(defined(), "fill_from_host of an undefined tensor");
+  if (device().is_cpu()) {
+    fill(std::span<float>(data(), static_cast<std::size_t>(numel_)));
+    return;
+  }
+#if MDDP_HAVE_CUDA
+  cuda::Upload* up = storage_->upload();
+  fill(std::span<float>(static_cast<float*>(cuda::upload_buffer(up)), static_cast<std::size_t>(numel_)));
+  cuda::upload_queue(up, data(), bytes(), device().index);
+#endif
 }
 
 Tensor Tensor::to(Device device) const {

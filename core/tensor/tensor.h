@@ -6,7 +6,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -20,6 +22,10 @@ int64_t numel_of(const Shape& shape);
 std::string shape_str(const Shape& shape);
 
 // Owns `bytes` bytes on `device`, 64-byte aligned on the CPU. Not copyable.
+namespace cuda {
+struct Upload;  // cuda/cuda_runtime.h
+}
+
 class Storage {
  public:
   Storage(std::size_t bytes, Device device);
@@ -30,9 +36,12 @@ class Storage {
   void* data() const { return data_; }
   std::size_t bytes() const { return bytes_; }
   Device device() const { return device_; }
+  // A GPU storage's pinned host memory for Tensor::fill_from_host, made on first use.
+  cuda::Upload* upload();
 
  private:
   void* data_ = nullptr;
+  cuda::Upload* upload_ = nullptr;
   std::size_t bytes_ = 0;
   Device device_;
 };
@@ -65,6 +74,12 @@ class Tensor {
   std::vector<float> to_vector() const;
   void copy_from(const std::vector<float>& values);
   static Tensor from_vector(const Shape& shape, const std::vector<float>& values, Device device = {});
+  // Writes this tensor's elements from the host without waiting: `fill`
+  // gets host memory for numel() floats — the tensor itself on the CPU; on a
+  // GPU pinned memory kept with the storage, whose copy to the tensor is then
+  // queued on the compute stream (a training batch each step). The pinned
+  // memory is reused once its last copy has run. One thread per tensor.
+  void fill_from_host(const std::function<void(std::span<float>)>& fill);
   // Copies src's elements (same numel) from any device, waiting until done.
   // Within one GPU prefer ops::copy, which is queued without waiting.
   void copy_from(const Tensor& src);

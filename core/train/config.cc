@@ -43,6 +43,15 @@ void TrainConfig::validate() const {
   if (loss == "xent" && data.spec == "synthetic-regression")
     throw InputError("--dataset synthetic-regression needs --loss mse");
   parse_straggler(dist.straggler);
+  if (checkpoint_every < 0) throw InputError(str("--checkpoint-every must be >= 0, got ", checkpoint_every));
+  if (keep_checkpoints < 0) throw InputError(str("--keep-checkpoints must be >= 0, got ", keep_checkpoints));
+  if (checkpoint_every > 0 && run_dir.empty())
+    throw InputError("--checkpoint-every writes into the run directory: give --run-dir DIR too");
+  if (!resume.empty() && !init_from.empty())
+    throw InputError("give --resume (weights, optimiser state and step) or --init-from (weights only), not both");
+  if (!resume.empty() && dist.local_sgd > 0)
+    throw InputError("--resume cannot continue a --local-sgd job bitwise: between averages every rank's weights and "
+                     "optimiser state differ, and a checkpoint holds rank 0's; use --init-from to start from them");
 }
 
 }  // namespace mddp::train

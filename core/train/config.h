@@ -49,9 +49,15 @@ struct TrainConfig {
   uint64_t seed = 42;                     // model init and data order
   std::string device = "cpu";
   std::string run_dir;                    // logs, checkpoints ("" = none)
+  // Checkpoints (core/train/checkpoint.h, docs/checkpoints.md).
+  std::string init_from;                  // start from these weights: a checkpoint or a PyTorch state_dict
+  std::string resume;                     // continue from this checkpoint (a file of a pair, or a run directory)
+  int64_t checkpoint_every = 0;           // > 0: a checkpoint every N steps in run_dir/checkpoints/
+  int64_t keep_checkpoints = 3;           // the newest periodic checkpoints kept (0: all)
   int threads = 1;                        // compute threads per process
   int64_t log_every = 0;                  // 0 = about 20 lines per run
   bool eval = true;                       // test accuracy after each epoch
+  bool allow_nonfinite_loss = false;      // train on when the loss is NaN or inf (else stop, naming the step)
   DistConfig dist;
 
   // Rejects contradictory or impossible settings with an InputError naming the flag.

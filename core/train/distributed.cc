@@ -5,10 +5,6 @@
 
 #include "core/common/timer.h"
 #include "core/tensor/device.h"
-#include "mddp/config.h"
-#if MDDP_HAVE_CUDA
-#include "core/tensor/cuda/context.h"
-#endif
 
 namespace mddp::train {
 
@@ -31,9 +27,6 @@ std::unique_ptr<comm::ProcessGroup> connect_process_group(comm::Store& store, in
   o.device = device.index;
   o.timeout = std::chrono::milliseconds(cfg.dist.timeout_ms);
   o.prefix = prefix + "/nccl";
-#if MDDP_HAVE_CUDA
-  o.compute_stream = tensor::cuda::compute_stream(device.index);
-#endif
   return comm::nccl::connect_nccl(store, rank, size, o);
 }
 
@@ -76,6 +69,7 @@ DistributedTrainer::DistributedTrainer(const TrainConfig& cfg, std::unique_ptr<c
       timeline_(dynamic_cast<comm::nccl::ComputeTimeline*>(comm_.get())),
       trainer_(cfg, comm_->rank(), comm_->size()) {
   ddp_ = std::make_unique<ddp::DistributedDataParallel>(trainer_.model(), *comm_, ddp_options(cfg));
+  broadcast_training_state();
   LoopHooks& h = hooks_;
   h.step.before_backward = [this](bool last) { ddp_->before_backward(last); };
   h.step.after_backward = [this] { ddp_->after_backward(); };
@@ -97,6 +91,23 @@ DistributedTrainer::DistributedTrainer(const TrainConfig& cfg, std::unique_ptr<c
   }
   h.global_mean = [this](double v) { return ddp_->mean_over_ranks(v); };
   h.print = comm_->rank() == 0;
+}
+
+// DDP's constructor sent rank 0's weights; the rest of where training stands
+// follows, so that every rank continues exactly where rank 0 does.
+void DistributedTrainer::broadcast_training_state() {
+  nn::Optimizer& opt = trainer_.optimizer();
+  for (auto& [name, t] : opt.state()) comm_->broadcast(t.data(), t.numel(), comm::DataType::kFloat32, 0)->wait();
+  // Two int64 counters, carried bit for bit as four floats: a broadcast only copies bytes.
+  int64_t counters[2] = {trainer_.steps_done(), opt.steps()};
+  std::vector<float> bits(4);
+  std::memcpy(bits.data(), counters, sizeof counters);
+  tensor::Tensor buf = tensor::Tensor::from_vector({4}, bits, tensor::Device::parse(trainer_.config().device));
+  comm_->broadcast(buf.data(), 4, comm::DataType::kFloat32, 0)->wait();
+  bits = buf.to_vector();
+  std::memcpy(counters, bits.data(), sizeof counters);
+  trainer_.set_steps_done(counters[0]);
+  opt.set_steps(counters[1]);
 }
 
 StepResult DistributedTrainer::step() { return trainer_.step(hooks_.step); }

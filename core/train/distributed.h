@@ -20,7 +20,9 @@ namespace mddp::train {
 class DistributedTrainer {
  public:
   // Collective over `comm` (every rank constructs it): builds the model,
-  // checks it matches rank 0's and broadcasts rank 0's parameters.
+  // checks it matches rank 0's and broadcasts rank 0's parameters, then its
+  // optimiser state and step. So a job resumes from a checkpoint that rank 0
+  // alone read (cfg.resume, or the weights of cfg.init_from).
   // On a GPU the phases are timed with CUDA events on the compute stream
   // (the NCCL group's ComputeTimeline), which waits for the GPU at the end
   // of every step.
@@ -38,6 +40,8 @@ class DistributedTrainer {
   const LoopHooks& loop_hooks() const { return hooks_; }
 
  private:
+  void broadcast_training_state();
+
   std::unique_ptr<comm::ProcessGroup> comm_;
   comm::nccl::ComputeTimeline* timeline_;  // non-null on a GPU: comm_ implements it
   Trainer trainer_;
@@ -57,6 +61,7 @@ comm::CommOptions comm_options(const TrainConfig& cfg);
 // used (no GPU, a build without CUDA).
 std::unique_ptr<comm::ProcessGroup> connect_process_group(comm::Store& store, int rank, int size,
                                                           const comm::JobIdentity& job, const TrainConfig& cfg,
-                                                          const std::string& bind_host, const std::string& prefix);
+                                                          const std::string& bind_host = "127.0.0.1",
+                                                          const std::string& prefix = "comm");
 
 }  // namespace mddp::train

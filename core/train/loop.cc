@@ -1,32 +1,45 @@
 #include "core/train/loop.h"
 
 #include <filesystem>
-#include <fstream>
-#include <nlohmann/json.hpp>
 
 #include "core/common/check.h"
 #include "core/common/timer.h"
+#include "core/train/checkpoint.h"
 #include "core/train/progress.h"
+#include "core/train/train_log.h"
 
 namespace mddp::train {
 
 TrainSummary run_training(Trainer& trainer, const LoopHooks& hooks) {
   const TrainConfig& cfg = trainer.config();
   const auto mean = [&](double v) { return hooks.global_mean ? hooks.global_mean(v) : v; };
-  std::ofstream log;
-  if (!cfg.run_dir.empty()) {
-    std::filesystem::create_directories(cfg.run_dir);
-    log.open(std::filesystem::path(cfg.run_dir) / "train.jsonl", std::ios::app);
-    if (!log) throw InputError("cannot write to --run-dir '" + cfg.run_dir + "'");
+  // Rank 0 writes the run directory: the log and the checkpoints.
+  const bool writes = !cfg.run_dir.empty() && hooks.print;
+  TrainLog log(writes ? cfg.run_dir : "");
+  if (writes) {
+    // What a crash in the middle of a checkpoint write left behind.
+    for (const auto& dir : {cfg.run_dir, (std::filesystem::path(cfg.run_dir) / "checkpoints").string()})
+      remove_stale_temps(dir);
   }
   Progress progress(trainer.total_steps());
+  const auto checkpoint = [&](int64_t step, const std::string& path) {
+    if (hooks.step.on_phase) hooks.step.on_phase(step, "checkpoint");
+    try {
+      trainer.save_checkpoint(path);
+    } catch (const Error& e) {  // nothing under a real name changed (Note [Pair order])
+      throw Error(str("cannot write the checkpoint of step ", step, " (", path, "): ", e.what(),
+                      "; the checkpoints written before are intact"));
+    }
+  };
 
   TrainSummary s;
   const int64_t total = trainer.total_steps();
+  const int64_t first = trainer.steps_done();  // > 0 after --resume
+  if (first > 0 && hooks.print) progress.message(str("resuming at step ", first, " of ", total));
   const int64_t t_start = now_ns();
   int64_t t_window = t_start, samples_window = 0, steps_window = 0;
   double loss = 0, loss_window = 0;
-  for (int64_t i = 0; i < total; ++i) {
+  for (int64_t i = first; i < total; ++i) {
     const StepResult r = trainer.step(hooks.step);
     if (hooks.on_step) hooks.on_step(r);
     samples_window += cfg.batch * cfg.accumulate;
@@ -44,9 +57,7 @@ TrainSummary run_training(Trainer& trainer, const LoopHooks& hooks) {
       t_window = now;
       samples_window = 0;
       if (hooks.print) progress.update(r.step, r.epoch, loss, sps);
-      if (log.is_open())
-        log << nlohmann::json{{"step", r.step}, {"epoch", r.epoch}, {"loss", loss}, {"samples_per_s", sps}}.dump()
-            << "\n" << std::flush;
+      log.step(r.step, r.epoch, loss, sps);
     }
     if (epoch_end && cfg.eval) {
       if (hooks.step.on_phase) hooks.step.on_phase(r.step, "eval");
@@ -57,19 +68,19 @@ TrainSummary run_training(Trainer& trainer, const LoopHooks& hooks) {
         if (s.eval.accuracy >= 0) line += str(", test accuracy ", s.eval.accuracy * 100, "%");
         progress.message(line);
       }
-      if (log.is_open())
-        log << nlohmann::json{{"epoch", r.epoch}, {"test_loss", s.eval.loss}, {"test_accuracy", s.eval.accuracy}}.dump()
-            << "\n" << std::flush;
+      log.eval(r.step, r.epoch, s.eval);
+    }
+    if (writes && cfg.checkpoint_every > 0 && r.step % cfg.checkpoint_every == 0) {
+      checkpoint(r.step, periodic_checkpoint_path(cfg.run_dir, r.step));
+      prune_checkpoints(cfg.run_dir, cfg.keep_checkpoints);
     }
   }
-  s.steps = total;
+  s.steps = total - first;
   s.seconds = (now_ns() - t_start) * 1e-9;
-  s.samples_per_s = total * cfg.batch * cfg.accumulate / std::max(1e-9, s.seconds);
+  s.samples_per_s = s.steps * cfg.batch * cfg.accumulate / std::max(1e-9, s.seconds);
   s.final_loss = loss;
-  if (!cfg.run_dir.empty() && hooks.print) {
-    if (hooks.step.on_phase) hooks.step.on_phase(total, "checkpoint");
-    trainer.save_checkpoint((std::filesystem::path(cfg.run_dir) / "checkpoint.safetensors").string());
-  }
+  s.lost_records = log.lost();
+  if (writes) checkpoint(total, final_checkpoint_path(cfg.run_dir));
   return s;
 }
 

@@ -18,15 +18,19 @@ struct LoopHooks {
 };
 
 struct TrainSummary {
-  int64_t steps = 0;
+  int64_t steps = 0;         // taken by this call (fewer than the total after --resume)
   double seconds = 0;
   double samples_per_s = 0;  // global samples per second
   double final_loss = 0;     // mean over ranks of the last step's loss
   EvalResult eval;           // after the last epoch (accuracy -1: none)
+  std::string lost_records;  // train.jsonl's records that could not be written (TrainLog::lost), "" if none
 };
 
-// Runs all steps of `trainer`; writes <run_dir>/train.jsonl and
-// <run_dir>/checkpoint.safetensors when the config names a run directory.
+// Runs the steps of `trainer` from where it stands (step 0, or the step a
+// checkpoint restored) to the last. When the config names a run directory
+// and hooks.print is set (rank 0), writes <run_dir>/train.jsonl, a checkpoint
+// every cfg.checkpoint_every steps (<run_dir>/checkpoints/, the newest
+// cfg.keep_checkpoints kept) and the final one (<run_dir>/checkpoint.*).
 TrainSummary run_training(Trainer& trainer, const LoopHooks& hooks = {});
 
 }  // namespace mddp::train

@@ -2,14 +2,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <numeric>
 #include <thread>
 
 #include "core/common/check.h"
 #include "core/common/timer.h"
 #include "core/tensor/ops.h"
-#include "core/train/checkpoint.h"
-#include "mddp/config.h"
+#include "core/train/checkpoint_meta.h"
 
 namespace mddp::train {
 namespace {
@@ -22,6 +22,14 @@ tensor::Shape batch_shape(int64_t n, const tensor::Shape& sample) {
 
 tensor::Shape target_shape(int64_t n, const data::Dataset& d) {
   return d.target_dim() == 0 ? tensor::Shape{n} : tensor::Shape{n, d.target_dim()};
+}
+
+// Before backward, so a DDP job stops in the step where it happened: this
+// rank's error becomes the coordinator's verdict, and the other ranks, held
+// in the step's all-reduce, are aborted with it (docs/failures.md).
+[[noreturn]] void throw_nonfinite_loss(int64_t step, float loss) {
+  throw Error(str("the training loss is ", loss, " at step ", step,
+                  ": training diverged (lower --lr, or pass --allow-nonfinite-loss to train on)"));
 }
 
 }  // namespace
@@ -37,6 +45,9 @@ Trainer::Trainer(TrainConfig cfg, int rank, int world_size)
   const tensor::Device device = tensor::Device::parse(cfg_.device);
   tensor::require_available(device);
 
+  // Before the data: a model that cannot fit is refused at once (synthetic
+  // inputs have `width` features; other datasets at least 1).
+  nn::require_model_fits(cfg_.model, cfg_.data.spec.starts_with("synthetic") ? cfg_.model.width : 1);
   // Synthetic data is shaped by the model: inputs of `width` features and,
   // for regression, targets as wide as the model's output.
   cfg_.data.seed = cfg_.seed;
@@ -59,6 +70,8 @@ Trainer::Trainer(TrainConfig cfg, int rank, int world_size)
   optimizer_ = nn::make_optimizer(cfg_.optim, model_->parameters());
   x_ = tensor::Tensor::empty(batch_shape(local_batch(), train_set_->sample_shape()), device);
   y_ = tensor::Tensor::empty(target_shape(local_batch(), *train_set_), device);
+  if (!cfg_.init_from.empty()) load_weights(cfg_.init_from);
+  if (!cfg_.resume.empty()) restore(checked_resume(cfg_, world_size_));
 }
 
 int64_t Trainer::total_steps() const {
@@ -90,7 +103,9 @@ StepResult Trainer::step(const StepHooks& hooks) {
     const int64_t t1 = now_ns();
     phase("forward");
     const tensor::Tensor& out = model_->forward(x_);
-    loss_sum += loss_->forward(out, y_);
+    const float loss = loss_->forward(out, y_);
+    if (!std::isfinite(loss) && !cfg_.allow_nonfinite_loss) throw_nonfinite_loss(r.step, loss);
+    loss_sum += loss;
     const int64_t t2 = now_ns();
     const bool last = m + 1 == k_micro;
     phase("backward");
@@ -148,18 +163,6 @@ EvalResult Trainer::evaluate() {
   r.loss = loss_sum / static_cast<double>(r.samples);
   if (test_set_->num_classes() > 0) r.accuracy = static_cast<double>(correct) / static_cast<double>(r.samples);
   return r;
-}
-
-void Trainer::save_checkpoint(const std::string& path) {
-  std::vector<NamedTensor> tensors;
-  for (nn::Parameter* p : model_->parameters()) tensors.push_back({p->name, p->value});
-  for (auto& [name, t] : optimizer_->state()) tensors.push_back({"optimizer." + name, t});
-  save_safetensors(path, tensors,
-                   {{"format", "microddp-checkpoint-v1"},
-                    {"microddp_version", MDDP_VERSION},
-                    {"step", std::to_string(steps_done_)},
-                    {"model", model_->describe()},
-                    {"optimizer", cfg_.optim.name}});
 }
 
 }  // namespace mddp::train

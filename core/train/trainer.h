@@ -13,6 +13,7 @@
 #include "core/nn/loss.h"
 #include "core/nn/optimizer.h"
 #include "core/nn/sequential.h"
+#include "core/train/checkpoint.h"
 #include "core/train/config.h"
 
 namespace mddp::train {
@@ -70,10 +71,24 @@ class Trainer {
   StepResult step(const StepHooks& hooks = {});
   // Mean loss and accuracy over the whole test split (run on every rank alike).
   EvalResult evaluate();
-  // Model parameters and optimiser state, with step/epoch metadata.
+  // Checkpoints (checkpoint.h; trainer_checkpoint.cc). What a checkpoint of
+  // this moment holds, and writing it as the pair at `path`.
+  CheckpointContents checkpoint_contents();
   void save_checkpoint(const std::string& path);
+  // Continues from `c`, a checkpoint of this job (checked_resume): weights,
+  // optimiser state and step.
+  void restore(const Checkpoint& c);
+  // Replaces the weights by those in a safetensors file: a checkpoint's
+  // model file, or a state_dict saved from PyTorch. Names and shapes must
+  // match the model's exactly; the error names the first tensor that does not.
+  void load_weights(const std::string& path);
+  // DDP's initial broadcast: ranks other than 0 take rank 0's step.
+  void set_steps_done(int64_t steps) { steps_done_ = steps; }
 
  private:
+  // Copies `file`'s tensors into the parameters; `what` starts each error ("--init-from 'F'").
+  void copy_weights(const Safetensors& file, const std::string& what);
+
   TrainConfig cfg_;
   int rank_, world_size_;
   StragglerSpec straggler_;  // --straggler: this rank sleeps in a phase when it names this rank

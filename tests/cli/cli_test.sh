@@ -5,10 +5,7 @@
 set -uo pipefail
 BIN="$1"
 SCENARIO="$2"
-WORK="$(mktemp -d)"
-trap 'rm -rf "$WORK"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-expect_in() { grep -q -- "$1" "$2" || { echo "--- output:"; cat "$2"; fail "expected '$1'"; }; }
+source "$(dirname "${BASH_SOURCE[0]}")/../support/scenario.sh"
 
 case "$SCENARIO" in
   help)
@@ -72,10 +69,11 @@ case "$SCENARIO" in
     grep -q '"samples_per_s"' "$WORK/b.json" || fail "no samples_per_s in the JSON"
     ;;
   analyze)
-    # A real 2-rank job with a planted straggler (rank 1 sleeps 3 ms in backward), then `analyze`
+    # A real 2-rank job with a planted straggler (rank 1 sleeps 15 ms in backward: well above
+    # what a loaded 2-core machine adds to a rank at random), then `analyze`
     # on its run directory: the table, the straggler named with its phase, --json, the HTML report
     # (uPlot inlined), the prediction from a planted fit, and clear errors on bad input.
-    "$BIN" run --nproc 2 --dataset synthetic --width 64 --batch 32 --steps 60 --straggler 1:backward:3 \
+    "$BIN" run --nproc 2 --dataset synthetic --width 64 --batch 32 --steps 60 --straggler 1:backward:15 \
       --run-dir "$WORK/run" >"$WORK/out" 2>&1 \
       || { cat "$WORK/out"; fail "run failed"; }
     echo '{"fits": [{"transport": "shm", "algorithm": "ring", "world_size": 2, "alpha_us": 2.0, "beta_gbps": 10.0, "r2": 1.0},

@@ -24,26 +24,10 @@ JOB=(--dataset synthetic --synthetic-size 1024 --width 32 --batch 32 --no-eval -
 # Fast failure detection for the tests.
 HB=(--heartbeat-ms 200 --heartbeat-timeout-ms 2000)
 
-# wait_for CMD... : polls CMD every 0.1 s for up to $WAIT_S seconds (default 60).
-wait_for() {
-  local deadline=$(( $(date +%s) + ${WAIT_S:-60} ))
-  until "$@"; do
-    (( $(date +%s) >= deadline )) && return 1
-    sleep 0.1
-  done
-}
+source "$(dirname "${BASH_SOURCE[0]}")/../support/wait.sh"  # wait_for, wait_exit
 lines() { [[ -f "$1" ]] && wc -l <"$1" || echo 0; }
 has_lines() { (( $(lines "$1") >= $2 )); }
 gone() { for p in "$@"; do kill -0 "$p" 2>/dev/null && return 1; done; return 0; }
-# wait_exit PID SECONDS: waits for a background child; its exit code in $RC (124 when it did not end).
-wait_exit() {
-  local deadline=$(( $(date +%s) + $2 ))
-  while kill -0 "$1" 2>/dev/null; do
-    (( $(date +%s) >= deadline )) && { RC=124; return; }
-    sleep 0.1
-  done
-  wait "$1"; RC=$?
-}
 
 # start_coordinator WORLD [flags...]: runs `coordinator` in the background; sets COORD_PID and ADDR.
 start_coordinator() {

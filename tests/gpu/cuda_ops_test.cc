@@ -47,10 +47,7 @@ struct Pair {
 
 class CudaVsCpu : public ::testing::Test {
  protected:
-  void SetUp() override {
-    const std::string why = cuda_unavailable_reason();
-    if (!why.empty()) GTEST_SKIP() << why;
-  }
+  void SetUp() override { MDDP_REQUIRE_CUDA_DEVICES(1, "the CUDA ops"); }
 
   Pair pair(const Tensor& host) const { return {host, host.to(gpu_)}; }
   Pair random(const Shape& shape, float lo = -1.0f, float hi = 1.0f) {

@@ -1,7 +1,9 @@
 // Device-parameterised tests. A suite declared with MDDP_DEVICE_TEST_SUITE(S)
 // runs every TEST_P(S, ...) once per device: "cpu", and "cuda0", which is
 // reported SKIPPED, with the reason, where this build has no CUDA or this
-// machine no GPU. It never passes without running.
+// machine no GPU — and FAILS where a GPU is present but CUDA cannot start
+// (a too-old driver must not make a GPU box look like a CPU one). It never
+// passes without running.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -22,22 +24,34 @@ inline void PrintTo(const Device& device, std::ostream* os) {
 
 namespace mddp::test {
 
-// Why cuda:0 cannot be used here; empty when it can.
-inline std::string cuda_unavailable_reason() {
-  if (!MDDP_HAVE_CUDA)
-    return "no CUDA device: this build has no CUDA support (configure with the CUDA toolkit)";
-  if (tensor::cuda_device_count() == 0)
-    return "no CUDA device: cuda_device_count() is 0 on this machine";
+// The gate of every GPU test, given what CUDA said: "" when `needed` devices
+// can be used; otherwise why not, as "SKIP: ..." (no GPU, fewer GPUs, no
+// CUDA in this build) or "FAIL: ..." (a GPU is present but CUDA cannot start).
+inline std::string gpu_test_gate(const tensor::CudaStatus& status, int needed, bool built_with_cuda,
+                                 const std::string& what) {
+  if (status.broken()) return "FAIL: " + status.problem;
+  if (!built_with_cuda)
+    return "SKIP: no CUDA device: this build has no CUDA support (configure with the CUDA toolkit); " + what +
+           " is untested here";
+  if (status.devices < needed)
+    return "SKIP: needs " + std::to_string(needed) + " CUDA GPU(s), this machine has " +
+           std::to_string(status.devices) + ": " + what + " is untested here";
   return "";
 }
+
+// In a TEST body: skips or fails as gpu_test_gate says.
+#define MDDP_REQUIRE_CUDA_DEVICES(n, what)                                                                    \
+  do {                                                                                                        \
+    const std::string gate_ = ::mddp::test::gpu_test_gate(::mddp::tensor::cuda_status(), (n), MDDP_HAVE_CUDA, \
+                                                          (what));                                            \
+    if (gate_.rfind("FAIL: ", 0) == 0) GTEST_FAIL() << gate_.substr(6);                                       \
+    if (!gate_.empty()) GTEST_SKIP() << gate_.substr(6);                                                      \
+  } while (0)
 
 class DeviceTest : public ::testing::TestWithParam<tensor::Device> {
  protected:
   void SetUp() override {
-    if (GetParam().is_cuda()) {
-      const std::string why = cuda_unavailable_reason();
-      if (!why.empty()) GTEST_SKIP() << why;
-    }
+    if (GetParam().is_cuda()) MDDP_REQUIRE_CUDA_DEVICES(GetParam().index + 1, "this op on the GPU");
   }
   tensor::Device device() const { return GetParam(); }
   // A copy of a host tensor on the device under test.

@@ -7,9 +7,12 @@
 #include <chrono>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <sstream>
+#include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/comm/file_store.h"
@@ -149,15 +152,32 @@ TEST(NcclTransportLog, SummarisesTheTransportsOfNcclsLog) {
   EXPECT_EQ(summarize_nccl_transports(empty), "");
 }
 
-// Without the user's NCCL_DEBUG, NCCL's INFO log goes to a file of this
-// process's (its pid in the name); once per process, as NCCL reads it once.
+// Without the user's NCCL_DEBUG, NCCL's INFO log goes to a file of each
+// process's own (NCCL puts the pid in for %p); a child that inherits the
+// variables gets its own file, and the user's NCCL_DEBUG is left alone.
+// Each case runs in a fresh child: the environment is process-wide.
 TEST(NcclTransportLog, CapturesNcclsLogUnlessTheUserSetNcclDebug) {
-  ::unsetenv("NCCL_DEBUG");
-  const std::string path = capture_nccl_log();
-  EXPECT_NE(path.find("microddp-nccl-" + std::to_string(::getpid()) + ".log"), std::string::npos) << path;
-  EXPECT_STREQ(std::getenv("NCCL_DEBUG"), "INFO");
-  EXPECT_EQ(std::string(std::getenv("NCCL_DEBUG_FILE")), path);
-  EXPECT_EQ(capture_nccl_log(), path);
+  EXPECT_EXIT(
+      {
+        ::unsetenv("NCCL_DEBUG");
+        ::unsetenv("MDDP_NCCL_LOG");
+        capture_nccl_log();
+        const std::string path = nccl_log_path();
+        const bool ok = path.find("microddp-nccl-" + std::to_string(::getpid()) + ".log") != std::string::npos &&
+                        std::string(std::getenv("NCCL_DEBUG")) == "INFO" &&
+                        std::string(std::getenv("NCCL_DEBUG_FILE")).find("%p") != std::string::npos;
+        capture_nccl_log();  // idempotent
+        std::exit(ok && nccl_log_path() == path ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+  EXPECT_EXIT(
+      {
+        ::setenv("NCCL_DEBUG", "WARN", 1);
+        ::unsetenv("MDDP_NCCL_LOG");
+        capture_nccl_log();
+        std::exit(nccl_log_path().empty() && std::string(std::getenv("NCCL_DEBUG")) == "WARN" ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
 }
 
 }  // namespace

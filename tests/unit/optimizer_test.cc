@@ -111,7 +111,7 @@ void check_sgd(float lr, float momentum, float weight_decay) {
     EXPECT_EQ(opt->steps(), step + 1);
     for (std::size_t i = 0; i < ps.size(); ++i) {
       expect_value(step, ps[i], p_ref[i]);
-      if (momentum != 0.0f) expect_state(*opt, step, ps[i], "momentum", buf_ref[i]);
+      if (momentum != 0.0f) expect_state(*opt, step, ps[i], "momentum_buffer", buf_ref[i]);
     }
   }
   if (momentum == 0.0f) {
@@ -169,8 +169,8 @@ void check_adam(float lr, float weight_decay, float eps) {
     EXPECT_EQ(opt->steps(), t);
     for (std::size_t i = 0; i < ps.size(); ++i) {
       expect_value(t, ps[i], p_ref[i]);
-      expect_state(*opt, t, ps[i], "adam_m", m_ref[i]);
-      expect_state(*opt, t, ps[i], "adam_v", v_ref[i]);
+      expect_state(*opt, t, ps[i], "exp_avg", m_ref[i]);
+      expect_state(*opt, t, ps[i], "exp_avg_sq", v_ref[i]);
     }
   }
 }

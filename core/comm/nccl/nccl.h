@@ -16,6 +16,9 @@
 // GPU (for the small host-side collectives DDP issues: the model check, the
 // loss mean), which first waits for the collectives already issued.
 //
+// ReduceOp::kAvg of fp16/bf16 is a 16-bit sum scaled by 1/n in fp32 (See
+// Note [Averaging in 16 bits] in half_scale.h), not NCCL's ncclAvg.
+//
 // In a build without CUDA, connect_nccl throws InputError saying so.
 #pragma once
 
@@ -30,11 +33,11 @@
 
 namespace mddp::comm::nccl {
 
+// Collectives are ordered after the GPU's compute stream (Note [One compute
+// stream] in core/tensor/cuda/context.h) — always that one, so no caller can
+// order them after another stream, or the legacy default stream, by mistake.
 struct NcclOptions {
   int device = 0;  // this rank's GPU (cuda:device)
-  // The stream the gradients are computed on (a cudaStream_t; null: the
-  // legacy default stream). Collectives wait for what was queued on it.
-  void* compute_stream = nullptr;
   std::chrono::milliseconds timeout{300'000};  // bound on set-up and on every wait
   std::string prefix = "nccl";                 // store key prefix of the unique id
 };

@@ -24,11 +24,14 @@
 #include <vector>
 
 #include "core/comm/failure.h"
+#include "core/comm/nccl/half_scale.h"
 #include "core/comm/nccl/nccl.h"
 #include "core/comm/nccl/nccl_work.h"
 #include "core/comm/nccl/transport_log.h"
 #include "core/comm/nccl/unique_id.h"
 #include "core/common/timer.h"
+#include "core/tensor/cuda/context.h"
+#include "core/tensor/cuda_status.h"
 
 namespace mddp::comm::nccl {
 namespace {
@@ -48,9 +51,14 @@ class NcclGroup final : public ProcessGroup, public ComputeTimeline {
  public:
   NcclGroup(std::shared_ptr<GroupState> state, cudaStream_t compute)
       : state_(std::move(state)), where_(state_->where), compute_(compute) {
-    check_cuda(cudaStreamCreateWithFlags(&comm_stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags", where_);
-    check_cuda(cudaStreamCreateWithFlags(&aux_stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags", where_);
+    check_cuda(cudaStreamCreateWithFlags(&state_->comm_stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags",
+               where_);
+    check_cuda(cudaStreamCreateWithFlags(&state_->aux_stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags",
+               where_);
+    comm_stream_ = state_->comm_stream;
+    aux_stream_ = state_->aux_stream;
     check_cuda(cudaMalloc(&barrier_word_, sizeof(float)), "cudaMalloc", where_);
+    check_cuda(cudaMemset(barrier_word_, 0, sizeof(float)), "cudaMemset", where_);  // a sum of zeros, never garbage
     anchor_ = std::make_shared<const ClockAnchor>(aux_stream_, where_);
     name_ = str("nccl ", nccl_version(), " (cuda:", where_.device, ")");
   }
@@ -76,8 +84,7 @@ class NcclGroup final : public ProcessGroup, public ComputeTimeline {
     marks_.clear();
     for (cudaEvent_t e : mark_events_) cudaEventDestroy(e);
     cudaFree(barrier_word_);
-    cudaStreamDestroy(aux_stream_);
-    cudaStreamDestroy(comm_stream_);
+    // The streams go with the last holder of state_ (a Work may outlive us).
   }
 
   int rank() const override { return where_.rank; }
@@ -86,9 +93,18 @@ class NcclGroup final : public ProcessGroup, public ComputeTimeline {
 
   WorkPtr all_reduce(void* data, int64_t count, DataType dtype, ReduceOp op) override {
     const std::size_t bytes = bytes_of(count, dtype, "all_reduce");
-    return issue("all_reduce", data, data, bytes, bytes, [&](const void* in, void* out, ncclComm_t c, cudaStream_t s) {
-      return ncclAllReduce(in, out, count, to_nccl(dtype), to_nccl(op), c, s);
-    });
+    // Note [Averaging in 16 bits]: a 16-bit average is a 16-bit sum, then 1/n in fp32.
+    const bool avg16 = op == ReduceOp::kAvg && dtype != DataType::kFloat32;
+    const Epilogue scale = [&](void* out, cudaStream_t s) {
+      scale_16bit(out, count, dtype == DataType::kBFloat16, 1.0f / static_cast<float>(size()), s);
+      check_cuda(cudaGetLastError(), "launch of the 16-bit averaging kernel", where_);
+    };
+    return issue(
+        "all_reduce", data, data, bytes, bytes,
+        [&](const void* in, void* out, ncclComm_t c, cudaStream_t s) {
+          return ncclAllReduce(in, out, count, to_nccl(dtype), avg16 ? ncclSum : to_nccl(op), c, s);
+        },
+        avg16 ? scale : Epilogue{});
   }
 
   WorkPtr all_gather(const void* in, void* out, int64_t count, DataType dtype) override {
@@ -139,6 +155,7 @@ class NcclGroup final : public ProcessGroup, public ComputeTimeline {
     std::lock_guard lock(state_->mu);
     std::vector<PhaseMark> out;
     if (marks_.empty()) return out;
+    tensor::cuda::note_host_wait();
     check_cuda(cudaEventSynchronize(marks_.back().event), "cudaEventSynchronize", where_);
     for (const Mark& m : marks_) out.push_back({m.name, m.anchor->to_ns(m.event)});
     marks_.clear();
@@ -147,6 +164,8 @@ class NcclGroup final : public ProcessGroup, public ComputeTimeline {
 
  private:
   using Launch = std::function<ncclResult_t(const void* in, void* out, ncclComm_t, cudaStream_t)>;
+  // Queued on the comm stream after the NCCL call, on its output.
+  using Epilogue = std::function<void(void* out, cudaStream_t)>;
   struct Mark {
     const char* name;
     cudaEvent_t event;
@@ -175,7 +194,7 @@ class NcclGroup final : public ProcessGroup, public ComputeTimeline {
   // already issued finished: a copy from pageable memory synchronises the
   // stream, which must not block on a peer without the timeout.
   WorkPtr issue(const std::string& op, const void* in, void* out, std::size_t in_bytes, std::size_t out_bytes,
-                const Launch& launch) {
+                const Launch& launch, const Epilogue& epilogue = {}) {
     const bool device = in_bytes == 0 || on_device(in, op);
     MDDP_CHECK(out_bytes == 0 || on_device(out, op) == device, op, ": mixes host and device buffers");
     if (!device && last_) last_->wait();
@@ -199,13 +218,11 @@ class NcclGroup final : public ProcessGroup, public ComputeTimeline {
         const bool in_place = in == out;
         const std::size_t offset = in_place ? 0 : in_bytes;
         check_cuda(cudaMallocAsync(&work->staged, offset + out_bytes, comm_stream_), "cudaMallocAsync", where_);
-        work->comm_stream = comm_stream_;
         check_cuda(cudaMemcpyAsync(work->staged, in, in_bytes, cudaMemcpyHostToDevice, comm_stream_),
                    "cudaMemcpyAsync (host buffer to device)", where_);
         work->staged_offset = offset;
         work->staged_bytes = out_bytes;
         work->host_out = out;
-        work->copy_stream = aux_stream_;
         src = work->staged;
         dst = static_cast<std::byte*>(work->staged) + offset;
       }
@@ -214,7 +231,10 @@ class NcclGroup final : public ProcessGroup, public ComputeTimeline {
       check_cuda(cudaEventRecord(work->start, comm_stream_), "cudaEventRecord", where_);
       const ncclResult_t r = launch(src, dst, state_->comm, comm_stream_);
       if (r != ncclSuccess && r != ncclInProgress) std::rethrow_exception(nccl_error(r, label, state_->comm, where_));
+      // Nonblocking: the call may still be enqueueing; anything queued after
+      // it (the epilogue, `end`) must wait until it is on the stream.
       if (r == ncclInProgress) state_->await_call(lock, label);
+      if (epilogue) epilogue(dst, comm_stream_);
       check_cuda(cudaEventRecord(work->end, comm_stream_), "cudaEventRecord", where_);
       last_ = work;
       return work;
@@ -228,8 +248,8 @@ class NcclGroup final : public ProcessGroup, public ComputeTimeline {
   std::shared_ptr<GroupState> state_;
   const Where where_;
   cudaStream_t compute_;
-  cudaStream_t comm_stream_ = nullptr;
-  cudaStream_t aux_stream_ = nullptr;  // idle: clock anchors, staged results' copies home
+  cudaStream_t comm_stream_ = nullptr;  // state_'s streams (it owns them)
+  cudaStream_t aux_stream_ = nullptr;   // idle: clock anchors, staged results' copies home
   void* barrier_word_ = nullptr;
   std::string name_;
   uint64_t seq_ = 0;
@@ -242,14 +262,12 @@ class NcclGroup final : public ProcessGroup, public ComputeTimeline {
 // InputError when this rank's GPU cannot be used: before any collective, so
 // the message is the one a user sees.
 void require_gpu(int device) {
-  int n = 0;
-  const cudaError_t err = cudaGetDeviceCount(&n);
-  if (err != cudaSuccess) cudaGetLastError();
-  if (err != cudaSuccess || n == 0)
-    throw InputError(str("NCCL needs a CUDA GPU and none was found on this machine (cudaGetDeviceCount: ",
-                         cudaGetErrorString(err), "); use --device cpu / --backend cpu"));
-  if (device < 0 || device >= n)
-    throw InputError(str("cuda:", device, " does not exist: this machine has ", n,
+  const tensor::CudaStatus s = tensor::cuda_status();
+  if (s.broken()) throw InputError("NCCL cannot run: " + s.problem);
+  if (s.devices == 0)
+    throw InputError("NCCL needs a CUDA GPU and none was found on this machine; use --device cpu / --backend cpu");
+  if (device < 0 || device >= s.devices)
+    throw InputError(str("cuda:", device, " does not exist: this machine has ", s.devices,
                          " GPU(s); run one rank per GPU (LOCAL_RANK picks the GPU)"));
 }
 
@@ -292,7 +310,7 @@ std::unique_ptr<ProcessGroup> connect_nccl(Store& store, int rank, int size, con
   MDDP_CHECK(options.timeout.count() > 0, "NcclOptions::timeout must be positive");
   require_gpu(options.device);
   auto state = std::make_shared<GroupState>();
-  state->nccl_log = capture_nccl_log();  // before NCCL's first call reads its environment
+  state->nccl_log = nccl_log_path();  // set up at process start (capture_nccl_log)
   state->where = {rank, options.device};
   state->size = size;
   state->timeout = options.timeout;
@@ -326,7 +344,8 @@ std::unique_ptr<ProcessGroup> connect_nccl(Store& store, int rank, int size, con
   lock.unlock();
   log_setup(state->where, size, state->nccl_log);
   try {
-    return std::make_unique<NcclGroup>(state, static_cast<cudaStream_t>(options.compute_stream));
+    // The tensors' compute stream of this GPU: the one the gradients are computed on.
+    return std::make_unique<NcclGroup>(state, static_cast<cudaStream_t>(tensor::cuda::compute_stream(options.device)));
   } catch (const CommError&) {
     state->fail(std::current_exception());
     throw;

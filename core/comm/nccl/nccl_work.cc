@@ -8,6 +8,7 @@
 #include "core/comm/failure.h"
 #include "core/comm/nccl/transport_log.h"
 #include "core/common/timer.h"
+#include "core/tensor/cuda/context.h"
 
 namespace mddp::comm::nccl {
 namespace {
@@ -26,6 +27,11 @@ void back_off(Clock::time_point since) {
 }
 
 }  // namespace
+
+GroupState::~GroupState() {
+  if (aux_stream) cudaStreamDestroy(aux_stream);
+  if (comm_stream) cudaStreamDestroy(comm_stream);
+}
 
 void GroupState::fail_locked(std::exception_ptr error) {
   if (!first_error) first_error = error;
@@ -52,7 +58,7 @@ void GroupState::log_transport_once() {
 
 std::exception_ptr GroupState::check() {
   std::lock_guard lock(mu);
-  if (first_error) return first_error;
+  if (first_error || !comm) return first_error;
   ncclResult_t async = ncclSuccess;
   const ncclResult_t r = ncclCommGetAsyncError(comm, &async);
   if (r != ncclSuccess) fail_locked(nccl_error(r, "ncclCommGetAsyncError", comm, where));
@@ -97,7 +103,7 @@ NcclWork::NcclWork(std::shared_ptr<GroupState> state, std::shared_ptr<const Cloc
 NcclWork::~NcclWork() {
   // A staged buffer of a collective never waited for is freed in stream
   // order, after the collective (an aborted one ends at once).
-  if (staged) cudaFreeAsync(staged, comm_stream);
+  if (staged) cudaFreeAsync(staged, state_->comm_stream);
   for (cudaEvent_t e : {ready, start, end}) cudaEventDestroy(e);
 }
 
@@ -114,9 +120,10 @@ void NcclWork::wait() {
     return;
   }
   const auto since = Clock::now();
-  for (;;) {
+  for (bool counted = false;; counted = true) {
     const cudaError_t q = cudaEventQuery(end);
     if (q == cudaSuccess) break;
+    if (!counted) tensor::cuda::note_host_wait();  // not done yet: the host waits for the GPU
     if (q != cudaErrorNotReady) state_->fail(cuda_error(q, "cudaEventQuery", state_->where));
     if (std::exception_ptr e = state_->check()) fail(e);
     if (Clock::now() - since > state_->timeout) {
@@ -129,6 +136,9 @@ void NcclWork::wait() {
     }
     back_off(since);
   }
+  // Complete, but an abort also completes it (the kernel exits early): only
+  // a group that is still healthy makes the result valid.
+  if (std::exception_ptr e = state_->check()) fail(e);
   try {
     finish();
   } catch (const CommError&) {
@@ -142,11 +152,12 @@ void NcclWork::finish() {
   if (staged) {
     const Where& w = state_->where;
     check_cuda(cudaMemcpyAsync(host_out, static_cast<std::byte*>(staged) + staged_offset, staged_bytes,
-                               cudaMemcpyDeviceToHost, copy_stream),
+                               cudaMemcpyDeviceToHost, state_->aux_stream),
                "cudaMemcpyAsync (staged result to host)", w);
-    check_cuda(cudaFreeAsync(staged, copy_stream), "cudaFreeAsync", w);
+    check_cuda(cudaFreeAsync(staged, state_->aux_stream), "cudaFreeAsync", w);
     staged = nullptr;
-    check_cuda(cudaStreamSynchronize(copy_stream), "cudaStreamSynchronize", w);
+    tensor::cuda::note_host_wait();
+    check_cuda(cudaStreamSynchronize(state_->aux_stream), "cudaStreamSynchronize", w);
   }
   ready_ns_.store(anchor_->to_ns(ready), std::memory_order_release);
   start_ns_.store(anchor_->to_ns(start), std::memory_order_release);

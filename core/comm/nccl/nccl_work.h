@@ -15,10 +15,18 @@
 
 namespace mddp::comm::nccl {
 
-// What the group and its Works share: the communicator and the first error.
-// See Note [One failure ends the communicator] in core/comm/communicator.cc:
-// the GPU path keeps the same rule, and its teardown is ncclCommAbort.
+// What the group and its Works share: the communicator, the first error and
+// the streams. See Note [One failure ends the communicator] in
+// core/comm/communicator.cc: the GPU path keeps the same rule, and its
+// teardown is ncclCommAbort. A Work may outlive its group (a caller keeps
+// the handle), so the streams live here, destroyed with the last holder:
+// a Work never frees memory on a destroyed stream.
 struct GroupState {
+  GroupState() = default;
+  GroupState(const GroupState&) = delete;
+  GroupState& operator=(const GroupState&) = delete;
+  ~GroupState();  // destroys the streams
+
   Where where;
   int size = 0;
   std::chrono::milliseconds timeout{0};
@@ -32,6 +40,9 @@ struct GroupState {
   // NCCL's INFO log when microddp captured it (transport_log.h), else "".
   std::string nccl_log;
   std::once_flag transport_logged;
+  // The collectives' stream, and an idle one for clock anchors and for
+  // copying staged results home; created by the group.
+  cudaStream_t comm_stream = nullptr, aux_stream = nullptr;
 
   // Records the first error and aborts the communicator. Call with mu held.
   void fail_locked(std::exception_ptr error);
@@ -62,7 +73,10 @@ class NcclWork final : public Work {
 
   // Polls `end` and NCCL's asynchronous error until the collective finished,
   // the group failed or the timeout passed (then aborts the group); copies a
-  // staged result back to the host. Thread-safe, callable repeatedly.
+  // staged result back to the host. Throws the group's error whenever the
+  // group failed before the collective was seen complete: an aborted
+  // collective's kernel exits early and its `end` event completes too, so
+  // completion alone does not mean success. Thread-safe, callable repeatedly.
   void wait() override;
   bool completed() const override;
   int64_t start_ns() const override { return start_ns_.load(std::memory_order_acquire); }
@@ -70,13 +84,12 @@ class NcclWork final : public Work {
   int64_t ready_ns() const override { return ready_ns_.load(std::memory_order_acquire); }
 
   cudaEvent_t ready = nullptr, start = nullptr, end = nullptr;
-  // Host-buffer staging: `staged` was allocated on `comm_stream`; once the
+  // Host-buffer staging: `staged` was allocated on the comm stream; once the
   // collective is complete its result is copied from `staged + staged_offset`
-  // to `host_out` (staged_bytes) on the idle `copy_stream`, then freed there.
+  // to `host_out` (staged_bytes) on the idle aux stream, then freed there.
   void* staged = nullptr;
   std::size_t staged_offset = 0, staged_bytes = 0;
   void* host_out = nullptr;
-  cudaStream_t comm_stream = nullptr, copy_stream = nullptr;
 
  private:
   void finish();

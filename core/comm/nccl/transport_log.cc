@@ -4,23 +4,30 @@
 
 #include <cstdlib>
 #include <map>
-#include <mutex>
 
 #include "core/common/check.h"
 
 namespace mddp::comm::nccl {
 
-std::string capture_nccl_log() {
-  static std::once_flag once;
-  static std::string path;
-  std::call_once(once, [] {
-    if (std::getenv("NCCL_DEBUG")) return;
-    const char* tmp = std::getenv("TMPDIR");
-    path = str(tmp && *tmp ? tmp : "/tmp", "/microddp-nccl-", ::getpid(), ".log");
-    ::setenv("NCCL_DEBUG", "INFO", 1);
-    ::setenv("NCCL_DEBUG_SUBSYS", "INIT,NET", 1);
-    ::setenv("NCCL_DEBUG_FILE", path.c_str(), 1);
-  });
+namespace {
+constexpr const char* kCapturedMarker = "MDDP_NCCL_LOG";
+}  // namespace
+
+void capture_nccl_log() {
+  if (std::getenv("NCCL_DEBUG") && !std::getenv(kCapturedMarker)) return;  // the user's own log stands
+  if (std::getenv(kCapturedMarker)) return;  // inherited from a microddp parent: already in place
+  const char* tmp = std::getenv("TMPDIR");
+  ::setenv("NCCL_DEBUG", "INFO", 1);
+  ::setenv("NCCL_DEBUG_SUBSYS", "INIT,NET", 1);
+  ::setenv("NCCL_DEBUG_FILE", str(tmp && *tmp ? tmp : "/tmp", "/microddp-nccl-%p.log").c_str(), 1);
+  ::setenv(kCapturedMarker, "1", 1);
+}
+
+std::string nccl_log_path() {
+  const char* file = std::getenv("NCCL_DEBUG_FILE");
+  if (!std::getenv(kCapturedMarker) || !file) return "";
+  std::string path(file);
+  if (const std::size_t at = path.find("%p"); at != std::string::npos) path.replace(at, 2, std::to_string(::getpid()));
   return path;
 }
 

@@ -11,12 +11,21 @@
 
 namespace mddp::comm::nccl {
 
-// Sets NCCL_DEBUG=INFO, NCCL_DEBUG_SUBSYS=INIT,NET and NCCL_DEBUG_FILE to
-// a file under $TMPDIR (or /tmp) named by the pid, and returns its path;
-// returns "" and changes nothing when NCCL_DEBUG is already set (the user's
-// own log stands). Only NCCL's first call in the process reads these, so
-// call it before that; later calls return the same path.
-std::string capture_nccl_log();
+// Call at process start, before the process starts threads of its own
+// (setenv races with any thread reading the environment): `microddp`'s
+// main() does, and nothing else in microddp sets the environment. (Libraries
+// may already run idle pool threads then, OpenBLAS's for one; they do not
+// read the environment after their start.) Unless the user set NCCL_DEBUG,
+// sets NCCL_DEBUG=INFO,
+// NCCL_DEBUG_SUBSYS=INIT,NET, NCCL_DEBUG_FILE=$TMPDIR/microddp-nccl-%p.log
+// (NCCL puts the pid in for %p, so child processes that inherit the
+// variables each get a file of their own) and MDDP_NCCL_LOG=1, which tells
+// a child that the log is microddp's, not the user's. Idempotent.
+void capture_nccl_log();
+
+// This process's NCCL log file when microddp captured it, else "" (the
+// user's own NCCL_DEBUG stands, or nothing was captured).
+std::string nccl_log_path();
 
 // "P2P/CUMEM/read (2), NET/Socket/0 (2); network Socket" from NCCL's INFO
 // lines: each transport named after " via " in a "Channel" line, with how

@@ -3,6 +3,7 @@
 #include <mutex>
 
 #include "core/common/check.h"
+#include "core/tensor/cuda_status.h"
 #include "core/tensor/cuda/check.cuh"
 #include "core/tensor/cuda/context.cuh"
 #include "core/tensor/cuda/cublas.cuh"
@@ -43,6 +44,7 @@ Context& context(int device) {
   static std::mutex create_mutex;
   if (device < 0 || device >= kMaxDevices)
     throw Error(str("cuda:", device, " is not a device index"));
+  note_cuda_started();
   MDDP_CUDA_CHECK(cudaSetDevice(device));
   Context* ctx = contexts[device].load(std::memory_order_acquire);
   if (ctx) return *ctx;
@@ -63,6 +65,7 @@ void reset_bad_row(const Context& ctx) {
 Scalars read_scalars(const Context& ctx) {
   MDDP_CUDA_CHECK(cudaMemcpyAsync(ctx.host_scalars, ctx.scalars, sizeof(Scalars),
                                   cudaMemcpyDeviceToHost, ctx.stream));
+  note_host_wait();
   MDDP_CUDA_CHECK(cudaStreamSynchronize(ctx.stream));
   return *ctx.host_scalars;
 }
@@ -72,7 +75,15 @@ void* compute_stream(int device) {
 }
 
 void synchronize(int device) {
+  note_host_wait();
   MDDP_CUDA_CHECK(cudaStreamSynchronize(context(device).stream));
 }
+
+namespace {
+std::atomic<int64_t> g_host_waits{0};
+}  // namespace
+
+int64_t host_waits() { return g_host_waits.load(std::memory_order_relaxed); }
+void note_host_wait() { g_host_waits.fetch_add(1, std::memory_order_relaxed); }
 
 }  // namespace mddp::tensor::cuda

@@ -26,4 +26,11 @@ void* compute_stream(int device);
 // mddp::Error if a kernel failed.
 void synchronize(int device);
 
+// How often this process's threads blocked until a GPU finished work (a
+// stream or event synchronisation, a value read back, a synchronous copy, a
+// collective not yet complete when waited for). A training step's count is
+// its budget of host waits (docs/gpu.md); note_host_wait() counts one.
+int64_t host_waits();
+void note_host_wait();
+
 }  // namespace mddp::tensor::cuda

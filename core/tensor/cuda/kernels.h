@@ -45,8 +45,9 @@ void maxpool2d_backward(int device, const float* x, const float* dy, int64_t nc,
 // they wait for the stream to learn it.
 float softmax_xent_forward(int device, const float* logits, const float* labels, int64_t n,
                            int64_t classes, float* probs, int64_t& bad_row);
+// check_labels false: the labels were checked (by the forward); nothing is read back.
 void softmax_xent_backward(int device, const float* probs, const float* labels, int64_t n,
-                           int64_t classes, float* dlogits, int64_t& bad_row);
+                           int64_t classes, float* dlogits, bool check_labels, int64_t& bad_row);
 int64_t count_correct(int device, const float* logits, const float* labels, int64_t n,
                       int64_t classes, int64_t& bad_row);
 float mse_forward(int device, const float* pred, const float* target, int64_t n);

@@ -81,7 +81,7 @@ struct XentBackward {
     const float label = labels[row];
     float g = probs[i] * inv_n;
     if (!is_class_index(label, classes)) {
-      if (j == 0) atomicMin(first_bad_row, static_cast<unsigned long long>(row));
+      if (j == 0 && first_bad_row) atomicMin(first_bad_row, static_cast<unsigned long long>(row));
     } else if (j == static_cast<int64_t>(label)) {
       g -= inv_n;
     }
@@ -124,7 +124,7 @@ int64_t count_correct(int device, const float* logits, const float* labels, int6
 }
 
 void softmax_xent_backward(int device, const float* probs, const float* labels, int64_t n,
-                           int64_t classes, float* dlogits, int64_t& bad_row) {
+                           int64_t classes, float* dlogits, bool check_labels, int64_t& bad_row) {
   bad_row = -1;
   if (n == 0) return;
   if (classes == 0) {  // no index is below 0: every row is bad
@@ -132,11 +132,11 @@ void softmax_xent_backward(int device, const float* probs, const float* labels, 
     return;
   }
   const Context& ctx = context(device);
-  reset_bad_row(ctx);
+  if (check_labels) reset_bad_row(ctx);
   for_each_index(ctx, n * classes,
                  XentBackward{probs, labels, classes, 1.0f / static_cast<float>(n), dlogits,
-                              &ctx.scalars->first_bad_row});
-  bad_row = bad_row_of(read_scalars(ctx));
+                              check_labels ? &ctx.scalars->first_bad_row : nullptr});
+  if (check_labels) bad_row = bad_row_of(read_scalars(ctx));
 }
 
 }  // namespace mddp::tensor::cuda

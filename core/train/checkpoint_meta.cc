@@ -1,0 +1,184 @@
+#include "core/train/checkpoint_meta.h"
+
+#include <charconv>
+#include <nlohmann/json.hpp>
+
+#include "core/common/check.h"
+#include "core/data/factory.h"
+
+namespace mddp::train {
+namespace {
+
+using nlohmann::json;
+
+// The shortest text that reads back as the same float ("0.001", not 0.0010000000474974513).
+std::string float_text(float v) {
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
+}
+
+std::string list_text(const std::vector<int64_t>& v) {
+  std::string s;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (i) s += ',';
+    s += std::to_string(v[i]);
+  }
+  return s;
+}
+
+}  // namespace
+
+std::string model_json(nn::Sequential& model, const tensor::Shape& sample_shape,
+                       const std::string& loss) {
+  json layers = json::array();
+  for (const nn::LayerSpec& l : model.layer_specs()) {
+    json j = {{"type", l.type}};
+    for (const auto& [k, v] : l.args) j[k] = v;
+    layers.push_back(j);
+  }
+  return json{{"type", "Sequential"},
+              {"layers", layers},
+              {"input_shape", sample_shape},
+              {"loss", loss == "mse" ? "MSELoss" : "CrossEntropyLoss"},
+              {"parameters", model.num_parameters()},
+              {"summary", model.describe()}}
+      .dump();
+}
+
+std::string input_json(const data::Dataset& d) {
+  const data::InputEncoding e = d.input_encoding();
+  return json{{"raw", e.raw},
+              {"scale", e.scale},
+              {"mean", e.mean},
+              {"std", e.std},
+              {"formula", "x = (raw / scale - mean) / std, in float32"}}
+      .dump();
+}
+
+std::string dataset_json(const std::string& spec, const data::Dataset& d) {
+  return json{{"spec", spec},
+              {"source", data::dataset_source(spec)},
+              {"classes", d.num_classes()},
+              {"class_names", data::class_names(spec)},
+              {"sample_shape", d.sample_shape()},
+              {"target_dim", d.target_dim()},
+              {"train_samples", d.size()}}
+      .dump();
+}
+
+std::map<std::string, std::string> config_fingerprint(const TrainConfig& c, int world_size) {
+  std::map<std::string, std::string> f = {
+      {"--model", c.model.kind},
+      {"--width", std::to_string(c.model.width)},
+      {"--depth", std::to_string(c.model.depth)},
+      {"--classes", std::to_string(c.model.classes)},
+      {"--channels", list_text(c.model.channels)},
+      {"--hidden", std::to_string(c.model.hidden)},
+      {"--loss", c.loss},
+      {"--dataset", c.data.spec},
+      {"--synthetic-size", std::to_string(c.data.synthetic_size)},
+      {"--batch", std::to_string(c.batch)},
+      {"--accumulate", std::to_string(c.accumulate)},
+      {"--optimizer", c.optim.name},
+      {"--lr", float_text(c.optim.lr)},
+      {"--momentum", float_text(c.optim.momentum)},
+      {"--weight-decay", float_text(c.optim.weight_decay)},
+      {"--seed", std::to_string(c.seed)},
+      {"--nproc", std::to_string(world_size)},
+  };
+  if (world_size > 1) {  // how gradients are summed decides the rounding
+    f["--ddp"] = c.dist.ddp;
+    f["--bucket-mb"] = str(c.dist.bucket_mb);
+    f["--first-bucket-mb"] = str(c.dist.first_bucket_mb);
+    f["--compress"] = c.dist.compress;
+    f["--local-sgd"] = std::to_string(c.dist.local_sgd);
+    f["--algo"] = c.dist.algorithm;
+    f["--transport"] = c.dist.transport;
+  }
+  return f;
+}
+
+std::map<std::string, std::string> state_metadata(const TrainConfig& cfg, int world_size,
+                                                  const TrainingProgress& p) {
+  const nn::OptimizerConfig& o = cfg.optim;
+  return {
+      {"config", json(config_fingerprint(cfg, world_size)).dump()},
+      {"optimizer", json{{"name", o.name},
+                         {"step", p.optimizer_steps},
+                         {"lr", o.lr},
+                         {"momentum", o.momentum},
+                         {"weight_decay", o.weight_decay},
+                         {"beta1", o.beta1},
+                         {"beta2", o.beta2},
+                         {"eps", o.eps}}
+                        .dump()},
+      {"sampler", json{{"epoch", p.step / p.steps_per_epoch},
+                       {"step_in_epoch", p.step % p.steps_per_epoch},
+                       {"steps_per_epoch", p.steps_per_epoch},
+                       {"global_batch", cfg.batch * cfg.accumulate},
+                       {"dataset_size", p.dataset_size},
+                       {"shuffle_seed", cfg.seed}}
+                      .dump()},
+      // Nothing random is drawn step by step: every stream is a function of
+      // the seed (and the epoch), so the seed is the whole random state.
+      {"random", json{{"seed", cfg.seed},
+                      {"model_init", "mddp::Rng(seed), layer by layer"},
+                      {"data_order", "permutation of epoch e from mddp::Rng(derive_seed(seed, e))"},
+                      {"synthetic_data", "generated once from the seed"}}
+                     .dump()},
+  };
+}
+
+namespace {
+
+json metadata_json(const Checkpoint& c, const std::string& key) {
+  const auto it = c.state.metadata.find(key);
+  json j = it == c.state.metadata.end() ? json() : json::parse(it->second, nullptr, false);
+  if (!j.is_object())
+    throw InputError(
+        str("cannot resume from '", c.state_path, "': no valid '", key, "' in its metadata"));
+  return j;
+}
+
+}  // namespace
+
+void check_resumable(const Checkpoint& c, const TrainConfig& cfg, int world_size) {
+  const json saved = metadata_json(c, "config");
+  if (!saved.contains("--nproc"))
+    throw InputError(
+        str("cannot resume from '", c.state_path, "': its 'config' fingerprint has no world size"));
+  const auto now = config_fingerprint(cfg, world_size);
+  std::string diffs;
+  int n = 0;
+  const auto differ = [&](const std::string& flag, const std::string& there,
+                          const std::string& here) {
+    diffs += str(n++ ? "; " : "", flag, " ", there, " there, ", here, " here");
+  };
+  // A flag only one side has is a DDP flag of a multi-rank job, and then --nproc differs already.
+  for (const auto& [flag, here] : now) {
+    const auto s = saved.find(flag);
+    if (s == saved.end()) continue;
+    const std::string there = s->is_string() ? s->get<std::string>() : s->dump();
+    if (there != here) differ(flag, there, here);
+  }
+  if (n > 0)
+    throw InputError(
+        str("cannot resume from '", c.path, "': it was written by a different job (", diffs,
+            "). Resume with the same flags, or start a new job from its weights with --init-from"));
+  const json sampler = metadata_json(c, "sampler");
+  const int64_t per_epoch = sampler.value("steps_per_epoch", int64_t{1});
+  const int64_t total = cfg.steps > 0 ? cfg.steps : cfg.epochs * per_epoch;
+  if (c.step >= total)
+    throw InputError(str("cannot resume from '", c.path, "': it is at step ", c.step,
+                         " and this job trains ", total,
+                         " steps in all, so nothing is left to do; raise --steps (or --epochs)"));
+}
+
+Checkpoint checked_resume(const TrainConfig& cfg, int world_size) {
+  Checkpoint c = read_checkpoint(find_checkpoint(cfg.resume));
+  check_resumable(c, cfg, world_size);
+  return c;
+}
+
+}  // namespace mddp::train

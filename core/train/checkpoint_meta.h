@@ -1,0 +1,53 @@
+// The metadata of a checkpoint (docs/checkpoints.md): JSON documents a
+// program reads to rebuild and feed the model, and the job's configuration
+// fingerprint that a resume must match.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "core/data/dataset.h"
+#include "core/nn/sequential.h"
+#include "core/train/checkpoint.h"
+#include "core/train/config.h"
+
+namespace mddp::train {
+
+// {"type": "Sequential", "layers": [{"type": "Linear", "in_features": 784, ...}, ...],
+//  "input_shape": [1, 28, 28], "loss": "CrossEntropyLoss", "parameters": N, "summary": "..."}
+// Layer types and arguments are torch.nn's (nn::LayerSpec).
+std::string model_json(nn::Sequential& model, const tensor::Shape& sample_shape,
+                       const std::string& loss);
+// {"raw": "uint8", "scale": 255, "mean": 0.286, "std": 0.353, "formula": "x = (raw / scale - mean)
+// / std"}
+std::string input_json(const data::Dataset& d);
+// {"spec": "fashion-mnist", "source": DIR, "classes": 10, "class_names": [...], "sample_shape":
+// [...], "train_samples": N}
+std::string dataset_json(const std::string& spec, const data::Dataset& d);
+
+// What must be the same to resume bitwise, by flag: "--lr" -> "0.001", ...
+// The world size is "--nproc"; the DDP flags count only with more than one rank.
+std::map<std::string, std::string> config_fingerprint(const TrainConfig& cfg, int world_size);
+
+// Where training stands, for the state file.
+struct TrainingProgress {
+  int64_t step = 0;             // optimiser steps taken
+  int64_t steps_per_epoch = 0;  // of the sampler
+  int64_t dataset_size = 0;
+  int64_t optimizer_steps = 0;
+};
+// The state file's metadata: "config" (the fingerprint), "optimizer",
+// "sampler" (epoch and position of the next step) and "random" (the seeds
+// every random stream derives from), each a JSON object.
+std::map<std::string, std::string> state_metadata(const TrainConfig& cfg, int world_size,
+                                                  const TrainingProgress& p);
+
+// Throws InputError when the checkpoint cannot be resumed by `cfg` on
+// `world_size` ranks: another job (every differing flag listed with both
+// values) or nothing left to train (its step >= the steps asked for).
+void check_resumable(const Checkpoint& c, const TrainConfig& cfg, int world_size);
+// cfg.resume resolved (find_checkpoint), read and checked as above, where
+// a job starts (the coordinator, before any worker joins): the checkpoint.
+Checkpoint checked_resume(const TrainConfig& cfg, int world_size);
+
+}  // namespace mddp::train

@@ -1,0 +1,86 @@
+// Trainer's side of checkpoints: what goes into the pair, and taking it back.
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "core/common/check.h"
+#include "core/train/checkpoint_meta.h"
+#include "core/train/trainer.h"
+
+namespace mddp::train {
+namespace {
+
+// `file`'s tensors by name.
+std::map<std::string, const tensor::Tensor*> by_name(const Safetensors& file) {
+  std::map<std::string, const tensor::Tensor*> out;
+  for (const auto& t : file.tensors) out[t.name] = &t.value;
+  return out;
+}
+
+// Copies the file's tensors into `targets` (views of the model's or the
+// optimiser's buffers), whose names and shapes must be exactly the file's.
+void copy_named(std::vector<std::pair<std::string, tensor::Tensor>> targets,
+                const Safetensors& file, const std::string& what) {
+  auto found = by_name(file);
+  for (const auto& [name, target] : targets) {
+    const auto it = found.find(name);
+    if (it == found.end())
+      throw InputError(str(what, ": tensor '", name, "' (shape ", tensor::shape_str(target.shape()),
+                           ") is not in the file; is it of another model?"));
+    if (it->second->shape() != target.shape())
+      throw InputError(str(what, ": tensor '", name, "' has shape ",
+                           tensor::shape_str(it->second->shape()), ", the model expects ",
+                           tensor::shape_str(target.shape())));
+    found.erase(it);
+  }
+  if (!found.empty())
+    throw InputError(str(what, ": the file has tensor '", found.begin()->first, "' (shape ",
+                         tensor::shape_str(found.begin()->second->shape()),
+                         ") that the model does not"));
+  const auto all = by_name(file);
+  for (auto& [name, target] : targets) target.copy_from(*all.at(name));
+}
+
+}  // namespace
+
+CheckpointContents Trainer::checkpoint_contents() {
+  CheckpointContents c;
+  c.step = steps_done_;
+  for (nn::Parameter* p : model_->parameters()) c.weights.push_back({p->name, p->value});
+  for (auto& [name, t] : optimizer_->state()) c.state.push_back({name, t});
+  c.model_metadata = {{"model", model_json(*model_, train_set_->sample_shape(), cfg_.loss)},
+                      {"input", input_json(*train_set_)},
+                      {"dataset", dataset_json(cfg_.data.spec, *train_set_)}};
+  c.state_metadata = state_metadata(
+      cfg_, world_size_, {steps_done_, steps_per_epoch(), train_set_->size(), optimizer_->steps()});
+  return c;
+}
+
+void Trainer::save_checkpoint(const std::string& path) {
+  write_checkpoint(path, checkpoint_contents());
+}
+
+void Trainer::copy_weights(const Safetensors& file, const std::string& what) {
+  std::vector<std::pair<std::string, tensor::Tensor>> params;
+  for (nn::Parameter* p : model_->parameters()) params.emplace_back(p->name, p->value);
+  copy_named(params, file, what);
+}
+
+void Trainer::load_weights(const std::string& path) {
+  copy_weights(load_safetensors(path), str("--init-from '", path, "'"));
+}
+
+void Trainer::restore(const Checkpoint& c) {
+  const std::string what = str("cannot resume from '", c.path, "'");
+  copy_weights(c.model, what);
+  copy_named(optimizer_->state(), c.state, str("cannot resume from '", c.state_path, "'"));
+  const auto it = c.state.metadata.find("optimizer");
+  const auto opt =
+      nlohmann::json::parse(it == c.state.metadata.end() ? "" : it->second, nullptr, false);
+  if (!opt.is_object() || !opt.contains("step") || !opt["step"].is_number_integer())
+    throw InputError(
+        str("cannot resume from '", c.state_path, "': no optimiser step in its metadata"));
+  optimizer_->set_steps(opt["step"].get<int64_t>());
+  steps_done_ = c.step;
+}
+
+}  // namespace mddp::train
