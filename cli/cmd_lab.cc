@@ -61,6 +61,17 @@ labs::CheckOptions check_options(const LabOpts& o) {
   return c;
 }
 
+// Runs a lab subcommand; a path it cannot use (the work directory, most
+// likely) is one clear line, not an internal error.
+void guarded(const LabOpts& o, const std::function<void(const LabOpts&)>& body) {
+  if (o.work_dir.empty()) throw InputError("--work-dir must name a directory (default: my_work/)");
+  try {
+    body(o);
+  } catch (const std::filesystem::filesystem_error& e) {
+    throw InputError(str("cannot use '", e.path1().string(), "': ", e.code().message(), " (check --work-dir)"));
+  }
+}
+
 void list(const LabOpts& o) {
   std::printf("The course's Labs (labs/README.md); your work is in %s\n\n", o.work_dir.c_str());
   std::printf("%3s  %-16s %-24s %s\n", "#", "lab", "status", "what");
@@ -156,7 +167,7 @@ void register_lab(CLI::App& app) {
   };
 
   work_dir(lab->add_subcommand("list", "The Labs in syllabus order and where you stand"))
-      ->callback([o] { list(*o); });
+      ->callback([o] { guarded(*o, list); });
 
   auto* chk = work_dir(
       lab->add_subcommand("check", "Check a Lab (what this binary was built with: rebuild first)"));
@@ -170,12 +181,12 @@ void register_lab(CLI::App& app) {
       ->capture_default_str();
   chk->add_option("--speed-ranks", o->speed_ranks, "ranks of the speed comparison (0: skip it)")
       ->capture_default_str();
-  chk->callback([o] { check_command(*o); });
+  chk->callback([o] { guarded(*o, check_command); });
 
   auto* rst = work_dir(lab->add_subcommand(
       "reset", "Restore a Lab's exercise in my_work/ (your version is kept as .bak)"));
   rst->add_option("name", o->name, "the Lab")->required();
-  rst->callback([o] { reset(*o); });
+  rst->callback([o] { guarded(*o, reset); });
 
   auto* sol = lab->add_subcommand("solution", "Where a Lab's reference lives, and how it works");
   sol->add_option("name", o->name, "the Lab")->required();

@@ -254,7 +254,11 @@ void record_check(const Lab& lab, const std::string& work_dir, bool passed) {
   status[lab.name] = {
       {"result", passed ? "passed" : "failed"},
       {"fingerprint", fingerprint(read_file(std::filesystem::path(work_dir) / lab.work_file))}};
-  std::ofstream(status_file(work_dir)) << status.dump(2) << "\n";
+  std::filesystem::create_directories(work_dir);
+  std::ofstream out(status_file(work_dir));
+  out << status.dump(2) << "\n";
+  if (!out.flush())
+    throw InputError(str("cannot write ", status_file(work_dir).string(), " (where `lab list` keeps results)"));
 }
 
 }  // namespace mddp::labs

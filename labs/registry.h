@@ -34,7 +34,8 @@ std::string built_work_dir();
 // What `lab list` shows for a Lab: its work file against the template and
 // the last check's result (remembered in my_work/.lab-status.json).
 std::string lab_status(const Lab& lab, const std::string& root, const std::string& work_dir);
-// Remembers a check's result for the work file as it is now.
+// Remembers a check's result for the work file as it is now. Throws
+// InputError when the work directory cannot be written.
 void record_check(const Lab& lab, const std::string& work_dir, bool passed);
 
 }  // namespace mddp::labs
