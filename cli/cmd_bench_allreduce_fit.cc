@@ -34,6 +34,7 @@
 #include "cli/bench_allreduce_fit.h"
 #include "cli/flag_checks.h"
 #include "cli/local_ranks.h"
+#include "cli/split_list.h"
 #include "core/comm/communicator.h"
 #include "core/common/check.h"
 #include "core/common/timer.h"
@@ -43,14 +44,6 @@ namespace mddp::cli {
 namespace {
 
 const std::vector<std::string> kAlgorithms = {"ring", "tree", "naive"};
-
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream in(s);
-  for (std::string item; std::getline(in, item, ',');)
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
 
 std::vector<std::string> transports_of(const FitSweep& s, const FitFlags& f) {
   if (s.transport != "auto") return {s.transport};

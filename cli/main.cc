@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   mddp::cli::register_scale(app);
   mddp::cli::register_analyze(app);
   mddp::cli::register_data(app);
+  mddp::cli::register_lab(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

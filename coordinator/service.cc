@@ -106,9 +106,14 @@ class MetricsReader final : public grpc::ServerReadReactor<v1::MetricsBatch> {
     std::vector<MetricsRecord> records;
     records.reserve(static_cast<std::size_t>(batch_.steps_size()));
     const int64_t received = unix_ns();
-    for (const auto& s : batch_.steps()) {
-      records.push_back(from_proto(s));
-      records.back().received_unix_ns = received;
+    try {
+      for (const auto& s : batch_.steps()) {
+        records.push_back(from_proto(s));
+        records.back().received_unix_ns = received;
+      }
+    } catch (const InputError& e) {  // a step's phase this coordinator does not know
+      Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, str("bad metrics record: ", e.what())));
+      return;
     }
     const auto n = static_cast<int64_t>(records.size());
     const Job::Reply reply = job_.metrics(session_, batch_.attempt(), std::move(records));

@@ -39,6 +39,9 @@ Verdict from_proto(const v1::Verdict& m);  // an unknown cause reads as Cause::k
 v1::PeerFault to_proto(comm::PeerFault f);
 comm::PeerFault from_proto(v1::PeerFault f);  // unknown values read as kUnknown
 
+comm::AlgoStep from_proto(const v1::AlgoStep& m);  // an unknown phase throws InputError
+void to_proto(const comm::AlgoStep& s, v1::AlgoStep* out);
+
 // A record as received (rank left 0: the coordinator sets it from the session).
 MetricsRecord from_proto(const v1::StepMetrics& m);
 void to_proto(const perf::StepMetrics& m, int64_t time_unix_ns, v1::StepMetrics* out);

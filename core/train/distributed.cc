@@ -128,6 +128,8 @@ perf::StepMetrics DistributedTrainer::metrics(const StepResult& r) const {
   m.total_comm_ms = s.total_ms;
   m.comm_bytes = s.bytes;
   m.buckets = s.spans;
+  if (!perf::traced_step(r.step, comm_->size()))
+    for (ddp::CommSpan& b : m.buckets) b.steps.clear();
   m.start_ns = r.start_ns;
   return m;
 }

@@ -50,6 +50,12 @@ BASE = {
               "--dataset", "synthetic", "--synthetic-size", "64", "--width", "8", "--http-port", "-1"],
     "analyze": ["RUN_DIR", "--no-report"],
     "data verify": [],
+    "demo ring": ["--nproc", "2", "--elements", "4"],
+    # Lab 1 runs in this process in well under a second; reset and list work in a scratch directory.
+    "lab check": ["manual", "--speed-ranks", "0", "--work-dir", "lab-work"],
+    "lab list": ["--work-dir", "lab-work"],
+    "lab reset": ["manual", "--work-dir", "lab-work"],
+    "lab solution": ["manual"],
 }
 # Flags whose large values legitimately make the command wait, work or fork
 # that long or that much (a timeout, a linger, repetitions, ranks): they get

@@ -331,6 +331,51 @@ TEST(CoordinatorGrpc, MetricsStreamsArePersistedOneLinePerRankAndStep) {
   fs::remove_all(dir);
 }
 
+// A bucket's algorithm steps reach metrics.jsonl; a step whose phase the
+// coordinator does not know ends that stream with INVALID_ARGUMENT, nothing else.
+TEST(CoordinatorGrpc, AlgorithmStepsAreLoggedAndAnUnknownPhaseRefused) {
+  const fs::path dir = fs::temp_directory_path() / ("mddp_grpc_steps_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  CoordinatorOptions o = options(1);
+  o.job.run_dir = dir;
+  Coordinator c(o);
+  auto w = join_all(c, 1);
+  const auto send = [&](const std::string& phase) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 10s);
+    v1::MetricsAck ack;
+    auto writer = w[0]->stub().StreamMetrics(&ctx, &ack);
+    v1::MetricsBatch b;
+    b.set_session(w[0]->joined().session());
+    auto* m = b.add_steps();
+    m->set_step(10);
+    auto* span = m->add_buckets();
+    span->set_bytes(8);
+    span->set_start_ns(1000);
+    auto* step = span->add_steps();
+    step->set_phase(phase);
+    step->set_send_peer(1);
+    step->set_send_block(1);
+    step->set_start_ns(1000);
+    step->set_end_ns(1500);
+    writer->Write(b);
+    writer->WritesDone();
+    return writer->Finish();
+  };
+  const grpc::Status bad = send("sideways");
+  EXPECT_EQ(bad.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(bad.error_message().find("unknown step phase 'sideways'"), std::string::npos) << bad.error_message();
+  ASSERT_TRUE(send("reduce-scatter").ok());
+  EXPECT_EQ(c.job().metrics_log().count(), 1u);
+  c.shutdown();
+  std::ifstream in(dir / "metrics.jsonl");
+  std::string line;
+  ASSERT_TRUE(std::getline(in, line));
+  EXPECT_EQ(nlohmann::json::parse(line)["buckets"][0]["steps"][0],
+            nlohmann::json::parse(R"(["reduce-scatter",0,1,1,0,0,0,0,0,500])"));
+  fs::remove_all(dir);
+}
+
 TEST(CoordinatorGrpc, ShutdownAnswersPendingCalls) {
   auto c = std::make_unique<Coordinator>(options(2));
   auto w = join_all(*c, 2);

@@ -11,12 +11,13 @@
 // Checks, in order: the page loads without script errors or requests
 // outside the coordinator; the rank table lists both ranks; the loss chart
 // gains points while the job runs; the timeline (a Chart.js chart) draws a
-// bucket all-reduce and a backward phase in every rank's row;
+// bucket all-reduce and a backward phase in every rank's row; the
+// Collectives view animates a ring of 2(n-1) steps and exports it as SVG;
 // after `kill -9` of rank 1's worker the page names rank 1 as failed. Every
 // wait is bounded; the job's processes are killed on every exit path.
 
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -60,8 +61,8 @@ async function waitFor(what, fn, ms = 30000, every = 200) {
   }
 }
 
-function start(cmd, argv) {
-  const child = spawn(cmd, argv, { detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+function start(cmd, argv, env = process.env) {
+  const child = spawn(cmd, argv, { detached: true, stdio: ['ignore', 'pipe', 'pipe'], env });
   children.push(child);
   for (const s of [child.stdout, child.stderr]) s.on('data', (d) => { output += d.toString(); });
   return child;
@@ -98,8 +99,13 @@ async function startJob() {
     '--steps', '1000000', '--no-eval', '--log-every', '1000000', '--bucket-mb', '0.25', '--first-bucket-mb', '0.0625',
     '--straggler', '1:forward:4',
     '--heartbeat-ms', '200', '--heartbeat-timeout-ms', '3000', '--run-dir', join(work, 'run')];
-  log(`starting ${BIN} ${flags.join(' ')}`);
-  const run = start(BIN, flags);
+  // A fit of the link (as `microddp bench allreduce --fit` writes it), so the
+  // Collectives view has an α-β model to show beside the measured ring.
+  const fitFile = join(work, 'fit.json');
+  writeFileSync(fitFile, JSON.stringify({ fits: ['shm', 'tcp'].map((transport) =>
+    ({ transport, algorithm: 'ring', world_size: 2, alpha_us: 10, beta_gbps: 3, r2: 0.99 })) }));
+  log(`starting ${BIN} ${flags.join(' ')} (MICRODDP_FIT_FILE=${fitFile})`);
+  const run = start(BIN, flags, { ...process.env, MICRODDP_FIT_FILE: fitFile });
   run.on('exit', (code, sig) => log(`microddp run exited (${code ?? sig})`));
   const m = await waitFor('the dashboard URL on the output of `microddp run`',
     async () => output.match(/dashboard:?\s+(?:at\s+)?(https?:\/\/\S+)/i) || output.match(/(http:\/\/(?:127\.0\.0\.1|localhost|\[::1\]):\d+\/?)/), 60000);
@@ -125,19 +131,22 @@ async function main() {
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
       '--disable-quic', '--disable-component-update', '--disable-sync'],
     viewport: { width: 1400, height: 1000 },
+    acceptDownloads: true,
   });
   const context = browser;
   const page = await context.newPage();
   const problems = [];
   page.on('pageerror', (e) => problems.push(`script error: ${e.message}`));
   // Failed requests are judged from the responses (the console repeats them):
-  // a 404 from /api/timeline is the contract's "no complete step yet".
+  // a 404 from /api/timeline or /api/collectives is the contract's "no
+  // (traced) complete step yet".
   page.on('console', (m) => {
     if (m.type() === 'error' && !/^Failed to load resource/.test(m.text())) problems.push(`console error: ${m.text()}`);
   });
   page.on('response', (r) => {
     const path = new URL(r.url()).pathname;
-    if (r.status() >= 400 && !(r.status() === 404 && path.endsWith('/api/timeline'))) problems.push(`HTTP ${r.status()} for ${r.url()}`);
+    const notYet = r.status() === 404 && (path.endsWith('/api/timeline') || path.endsWith('/api/collectives'));
+    if (r.status() >= 400 && !notYet) problems.push(`HTTP ${r.status()} for ${r.url()}`);
   });
   page.on('request', (r) => {
     const u = r.url();
@@ -239,6 +248,43 @@ async function main() {
     log(`stragglers: ${named}`);
   }
 
+  // Collectives: the latest traced step's largest bucket all-reduce on the
+  // ring, animated: 2(n-1) steps for n ranks (a ring's reduce-scatter and
+  // all-gather), frames advancing, arrows drawn, a table row per step, the
+  // α-β model beside it (the job has a fit), and an SVG export with one
+  // small ring per step.
+  const ringSteps = nranks > 1 ? 2 * (nranks - 1) : 0;
+  if (nranks === 1) {
+    await waitFor('the Collectives view to say a one-rank job all-reduces nothing', async () =>
+      /carries no all-reduce steps/.test((await page.locator('#coll-caption').textContent()) ?? ''));
+  } else {
+    const coll = await waitFor(`the Collectives view to animate a ring of ${ringSteps} steps`, async () => {
+      const c = await page.locator('#collectives').evaluate((b) => ({
+        steps: Number(b.dataset.steps), ranks: Number(b.dataset.ranks), frame: Number(b.dataset.frame),
+        rows: b.querySelectorAll('#coll-steps tbody tr').length, caption: b.querySelector('#coll-caption').textContent,
+      }));
+      return c.steps === ringSteps && c.ranks === nranks && c.rows === ringSteps ? c : null;
+    }, 60000);
+    const frame = await waitFor('the animation to advance', async () => {
+      const f = Number(await page.locator('#collectives').getAttribute('data-frame'));
+      return f > coll.frame + 5 ? f : null;
+    }, 10000);
+    const arrows = await waitFor('arrows on the measured ring', async () => {
+      const n = await page.locator('#coll-measured .transfer').count();
+      return n > 0 ? n : null;
+    }, 10000, 20);
+    if (!/the α-β model says/.test(coll.caption)) fail(`the Collectives view shows no α-β prediction: "${coll.caption}"`);
+    if ((await page.locator('#coll-model .transfer').count()) === 0) {
+      await waitFor('arrows on the model\'s ring', async () => (await page.locator('#coll-model .transfer').count()) > 0, 10000, 20);
+    }
+    const [download] = await Promise.all([page.waitForEvent('download', { timeout: 10000 }), page.click('#coll-export')]);
+    const svgText = readFileSync(await download.path(), 'utf8');
+    const panels = (svgText.match(/<g class="step"/g) ?? []).length;
+    if (!svgText.startsWith('<svg') || panels !== ringSteps) fail(`the exported SVG has ${panels} step panels, expected ${ringSteps}`);
+    log(`collectives: ${coll.steps} ring steps for ${coll.ranks} ranks, frame ${frame}, ${arrows} arrows in flight, `
+      + `export ${download.suggestedFilename()} with ${panels} panels`);
+  }
+
   // Problems so far count; after the kill the job ends and the page's
   // reconnect attempts to a coordinator that may be gone are expected.
   const healthy = problems.slice();
@@ -276,7 +322,8 @@ async function screenshots(page) {
   const timelinePanel = page.locator('section:has(#timeline)');
   await page.screenshot({ path: SHOT, fullPage: true });
   await timelinePanel.screenshot({ path: SHOT.replace(/\.png$/, '-timeline.png') });
-  log(`screenshot: ${SHOT} (and -timeline, -dark, -timeline-dark)`);
+  await page.locator('section:has(#collectives)').screenshot({ path: SHOT.replace(/\.png$/, '-collectives.png') });
+  log(`screenshot: ${SHOT} (and -timeline, -collectives, -dark, -timeline-dark)`);
   await page.emulateMedia({ colorScheme: 'dark' });
   await page.waitForTimeout(400);
   await page.screenshot({ path: SHOT.replace(/\.png$/, '-dark.png'), fullPage: true });
