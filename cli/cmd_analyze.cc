@@ -119,6 +119,26 @@ void print_text(const perf::Analysis& a, const std::string& report) {
   if (!report.empty()) std::printf("report: %s\n", report.c_str());
 }
 
+// The job's restarts (metrics.jsonl's "restart" and "resume" lines): why
+// each attempt ended, and where the next resumed.
+nlohmann::json restarts_json(const std::vector<perf::RestartEvent>& restarts) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& r : restarts)
+    out.push_back({{"attempt", r.attempt}, {"cause", r.cause}, {"rank", r.rank}, {"host", r.host},
+                   {"message", r.message}, {"resumed_from_step", r.resumed_from_step},
+                   {"steps_lost", r.steps_lost}});
+  return out;
+}
+
+void print_restarts(const std::vector<perf::RestartEvent>& restarts) {
+  if (restarts.empty()) return;
+  std::printf("\nrestarts: %zu (the records the restarts superseded are left out above)\n", restarts.size());
+  for (const auto& r : restarts)
+    std::printf("  attempt %d: %s; resumed from step %lld, %lld step%s lost\n", r.attempt, r.message.c_str(),
+                static_cast<long long>(r.resumed_from_step), static_cast<long long>(r.steps_lost),
+                r.steps_lost == 1 ? "" : "s");
+}
+
 void run(AnalyzeArgs& args) {
   perf::RunLog run = perf::load_run(args.run_dir);
   // The flags fill in (or override) what job.json says.
@@ -140,9 +160,11 @@ void run(AnalyzeArgs& args) {
   if (args.json) {
     nlohmann::json j = perf::to_json(a);
     j["report"] = report.empty() ? nlohmann::json(nullptr) : nlohmann::json(report);
+    j["restarts"] = restarts_json(run.restarts);
     std::printf("%s\n", j.dump(2).c_str());
   } else {
     print_text(a, report);
+    print_restarts(run.restarts);
   }
 }
 

@@ -41,6 +41,7 @@ struct CoordinatorArgs {
   std::string http_public_url;  // what to print for the dashboard ("": its own address)
   DashboardFlags dashboard;
   HealthFlags health{1000, 10000, 300};
+  int max_restarts = 0;
   train::TrainConfig train;
 };
 
@@ -182,6 +183,10 @@ void run_coordinator(CLI::App& cmd, CoordinatorArgs& a) {
   o.job.rendezvous_timeout =
       std::chrono::milliseconds(static_cast<int64_t>(a.health.rendezvous_timeout_s * 1000.0));
   o.job.run_dir = a.train.run_dir;
+  o.job.max_restarts = a.max_restarts;
+  if (a.max_restarts > 0 && (a.train.run_dir.empty() || a.train.checkpoint_every <= 0))
+    std::printf("note: --max-restarts without --run-dir and --checkpoint-every: a restarted job "
+                "starts again from step 0\n");
 
   StopSignals signals;
   coordinator::Coordinator c(std::move(o));
@@ -272,6 +277,7 @@ void register_coordinator(CLI::App& app) {
       ->configurable(false)
       ->group(g);
   add_health_flags(*cmd, a->health, g);
+  add_restart_flags(*cmd, a->max_restarts, g);
   cmd->add_option("--address-file", a->address_file,
                   "write HOST:PORT for workers here once listening")
       ->group(g);

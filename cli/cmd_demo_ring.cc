@@ -106,7 +106,7 @@ void print(const std::vector<nlohmann::json>& ranks, const std::vector<std::vect
 
 void ring_rank(int nproc, int64_t elements, const std::string& transport, int rank,
                comm::Store& store) {
-  const comm::JobIdentity job{str("demo-ring-", ::getppid()), ""};
+  const comm::JobIdentity job{str("demo-ring-", ::getppid()), 0, ""};
   auto c = comm::connect(store, rank, nproc, job, comm::parse_transport(transport),
                          comm::CommOptions{comm::Algorithm::kRing, std::chrono::seconds(30)});
   std::vector<float> data(static_cast<std::size_t>(elements));

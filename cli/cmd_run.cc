@@ -11,6 +11,11 @@
 // this process, which then stops them in order) and die with this process
 // (PR_SET_PDEATHSIG), so none is left behind, nor their shared-memory
 // segments (the names of children killed in set-up are removed at the end).
+// Restarts (--max-restarts K, handed to the coordinator): a worker that
+// died, or exited 75 because its attempt ended (another rank died), is
+// started again, at most K times per rank; it re-joins the coordinator,
+// which re-forms the job from the last checkpoint (Note [Attempts] in
+// coordinator/job.cc).
 // Exit status: 0 when every rank finished; 1 with one line (the
 // coordinator's verdict naming the failed rank) when the job failed;
 // 130 / 143 after SIGINT / SIGTERM.
@@ -59,6 +64,7 @@ struct RunArgs {
   int port = 0;
   std::string token, job_id = "local";
   HealthFlags health{500, 5000, 120};
+  int max_restarts = 0;  // forwarded to the coordinator as typed
   DashboardFlags dashboard;  // forwarded to the coordinator as typed
   train::TrainConfig train;
 };
@@ -124,7 +130,7 @@ struct Child {
 // fork + exec of this binary (exec resets our signal handlers); the child
 // gets its own process group and dies with us.
 pid_t spawn(const std::vector<std::string>& args, const std::vector<std::string>& extra_env,
-            const std::string& log) {
+            const std::string& log, bool append_log = false) {
   std::vector<std::string> env_store;
   for (char** e = environ; *e; ++e) env_store.emplace_back(*e);
   for (const auto& e : extra_env) env_store.push_back(e);
@@ -135,7 +141,7 @@ pid_t spawn(const std::vector<std::string>& args, const std::vector<std::string>
   envp.push_back(nullptr);
   int log_fd = -1;
   if (!log.empty()) {
-    log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (append_log ? O_APPEND : O_TRUNC), 0644);
     if (log_fd < 0) throw Error(str("cannot write ", log, ": ", std::strerror(errno)));
   }
   const pid_t parent = ::getpid();
@@ -288,15 +294,18 @@ void run_job(RunArgs& a) {
   if (!dashboard_url.empty()) std::printf("microddp run: dashboard at %s\n", dashboard_url.c_str());
   std::fflush(stdout);
 
-  for (int r = 0; r < a.nproc; ++r) {
-    std::vector<std::string> args = {"microddp",     "worker",   "--coordinator", address,
-                                     "--token-file", token_file, "--job-id",      a.job_id};
+  // A restarted rank's log goes on where the attempt before left it.
+  const auto start_rank = [&](int r, bool again) {
+    const std::vector<std::string> args = {"microddp",     "worker",   "--coordinator", address,
+                                           "--token-file", token_file, "--job-id",      a.job_id};
     const std::string log = r == 0 ? "" : str(logs, "/worker-", r, ".log");
-    sup.add(
-        {str("rank ", r),
-         spawn(args, {str("RANK=", r), str("LOCAL_RANK=", r), str("LOCAL_WORLD_SIZE=", a.nproc)},
-               log),
-         log});
+    return spawn(args, {str("RANK=", r), str("LOCAL_RANK=", r), str("LOCAL_WORLD_SIZE=", a.nproc)},
+                 log, again);
+  };
+  std::vector<int> restarts(static_cast<std::size_t>(a.nproc) + 1, 0);  // by child index
+  for (int r = 0; r < a.nproc; ++r) {
+    const std::string log = r == 0 ? "" : str(logs, "/worker-", r, ".log");
+    sup.add({str("rank ", r), start_rank(r, false), log});
   }
 
   // Supervise. A failed child gives the others one heartbeat timeout to hear
@@ -315,6 +324,23 @@ void run_job(RunArgs& a) {
     sup.poll(100ms);
     show_coordinator_warnings();
     const auto now = Clock::now();
+    // A worker that died, or whose attempt ended (exit 75), joins again
+    // while the job goes on; the coordinator decides whether it does.
+    for (std::size_t i = 0; i < sup.children().size() && !stop_workers_at; ++i) {
+      Child& c = sup.child(i);
+      const bool restartable = c.status == kExitRestart || c.status > 128;
+      if (i == coord || !c.done || !restartable || sup.child(coord).done ||
+          restarts[i] >= a.max_restarts)
+        continue;
+      ++restarts[i];
+      std::printf("microddp run: %s %s; starting it again (%d of --max-restarts %d)\n", c.name.c_str(),
+                  c.status == kExitRestart ? "left its ended attempt" : str("died (signal ", c.status - 128, ")").c_str(),
+                  restarts[i], a.max_restarts);
+      std::fflush(stdout);
+      c.pid = start_rank(static_cast<int>(i - 1), true);
+      c.done = false;
+      c.status = 0;
+    }
     bool failed = false, workers_done = true;
     for (std::size_t i = 0; i < sup.children().size(); ++i) {
       const Child& c = sup.child(i);
@@ -400,6 +426,7 @@ void register_run(CLI::App& app) {
   cmd->add_option("--token", a->token, "the job's shared secret (default: a random one)")->group(g);
   cmd->add_option("--job-id", a->job_id, "name of the job")->group(g)->capture_default_str();
   add_health_flags(*cmd, a->health, g);
+  add_restart_flags(*cmd, a->max_restarts, g);
   add_dashboard_flags(*cmd, a->dashboard);
   add_training_flags(*cmd, a->train);
   add_checkpoint_flags(*cmd, a->train);

@@ -2,10 +2,20 @@
 // the job's config (the coordinator's training flags), streams its timings,
 // leaves. Exits 0 when the job finished on this rank; else 1 with one line:
 // the coordinator's verdict naming the rank at fault, or this rank's error.
+// When this rank's attempt ended because another rank died and the job
+// re-forms (coordinator --max-restarts), it exits 75 (EX_TEMPFAIL: start me
+// again), or with --restart starts itself again (exec) and re-joins.
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "cli/commands.h"
 #include "cli/flag_checks.h"
@@ -22,7 +32,24 @@ struct WorkerArgs {
   worker::WorkerOptions o;
   std::string token_file, log_level = "info";
   double join_timeout_s = 360, connect_timeout_s = 60;
+  bool restart = false;
 };
+
+// Replaces this process by a fresh run of the same command line: a new
+// worker with nothing of the old attempt (threads, sockets, segments).
+[[noreturn]] void start_again() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::vector<std::string> args;
+  for (std::string arg; std::getline(in, arg, '\0');) args.push_back(arg);
+  std::vector<char*> argv;
+  for (auto& arg : args) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  std::fflush(stdout);
+  std::fflush(stderr);
+  ::execv("/proc/self/exe", argv.data());
+  throw Error(str("--restart: cannot start this worker again (exec /proc/self/exe: ",
+                  std::strerror(errno), ")"));
+}
 
 
 // MASTER_ADDR:MASTER_PORT (torchrun's variables) when --coordinator is not given.
@@ -46,7 +73,13 @@ void run(WorkerArgs& a) {
   a.o.on_start = [](const train::TrainConfig& cfg, nn::Sequential& model) {
     print_config(cfg, model.num_parameters(), model.describe());
   };
-  worker::run_worker(a.o);
+  try {
+    worker::run_worker(a.o);
+  } catch (const RestartError& e) {
+    if (!a.restart) throw;
+    std::fprintf(stderr, "microddp: restart: %s; joining the job again (--restart)\n", e.what());
+    start_again();
+  }
 }
 
 }  // namespace
@@ -88,6 +121,10 @@ void register_worker(CLI::App& app) {
       ->check(finite_above(0))
       ->group(g)
       ->capture_default_str();
+  cmd->add_flag("--restart", a->restart,
+               "when the job re-forms after another rank died (coordinator --max-restarts), start "
+               "again and re-join instead of exiting 75")
+      ->group(g);
   cmd->add_option("--log-level", a->log_level, "trace, debug, info, warn, error or off")
       ->group(g)
       ->capture_default_str();

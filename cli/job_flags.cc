@@ -36,6 +36,15 @@ void add_health_flags(CLI::App& cmd, HealthFlags& h, const std::string& group) {
       ->capture_default_str();
 }
 
+void add_restart_flags(CLI::App& cmd, int& max_restarts, const std::string& group) {
+  cmd.add_option("--max-restarts", max_restarts,
+                 "when a rank dies, re-form the job up to this many times in all, resuming from the "
+                 "last checkpoint in --run-dir (docs/recovery.md); 0: the job fails")
+      ->check(CLI::Range(0, 1000))
+      ->group(group)
+      ->capture_default_str();
+}
+
 void validate_health(const HealthFlags& h) {
   if (h.heartbeat_timeout_ms <= h.heartbeat_ms)
     throw InputError(str("--heartbeat-timeout-ms ", h.heartbeat_timeout_ms, " must be longer than --heartbeat-ms ",

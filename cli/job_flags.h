@@ -18,6 +18,8 @@ struct HealthFlags {
 };
 // --heartbeat-ms, --heartbeat-timeout-ms, --rendezvous-timeout-s in `group`.
 void add_health_flags(CLI::App& cmd, HealthFlags& h, const std::string& group);
+// --max-restarts in `group` (Note [Attempts] in coordinator/job.cc).
+void add_restart_flags(CLI::App& cmd, int& max_restarts, const std::string& group);
 // What one flag's check cannot see: the timeout must be longer than the
 // interval (InputError naming both).
 void validate_health(const HealthFlags& h);

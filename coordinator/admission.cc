@@ -23,6 +23,13 @@ Admission::Challenge Admission::hello(const std::string& job_id, uint32_t protoc
   Challenge c;
   c.outcome = version_refusal(protocol_version);
   if (!c.outcome.ok()) return c;
+  if (job_id != options_.job_id) {
+    c.outcome = Outcome::error(Code::kFailedPrecondition,
+                               str("worker asked for job '", job_id,
+                                   "' but this coordinator runs job '", options_.job_id,
+                                   "': check --job-id"));
+    return c;
+  }
   c.server_nonce = random_bytes(kNonceBytes);
   c.expires = options_.nonce_ttl;
   std::lock_guard lock(mu_);

@@ -238,6 +238,14 @@ int Job::joined() const {
   return current()->rendezvous().joined();
 }
 
+std::string Job::config_for(int attempt) const {
+  if (attempt <= first_attempt_) return options_.config_json;
+  nlohmann::json config = nlohmann::json::parse(options_.config_json, nullptr, false);
+  if (!config.is_object()) return options_.config_json;
+  config["resume_latest"] = true;
+  return config.dump();
+}
+
 std::vector<Restart> Job::restarts() const {
   std::lock_guard lock(mu_);
   return restarts_;

@@ -168,6 +168,10 @@ class Job {
   // The current attempt's health (ranks, heartbeat ages); empty while it forms.
   std::vector<RankHealth> ranks() const;
   std::vector<Restart> restarts() const;
+  // The job config handed to the workers of `attempt` (JoinReply): the one
+  // given, with "resume_latest" set in the attempts after a restart, so
+  // that rank 0 resumes from the newest checkpoint in the run directory.
+  std::string config_for(int attempt) const;
   int joined() const;  // workers waiting in the current attempt's rendezvous
   const MetricsLog& metrics_log() const { return metrics_log_; }
   // Why <run dir>/job.json is not up to date (its last write failed), or "".

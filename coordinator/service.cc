@@ -305,7 +305,7 @@ grpc::ServerUnaryReactor* Service::Join(grpc::CallbackServerContext* ctx,
       reply->set_session(r.self.session);
       reply->set_rank(r.self.rank);
       reply->set_world_size(static_cast<int32_t>(r.members.size()));
-      reply->set_job_config_json(o.config_json);
+      reply->set_job_config_json(job_.config_for(r.attempt));
       reply->set_heartbeat_interval_ms(o.heartbeat_interval.count());
       reply->set_heartbeat_timeout_ms(o.heartbeat_timeout.count());
       reply->set_job_id(o.job_id);

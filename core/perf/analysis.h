@@ -42,18 +42,34 @@ struct RunConfig {
   std::string source;         // where the above came from, for the report
 };
 
+// One restart of the job, from metrics.jsonl's "restart" and "resume" lines.
+struct RestartEvent {
+  int attempt = 0;  // the attempt it started
+  std::string cause;
+  int rank = -1;  // the rank at fault (-1: none)
+  std::string host, message;
+  int64_t resumed_from_step = -1;  // -1: the attempt wrote no step
+  int64_t steps_lost = 0;
+};
+
 struct RunLog {
   std::filesystem::path dir;
-  std::vector<StepMetrics> records;  // every line of metrics.jsonl, in file order
+  // Every record of metrics.jsonl, in file order, less those a restart
+  // superseded (one record per rank and step).
+  std::vector<StepMetrics> records;
   RunConfig config;
   // job.json's members: host, compute threads, CPUs (0: not recorded, as in
   // a run of an older microddp). Empty without job.json.
   std::vector<RankPlacement> members;
+  std::vector<RestartEvent> restarts;
 };
 
 // Parses metrics.jsonl text (one JSON object per line; blank lines are
-// skipped). Throws InputError naming `name`:LINE and what is wrong.
-std::vector<StepMetrics> parse_metrics(std::istream& in, const std::string& name);
+// skipped). The coordinator's event lines (with a "kind") are not records:
+// a "resume" drops the records it superseded, and the restarts go to
+// `restarts` when given. Throws InputError naming `name`:LINE and what is wrong.
+std::vector<StepMetrics> parse_metrics(std::istream& in, const std::string& name,
+                                       std::vector<RestartEvent>* restarts = nullptr);
 
 // Reads RUN_DIR/metrics.jsonl (required) and RUN_DIR/job.json (optional).
 // Throws InputError when the directory or the log is missing, or a line is

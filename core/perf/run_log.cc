@@ -81,10 +81,41 @@ std::string infer_transport(const std::vector<StepMetrics>& records) {
   return static_cast<double>(hi->second - lo->second) * 1e-6 < kSameHostOffsetMs ? "shm" : "tcp";
 }
 
+// An event line of the coordinator ("kind": "attempt", "restart", "resume":
+// Note [Exactly once by (attempt, rank, step)] in coordinator/metrics_log.h).
+// A resume from step S supersedes the records of earlier attempts past S:
+// they stay in the file, and readers leave them out.
+void apply_event(const nlohmann::json& j, std::vector<StepMetrics>& out, std::vector<int>& attempt_of,
+                 std::vector<RestartEvent>* restarts) {
+  const std::string kind = str_or(j, "kind");
+  const int attempt = j.value("attempt", 0);
+  if (kind == "restart" && restarts)
+    restarts->push_back({attempt, str_or(j, "cause"), j.value("rank", -1), str_or(j, "host"), str_or(j, "message"),
+                         -1, 0});
+  if (kind != "resume") return;
+  const int64_t from = j.value("from_step", int64_t{0});
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < out.size(); ++i)
+    if (!(attempt_of[i] < attempt && out[i].step > from)) {
+      out[kept] = std::move(out[i]);
+      attempt_of[kept++] = attempt_of[i];
+    }
+  out.resize(kept);
+  attempt_of.resize(kept);
+  if (restarts)
+    for (auto& r : *restarts)
+      if (r.attempt == attempt) {
+        r.resumed_from_step = from;
+        r.steps_lost = j.value("steps_lost", int64_t{0});
+      }
+}
+
 }  // namespace
 
-std::vector<StepMetrics> parse_metrics(std::istream& in, const std::string& name) {
+std::vector<StepMetrics> parse_metrics(std::istream& in, const std::string& name,
+                                       std::vector<RestartEvent>* restarts) {
   std::vector<StepMetrics> out;
+  std::vector<int> attempt_of;  // parallel to out
   std::string line;
   for (int64_t n = 1; std::getline(in, line); ++n) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
@@ -105,6 +136,10 @@ std::vector<StepMetrics> parse_metrics(std::istream& in, const std::string& name
       throw InputError(str(name, ":", n, ": not a JSON object (a truncated or corrupted line?)"));
     }
     if (!j.is_object()) throw InputError(str(name, ":", n, ": expected a JSON object, got ", j.type_name()));
+    if (j.contains("kind") && j["kind"].is_string()) {
+      apply_event(j, out, attempt_of, restarts);
+      continue;
+    }
     if (!j.contains("rank") || !j.contains("step"))
       throw InputError(str(name, ":", n, ": not a metrics record (no \"rank\" or \"step\")"));
     try {
@@ -115,6 +150,7 @@ std::vector<StepMetrics> parse_metrics(std::istream& in, const std::string& name
       throw InputError(str(name, ":", n, ": ", e.what()));
     }
     if (out.back().rank < 0) throw InputError(str(name, ":", n, ": negative rank ", out.back().rank));
+    attempt_of.push_back(j.contains("attempt") && j["attempt"].is_number_integer() ? j["attempt"].get<int>() : 0);
   }
   return out;
 }
@@ -127,7 +163,8 @@ RunLog load_run(const std::filesystem::path& dir) {
   if (!in)
     throw InputError(str("no metrics.jsonl in ", dir.string(),
                          ": is this the --run-dir of `microddp run` or `microddp coordinator`?"));
-  RunLog run{dir, parse_metrics(in, metrics.string()), {}, {}};
+  RunLog run{dir, {}, {}, {}, {}};
+  run.records = parse_metrics(in, metrics.string(), &run.restarts);
   read_job(dir / "job.json", run.config, run.members);
   int max_rank = -1;
   for (const auto& r : run.records) max_rank = std::max(max_rank, r.rank);

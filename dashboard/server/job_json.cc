@@ -15,12 +15,22 @@ std::string dump_json(const json& j) {
 }
 
 json job_json(const JobSnapshot& s) {
+  json restarts = json::array();
+  for (const coordinator::Restart& r : s.restarts)
+    restarts.push_back({{"attempt", r.attempt},
+                        {"cause", coordinator::to_string(r.verdict.cause)},
+                        {"rank", r.verdict.rank},
+                        {"host", r.verdict.host},
+                        {"message", r.verdict.message},
+                        {"unix_ns", r.unix_ns}});
   json evals = json::array();
   for (const EvalPoint& e : s.evals)
     evals.push_back({{"step", e.step}, {"loss", e.loss}, {"accuracy", e.accuracy}});
   return {{"job_id", s.job_id},
           {"state", coordinator::to_string(s.status.state)},
           {"world_size", s.world_size},
+          {"attempt", s.attempt},
+          {"restarts", restarts},
           {"backend", s.backend},
           {"transport", s.transport},
           {"algorithm", s.algorithm},

@@ -118,7 +118,7 @@ Reply api_trace(const RequestTarget& t, const RouteContext& c) {
   if (timelines.empty())
     return error_reply(404, str("no complete step in ", from, "..", to, " in the in-memory tail"));
   std::vector<std::string> hosts;
-  for (const auto& m : c.job.rendezvous().members()) hosts.push_back(m.host);
+  for (const auto& m : c.job.members()) hosts.push_back(m.host);
   Reply r = json_reply(chrome_trace(timelines, hosts));
   r.headers.emplace_back("Content-Disposition",
                          str("attachment; filename=\"microddp-trace-", timelines.front().step, "-",

@@ -103,6 +103,8 @@ JobSnapshot Tracker::snapshot(TimePoint now) const {
   s.samples_per_s = samples_per_s();
   s.evals = evals_;
   s.records_total = job_.metrics_log().count();
+  s.restarts = job_.restarts();
+  s.attempt = s.restarts.empty() ? 0 : s.restarts.back().attempt;
   if (running_since_)
     s.elapsed_s = std::chrono::duration<double>(ended_at_.value_or(now) - *running_since_).count();
 
@@ -117,7 +119,7 @@ JobSnapshot Tracker::snapshot(TimePoint now) const {
   std::set<int> oversubscribed;  // ranks on an oversubscribed host
   for (const auto& host : perf::host_loads(placement))
     if (host.oversubscribed()) oversubscribed.insert(host.ranks.begin(), host.ranks.end());
-  for (const coordinator::RankHealth& h : job_.health().ranks()) {
+  for (const coordinator::RankHealth& h : job_.ranks()) {
     RankSnapshot r;
     r.rank = h.rank;
     r.host = h.host;

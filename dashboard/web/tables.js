@@ -10,6 +10,7 @@ export function renderHeader(job, ranks) {
   const total = job.total_steps > 0 ? job.total_steps : null;
   const values = {
     world_size: String(job.world_size ?? '–'),
+    attempt: job.restarts?.length ? `${job.attempt} (${job.restarts.length} restart${job.restarts.length === 1 ? '' : 's'})` : String(job.attempt ?? 0),
     backend: job.backend ?? '–',
     transport: job.transport ?? '–',
     algorithm: job.algorithm ?? '–',

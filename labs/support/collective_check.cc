@@ -132,7 +132,7 @@ CaseResult run_case(const CollectiveStage& st, const CollectiveCase& c, int r,
 // Every case of the lab on one group of ranks.
 RankFinding rank_main(const CollectiveLab& lab, const CheckOptions& o, int world,
                       comm::TransportKind kind, int r, comm::Store& store) {
-  const comm::JobIdentity job{str("lab-", ::getppid()), ""};
+  const comm::JobIdentity job{str("lab-", ::getppid()), 0, ""};
   auto transport = comm::connect_transport(store, r, world, job, kind, o.timeout);
   RecordingTransport rec(*transport);
   comm::Scratch scratch;
@@ -195,7 +195,7 @@ struct Timing {
 
 RankFinding time_rank(const CollectiveLab& lab, const CheckOptions& o, int world, int r,
                       comm::Store& store) {
-  const comm::JobIdentity job{str("lab-speed-", ::getppid()), ""};
+  const comm::JobIdentity job{str("lab-speed-", ::getppid()), 0, ""};
   auto transport = comm::connect_transport(store, r, world, job, o.speed_transport, o.timeout);
   comm::Scratch scratch;
   const std::vector<std::size_t> sizes{64 << 10, 256 << 10, 1 << 20, 4 << 20};

@@ -29,7 +29,7 @@ bool check_dp_groups(const CheckOptions& o, Report& report,
       const auto ranks = run_group(
           world,
           [&](int r, comm::Store& store) {
-            const comm::JobIdentity job{str("lab-", ::getppid()), ""};
+            const comm::JobIdentity job{str("lab-", ::getppid()), 0, ""};
             auto comm = comm::connect(store, r, world, job, kind,
                                       comm::CommOptions{comm::Algorithm::kAuto, o.timeout});
             CaseLog log(r, world, store, o.timeout + std::chrono::seconds(5));

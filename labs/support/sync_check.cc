@@ -63,7 +63,7 @@ RankFinding time_rank(const std::vector<SyncContender>& contenders, const CheckO
                       int world, int r, comm::Store& store) {
   RankFinding f;
   f.rank = r;
-  const comm::JobIdentity job{str("lab-speed-", ::getppid()), ""};
+  const comm::JobIdentity job{str("lab-speed-", ::getppid()), 0, ""};
   auto comm = comm::connect(store, r, world, job, o.speed_transport,
                             comm::CommOptions{comm::Algorithm::kAuto, o.timeout});
   WatchedGroup group(*comm);

@@ -203,10 +203,10 @@ TEST_F(CoordinatorCli, ConfigFileGivesFlagsAndTheCommandLineWins) {
   const std::string addr = p.address(dir_ / "addr");
   ASSERT_NE(addr, "") << p.err();
   TestClient a(addr);
-  v1::JoinRequest req = TestClient::join_request("h0", "");
+  v1::JoinRequest req = TestClient::join_request("h0");
   req.set_job_id("tomljob");
   v1::JoinReply reply;
-  ASSERT_TRUE(a.join(req, &reply).ok());
+  ASSERT_TRUE(a.join(req, &reply, kCallDeadline, "").ok());
   const train::TrainConfig cfg = parse_job_config(reply.job_config_json());
   EXPECT_EQ(cfg.batch, 9) << "the command line wins";
   EXPECT_EQ(cfg.model.channels, (std::vector<int64_t>{4, 8}));

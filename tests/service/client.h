@@ -10,6 +10,8 @@
 #include <string>
 
 #include "coordinator/job.h"
+#include "coordinator/proof.h"
+#include "core/common/hmac.h"
 #include "proto/microddp.grpc.pb.h"
 
 namespace mddp::coordinator::test {
@@ -22,11 +24,9 @@ class TestClient {
       : stub_(v1::Coordinator::NewStub(
             grpc::CreateChannel(address, grpc::InsecureChannelCredentials()))) {}
 
-  static v1::JoinRequest join_request(const std::string& host, const std::string& token = "tok",
-                                      int rank = -1) {
+  static v1::JoinRequest join_request(const std::string& host, int rank = -1) {
     v1::JoinRequest r;
     r.set_job_id("job");
-    r.set_token(token);
     r.set_protocol_version(kProtocolVersion);
     r.set_host(host);
     r.set_data_addr("127.0.0.1");
@@ -36,16 +36,43 @@ class TestClient {
     return r;
   }
 
-  grpc::Status join(const v1::JoinRequest& req, v1::JoinReply* reply,
-                    std::chrono::milliseconds deadline = kCallDeadline) {
+  grpc::Status hello(const std::string& job_id, uint32_t version, v1::HelloReply* reply) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + kCallDeadline);
+    v1::HelloRequest req;
+    req.set_job_id(job_id);
+    req.set_protocol_version(version);
+    return stub_->Hello(&ctx, req, reply);
+  }
+  // Hello, then the proof of `token` over the server's nonce, into `req`
+  // (as the worker does: coordinator/proof.h).
+  grpc::Status prove(v1::JoinRequest& req, const std::string& token) {
+    v1::HelloReply challenge;
+    grpc::Status s = hello(req.job_id(), req.protocol_version(), &challenge);
+    if (!s.ok()) return s;
+    req.set_server_nonce(challenge.server_nonce());
+    req.set_client_nonce(random_bytes(kNonceBytes));
+    req.set_proof(join_proof(token, req.job_id(), req.server_nonce(), req.client_nonce(),
+                             req.host(), req.pid()));
+    return s;
+  }
+  // Join as it is (no Hello first): a replayed or a hand-made request.
+  grpc::Status join_as_is(const v1::JoinRequest& req, v1::JoinReply* reply,
+                          std::chrono::milliseconds deadline = kCallDeadline) {
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + deadline);
     grpc::Status s = stub_->Join(&ctx, req, reply);
     if (s.ok()) session_ = reply->session();
     return s;
   }
+  grpc::Status join(v1::JoinRequest req, v1::JoinReply* reply,
+                    std::chrono::milliseconds deadline = kCallDeadline,
+                    const std::string& token = "tok") {
+    if (grpc::Status s = prove(req, token); !s.ok()) return s;
+    return join_as_is(req, reply, deadline);
+  }
   grpc::Status join(const std::string& host, const std::string& token = "tok", int rank = -1) {
-    return join(join_request(host, token, rank), &joined_);
+    return join(join_request(host, rank), &joined_, kCallDeadline, token);
   }
   const v1::JoinReply& joined() const { return joined_; }
   const std::string& session() const { return session_; }

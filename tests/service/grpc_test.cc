@@ -79,7 +79,7 @@ TEST(CoordinatorGrpc, WrongTokenIsRefusedWhileTheJobGoesOn) {
   TestClient a(c.address()), b(c.address()), intruder(c.address());
   auto pending = std::async(std::launch::async, [&] { return a.join("a"); });
   const auto until = std::chrono::steady_clock::now() + 10s;
-  while (c.job().rendezvous().joined() < 1 && std::chrono::steady_clock::now() < until)
+  while (c.job().joined() < 1 && std::chrono::steady_clock::now() < until)
     std::this_thread::sleep_for(5ms);
   const grpc::Status refused = intruder.join("x", "guessed");
   EXPECT_EQ(refused.error_code(), grpc::StatusCode::UNAUTHENTICATED);
@@ -98,10 +98,10 @@ TEST(CoordinatorGrpc, DuplicateRankAndWorkerBeyondNAreRefused) {
   auto pending = std::async(std::launch::async, [&] { return a.join("a", "tok", 1); });
   // The duplicate must come second.
   const auto until = std::chrono::steady_clock::now() + 10s;
-  while (c.job().rendezvous().joined() < 1 && std::chrono::steady_clock::now() < until)
+  while (c.job().joined() < 1 && std::chrono::steady_clock::now() < until)
     std::this_thread::sleep_for(5ms);
   v1::JoinReply reply;
-  grpc::Status s = dup.join(TestClient::join_request("dup", "tok", 1), &reply, 5s);
+  grpc::Status s = dup.join(TestClient::join_request("dup", 1), &reply, 5s);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::ALREADY_EXISTS);
   EXPECT_NE(s.error_message().find("rank 1 is already taken by host a"), std::string::npos)
       << s.error_message();
@@ -123,8 +123,62 @@ TEST(CoordinatorGrpc, ProtocolVersionMismatchIsRefused) {
   v1::JoinReply reply;
   const grpc::Status s = a.join(req, &reply);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
-  EXPECT_NE(s.error_message().find("protocol v2, this coordinator v1"), std::string::npos)
+  EXPECT_NE(s.error_message().find("protocol v3, this coordinator v2"), std::string::npos)
       << s.error_message();
+  // A worker of protocol v1 sent no Hello: its join has no server nonce.
+  v1::JoinRequest v1_join = TestClient::join_request("old");
+  v1_join.set_protocol_version(1);
+  const grpc::Status old = a.join_as_is(v1_join, &reply);
+  EXPECT_EQ(old.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_NE(old.error_message().find("protocol v1, this coordinator v2"), std::string::npos)
+      << old.error_message();
+}
+
+// Note [Proving the token] (proto/README.md): the token never travels; a
+// proof counts once, within its time; a wrong one is refused; the job goes on.
+TEST(CoordinatorGrpc, ReplayedAndWrongProofsAreRefusedWhileTheJobGoesOn) {
+  Coordinator c(options(2));
+  TestClient a(c.address()), b(c.address()), stranger(c.address());
+  v1::JoinRequest req = TestClient::join_request("a");
+  ASSERT_TRUE(a.prove(req, "tok").ok());
+  EXPECT_EQ(req.server_nonce().size(), kNonceBytes);
+  EXPECT_EQ(req.proof().size(), kMacBytes);
+  v1::JoinReply reply_a;
+  auto pending = std::async(std::launch::async, [&] { return a.join_as_is(req, &reply_a); });
+  const auto until = std::chrono::steady_clock::now() + 10s;
+  while (c.job().joined() < 1 && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(5ms);
+  v1::JoinReply reply;
+  // The same request again (recorded on the wire): its server nonce is spent.
+  grpc::Status s = stranger.join_as_is(req, &reply);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_NE(s.error_message().find("replay"), std::string::npos) << s.error_message();
+  // A nonce never handed out.
+  v1::JoinRequest made_up = req;
+  made_up.set_server_nonce(random_bytes(kNonceBytes));
+  s = stranger.join_as_is(made_up, &reply);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_NE(s.error_message().find("replay"), std::string::npos) << s.error_message();
+  // A fresh nonce, but the proof of another request (another host).
+  v1::JoinRequest moved = TestClient::join_request("x");
+  ASSERT_TRUE(stranger.prove(moved, "tok").ok());
+  moved.set_host("y");
+  s = stranger.join_as_is(moved, &reply);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_NE(s.error_message().find("wrong token"), std::string::npos) << s.error_message();
+  // No token at all: told how to give one.
+  s = stranger.join(TestClient::join_request("z"), &reply, kCallDeadline, "");
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_NE(s.error_message().find("no token given"), std::string::npos) << s.error_message();
+  // Another job: refused at Hello.
+  v1::HelloReply hello;
+  s = stranger.hello("other", kProtocolVersion, &hello);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_TRUE(b.join("b").ok());
+  ASSERT_TRUE(pending.get().ok());
+  EXPECT_EQ(reply_a.attempt(), 0);
+  EXPECT_EQ(reply_a.attempt_nonce().size(), kNonceBytes);
+  EXPECT_EQ(b.joined().attempt_nonce(), reply_a.attempt_nonce()) << "one nonce per attempt";
 }
 
 v1::Fingerprint fingerprint(int64_t width) {
@@ -210,7 +264,7 @@ TEST(CoordinatorGrpc, ClientDeadlineEndsAPendingJoinAndFreesItsPlace) {
   Coordinator c(options(2));
   TestClient quitter(c.address());
   v1::JoinReply reply;
-  const grpc::Status s = quitter.join(TestClient::join_request("q", "tok", 0), &reply, 300ms);
+  const grpc::Status s = quitter.join(TestClient::join_request("q", 0), &reply, 300ms);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
   std::this_thread::sleep_for(100ms);  // the cancellation reaches the coordinator
   auto w = join_all(c, 2);             // rank 0 is free again, nobody is one too many

@@ -12,6 +12,8 @@
 #include <optional>
 #include <thread>
 
+#include "coordinator/proof.h"
+#include "core/common/hmac.h"
 #include "support/ranks.h"
 
 namespace mddp::coordinator {
@@ -31,23 +33,28 @@ JobOptions options(int n) {
   return o;
 }
 
-JoinRequest worker(int i) {
+// Worker i's join, proven with the job's token over a fresh Hello nonce.
+JoinRequest worker(Job& job, int i) {
   JoinRequest r;
   r.job_id = "j";
-  r.token = "t";
   r.protocol_version = kProtocolVersion;
   r.host = "host" + std::to_string(i);
   r.pid = 1000 + i;
+  r.server_nonce = job.hello("j", kProtocolVersion, "test", Clock::now()).server_nonce;
+  r.client_nonce = random_bytes(kNonceBytes);
+  r.proof = join_proof("t", r.job_id, r.server_nonce, r.client_nonce, r.host, r.pid);
   return r;
 }
 
-// Joins n workers at `now`; returns their sessions by rank.
-std::vector<std::string> form(Job& job, int n, TimePoint now) {
+// Joins n workers at `now`; returns their sessions by rank (and their
+// attempt and its nonce, when asked).
+std::vector<std::string> form(Job& job, int n, TimePoint now, JoinResult* last = nullptr) {
   std::vector<std::string> sessions(static_cast<std::size_t>(n));
   for (int i = 0; i < n; ++i)
-    job.join(worker(i), now + 1h, now, [&](JoinResult r) {
+    job.join(worker(job, i), now + 1h, now, [&](JoinResult r) {
       ASSERT_TRUE(r.outcome.ok()) << r.outcome.message;
       sessions[static_cast<std::size_t>(r.self.rank)] = r.self.session;
+      if (last) *last = r;
     });
   return sessions;
 }
@@ -228,7 +235,7 @@ TEST(Job, RendezvousTimeoutFailsTheJob) {
   Job job(options(3));
   const TimePoint t0 = Clock::now();
   std::optional<Outcome> o;
-  job.join(worker(0), t0 + 1h, t0, [&](JoinResult r) { o = r.outcome; });
+  job.join(worker(job, 0), t0 + 1h, t0, [&](JoinResult r) { o = r.outcome; });
   job.tick(t0 + 5s);
   ASSERT_TRUE(o);
   EXPECT_EQ(o->code, Code::kDeadlineExceeded);
@@ -236,6 +243,56 @@ TEST(Job, RendezvousTimeoutFailsTheJob) {
   EXPECT_NE(job.status().failure().find("1 of 3 workers joined"), std::string::npos);
   job.tick(t0 + 5s);
   EXPECT_TRUE(job.finished()) << "nobody to wait for";
+}
+
+// Note [Attempts]: a rank that goes silent ends attempt 0; its ranks hear
+// RESTARTING, their sessions no longer reach the new attempt's store, the
+// next attempt forms with a new nonce and resumes from the latest
+// checkpoint; once the budget is spent, the next failure fails the job.
+TEST(Job, ADeadRankEndsTheAttemptAndTheJobReformsWithinItsBudget) {
+  JobOptions o = options(2);
+  o.max_restarts = 1;
+  Job job(o);
+  const TimePoint t0 = Clock::now();
+  JoinResult first;
+  auto s = form(job, 2, t0, &first);
+  EXPECT_EQ(first.attempt, 0);
+  EXPECT_EQ(first.attempt_nonce.size(), kNonceBytes);
+  EXPECT_EQ(job.config_for(0), o.config_json);
+  job.heartbeat(s[0], {}, t0 + 900ms);
+  job.tick(t0 + 1500ms);  // rank 1 silent for longer than the timeout
+  EXPECT_NE(job.status().state, State::kFailed) << job.status().failure();
+  const Job::Reply hb = job.heartbeat(s[0], {}, t0 + 1600ms);
+  EXPECT_EQ(hb.status.state, State::kRestarting);
+  EXPECT_EQ(hb.status.verdict.rank, 1);
+  EXPECT_EQ(hb.attempt, 0);
+  const Outcome late = job.set(s[0], "k", "v");
+  EXPECT_EQ(late.code, Code::kFailedPrecondition);
+  EXPECT_NE(late.message.find("session of attempt 0; the job is in attempt 1"), std::string::npos)
+      << late.message;
+  // The attempt just ended may deliver its last records until the next forms.
+  MetricsRecord r;
+  r.metrics.step = 1;
+  EXPECT_TRUE(job.metrics(s[0], 0, {r}).outcome.ok());
+  ASSERT_EQ(job.restarts().size(), 1u);
+  EXPECT_EQ(job.restarts()[0].attempt, 1);
+  EXPECT_EQ(job.restarts()[0].verdict.rank, 1);
+
+  JoinResult second;
+  auto s2 = form(job, 2, t0 + 2s, &second);
+  EXPECT_EQ(second.attempt, 1);
+  EXPECT_NE(second.attempt_nonce, first.attempt_nonce) << "a key of attempt 0 is useless in attempt 1";
+  EXPECT_EQ(job.status().state, State::kRunning);
+  EXPECT_NE(job.config_for(1).find("\"resume_latest\":true"), std::string::npos) << job.config_for(1);
+  EXPECT_EQ(job.metrics(s[0], 0, {r}).outcome.code, Code::kFailedPrecondition)
+      << "an old attempt's records are not mixed into the new one";
+  EXPECT_TRUE(job.set(s2[0], "k", "v").ok());
+
+  job.heartbeat(s2[0], {}, t0 + 2900ms);
+  job.tick(t0 + 3500ms);  // rank 1 of attempt 1 silent too: no restart left
+  EXPECT_EQ(job.status().state, State::kFailed);
+  EXPECT_NE(job.status().failure().find("no restart left: all 1 of --max-restarts used"), std::string::npos)
+      << job.status().failure();
 }
 
 // Ranks as threads hammering the store, barriers, heartbeats and metrics while
@@ -259,7 +316,7 @@ TEST(Job, ConcurrentRanksAndTicker) {
     std::vector<std::thread> joiners;
     for (int i = 0; i < kRanks; ++i)
       joiners.emplace_back([&, i] {
-        job.join(worker(i), Clock::now() + 30s, Clock::now(), [&](JoinResult r) {
+        job.join(worker(job, i), Clock::now() + 30s, Clock::now(), [&](JoinResult r) {
           if (r.outcome.ok()) sessions[static_cast<std::size_t>(r.self.rank)] = r.self.session;
         });
       });

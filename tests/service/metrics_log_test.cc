@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "coordinator/job_config_json.h"
 #include "core/common/check.h"
@@ -171,6 +172,42 @@ TEST(JobConfigJson, MissingKeysKeepDefaultsUnknownOrWrongTypesAreErrors) {
   EXPECT_NE(error_of(R"({"optim": []})").find("'optim' must be an object"), std::string::npos);
   EXPECT_NE(error_of(R"({"eval": 1})").find("'eval' must be true or false"), std::string::npos);
   EXPECT_NE(error_of("{").find("not valid JSON"), std::string::npos);
+}
+
+// Note [Exactly once by (attempt, rank, step)]: a record delivered twice
+// is kept once; a restart that resumes from step S supersedes the earlier
+// attempt's records past S, in the tail and for every reader of the file.
+TEST(MetricsLog, KeepsOneRecordPerAttemptRankAndStepAndSupersedesWhatARestartRedoes) {
+  const fs::path dir = temp_dir("attempts");
+  const auto rec = [](int attempt, int rank, int64_t step) {
+    MetricsRecord r = record(rank, step);
+    r.attempt = attempt;
+    return r;
+  };
+  {
+    MetricsLog log(dir);
+    std::vector<MetricsRecord> first;
+    for (int64_t step = 1; step <= 10; ++step)
+      for (int rank = 0; rank < 2; ++rank) first.push_back(rec(0, rank, step));
+    EXPECT_EQ(log.append(first), "");
+    EXPECT_EQ(log.append({rec(0, 0, 10)}), "");  // delivered again
+    EXPECT_EQ(log.duplicates(), 1);
+    EXPECT_EQ(log.append({rec(1, 0, 6), rec(1, 1, 6), rec(1, 0, 7)}), "");  // resumed from step 5
+    ASSERT_EQ(log.resumes().size(), 1u);
+    EXPECT_EQ(log.resumes()[0].attempt, 1);
+    EXPECT_EQ(log.resumes()[0].from_step, 5);
+    EXPECT_EQ(log.resumes()[0].steps_lost, 5);
+    EXPECT_EQ(log.resumes()[0].superseded, 10);
+    std::map<std::pair<int, int64_t>, int> seen;
+    for (const auto& r : log.since(0, 1000)) ++seen[{r.metrics.rank, r.metrics.step}];
+    for (const auto& [key, n] : seen) EXPECT_EQ(n, 1) << "rank " << key.first << " step " << key.second;
+    EXPECT_EQ(seen.size(), 13u);  // steps 1..5 of both ranks, 6 of both, 7 of rank 0
+    EXPECT_EQ(log.last_attempt(), 1);
+  }
+  // A new coordinator of the same run goes on counting attempts after the file's.
+  MetricsLog again(dir);
+  EXPECT_EQ(again.last_attempt(), 1);
+  fs::remove_all(dir);
 }
 
 }  // namespace

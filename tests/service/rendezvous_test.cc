@@ -17,8 +17,6 @@ const TimePoint kFar = t0 + 1h;
 JoinRequest worker(const std::string& host, int requested = -1) {
   JoinRequest r;
   r.job_id = "job";
-  r.token = "secret";
-  r.protocol_version = 1;
   r.host = host;
   r.pid = 100;
   r.requested_rank = requested;
@@ -28,7 +26,6 @@ JoinRequest worker(const std::string& host, int requested = -1) {
 Rendezvous::Options options(int n) {
   Rendezvous::Options o;
   o.job_id = "job";
-  o.token = "secret";
   o.world_size = n;
   o.timeout = 10s;
   return o;
@@ -87,45 +84,6 @@ TEST(Rendezvous, HonoursRequestedRanksAndFillsTheRest) {
   EXPECT_EQ(c.r->self.rank, 0);
   EXPECT_EQ(d.r->self.rank, 2);
   EXPECT_EQ(a.r->members[0].host, "c");
-}
-
-TEST(Rendezvous, WrongTokenIsRefusedAndTheJobGoesOn) {
-  Rendezvous rv(options(2), t0);
-  Result a, bad, b;
-  rv.join(worker("a"), kFar, t0, a.cb());
-  JoinRequest intruder = worker("x");
-  intruder.token = "guess";
-  rv.join(intruder, kFar, t0, bad.cb());
-  ASSERT_TRUE(bad.r);
-  EXPECT_EQ(bad.r->outcome.code, Code::kUnauthenticated);
-  EXPECT_NE(bad.r->outcome.message.find("wrong token"), std::string::npos);
-  EXPECT_EQ(bad.r->outcome.message.find("'job'"), std::string::npos)
-      << "a stranger does not learn the job id";
-  intruder.token = "";
-  Result empty;
-  rv.join(intruder, kFar, t0, empty.cb());
-  EXPECT_EQ(empty.r->outcome.code, Code::kUnauthenticated);
-  rv.join(worker("b"), kFar, t0, b.cb());
-  ASSERT_TRUE(a.r && b.r);
-  EXPECT_TRUE(a.r->outcome.ok());
-  EXPECT_TRUE(b.r->outcome.ok());
-}
-
-TEST(Rendezvous, RefusesAnotherProtocolVersionOrJob) {
-  Rendezvous rv(options(2), t0);
-  Result v, j;
-  JoinRequest old = worker("a");
-  old.protocol_version = 2;
-  rv.join(old, kFar, t0, v.cb());
-  EXPECT_EQ(v.r->outcome.code, Code::kFailedPrecondition);
-  EXPECT_NE(v.r->outcome.message.find("protocol v2, this coordinator v1"), std::string::npos)
-      << v.r->outcome.message;
-  JoinRequest other = worker("a");
-  other.job_id = "other";
-  rv.join(other, kFar, t0, j.cb());
-  EXPECT_EQ(j.r->outcome.code, Code::kFailedPrecondition);
-  EXPECT_NE(j.r->outcome.message.find("job 'other' but this coordinator runs job 'job'"),
-            std::string::npos);
 }
 
 TEST(Rendezvous, RefusesDuplicateAndOutOfRangeRanks) {

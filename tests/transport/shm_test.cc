@@ -1,10 +1,15 @@
 // Shared-memory specifics: messages far larger than the ring stream through
 // it (wrap-around at every offset), the ring and single-copy paths deliver
-// the same bytes, and no segment is left in /dev/shm when a rank is missing.
+// the same bytes, and no segment is left in /dev/shm when a rank is missing;
+// a segment another process made first, one with permissions for others,
+// or one made without the attempt's key is refused (Note [Segments nobody
+// else can use]).
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <atomic>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,8 +25,10 @@ using mddp::test::run_threads;
 
 std::unique_ptr<ShmTransport> connect_shm(Store& store, int rank, int size, ShmOptions options,
                                           std::chrono::milliseconds timeout = 30s) {
-  return ShmTransport::connect(store, rank, size, {"test-job", "s3cret-token"}, timeout, "comm", options);
+  return ShmTransport::connect(store, rank, size, {"test-job", 0, "s3cret-key"}, timeout, "comm", options);
 }
+
+const std::string kTag(shm::kSegmentTagBytes, 't');
 
 struct Config {
   const char* name;
@@ -92,7 +99,7 @@ TEST(ShmTest, OrphanedSegmentsOfDeadCreatorsAreRemovedOthersKept) {
   const pid_t child = ::fork();
   ASSERT_GE(child, 0);
   if (child == 0) {  // creates a segment, says its name, dies without a word
-    auto seg = shm::Segment::create(shm::Segment::make_name(42, 0), 0, 2, 42, 4096);
+    auto seg = shm::Segment::create(shm::Segment::make_name(42, 0), 0, 2, 42, 4096, kTag);
     const std::string name = seg.name();
     [[maybe_unused]] auto n = ::write(pipe_fds[1], name.data(), name.size());
     ::kill(::getpid(), SIGKILL);
@@ -108,7 +115,7 @@ TEST(ShmTest, OrphanedSegmentsOfDeadCreatorsAreRemovedOthersKept) {
   ASSERT_TRUE(WIFSIGNALED(status));
   ASSERT_TRUE(exists(orphan)) << orphan << ": the killed creator could not unlink it";
 
-  auto live = shm::Segment::create(shm::Segment::make_name(42, 1), 1, 2, 42, 4096);  // ours: alive
+  auto live = shm::Segment::create(shm::Segment::make_name(42, 1), 1, 2, 42, 4096, kTag);  // ours: alive
   const std::string foreign = "/mddp-not-one-of-ours";
   const int fd = ::shm_open(foreign.c_str(), O_CREAT | O_RDWR, 0600);
   ASSERT_GE(fd, 0);
@@ -119,6 +126,66 @@ TEST(ShmTest, OrphanedSegmentsOfDeadCreatorsAreRemovedOthersKept) {
   EXPECT_TRUE(exists(live.name())) << "a live creator's segment is kept";
   EXPECT_TRUE(exists(foreign)) << "a name of another form is kept";
   ::shm_unlink(foreign.c_str());
+}
+
+// A name someone created before the rank could: refused, never used.
+TEST(ShmTest, APreCreatedSegmentIsRefused) {
+  const std::string name = shm::Segment::make_name(42, 0);
+  const int fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+  ASSERT_GE(fd, 0);
+  ::close(fd);
+  try {
+    shm::Segment::create(name, 0, 2, 42, 4096, kTag);
+    ADD_FAILURE() << "a pre-created segment was used";
+  } catch (const CommError& e) {
+    EXPECT_TRUE(contains(e.what(), "exists already: refused")) << e.what();
+  }
+  ::shm_unlink(name.c_str());
+}
+
+TEST(ShmTest, ASegmentOthersMayOpenIsRefused) {
+  auto seg = shm::Segment::create(shm::Segment::make_name(42, 0), 0, 2, 42, 4096, kTag);
+  struct stat st {};
+  ASSERT_EQ(::stat(("/dev/shm" + seg.name()).c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u) << "created with permissions for others";
+  ASSERT_EQ(::chmod(("/dev/shm" + seg.name()).c_str(), 0644), 0);
+  try {
+    shm::Segment::attach(seg.name(), 0, 2, 42, kTag);
+    ADD_FAILURE() << "a segment readable by others was attached";
+  } catch (const CommError& e) {
+    EXPECT_TRUE(contains(e.what(), "mode 644")) << e.what();
+  }
+}
+
+TEST(ShmTest, ASegmentWithoutTheAttemptsTagIsRefused) {
+  auto seg = shm::Segment::create(shm::Segment::make_name(42, 0), 0, 2, 42, 4096, kTag);
+  EXPECT_NO_THROW(shm::Segment::attach(seg.name(), 0, 2, 42, kTag));
+  try {
+    shm::Segment::attach(seg.name(), 0, 2, 42, std::string(shm::kSegmentTagBytes, 'u'));
+    ADD_FAILURE() << "a segment with another tag was attached";
+  } catch (const CommError& e) {
+    EXPECT_TRUE(contains(e.what(), "does not carry the tag")) << e.what();
+  }
+}
+
+// Ranks of two attempts of one job (another key each) never share a data plane.
+TEST(ShmTest, RanksOfAnotherAttemptAreRefused) {
+  MemoryStore store;
+  std::atomic<int> refused{0};
+  run_threads(
+      2,
+      [&](int rank) {
+        const JobIdentity job{"test-job", rank, str("key-of-attempt-", rank)};
+        try {
+          ShmTransport::connect(store, rank, 2, job, 2s, "comm", {});
+          ADD_FAILURE() << "rank " << rank << " connected across attempts";
+        } catch (const CommError& e) {
+          // Each refuses the other's segment (or times out once the other gave up).
+          if (contains(e.what(), "does not carry the tag")) ++refused;
+        }
+      },
+      60s);
+  EXPECT_GE(refused.load(), 1);
 }
 
 }  // namespace

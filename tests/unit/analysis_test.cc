@@ -90,7 +90,7 @@ std::vector<StepMetrics> make_log(const Plan& p) {
 }
 
 Analysis analyze_plan(const Plan& p, AnalyzeOptions o = {}) {
-  RunLog run{"synthetic", make_log(p), {}, {}};
+  RunLog run{"synthetic", make_log(p), {}, {}, {}};
   run.config.world_size = p.world;
   run.config.transport = "shm";
   run.config.algorithm = "ring";
@@ -285,7 +285,7 @@ TEST(Analysis, AutoAlgorithmIsResolvedBySize) {
 
 TEST(Analysis, IncompleteStepsAreLeftOutWithANote) {
   Plan p;
-  RunLog run{"synthetic", make_log(p), {}, {}};
+  RunLog run{"synthetic", make_log(p), {}, {}, {}};
   run.config.world_size = p.world;
   run.records.pop_back();  // the last step lacks rank 3
   const Analysis a = analyze(run, {});

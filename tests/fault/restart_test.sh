@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# Restarts (issue 16 §3), with real processes on 127.0.0.1: a worker killed
+# with -9 mid-run, the job re-forms (a new attempt) and resumes from its last
+# checkpoint, and its final checkpoint is bit-identical to a run that was never
+# interrupted; one scenario per CTest test:
+#   restart_test.sh MICRODDP kill TRANSPORT   `run --max-restarts 1`, rank 1 killed once
+#   restart_test.sh MICRODDP three_kills      `run --max-restarts 3`, three kills of random ranks
+#   restart_test.sh MICRODDP budget_spent     `run --max-restarts 1`, two kills: the job fails, saying so
+#   restart_test.sh MICRODDP worker_restart   coordinator --max-restarts + `worker --restart`; the killed
+#                                             worker started again by hand (as a supervisor would)
+# No assertion on wall-clock time; the time from each kill to the next
+# attempt's first step is printed.
+set -uo pipefail
+BIN="$1"
+SCENARIO="$2"
+TRANSPORT="${3:-shm}"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+STEPS=3000  # long enough that every kill lands mid-run
+TRAIN=(--dataset synthetic --synthetic-size 1024 --width 32 --batch 60 --no-eval --log-every 1000000
+       --optimizer adam --lr 0.002 --seed 5 --steps "$STEPS" --checkpoint-every 50 --keep-checkpoints 2
+       --transport "$TRANSPORT" --http-port -1)
+RUN=("$BIN" run --nproc 3 "${HB[@]}")
+
+attempt_of() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["attempt"])' "$1/job.json" 2>/dev/null; }
+# top_step DIR ATTEMPT: the highest training step logged by ATTEMPT (0: none yet).
+top_step() {
+  python3 - "$1/metrics.jsonl" "$2" <<'PY' 2>/dev/null || echo 0
+import json, sys
+top = 0
+for line in open(sys.argv[1]):
+    try: j = json.loads(line)
+    except ValueError: continue
+    if "kind" not in j and j.get("attempt", 0) == int(sys.argv[2]) and not j.get("eval"):
+        top = max(top, j["step"])
+print(top)
+PY
+}
+# pid_of DIR RANK: the pid of RANK in the current attempt (job.json).
+pid_of() {
+  python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print([m["pid"] for m in j["members"] if m["rank"]==int(sys.argv[2])][0])' \
+    "$1/job.json" "$2"
+}
+past() { (( $(top_step "$1" "$2") >= $3 )); }
+on_attempt() { [[ "$(attempt_of "$1")" == "$2" ]]; }
+
+# kill_at DIR ATTEMPT STEP RANK: once ATTEMPT is past STEP, kill -9 RANK;
+# then waits for the next attempt's first step and prints the time it took.
+kill_at() {
+  local dir="$1" attempt="$2" step="$3" rank="$4" pid t0
+  WAIT_S=120 wait_for on_attempt "$dir" "$attempt" || fail "attempt $attempt did not form"
+  WAIT_S=120 wait_for past "$dir" "$attempt" "$step" || fail "attempt $attempt did not reach step $step"
+  pid="$(pid_of "$dir" "$rank")"
+  t0=$(now_ms)
+  kill -9 "$pid" || fail "rank $rank (pid $pid) was not running at step $step of attempt $attempt"
+  echo "killed rank $rank (pid $pid) in attempt $attempt after step $step"
+  WAIT_S=120 wait_for past "$dir" $(( attempt + 1 )) 1 || fail "attempt $(( attempt + 1 )) took no step"
+  echo "restart time: $(( $(now_ms) - t0 )) ms from the kill to the first step of attempt $(( attempt + 1 ))"
+}
+
+# straight DIR: the uninterrupted reference run.
+straight() { "${RUN[@]}" "${TRAIN[@]}" --run-dir "$1" >"$WORK/straight.out" 2>&1 || fail "the straight run failed"; }
+
+same_checkpoint() {
+  for f in checkpoint.safetensors checkpoint.state.safetensors; do
+    cmp -s "$1/$f" "$2/$f" || fail "$f differs between the straight and the restarted run"
+  done
+  echo "bitwise: the restarted run's final checkpoint equals the straight run's"
+}
+
+# exactly_once DIR RESTARTS: metrics.jsonl has RESTARTS restart lines, and
+# once the superseded records are left out (a resume from S supersedes the
+# earlier attempts' records past S), one record per (rank, step), all steps.
+exactly_once() {
+  python3 - "$1/metrics.jsonl" "$2" "$STEPS" <<'PY' || fail "metrics.jsonl is not exactly-once"
+import json, sys, collections
+path, restarts, steps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+records, n_restart = [], 0
+for line in open(path):
+    j = json.loads(line)
+    kind = j.get("kind")
+    if kind == "restart":
+        n_restart += 1
+        assert j["cause"] and j["rank"] >= 0 and j["pid"] > 0, j
+    elif kind == "resume":
+        records = [r for r in records if not (r["attempt"] < j["attempt"] and r["step"] > j["from_step"])]
+    elif kind is None:
+        assert "attempt" in j, j
+        records.append(j)
+assert n_restart == restarts, (n_restart, restarts)
+count = collections.Counter((r["rank"], r["step"]) for r in records if not r.get("eval"))
+dups = [k for k, n in count.items() if n != 1]
+assert not dups, dups[:5]
+for rank in range(3):
+    have = sorted(s for (r, s) in count if r == rank)
+    assert have == list(range(1, steps + 1)), (rank, have[:3], len(have))
+print("exactly once:", len(count), "records,", n_restart, "restarts")
+PY
+}
+
+case "$SCENARIO" in
+  kill | three_kills)
+    straight "$WORK/straight"
+    kills=1
+    [[ $SCENARIO == three_kills ]] && kills=3
+    "${RUN[@]}" "${TRAIN[@]}" --max-restarts "$kills" --run-dir "$WORK/run" >"$WORK/run.out" 2>&1 &
+    RUN_PID=$!
+    PIDS+=("$RUN_PID")
+    for (( k = 0; k < kills; ++k )); do
+      rank=1
+      [[ $SCENARIO == three_kills ]] && rank=$(( RANDOM % 3 ))
+      kill_at "$WORK/run" "$k" $(( 120 + 150 * k + RANDOM % 50 )) "$rank"
+    done
+    wait_exit "$RUN_PID" 300
+    [[ $RC -eq 0 ]] || fail "the restarted run exited $RC"
+    expect_in "starting it again" "$WORK/run.out"
+    same_checkpoint "$WORK/straight" "$WORK/run"
+    exactly_once "$WORK/run" "$kills"
+    python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); assert len(j["restarts"])==int(sys.argv[2]) and j["attempt"]==int(sys.argv[2]), j["restarts"]' \
+      "$WORK/run/job.json" "$kills" || fail "job.json does not list the restarts"
+    "$BIN" analyze "$WORK/run" --no-report >"$WORK/analyze.out" 2>&1 || fail "analyze failed"
+    expect_in "^restarts: $kills" "$WORK/analyze.out"
+    expect_in "attempt 1: attempt 0 ended: rank" "$WORK/analyze.out"
+    ;;
+  budget_spent)
+    "${RUN[@]}" "${TRAIN[@]}" --max-restarts 1 --run-dir "$WORK/run" >"$WORK/run.out" 2>&1 &
+    RUN_PID=$!
+    PIDS+=("$RUN_PID")
+    kill_at "$WORK/run" 0 120 1
+    WAIT_S=120 wait_for past "$WORK/run" 1 200 || fail "attempt 1 did not reach step 200"
+    kill -9 "$(pid_of "$WORK/run" 2)"
+    wait_exit "$RUN_PID" 120
+    [[ $RC -eq 1 ]] || fail "the run exited $RC, want 1"
+    [[ $(grep -c "^microddp: error:" "$WORK/run.out") -eq 1 ]] || fail "want one error line"
+    grep "^microddp: error:" "$WORK/run.out" | grep -q "no restart left: all 1 of --max-restarts used" \
+      || fail "the error does not say the restarts are spent"
+    ;;
+  worker_restart)
+    straight "$WORK/straight"
+    start_coordinator 3 "${TRAIN[@]}" "${HB[@]}" --token s3cret --max-restarts 1 --run-dir "$WORK/run"
+    for r in 0 1 2; do RANK=$r start_worker "w$r" --token s3cret --restart; W[r]=$W_PID; done
+    WAIT_S=120 wait_for past "$WORK/run" 0 120 || fail "attempt 0 did not reach step 120"
+    kill -9 "${W[1]}"
+    # The killed rank's supervisor (a container's restart policy, systemd) starts it again;
+    # the survivors start themselves again (--restart).
+    RANK=1 start_worker "w1-again" --token s3cret --restart
+    W[1]=$W_PID
+    for r in 0 1 2; do
+      wait_exit "${W[r]}" 300
+      [[ $RC -eq 0 ]] || fail "rank $r exited $RC"
+    done
+    wait_exit "$COORD_PID" 60
+    [[ $RC -eq 0 ]] || fail "the coordinator exited $RC"
+    expect_in "joining the job again (--restart)" "$WORK/w0.out"
+    expect_in "joining the job again (--restart)" "$WORK/w2.out"
+    same_checkpoint "$WORK/straight" "$WORK/run"
+    exactly_once "$WORK/run" 1
+    ;;
+  *)
+    fail "unknown scenario $SCENARIO"
+    ;;
+esac
+echo "PASS: $SCENARIO"
