@@ -39,6 +39,8 @@ TEST_F(DashboardTest, ServesThePageAndTheJob) {
   const json j = json::parse(request(port(), "/api/job").body());
   EXPECT_EQ(j["state"], "running");
   EXPECT_EQ(j["world_size"], kWorld);
+  EXPECT_EQ(j["attempt"], 0);
+  EXPECT_TRUE(j["restarts"].is_array() && j["restarts"].empty());
   EXPECT_EQ(j["step"], 2);
   EXPECT_EQ(j["total_steps"], 1000);
   EXPECT_TRUE(j["failure"].is_null());
