@@ -39,6 +39,8 @@
 #include <vector>
 
 #include "coordinator/coordinator.h"
+#include "coordinator/proof.h"
+#include "core/common/hmac.h"
 #include "proto/microddp.grpc.pb.h"
 
 namespace {
@@ -158,7 +160,9 @@ struct Worker {
   std::string session;
   int rank = -1;
   // Kept alive while their call is in flight.
-  grpc::ClientContext join_ctx, validate_ctx, barrier_ctx, leave_ctx;
+  grpc::ClientContext hello_ctx, join_ctx, validate_ctx, barrier_ctx, leave_ctx;
+  v1::HelloRequest hello_req;
+  v1::HelloReply hello_reply;
   v1::JoinRequest join_req;
   v1::JoinReply join_reply;
   v1::ValidateRequest validate_req;
@@ -173,7 +177,18 @@ struct Worker {
     ctx.set_deadline(std::chrono::system_clock::now() + s);
   }
 
+  // Hello, then Join with the proof of the job's (empty) token.
   void join() {
+    hello_req.set_job_id("load");
+    hello_req.set_protocol_version(v1::PROTOCOL_VERSION_CURRENT);
+    deadline(hello_ctx, std::chrono::seconds(120));
+    stub->async()->Hello(&hello_ctx, &hello_req, &hello_reply, [this](grpc::Status s) {
+      if (!s.ok()) return fail("hello", s);
+      join_proven();
+    });
+  }
+
+  void join_proven() {
     join_req.set_job_id("load");
     join_req.set_protocol_version(v1::PROTOCOL_VERSION_CURRENT);
     join_req.set_host("localhost");
@@ -181,6 +196,10 @@ struct Worker {
     join_req.set_device("cpu");
     join_req.set_pid(::getpid());
     join_req.set_version("bench");
+    join_req.set_server_nonce(hello_reply.server_nonce());
+    join_req.set_client_nonce(mddp::random_bytes(mddp::kNonceBytes));
+    join_req.set_proof(mddp::coordinator::join_proof("", "load", join_req.server_nonce(), join_req.client_nonce(),
+                                                     join_req.host(), join_req.pid()));
     deadline(join_ctx, std::chrono::seconds(120));
     stub->async()->Join(&join_ctx, &join_req, &join_reply, [this](grpc::Status s) {
       if (!s.ok()) return fail("join", s);

@@ -68,7 +68,7 @@ json run_rank(const train::TrainConfig& cfg, const BenchOptions& o, int rank, co
     train::Trainer t(cfg);
     return time_steps(o, [&] { return t.step(); }, [] { return ddp::SyncStats{}; }, [] {});
   }
-  train::DistributedTrainer dt(cfg, train::connect_process_group(*store, rank, o.nproc, {"bench-train", ""}, cfg));
+  train::DistributedTrainer dt(cfg, train::connect_process_group(*store, rank, o.nproc, {"bench-train", 0, ""}, cfg));
   return time_steps(o, [&] { return dt.step(); }, [&] { return dt.ddp().last_stats(); },
                     [&] { dt.comm().barrier()->wait(); });
 }

@@ -60,7 +60,7 @@ bool run(const train::TrainConfig& cfg, int nproc) {
     train::TrainConfig c = cfg;
     c.dist.ddp = mode;
     const int rc = run_local_ranks(nproc, [&](int rank, comm::Store& store) {
-      train::DistributedTrainer dt(c, train::connect_process_group(store, rank, nproc, {"verify", ""}, c));
+      train::DistributedTrainer dt(c, train::connect_process_group(store, rank, nproc, {"verify", 0, ""}, c));
       for (int64_t s = 0; s < c.steps; ++s) dt.step();
       save_params(dt.trainer().model(), tmp + "/" + mode + "-" + std::to_string(rank) + ".safetensors");
     });

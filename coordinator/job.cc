@@ -234,6 +234,11 @@ std::vector<RankHealth> Job::ranks() const {
   return f ? f->health.ranks() : std::vector<RankHealth>{};
 }
 
+std::size_t Job::store_size() const {
+  auto f = current()->formed();
+  return f ? f->store.size() : 0;
+}
+
 int Job::joined() const {
   return current()->rendezvous().joined();
 }

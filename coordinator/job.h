@@ -173,6 +173,7 @@ class Job {
   // that rank 0 resumes from the newest checkpoint in the run directory.
   std::string config_for(int attempt) const;
   int joined() const;  // workers waiting in the current attempt's rendezvous
+  std::size_t store_size() const;  // keys in the current attempt's store; 0 while it forms
   const MetricsLog& metrics_log() const { return metrics_log_; }
   // Why <run dir>/job.json is not up to date (its last write failed), or "".
   std::string job_file_error() const;

@@ -81,6 +81,13 @@ std::string infer_transport(const std::vector<StepMetrics>& records) {
   return static_cast<double>(hi->second - lo->second) * 1e-6 < kSameHostOffsetMs ? "shm" : "tcp";
 }
 
+// The coordinator's event lines have a kind of their own (records' are
+// "step" and "eval").
+bool is_event(const nlohmann::json& j) {
+  const std::string kind = str_or(j, "kind");
+  return kind == "attempt" || kind == "restart" || kind == "resume";
+}
+
 // An event line of the coordinator ("kind": "attempt", "restart", "resume":
 // Note [Exactly once by (attempt, rank, step)] in coordinator/metrics_log.h).
 // A resume from step S supersedes the records of earlier attempts past S:
@@ -136,7 +143,7 @@ std::vector<StepMetrics> parse_metrics(std::istream& in, const std::string& name
       throw InputError(str(name, ":", n, ": not a JSON object (a truncated or corrupted line?)"));
     }
     if (!j.is_object()) throw InputError(str(name, ":", n, ": expected a JSON object, got ", j.type_name()));
-    if (j.contains("kind") && j["kind"].is_string()) {
+    if (is_event(j)) {
       apply_event(j, out, attempt_of, restarts);
       continue;
     }

@@ -128,7 +128,7 @@ TEST(DdpModelCheck, MismatchedModelsAreRefusedWithTheDifference) {
       [&](int rank) {
         train::TrainConfig cfg = mlp_config();
         if (rank == 1) cfg.model.width = 13;
-        auto t = comm::connect_transport(store, rank, 2, {"mismatch", ""}, comm::TransportKind::kTcp,
+        auto t = comm::connect_transport(store, rank, 2, {"mismatch", 0, ""}, comm::TransportKind::kTcp,
                                          std::chrono::seconds(20));
         train::DistributedTrainer dt(cfg, std::make_unique<comm::Communicator>(std::move(t), train::comm_options(cfg)));
       },

@@ -104,7 +104,7 @@ std::vector<Params> train_ranks(const train::TrainConfig& cfg, int world, comm::
   run_threads(
       world,
       [&](int rank) {
-        auto transport = comm::connect_transport(store, rank, world, {"ddp-test", "secret"}, kind,
+        auto transport = comm::connect_transport(store, rank, world, {"ddp-test", 0, "secret"}, kind,
                                                  std::chrono::seconds(20), "127.0.0.1", prefix);
         auto c = std::make_unique<comm::Communicator>(std::move(transport), train::comm_options(cfg));
         train::DistributedTrainer dt(cfg, std::move(c));

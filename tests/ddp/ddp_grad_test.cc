@@ -49,7 +49,7 @@ TEST_P(DdpGradTest, EveryGradientIsTheAverageOfTheLocalGradients) {
         capture.after_backward = [&] { local[rank] = grads_of(plain.model()); };
         plain.step(capture);
 
-        auto t = comm::connect_transport(store, rank, c.world, {"grad-test", ""}, comm::TransportKind::kTcp,
+        auto t = comm::connect_transport(store, rank, c.world, {"grad-test", 0, ""}, comm::TransportKind::kTcp,
                                          std::chrono::seconds(20));
         train::DistributedTrainer dt(cfg, std::make_unique<comm::Communicator>(std::move(t), train::comm_options(cfg)));
         train::StepHooks hooks = dt.loop_hooks().step;

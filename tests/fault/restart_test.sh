@@ -31,7 +31,7 @@ top = 0
 for line in open(sys.argv[1]):
     try: j = json.loads(line)
     except ValueError: continue
-    if "kind" not in j and j.get("attempt", 0) == int(sys.argv[2]) and not j.get("eval"):
+    if j.get("kind") == "step" and j.get("attempt", 0) == int(sys.argv[2]):
         top = max(top, j["step"])
 print(top)
 PY
@@ -87,11 +87,11 @@ for line in open(path):
     elif kind == "resume":
         records = [r for r in records if not (r["attempt"] < j["attempt"] and r["step"] > j["from_step"])]
         last_from = j["from_step"]
-    elif kind is None:
+    elif kind in ("step", "eval"):
         assert "attempt" in j, j
         records.append(j)
 assert n_restart == restarts, (n_restart, restarts)
-count = collections.Counter((r["rank"], r["step"]) for r in records if not r.get("eval"))
+count = collections.Counter((r["rank"], r["step"]) for r in records if r["kind"] == "step")
 dups = [k for k, n in count.items() if n != 1]
 assert not dups, dups[:5]
 missing = 0

@@ -61,7 +61,7 @@ TEST(CoordinatorClient, IsTheStoreUnderTheDataPlane) {
     CoordinatorClient client(client_options(c.address()));
     const JoinInfo info = client.join(join_args());
     auto comm =
-        comm::connect(client, info.rank, info.world_size, {"job", "tok"}, comm::TransportKind::kTcp,
+        comm::connect(client, info.rank, info.world_size, {"job", info.attempt, info.data_key}, comm::TransportKind::kTcp,
                       comm::CommOptions{.timeout = 20s}, "127.0.0.1");
     float v = static_cast<float>(info.rank + 1);
     comm->all_reduce(&v, 1, comm::DataType::kFloat32, comm::ReduceOp::kSum)->wait();
@@ -119,7 +119,7 @@ TEST(CoordinatorClient, UnreachableCoordinatorIsNamed) {
 // A world-size-1 communicator to abort.
 std::unique_ptr<comm::Communicator> solo_comm() {
   comm::MemoryStore store;
-  return comm::connect(store, 0, 1, {"job", ""}, comm::TransportKind::kTcp,
+  return comm::connect(store, 0, 1, {"job", 0, ""}, comm::TransportKind::kTcp,
                        comm::CommOptions{.timeout = 5s});
 }
 

@@ -302,7 +302,7 @@ std::vector<mddp::test::Params> train_on_gpus(const train::TrainConfig& cfg, int
       [&](int rank) {
         train::TrainConfig c = cfg;
         c.device = str("cuda:", rank);
-        auto group = train::connect_process_group(store, rank, world, {"gpu-test", ""}, c, "127.0.0.1", prefix);
+        auto group = train::connect_process_group(store, rank, world, {"gpu-test", 0, ""}, c, "127.0.0.1", prefix);
         train::DistributedTrainer dt(c, std::move(group));
         for (int s = 0; s < steps; ++s) {
           const train::StepResult r = dt.step();

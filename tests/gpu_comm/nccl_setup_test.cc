@@ -128,7 +128,7 @@ TEST(NcclRefusal, DeviceCudaFailsBeforeTheRendezvous) {
   train::TrainConfig cfg;
   cfg.device = "cuda:0";
   const std::string msg =
-      refusal_of([&] { train::connect_process_group(store, 0, 2, {"job", ""}, cfg, "127.0.0.1", "comm"); });
+      refusal_of([&] { train::connect_process_group(store, 0, 2, {"job", 0, ""}, cfg, "127.0.0.1", "comm"); });
   EXPECT_NE(msg.find(MDDP_HAVE_CUDA ? "no CUDA GPU found" : "built without CUDA"), std::string::npos) << msg;
 }
 

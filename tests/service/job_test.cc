@@ -78,7 +78,7 @@ TEST(Job, RunsToSuccessWhenEveryRankLeavesOk) {
   EXPECT_EQ(hb.status.state, State::kRunning);
   MetricsRecord rec;
   rec.metrics.rank = 7;  // ignored: the session says who sent it
-  auto m = job.metrics(s[1], {rec});
+  auto m = job.metrics(s[1], 0, {rec});
   EXPECT_TRUE(m.outcome.ok());
   EXPECT_EQ(job.metrics_log().since(0, 10).at(0).metrics.rank, 1);
   EXPECT_EQ(job.leave(s[0], true, "", t0 + 60ms).status.state, State::kRunning);
@@ -347,7 +347,7 @@ TEST(Job, ConcurrentRanksAndTicker) {
           ASSERT_TRUE(job.heartbeat(s, p, Clock::now()).outcome.ok());
           MetricsRecord rec;
           rec.metrics.step = i;
-          ASSERT_TRUE(job.metrics(s, {rec}).outcome.ok());
+          ASSERT_TRUE(job.metrics(s, 0, {rec}).outcome.ok());
         }
         ASSERT_TRUE(job.leave(s, true, "", Clock::now()).outcome.ok());
       },
@@ -356,7 +356,7 @@ TEST(Job, ConcurrentRanksAndTicker) {
   ticker.join();
   EXPECT_EQ(job.status().state, State::kSucceeded);
   EXPECT_EQ(job.metrics_log().count(), uint64_t{kRanks} * kRounds);
-  EXPECT_EQ(job.store().size(), std::size_t{kRanks} * kRounds);
+  EXPECT_EQ(job.store_size(), std::size_t{kRanks} * kRounds);
 }
 
 TEST(Job, RejectsContradictoryHeartbeatSettings) {

@@ -233,12 +233,12 @@ TEST(ConnectTest, AutoPicksTcpWhenHostsDiffer) {
       2,
       [&](int rank) {
         if (rank == 0) {
-          auto t = connect_transport(store, 0, 2, {"test-job", "s3cret-token"}, TransportKind::kAuto, 30s);
+          auto t = connect_transport(store, 0, 2, {"test-job", 0, "s3cret-key"}, TransportKind::kAuto, 30s);
           EXPECT_EQ(t->name(), "tcp");
           char c = 0;
           t->send(1, &c, 1, in(30s));
         } else {  // rank 1 skips the host exchange (it already "published") and joins over tcp directly
-          auto t = connect_transport(store, 1, 2, {"test-job", "s3cret-token"}, TransportKind::kTcp, 30s);
+          auto t = connect_transport(store, 1, 2, {"test-job", 0, "s3cret-key"}, TransportKind::kTcp, 30s);
           char c = 1;
           t->recv(0, &c, 1, in(30s));
           EXPECT_EQ(c, 0);
