@@ -167,7 +167,7 @@ TEST(CoordinatorGrpc, ReplayedAndWrongProofsAreRefusedWhileTheJobGoesOn) {
   EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED);
   EXPECT_NE(s.error_message().find("wrong token"), std::string::npos) << s.error_message();
   // No token at all: told how to give one.
-  s = stranger.join(TestClient::join_request("z"), &reply, kCallDeadline, "");
+  s = stranger.join(TestClient::join_request("z"), &reply, test::kCallDeadline, "");
   EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED);
   EXPECT_NE(s.error_message().find("no token given"), std::string::npos) << s.error_message();
   // Another job: refused at Hello.
@@ -374,13 +374,20 @@ TEST(CoordinatorGrpc, MetricsStreamsArePersistedOneLinePerRankAndStep) {
   }
   std::ifstream in(dir / "metrics.jsonl");
   std::set<std::pair<int, int64_t>> seen;
-  int lines = 0;
+  int lines = 0, events = 0;
   for (std::string l; std::getline(in, l); ++lines) {
     const auto j = nlohmann::json::parse(l);
+    if (j["kind"] == "attempt") {  // the event line of the attempt that formed
+      EXPECT_EQ(j["attempt"], 0);
+      ++events;
+      continue;
+    }
+    EXPECT_EQ(j["attempt"], 0);
     seen.emplace(j["rank"].get<int>(), j["step"].get<int64_t>());
     EXPECT_EQ(j["buckets"][0]["bytes"], 4096);
   }
-  EXPECT_EQ(lines, 3 * kSteps);
+  EXPECT_EQ(events, 1);
+  EXPECT_EQ(lines, 3 * kSteps + 1);
   EXPECT_EQ(seen.size(), 3u * kSteps) << "each (rank, step) exactly once";
   fs::remove_all(dir);
 }
@@ -424,6 +431,8 @@ TEST(CoordinatorGrpc, AlgorithmStepsAreLoggedAndAnUnknownPhaseRefused) {
   c.shutdown();
   std::ifstream in(dir / "metrics.jsonl");
   std::string line;
+  ASSERT_TRUE(std::getline(in, line));  // the attempt's event line
+  EXPECT_EQ(nlohmann::json::parse(line)["kind"], "attempt");
   ASSERT_TRUE(std::getline(in, line));
   EXPECT_EQ(nlohmann::json::parse(line)["buckets"][0]["steps"][0],
             nlohmann::json::parse(R"(["reduce-scatter",0,1,1,0,0,0,0,0,500])"));

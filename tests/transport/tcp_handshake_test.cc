@@ -101,8 +101,9 @@ tcp::Challenge challenged(const Fd& fd, const tcp::Hello& h, int size) {
   const std::string bytes = read_exactly(fd, tcp::kChallengeBytes);
   tcp::Challenge c;
   EXPECT_EQ(bytes.size(), tcp::kChallengeBytes) << "no challenge came back";
-  if (bytes.size() == tcp::kChallengeBytes)
+  if (bytes.size() == tcp::kChallengeBytes) {
     EXPECT_EQ(tcp::decode_challenge(reinterpret_cast<const uint8_t*>(bytes.data()), h.target, size, c), "");
+  }
   return c;
 }
 
@@ -254,7 +255,7 @@ TEST(TcpHandshakeTest, CodecRoundTripsAndRejectsGarbage) {
   EXPECT_EQ(tcp::decode_confirm(reinterpret_cast<const uint8_t*>(confirm.data()), mac), "");
   EXPECT_EQ(mac, accept);
   EXPECT_NE(tcp::decode_confirm(reinterpret_cast<const uint8_t*>(challenge.data()), mac), "");
-  bytes[24] = '\x7f';  // job length 0x7f03: over the limit
+  bytes[25] = '\x7f';  // job length 0x7f03: over the limit
   EXPECT_EQ(tcp::hello_bytes_needed(p, bytes.size(), why), 0u);
   EXPECT_TRUE(contains(why, "longer than")) << why;
 }
