@@ -62,17 +62,16 @@ void Heartbeat::fail_locally(const std::string& message) {
 }
 
 namespace {
-JobFailure from_status(coordinator::State state, const coordinator::Verdict& verdict, int attempt) {
+JobFailure from_status(coordinator::State state, const coordinator::Verdict& verdict) {
   if (state == coordinator::State::kRestarting)
-    return {str("this rank's attempt ended (the job goes on in attempt ", attempt,
-                "): ", verdict.message),
+    return {"this rank's attempt ended (the job re-forms in the next): " + verdict.message,
             verdict.failed_rank(), false, verdict, true};
   return {"the job failed: " + verdict.message, verdict.failed_rank(), false, verdict, false};
 }
 }  // namespace
 
 void Heartbeat::job_failed(const coordinator::JobStatus& failed) {
-  report(from_status(failed.state, failed.verdict, failed.attempt));
+  report(from_status(failed.state, failed.verdict));
 }
 
 void Heartbeat::report(JobFailure f) {
@@ -143,7 +142,7 @@ void Heartbeat::loop() {
           info.state == coordinator::State::kRestarting) {
         coordinator::Verdict v = info.verdict;
         if (v.message.empty()) v.message = info.failure;
-        report(from_status(info.state, v, info.attempt));
+        report(from_status(info.state, v));
         return;
       }
     } catch (const CoordinatorError& e) {
