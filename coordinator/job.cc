@@ -204,6 +204,18 @@ std::optional<Job::Caller> Job::lookup(const std::string& session, Outcome& refu
   return std::nullopt;
 }
 
+std::optional<Job::Caller> Job::status_caller(const std::string& session, Reply& reply) const {
+  auto c = lookup(session, reply.outcome, true);
+  if (!c) {
+    reply.status = state_.status();
+    return c;
+  }
+  reply.rank = c->member.rank;
+  reply.attempt = c->attempt->number();
+  reply.status = status_for(*c->attempt);
+  return c;
+}
+
 JobStatus Job::status_for(const Attempt& attempt) const {
   JobStatus s = state_.status();
   if (s.terminal()) return s;
@@ -408,15 +420,8 @@ Ticket Job::barrier(const std::string& session, const std::string& name, TimePoi
 Job::Reply Job::heartbeat(const std::string& session, const Progress& progress, TimePoint now,
                           const std::optional<Resources>& resources) {
   Reply reply;
-  auto c = lookup(session, reply.outcome, true);
-  if (!c) {
-    reply.status = state_.status();
-    return reply;
-  }
-  reply.rank = c->member.rank;
-  reply.attempt = c->attempt->number();
-  reply.status = status_for(*c->attempt);
-  if (!c->current) return reply;
+  auto c = status_caller(session, reply);
+  if (!c || !c->current) return reply;
   c->formed->health.heartbeat(c->member.rank, progress, now);
   spdlog::trace("heartbeat rank {}: {} of step {}", c->member.rank, progress.phase, progress.step);
   if (resources && c->attempt->rendezvous().update_resources(c->member.rank, *resources)) {
@@ -431,10 +436,8 @@ Job::Reply Job::heartbeat(const std::string& session, const Progress& progress, 
 Job::Reply Job::metrics(const std::string& session, int attempt,
                         std::vector<MetricsRecord> records) {
   Reply reply;
-  auto c = lookup(session, reply.outcome, true);
+  auto c = status_caller(session, reply);
   if (!c) return reply;
-  reply.rank = c->member.rank;
-  reply.attempt = c->attempt->number();
   // The attempt just ended may deliver what it has while the next one
   // forms; once that one runs, an old attempt's records are refused.
   if (!c->current && current()->formed()) {
@@ -462,17 +465,8 @@ Job::Reply Job::metrics(const std::string& session, int attempt,
 Job::Reply Job::leave(const std::string& session, bool ok, const std::string& message,
                       TimePoint now) {
   Reply reply;
-  auto c = lookup(session, reply.outcome, true);
-  if (!c) {
-    reply.status = state_.status();
-    return reply;
-  }
-  reply.rank = c->member.rank;
-  reply.attempt = c->attempt->number();
-  if (!c->current) {  // its attempt is over: nothing it says counts
-    reply.status = status_for(*c->attempt);
-    return reply;
-  }
+  auto c = status_caller(session, reply);
+  if (!c || !c->current) return reply;  // an ended attempt's: nothing it says counts
   const Member& m = c->member;
   if (ok)
     spdlog::info("rank {} (host {}) left: done", m.rank, m.host);
@@ -652,13 +646,8 @@ void Job::unwatch(uint64_t id, TimePoint now) {
 Job::Reply Job::report_peer_fault(const std::string& session, int peer, comm::PeerFault fault,
                                   const std::string& detail, TimePoint now) {
   Reply reply;
-  auto c = lookup(session, reply.outcome, true);
-  if (!c) {
-    reply.status = state_.status();
-    return reply;
-  }
-  reply.rank = c->member.rank;
-  reply.attempt = c->attempt->number();
+  auto c = status_caller(session, reply);
+  if (!c) return reply;
   if (c->current) {
     spdlog::warn("rank {} lost its data-plane connection to rank {} ({}): {}", c->member.rank,
                  peer, comm::to_string(fault), detail);

@@ -188,6 +188,10 @@ class Job {
     bool current = false;
   };
   std::optional<Caller> lookup(const std::string& session, Outcome& refusal, bool ended_ok) const;
+  // For the calls that report status (heartbeat, leave, metrics, peer
+  // reports): the caller, of any attempt, with `reply` holding its rank,
+  // attempt and the status it is told; else nullopt, `reply` saying why.
+  std::optional<Caller> status_caller(const std::string& session, Reply& reply) const;
   std::shared_ptr<Attempt> current() const;
   std::shared_ptr<Attempt> open_attempt(int number, TimePoint now);
   // The status a session of `attempt` is told.

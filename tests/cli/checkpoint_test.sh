@@ -33,13 +33,7 @@ SGD=(--optimizer sgd --lr 0.05 --momentum 0.9)
 ADAM=(--optimizer adam --lr 0.002)
 COMMON=(--batch 12 --accumulate 2 --no-eval --log-every 4 --seed 3)
 
-# same_files DIR_A DIR_B LABEL: both files of the final checkpoints are byte for byte equal
-same_files() {
-  for f in checkpoint.safetensors checkpoint.state.safetensors; do
-    cmp -s "$1/$f" "$2/$f" || fail "$3: $f differs between the straight and the resumed run"
-  done
-  echo "bitwise: $3"
-}
+source "$(dirname "${BASH_SOURCE[0]}")/../support/same_checkpoint.sh"  # same_checkpoint
 
 # resume_case LABEL LAUNCH... -- FLAGS...: 8 steps straight vs 4 + resume 4
 resume_case() {
@@ -54,7 +48,7 @@ resume_case() {
   "${launch[@]}" "$@" --steps 8 --run-dir "$d/half" --resume "$d/half" >"$WORK/out" 2>&1 \
     || { cat "$WORK/out"; fail "$label: resumed run"; }
   expect_in "resuming at step 4 of 8" "$WORK/out"
-  same_files "$d/straight" "$d/half" "$label"
+  same_checkpoint "$d/straight" "$d/half" "$label"
   rm -rf "$d"
 }
 
@@ -156,7 +150,7 @@ case "$SCENARIO" in
     expect_in "resuming at step 4 of 8" "$WORK/w0"
     "$BIN" run --nproc 2 --http-port -1 "${MLP[@]}" "${ADAM[@]}" "${COMMON[@]}" --steps 8 --run-dir "$WORK/straight" \
       >"$WORK/out" 2>&1 || { cat "$WORK/out"; fail "straight run"; }
-    same_files "$WORK/straight" "$WORK/run" "coordinator --resume"
+    same_checkpoint "$WORK/straight" "$WORK/run" "coordinator --resume"
     ;;
   run_console)
     # More compute threads than CPUs: the coordinator warns, and run's console shows it.

@@ -15,6 +15,7 @@ BIN="$1"
 SCENARIO="$2"
 TRANSPORT="${3:-shm}"
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/../support/same_checkpoint.sh"  # same_checkpoint
 
 STEPS=3000  # long enough that every kill lands mid-run
 TRAIN=(--dataset synthetic --synthetic-size 1024 --width 32 --batch 60 --no-eval --log-every 1000000
@@ -73,12 +74,6 @@ kill_at() {
 # straight DIR: the uninterrupted reference run.
 straight() { "${RUN[@]}" "${TRAIN[@]}" --run-dir "$1" >"$WORK/straight.out" 2>&1 || fail "the straight run failed"; }
 
-same_checkpoint() {
-  for f in checkpoint.safetensors checkpoint.state.safetensors; do
-    cmp -s "$1/$f" "$2/$f" || fail "$f differs between the straight and the restarted run"
-  done
-  echo "bitwise: the restarted run's final checkpoint equals the straight run's"
-}
 
 # exactly_once DIR RESTARTS: metrics.jsonl has RESTARTS restart lines, and
 # once the superseded records are left out (a resume from S supersedes the
@@ -132,7 +127,7 @@ case "$SCENARIO" in
     wait_exit "$RUN_PID" 300
     [[ $RC -eq 0 ]] || fail "the restarted run exited $RC"
     expect_in "starting it again" "$WORK/run.out"
-    same_checkpoint "$WORK/straight" "$WORK/run"
+    same_checkpoint "$WORK/straight" "$WORK/run" "the restarted run"
     exactly_once "$WORK/run" "$kills"
     python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); assert len(j["restarts"])==int(sys.argv[2]) and j["attempt"]==int(sys.argv[2]), j["restarts"]' \
       "$WORK/run/job.json" "$kills" || fail "job.json does not list the restarts"
@@ -171,7 +166,7 @@ case "$SCENARIO" in
     [[ $RC -eq 0 ]] || fail "the coordinator exited $RC"
     expect_in "joining the job again (--restart)" "$WORK/w0.out"
     expect_in "joining the job again (--restart)" "$WORK/w2.out"
-    same_checkpoint "$WORK/straight" "$WORK/run"
+    same_checkpoint "$WORK/straight" "$WORK/run" "the restarted run"
     exactly_once "$WORK/run" 1
     ;;
   *)
