@@ -47,7 +47,7 @@ void feed_ring(coordinator::Job& job,
       m.buckets = {b};
       batch.push_back(rec);
     }
-    job.metrics(sessions[r], std::move(batch));
+    job.metrics(sessions[r], 0, std::move(batch));
   }
 }
 

@@ -80,7 +80,7 @@ void DashboardTest::feed(int64_t first, int64_t count, int only_rank) {
       rec.received_unix_ns = rec.time_unix_ns + 1'000'000;
       batch.push_back(rec);
     }
-    job_.metrics(sessions_[r], std::move(batch));
+    job_.metrics(sessions_[r], 0, std::move(batch));
   }
 }
 
