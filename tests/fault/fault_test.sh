@@ -22,7 +22,7 @@ case "$SCENARIO" in
     [[ $RC -eq 0 ]] || fail "run exited $RC"
     expect_in "coordinator at 127.0.0.1:" "$WORK/run.out"
     expect_in "all 4 ranks finished" "$WORK/run.out"
-    [[ $(lines "$WORK/run/metrics.jsonl") -eq 100 ]] || fail "metrics.jsonl has $(lines "$WORK/run/metrics.jsonl") records, want 4 x 25"
+    [[ $(records "$WORK/run/metrics.jsonl") -eq 100 ]] || fail "metrics.jsonl has $(records "$WORK/run/metrics.jsonl") records, want 4 x 25"
     [[ $(unique_records "$WORK/run/metrics.jsonl") -eq 100 ]] || fail "metrics.jsonl lacks some (rank, step)"
     for r in 0 1 2 3; do
       [[ $(grep -c "\"rank\":$r," "$WORK/run/metrics.jsonl") -eq 25 ]] || fail "rank $r does not have 25 records"
@@ -88,7 +88,7 @@ case "$SCENARIO" in
     wait_exit "$W0" 120; [[ $RC -eq 0 ]] || fail "worker 0 exited $RC"
     wait_exit "$W1" 60; [[ $RC -eq 0 ]] || fail "worker 1 exited $RC"
     wait_exit "$COORD_PID" 30; [[ $RC -eq 0 ]] || fail "coordinator exited $RC"
-    N=$(lines "$WORK/run/metrics.jsonl")
+    N=$(records "$WORK/run/metrics.jsonl")
     U=$(unique_records "$WORK/run/metrics.jsonl")
     echo "metrics.jsonl: $N records, $U distinct"
     [[ $U -eq $((2 * STEPS)) ]] || fail "metrics lost: $U distinct (rank, step) of $((2 * STEPS))"

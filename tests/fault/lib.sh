@@ -25,6 +25,8 @@ HB=(--heartbeat-ms 200 --heartbeat-timeout-ms 2000)
 source "$(dirname "${BASH_SOURCE[0]}")/../support/wait.sh"  # wait_for, wait_exit
 lines() { [[ -f "$1" ]] && wc -l <"$1" || echo 0; }
 has_lines() { (( $(lines "$1") >= $2 )); }
+# The metrics records of a metrics.jsonl (its event lines left out: docs/recovery.md).
+records() { grep -c '"kind":"\(step\|eval\)"' "$1"; }
 gone() { for p in "$@"; do kill -0 "$p" 2>/dev/null && return 1; done; return 0; }
 
 # start_coordinator WORLD [flags...]: runs `coordinator` in the background; sets COORD_PID and ADDR.

@@ -17,13 +17,12 @@ TRANSPORT="${3:-shm}"
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/../support/same_checkpoint.sh"  # same_checkpoint
 
-STEPS=3000  # long enough that every kill lands mid-run
+STEPS=3000
 TRAIN=(--dataset synthetic --synthetic-size 1024 --width 32 --batch 60 --no-eval --log-every 1000000
-       --optimizer adam --lr 0.002 --seed 5 --steps "$STEPS" --checkpoint-every 50 --keep-checkpoints 2
+       --optimizer adam --lr 0.002 --seed 5 --steps "$STEPS" --checkpoint-every 50 --keep-checkpoints 0
        --transport "$TRANSPORT" --http-port -1)
 RUN=("$BIN" run --nproc 3 "${HB[@]}")
 
-attempt_of() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["attempt"])' "$1/job.json" 2>/dev/null; }
 # top_step DIR ATTEMPT: the highest training step logged by ATTEMPT (0: none yet).
 top_step() {
   python3 - "$1/metrics.jsonl" "$2" <<'PY' 2>/dev/null || echo 0
@@ -37,39 +36,44 @@ for line in open(sys.argv[1]):
 print(top)
 PY
 }
-# pid_of DIR RANK: the pid of RANK in the current attempt (job.json).
-pid_of() {
-  python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print([m["pid"] for m in j["members"] if m["rank"]==int(sys.argv[2])][0])' \
-    "$1/job.json" "$2"
-}
 past() { (( $(top_step "$1" "$2") >= $3 )); }
-# checkpointed DIR STEP: rank 0 wrote a checkpoint of STEP or later (written
-# at once, unlike the metrics, which arrive in batches).
-checkpointed() {
-  local f
-  for f in "$1"/checkpoints/step-*.safetensors; do
-    [[ -f $f ]] || continue
-    f="${f##*/step-}"
-    (( 10#${f%%.*} >= $2 )) && return 0
-  done
-  return 1
+# checkpointed DIR STEP: rank 0 wrote the checkpoint of STEP (written at
+# once, unlike the metrics, which arrive in batches; --keep-checkpoints 0
+# keeps them all).
+checkpointed() { [[ -e "$(printf '%s/checkpoints/step-%08d.safetensors' "$1" "$2")" ]]; }
+# formed DIR ATTEMPT: ATTEMPT formed (job.json lists its members).
+formed() {
+  python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); sys.exit(not (j["attempt"]==int(sys.argv[2]) and j["members"]))' \
+    "$1/job.json" "$2" 2>/dev/null
 }
-on_attempt() { [[ "$(attempt_of "$1")" == "$2" ]]; }
+# members DIR: the pids of the current attempt's ranks, in rank order.
+members() { python3 -c 'import json,sys; print(*[m["pid"] for m in json.load(open(sys.argv[1]))["members"]])' "$1/job.json"; }
 
-# kill_at DIR ATTEMPT STEP RANK: once ATTEMPT checkpointed STEP, kill -9
-# RANK; then waits for the next attempt's first step in metrics.jsonl and
-# prints the time it took (an upper bound: metrics arrive in batches).
-kill_at() {
-  local dir="$1" attempt="$2" step="$3" rank="$4" pid t0
-  WAIT_S=120 wait_for on_attempt "$dir" "$attempt" || fail "attempt $attempt did not form"
-  WAIT_S=120 wait_for checkpointed "$dir" "$step" || fail "attempt $attempt did not reach step $step"
-  pid="$(pid_of "$dir" "$rank")"
-  t0=$(now_ms)
-  kill -9 "$pid" || fail "rank $rank (pid $pid) was not running at step $step of attempt $attempt"
-  echo "killed rank $rank (pid $pid) in attempt $attempt after step $step"
-  WAIT_S=120 wait_for past "$dir" $(( attempt + 1 )) 1 || fail "attempt $(( attempt + 1 )) took no step"
-  echo "restart time: $(( $(now_ms) - t0 )) ms from the kill to the first step of attempt $(( attempt + 1 ))"
+# kill_at_step DIR ATTEMPT STEP RANK: once ATTEMPT checkpointed STEP, kill
+# -9 RANK (the ranks are stopped around it, so that the kill lands at that
+# step however fast the machine is); KILLED_AT: when.
+kill_at_step() {
+  local dir="$1" attempt="$2" step="$3" rank="$4" pids deadline
+  WAIT_S=120 wait_for formed "$dir" "$attempt" || fail "attempt $attempt did not form"
+  read -r -a pids <<<"$(members "$dir")"
+  deadline=$(( $(date +%s) + 120 ))
+  until checkpointed "$dir" "$step"; do
+    (( $(date +%s) < deadline )) || fail "attempt $attempt did not reach step $step"
+    sleep 0.01
+  done
+  kill -STOP "${pids[@]}" 2>/dev/null
+  KILLED_AT=$(now_ms)
+  kill -9 "${pids[rank]}" || fail "rank $rank (pid ${pids[rank]}) was not running at step $step of attempt $attempt"
+  kill -CONT "${pids[@]}" 2>/dev/null
+  echo "killed rank $rank (pid ${pids[rank]}) in attempt $attempt at step $step"
 }
+# restarted DIR ATTEMPT: waits for ATTEMPT's first step in metrics.jsonl and
+# prints the time since the kill (an upper bound: metrics arrive in batches).
+restarted() {
+  WAIT_S=120 wait_for past "$1" "$2" 1 || fail "attempt $2 took no step"
+  echo "restart time: $(( $(now_ms) - KILLED_AT )) ms from the kill to the first step of attempt $2"
+}
+kill_at() { kill_at_step "$@"; restarted "$1" $(( $2 + 1 )); }
 
 # straight DIR: the uninterrupted reference run.
 straight() { "${RUN[@]}" "${TRAIN[@]}" --run-dir "$1" >"$WORK/straight.out" 2>&1 || fail "the straight run failed"; }
@@ -140,8 +144,7 @@ case "$SCENARIO" in
     RUN_PID=$!
     PIDS+=("$RUN_PID")
     kill_at "$WORK/run" 0 100 1
-    WAIT_S=120 wait_for checkpointed "$WORK/run" 250 || fail "attempt 1 did not reach step 250"
-    kill -9 "$(pid_of "$WORK/run" 2)"
+    kill_at_step "$WORK/run" 1 250 2
     wait_exit "$RUN_PID" 120
     [[ $RC -eq 1 ]] || fail "the run exited $RC, want 1"
     # run's own line (the last; rank 0's, on the same console, comes before it).
@@ -152,12 +155,12 @@ case "$SCENARIO" in
     straight "$WORK/straight"
     start_coordinator 3 "${TRAIN[@]}" "${HB[@]}" --token s3cret --max-restarts 1 --run-dir "$WORK/run"
     for r in 0 1 2; do RANK=$r start_worker "w$r" --token s3cret --restart; W[r]=$W_PID; done
-    WAIT_S=120 wait_for checkpointed "$WORK/run" 100 || fail "attempt 0 did not reach step 100"
-    kill -9 "${W[1]}"
+    kill_at_step "$WORK/run" 0 100 1
     # The killed rank's supervisor (a container's restart policy, systemd) starts it again;
     # the survivors start themselves again (--restart).
     RANK=1 start_worker "w1-again" --token s3cret --restart
     W[1]=$W_PID
+    restarted "$WORK/run" 1
     for r in 0 1 2; do
       wait_exit "${W[r]}" 300
       [[ $RC -eq 0 ]] || fail "rank $r exited $RC"
