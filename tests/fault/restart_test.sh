@@ -17,7 +17,10 @@ TRANSPORT="${3:-shm}"
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/../support/same_checkpoint.sh"  # same_checkpoint
 
-STEPS=3000
+STEPS=1500
+# Every step at least 2 ms long (timing only), so that each attempt runs long
+# enough to be killed mid-run however fast the machine is.
+export MDDP_TEST_STEP_PAUSE_MS=2
 TRAIN=(--dataset synthetic --synthetic-size 1024 --width 32 --batch 60 --no-eval --log-every 1000000
        --optimizer adam --lr 0.002 --seed 5 --steps "$STEPS" --checkpoint-every 50 --keep-checkpoints 0
        --transport "$TRANSPORT" --http-port -1)
@@ -126,7 +129,7 @@ case "$SCENARIO" in
     for (( k = 0; k < kills; ++k )); do
       rank=1
       [[ $SCENARIO == three_kills ]] && rank=$(( RANDOM % 3 ))
-      kill_at "$WORK/run" "$k" $(( 100 + 150 * k )) "$rank"
+      kill_at "$WORK/run" "$k" $(( 100 + 300 * k )) "$rank"
     done
     wait_exit "$RUN_PID" 300
     [[ $RC -eq 0 ]] || fail "the restarted run exited $RC"
@@ -144,7 +147,7 @@ case "$SCENARIO" in
     RUN_PID=$!
     PIDS+=("$RUN_PID")
     kill_at "$WORK/run" 0 100 1
-    kill_at_step "$WORK/run" 1 250 2
+    kill_at_step "$WORK/run" 1 400 2
     wait_exit "$RUN_PID" 120
     [[ $RC -eq 1 ]] || fail "the run exited $RC, want 1"
     # run's own line (the last; rank 0's, on the same console, comes before it).
