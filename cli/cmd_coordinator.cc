@@ -18,8 +18,11 @@
 #include <sstream>
 #include <thread>
 
+#include <spdlog/spdlog.h>
+
 #include "cli/commands.h"
 #include "cli/job_flags.h"
+#include "cli/tls_flags.h"
 #include "cli/train_flags.h"
 #include "coordinator/coordinator.h"
 #include "coordinator/flag_config.h"
@@ -38,19 +41,25 @@ struct CoordinatorArgs {
   std::string host = "127.0.0.1";
   std::string token, token_file, job_id = "local", config, address_file, http_url_file;
   DashboardFlags dashboard;
+  coordinator::TlsFlags tls;
   HealthFlags health{1000, 10000, 300};
   train::TrainConfig train;
 };
 
 
-// What workers should dial: the listening host, or this machine's name when
+// The name to dial a listening host by: itself, or this machine's name when
 // listening on every interface.
-std::string dial_address(const std::string& host, int port) {
-  std::string h = host;
-  if (h == "0.0.0.0" || h == "::" || h.empty()) {
+std::string dial_host(const std::string& host) {
+  if (host == "0.0.0.0" || host == "::" || host.empty()) {
     char name[256] = {};
-    h = ::gethostname(name, sizeof name - 1) == 0 ? name : "localhost";
+    return ::gethostname(name, sizeof name - 1) == 0 ? name : "localhost";
   }
+  return host;
+}
+
+// What workers should dial.
+std::string dial_address(const std::string& host, int port) {
+  const std::string h = dial_host(host);
   return (h.find(':') != std::string::npos ? "[" + h + "]" : h) + ":" + std::to_string(port);
 }
 
@@ -121,11 +130,16 @@ class SignalWatcher {
   std::thread thread_;
 };
 
-// Writes `text` and a newline to `path` through a rename, so a reader never sees half of it.
+// Writes `text` and a newline to `path` through a rename, so a reader never
+// sees half of it; mode 0600 (the dashboard's URL may carry its token).
 void write_atomically(const std::string& path, const std::string& text, const char* flag) {
   const std::string tmp = path + ".tmp";
-  std::ofstream(tmp) << text << "\n";
-  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+  const std::string line = text + "\n";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  const bool written =
+      fd >= 0 && ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+  if (fd >= 0) ::close(fd);
+  if (!written || std::rename(tmp.c_str(), path.c_str()) != 0)
     throw Error(str("cannot write ", flag, " ", path, ": ", std::strerror(errno)));
 }
 
@@ -136,6 +150,8 @@ void run_coordinator(CLI::App& cmd, CoordinatorArgs& a) {
     throw InputError("give the number of workers: --world-size N (or world-size in --config)");
   a.train.validate();
   if (!a.token_file.empty()) a.token = read_token_file(a.token_file);
+  const std::string http_token = a.dashboard.token();
+  const auto tls = coordinator::load_tls(a.tls, coordinator::TlsRole::kServer);
   // The files rank 0 will read, checked before any worker waits on them.
   std::string resuming;
   if (!a.train.resume.empty()) {
@@ -155,6 +171,7 @@ void run_coordinator(CLI::App& cmd, CoordinatorArgs& a) {
   coordinator::CoordinatorOptions o;
   o.host = a.host;
   o.port = a.port;
+  o.tls = tls;
   o.job.job_id = a.job_id;
   o.job.token = a.token;
   o.job.world_size = a.world_size;
@@ -174,19 +191,28 @@ void run_coordinator(CLI::App& cmd, CoordinatorArgs& a) {
   std::string dash_url;
   if (a.dashboard.http_port >= 0) {
     dash.emplace(dashboard::ServerOptions{a.dashboard.http_host, a.dashboard.http_port,
-                                          a.dashboard.dashboard_dir},
+                                          a.dashboard.dashboard_dir, http_token, tls},
                  c.job());
-    dash_url = "http://" + dial_address(a.dashboard.http_host, dash->port()) + "/";
+    dash_url = dash->login_url(dial_host(a.dashboard.http_host));
+    if (http_token.empty() && !coordinator::is_loopback(a.dashboard.http_host))
+      spdlog::warn(
+          "the dashboard on {} has no --http-token: anyone who can reach the port reads the job's "
+          "metrics, hosts and config (docs/security.md)",
+          dash->url(dial_host(a.dashboard.http_host)));
   }
 
   const std::string addr = dial_address(a.host, c.port());
   std::printf("microddp coordinator: job '%s', %d workers, listening on %s\n", a.job_id.c_str(),
               a.world_size, c.address().c_str());
+  std::string tls_args;
+  if (tls) tls_args = " --tls-ca " + (a.tls.ca.empty() ? std::string("CA.pem") : a.tls.ca);
+  if (tls && tls->client_auth) tls_args += " --tls-cert HOST.pem --tls-key HOST.key";
   std::printf(
-      "start each worker with: microddp worker --coordinator %s%s\n", addr.c_str(),
+      "start each worker with: microddp worker --coordinator %s%s%s\n", addr.c_str(),
       a.token.empty()
           ? ""
-          : (a.token_file.empty() ? " --token ..." : " --token-file " + a.token_file).c_str());
+          : (a.token_file.empty() ? " --token ..." : " --token-file " + a.token_file).c_str(),
+      tls_args.c_str());
   if (a.token.empty() && a.host != "127.0.0.1" && a.host != "localhost" && a.host != "::1")
     std::printf("warning: no --token: anyone who can reach %s can join this job\n", addr.c_str());
   if (dash) std::printf("dashboard: %s\n", dash_url.c_str());
@@ -257,6 +283,7 @@ void register_coordinator(CLI::App& app) {
                   "line with --http-port -1)")
       ->group(g);
   add_dashboard_flags(*cmd, a->dashboard);
+  add_tls_flags(*cmd, a->tls, coordinator::TlsRole::kServer);
   add_training_flags(*cmd, a->train);
   add_checkpoint_flags(*cmd, a->train);
   add_ddp_flags(*cmd, a->train);

@@ -37,5 +37,6 @@ void register_verify(CLI::App& app);
 void register_model(CLI::App& app);  // model: the alpha-beta what-if calculator
 void register_scale(CLI::App& app);  // scale: measured strong/weak scaling study
 void register_analyze(CLI::App& app);  // analyze: where a run's time went (metrics.jsonl)
+void register_certs(CLI::App& app);    // certs: a CA and per-host TLS certificates for a lab
 
 }  // namespace mddp::cli

@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   mddp::cli::register_model(app);
   mddp::cli::register_scale(app);
   mddp::cli::register_analyze(app);
+  mddp::cli::register_certs(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -220,7 +220,7 @@ void run_worker(const WorkerOptions& o) {
   const int want_rank = requested_rank();
   const DataAddress data = choose_data_address(o.coordinator, o.data_addr, o.iface);
 
-  CoordinatorClient client({o.coordinator, o.job_id, o.token, o.call_timeout});
+  CoordinatorClient client({o.coordinator, o.job_id, o.token, o.call_timeout, o.tls});
   spdlog::info("joining job '{}' at {} as host {}{}", o.job_id, o.coordinator, host,
                want_rank >= 0 ? str(", rank ", want_rank) : std::string());
   client.wait_connected(o.connect_timeout);

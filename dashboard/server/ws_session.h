@@ -11,6 +11,7 @@
 #include <string>
 
 #include "dashboard/server/beast.h"
+#include "dashboard/server/tls_stream.h"
 
 namespace mddp::dashboard {
 
@@ -21,7 +22,7 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
   static constexpr std::size_t kMaxQueueBytes = 4 << 20;
   static constexpr std::size_t kMaxIncomingBytes = 4 << 10;
 
-  WsSession(tcp::socket&& socket, std::shared_ptr<ServerContext> ctx);
+  WsSession(TlsStream&& stream, std::shared_ptr<ServerContext> ctx);
   ~WsSession();
 
   // Completes the upgrade `request` asked for, then joins the stream.
@@ -39,7 +40,7 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
   void on_write(beast::error_code ec, std::size_t bytes);
   void drop();
 
-  websocket::stream<beast::tcp_stream> ws_;
+  websocket::stream<TlsStream> ws_;
   std::shared_ptr<ServerContext> ctx_;
   beast::flat_buffer incoming_;
   std::deque<std::shared_ptr<const std::string>> queue_;
