@@ -8,6 +8,7 @@
 #include <mutex>
 #include <thread>
 
+#include "coordinator/limits.h"
 #include "coordinator/service.h"
 #include "core/common/check.h"
 
@@ -63,7 +64,7 @@ Coordinator::Coordinator(CoordinatorOptions options)
   builder.RegisterService(&impl_->service);
   // Don't share a port with another process (SO_REUSEPORT would let two coordinators bind one).
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  builder.SetMaxReceiveMessageSize(8 << 20);
+  builder.SetMaxReceiveMessageSize(static_cast<int>(kMaxMessageBytes));
   impl_->server = builder.BuildAndStart();
   if (!impl_->server || impl_->port == 0)
     throw Error(

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "coordinator/job.h"
+#include "coordinator/limits.h"
 #include "coordinator/wire.h"
 #include "core/comm/types.h"
 #include "core/common/timer.h"
@@ -121,7 +122,7 @@ CoordinatorClient::CoordinatorClient(ClientOptions options)
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  args.SetMaxReceiveMessageSize(8 << 20);
+  args.SetMaxReceiveMessageSize(static_cast<int>(coordinator::kMaxMessageBytes));
   impl_->channel = grpc::CreateCustomChannel(options_.address, channel_credentials(options_.tls), args);
   impl_->stub = v1::Coordinator::NewStub(impl_->channel);
 }
@@ -239,6 +240,7 @@ class GrpcMetricsStream final : public MetricsStream {
   }
   bool write(const std::vector<StepRecord>& records, std::size_t from) override {
     constexpr int kPerBatch = 256;  // records per message (each well under 1 KiB)
+    static_assert(static_cast<std::size_t>(kPerBatch) <= coordinator::kMaxMetricsBatch);
     // Started here, not in the constructor: starting blocks until the channel
     // is ready, and the owner must be able to cancel() that wait.
     if (!writer_) writer_ = stub_.StreamMetrics(&ctx_, &ack_);
