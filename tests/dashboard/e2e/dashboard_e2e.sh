@@ -2,6 +2,7 @@
 # The dashboard's browser test (dashboard.e2e.mjs) with its prerequisites
 # checked first:
 #   dashboard_e2e.sh MICRODDP|--mock NODE_MODULES SCREENSHOT.png [--ranks N (mock)]
+#   dashboard_e2e.sh MICRODDP NODE_MODULES SCREENSHOT.png --auth   (auth.e2e.mjs: the token over HTTPS)
 # Needs node (20+), Debian's chromium (/usr/bin/chromium, or $CHROMIUM) and
 # playwright-core in NODE_MODULES (`npm ci --prefix dashboard`). When one is
 # missing the test is skipped (exit 77) locally but fails in CI (CI=true),
@@ -30,5 +31,9 @@ node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)
 
 if [[ "$BIN" == "--mock" ]]; then
   exec node "$HERE/dashboard.e2e.mjs" --mock --node-modules "$MODULES" --chromium "$CHROMIUM" --screenshot "$SHOT" "${@:4}"
+fi
+if [[ "${4:-}" == "--auth" ]]; then
+  command -v openssl >/dev/null || missing "openssl is not installed (apt-get install openssl)"
+  exec node "$HERE/auth.e2e.mjs" --microddp "$BIN" --node-modules "$MODULES" --chromium "$CHROMIUM" --screenshot "$SHOT"
 fi
 exec node "$HERE/dashboard.e2e.mjs" --microddp "$BIN" --node-modules "$MODULES" --chromium "$CHROMIUM" --screenshot "$SHOT"
