@@ -13,6 +13,7 @@ APT_PACKAGES=(
   libspdlog-dev libcli11-dev nlohmann-json3-dev libtomlplusplus-dev
   libdnnl-dev libopenblas-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libboost-dev
+  libssl-dev openssl curl  # TLS (OpenSSL's libssl/libcrypto); the security tests' independent clients
   dataset-fashion-mnist iproute2 procps docker-compose
   nodejs chromium fonts-dejavu-core prometheus
   python3-torch  # the PyTorch oracle (tests/pytorch/)
