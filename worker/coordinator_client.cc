@@ -291,7 +291,9 @@ void CoordinatorClient::wait_connected(Millis timeout) {
       grpc::ClientContext ctx;
       ctx.set_deadline(after(Millis(1000)));
       const grpc::Status s = impl_->stub->Heartbeat(&ctx, req, &reply);
-      if (s.error_code() != grpc::StatusCode::UNAVAILABLE) return;  // it answered: connected
+      const auto code = s.error_code();
+      if (code != grpc::StatusCode::UNAVAILABLE && code != grpc::StatusCode::DEADLINE_EXCEEDED)
+        return;  // the coordinator answered (refusing the empty session): connected
       spdlog::debug("connecting to the coordinator at {}: {}", options_.address, s.error_message());
       if (std::string why = tls_mismatch(s.error_message(), options_.tls.has_value()); !why.empty())
         throw CoordinatorError(str("cannot connect to the coordinator at ", options_.address, ": ", why),
