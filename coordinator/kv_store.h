@@ -48,7 +48,7 @@ class KvStore {
   };
   Outcome check_key(const std::string& key) const;
 
-  const Limits limits_;
+  const Limits limits_{};
   mutable std::mutex mu_;
   std::unordered_map<std::string, std::string> values_;
   std::size_t total_bytes_ = 0;

@@ -4,13 +4,12 @@
 // batch (records, and bucket spans per record). Over real gRPC where the
 // refusal happens there; the store's key count on the class itself (131,072
 // Set calls over gRPC would only make the test slow).
-#include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
 #include "coordinator/coordinator.h"
 #include "coordinator/kv_store.h"
 #include "coordinator/limits.h"
-#include "proto/microddp.grpc.pb.h"
+#include "service/client.h"
 
 namespace mddp::coordinator {
 namespace {
@@ -19,21 +18,11 @@ using namespace std::chrono_literals;
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
-// A coordinator of one rank, joined.
+// A coordinator of one rank, joined by a test client.
 class LimitsTest : public ::testing::Test {
  protected:
-  LimitsTest() : coordinator_(options()) {
-    stub_ = v1::Coordinator::NewStub(grpc::CreateChannel(coordinator_.address(), grpc::InsecureChannelCredentials()));
-    v1::JoinRequest req;
-    req.set_job_id("job");
-    req.set_token("tok");
-    req.set_protocol_version(kProtocolVersion);
-    req.set_host("h");
-    v1::JoinReply reply;
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + 20s);
-    EXPECT_TRUE(stub_->Join(&ctx, req, &reply).ok());
-    session_ = reply.session();
+  LimitsTest() : coordinator_(options()), client_(coordinator_.address()) {
+    EXPECT_TRUE(client_.join("h").ok());
   }
   static CoordinatorOptions options() {
     CoordinatorOptions o;
@@ -43,47 +32,36 @@ class LimitsTest : public ::testing::Test {
     o.job.heartbeat_timeout = 60s;
     return o;
   }
-  grpc::Status set(const std::string& key, const std::string& value) {
-    v1::SetRequest req;
-    req.set_session(session_);
-    req.set_key(key);
-    req.set_value(value);
-    v1::SetReply reply;
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + 20s);
-    return stub_->Set(&ctx, req, &reply);
-  }
   // One StreamMetrics call carrying one batch of `records` records with
   // `buckets` spans each; the call's status and the records acknowledged.
   std::pair<grpc::Status, int64_t> stream(std::size_t records, std::size_t buckets) {
     v1::MetricsBatch batch;
-    batch.set_session(session_);
+    batch.set_session(client_.session());
     for (std::size_t s = 0; s < records; ++s) {
       auto* m = batch.add_steps();
       m->set_step(static_cast<int64_t>(s + 1));
       for (std::size_t b = 0; b < buckets; ++b) m->add_buckets()->set_index(static_cast<int32_t>(b));
     }
+    auto stub =
+        v1::Coordinator::NewStub(grpc::CreateChannel(coordinator_.address(), grpc::InsecureChannelCredentials()));
     grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + 20s);
+    ctx.set_deadline(std::chrono::system_clock::now() + test::kCallDeadline);
     v1::MetricsAck ack;
-    auto writer = stub_->StreamMetrics(&ctx, &ack);
+    auto writer = stub->StreamMetrics(&ctx, &ack);
     writer->Write(batch);
     writer->WritesDone();
     const grpc::Status s = writer->Finish();
     return {s, ack.count()};
   }
+  // The job still runs and answers this rank.
   bool alive() {
-    v1::HeartbeatRequest req;
-    req.set_session(session_);
     v1::HeartbeatReply reply;
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + 20s);
-    return stub_->Heartbeat(&ctx, req, &reply).ok() && reply.state() == v1::JOB_STATE_RUNNING;
+    return client_.heartbeat(&reply).ok() && reply.state() == v1::JOB_STATE_RUNNING;
   }
+  grpc::Status set(const std::string& key, const std::string& value) { return client_.set(key, value); }
 
   Coordinator coordinator_;
-  std::unique_ptr<v1::Coordinator::Stub> stub_;
-  std::string session_;
+  test::TestClient client_;
 };
 
 TEST_F(LimitsTest, AMessageOverTheGrpcLimitIsRefusedBeforeItIsRead) {

@@ -14,11 +14,12 @@
 // cannot read from script. Every wait is bounded; the job's processes are
 // killed on every exit path.
 
-import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { Harness } from './e2e_lib.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const args = process.argv.slice(2);
@@ -31,31 +32,8 @@ const { chromium } = await import(pathToFileURL(resolve(modules, 'playwright-cor
 
 const TOKEN = 'e2e-dashboard-token-0123456789';
 const work = mkdtempSync(join(tmpdir(), 'mddp-e2e-auth-'));
-const children = [];
-let output = '';
-let browser = null;
-
-function log(msg) { console.log(`[e2e-auth ${new Date().toISOString().slice(11, 23)}] ${msg}`); }
-function fail(msg) { const e = new Error(msg); e.expected = true; throw e; }
-async function waitFor(what, fn, ms = 30000, every = 200) {
-  const deadline = Date.now() + ms;
-  let last;
-  for (;;) {
-    try { const v = await fn(); if (v) return v; } catch (e) { last = e; }
-    if (Date.now() > deadline) fail(`timed out after ${ms / 1000} s waiting for ${what}${last ? ` (last error: ${last.message})` : ''}`);
-    await new Promise((r) => setTimeout(r, every));
-  }
-}
-function start(argv) {
-  const child = spawn(BIN, argv, { detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
-  children.push(child);
-  for (const s of [child.stdout, child.stderr]) s.on('data', (d) => { output += d.toString(); });
-  return child;
-}
-function cleanup() {
-  for (const c of children) { try { process.kill(-c.pid, 'SIGKILL'); } catch { /* gone */ } }
-  rmSync(work, { recursive: true, force: true });
-}
+const h = new Harness('e2e-auth', work);
+const fail = (msg) => h.fail(msg);
 const sh = (cmd) => execFileSync('bash', ['-c', cmd], { encoding: 'utf8' }).trim();
 
 async function startJob() {
@@ -63,17 +41,17 @@ async function startJob() {
   const lab = (f) => join(work, 'lab', f);
   writeFileSync(join(work, 'token'), 'job-token-e2e', { mode: 0o600 });
   const tls = ['--tls-ca', lab('ca.pem'), '--tls-cert', lab('127.0.0.1.pem'), '--tls-key', lab('127.0.0.1.key')];
-  start(['coordinator', '--world-size', '2', '--port', '0', '--address-file', join(work, 'address'),
+  h.start(BIN, ['coordinator', '--world-size', '2', '--port', '0', '--address-file', join(work, 'address'),
     '--http-port', '0', '--http-url-file', join(work, 'url'), '--http-token', TOKEN,
     '--token-file', join(work, 'token'), ...tls, '--tls-client-auth',
     '--dataset', 'synthetic', '--synthetic-size', '8192', '--width', '64', '--batch', '64',
     '--steps', '1000000', '--no-eval', '--log-every', '1000000', '--heartbeat-ms', '200']);
-  const address = await waitFor('the coordinator to listen', async () => {
+  const address = await h.waitFor('the coordinator to listen', async () => {
     try { return readFileSync(join(work, 'address'), 'utf8').trim(); } catch { return ''; }
   }, 60000);
   for (let i = 0; i < 2; ++i)
-    start(['worker', '--coordinator', address, '--token-file', join(work, 'token'), ...tls]).on('exit',
-      (code, sig) => log(`worker exited (${code ?? sig})`));
+    h.start(BIN, ['worker', '--coordinator', address, '--token-file', join(work, 'token'), ...tls]).on('exit',
+      (code, sig) => h.log(`worker exited (${code ?? sig})`));
   const login = readFileSync(join(work, 'url'), 'utf8').trim();
   // The certificate's public key, as Chromium's pin list wants it: base64 SHA-256 of the SPKI.
   const spki = sh(`openssl x509 -in '${lab('127.0.0.1.pem')}' -pubkey -noout | openssl pkey -pubin -outform der` +
@@ -85,8 +63,8 @@ async function main() {
   const { login, spki } = await startJob();
   const base = login.slice(0, login.indexOf('login?'));
   if (!/^https:\/\/127\.0\.0\.1:\d+\/$/.test(base)) fail(`the login URL is not HTTPS on 127.0.0.1: ${login}`);
-  log(`login URL ${base}login?token=…`);
-  browser = await chromium.launch({
+  h.log(`login URL ${base}login?token=…`);
+  const browser = h.browser = await chromium.launch({
     executablePath: CHROMIUM,
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
       '--disable-quic', '--disable-component-update', '--disable-sync', `--ignore-certificate-errors-spki-list=${spki}`],
@@ -115,7 +93,7 @@ async function main() {
   for (const { p, status, body } of probe.api)
     if (status !== 401 || body.includes('"job_id"') || body.includes('microddp_')) fail(`${p} without the token: ${status} ${body.slice(0, 80)}`);
   if (probe.stream !== 'refused') fail(`the stream without the token: ${probe.stream}`);
-  log('without the token: page, API, /metrics, assets and the stream refused (401)');
+  h.log('without the token: page, API, /metrics, assets and the stream refused (401)');
 
   // The login URL: a cookie, then the working page.
   const context = await browser.newContext();
@@ -133,25 +111,13 @@ async function main() {
   if (!c || !c.httpOnly || !c.secure || c.sameSite !== 'Strict' || c.value !== TOKEN)
     fail(`the login cookie is not HttpOnly, Secure, SameSite=Strict: ${JSON.stringify(cookies)}`);
   if ((await page.evaluate(() => document.cookie)) !== '') fail('a script can read the login cookie');
-  await waitFor('the rank table to list 2 ranks', async () => (await page.locator('#ranks tbody tr[data-rank]').count()) === 2, 90000);
+  await h.waitFor('the rank table to list 2 ranks', async () => (await page.locator('#ranks tbody tr[data-rank]').count()) === 2, 90000);
   const points = () => page.locator('#chart-loss').evaluate((e) => Number(e.dataset.points));
-  const first = await waitFor('the loss chart to have points', async () => { const n = await points(); return n > 0 ? n : 0; }, 60000);
-  const second = await waitFor(`the loss chart to grow beyond ${first} points`, async () => { const n = await points(); return n > first ? n : 0; });
-  log(`with the token: both ranks listed, loss chart ${first} then ${second} points (over wss://)`);
+  const first = await h.waitFor('the loss chart to have points', async () => { const n = await points(); return n > 0 ? n : 0; }, 60000);
+  const second = await h.waitFor(`the loss chart to grow beyond ${first} points`, async () => { const n = await points(); return n > first ? n : 0; });
+  h.log(`with the token: both ranks listed, loss chart ${first} then ${second} points (over wss://)`);
   await page.screenshot({ path: SHOT, fullPage: true });
   if (problems.length) fail(`the page reported problems:\n  ${problems.join('\n  ')}`);
 }
 
-let code = 0;
-try {
-  await main();
-  log('PASS');
-} catch (e) {
-  code = 1;
-  console.error(`FAIL: ${e.expected ? e.message : e.stack}`);
-  console.error(`--- output of the job (last 3000 characters):\n${output.slice(-3000)}`);
-} finally {
-  if (browser) await browser.close().catch(() => {});
-  cleanup();
-}
-process.exit(code);
+await h.run(main);
