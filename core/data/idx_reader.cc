@@ -16,6 +16,9 @@ namespace {
 // Upper bound on the payload we agree to allocate (16 GiB); a corrupt header
 // claiming more is reported as such instead of failing inside new[].
 constexpr int64_t kMaxIdxBytes = int64_t{1} << 34;
+// The data is read (and its buffer grown) this much at a time, so a header
+// claiming more than the file holds costs no more memory than the file.
+constexpr int64_t kReadChunk = int64_t{64} << 20;
 
 std::string hex32(uint32_t v) {
   std::ostringstream os;
@@ -43,6 +46,15 @@ class GzReader {
 
   // Reads exactly `n` bytes or throws, saying what was being read.
   void read_exact(void* dst, int64_t n, const char* what) {
+    const int64_t got = read_up_to(dst, n, what);
+    if (got < n)
+      throw InputError(str(path_, ": truncated file: the ", what, " needs ", n, " bytes but only ", got,
+                           " are there (re-download or re-extract it)"));
+  }
+
+  // Reads `n` bytes, or fewer at the end of the file; returns how many.
+  // Throws when the data is corrupt.
+  int64_t read_up_to(void* dst, int64_t n, const char* what) {
     auto* out = static_cast<unsigned char*>(dst);
     int64_t done = 0;
     while (done < n) {
@@ -54,11 +66,10 @@ class GzReader {
         const char* msg = gzerror(file_, &errnum);
         throw InputError(str(path_, ": corrupt or unreadable data while reading the ", what, " (", msg, ")"));
       }
-      if (got == 0)
-        throw InputError(str(path_, ": truncated file: the ", what, " needs ", n, " bytes but only ", done,
-                             " are there (re-download or re-extract it)"));
+      if (got == 0) break;
       done += got;
     }
+    return done;
   }
 
  private:
@@ -92,8 +103,15 @@ IdxArray read_idx(const std::string& path) {
     if (total > kMaxIdxBytes)
       throw InputError(str(path, ": header claims more than ", kMaxIdxBytes, " bytes of data; corrupt file?"));
   }
-  out.data.resize(static_cast<std::size_t>(total));
-  in.read_exact(out.data.data(), total, "data");
+  for (int64_t done = 0; done < total;) {
+    const int64_t want = std::min(kReadChunk, total - done);
+    out.data.resize(static_cast<std::size_t>(done + want));
+    const int64_t got = in.read_up_to(out.data.data() + done, want, "data");
+    done += got;
+    if (got < want)
+      throw InputError(str(path, ": truncated file: the data needs ", total, " bytes but only ", done,
+                           " are there (re-download or re-extract it)"));
+  }
   return out;
 }
 
