@@ -99,9 +99,11 @@ IdxArray read_idx(const std::string& path) {
     in.read_exact(word.data(), 4, "header");
     const int64_t dim = big_endian_u32(word);
     out.dims.push_back(dim);
-    total *= dim;  // each dim < 2^32 and total is capped below, so no overflow before the check
-    if (total > kMaxIdxBytes)
+    // Checked before multiplying: 2^34 times a dimension of up to 2^32 would
+    // overflow (found by tests/fuzz/idx).
+    if (dim != 0 && total > kMaxIdxBytes / dim)
       throw InputError(str(path, ": header claims more than ", kMaxIdxBytes, " bytes of data; corrupt file?"));
+    total *= dim;
   }
   for (int64_t done = 0; done < total;) {
     const int64_t want = std::min(kReadChunk, total - done);
