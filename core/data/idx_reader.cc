@@ -18,7 +18,7 @@ namespace {
 constexpr int64_t kMaxIdxBytes = int64_t{1} << 34;
 // The data is read (and its buffer grown) this much at a time, so a header
 // claiming more than the file holds costs no more memory than the file.
-constexpr int64_t kReadChunk = int64_t{64} << 20;
+constexpr int64_t kReadChunk = int64_t{1} << 20;
 
 std::string hex32(uint32_t v) {
   std::ostringstream os;
