@@ -420,7 +420,7 @@ int main(int argc, char** argv) {
     if (coord->wait_for(std::chrono::seconds(10))) {
       const auto st = coord->job().status();
       job_state = st.state == mddp::coordinator::State::kSucceeded ? "succeeded" : "failed";
-      if (!st.failure.empty()) std::printf("job failure: %s\n", st.failure.c_str());
+      if (!st.failure().empty()) std::printf("job failure: %s\n", st.failure().c_str());
     } else {
       job_state = "not over";
     }

@@ -11,6 +11,7 @@
 
 #include "cli/analyze_report.h"
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "core/common/check.h"
 #include "core/perf/analysis.h"
 
@@ -159,9 +160,13 @@ void register_analyze(CLI::App& app) {
       ->check(CLI::IsMember({"tcp", "shm", "nccl"}));
   cmd->add_option("--algo", args->algorithm, "the job's all-reduce algorithm (default: job.json, else auto)")
       ->check(CLI::IsMember({"auto", "ring", "tree", "naive"}));
-  cmd->add_option("--batch", args->batch, "the job's global batch, for samples/s (default: job.json)");
-  cmd->add_option("--warmup", args->options.warmup_steps, "complete steps to skip at the start")->capture_default_str();
+  cmd->add_option("--batch", args->batch, "the job's global batch, for samples/s (default: job.json)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--warmup", args->options.warmup_steps, "complete steps to skip at the start")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   cmd->add_option("--min-late-ms", args->options.min_late_ms, "a rank this much behind the median is late")
+      ->check(finite_in(0))
       ->capture_default_str();
   cmd->callback([args] { run(*args); });
 }

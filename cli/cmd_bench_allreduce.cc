@@ -26,6 +26,7 @@
 #include "cli/bench_allreduce_nccl.h"
 #include "cli/bench_sweep.h"
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "cli/local_ranks.h"
 #include "core/comm/communicator.h"
 #include "core/common/half.h"
@@ -239,6 +240,7 @@ void register_bench_allreduce(CLI::App& bench) {
                                    "All-reduce time, algbw and busbw over a size sweep on --nproc "
                                    "local processes (nccl-tests style)");
   cmd->add_option("--nproc", o->nproc, "ranks (forked processes on this host)")
+      ->check(CLI::Range(1, kMaxLocalRanks))
       ->capture_default_str();
   cmd->add_option("-b,--minbytes", o->min_bytes, "smallest message (bytes; K, M, G suffixes)")
       ->capture_default_str();
@@ -252,7 +254,8 @@ void register_bench_allreduce(CLI::App& bench) {
       ->capture_default_str();
   cmd->add_option("--dtype", o->dtype, "fp32 | bf16 | fp16 (16-bit on the wire, summed in fp32)")
       ->capture_default_str();
-  cmd->add_option("--timeout-ms", o->timeout_ms, "bound on each collective")->capture_default_str();
+  cmd->add_option("--timeout-ms", o->timeout_ms, "bound on each collective")
+      ->check(CLI::Range(int64_t{1}, kMaxTimeoutMs))->capture_default_str();
   cmd->add_option("--json", o->json, "also write the results to this file as JSON");
   cmd->add_option("--backend", o->backend,
                   "cpu | nccl (one process per GPU; --algo and --transport do not apply)")

@@ -32,7 +32,9 @@
 #include <sstream>
 
 #include "cli/bench_allreduce_fit.h"
+#include "cli/flag_checks.h"
 #include "cli/local_ranks.h"
+#include "cli/split_list.h"
 #include "core/comm/communicator.h"
 #include "core/common/check.h"
 #include "core/common/timer.h"
@@ -42,14 +44,6 @@ namespace mddp::cli {
 namespace {
 
 const std::vector<std::string> kAlgorithms = {"ring", "tree", "naive"};
-
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream in(s);
-  for (std::string item; std::getline(in, item, ',');)
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
 
 std::vector<std::string> transports_of(const FitSweep& s, const FitFlags& f) {
   if (s.transport != "auto") return {s.transport};
@@ -241,6 +235,7 @@ std::shared_ptr<FitFlags> add_fit_flags(CLI::App& cmd) {
       ->group(g)
       ->capture_default_str();
   cmd.add_option("--fit-budget-s", f->budget_s, "time spent per measured point")
+      ->check(finite_above(0))
       ->group(g)
       ->capture_default_str();
   cmd.add_option("--fit-netns", f->netns,
@@ -257,7 +252,6 @@ void run_allreduce_fit(const FitFlags& f, const FitSweep& s) {
                          s.backend, " is not implemented: leave --backend out"));
   if (s.nproc < 2) throw InputError(str("--fit needs at least 2 ranks (--nproc), got ", s.nproc));
   if (f.rounds < 1) throw InputError(str("--fit-rounds must be at least 1, got ", f.rounds));
-  if (!(f.budget_s > 0)) throw InputError(str("--fit-budget-s must be positive, got ", f.budget_s));
   if (s.sizes.size() < 2)
     throw InputError("--fit needs at least 2 sizes in the sweep (-b, -e, -f)");
   for (std::size_t b : s.sizes)

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "core/common/check.h"
 #include "core/common/rng.h"
 #include "core/common/timer.h"
@@ -21,14 +22,13 @@ void register_bench_gemm(CLI::App& bench) {
   };
   auto o = std::make_shared<Opts>();
   auto* cmd = bench.add_subcommand("gemm", "SGEMM GFLOP/s of microddp's CPU GEMM (best of --iters)");
-  cmd->add_option("-m", o->m, "rows of A and C")->capture_default_str();
-  cmd->add_option("-n", o->n, "columns of B and C")->capture_default_str();
-  cmd->add_option("-k", o->k, "inner dimension")->capture_default_str();
-  cmd->add_option("--iters", o->iters, "repetitions (the best is reported)")->capture_default_str();
-  cmd->add_option("--threads", o->threads, "compute threads")->capture_default_str();
+  cmd->add_option("-m", o->m, "rows of A and C")->check(CLI::Range(int64_t{1}, int64_t{1} << 16))->capture_default_str();
+  cmd->add_option("-n", o->n, "columns of B and C")->check(CLI::Range(int64_t{1}, int64_t{1} << 16))->capture_default_str();
+  cmd->add_option("-k", o->k, "inner dimension")->check(CLI::Range(int64_t{1}, int64_t{1} << 16))->capture_default_str();
+  cmd->add_option("--iters", o->iters, "repetitions (the best is reported)")->check(CLI::Range(1, 1'000'000))->capture_default_str();
+  cmd->add_option("--threads", o->threads, "compute threads")->check(CLI::Range(1, kMaxThreads))->capture_default_str();
   cmd->footer("The library is chosen per CPU (oneDNN with AVX-512, else OpenBLAS); MICRODDP_GEMM=onednn|openblas overrides.");
   cmd->callback([o] {
-    if (o->m < 1 || o->n < 1 || o->k < 1 || o->iters < 1) throw InputError("-m, -n, -k and --iters must be positive");
     tensor::set_num_threads(o->threads);
     Rng rng(1);
     auto random = [&](int64_t r, int64_t c) {

@@ -13,6 +13,7 @@
 
 #include "cli/bench_train.h"
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "cli/local_ranks.h"
 #include "cli/train_flags.h"
 #include "core/common/check.h"
@@ -160,7 +161,7 @@ void register_bench_train(CLI::App& bench) {
   cfg->eval = false;
   auto o = std::make_shared<BenchOptions>();
   auto* cmd = bench.add_subcommand("train", "Training throughput: samples/s, phases, overlap, memory");
-  cmd->add_option("--nproc", o->nproc, "ranks (processes on this host); 1 = no DDP")->capture_default_str();
+  cmd->add_option("--nproc", o->nproc, "ranks (processes on this host); 1 = no DDP")->check(CLI::Range(1, kMaxLocalRanks))->capture_default_str();
   cmd->add_option("--warmup", o->warmup, "untimed steps first")->capture_default_str();
   cmd->add_option("--iters", o->iters, "timed steps")->capture_default_str();
   cmd->add_option("--json", o->json_path, "also write the results as JSON to this file");

@@ -27,6 +27,7 @@
 #include "coordinator/coordinator.h"
 #include "coordinator/flag_config.h"
 #include "coordinator/job_config_json.h"
+#include "core/common/files.h"
 #include "core/common/check.h"
 #include "core/common/log.h"
 #include "core/train/checkpoint_meta.h"
@@ -40,6 +41,7 @@ struct CoordinatorArgs {
   int port = 29500;
   std::string host = "127.0.0.1";
   std::string token, token_file, job_id = "local", config, address_file, http_url_file;
+  std::string http_public_url;  // what to print for the dashboard ("": its own address)
   DashboardFlags dashboard;
   coordinator::TlsFlags tls;
   HealthFlags health{1000, 10000, 300};
@@ -132,15 +134,21 @@ class SignalWatcher {
 
 // Writes `text` and a newline to `path` through a rename, so a reader never
 // sees half of it; mode 0600 (the dashboard's URL may carry its token).
-void write_atomically(const std::string& path, const std::string& text, const char* flag) {
-  const std::string tmp = path + ".tmp";
-  const std::string line = text + "\n";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  const bool written =
-      fd >= 0 && ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
-  if (fd >= 0) ::close(fd);
-  if (!written || std::rename(tmp.c_str(), path.c_str()) != 0)
-    throw Error(str("cannot write ", flag, " ", path, ": ", std::strerror(errno)));
+void write_flag_file(const std::string& path, const std::string& text, const char* flag) {
+  if (const std::string error = write_atomically(path, text + "\n", 0600); !error.empty())
+    throw InputError(str("cannot write ", flag, " ", path, ": ", error));
+}
+
+// What the run directory lacks: the metrics records that could not be
+// written (by rank and step) and a job.json whose last write failed; "" if nothing.
+std::string lost_output(const coordinator::Job& job) {
+  const coordinator::MetricsLog::Lost lost = job.metrics_log().lost();
+  std::string out;
+  if (lost.count > 0)
+    out = str(lost.count, " of ", job.metrics_log().count(), " metrics records are not in ",
+              job.metrics_log().path().string(), " (", lost.why, "): ", lost.which);
+  if (const std::string e = job.job_file_error(); !e.empty()) out += str(out.empty() ? "" : "; ", e);
+  return out;
 }
 
 void run_coordinator(CLI::App& cmd, CoordinatorArgs& a) {
@@ -152,6 +160,7 @@ void run_coordinator(CLI::App& cmd, CoordinatorArgs& a) {
   if (!a.token_file.empty()) a.token = read_token_file(a.token_file);
   const std::string http_token = a.dashboard.token();
   const auto tls = coordinator::load_tls(a.tls, coordinator::TlsRole::kServer);
+  validate_health(a.health);
   // The files rank 0 will read, checked before any worker waits on them.
   std::string resuming;
   if (!a.train.resume.empty()) {
@@ -165,8 +174,13 @@ void run_coordinator(CLI::App& cmd, CoordinatorArgs& a) {
     train::load_safetensors_metadata(a.train.init_from);
     a.train.init_from = std::filesystem::absolute(a.train.init_from).string();
   }
-  if (a.health.rendezvous_timeout_s <= 0)
-    throw InputError(str("--rendezvous-timeout-s must be > 0, got ", a.health.rendezvous_timeout_s));
+  if (!a.http_public_url.empty()) {
+    if (a.dashboard.http_port < 0)
+      throw InputError("--http-public-url names the dashboard, but --http-port -1 turns it off");
+    if (a.http_public_url.rfind("http://", 0) != 0 && a.http_public_url.rfind("https://", 0) != 0)
+      throw InputError(str("--http-public-url must be an http:// or https:// URL, got '",
+                           a.http_public_url, "'"));
+  }
 
   coordinator::CoordinatorOptions o;
   o.host = a.host;
@@ -190,10 +204,18 @@ void run_coordinator(CLI::App& cmd, CoordinatorArgs& a) {
   std::optional<dashboard::Server> dash;
   std::string dash_url;
   if (a.dashboard.http_port >= 0) {
-    dash.emplace(dashboard::ServerOptions{a.dashboard.http_host, a.dashboard.http_port,
-                                          a.dashboard.dashboard_dir, http_token, tls},
+    dash.emplace(dashboard::ServerOptions{.host = a.dashboard.http_host,
+                                          .port = a.dashboard.http_port,
+                                          .dashboard_dir = a.dashboard.dashboard_dir,
+                                          .token = http_token,
+                                          .tls = tls},
                  c.job());
     dash_url = dash->login_url(dial_host(a.dashboard.http_host));
+    if (!a.http_public_url.empty()) {  // the same page reached another way, with the same login
+      const std::string base =
+          a.http_public_url.back() == '/' ? a.http_public_url : a.http_public_url + "/";
+      dash_url = http_token.empty() ? a.http_public_url : base + "login?token=" + http_token;
+    }
     if (http_token.empty() && !coordinator::is_loopback(a.dashboard.http_host))
       spdlog::warn(
           "the dashboard on {} has no --http-token: anyone who can reach the port reads the job's "
@@ -219,12 +241,13 @@ void run_coordinator(CLI::App& cmd, CoordinatorArgs& a) {
   if (!resuming.empty()) std::printf("%s\n", resuming.c_str());
   std::fflush(stdout);
   // Before --address-file: whoever waits for that one finds this one ready.
-  if (!a.http_url_file.empty()) write_atomically(a.http_url_file, dash_url, "--http-url-file");
-  if (!a.address_file.empty()) write_atomically(a.address_file, addr, "--address-file");
+  if (!a.http_url_file.empty()) write_flag_file(a.http_url_file, dash_url, "--http-url-file");
+  if (!a.address_file.empty()) write_flag_file(a.address_file, addr, "--address-file");
 
   const coordinator::JobStatus status = c.wait();
   const auto records = c.job().metrics_log().count();
   const auto log_path = c.job().metrics_log().path();
+  const std::string lost = lost_output(c.job());
   c.shutdown();
   if (dash && a.dashboard.http_linger_s > 0 && !watcher.caught()) {
     std::printf("dashboard: the job is over (%s); still serving %s for %g s (Ctrl-C to stop)\n",
@@ -237,10 +260,12 @@ void run_coordinator(CLI::App& cmd, CoordinatorArgs& a) {
   }
   dash.reset();
   if (status.state != coordinator::State::kSucceeded)
-    throw Error(status.failure.empty() ? std::string("the job did not finish") : status.failure);
+    throw Error(str(status.failure().empty() ? std::string("the job did not finish") : status.failure(),
+                    lost.empty() ? "" : "; also " + lost));
   std::printf("job '%s' succeeded: %d ranks finished, %llu metrics records%s\n", a.job_id.c_str(),
               a.world_size, static_cast<unsigned long long>(records),
               log_path.empty() ? "" : (" in " + log_path.string()).c_str());
+  if (!lost.empty()) throw RecordsLostError("the job succeeded, but " + lost);
 }
 
 }  // namespace
@@ -284,6 +309,11 @@ void register_coordinator(CLI::App& app) {
       ->group(g);
   add_dashboard_flags(*cmd, a->dashboard);
   add_tls_flags(*cmd, a->tls, coordinator::TlsRole::kServer);
+  cmd->add_option("--http-public-url", a->http_public_url,
+                  "the dashboard's URL as printed and written to --http-url-file, when it is "
+                  "reached another way than --http-host:--http-port (a container's published "
+                  "port, a proxy)")
+      ->group("Dashboard");
   add_training_flags(*cmd, a->train);
   add_checkpoint_flags(*cmd, a->train);
   add_ddp_flags(*cmd, a->train);

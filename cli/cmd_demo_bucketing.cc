@@ -9,6 +9,7 @@
 
 #include "cli/bench_train.h"
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "cli/train_flags.h"
 #include "core/common/check.h"
 
@@ -27,7 +28,7 @@ void register_demo_bucketing(CLI::App& demo) {
   o->nproc = 2;
   o->iters = 10;
   auto* cmd = demo.add_subcommand("bucketing", "Naive vs hooked vs bucketed DDP on the same job, side by side");
-  cmd->add_option("--nproc", o->nproc, "ranks on this host")->capture_default_str();
+  cmd->add_option("--nproc", o->nproc, "ranks on this host")->check(CLI::Range(1, kMaxLocalRanks))->capture_default_str();
   cmd->add_option("--iters", o->iters, "timed steps per mode")->capture_default_str();
   add_training_flags(*cmd, *cfg);
   add_ddp_flags(*cmd, *cfg);

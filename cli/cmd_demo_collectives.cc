@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "cli/local_ranks.h"
 #include "core/comm/communicator.h"
 #include "core/common/check.h"
@@ -164,7 +165,7 @@ void register_demo_collectives(CLI::App& demo) {
   auto o = std::make_shared<Opts>();
   auto* cmd = demo.add_subcommand("collectives",
                                   "Each rank prints its tensor before and after every collective");
-  cmd->add_option("--nproc", o->nproc, "ranks (forked processes on this host)")
+  cmd->add_option("--nproc", o->nproc, "ranks (forked processes on this host)")->check(CLI::Range(1, kMaxLocalRanks))
       ->capture_default_str();
   cmd->add_option("--algo", o->algo, "all_reduce algorithm: ring | naive | tree | auto")
       ->capture_default_str();

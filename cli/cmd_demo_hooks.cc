@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "cli/local_ranks.h"
 #include "core/tensor/device.h"
 #include "core/common/timer.h"
@@ -80,9 +81,9 @@ void register_demo_hooks(CLI::App& demo) {
   cfg->eval = false;
   auto nproc = std::make_shared<int>(2);
   auto* cmd = demo.add_subcommand("hooks", "The order gradients become ready and when each bucket launches");
-  cmd->add_option("--nproc", *nproc, "ranks on this host")->capture_default_str();
-  cmd->add_option("--bucket-mb", cfg->dist.bucket_mb, "bucket cap (MiB)")->capture_default_str();
-  cmd->add_option("--first-bucket-mb", cfg->dist.first_bucket_mb, "first bucket's cap (MiB)")->capture_default_str();
+  cmd->add_option("--nproc", *nproc, "ranks on this host")->check(CLI::Range(1, kMaxLocalRanks))->capture_default_str();
+  cmd->add_option("--bucket-mb", cfg->dist.bucket_mb, "bucket cap (MiB)")->check(finite_above(0))->capture_default_str();
+  cmd->add_option("--first-bucket-mb", cfg->dist.first_bucket_mb, "first bucket's cap (MiB)")->check(finite_above(0))->capture_default_str();
   cmd->add_option("--width", cfg->model.width, "FullMLP width")->capture_default_str();
   cmd->add_option("--depth", cfg->model.depth, "FullMLP depth")->capture_default_str();
   cmd->add_option("--device", cfg->device, "cpu, or cuda (local rank r on cuda:r, NCCL between the ranks)")

@@ -1,9 +1,10 @@
 // `microddp demo manual`: data parallelism by hand, in one process — the
 // seeds' examples/manual.py. Two replicas of the seeds' FullMLP start from
 // the same seed; each takes half of the batch; their gradients are averaged
-// by hand and both take the same Adam step. The averaged gradient equals the
-// whole-batch gradient (mean of means over equal halves), so the replicas
-// train exactly like one model on the whole batch. docs/naive.md.
+// by hand (core/ddp/manual_average.cc) and both take the same Adam step. The
+// averaged gradient equals the whole-batch gradient (mean of means over
+// equal halves), so the replicas train exactly like one model on the whole
+// batch. docs/naive.md.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -12,10 +13,10 @@
 #include "cli/commands.h"
 #include "core/common/check.h"
 #include "core/common/rng.h"
+#include "core/ddp/manual_average.h"
 #include "core/nn/loss.h"
 #include "core/nn/models.h"
 #include "core/nn/optimizer.h"
-#include "core/tensor/ops.h"
 
 namespace mddp::cli {
 namespace {
@@ -70,12 +71,7 @@ void run(int steps, int batch, uint64_t seed) {
     const float l0 = a.backward_on(x0, y0), l1 = b.backward_on(x1, y1);
     const float lw = whole.backward_on(x, y);
     // The all-reduce, by hand: g = (g_a + g_b) / 2 into both replicas.
-    auto pa = a.model->parameters(), pb = b.model->parameters();
-    for (std::size_t i = 0; i < pa.size(); ++i) {
-      tensor::axpy(1.0f, pb[i]->grad, pa[i]->grad);
-      tensor::scale(pa[i]->grad, 0.5f);
-      tensor::copy(pa[i]->grad, pb[i]->grad);
-    }
+    ddp::average_replica_gradients({a.model.get(), b.model.get()});
     if (s == 1)
       std::printf("step 1: max |averaged grad - whole-batch grad| = %.3g (the two are the same gradient)\n",
                   max_abs_diff(*a.model, *whole.model, true));

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "cli/scaling.h"
 #include "core/common/check.h"
 #include "core/perf/cost_model.h"
@@ -354,16 +355,7 @@ void print_seeds_table(const ModelArgs& a) {
 }
 
 void run_model(const ModelArgs& a) {
-  if (!(a.bandwidth_gbps > 0))
-    throw InputError(str("--bandwidth-gbps must be positive, got ", a.bandwidth_gbps));
-  if (!(a.latency_ms >= 0))
-    throw InputError(str("--latency-ms must be at least 0, got ", a.latency_ms));
-  if (!(a.compute_ms >= 0))
-    throw InputError(str("--compute-ms must be at least 0, got ", a.compute_ms));
   if (a.batch < 0) throw InputError(str("--batch must be positive, got ", a.batch));
-  if (!(a.backward_fraction >= 0 && a.backward_fraction <= 1))
-    throw InputError(str("--backward-fraction must be in [0, 1], got ", a.backward_fraction));
-  if (!(a.gflops > 0)) throw InputError(str("--gflops must be positive, got ", a.gflops));
   parse_scaling(a.scaling);
   const std::vector<int> sizes = parse_world_sizes(a.world_sizes, "--world-size");
   if (a.seeds_table) return print_seeds_table(a);
@@ -384,7 +376,7 @@ void register_model(CLI::App& app) {
       "model",
       "What-if calculator of the alpha-beta cost model: all-reduce time, step time, overhead, "
       "speedup and efficiency against world size");
-  cmd->add_option("--bytes", a->bytes, "gradient bytes all-reduced per step");
+  cmd->add_option("--bytes", a->bytes, "gradient bytes all-reduced per step")->check(finite_above(0));
   cmd->add_option("--params", a->params, "parameters (fp32: 4 bytes each), instead of --bytes");
   cmd->add_option("--world-size", a->world_sizes, "ranks, or a list: 2,4,8")->capture_default_str();
   cmd->add_option("--algorithm,--algo", a->algorithm, "ring | tree | naive")
@@ -392,12 +384,15 @@ void register_model(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--bandwidth-gbps", a->bandwidth_gbps,
                   "link bandwidth in Gbit/s (beta = this / 8 GB/s)")
+      ->check(finite_above(0))
       ->capture_default_str();
   cmd->add_option("--latency-ms", a->latency_ms, "latency per message (alpha)")
+      ->check(finite_in(0))
       ->capture_default_str();
   cmd->add_option(
          "--compute-ms", a->compute_ms,
          "compute (forward+backward+optimizer) per step at world size 1; per sample with --batch")
+      ->check(finite_in(0))
       ->capture_default_str();
   cmd->add_option(
       "--batch", a->batch,
@@ -409,6 +404,7 @@ void register_model(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--backward-fraction", a->backward_fraction,
                   "share of compute that is backward (what an all-reduce can hide behind)")
+      ->check(finite_in(0, 1))
       ->capture_default_str();
   cmd->add_flag("--fit", a->use_fit,
                 "take alpha and beta from the fits of `bench allreduce --fit`");
@@ -418,6 +414,7 @@ void register_model(CLI::App& app) {
   cmd->add_option("--transport", a->transport, "the fit's transport: tcp | shm | nccl")
       ->capture_default_str();
   cmd->add_option("--gflops", a->gflops, "--seeds-table: compute rate per rank, GFLOP/s")
+      ->check(finite_above(0))
       ->capture_default_str();
   cmd->add_flag("--seeds-table", a->seeds_table,
                 "recompute the seeds' 1M/5M/20M-parameter overhead table and worked examples");

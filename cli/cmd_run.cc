@@ -3,13 +3,17 @@
 // this binary (fork + exec of /proc/self/exe): the coordinator gets the
 // training flags given here, the workers join it. Rank 0's output is shown
 // (its progress); the coordinator's and the other ranks' go to log files in
-// the run directory (or a temporary one, kept when the job fails).
+// the run directory (or a temporary one, kept when the job fails). The
+// token lives in a private directory that no way out leaves behind
+// (PrivateRunDir).
 //
 // Cleanup: children live in their own process group (a Ctrl-C reaches only
 // this process, which then stops them in order) and die with this process
-// (PR_SET_PDEATHSIG), so none is left behind. Exit status: 0 when every rank
-// finished; 1 with one line (the coordinator's verdict naming the failed
-// rank) when the job failed; 130 / 143 after SIGINT / SIGTERM.
+// (PR_SET_PDEATHSIG), so none is left behind, nor their shared-memory
+// segments (the names of children killed in set-up are removed at the end).
+// Exit status: 0 when every rank finished; 1 with one line (the
+// coordinator's verdict naming the failed rank) when the job failed;
+// 130 / 143 after SIGINT / SIGTERM.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -32,14 +36,18 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "cli/job_flags.h"
 #include "core/common/stop_signals.h"
 #include "cli/local_ranks.h"
 #include "cli/log_follower.h"
+#include "cli/run_private_dir.h"
 #include "cli/train_flags.h"
 #include "coordinator/certs.h"
+#include "core/comm/transport/shm/segment.h"
 #include "core/tensor/device.h"
 #include "core/common/check.h"
+#include "core/common/files.h"
 
 namespace mddp::cli {
 namespace {
@@ -218,23 +226,27 @@ class Supervisor {
 void run_job(RunArgs& a) {
   if (a.nproc < 1) throw InputError("give the number of workers: --nproc N");
   a.train.validate();
+  validate_health(a.health);
   if (a.train.batch % a.nproc != 0)
     throw InputError(str("--batch ", a.train.batch, " is not divisible by --nproc ", a.nproc));
   tensor::require_gpu_per_local_rank(a.train.device, a.nproc);  // before any process starts
   const std::vector<std::string> forwarded = forwarded_args();
 
-  const std::string tmp = make_temp_dir("microddp-run");
-  const std::string logs = a.train.run_dir.empty() ? tmp : a.train.run_dir;
-  std::filesystem::create_directories(logs);
-  const std::string token_file = tmp + "/token";
+  PrivateRunDir secrets;  // the token and the coordinator's address; removed on every way out
+  // Without --run-dir the logs go to a directory of their own, removed when
+  // the job succeeds and kept (named in the error) when it does not.
+  const bool temp_logs = a.train.run_dir.empty();
+  const std::string logs = temp_logs ? make_temp_dir("microddp-logs") : a.train.run_dir;
+  make_dirs(logs, "--run-dir");
+  const std::string token_file = secrets.path() + "/token";
   write_private(token_file, a.token.empty() ? random_token() : a.token);
-  const std::string address_file = tmp + "/address";
-  const std::string url_file = tmp + "/http_url";
+  const std::string address_file = secrets.path() + "/address";
+  const std::string url_file = secrets.path() + "/http_url";
   // --tls: one certificate for 127.0.0.1 (where the coordinator listens),
   // served by the coordinator and presented by every worker (mutual TLS).
   std::vector<std::string> coord_tls, worker_tls;
   if (a.tls) {
-    const std::string dir = tmp + "/tls", cert = dir + "/127.0.0.1.pem",
+    const std::string dir = secrets.path() + "/tls", cert = dir + "/127.0.0.1.pem",
                       key = dir + "/127.0.0.1.key", ca = dir + "/ca.pem";
     coordinator::make_lab_certs(dir, {.hosts = {"127.0.0.1"}, .days = 2});
     coord_tls = {"--tls-cert", cert, "--tls-key", key, "--tls-ca", ca, "--tls-client-auth"};
@@ -276,8 +288,10 @@ void run_job(RunArgs& a) {
       throw Error(str("the coordinator did not start", why.empty() ? "" : ": " + why,
                       " (log: ", coord_log, ")"));
     }
-    if (sup.interrupted())
+    if (sup.interrupted()) {
+      secrets.remove();
       std::exit(128 + sup.interrupted());  // ~Supervisor is skipped: children die with us
+    }
     if (Clock::now() > start_deadline)
       throw Error(str("the coordinator did not start within 30 s (log: ", coord_log, ")"));
   }
@@ -320,7 +334,7 @@ void run_job(RunArgs& a) {
     bool failed = false, workers_done = true;
     for (std::size_t i = 0; i < sup.children().size(); ++i) {
       const Child& c = sup.child(i);
-      failed = failed || (c.done && c.status != 0);
+      failed = failed || (c.done && c.status != 0 && c.status != kExitRecordsLost);
       if (i != coord) workers_done = workers_done && c.done;
     }
     if (sup.interrupted() && (!stop_workers_at || *stop_workers_at > now)) stop_workers_at = now;
@@ -348,25 +362,36 @@ void run_job(RunArgs& a) {
   }
 
   show_coordinator_warnings();
+  // A child killed during shared-memory set-up leaves its segment's name in
+  // /dev/shm (Note [Orphaned segments]); none may outlive the job.
+  comm::shm::Segment::remove_orphans();
   if (sup.interrupted()) {
     std::fflush(stdout);
-    std::fprintf(stderr, "microddp run: interrupted (%s); all processes stopped\n",
-                 sup.interrupted() == SIGINT ? "SIGINT" : "SIGTERM");
+    std::fprintf(stderr, "microddp run: interrupted (%s); all processes stopped; logs in %s\n",
+                 sup.interrupted() == SIGINT ? "SIGINT" : "SIGTERM", logs.c_str());
+    secrets.remove();
     std::exit(128 + sup.interrupted());
   }
-  std::vector<std::string> failed;
+  std::vector<std::string> failed, lost;  // lost: finished, but records not written (a full disk)
   for (const auto& c : sup.children())
-    if (c.status != 0)
+    if (c.status == kExitRecordsLost)
+      lost.push_back(c.log.empty() ? c.name + " (see above)" : str(c.name, ": ", error_line(c.log)));
+    else if (c.status != 0)
       failed.push_back(str(c.name, " (",
                            c.status > 128 ? str("signal ", c.status - 128) : str("exit ", c.status),
                            ")"));
-  if (failed.empty()) {
+  if (failed.empty() && lost.empty()) {
     std::printf("microddp run: all %d ranks finished%s\n", a.nproc,
                 a.train.run_dir.empty()
                     ? ""
                     : (", metrics in " + a.train.run_dir + "/metrics.jsonl").c_str());
-    std::filesystem::remove_all(tmp);
+    if (temp_logs) std::filesystem::remove_all(logs);
     return;
+  }
+  if (failed.empty()) {
+    std::string which;
+    for (const auto& l : lost) which += (which.empty() ? "" : "; ") + l;
+    throw RecordsLostError(str("all ", a.nproc, " ranks finished, but records were lost: ", which));
   }
   std::string why = error_line(coord_log);
   for (std::size_t i = 1; why.empty() && i < sup.children().size(); ++i)
@@ -384,7 +409,7 @@ void register_run(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "run", "Run a whole job on this machine: a coordinator and N workers as child processes");
   const char* g = "Run";
-  cmd->add_option("--nproc", a->nproc, "number of workers (ranks) to start")->required()->group(g);
+  cmd->add_option("--nproc", a->nproc, "number of workers (ranks) to start")->check(CLI::Range(1, kMaxLocalRanks))->required()->group(g);
   cmd->add_option("--port", a->port, "coordinator port (0: any free port)")
       ->group(g)
       ->capture_default_str();

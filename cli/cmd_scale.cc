@@ -32,6 +32,7 @@
 #include "cli/commands.h"
 #include "cli/scaling.h"
 #include "core/common/check.h"
+#include "core/common/files.h"
 #include "dashboard/assets.h"
 
 namespace mddp::cli {
@@ -193,7 +194,7 @@ void run_scale(const ScaleArgs& a) {
       points.push_back({s, n, global, {}, {}});
     }
   }
-  fs::create_directories(a.out);
+  make_dirs(a.out, "--out");
   std::printf(
       "# microddp scale: world sizes %s, %s; %lld steps (first %lld skipped), %d round(s); logs in "
       "%s\n",

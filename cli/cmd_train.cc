@@ -4,6 +4,7 @@
 
 #include "cli/commands.h"
 #include "cli/train_flags.h"
+#include "core/common/check.h"
 #include "core/train/loop.h"
 
 namespace mddp::cli {
@@ -24,6 +25,7 @@ void register_train(CLI::App& app) {
     if (s.eval.accuracy >= 0) std::printf(", test accuracy %.2f%%", s.eval.accuracy * 100);
     std::printf("\n");
     if (!cfg->run_dir.empty()) std::printf("checkpoint: %s/checkpoint.safetensors\n", cfg->run_dir.c_str());
+    if (!s.lost_records.empty()) throw RecordsLostError("training finished, but " + s.lost_records);
   });
 }
 

@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "cli/local_ranks.h"
 #include "cli/train_flags.h"
 #include "core/tensor/device.h"
@@ -99,7 +100,7 @@ void register_verify(CLI::App& app) {
   cfg->eval = false;
   auto nproc = std::make_shared<int>(2);
   auto* cmd = app.add_subcommand("verify", "Check DDP (naive, hooked, bucketed) against one process on the whole batch");
-  cmd->add_option("--nproc", *nproc, "ranks on this host")->capture_default_str();
+  cmd->add_option("--nproc", *nproc, "ranks on this host")->check(CLI::Range(1, kMaxLocalRanks))->capture_default_str();
   add_training_flags(*cmd, *cfg);
   add_ddp_flags(*cmd, *cfg);
   cmd->callback([cfg, nproc] {

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "cli/job_flags.h"
 #include "cli/tls_flags.h"
 #include "cli/train_flags.h"
@@ -42,10 +43,6 @@ void run(WorkerArgs& a) {
         "give the coordinator's address: --coordinator HOST:PORT (or MASTER_ADDR and MASTER_PORT)");
   if (!a.token_file.empty()) a.o.token = read_token_file(a.token_file);
   a.o.tls = coordinator::load_tls(a.tls, coordinator::TlsRole::kClient);
-  if (a.join_timeout_s <= 0)
-    throw InputError(str("--join-timeout-s must be > 0, got ", a.join_timeout_s));
-  if (a.connect_timeout_s <= 0)
-    throw InputError(str("--connect-timeout-s must be > 0, got ", a.connect_timeout_s));
   a.o.join_timeout = std::chrono::milliseconds(static_cast<int64_t>(a.join_timeout_s * 1000.0));
   a.o.connect_timeout =
       std::chrono::milliseconds(static_cast<int64_t>(a.connect_timeout_s * 1000.0));
@@ -86,10 +83,12 @@ void register_worker(CLI::App& app) {
       ->group(g);
   cmd->add_option("--connect-timeout-s", a->connect_timeout_s,
                   "give up when the coordinator does not accept connections this long")
+      ->check(finite_above(0))
       ->group(g)
       ->capture_default_str();
   cmd->add_option("--join-timeout-s", a->join_timeout_s,
                   "give up when the job has not formed this long after joining")
+      ->check(finite_above(0))
       ->group(g)
       ->capture_default_str();
   cmd->add_option("--log-level", a->log_level, "trace, debug, info, warn, error or off")

@@ -3,6 +3,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "cli/flag_checks.h"
 #include "core/common/check.h"
 #include "dashboard/server/auth.h"
 
@@ -21,13 +22,17 @@ std::string read_token_file(const std::string& path, const char* flag) {
 
 void add_health_flags(CLI::App& cmd, HealthFlags& h, const std::string& group) {
   cmd.add_option("--heartbeat-ms", h.heartbeat_ms, "how often workers send a heartbeat")
+      ->check(CLI::Range(int64_t{1}, kMaxTimeoutMs))
       ->group(group)
       ->capture_default_str();
-  cmd.add_option("--heartbeat-timeout-ms", h.heartbeat_timeout_ms, "fail the job when a worker is silent this long")
+  cmd.add_option("--heartbeat-timeout-ms", h.heartbeat_timeout_ms,
+                 "fail the job when a worker is silent this long (more than --heartbeat-ms)")
+      ->check(CLI::Range(int64_t{1}, kMaxTimeoutMs))
       ->group(group)
       ->capture_default_str();
   cmd.add_option("--rendezvous-timeout-s", h.rendezvous_timeout_s,
                  "fail when not all workers joined this long after the start")
+      ->check(finite_above(0))
       ->group(group)
       ->capture_default_str();
 }
@@ -36,6 +41,10 @@ std::string DashboardFlags::token() const {
   std::string t = http_token_file.empty() ? http_token : read_token_file(http_token_file, "--http-token-file");
   if (!t.empty()) dashboard::Auth::validate_token(t);
   return t;
+void validate_health(const HealthFlags& h) {
+  if (h.heartbeat_timeout_ms <= h.heartbeat_ms)
+    throw InputError(str("--heartbeat-timeout-ms ", h.heartbeat_timeout_ms, " must be longer than --heartbeat-ms ",
+                         h.heartbeat_ms, " (a worker is declared lost after that long without a heartbeat)"));
 }
 
 void add_dashboard_flags(CLI::App& cmd, DashboardFlags& d) {
@@ -62,7 +71,7 @@ void add_dashboard_flags(CLI::App& cmd, DashboardFlags& d) {
   cmd.add_option("--http-linger", d.http_linger_s,
                  "after the job ends, keep serving the dashboard this many seconds so the page "
                  "shows the final (or failed) state; Ctrl-C ends it early")
-      ->check(CLI::NonNegativeNumber)
+      ->check(finite_in(0))
       ->group(g)
       ->capture_default_str();
   cmd.add_option("--dashboard-dir", d.dashboard_dir,

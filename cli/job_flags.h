@@ -19,6 +19,9 @@ struct HealthFlags {
 };
 // --heartbeat-ms, --heartbeat-timeout-ms, --rendezvous-timeout-s in `group`.
 void add_health_flags(CLI::App& cmd, HealthFlags& h, const std::string& group);
+// What one flag's check cannot see: the timeout must be longer than the
+// interval (InputError naming both).
+void validate_health(const HealthFlags& h);
 
 // The coordinator's dashboard server (dashboard/API.md). `microddp run`
 // takes the same flags and hands them to its coordinator.

@@ -16,13 +16,6 @@
 
 namespace mddp::cli {
 
-std::string make_temp_dir(const std::string& prefix) {
-  const char* base = std::getenv("TMPDIR");
-  std::string tmpl = std::string(base ? base : "/tmp") + "/" + prefix + "-XXXXXX";
-  if (!mkdtemp(tmpl.data())) throw Error("cannot create a temporary directory under " + tmpl);
-  return tmpl;
-}
-
 int run_local_ranks(int nproc, const std::function<void(int rank, comm::Store& store)>& fn) {
   if (nproc < 1) throw InputError(str("--nproc must be at least 1, got ", nproc));
   MDDP_CHECK(!tensor::cuda_started(), "CUDA was started in this process before it forked its ranks, which then "

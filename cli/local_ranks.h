@@ -10,6 +10,7 @@
 #include <string>
 
 #include "core/comm/store.h"
+#include "core/common/temp_dir.h"  // make_temp_dir, for the commands that use both
 
 namespace mddp::cli {
 
@@ -17,8 +18,5 @@ namespace mddp::cli {
 // "rank R: error: ..." and makes that child exit 1. Returns 0 when all ranks
 // succeeded, else the first failure's exit code (128+signal if killed).
 int run_local_ranks(int nproc, const std::function<void(int rank, comm::Store& store)>& fn);
-
-// A fresh, empty directory under $TMPDIR (or /tmp); removed by the caller.
-std::string make_temp_dir(const std::string& prefix);
 
 }  // namespace mddp::cli

@@ -1,6 +1,7 @@
 // microddp: one binary, one subcommand per job (see `microddp --help`).
 #include <cstdio>
 #include <exception>
+#include <new>
 
 #include "cli/commands.h"
 #include "core/common/check.h"
@@ -26,10 +27,25 @@ int main(int argc, char** argv) {
   mddp::cli::register_scale(app);
   mddp::cli::register_analyze(app);
   mddp::cli::register_certs(app);
+  mddp::cli::register_data(app);
+  mddp::cli::register_lab(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version are "errors" with exit code 0; every other
+    // parse error is bad input: one line, exit 1, like any other.
+    if (e.get_exit_code() == 0) return app.exit(e);
+    std::fprintf(stderr, "microddp: error: %s (see --help)\n", e.what());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "microddp: error: out of memory: the sizes asked for (model, batch, dataset) do not fit "
+                         "in this machine's memory; make them smaller\n");
+    return 1;
+  } catch (const mddp::RecordsLostError& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "microddp: error: %s\n", e.what());
+    return mddp::kExitRecordsLost;
   } catch (const mddp::Error& e) {
     std::fflush(stdout);
     std::fprintf(stderr, "microddp: error: %s\n", e.what());

@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "cli/flag_checks.h"
+
 namespace mddp::cli {
 
 void add_training_flags(CLI::App& cmd, train::TrainConfig& cfg) {
@@ -23,9 +25,9 @@ void add_training_flags(CLI::App& cmd, train::TrainConfig& cfg) {
   cmd.add_option("--steps", cfg.steps, "stop after N steps (0: use --epochs)")->group(g)->capture_default_str();
   cmd.add_option("--epochs", cfg.epochs, "passes over the training set")->group(g)->capture_default_str();
   cmd.add_option("--optimizer", cfg.optim.name, "sgd or adam")->check(CLI::IsMember({"sgd", "adam"}))->group(g)->capture_default_str();
-  cmd.add_option("--lr", cfg.optim.lr, "learning rate")->group(g)->capture_default_str();
-  cmd.add_option("--momentum", cfg.optim.momentum, "SGD momentum")->group(g)->capture_default_str();
-  cmd.add_option("--weight-decay", cfg.optim.weight_decay, "L2 weight decay")->group(g)->capture_default_str();
+  cmd.add_option("--lr", cfg.optim.lr, "learning rate")->check(finite_in(0))->group(g)->capture_default_str();
+  cmd.add_option("--momentum", cfg.optim.momentum, "SGD momentum")->check(finite_in(0, 1))->group(g)->capture_default_str();
+  cmd.add_option("--weight-decay", cfg.optim.weight_decay, "L2 weight decay")->check(finite_in(0))->group(g)->capture_default_str();
   cmd.add_option("--seed", cfg.seed, "seed of the initial weights and the data order")->group(g)->capture_default_str();
   cmd.add_option("--init-from", cfg.init_from,
                  "start from the weights in this safetensors file: a microddp checkpoint, or a state_dict "
@@ -33,9 +35,12 @@ void add_training_flags(CLI::App& cmd, train::TrainConfig& cfg) {
       ->group(g);
   cmd.add_option("--accumulate", cfg.accumulate, "micro-batches of --batch per step (DDP syncs only the last: no_sync)")->group(g)->capture_default_str();
   cmd.add_flag("!--no-eval", cfg.eval, "skip the test-set evaluation at each epoch end")->group(g);
+  cmd.add_flag("--allow-nonfinite-loss", cfg.allow_nonfinite_loss,
+               "train on when the loss becomes NaN or inf (by default training stops there, naming the step)")
+      ->group(g);
 
   cmd.add_option("--device", cfg.device, "cpu, cuda or cuda:K")->group("Runtime")->capture_default_str();
-  cmd.add_option("--threads", cfg.threads, "compute threads per process")->group("Runtime")->capture_default_str();
+  cmd.add_option("--threads", cfg.threads, "compute threads per process")->check(CLI::Range(1, kMaxThreads))->group("Runtime")->capture_default_str();
   cmd.add_option("--run-dir", cfg.run_dir, "directory for the log and the checkpoint")->group("Runtime");
   cmd.add_option("--log-every", cfg.log_every, "print every N steps (0: about 20 lines)")->group("Runtime")->capture_default_str();
 }
@@ -58,13 +63,13 @@ void add_checkpoint_flags(CLI::App& cmd, train::TrainConfig& cfg) {
 void add_ddp_flags(CLI::App& cmd, train::TrainConfig& cfg) {
   const char* g = "Data parallelism";
   cmd.add_option("--ddp", cfg.dist.ddp, "naive, hooked or bucketed")->check(CLI::IsMember({"naive", "hooked", "bucketed"}))->group(g)->capture_default_str();
-  cmd.add_option("--bucket-mb", cfg.dist.bucket_mb, "bucket cap in MiB (bucketed)")->group(g)->capture_default_str();
-  cmd.add_option("--first-bucket-mb", cfg.dist.first_bucket_mb, "cap of the first bucket in MiB")->group(g)->capture_default_str();
+  cmd.add_option("--bucket-mb", cfg.dist.bucket_mb, "bucket cap in MiB (bucketed)")->check(finite_above(0))->group(g)->capture_default_str();
+  cmd.add_option("--first-bucket-mb", cfg.dist.first_bucket_mb, "cap of the first bucket in MiB")->check(finite_above(0))->group(g)->capture_default_str();
   cmd.add_option("--compress", cfg.dist.compress, "all-reduce gradients as none, fp16 or bf16")->check(CLI::IsMember({"none", "fp16", "bf16"}))->group(g)->capture_default_str();
   cmd.add_option("--local-sgd", cfg.dist.local_sgd, "average parameters every K steps instead of gradients (0: off)")->group(g)->capture_default_str();
   cmd.add_option("--algo", cfg.dist.algorithm, "all-reduce algorithm: auto, ring, naive or tree")->check(CLI::IsMember({"auto", "ring", "naive", "tree"}))->group(g)->capture_default_str();
   cmd.add_option("--transport", cfg.dist.transport, "data plane: auto (shm on one host), tcp or shm")->check(CLI::IsMember({"auto", "tcp", "shm"}))->group(g)->capture_default_str();
-  cmd.add_option("--comm-timeout-ms", cfg.dist.timeout_ms, "fail a collective that waits longer than this")->group(g)->capture_default_str();
+  cmd.add_option("--comm-timeout-ms", cfg.dist.timeout_ms, "fail a collective that waits longer than this")->check(CLI::Range(int64_t{1}, kMaxTimeoutMs))->group(g)->capture_default_str();
   cmd.add_option("--straggler", cfg.dist.straggler,
                  "lab: RANK:PHASE:MS makes that rank sleep MS ms in PHASE (data, forward, backward) of every step")
       ->group(g);

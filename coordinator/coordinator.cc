@@ -42,11 +42,19 @@ struct Coordinator::Impl {
 
   explicit Impl(CoordinatorOptions o) : options(std::move(o)), job(options.job) {}
 
+  // A tick that comes much later than asked means this process did not run
+  // meanwhile (SIGSTOP, a debugger, a starved CPU): Job::paused() hears of
+  // it before the tick judges anyone's silence.
   void tick_loop() {
     std::unique_lock lock(mu);
+    TimePoint last = Clock::now();  // when the previous tick ended (a slow tick is no pause)
     while (!stopping) {
       lock.unlock();
-      job.tick(Clock::now());
+      const TimePoint now = Clock::now();
+      if (now - last >= job.options().heartbeat_interval + options.tick)
+        job.paused(now - last, now);
+      job.tick(now);
+      last = Clock::now();
       lock.lock();
       cv.wait_for(lock, options.tick, [&] { return stopping; });
     }

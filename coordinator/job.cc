@@ -1,11 +1,13 @@
 #include "coordinator/job.h"
 
+#include <algorithm>
+
 #include <spdlog/spdlog.h>
 
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "coordinator/limits.h"
+#include "core/common/files.h"
 #include "core/common/check.h"
 #include "core/perf/host_load.h"
 
@@ -47,10 +49,11 @@ nlohmann::json count_or_null(int n) {
 // <run dir>/job.json: what `microddp analyze` needs besides the metrics (the
 // world, the config, who ran where and on how many CPUs). Written once the
 // job has formed, then again whenever a rank reports what it runs on;
-// replaced atomically (rename), so a reader never sees half a file.
-void write_job_file(const JobOptions& o, const std::vector<Member>& members,
-                    int64_t started_unix_ns) {
-  if (o.run_dir.empty()) return;
+// replaced atomically (rename), so a reader never sees half a file. Returns
+// "" or why it could not be written.
+std::string write_job_file(const JobOptions& o, const std::vector<Member>& members,
+                           int64_t started_unix_ns) {
+  if (o.run_dir.empty()) return "";
   nlohmann::json config = nlohmann::json::parse(o.config_json, nullptr, false);
   if (config.is_discarded() || !config.is_object()) config = nlohmann::json::object();
   const std::string job_device = config.contains("device") && config["device"].is_string()
@@ -69,39 +72,30 @@ void write_job_file(const JobOptions& o, const std::vector<Member>& members,
                          {"started_unix_ns", started_unix_ns},
                          {"config", config},
                          {"members", ranks}};
-  const auto path = o.run_dir / "job.json";
-  auto tmp = path;
-  tmp += ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << j.dump(2) << "\n";
-    if (!out.flush()) {
-      spdlog::warn("cannot write {}", tmp.string());
-      return;
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) spdlog::warn("cannot write {}: {}", path.string(), ec.message());
+  const auto path = (o.run_dir / "job.json").string();
+  const std::string error = write_atomically(path, j.dump(2) + "\n");
+  return error.empty() ? error : str("cannot write ", path, ": ", error);
 }
 
 }  // namespace
 
 void Job::on_rendezvous(const std::vector<Member>& members, TimePoint now) {
   std::vector<std::string> hosts;
+  std::vector<int64_t> pids;
   std::string table;
   for (const auto& m : members) {
     hosts.push_back(m.host);
+    pids.push_back(m.pid);
     table += str(table.empty() ? "" : ", ", m.rank, " = ", m.host, " (pid ", m.pid,
                  m.device.empty() ? std::string() : ", " + m.device, ")");
   }
-  health_.start(hosts, now);
+  health_.start(hosts, now, pids);
   int64_t started;
   {
     std::lock_guard lock(mu_);
     started = started_unix_ns_ = unix_ns_now();
   }
-  write_job_file(options_, members, started);
+  note_job_file(write_job_file(options_, members, started));
   state_.set_running();
   spdlog::info("rendezvous complete: all {} workers joined job '{}' (rank {})", members.size(),
                options_.job_id, table);
@@ -143,11 +137,17 @@ Ticket Job::validate(const std::string& session, Fingerprint fp, TimePoint deadl
   const int rank = m->rank;
   const std::string who = str("rank ", rank, " (host ", m->host, ")");
   return fingerprints_.submit(rank, who, std::move(fp), deadline, now,
-                              [this, rank, done = std::move(done)](Outcome o) {
+                              [this, m = *m, done = std::move(done)](Outcome o) {
+                                const int rank = m.rank;
                                 if (o.ok()) {
                                   spdlog::info("rank {} validated its model", rank);
                                 } else if (o.code == Code::kFailedPrecondition) {
-                                  fail(rank, o.message);
+                                  fail(Verdict{.cause = Cause::kModelMismatch,
+                                               .rank = rank,
+                                               .host = m.host,
+                                               .pid = m.pid,
+                                               .doing = "setup",
+                                               .message = o.message});
                                 } else if (o.code != Code::kAborted) {
                                   spdlog::warn("rank {} validation: {}", rank, o.message);
                                 }
@@ -248,7 +248,8 @@ Job::Reply Job::metrics(const std::string& session, std::vector<MetricsRecord> r
   if (!error.empty()) {
     std::lock_guard lock(mu_);
     if (!metrics_write_failed_)
-      spdlog::error("metrics log: {} (records are kept in memory only)", error);
+      spdlog::error("metrics log: {} (the records that do not fit are counted and named at the end; "
+                    "writing goes on as space comes back)", error);
     metrics_write_failed_ = true;
   }
   reply.status = state_.status();
@@ -269,7 +270,7 @@ Job::Reply Job::leave(const std::string& session, bool ok, const std::string& me
   else
     spdlog::error("rank {} (host {}) left with a failure: {}", m->rank, m->host, message);
   const Health::LeaveResult left = health_.leave(m->rank, ok, message, now);
-  if (left.failure) fail(left.failure->rank, left.failure->message);
+  if (left.failure) fail(*left.failure);
   if (left.all_ok && state_.succeed())
     spdlog::info("job '{}' succeeded: all {} ranks finished", options_.job_id, options_.world_size);
   // finished() follows at the next tick, not here: this reply must get out
@@ -297,10 +298,93 @@ void Job::cancel(Ticket ticket) {
   }
 }
 
-void Job::fail(int rank, const std::string& message) {
-  if (!state_.fail(rank, message)) return;
+void Job::fail(Verdict verdict) {
+  const std::string message = verdict.message;
+  if (!state_.fail(std::move(verdict))) return;
   spdlog::error("job '{}' failed: {}", options_.job_id, message);
   abort_waits("the job failed: " + message);
+  notify_watchers(false);
+}
+
+void Job::notify_watchers(bool finished) {
+  std::vector<WatchCallback> callbacks;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [id, w] : watchers_) callbacks.push_back(w.on_change);
+  }
+  const JobStatus status = state_.status();
+  for (const auto& cb : callbacks) cb(status, finished);
+}
+
+Job::WatchReply Job::watch(const std::string& session, TimePoint now, WatchCallback on_change) {
+  WatchReply reply;
+  auto m = lookup(session, reply.outcome);
+  if (!m) return reply;
+  reply.rank = m->rank;
+  reply.id = next_ticket_id();
+  {
+    std::lock_guard lock(mu_);
+    watchers_.emplace(reply.id, Watcher{m->rank, std::move(on_change)});
+    ++watching_[m->rank];
+  }
+  const Clock::duration away = health_.connected(m->rank, now);
+  if (away > Clock::duration::zero())
+    spdlog::warn("rank {} (host {}) is connected again after {} away", m->rank, m->host,
+                 format_duration(away));
+  spdlog::debug("rank {} watches the job", m->rank);
+  reply.status = state_.status();
+  return reply;
+}
+
+void Job::unwatch(uint64_t id, TimePoint now) {
+  int rank = -1;
+  {
+    std::lock_guard lock(mu_);
+    auto it = watchers_.find(id);
+    if (it == watchers_.end()) return;
+    rank = it->second.rank;
+    watchers_.erase(it);
+    if (--watching_[rank] > 0) return;  // another stream of this rank is open
+  }
+  for (const auto& h : health_.ranks())
+    if (h.rank == rank && !h.left) {
+      spdlog::warn("rank {} (host {}) disconnected without leaving", rank, h.host);
+      health_.disconnected(rank, now);
+    }
+}
+
+Job::Reply Job::report_peer_fault(const std::string& session, int peer, comm::PeerFault fault,
+                                  const std::string& detail, TimePoint now) {
+  Reply reply;
+  auto m = lookup(session, reply.outcome);
+  if (m) {
+    reply.rank = m->rank;
+    spdlog::warn("rank {} lost its data-plane connection to rank {} ({}): {}", m->rank, peer,
+                 comm::to_string(fault), detail);
+    health_.peer_fault(m->rank, peer, fault, detail, now);
+  }
+  reply.status = state_.status();
+  return reply;
+}
+
+void Job::paused(Clock::duration gap, TimePoint now) {
+  health_.forgive(now);
+  const auto gave_up = options_.heartbeat_timeout - options_.heartbeat_interval;
+  if (state_.status().state == State::kRunning && gap >= gave_up) {
+    fail(Verdict{
+        .cause = Cause::kCoordinatorStalled,
+        .message = str("the coordinator itself did not run for ", format_duration(gap),
+                       " (it was stopped, e.g. by SIGSTOP or a debugger, or starved of CPU): as "
+                       "long as the workers wait for it (heartbeat timeout ",
+                       format_duration(options_.heartbeat_timeout),
+                       "), so they gave up on it; no rank is at fault. Keep the coordinator's "
+                       "host responsive, or raise --heartbeat-timeout-ms")});
+    return;
+  }
+  spdlog::warn(
+      "the coordinator did not run for {} (stopped or starved of CPU); the ranks' heartbeat "
+      "timeouts start again now",
+      format_duration(gap));
 }
 
 void Job::abort_waits(const std::string& why) {
@@ -311,7 +395,7 @@ void Job::abort_waits(const std::string& why) {
 }
 
 void Job::shutdown(const std::string& why) {
-  fail(-1, why);
+  fail(Verdict{.cause = Cause::kShutdown, .message = why});
   abort_waits(why);  // also when the job was already over
   set_finished();
 }
@@ -325,11 +409,16 @@ void Job::on_members_changed() {
     started = started_unix_ns_;
   }
   const std::vector<Member> members = rendezvous_.members();
-  write_job_file(options_, members, started);
+  note_job_file(write_job_file(options_, members, started));
   std::vector<perf::RankPlacement> placement;
   for (const auto& m : members) placement.push_back({m.rank, m.host, m.threads, m.cpus});
+  // Judged once every rank of the host reported its threads: a warning
+  // from a partial count would name the wrong number, and never be corrected.
+  const auto all_reported = [](const perf::HostLoad& h) {
+    return std::all_of(h.rank_threads.begin(), h.rank_threads.end(), [](int t) { return t > 0; });
+  };
   for (const auto& h : perf::host_loads(placement))
-    if (h.oversubscribed() && warned_hosts_.insert(h.host).second)
+    if (h.oversubscribed() && all_reported(h) && warned_hosts_.insert(h.host).second)
       spdlog::warn(
           "{}: its ranks take turns on the CPUs and wait for each other in every "
           "all-reduce; run fewer ranks per host or fewer --threads",
@@ -339,7 +428,8 @@ void Job::on_members_changed() {
 void Job::tick(TimePoint now) {
   // First: a job that ends at this tick has its final job.json.
   on_members_changed();
-  if (auto closed = rendezvous_.expire(now)) fail(-1, *closed);
+  if (auto closed = rendezvous_.expire(now))
+    fail(Verdict{.cause = Cause::kRendezvousTimeout, .message = *closed});
   fingerprints_.expire(now);
   store_.expire(now);
   barrier_.expire(now);
@@ -348,10 +438,12 @@ void Job::tick(TimePoint now) {
   if (status.state == State::kRunning) {
     Health::CheckResult h = health_.check(now);
     if (h.roll_call) spdlog::warn("{}", *h.roll_call);
-    if (h.failure) fail(h.failure->rank, h.failure->message);
+    if (h.failure) fail(std::move(*h.failure));
   }
   bool all_left = true;
   for (const auto& r : health_.ranks()) all_left = all_left && r.left;
+  // A job that is over does not wait for the Leave of a rank whose process is gone.
+  if (status.terminal()) all_left = health_.sweep_disconnected(now);
   if (status.state == State::kSucceeded) set_finished();
   if (status.state == State::kFailed) {
     const auto linger = options_.linger.count() > 0
@@ -371,6 +463,17 @@ void Job::tick(TimePoint now) {
   }
 }
 
+void Job::note_job_file(const std::string& error) {
+  std::lock_guard lock(mu_);
+  if (!error.empty() && job_file_error_.empty()) spdlog::error("{}", error);
+  job_file_error_ = error;  // a later write that works makes job.json whole again
+}
+
+std::string Job::job_file_error() const {
+  std::lock_guard lock(mu_);
+  return job_file_error_;
+}
+
 void Job::set_finished() {
   {
     std::lock_guard lock(mu_);
@@ -378,6 +481,7 @@ void Job::set_finished() {
     finished_ = true;
   }
   cv_.notify_all();
+  notify_watchers(true);
 }
 
 bool Job::finished() const {

@@ -125,6 +125,7 @@ json job_config_to_json(const train::TrainConfig& c) {
       {"threads", c.threads},
       {"log_every", c.log_every},
       {"eval", c.eval},
+      {"allow_nonfinite_loss", c.allow_nonfinite_loss},
       {"dist",
        {{"ddp", s.ddp},
         {"bucket_mb", s.bucket_mb},
@@ -190,6 +191,7 @@ train::TrainConfig job_config_from_json(const json& j) {
   r("threads", c.threads);
   r("log_every", c.log_every);
   r("eval", c.eval);
+  r("allow_nonfinite_loss", c.allow_nonfinite_loss);
   {
     Reader s = r.object("dist");
     s("ddp", c.dist.ddp);

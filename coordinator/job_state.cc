@@ -36,13 +36,12 @@ bool JobState::succeed() {
   return true;
 }
 
-bool JobState::fail(int rank, std::string message) {
+bool JobState::fail(Verdict verdict) {
   {
     std::lock_guard lock(mu_);
     if (status_.terminal()) return false;
     status_.state = State::kFailed;
-    status_.failure = std::move(message);
-    status_.failed_rank = rank;
+    status_.verdict = std::move(verdict);
   }
   cv_.notify_all();
   return true;

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "coordinator/outcome.h"
+#include "coordinator/verdict.h"
 
 namespace mddp::coordinator {
 
@@ -17,9 +18,10 @@ const char* to_string(State s);
 
 struct JobStatus {
   State state = State::kForming;
-  std::string failure;   // when kFailed: one line naming the rank and host
-  int failed_rank = -1;  // -1: not one rank's fault (rendezvous timeout, ...)
+  Verdict verdict;  // when kFailed: why (Verdict), with its one line naming the rank and host
 
+  const std::string& failure() const { return verdict.message; }
+  int failed_rank() const { return verdict.failed_rank(); }  // -1: not one rank's fault
   bool terminal() const { return state == State::kSucceeded || state == State::kFailed; }
 };
 
@@ -32,7 +34,7 @@ class JobState {
   bool succeed();
   // Any non-terminal state -> FAILED. Returns true when this call failed the
   // job (the caller then aborts the waits), false when it was already terminal.
-  bool fail(int rank, std::string message);
+  bool fail(Verdict verdict);
   // Blocks until the state is terminal or `deadline`; returns the status.
   JobStatus wait_terminal(TimePoint deadline) const;
 

@@ -1,10 +1,5 @@
 #include "coordinator/metrics_log.h"
 
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
-
 #include "core/common/check.h"
 
 namespace mddp::coordinator {
@@ -18,19 +13,14 @@ MetricsLog::MetricsLog(const std::filesystem::path& run_dir, std::size_t tail_ca
   if (ec)
     throw Error(
         str("cannot create the run directory ", run_dir, ": ", ec.message(), " (check --run-dir)"));
-  file_ = std::fopen(path_.c_str(), "a");
-  if (!file_)
-    throw Error(
-        str("cannot open ", path_, " for appending: ", std::strerror(errno), " (check --run-dir)"));
-}
-
-MetricsLog::~MetricsLog() {
-  if (file_) {
-    std::fflush(file_);
-    ::fdatasync(::fileno(file_));
-    std::fclose(file_);
+  try {
+    file_ = std::make_unique<RecordFile>(path_);
+  } catch (const Error& e) {
+    throw Error(str(e.what(), " (check --run-dir)"));
   }
 }
+
+MetricsLog::~MetricsLog() = default;
 
 nlohmann::json MetricsLog::to_json(const MetricsRecord& r) {
   nlohmann::json j = r.metrics.to_json();
@@ -46,22 +36,30 @@ std::string MetricsLog::append(std::vector<MetricsRecord> batch) {
   for (auto& r : batch) {
     r.seq = ++count_;
     if (file_) lines += to_json(r).dump() + "\n";
+  }
+  const std::size_t written = file_ && !lines.empty() ? file_->append(lines) : batch.size();
+  for (std::size_t i = written; i < batch.size(); ++i) lost_.add(batch[i].metrics.rank, batch[i].metrics.step, batch[i].metrics.eval);
+  for (auto& r : batch) {
     tail_.push_back(std::move(r));
     if (tail_.size() > tail_capacity_) tail_.pop_front();
   }
-  if (!file_ || lines.empty()) return {};
-  const std::size_t written = std::fwrite(lines.data(), 1, lines.size(), file_);
-  const bool ok = written == lines.size() && std::fflush(file_) == 0;
-  dirty_ = true;
-  if (!ok) return str("writing ", path_, " failed: ", std::strerror(errno), " (disk full?)");
-  return {};
+  dirty_ = dirty_ || written > 0;
+  if (written == batch.size()) return {};
+  if (first_error_.empty()) first_error_ = file_->error();
+  return str("writing ", path_.string(), " failed: ", file_->error(), " (", batch.size() - written, " of ",
+             batch.size(), " records not written)");
 }
 
 void MetricsLog::sync() {
   std::lock_guard lock(mu_);
   if (!file_ || !dirty_) return;
-  ::fdatasync(::fileno(file_));
+  file_->sync();
   dirty_ = false;
+}
+
+MetricsLog::Lost MetricsLog::lost() const {
+  std::lock_guard lock(mu_);
+  return {lost_.count(), lost_.describe(), first_error_};
 }
 
 uint64_t MetricsLog::count() const {

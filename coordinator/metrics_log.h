@@ -1,19 +1,23 @@
 // The metrics log: every rank's per-step record, appended as one JSON line
-// to <run dir>/metrics.jsonl (durable: each batch is written and flushed at
-// once, so a crash loses at most the batch in flight; sync() forces it to
-// disk), and kept in a bounded in-memory tail that the dashboard reads.
-// Append-only: an existing file is continued, never truncated. Thread-safe.
+// to <run dir>/metrics.jsonl (durable: each batch is written at once, so a
+// crash loses at most the batch in flight; sync() forces it to disk), and
+// kept in a bounded in-memory tail that the dashboard reads. Append-only: an
+// existing file is continued, never truncated. Records go in whole or not at
+// all (RecordFile): on a full disk the ones that do not fit are counted by
+// rank and step (lost()), and writing resumes when space comes back.
+// Thread-safe.
 #pragma once
 
 #include <compare>
 #include <cstdint>
-#include <cstdio>
 #include <deque>
 #include <filesystem>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
+#include "core/common/record_file.h"
 #include "core/perf/step_metrics.h"
 
 namespace mddp::coordinator {
@@ -35,11 +39,18 @@ class MetricsLog {
   MetricsLog(const MetricsLog&) = delete;
   MetricsLog& operator=(const MetricsLog&) = delete;
 
-  // Appends the batch (one line per record) and flushes. Returns "" or why
-  // the file write failed (the records are still kept in memory).
+  // Appends the batch (one line per record). Returns "" or why the file
+  // write failed (the records that did not fit are kept in memory and
+  // counted in lost()).
   std::string append(std::vector<MetricsRecord> batch);
   // Forces the file to disk (fdatasync).
   void sync();
+  // The records that are not in the file: how many, and which ("" when none).
+  struct Lost {
+    int64_t count = 0;
+    std::string which, why;  // "rank 0 steps 38-3000, ...", the first error
+  };
+  Lost lost() const;
 
   uint64_t count() const;  // records appended since start
   // Up to `max` records with seq > `after`, oldest first (from the tail only).
@@ -69,8 +80,10 @@ class MetricsLog {
   const std::filesystem::path path_;
   const std::size_t tail_capacity_;
   mutable std::mutex mu_;
-  std::FILE* file_ = nullptr;
+  std::unique_ptr<RecordFile> file_;
   bool dirty_ = false;
+  LostRecords lost_;
+  std::string first_error_;
   uint64_t count_ = 0;
   std::deque<MetricsRecord> tail_;
 };

@@ -34,11 +34,16 @@ static std::string who(const JoinRequest& r) {
 std::optional<Outcome> Rendezvous::refusal(const JoinRequest& r) const {
   const int n = options_.world_size;
   // The token first: a stranger learns nothing about the job.
-  if (!comm::tcp::constant_time_equal(r.token, options_.token))
+  if (!comm::tcp::constant_time_equal(r.token, options_.token)) {
+    if (r.token.empty())
+      return Outcome::error(Code::kUnauthenticated,
+                            "no token given, and this job needs one: give the worker the coordinator's "
+                            "token with --token-file FILE (or --token, or the MDDP_TOKEN variable)");
     return Outcome::error(
         Code::kUnauthenticated,
         "wrong token: this worker is not a member of the job (give it the coordinator's "
         "--token or --token-file)");
+  }
   if (r.protocol_version != options_.protocol_version)
     return Outcome::error(
         Code::kFailedPrecondition,

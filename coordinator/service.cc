@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -105,9 +106,14 @@ class MetricsReader final : public grpc::ServerReadReactor<v1::MetricsBatch> {
     std::vector<MetricsRecord> records;
     records.reserve(static_cast<std::size_t>(batch_.steps_size()));
     const int64_t received = unix_ns();
-    for (const auto& s : batch_.steps()) {
-      records.push_back(from_proto(s));
-      records.back().received_unix_ns = received;
+    try {
+      for (const auto& s : batch_.steps()) {
+        records.push_back(from_proto(s));
+        records.back().received_unix_ns = received;
+      }
+    } catch (const InputError& e) {  // a step's phase this coordinator does not know
+      Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, str("bad metrics record: ", e.what())));
+      return;
     }
     const auto n = static_cast<int64_t>(records.size());
     const Job::Reply reply = job_.metrics(session_, std::move(records));
@@ -132,6 +138,102 @@ class MetricsReader final : public grpc::ServerReadReactor<v1::MetricsBatch> {
   std::string session_;
   int rank_ = -1;
   int64_t count_ = 0;
+};
+
+void to_event(const JobStatus& s, v1::JobEvent* out) {
+  out->set_state(to_proto(s.state));
+  if (s.state == State::kFailed) to_proto(s.verdict, out->mutable_verdict());
+}
+
+// One Watch stream: writes the job's state at once, then its terminal state
+// when the job ends (the verdict, within milliseconds of it), and finishes
+// when the job is over or the client goes away. Ending before its rank left,
+// it tells Job the rank disconnected (Job::unwatch). Job's callback reaches
+// the reactor through `Shared`, which OnDone detaches before the reactor is
+// deleted; every reactor member is guarded by Shared::mu.
+class JobWatcher final : public grpc::ServerWriteReactor<v1::JobEvent> {
+ public:
+  JobWatcher(Job& job, const std::string& session)
+      : job_(job), shared_(std::make_shared<Shared>()) {
+    shared_->live = this;
+    const std::weak_ptr<Shared> weak = shared_;
+    const Job::WatchReply r =
+        job_.watch(session, Clock::now(), [weak](const JobStatus& status, bool finished) {
+          const auto shared = weak.lock();
+          if (!shared) return;
+          std::lock_guard lock(shared->mu);
+          if (shared->live) shared->live->post_locked(status, finished);
+        });
+    std::lock_guard lock(shared_->mu);
+    if (!r.outcome.ok()) {
+      finish_locked(to_status(r.outcome));
+      return;
+    }
+    id_ = r.id;
+    post_locked(r.status, false);
+  }
+
+  void OnWriteDone(bool ok) override {
+    std::lock_guard lock(shared_->mu);
+    writing_ = false;
+    pending_.pop_front();
+    if (!ok) cancelled_ = finish_wanted_ = true;  // the client is gone
+    pump_locked();
+  }
+  void OnCancel() override {  // the client closed it, or its connection broke
+    job_.unwatch(id_, Clock::now());
+    std::lock_guard lock(shared_->mu);
+    cancelled_ = finish_wanted_ = true;
+    status_ = grpc::Status::CANCELLED;
+    pump_locked();
+  }
+  void OnDone() override {
+    {
+      std::lock_guard lock(shared_->mu);
+      shared_->live = nullptr;
+    }
+    job_.unwatch(id_, Clock::now());  // no-op when OnCancel did it
+    delete this;
+  }
+
+ private:
+  struct Shared {
+    std::mutex mu;
+    JobWatcher* live = nullptr;
+  };
+
+  void post_locked(const JobStatus& status, bool finished) {
+    if (finished_) return;
+    if (!sent_terminal_) {
+      sent_terminal_ = status.terminal();
+      pending_.emplace_back();
+      to_event(status, &pending_.back());
+    }
+    if (finished) finish_wanted_ = true;  // the job is over: nothing more to say
+    pump_locked();
+  }
+  void pump_locked() {
+    if (finished_ || writing_) return;
+    if (!pending_.empty() && !cancelled_) {
+      writing_ = true;
+      StartWrite(&pending_.front());  // stays valid until OnWriteDone pops it
+    } else if (finish_wanted_) {
+      finish_locked(status_);
+    }
+  }
+  void finish_locked(grpc::Status status) {
+    if (finished_) return;
+    finished_ = true;
+    Finish(std::move(status));
+  }
+
+  Job& job_;
+  const std::shared_ptr<Shared> shared_;
+  uint64_t id_ = 0;
+  std::deque<v1::JobEvent> pending_;  // front: being written while writing_
+  bool writing_ = false, sent_terminal_ = false, cancelled_ = false, finish_wanted_ = false,
+       finished_ = false;
+  grpc::Status status_ = grpc::Status::OK;
 };
 
 }  // namespace
@@ -253,8 +355,9 @@ grpc::ServerUnaryReactor* Service::Heartbeat(grpc::CallbackServerContext* ctx,
       job_.heartbeat(req->session(), from_proto(req->progress()), Clock::now(), resources);
   if (!r.outcome.ok()) return finish_now(ctx, to_status(r.outcome));
   reply->set_state(to_proto(r.status.state));
-  reply->set_failure(r.status.failure);
-  reply->set_failed_rank(r.status.failed_rank);
+  reply->set_failure(r.status.failure());
+  reply->set_failed_rank(r.status.failed_rank());
+  if (r.status.state == State::kFailed) to_proto(r.status.verdict, reply->mutable_verdict());
   return finish_now(ctx, grpc::Status::OK);
 }
 
@@ -268,7 +371,24 @@ grpc::ServerUnaryReactor* Service::Leave(grpc::CallbackServerContext* ctx,
   const Job::Reply r = job_.leave(req->session(), req->ok(), req->message(), Clock::now());
   if (!r.outcome.ok()) return finish_now(ctx, to_status(r.outcome));
   reply->set_state(to_proto(r.status.state));
-  reply->set_failure(r.status.failure);
+  reply->set_failure(r.status.failure());
+  if (r.status.state == State::kFailed) to_proto(r.status.verdict, reply->mutable_verdict());
+  return finish_now(ctx, grpc::Status::OK);
+}
+
+grpc::ServerWriteReactor<v1::JobEvent>* Service::Watch(grpc::CallbackServerContext*,
+                                                       const v1::WatchRequest* req) {
+  return new JobWatcher(job_, req->session());
+}
+
+grpc::ServerUnaryReactor* Service::ReportPeerFault(grpc::CallbackServerContext* ctx,
+                                                   const v1::PeerFaultReport* req,
+                                                   v1::PeerFaultReply* reply) {
+  const Job::Reply r = job_.report_peer_fault(req->session(), req->peer(), from_proto(req->fault()),
+                                              req->detail(), Clock::now());
+  if (!r.outcome.ok()) return finish_now(ctx, to_status(r.outcome));
+  reply->set_state(to_proto(r.status.state));
+  if (r.status.state == State::kFailed) to_proto(r.status.verdict, reply->mutable_verdict());
   return finish_now(ctx, grpc::Status::OK);
 }
 

@@ -3,7 +3,8 @@
 // block a gRPC thread: a call that waits (Join, Validate, Get, Barrier)
 // parks a callback in Job and finishes when Job answers (Note [Waits
 // complete exactly once], outcome.h); if the client goes away first, its
-// OnCancel cancels the wait. Every wait is bounded: by the request's
+// OnCancel cancels the wait. Watch streams stay open from a worker's join to
+// its leave and carry the job's verdict to it at once. Every wait is bounded: by the request's
 // timeout_ms (default kDefaultWait, at most kMaxWait), the client's gRPC
 // deadline, and for Join the rendezvous timeout.
 #pragma once
@@ -43,6 +44,11 @@ class Service final : public v1::Coordinator::CallbackService {
                                                            v1::MetricsAck* ack) override;
   grpc::ServerUnaryReactor* Leave(grpc::CallbackServerContext* ctx, const v1::LeaveRequest* req,
                                   v1::LeaveReply* reply) override;
+  grpc::ServerWriteReactor<v1::JobEvent>* Watch(grpc::CallbackServerContext* ctx,
+                                                const v1::WatchRequest* req) override;
+  grpc::ServerUnaryReactor* ReportPeerFault(grpc::CallbackServerContext* ctx,
+                                            const v1::PeerFaultReport* req,
+                                            v1::PeerFaultReply* reply) override;
 
  private:
   Job& job_;

@@ -113,6 +113,69 @@ State from_proto(v1::JobState s) {
   }
 }
 
+// Cause and comm::PeerFault are numbered as their proto enums (FailureCause,
+// PeerFault), so they convert by value.
+static_assert(static_cast<int>(Cause::kShutdown) == v1::FAILURE_CAUSE_SHUTDOWN &&
+              static_cast<int>(Cause::kProcessDied) == v1::FAILURE_CAUSE_PROCESS_DIED);
+static_assert(static_cast<int>(comm::PeerFault::kDied) == v1::PEER_FAULT_DIED &&
+              static_cast<int>(comm::PeerFault::kReset) == v1::PEER_FAULT_RESET);
+
+void to_proto(const Verdict& v, v1::Verdict* out) {
+  out->set_cause(static_cast<v1::FailureCause>(v.cause));
+  out->set_rank(v.rank);
+  out->set_peer(v.peer);
+  out->set_host(v.host);
+  out->set_pid(v.pid);
+  out->set_doing(v.doing);
+  out->set_message(v.message);
+}
+
+Verdict from_proto(const v1::Verdict& m) {
+  Verdict v;
+  v.cause = v1::FailureCause_IsValid(m.cause()) ? static_cast<Cause>(m.cause()) : Cause::kNone;
+  v.rank = m.rank();
+  v.peer = m.peer();
+  v.host = m.host();
+  v.pid = m.pid();
+  v.doing = m.doing();
+  v.message = m.message();
+  return v;
+}
+
+v1::PeerFault to_proto(comm::PeerFault f) {
+  return static_cast<v1::PeerFault>(f);
+}
+
+comm::PeerFault from_proto(v1::PeerFault f) {
+  return v1::PeerFault_IsValid(f) ? static_cast<comm::PeerFault>(f) : comm::PeerFault::kUnknown;
+}
+
+comm::AlgoStep from_proto(const v1::AlgoStep& m) {
+  return comm::AlgoStep{.phase = comm::parse_step_phase(m.phase()),
+                        .index = m.index(),
+                        .send_peer = m.send_peer(),
+                        .recv_peer = m.recv_peer(),
+                        .send_block = m.send_block(),
+                        .recv_block = m.recv_block(),
+                        .send_bytes = m.send_bytes(),
+                        .recv_bytes = m.recv_bytes(),
+                        .start_ns = m.start_ns(),
+                        .end_ns = m.end_ns()};
+}
+
+void to_proto(const comm::AlgoStep& s, v1::AlgoStep* out) {
+  out->set_phase(comm::to_string(s.phase));
+  out->set_index(s.index);
+  out->set_send_peer(s.send_peer);
+  out->set_send_block(s.send_block);
+  out->set_recv_peer(s.recv_peer);
+  out->set_recv_block(s.recv_block);
+  out->set_send_bytes(s.send_bytes);
+  out->set_recv_bytes(s.recv_bytes);
+  out->set_start_ns(s.start_ns);
+  out->set_end_ns(s.end_ns);
+}
+
 MetricsRecord from_proto(const v1::StepMetrics& m) {
   MetricsRecord r;
   perf::StepMetrics& s = r.metrics;
@@ -126,9 +189,16 @@ MetricsRecord from_proto(const v1::StepMetrics& m) {
   s.optimizer_ms = m.optimizer_ms();
   s.step_ms = m.step_ms();
   s.comm_bytes = static_cast<std::size_t>(m.comm_bytes());
-  for (const auto& b : m.buckets())
-    s.buckets.push_back(ddp::CommSpan{b.index(), static_cast<std::size_t>(b.bytes()), b.ready_ns(),
-                                      b.launch_ns(), b.start_ns(), b.end_ns()});
+  for (const auto& b : m.buckets()) {
+    ddp::CommSpan& span = s.buckets.emplace_back();
+    span.index = b.index();
+    span.bytes = static_cast<std::size_t>(b.bytes());
+    span.ready_ns = b.ready_ns();
+    span.launch_ns = b.launch_ns();
+    span.start_ns = b.start_ns();
+    span.end_ns = b.end_ns();
+    for (const auto& q : b.steps()) span.steps.push_back(from_proto(q));
+  }
   s.start_ns = m.start_ns();
   s.clock_offset_ns = m.clock_offset_ns();
   s.eval = m.eval();
@@ -162,6 +232,7 @@ void to_proto(const perf::StepMetrics& s, int64_t time_unix_ns, v1::StepMetrics*
     q->set_launch_ns(b.launch_ns);
     q->set_start_ns(b.start_ns);
     q->set_end_ns(b.end_ns);
+    for (const auto& step : b.steps) to_proto(step, q->add_steps());
   }
   out->set_time_unix_ns(time_unix_ns);
 }

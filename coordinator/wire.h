@@ -10,6 +10,8 @@
 #include "coordinator/job_state.h"
 #include "coordinator/metrics_log.h"
 #include "coordinator/rendezvous.h"
+#include "coordinator/verdict.h"
+#include "core/comm/types.h"
 #include "core/perf/step_metrics.h"
 #include "proto/microddp.pb.h"
 
@@ -30,6 +32,15 @@ void to_proto(const Progress& p, v1::Progress* out);
 
 v1::JobState to_proto(State s);
 State from_proto(v1::JobState s);
+
+void to_proto(const Verdict& v, v1::Verdict* out);
+Verdict from_proto(const v1::Verdict& m);  // an unknown cause reads as Cause::kNone
+
+v1::PeerFault to_proto(comm::PeerFault f);
+comm::PeerFault from_proto(v1::PeerFault f);  // unknown values read as kUnknown
+
+comm::AlgoStep from_proto(const v1::AlgoStep& m);  // an unknown phase throws InputError
+void to_proto(const comm::AlgoStep& s, v1::AlgoStep* out);
 
 // A record as received (rank left 0: the coordinator sets it from the session).
 MetricsRecord from_proto(const v1::StepMetrics& m);

@@ -7,14 +7,20 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${MICRODDP_BUILD_DIR:-$ROOT/build}"
 JOBS="${JOBS:-$(nproc)}"
 
-# Build and test dependencies, all from Debian's archive.
-APT_PACKAGES=(
+# What compiles microddp, all from Debian's archive (deploy/Dockerfile
+# installs these in its build stage too).
+BUILD_PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config
   libspdlog-dev libcli11-dev nlohmann-json3-dev libtomlplusplus-dev
-  libdnnl-dev libopenblas-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libdnnl-dev libopenblas-dev zlib1g-dev libssl-dev libgtest-dev libgmock-dev libbenchmark-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libboost-dev
-  libssl-dev openssl curl  # TLS (OpenSSL's libssl/libcrypto); the security tests' independent clients
-  dataset-fashion-mnist iproute2 procps docker-compose
+)
+# And what the tests use: the data set, network namespaces, the compose lab
+# and the Docker engine it runs on (deploy/engine.sh), the browser test, promtool.
+APT_PACKAGES=(
+  "${BUILD_PACKAGES[@]}"
+  openssl  # the security tests' independent TLS clients (openssl s_client, verify)
+  dataset-fashion-mnist iproute2 procps curl docker-compose docker.io debootstrap
   nodejs chromium fonts-dejavu-core prometheus
   python3-torch  # the PyTorch oracle (tests/pytorch/)
 )

@@ -152,6 +152,12 @@ namespace {
   throw CoordinatorError(msg, static_cast<int>(s.error_code()));
 }
 
+// The job's state from a reply that carries it with its verdict (Leave, ReportPeerFault).
+HeartbeatInfo job_state(v1::JobState state, const v1::Verdict& verdict) {
+  const coordinator::Verdict v = coordinator::from_proto(verdict);
+  return {coordinator::from_proto(state), v.message, v.failed_rank(), v, {}};
+}
+
 }  // namespace
 
 JoinInfo CoordinatorClient::join(const JoinArgs& a) {
@@ -225,7 +231,10 @@ HeartbeatInfo CoordinatorClient::heartbeat(const coordinator::Progress& progress
   const grpc::Status s = impl_->stub->Heartbeat(&ctx, req, &reply);
   const int64_t reply_ns = now_ns();
   if (!s.ok()) fail("heartbeat", options_.address, s, deadline);
-  return {coordinator::from_proto(reply.state()), reply.failure(), reply.failed_rank(),
+  return {coordinator::from_proto(reply.state()),
+          reply.failure(),
+          reply.failed_rank(),
+          coordinator::from_proto(reply.verdict()),
           {send_ns, reply_ns, reply.coordinator_receive_unix_ns()}};
 }
 
@@ -273,7 +282,58 @@ class GrpcMetricsStream final : public MetricsStream {
   std::unique_ptr<grpc::ClientWriter<v1::MetricsBatch>> writer_;
 };
 
+class GrpcWatchStream final : public WatchStream {
+ public:
+  GrpcWatchStream(v1::Coordinator::Stub& stub, const std::string& session,
+                  const std::string& address)
+      : stub_(stub), address_(address) {
+    req_.set_session(session);
+    ctx_.set_wait_for_ready(true);  // no deadline: it lives as long as the job
+  }
+  bool next(coordinator::JobStatus& status) override {
+    // Started here, not in the constructor: starting blocks until the
+    // channel is ready, and the owner must be able to cancel() that wait.
+    if (!reader_) reader_ = stub_.Watch(&ctx_, req_);
+    v1::JobEvent event;
+    if (!reader_->Read(&event)) return false;
+    status.state = coordinator::from_proto(event.state());
+    status.verdict = coordinator::from_proto(event.verdict());
+    return true;
+  }
+  void finish() override {
+    const grpc::Status s = reader_ ? reader_->Finish() : grpc::Status::CANCELLED;
+    if (!s.ok()) fail("watch", address_, s, Millis(0));
+  }
+  void cancel() override { ctx_.TryCancel(); }
+
+ private:
+  v1::Coordinator::Stub& stub_;
+  const std::string address_;
+  v1::WatchRequest req_;
+  grpc::ClientContext ctx_;
+  std::unique_ptr<grpc::ClientReader<v1::JobEvent>> reader_;
+};
+
 }  // namespace
+
+std::unique_ptr<WatchStream> CoordinatorClient::open_watch() {
+  return std::make_unique<GrpcWatchStream>(*impl_->stub, session_, options_.address);
+}
+
+HeartbeatInfo CoordinatorClient::report_peer_fault(int peer, comm::PeerFault fault,
+                                                   const std::string& detail, Millis timeout) {
+  v1::PeerFaultReport req;
+  req.set_session(session_);
+  req.set_peer(peer);
+  req.set_fault(coordinator::to_proto(fault));
+  req.set_detail(detail);
+  v1::PeerFaultReply reply;
+  grpc::ClientContext ctx;
+  prepare(ctx, timeout);
+  const grpc::Status s = impl_->stub->ReportPeerFault(&ctx, req, &reply);
+  if (!s.ok()) fail("report", options_.address, s, timeout);
+  return job_state(reply.state(), reply.verdict());
+}
 
 std::unique_ptr<MetricsStream> CoordinatorClient::open_metrics_stream(Millis deadline) {
   return std::make_unique<GrpcMetricsStream>(*impl_->stub, session_, options_.address, deadline);
@@ -318,7 +378,7 @@ HeartbeatInfo CoordinatorClient::leave(bool ok, const std::string& message, Mill
   prepare(ctx, timeout);
   const grpc::Status s = impl_->stub->Leave(&ctx, req, &reply);
   if (!s.ok()) fail("leave", options_.address, s, timeout);
-  return {coordinator::from_proto(reply.state()), reply.failure(), -1, {}};
+  return job_state(reply.state(), reply.verdict());
 }
 
 void CoordinatorClient::set(const std::string& key, const std::string& value) {

@@ -21,7 +21,9 @@
 #include "coordinator/job_state.h"
 #include "coordinator/rendezvous.h"
 #include "coordinator/tls.h"
+#include "coordinator/verdict.h"
 #include "core/comm/store.h"
+#include "core/comm/types.h"
 #include "core/common/check.h"
 #include "core/perf/step_metrics.h"
 
@@ -68,6 +70,7 @@ struct HeartbeatInfo {
   coordinator::State state = coordinator::State::kForming;
   std::string failure;
   int failed_rank = -1;
+  coordinator::Verdict verdict;  // when FAILED (cause kNone from an older coordinator)
   // One round trip: this host's steady clock around the call and the
   // coordinator's wall clock when it received it.
   struct ClockSample {
@@ -93,6 +96,20 @@ class MetricsStream {
   // Throws CoordinatorError when the stream broke.
   virtual int64_t finish() = 0;
   // Ends the call at once (from any thread): a blocked write() or finish() returns.
+  virtual void cancel() = 0;
+};
+
+// One Watch call (proto: Watch): the job's state as the coordinator pushes
+// it. Not thread-safe except cancel().
+class WatchStream {
+ public:
+  virtual ~WatchStream() = default;
+  // Blocks until the next event; false when the stream ended (finish() says how).
+  virtual bool next(coordinator::JobStatus& status) = 0;
+  // After next() returned false: returns when the coordinator closed the
+  // stream itself (the job is over), throws CoordinatorError otherwise.
+  virtual void finish() = 0;
+  // Ends the call at once (from any thread): a blocked next() returns false.
   virtual void cancel() = 0;
 };
 
@@ -122,6 +139,12 @@ class CoordinatorClient : public comm::Store {
                           const coordinator::Resources* resources = nullptr);
   // Opens a StreamMetrics call that must finish within `deadline`.
   std::unique_ptr<MetricsStream> open_metrics_stream(Millis deadline);
+  // Opens a Watch call; it has no deadline (cancel() ends it).
+  std::unique_ptr<WatchStream> open_watch();
+  // Tells the coordinator this rank's data-plane connection to `peer`
+  // failed; the job's state then. Throws CoordinatorError.
+  HeartbeatInfo report_peer_fault(int peer, comm::PeerFault fault, const std::string& detail,
+                                  Millis timeout);
   // The job's state after this rank left. Throws CoordinatorError.
   HeartbeatInfo leave(bool ok, const std::string& message, Millis timeout);
 

@@ -58,7 +58,11 @@ std::optional<JobFailure> Heartbeat::wait_failure(Millis timeout) const {
 }
 
 void Heartbeat::fail_locally(const std::string& message) {
-  report({message, -1, false});
+  report({message, -1, false, {}});
+}
+
+void Heartbeat::job_failed(const coordinator::JobStatus& failed) {
+  report({"the job failed: " + failed.failure(), failed.failed_rank(), false, failed.verdict});
 }
 
 void Heartbeat::report(JobFailure f) {
@@ -126,7 +130,7 @@ void Heartbeat::loop() {
       if (warned) spdlog::info("the coordinator at {} answers again", client_.address());
       warned = false;
       if (info.state == coordinator::State::kFailed) {
-        report({"the job failed: " + info.failure, info.failed_rank, false});
+        report({"the job failed: " + info.failure, info.failed_rank, false, info.verdict});
         return;
       }
     } catch (const CoordinatorError& e) {
@@ -134,7 +138,9 @@ void Heartbeat::loop() {
       if (e.code() == static_cast<int>(grpc::StatusCode::UNAUTHENTICATED)) {
         report({str("the coordinator at ", client_.address(), " no longer knows this worker (",
                     e.what(), "); was it restarted?"),
-                -1, true});
+                -1,
+                true,
+                {}});
         return;
       }
       if (silent > options_.timeout) {
@@ -142,7 +148,9 @@ void Heartbeat::loop() {
                     coordinator::format_duration(silent), " (longer than the heartbeat timeout, ",
                     coordinator::format_duration(options_.timeout),
                     "); it has stopped, or the network to it is down"),
-                -1, true});
+                -1,
+                true,
+                {}});
         return;
       }
       if (!warned) spdlog::warn("{} (retrying)", e.what());

@@ -71,6 +71,7 @@ struct JobFailure {
   std::string message;  // one line, names the failed rank when one is at fault
   int failed_rank = -1;
   bool coordinator_lost = false;  // the coordinator is gone: don't wait on it to leave
+  coordinator::Verdict verdict;   // the coordinator's, when it gave one
 };
 
 class Heartbeat {
@@ -96,6 +97,9 @@ class Heartbeat {
   std::optional<JobFailure> wait_failure(Millis timeout) const;
   // Gives up locally (first failure wins), e.g. on SIGINT.
   void fail_locally(const std::string& message);
+  // The coordinator's verdict, learned elsewhere than in a heartbeat (the
+  // Watch stream, a reply to Leave or ReportPeerFault); first failure wins.
+  void job_failed(const coordinator::JobStatus& failed);
   // What this rank runs on (the device it resolved, its compute threads,
   // the CPUs it may use): sent at once, then with every heartbeat.
   void set_resources(coordinator::Resources resources);

@@ -27,7 +27,9 @@
 #include "worker/cpus.h"
 #include "worker/data_address.h"
 #include "worker/heartbeat.h"
+#include "worker/job_watch.h"
 #include "worker/metrics_streamer.h"
+#include "worker/protocol_probe.h"
 
 namespace mddp::worker {
 namespace {
@@ -137,6 +139,25 @@ train::TrainConfig rank_config(const JoinInfo& info, const WorkerOptions& o) {
   return cfg;
 }
 
+// The data plane and what trains over it. It outlives train_rank and is
+// closed only after this rank left: a rank that fails on its own says so
+// (Leave) before its peers see its connections close, so they are never
+// taken for a broken link or a death (Note [Who is at fault] in
+// coordinator/health.cc). The heartbeat may abort the communicator from its
+// own thread, so it is detached before the last reference goes, even when
+// the trainer's constructor fails and drops its own.
+struct DataPlane {
+  std::shared_ptr<comm::ProcessGroup> comm;
+  std::optional<AttachedComm> attached;
+  std::optional<train::DistributedTrainer> dt;
+  void close() {
+    dt.reset();
+    attached.reset();
+    comm.reset();
+  }
+  ~DataPlane() { close(); }
+};
+
 struct Session {
   const WorkerOptions& options;
   CoordinatorClient& client;
@@ -145,6 +166,7 @@ struct Session {
   ProgressBoard& board;
   Heartbeat& hb;
   MetricsStreamer& metrics;
+  DataPlane& plane;
 };
 
 // Data plane, model, validation, barrier, training. Throws on any failure.
@@ -161,9 +183,10 @@ train::TrainSummary train_rank(Session& s) {
                                           s.data.addr, "comm");
   spdlog::info("data plane connected: {} transport, {} ranks", comm->transport_name(),
                comm->size());
-  std::optional<train::DistributedTrainer> dt;
-  AttachedComm attached(s.hb, comm.get());  // detached before dt (and the communicator) go
-  dt.emplace(cfg, std::move(comm));
+  s.plane.comm = std::move(comm);
+  s.plane.attached.emplace(s.hb, s.plane.comm.get());  // the heartbeat may abort it from now on
+  std::optional<train::DistributedTrainer>& dt = s.plane.dt;
+  dt.emplace(cfg, s.plane.comm);
 
   s.client.validate(fingerprint(*dt, cfg), Millis(cfg.dist.timeout_ms));
   s.client.barrier("start", Millis(cfg.dist.timeout_ms));
@@ -203,6 +226,25 @@ train::TrainSummary train_rank(Session& s) {
   return summary;
 }
 
+// When the data plane failed at a peer (its connection closed or broke, or
+// its process exited), tells the coordinator what was seen: with what it
+// knows of that peer it names the rank that died, or the link that broke
+// between two live ranks. The verdict, if it is known already, is handed to
+// the heartbeat.
+void report_peer_fault(CoordinatorClient& client, Heartbeat& hb, const std::exception& e) {
+  const auto* pe = dynamic_cast<const comm::PeerError*>(&e);
+  if (!pe || pe->peer() < 0 || pe->fault() == comm::PeerFault::kUnknown) return;
+  std::string detail = pe->what();
+  detail = detail.substr(0, detail.find('\n'));  // the line, without the hint and the history
+  try {
+    const HeartbeatInfo r = client.report_peer_fault(pe->peer(), pe->fault(), detail, 5s);
+    if (r.state == coordinator::State::kFailed)
+      hb.job_failed({coordinator::State::kFailed, r.verdict});
+  } catch (const CoordinatorError& ce) {
+    spdlog::debug("could not report the lost connection to rank {}: {}", pe->peer(), ce.what());
+  }
+}
+
 bool waits_on_verdict(const std::exception& e) {
   if (dynamic_cast<const comm::CommError*>(&e)) return true;  // a peer died, or is stuck
   // ABORTED (the job failed while we waited), unreachable: the heartbeat will tell.
@@ -223,6 +265,13 @@ void run_worker(const WorkerOptions& o) {
   CoordinatorClient client({o.coordinator, o.job_id, o.token, o.call_timeout, o.tls});
   spdlog::info("joining job '{}' at {} as host {}{}", o.job_id, o.coordinator, host,
                want_rank >= 0 ? str(", rank ", want_rank) : std::string());
+  // A port that speaks another protocol (the dashboard's, say) is named at
+  // once; gRPC alone would retry it until the connect timeout.
+  if (const std::string other = probe_other_protocol(o.coordinator, std::min<Millis>(o.connect_timeout, 5s));
+      !other.empty())
+    throw InputError(str("--coordinator ", o.coordinator, " is not a microddp coordinator: ", other,
+                         ". Give the address the coordinator printed (\"start each worker with: ...\"), "
+                         "not its dashboard's"));
   client.wait_connected(o.connect_timeout);
   const JoinInfo info = client.join({host, data.addr, o.device, want_rank, o.join_timeout});
   const auto level = spdlog::get_level();
@@ -234,10 +283,14 @@ void run_worker(const WorkerOptions& o) {
   ProgressBoard board;
   Heartbeat hb(client, board, {info.heartbeat_interval, info.heartbeat_timeout});
   hb.start();
+  // Open from here until after Leave (destroyed last): the coordinator sees
+  // this process go the moment it dies, and pushes the job's verdict at once.
+  JobWatch watch(client, [&hb](const coordinator::JobStatus& failed) { hb.job_failed(failed); });
   Armed armed(signals ? &*signals : nullptr, &hb, info.rank);
   MetricsStreamer metrics(client, {.call_deadline = info.heartbeat_timeout + 5s});
   metrics.start();
-  Session session{o, client, info, data, board, hb, metrics};
+  DataPlane plane;
+  Session session{o, client, info, data, board, hb, metrics, plane};
 
   train::TrainSummary summary;
   HeartbeatInfo after;
@@ -248,12 +301,16 @@ void run_worker(const WorkerOptions& o) {
     metrics.stop();
     hb.stop();
     after = client.leave(true, "", o.call_timeout);
+    plane.close();
   } catch (const std::exception& e) {
     const std::string mine = e.what();
     // A collective that failed here is usually the echo of a fault elsewhere
-    // (a peer died: the socket closed). Wait for the coordinator's verdict,
-    // which names the rank at fault, rather than blaming this one.
+    // (a peer died: the socket closed). Say what was seen of the peer, then
+    // wait for the coordinator's verdict, which names the rank at fault,
+    // rather than blaming this one.
     std::optional<JobFailure> verdict = hb.failure();
+    if (!verdict) report_peer_fault(client, hb, e);
+    verdict = hb.failure();
     if (!verdict && waits_on_verdict(e))
       verdict = hb.wait_failure(info.heartbeat_timeout + 2 * info.heartbeat_interval + 1s);
     const bool reachable = !(verdict && verdict->coordinator_lost);
@@ -268,6 +325,7 @@ void run_worker(const WorkerOptions& o) {
       } catch (const std::exception&) {
       }
     }
+    plane.close();
     throw Error(verdict ? verdict->message : str("rank ", info.rank, " (host ", host, "): ", mine));
   }
   // This rank finished, but the job may have failed elsewhere meanwhile.
@@ -281,6 +339,7 @@ void run_worker(const WorkerOptions& o) {
     std::printf("\n");
     std::fflush(stdout);
   }
+  if (!summary.lost_records.empty()) throw RecordsLostError("rank 0 finished, but " + summary.lost_records);
 }
 
 }  // namespace mddp::worker

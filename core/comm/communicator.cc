@@ -35,8 +35,21 @@ struct Communicator::Impl {
     std::shared_ptr<detail::WorkImpl> work;
   };
 
+  // Routes a running task's steps into its Work, and to the observer.
+  struct TaskTrace final : StepTrace {
+    detail::WorkImpl& work;
+    const std::function<void(const AlgoStep&, const void*)>& observer;
+    TaskTrace(detail::WorkImpl& w, const std::function<void(const AlgoStep&, const void*)>& o)
+        : work(w), observer(o) {}
+    void record(const AlgoStep& step, const void* data) override {
+      work.add_step(step);
+      if (observer) observer(step, data);
+    }
+  };
+
   std::unique_ptr<Transport> transport;
   CommOptions options;
+  std::function<void(const AlgoStep&, const void*)> step_observer;  // set before issuing
   int rank, size;
   Scratch scratch;  // progress thread only
   detail::History history;
@@ -112,7 +125,8 @@ struct Communicator::Impl {
     task.work->mark_started(start);
     std::exception_ptr error;
     try {
-      const AlgoContext ctx{*transport, rank, size, Clock::now() + options.timeout, scratch};
+      TaskTrace trace(*task.work, step_observer);
+      const AlgoContext ctx{*transport, rank, size, Clock::now() + options.timeout, scratch, &trace};
       task.run(ctx);
     } catch (...) {
       error = detail::describe_failure(rank, label(task), std::current_exception(), options.timeout,
@@ -179,6 +193,11 @@ std::string Communicator::transport_name() const {
 }
 std::vector<CollectiveRecord> Communicator::history() const {
   return impl_->history.snapshot();
+}
+void Communicator::set_step_observer(std::function<void(const AlgoStep&, const void* data)> observer) {
+  // Under mu: the next submit() takes mu too, which publishes it to the progress thread.
+  std::lock_guard lock(impl_->mu);
+  impl_->step_observer = std::move(observer);
 }
 void Communicator::abort(const std::string& reason) {
   impl_->abort(reason);

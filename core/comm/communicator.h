@@ -73,6 +73,13 @@ class Communicator : public ProcessGroup {
   // unblocks the transport at once. Thread-safe, idempotent.
   void abort(const std::string& reason) override;
 
+  // Called on the progress thread after every step of every later
+  // collective with the step and the collective's buffer at that moment
+  // (partial results included), e.g. to print a ring all-reduce's partial
+  // sums (`microddp demo ring`). Set it before issuing collectives; keep it
+  // cheap. The steps alone are in each Work (Work::steps()).
+  void set_step_observer(std::function<void(const AlgoStep&, const void* data)> observer);
+
   // The last collectives, oldest first (what an error message prints).
   std::vector<CollectiveRecord> history() const override;
 

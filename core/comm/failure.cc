@@ -8,6 +8,22 @@
 namespace mddp::comm::detail {
 namespace {
 constexpr std::size_t kHistoryInErrors = 8;  // of History::kCapacity kept
+// What a user should make of a failed connection, by what was seen of the peer.
+const char* peer_hint(PeerFault fault) {
+  switch (fault) {
+    case PeerFault::kDied:
+      return "the peer's process is gone (crashed or killed): its log or exit status says why";
+    case PeerFault::kClosed:
+      return "the peer closed its end: it exited or failed first, and its own log has the first error";
+    case PeerFault::kReset:
+      return "the connection broke: the peer's process died, or the network between the two ranks "
+             "failed; the coordinator's verdict says which";
+    case PeerFault::kUnknown:
+      break;
+  }
+  return "the two ranks disagree on the protocol or the collective: check they run the same build and job";
+}
+
 }  // namespace
 
 std::exception_ptr same_type(std::exception_ptr cause, const std::string& message) {
@@ -17,8 +33,8 @@ std::exception_ptr same_type(std::exception_ptr cause, const std::string& messag
     return std::make_exception_ptr(AbortedError(message));
   } catch (const TimeoutError&) {
     return std::make_exception_ptr(TimeoutError(message));
-  } catch (const PeerError&) {
-    return std::make_exception_ptr(PeerError(message));
+  } catch (const PeerError& e) {
+    return std::make_exception_ptr(PeerError(message, e.peer(), e.fault()));
   } catch (...) {
     return std::make_exception_ptr(CommError(message));
   }
@@ -43,7 +59,7 @@ std::exception_ptr describe_failure(int rank, const std::string& label, std::exc
                " ms); if that peer is only slow, raise it");
   } catch (const PeerError& e) {
     message += detail(e);
-    hint = "the peer's process probably exited or crashed: its own log has the first error";
+    hint = peer_hint(e.fault());
   } catch (const std::logic_error& e) {  // MDDP_CHECK: a bug, not a network problem
     message += str("internal error: ", e.what());
   } catch (const std::exception& e) {

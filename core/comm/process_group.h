@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "core/comm/algo_step.h"
 #include "core/comm/types.h"
 
 namespace mddp::comm {
@@ -38,6 +39,12 @@ class Work {
   // launch only enqueues: this is when the compute stream reached the point
   // the collective was issued at (the gradients were really computed).
   virtual int64_t ready_ns() const { return 0; }
+  // The algorithm's steps on this rank (algo_step.h), once completed: the
+  // CPU backend records them; NCCL's are hidden inside NCCL (empty).
+  virtual const std::vector<AlgoStep>& steps() const {
+    static const std::vector<AlgoStep> kNone;
+    return kNone;
+  }
 };
 using WorkPtr = std::shared_ptr<Work>;
 

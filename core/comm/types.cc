@@ -1,5 +1,7 @@
 #include "core/comm/types.h"
 
+#include "core/comm/algo_step.h"
+
 #include <array>
 #include <string_view>
 #include <utility>
@@ -18,6 +20,10 @@ constexpr std::array<std::pair<Algorithm, const char*>, 4> kAlgorithms{{{Algorit
                                                                         {Algorithm::kTree, "tree"}}};
 constexpr std::array<std::pair<TransportKind, const char*>, 3> kTransports{
     {{TransportKind::kAuto, "auto"}, {TransportKind::kTcp, "tcp"}, {TransportKind::kShm, "shm"}}};
+constexpr std::array<std::pair<StepPhase, const char*>, 4> kPhases{{{StepPhase::kReduceScatter, "reduce-scatter"},
+                                                                    {StepPhase::kAllGather, "all-gather"},
+                                                                    {StepPhase::kReduce, "reduce"},
+                                                                    {StepPhase::kBroadcast, "broadcast"}}};
 
 template <typename E, std::size_t N>
 const char* name_of(const std::array<std::pair<E, const char*>, N>& table, E value) {
@@ -51,10 +57,22 @@ const char* to_string(DataType t) { return name_of(kDtypes, t); }
 const char* to_string(ReduceOp op) { return name_of(kOps, op); }
 const char* to_string(Algorithm a) { return name_of(kAlgorithms, a); }
 const char* to_string(TransportKind k) { return name_of(kTransports, k); }
+const char* to_string(StepPhase p) { return name_of(kPhases, p); }
+
+const char* to_string(PeerFault f) {
+  switch (f) {
+    case PeerFault::kClosed: return "closed";
+    case PeerFault::kReset: return "reset";
+    case PeerFault::kDied: return "died";
+    case PeerFault::kUnknown: break;
+  }
+  return "unknown";
+}
 
 DataType parse_dtype(const std::string& s) { return parse(kDtypes, s, "data type"); }
 ReduceOp parse_reduce_op(const std::string& s) { return parse(kOps, s, "reduce op"); }
 Algorithm parse_algorithm(const std::string& s) { return parse(kAlgorithms, s, "algorithm"); }
 TransportKind parse_transport(const std::string& s) { return parse(kTransports, s, "transport"); }
+StepPhase parse_step_phase(const std::string& s) { return parse(kPhases, s, "step phase"); }
 
 }  // namespace mddp::comm

@@ -24,6 +24,15 @@ class InputError : public Error {
   using Error::Error;
 };
 
+// The work was done, but some of the records it should have left on disk
+// could not be written (a full disk): the run's log is not whole. Exits with
+// kExitRecordsLost, so scripts can tell it from success and from failure.
+class RecordsLostError : public Error {
+ public:
+  using Error::Error;
+};
+inline constexpr int kExitRecordsLost = 3;
+
 namespace detail {
 [[noreturn]] void check_failed(const char* expr, const char* file, int line, const std::string& msg);
 

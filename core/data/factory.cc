@@ -49,12 +49,13 @@ std::unique_ptr<Dataset> make_dataset(const DatasetConfig& c, Split split) {
     if (!std::filesystem::is_directory(kFashionMnistDir, ec))
       throw InputError(str("fashion-mnist: ", kFashionMnistDir,
                            " not found; install it with `apt-get install dataset-fashion-mnist`, or pass "
-                           "--data idx:DIR for a copy elsewhere"));
-    return std::make_unique<IdxDataset>(kFashionMnistDir, split, "fashion-mnist/" + split_name(split), 10);
+                           "--dataset idx:DIR for a copy elsewhere"));
+    return std::make_unique<IdxDataset>(kFashionMnistDir, split, "fashion-mnist/" + split_name(split), 10,
+                                        "Fashion-MNIST");
   }
   if (c.spec.starts_with("idx:")) {
     const std::string dir = c.spec.substr(4);
-    if (dir.empty()) throw InputError("--data idx:DIR needs a directory after 'idx:'");
+    if (dir.empty()) throw InputError("--dataset idx:DIR needs a directory after 'idx:'");
     return std::make_unique<IdxDataset>(dir, split);
   }
   throw InputError(str("unknown dataset '", c.spec, "'; choose one of: ", dataset_choices()));

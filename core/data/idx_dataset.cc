@@ -6,6 +6,7 @@
 #include "core/common/check.h"
 #include "core/data/batch_fill.h"
 #include "core/data/idx_reader.h"
+#include "core/data/known_files.h"
 
 namespace mddp::data {
 
@@ -20,7 +21,7 @@ std::string find_idx_file(const std::string& dir, const std::string& stem) {
 }
 
 IdxDataset::IdxDataset(const std::string& dir, Split split, std::string name, int64_t num_classes,
-                       IdxNormalization norm)
+                       const std::string& known, IdxNormalization norm)
     : name_(name.empty() ? str("idx:", dir, "/", split_name(split)) : std::move(name)), norm_(norm) {
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec))
@@ -32,7 +33,11 @@ IdxDataset::IdxDataset(const std::string& dir, Split split, std::string name, in
   const std::string labels_path = find_idx_file(dir, prefix + "-labels-idx1-ubyte");
 
   IdxImages images = read_idx_images(images_path);
-  labels_ = read_idx_labels(labels_path, num_classes);
+  IdxLabels labels = read_idx_labels(labels_path, num_classes);
+  check_known_sums({{images_path, prefix + "-images-idx3-ubyte", images.sha256},
+                    {labels_path, prefix + "-labels-idx1-ubyte", labels.sha256}},
+                   known);
+  labels_ = std::move(labels.labels);
   if (static_cast<int64_t>(labels_.size()) != images.count)
     throw InputError(str(images_path, " holds ", images.count, " images but ", labels_path, " holds ",
                          labels_.size(), " labels; the two files must come from the same split"));

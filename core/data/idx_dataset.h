@@ -30,9 +30,12 @@ class IdxDataset final : public Dataset {
  public:
   // Loads `split` from `dir`; a file may be plain or gzipped (plain wins when both exist).
   // num_classes > 0 checks every label against it; 0 infers max label + 1.
-  // Throws InputError naming the file for anything missing or malformed.
+  // `known` names the dataset the files must be (known_files.h); "" checks
+  // them against the known dataset either file's sum names, if any.
+  // Throws InputError naming the file for anything missing, malformed or
+  // not matching its known sum.
   IdxDataset(const std::string& dir, Split split, std::string name = "", int64_t num_classes = 0,
-             IdxNormalization norm = {});
+             const std::string& known = "", IdxNormalization norm = {});
 
   int64_t size() const override { return count_; }
   tensor::Shape sample_shape() const override { return {1, rows_, cols_}; }

@@ -1,14 +1,12 @@
 #include "core/data/idx_reader.h"
 
-#include <zlib.h>
-
 #include <algorithm>
 #include <array>
-#include <filesystem>
 #include <iomanip>
 #include <sstream>
 
 #include "core/common/check.h"
+#include "core/data/decompressed_file.h"
 
 namespace mddp::data {
 namespace {
@@ -26,57 +24,6 @@ std::string hex32(uint32_t v) {
   return os.str();
 }
 
-// Owns a gzFile; gzopen also opens uncompressed files, reading them as they are.
-class GzReader {
- public:
-  explicit GzReader(const std::string& path) : path_(path) {
-    std::error_code ec;
-    if (!std::filesystem::exists(path, ec))
-      throw InputError(str(path, ": no such file"));
-    if (std::filesystem::is_directory(path, ec))
-      throw InputError(str(path, ": is a directory, expected an IDX file"));
-    file_ = gzopen(path.c_str(), "rb");
-    if (file_ == nullptr) throw InputError(str(path, ": cannot open for reading"));
-  }
-  ~GzReader() {
-    if (file_ != nullptr) gzclose(file_);
-  }
-  GzReader(const GzReader&) = delete;
-  GzReader& operator=(const GzReader&) = delete;
-
-  // Reads exactly `n` bytes or throws, saying what was being read.
-  void read_exact(void* dst, int64_t n, const char* what) {
-    const int64_t got = read_up_to(dst, n, what);
-    if (got < n)
-      throw InputError(str(path_, ": truncated file: the ", what, " needs ", n, " bytes but only ", got,
-                           " are there (re-download or re-extract it)"));
-  }
-
-  // Reads `n` bytes, or fewer at the end of the file; returns how many.
-  // Throws when the data is corrupt.
-  int64_t read_up_to(void* dst, int64_t n, const char* what) {
-    auto* out = static_cast<unsigned char*>(dst);
-    int64_t done = 0;
-    while (done < n) {
-      // gzread takes an unsigned int length: read in chunks of at most 1 GiB.
-      const auto chunk = static_cast<unsigned>(std::min<int64_t>(n - done, int64_t{1} << 30));
-      const int got = gzread(file_, out + done, chunk);
-      if (got < 0) {
-        int errnum = 0;
-        const char* msg = gzerror(file_, &errnum);
-        throw InputError(str(path_, ": corrupt or unreadable data while reading the ", what, " (", msg, ")"));
-      }
-      if (got == 0) break;
-      done += got;
-    }
-    return done;
-  }
-
- private:
-  std::string path_;
-  gzFile file_ = nullptr;
-};
-
 uint32_t big_endian_u32(const std::array<unsigned char, 4>& b) {
   return (uint32_t{b[0]} << 24) | (uint32_t{b[1]} << 16) | (uint32_t{b[2]} << 8) | uint32_t{b[3]};
 }
@@ -84,7 +31,7 @@ uint32_t big_endian_u32(const std::array<unsigned char, 4>& b) {
 }  // namespace
 
 IdxArray read_idx(const std::string& path) {
-  GzReader in(path);
+  DecompressedFile in(path);
   std::array<unsigned char, 4> word{};
   in.read_exact(word.data(), 4, "magic number");
   IdxArray out;
@@ -108,12 +55,14 @@ IdxArray read_idx(const std::string& path) {
   for (int64_t done = 0; done < total;) {
     const int64_t want = std::min(kReadChunk, total - done);
     out.data.resize(static_cast<std::size_t>(done + want));
-    const int64_t got = in.read_up_to(out.data.data() + done, want, "data");
+    const int64_t got = in.read_up_to(out.data.data() + done, want);
     done += got;
     if (got < want)
       throw InputError(str(path, ": truncated file: the data needs ", total, " bytes but only ", done,
                            " are there (re-download or re-extract it)"));
   }
+  in.expect_end(str("the ", 4 * (ndims + 1) + total, " bytes its header describes"));
+  out.sha256 = in.sha256();
   return out;
 }
 
@@ -127,10 +76,11 @@ IdxImages read_idx_images(const std::string& path) {
   out.rows = a.dims[1];
   out.cols = a.dims[2];
   out.pixels = std::move(a.data);
+  out.sha256 = std::move(a.sha256);
   return out;
 }
 
-std::vector<uint8_t> read_idx_labels(const std::string& path, int64_t num_classes) {
+IdxLabels read_idx_labels(const std::string& path, int64_t num_classes) {
   IdxArray a = read_idx(path);
   if (a.magic != kIdxLabelsMagic)
     throw InputError(str(path, ": wrong magic ", hex32(a.magic), " for a labels file (expected ",
@@ -142,7 +92,7 @@ std::vector<uint8_t> read_idx_labels(const std::string& path, int64_t num_classe
                              num_classes, ")"));
     }
   }
-  return std::move(a.data);
+  return {std::move(a.data), std::move(a.sha256)};
 }
 
 }  // namespace mddp::data

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/common/check.h"
+#include "core/common/memory.h"
 #include "core/common/rng.h"
 #include "core/data/batch_fill.h"
 #include "core/data/seeds.h"
@@ -23,6 +24,8 @@ void check_sizes(const char* what, int64_t n, int64_t in_dim, int64_t out_dim, c
   constexpr int64_t kMaxElements = int64_t{1} << 32;
   if (in_dim > kMaxElements / out_dim || n > kMaxElements / (in_dim + out_dim))
     throw InputError(str(what, ": ", n, " samples of ", in_dim, " -> ", out_dim, " is too large to generate in memory"));
+  require_memory(4.0 * static_cast<double>(n * (in_dim + out_dim) + in_dim * out_dim),
+                 str(what, ": ", n, " samples of ", in_dim, " -> ", out_dim));
 }
 
 std::vector<float> normal_values(Rng& rng, int64_t count, float scale) {

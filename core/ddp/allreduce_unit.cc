@@ -41,6 +41,7 @@ void AllReduceUnit::complete(SyncStats& stats) {
   if (compress_ != Compression::kNone) tensor::widen_from_half(wire(), half_format(compress_), region_);
   span_.start_ns = work_->start_ns();
   span_.end_ns = work_->end_ns();
+  span_.steps = work_->steps();
   if (work_->ready_ns() != 0) span_.ready_ns = work_->ready_ns();  // on a GPU: when computed
   stats.spans.push_back(span_);
   stats.bytes += span_.bytes;

@@ -18,4 +18,10 @@ std::vector<std::vector<std::size_t>> assign_buckets(const std::vector<std::size
   return buckets;
 }
 
+std::size_t flush_in_order(const std::vector<std::size_t>& pending, std::size_t next,
+                           const std::function<void(std::size_t bucket)>& launch) {
+  for (; next < pending.size() && pending[next] == 0; ++next) launch(next);
+  return next;
+}
+
 }  // namespace mddp::ddp

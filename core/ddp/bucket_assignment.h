@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <vector>
 
 namespace mddp::ddp {
@@ -24,5 +25,19 @@ namespace mddp::ddp {
 // in exactly one bucket.
 std::vector<std::vector<std::size_t>> assign_buckets(const std::vector<std::size_t>& param_bytes,
                                                      std::size_t first_cap_bytes, std::size_t cap_bytes);
+
+// The flush rule (Note [Bucket order]): buckets [0, next) are launched, and
+// pending[b] counts the gradients bucket b still waits for. Calls launch(b)
+// for every bucket that may go now — strictly in index order, so a complete
+// bucket waits while an earlier one is not — and returns the new `next`.
+std::size_t flush_in_order(const std::vector<std::size_t>& pending, std::size_t next,
+                           const std::function<void(std::size_t bucket)>& launch);
+
+// The two rules of bucketed DDP as functions the Reducer is given: training
+// uses these; the course's Lab 7 (labs/) runs the Reducer with a student's.
+struct BucketRules {
+  decltype(&assign_buckets) assign = assign_buckets;
+  decltype(&flush_in_order) flush = flush_in_order;
+};
 
 }  // namespace mddp::ddp

@@ -28,7 +28,7 @@ DistributedDataParallel::DistributedDataParallel(nn::Module& model, comm::Proces
     : model_(model), comm_(comm), options_(options) {
   if (options_.local_sgd < 0) throw InputError("--local-sgd must be >= 0");
   check_same_model();
-  broadcast_parameters();
+  broadcast_parameters(model_, comm_);
   sync_ = make_grad_sync(options_.sync, model_.parameters(), comm_);
   model_.set_grad_ready_hook([this](nn::Parameter& p) {
     if (sync_enabled_) sync_->on_grad_ready(p);
@@ -66,9 +66,9 @@ void DistributedDataParallel::check_same_model() {
   }
 }
 
-void DistributedDataParallel::broadcast_parameters() {
-  for (nn::Parameter* p : model_.parameters())
-    comm_.broadcast(p->value.data(), p->value.numel(), comm::DataType::kFloat32, 0)->wait();
+void broadcast_parameters(nn::Module& model, comm::ProcessGroup& comm, int root) {
+  for (nn::Parameter* p : model.parameters())
+    comm.broadcast(p->value.data(), p->value.numel(), comm::DataType::kFloat32, root)->wait();
 }
 
 void DistributedDataParallel::before_backward(bool last_micro_batch) {

@@ -19,21 +19,37 @@
 
 namespace mddp::ddp {
 
+// What a training loop needs from a data-parallel wrapper around its model:
+// DistributedDataParallel below, or the one the course's Lab 8 writes
+// (labs/08_ddp). Around each micro-batch's backward:
+class DataParallel {
+ public:
+  virtual ~DataParallel() = default;
+  // Before backward: will this backward's gradients be synchronised?
+  virtual void before_backward(bool last_micro_batch) = 0;
+  // After backward: when it synchronised, every gradient is now the average over ranks.
+  virtual void after_backward() = 0;
+};
+
+// Every rank's parameters become `root`'s: one broadcast per parameter, in
+// registration order. Collective.
+void broadcast_parameters(nn::Module& model, comm::ProcessGroup& comm, int root = 0);
+
 struct DdpOptions {
   SyncOptions sync;
   int64_t local_sgd = 0;  // > 0: average parameters every K steps instead of gradients
 };
 
-class DistributedDataParallel {
+class DistributedDataParallel : public DataParallel {
  public:
   // Collective: every rank must construct it at the same point.
   DistributedDataParallel(nn::Module& model, comm::ProcessGroup& comm, DdpOptions options);
-  ~DistributedDataParallel();
+  ~DistributedDataParallel() override;
 
   // Before each micro-batch's backward: synchronise only on the last one.
-  void before_backward(bool last_micro_batch);
+  void before_backward(bool last_micro_batch) override;
   // After backward: waits for the averaged gradients (no-op while not synchronising).
-  void after_backward();
+  void after_backward() override;
   // After the optimiser step `step` (1-based): local SGD's parameter average.
   void after_optimizer(int64_t step);
   // Mean over ranks of a scalar (e.g. the loss). Collective.
@@ -45,7 +61,6 @@ class DistributedDataParallel {
 
  private:
   void check_same_model();
-  void broadcast_parameters();
 
   nn::Module& model_;
   comm::ProcessGroup& comm_;

@@ -42,9 +42,14 @@ std::unique_ptr<GradSync> make_grad_sync(const SyncOptions& options, std::vector
   switch (options.mode) {
     case Mode::kNaive: return std::make_unique<NaiveSync>(std::move(params), options.compress, comm);
     case Mode::kHooked: return std::make_unique<HookedSync>(std::move(params), options.compress, comm);
-    case Mode::kBucketed: return std::make_unique<Reducer>(std::move(params), options, comm);
+    case Mode::kBucketed: return make_bucketed_sync(options, std::move(params), comm, BucketRules{});
   }
   return nullptr;
+}
+
+std::unique_ptr<GradSync> make_bucketed_sync(const SyncOptions& options, std::vector<nn::Parameter*> params,
+                                             comm::ProcessGroup& comm, BucketRules rules) {
+  return std::make_unique<Reducer>(std::move(params), options, comm, rules);
 }
 
 }  // namespace mddp::ddp

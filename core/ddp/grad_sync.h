@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/comm/process_group.h"
+#include "core/ddp/bucket_assignment.h"
 #include "core/nn/module.h"
 
 namespace mddp::ddp {
@@ -36,6 +37,7 @@ struct CommSpan {
   int64_t launch_ns = 0;    // handed to the communicator
   int64_t start_ns = 0;     // progress thread (GPU: communication stream) started it
   int64_t end_ns = 0;       // progress thread (GPU: communication stream) finished it
+  std::vector<comm::AlgoStep> steps = {};  // the algorithm's steps on this rank (CPU backend)
 };
 
 // What one synchronisation cost.
@@ -70,5 +72,8 @@ struct SyncOptions {
 // re-points each parameter's grad to a view into its bucket's flat buffer.
 std::unique_ptr<GradSync> make_grad_sync(const SyncOptions& options, std::vector<nn::Parameter*> params,
                                          comm::ProcessGroup& comm);
+// Bucketed mode with the given rules (bucket_assignment.h; the course's Lab 7).
+std::unique_ptr<GradSync> make_bucketed_sync(const SyncOptions& options, std::vector<nn::Parameter*> params,
+                                             comm::ProcessGroup& comm, BucketRules rules);
 
 }  // namespace mddp::ddp

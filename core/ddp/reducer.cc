@@ -23,15 +23,34 @@
 #include "core/tensor/ops.h"
 
 namespace mddp::ddp {
+namespace {
 
-Reducer::Reducer(std::vector<nn::Parameter*> params, const SyncOptions& options, comm::ProcessGroup& comm)
-    : comm_(comm) {
+// The assignment's contract (bucket_assignment.h), checked because the rule
+// is replaceable: every parameter in exactly one bucket, no empty bucket.
+void check_assignment(const std::vector<std::vector<std::size_t>>& buckets, std::size_t num_params) {
+  std::vector<int> seen(num_params, 0);
+  for (std::size_t b = 0; b < buckets.size(); ++b) {
+    MDDP_CHECK(!buckets[b].empty(), "bucket ", b, " of the assignment is empty");
+    for (std::size_t i : buckets[b]) {
+      MDDP_CHECK(i < num_params, "bucket ", b, " holds parameter ", i, " of only ", num_params);
+      MDDP_CHECK(seen[i]++ == 0, "parameter ", i, " is in two buckets");
+    }
+  }
+  for (std::size_t i = 0; i < num_params; ++i) MDDP_CHECK(seen[i] == 1, "parameter ", i, " is in no bucket");
+}
+
+}  // namespace
+
+Reducer::Reducer(std::vector<nn::Parameter*> params, const SyncOptions& options, comm::ProcessGroup& comm,
+                 BucketRules rules)
+    : comm_(comm), rules_(rules) {
   std::vector<std::size_t> bytes;
   for (nn::Parameter* p : params) bytes.push_back(p->grad.bytes());
   const auto mib = [](double mb) { return static_cast<std::size_t>(mb * 1024 * 1024); };
   if (options.bucket_mb <= 0 || options.first_bucket_mb <= 0)
     throw InputError("--bucket-mb and --first-bucket-mb must be positive");
-  assignment_ = assign_buckets(bytes, mib(options.first_bucket_mb), mib(options.bucket_mb));
+  assignment_ = rules_.assign(bytes, mib(options.first_bucket_mb), mib(options.bucket_mb));
+  check_assignment(assignment_, params.size());
 
   for (std::size_t b = 0; b < assignment_.size(); ++b) {
     int64_t numel = 0;
@@ -59,7 +78,10 @@ void Reducer::on_grad_ready(nn::Parameter& p) {
   const std::size_t b = it->second.bucket;
   MDDP_CHECK(pending_[b] > 0, "parameter ", p.name, " became ready twice in one backward");
   if (--pending_[b] == 0) units_[b].mark_ready(now_ns());
-  while (next_to_launch_ < units_.size() && pending_[next_to_launch_] == 0) units_[next_to_launch_++].launch(comm_);
+  next_to_launch_ = rules_.flush(pending_, next_to_launch_, [this](std::size_t k) {
+    MDDP_CHECK(k < units_.size() && !units_[k].launched(), "bucket ", k, " launched twice or does not exist");
+    units_[k].launch(comm_);
+  });
 }
 
 void Reducer::finish() {

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/ddp/allreduce_unit.h"
+#include "core/ddp/bucket_assignment.h"
 #include "core/ddp/grad_sync.h"
 
 namespace mddp::ddp {
@@ -36,7 +37,8 @@ class HookedSync : public GradSync {
 // Bucketed DDP, PyTorch's Reducer in miniature. See reducer.cc.
 class Reducer : public GradSync {
  public:
-  Reducer(std::vector<nn::Parameter*> params, const SyncOptions& options, comm::ProcessGroup& comm);
+  Reducer(std::vector<nn::Parameter*> params, const SyncOptions& options, comm::ProcessGroup& comm,
+          BucketRules rules);
   void on_grad_ready(nn::Parameter& p) override;
   void finish() override;
   // For tests and `demo hooks`: parameter indices per bucket.
@@ -47,6 +49,7 @@ class Reducer : public GradSync {
     std::size_t bucket;
   };
   comm::ProcessGroup& comm_;
+  BucketRules rules_;
   std::vector<std::vector<std::size_t>> assignment_;
   std::vector<tensor::Tensor> flat_;       // one flat buffer per bucket
   std::vector<AllReduceUnit> units_;       // one per bucket

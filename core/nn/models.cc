@@ -1,6 +1,7 @@
 #include "core/nn/models.h"
 
 #include "core/common/check.h"
+#include "core/common/memory.h"
 #include "core/nn/layers.h"
 
 namespace mddp::nn {
@@ -50,6 +51,28 @@ std::unique_ptr<Sequential> build_model(const ModelConfig& cfg, const std::vecto
   if (cfg.kind == "mlp") return build_mlp(cfg, tensor::numel_of(sample_shape), rng, device);
   if (cfg.kind == "cnn") return build_cnn(cfg, sample_shape, rng, device);
   throw InputError("unknown model '" + cfg.kind + "' (use mlp or cnn)");
+}
+
+void require_model_fits(const ModelConfig& cfg, int64_t input_features) {
+  double params = 0;  // doubles: the flags' products may not fit in 64 bits
+  std::string flags;
+  if (cfg.kind == "cnn") {
+    double c_in = 1;
+    for (int64_t c : cfg.channels) {
+      params += c_in * 9.0 * static_cast<double>(c);
+      c_in = static_cast<double>(c);
+    }
+    params += static_cast<double>(cfg.hidden) * (c_in + static_cast<double>(cfg.classes));
+    flags = "--channels and --hidden";
+  } else {
+    const double w = static_cast<double>(cfg.width);
+    params = static_cast<double>(input_features) * w + static_cast<double>(cfg.depth - 1) * w * w +
+             w * static_cast<double>(cfg.classes);
+    flags = str("--width ", cfg.width, " and --depth ", cfg.depth);
+  }
+  // fp32 values, gradients and at least one optimiser buffer each.
+  const std::string count = params < 1e18 ? std::to_string(static_cast<int64_t>(params)) : str(params);
+  require_memory(params * 4.0 * 3.0, str("a model of ", count, " parameters (", flags, ")"));
 }
 
 }  // namespace mddp::nn

@@ -31,4 +31,10 @@ struct ModelConfig {
 std::unique_ptr<Sequential> build_model(const ModelConfig& cfg, const std::vector<int64_t>& sample_shape,
                                         tensor::Device device = {});
 
+// Before anything is built or loaded: InputError naming --width/--depth or
+// --channels/--hidden when the model's parameters (a lower bound, with
+// `input_features` inputs), their gradients and the optimiser's state
+// cannot fit in this machine's memory.
+void require_model_fits(const ModelConfig& cfg, int64_t input_features);
+
 }  // namespace mddp::nn

@@ -117,6 +117,9 @@ std::filesystem::path default_fit_path() {
 }
 
 std::vector<LinkFit> load_fits(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw InputError(str(path.string(), ": is a directory, not a fit file of `microddp bench allreduce --fit`"));
   std::ifstream in(path);
   if (!in) return {};
   std::vector<LinkFit> fits;

@@ -8,6 +8,7 @@
 
 #include "core/common/check.h"
 #include "core/common/json_number.h"
+#include "core/common/log.h"
 #include "core/perf/analysis.h"
 
 namespace mddp::perf {
@@ -99,6 +100,15 @@ std::vector<StepMetrics> parse_metrics(std::istream& in, const std::string& name
     try {
       j = nlohmann::json::parse(line);
     } catch (const nlohmann::json::exception&) {
+      // The last line cut short, without its newline (a writer that died
+      // mid-record, or a full disk before microddp wrote whole records): the
+      // records before it stand. A bad line anywhere else is an error.
+      if (in.eof()) {
+        spdlog::warn("{}:{}: the last line is torn (a write cut short: a crash or a full disk); the {} whole "
+                     "records before it are used",
+                     name, n, out.size());
+        break;
+      }
       // nlohmann's message repeats the whole line; the position is enough.
       throw InputError(str(name, ":", n, ": not a JSON object (a truncated or corrupted line?)"));
     }

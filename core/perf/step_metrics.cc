@@ -13,6 +13,10 @@ double overlap_fraction(double exposed_ms, double total_ms) {
   return std::clamp(1.0 - exposed_ms / total_ms, 0.0, 1.0);
 }
 
+bool traced_step(int64_t step, int world_size) {
+  return step % kStepTraceEvery == 0 && world_size <= kStepTraceMaxRanks;
+}
+
 double StepMetrics::overlap() const { return overlap_fraction(exposed_comm_ms, total_comm_ms); }
 
 namespace {
@@ -21,15 +25,27 @@ namespace {
 // millisecond form only repeats floating-point noise (0.72419099999999991).
 double ns_precision(double ms) { return std::round(ms * 1e6) / 1e6; }
 
+// The compact form of step_metrics.h: one array per step, times after the bucket's start.
+nlohmann::json steps_json(const ddp::CommSpan& b) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const comm::AlgoStep& s : b.steps)
+    out.push_back({comm::to_string(s.phase), s.index, s.send_peer, s.send_block, s.recv_peer, s.recv_block,
+                   s.send_bytes, s.recv_bytes, s.start_ns - b.start_ns, s.end_ns - b.start_ns});
+  return out;
+}
+
 }  // namespace
 
 nlohmann::json StepMetrics::to_json() const {
   if (eval)
     return {{"kind", "eval"}, {"rank", rank}, {"step", step}, {"eval_loss", eval_loss}, {"eval_accuracy", eval_accuracy}};
   nlohmann::json spans = nlohmann::json::array();
-  for (const auto& b : buckets)
-    spans.push_back({{"index", b.index}, {"bytes", b.bytes}, {"ready_ns", b.ready_ns}, {"launch_ns", b.launch_ns},
-                     {"start_ns", b.start_ns}, {"end_ns", b.end_ns}});
+  for (const auto& b : buckets) {
+    nlohmann::json span = {{"index", b.index}, {"bytes", b.bytes}, {"ready_ns", b.ready_ns}, {"launch_ns", b.launch_ns},
+                           {"start_ns", b.start_ns}, {"end_ns", b.end_ns}};
+    if (!b.steps.empty()) span["steps"] = steps_json(b);
+    spans.push_back(std::move(span));
+  }
   return {{"kind", "step"},         {"rank", rank},
           {"step", step},           {"loss", static_cast<float>(loss)},
           {"data_ms", ns_precision(data_ms)},     {"forward_ms", ns_precision(forward_ms)},
@@ -53,6 +69,34 @@ void read(const nlohmann::json& j, const char* key, T& out) {
     throw InputError(str("metrics record: '", key, "' should be ",
                          std::is_integral_v<T> ? "an integer in range" : "a number", ", not ", it->dump()));
   out = *v;
+}
+
+std::vector<comm::AlgoStep> steps_from_json(const nlohmann::json& j, int64_t bucket_start_ns) {
+  const auto bad = [&](const nlohmann::json& v) {
+    return InputError(str("metrics record: a bucket step should be [phase, index, send_peer, send_block, "
+                          "recv_peer, recv_block, send_bytes, recv_bytes, start, end], not ",
+                          v.dump()));
+  };
+  if (!j.is_array()) throw bad(j);
+  std::vector<comm::AlgoStep> out;
+  for (const auto& v : j) {
+    if (!v.is_array() || v.size() != 10 || !v[0].is_string()) throw bad(v);
+    for (std::size_t k = 1; k < 10; ++k)
+      if (!v[k].is_number_integer()) throw bad(v);
+    comm::AlgoStep s;
+    s.phase = comm::parse_step_phase(v[0].get<std::string>());
+    s.index = v[1].get<int>();
+    s.send_peer = v[2].get<int>();
+    s.send_block = v[3].get<int>();
+    s.recv_peer = v[4].get<int>();
+    s.recv_block = v[5].get<int>();
+    s.send_bytes = v[6].get<int64_t>();
+    s.recv_bytes = v[7].get<int64_t>();
+    s.start_ns = bucket_start_ns + v[8].get<int64_t>();
+    s.end_ns = bucket_start_ns + v[9].get<int64_t>();
+    out.push_back(s);
+  }
+  return out;
 }
 
 }  // namespace
@@ -93,6 +137,7 @@ StepMetrics StepMetrics::from_json(const nlohmann::json& j) {
       read(b, "launch_ns", s.launch_ns);
       read(b, "start_ns", s.start_ns);
       read(b, "end_ns", s.end_ns);
+      if (const auto steps = b.find("steps"); steps != b.end()) s.steps = steps_from_json(*steps, s.start_ns);
       m.buckets.push_back(s);
     }
   }

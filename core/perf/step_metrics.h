@@ -19,6 +19,14 @@
 
 namespace mddp::perf {
 
+// Steps whose records carry their all-reduces' algorithm steps
+// (CommSpan::steps, for the dashboard's Collectives view): every tenth, and
+// only up to kStepTraceMaxRanks ranks (a ring all-reduce has 2(n-1) steps
+// per rank), which keeps metrics.jsonl within a few times its untraced size.
+inline constexpr int64_t kStepTraceEvery = 10;
+inline constexpr int kStepTraceMaxRanks = 64;
+bool traced_step(int64_t step, int world_size);
+
 struct StepMetrics {
   int rank = 0;
   int64_t step = 0;
@@ -26,7 +34,11 @@ struct StepMetrics {
   double data_ms = 0, forward_ms = 0, backward_ms = 0, exposed_comm_ms = 0, optimizer_ms = 0, step_ms = 0;
   double total_comm_ms = 0;
   std::size_t comm_bytes = 0;
-  std::vector<ddp::CommSpan> buckets;  // per bucket (or parameter): ready, launch, start, end
+  // Per bucket (or parameter): ready, launch, start, end; on traced steps
+  // also its algorithm's steps, in JSON as arrays
+  //   [phase, index, send_peer, send_block, recv_peer, recv_block, send_bytes, recv_bytes, start, end]
+  // with start and end in ns after the bucket's start_ns.
+  std::vector<ddp::CommSpan> buckets;
   int64_t start_ns = 0;         // steady clock when the step began (its data phase)
   int64_t clock_offset_ns = 0;  // steady + offset = coordinator's Unix ns (0: unknown)
   // An evaluation at an epoch end rather than a training step: only step,

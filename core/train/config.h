@@ -57,6 +57,7 @@ struct TrainConfig {
   int threads = 1;                        // compute threads per process
   int64_t log_every = 0;                  // 0 = about 20 lines per run
   bool eval = true;                       // test accuracy after each epoch
+  bool allow_nonfinite_loss = false;      // train on when the loss is NaN or inf (else stop, naming the step)
   DistConfig dist;
 
   // Rejects contradictory or impossible settings with an InputError naming the flag.

@@ -64,7 +64,7 @@ StepTimes phases_of(const std::vector<comm::nccl::PhaseMark>& marks) {
 
 }  // namespace
 
-DistributedTrainer::DistributedTrainer(const TrainConfig& cfg, std::unique_ptr<comm::ProcessGroup> comm)
+DistributedTrainer::DistributedTrainer(const TrainConfig& cfg, std::shared_ptr<comm::ProcessGroup> comm)
     : comm_(std::move(comm)),
       timeline_(dynamic_cast<comm::nccl::ComputeTimeline*>(comm_.get())),
       trainer_(cfg, comm_->rank(), comm_->size()) {
@@ -128,6 +128,8 @@ perf::StepMetrics DistributedTrainer::metrics(const StepResult& r) const {
   m.total_comm_ms = s.total_ms;
   m.comm_bytes = s.bytes;
   m.buckets = s.spans;
+  if (!perf::traced_step(r.step, comm_->size()))
+    for (ddp::CommSpan& b : m.buckets) b.steps.clear();
   m.start_ns = r.start_ns;
   return m;
 }

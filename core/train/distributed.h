@@ -25,8 +25,10 @@ class DistributedTrainer {
   // alone read (cfg.resume, or the weights of cfg.init_from).
   // On a GPU the phases are timed with CUDA events on the compute stream
   // (the NCCL group's ComputeTimeline), which waits for the GPU at the end
-  // of every step.
-  DistributedTrainer(const TrainConfig& cfg, std::unique_ptr<comm::ProcessGroup> comm);
+  // of every step. `comm` is shared so that a caller whose other thread may
+  // abort() it (the worker's heartbeat) keeps it alive when this
+  // constructor fails.
+  DistributedTrainer(const TrainConfig& cfg, std::shared_ptr<comm::ProcessGroup> comm);
 
   Trainer& trainer() { return trainer_; }
   comm::ProcessGroup& comm() { return *comm_; }
@@ -42,7 +44,7 @@ class DistributedTrainer {
  private:
   void broadcast_training_state();
 
-  std::unique_ptr<comm::ProcessGroup> comm_;
+  std::shared_ptr<comm::ProcessGroup> comm_;
   comm::nccl::ComputeTimeline* timeline_;  // non-null on a GPU: comm_ implements it
   Trainer trainer_;
   std::unique_ptr<ddp::DistributedDataParallel> ddp_;

@@ -1,13 +1,12 @@
 #include "core/train/loop.h"
 
 #include <filesystem>
-#include <fstream>
-#include <nlohmann/json.hpp>
 
 #include "core/common/check.h"
 #include "core/common/timer.h"
 #include "core/train/checkpoint.h"
 #include "core/train/progress.h"
+#include "core/train/train_log.h"
 
 namespace mddp::train {
 
@@ -16,11 +15,8 @@ TrainSummary run_training(Trainer& trainer, const LoopHooks& hooks) {
   const auto mean = [&](double v) { return hooks.global_mean ? hooks.global_mean(v) : v; };
   // Rank 0 writes the run directory: the log and the checkpoints.
   const bool writes = !cfg.run_dir.empty() && hooks.print;
-  std::ofstream log;
+  TrainLog log(writes ? cfg.run_dir : "");
   if (writes) {
-    std::filesystem::create_directories(cfg.run_dir);
-    log.open(std::filesystem::path(cfg.run_dir) / "train.jsonl", std::ios::app);
-    if (!log) throw InputError("cannot write to --run-dir '" + cfg.run_dir + "'");
     // What a crash in the middle of a checkpoint write left behind.
     for (const auto& dir : {cfg.run_dir, (std::filesystem::path(cfg.run_dir) / "checkpoints").string()})
       remove_stale_temps(dir);
@@ -61,9 +57,7 @@ TrainSummary run_training(Trainer& trainer, const LoopHooks& hooks) {
       t_window = now;
       samples_window = 0;
       if (hooks.print) progress.update(r.step, r.epoch, loss, sps);
-      if (log.is_open())
-        log << nlohmann::json{{"step", r.step}, {"epoch", r.epoch}, {"loss", loss}, {"samples_per_s", sps}}.dump()
-            << "\n" << std::flush;
+      log.step(r.step, r.epoch, loss, sps);
     }
     if (epoch_end && cfg.eval) {
       if (hooks.step.on_phase) hooks.step.on_phase(r.step, "eval");
@@ -74,9 +68,7 @@ TrainSummary run_training(Trainer& trainer, const LoopHooks& hooks) {
         if (s.eval.accuracy >= 0) line += str(", test accuracy ", s.eval.accuracy * 100, "%");
         progress.message(line);
       }
-      if (log.is_open())
-        log << nlohmann::json{{"epoch", r.epoch}, {"test_loss", s.eval.loss}, {"test_accuracy", s.eval.accuracy}}.dump()
-            << "\n" << std::flush;
+      log.eval(r.step, r.epoch, s.eval);
     }
     if (writes && cfg.checkpoint_every > 0 && r.step % cfg.checkpoint_every == 0) {
       checkpoint(r.step, periodic_checkpoint_path(cfg.run_dir, r.step));
@@ -87,6 +79,7 @@ TrainSummary run_training(Trainer& trainer, const LoopHooks& hooks) {
   s.seconds = (now_ns() - t_start) * 1e-9;
   s.samples_per_s = s.steps * cfg.batch * cfg.accumulate / std::max(1e-9, s.seconds);
   s.final_loss = loss;
+  s.lost_records = log.lost();
   if (writes) checkpoint(total, final_checkpoint_path(cfg.run_dir));
   return s;
 }

@@ -23,6 +23,7 @@ struct TrainSummary {
   double samples_per_s = 0;  // global samples per second
   double final_loss = 0;     // mean over ranks of the last step's loss
   EvalResult eval;           // after the last epoch (accuracy -1: none)
+  std::string lost_records;  // train.jsonl's records that could not be written (TrainLog::lost), "" if none
 };
 
 // Runs the steps of `trainer` from where it stands (step 0, or the step a

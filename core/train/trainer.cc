@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <numeric>
 #include <thread>
 
@@ -23,6 +24,14 @@ tensor::Shape target_shape(int64_t n, const data::Dataset& d) {
   return d.target_dim() == 0 ? tensor::Shape{n} : tensor::Shape{n, d.target_dim()};
 }
 
+// Before backward, so a DDP job stops in the step where it happened: this
+// rank's error becomes the coordinator's verdict, and the other ranks, held
+// in the step's all-reduce, are aborted with it (docs/failures.md).
+[[noreturn]] void throw_nonfinite_loss(int64_t step, float loss) {
+  throw Error(str("the training loss is ", loss, " at step ", step,
+                  ": training diverged (lower --lr, or pass --allow-nonfinite-loss to train on)"));
+}
+
 }  // namespace
 
 Trainer::Trainer(TrainConfig cfg, int rank, int world_size)
@@ -36,6 +45,9 @@ Trainer::Trainer(TrainConfig cfg, int rank, int world_size)
   const tensor::Device device = tensor::Device::parse(cfg_.device);
   tensor::require_available(device);
 
+  // Before the data: a model that cannot fit is refused at once (synthetic
+  // inputs have `width` features; other datasets at least 1).
+  nn::require_model_fits(cfg_.model, cfg_.data.spec.starts_with("synthetic") ? cfg_.model.width : 1);
   // Synthetic data is shaped by the model: inputs of `width` features and,
   // for regression, targets as wide as the model's output.
   cfg_.data.seed = cfg_.seed;
@@ -91,7 +103,9 @@ StepResult Trainer::step(const StepHooks& hooks) {
     const int64_t t1 = now_ns();
     phase("forward");
     const tensor::Tensor& out = model_->forward(x_);
-    loss_sum += loss_->forward(out, y_);
+    const float loss = loss_->forward(out, y_);
+    if (!std::isfinite(loss) && !cfg_.allow_nonfinite_loss) throw_nonfinite_loss(r.step, loss);
+    loss_sum += loss;
     const int64_t t2 = now_ns();
     const bool last = m + 1 == k_micro;
     phase("backward");

@@ -18,19 +18,21 @@ bool is_stream_upgrade(const http::request<http::empty_body>& req) {
 }
 }  // namespace
 
-HttpSession::HttpSession(tcp::socket&& socket, std::shared_ptr<ServerContext> ctx)
-    : stream_(std::move(socket), ctx->tls.get()), ctx_(std::move(ctx)) {}
+HttpSession::HttpSession(tcp::socket&& socket, std::shared_ptr<ServerContext> ctx,
+                         std::string address)
+    : stream_(std::move(socket), ctx->tls.get()), ctx_(std::move(ctx)), address_(std::move(address)) {}
 
 HttpSession::~HttpSession() {
   ctx_->connections.remove(connection_id_);
 }
 
 void HttpSession::start() {
-  connection_id_ = ctx_->connections.add([weak = weak_from_this()] {
-    if (auto self = weak.lock()) self->close();
-  });
+  connection_id_ =
+      ctx_->connections.add(address_, Connections::State::kIdle, [weak = weak_from_this()] {
+        if (auto self = weak.lock()) self->close();
+      });
   if (!stream_.is_tls()) return do_read();
-  stream_.expires_after(kReadTimeout);
+  stream_.expires_after(ctx_->idle_timeout);  // the handshake is bounded like a request header
   stream_.async_handshake(beast::bind_front_handler(&HttpSession::on_handshake, shared_from_this()));
 }
 
@@ -40,10 +42,11 @@ void HttpSession::on_handshake(beast::error_code ec) {
 }
 
 void HttpSession::do_read() {
+  ctx_->connections.set_state(connection_id_, Connections::State::kIdle);
   parser_.emplace();
   parser_->header_limit(kMaxHeaderBytes);
   parser_->body_limit(0);
-  stream_.expires_after(kReadTimeout);
+  stream_.expires_after(ctx_->idle_timeout);
   http::async_read(stream_, buffer_, *parser_,
                    beast::bind_front_handler(&HttpSession::on_read, shared_from_this()));
 }
@@ -59,17 +62,16 @@ void HttpSession::on_read(beast::error_code ec, std::size_t) {
     return close();  // the client went away, or was too slow, or the socket failed
   if (ec) return reply_error(http::status::bad_request, "malformed request\n");
 
+  ctx_->connections.set_state(connection_id_, Connections::State::kBusy);
   http::request<http::empty_body> req = parser_->release();
   if (req.method() != http::verb::get && req.method() != http::verb::head)
     return reply_error(http::status::method_not_allowed, "read-only: only GET and HEAD\n");
-  beast::error_code peer_ec;
-  const std::string peer = stream_.socket().remote_endpoint(peer_ec).address().to_string();
   const std::optional<Reply> refusal = ctx_->auth.check(
       {req.target(), req[http::field::cookie], req[http::field::authorization],
-       req[http::field::origin], req[http::field::host], is_stream_upgrade(req), peer});
+       req[http::field::origin], req[http::field::host], is_stream_upgrade(req), address_});
   if (!refusal && is_stream_upgrade(req)) {
     // The stream moves to the WebSocket session; this one ends here.
-    std::make_shared<WsSession>(std::move(stream_), ctx_)->start(std::move(req));
+    std::make_shared<WsSession>(std::move(stream_), ctx_, address_)->start(std::move(req));
     return;
   }
   answer(req, refusal);
@@ -97,6 +99,7 @@ void HttpSession::answer(const http::request<http::empty_body>& req,
 }
 
 void HttpSession::reply_error(http::status status, const char* why) {
+  ctx_->connections.set_state(connection_id_, Connections::State::kBusy);
   Response res{status, 11};
   res.set(http::field::server, "microddp");
   res.set(http::field::content_type, "text/plain");

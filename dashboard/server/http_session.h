@@ -1,6 +1,9 @@
 // One HTTP connection (plain, or HTTPS after a TLS handshake bounded like a
-// request: tls_stream.h): reads requests (header at most 8 KiB, no body, 10 s
-// to send each), answers GET and HEAD through routes.h, keeps the
+// request header: tls_stream.h): reads requests (header at most 8 KiB, no
+// body, the whole header within ServerOptions::idle_timeout, 5 s: a
+// connection that sends nothing, or its header too slowly, is idle and
+// closed then, or sooner when a new client needs its room, connections.h),
+// answers GET and HEAD through routes.h (30 s to take each answer), keeps the
 // connection alive when the client asks, and hands /api/stream upgrades to
 // a WsSession. Every request passes auth.h first (401 without the
 // dashboard's token, when it has one). Anything else gets its status and the connection is closed:
@@ -24,10 +27,10 @@ struct ServerContext;
 class HttpSession : public std::enable_shared_from_this<HttpSession> {
  public:
   static constexpr std::uint32_t kMaxHeaderBytes = 8 << 10;
-  static constexpr std::chrono::seconds kReadTimeout{10};
   static constexpr std::chrono::seconds kWriteTimeout{30};
 
-  HttpSession(tcp::socket&& socket, std::shared_ptr<ServerContext> ctx);
+  // `address`: the client's, for the per-address bound (connections.h).
+  HttpSession(tcp::socket&& socket, std::shared_ptr<ServerContext> ctx, std::string address);
   ~HttpSession();
   void start();
 
@@ -49,6 +52,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::empty_body>> parser_;
   std::shared_ptr<Response> response_;  // alive while it is being written
+  const std::string address_;
   uint64_t connection_id_ = 0;
 };
 

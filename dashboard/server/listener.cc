@@ -36,10 +36,12 @@ void Listener::do_accept() {
 void Listener::on_accept(beast::error_code ec, tcp::socket socket) {
   if (ec == net::error::operation_aborted || !acceptor_.is_open()) return;
   if (!ec) {
-    if (ctx_->connections.full())
-      socket.close(ec);  // over the limit: closed at once, nothing read
+    beast::error_code peer_ec;
+    const std::string address = socket.remote_endpoint(peer_ec).address().to_string();
+    if (peer_ec || !ctx_->connections.make_room(address))
+      socket.close(ec);  // gone already, or no room: closed at once, nothing read
     else
-      std::make_shared<HttpSession>(std::move(socket), ctx_)->start();
+      std::make_shared<HttpSession>(std::move(socket), ctx_, address)->start();
   }
   do_accept();  // a failed accept (e.g. out of descriptors) does not end the listener
 }

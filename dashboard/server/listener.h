@@ -1,6 +1,7 @@
-// Accepts connections and starts an HttpSession for each; when
-// Connections::kMax are open a new one is closed at once. io thread only
-// (the constructor may run elsewhere before the io thread starts).
+// Accepts connections and starts an HttpSession for each, once
+// Connections::make_room() made room for it (an idle connection may be
+// closed for it; when none can go, the new one is closed at once). io
+// thread only (the constructor may run elsewhere before the io thread starts).
 #pragma once
 
 #include <memory>

@@ -5,6 +5,7 @@
 #include <limits>
 #include <map>
 
+#include "core/perf/collectives.h"
 #include "core/perf/timeline.h"
 #include "dashboard/server/chrome_trace.h"
 #include "dashboard/server/job_json.h"
@@ -125,6 +126,34 @@ Reply api_trace(const RequestTarget& t, const RouteContext& c) {
   return r;
 }
 
+// The all-reduces of a traced step, step by step (core/perf/collectives.h):
+// the Collectives view. Without ?step=, the latest traced step that every
+// rank reported; `traced_steps` lists the recent ones to choose from; the
+// steps of one bucket (?bucket=, default the largest).
+Reply api_collectives(const RequestTarget& t, const RouteContext& c) {
+  const int world = c.job.options().world_size;
+  std::vector<int64_t> traced;
+  for (int64_t s : complete_step_numbers(c.job))
+    if (perf::traced_step(s, world)) traced.push_back(s);
+  int64_t step = 0;
+  if (t.has("step")) {
+    step = t.integer("step", 0, 0, std::numeric_limits<int64_t>::max());
+  } else {
+    if (traced.empty())
+      return error_reply(404, str("no traced step (every ", perf::kStepTraceEvery,
+                                  "th carries its all-reduces' steps) has been reported by every rank yet"));
+    step = traced.back();
+  }
+  const auto steps = complete_steps(c.job, step, step);
+  if (steps.empty()) return error_reply(404, str("step ", step, " is not complete in the in-memory tail"));
+  const JobSnapshot snap = c.tracker.snapshot(coordinator::Clock::now());
+  const int bucket = static_cast<int>(t.integer("bucket", -1, -1, std::numeric_limits<int>::max()));
+  json j = perf::to_json(perf::build_collectives(steps.front(), world, snap.algorithm, snap.fit), bucket);
+  const std::size_t keep = std::min<std::size_t>(traced.size(), kCollectiveStepsListed);
+  j["traced_steps"] = std::vector<int64_t>(traced.end() - static_cast<std::ptrdiff_t>(keep), traced.end());
+  return json_reply(j);
+}
+
 Reply prometheus(const RequestTarget&, const RouteContext& c) {
   return {200,
           kPrometheusContentType,
@@ -146,6 +175,7 @@ const std::map<std::string, Handler, std::less<>>& api_routes() {
       {"/api/timeline", api_timeline},
       {"/api/stragglers", api_stragglers},
       {"/api/trace", api_trace},
+      {"/api/collectives", api_collectives},
       {"/metrics", prometheus},
   };
   return routes;

@@ -31,6 +31,7 @@ struct RouteContext {
 inline constexpr int64_t kMetricsPageDefault = 2000, kMetricsPageMax = 10000;
 inline constexpr int64_t kStragglerStepsDefault = 50, kStragglerStepsMax = 5000;
 inline constexpr int64_t kTraceStepsDefault = 20, kTraceStepsMax = 200;
+inline constexpr std::size_t kCollectiveStepsListed = 30;  // traced steps /api/collectives offers
 
 // The answer to `GET target` (400 for a malformed target, 404 for an
 // unknown path). /api/stream is not here: it is a WebSocket (ws_session.h).

@@ -39,7 +39,7 @@ tcp::endpoint resolve(net::io_context& ioc, const ServerOptions& o) {
 Server::Server(ServerOptions options, const coordinator::Job& job)
     : impl_(std::make_unique<Impl>()) {
   Impl& s = *impl_;
-  s.ctx = std::make_shared<ServerContext>(job, options.dashboard_dir, s.ioc);
+  s.ctx = std::make_shared<ServerContext>(job, options.dashboard_dir, options.idle_timeout, s.ioc);
   if (options.tls) s.ctx->tls = make_tls_context(*options.tls);
   s.listener = std::make_shared<Listener>(s.ioc, resolve(s.ioc, options), s.ctx);
   // Cookies are per host, not per port: each server its own cookie name.

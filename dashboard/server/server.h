@@ -13,6 +13,7 @@
 // hidden behind this header.
 #pragma once
 
+#include <chrono>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -29,6 +30,9 @@ struct ServerOptions {
   std::filesystem::path dashboard_dir;  // "": the compiled-in page; else served from here
   std::string token{};                  // "": no authentication; else see auth.h
   std::optional<coordinator::TlsConfig> tls{};  // HTTPS with its cert and key; nullopt: HTTP
+  // A connection that has not sent a whole request header this long after
+  // it opened (or after its last answer) is closed (connections.h).
+  std::chrono::milliseconds idle_timeout{5000};
 };
 
 class Server {

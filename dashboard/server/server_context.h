@@ -4,6 +4,7 @@
 #pragma once
 
 #include <boost/asio/io_context.hpp>
+#include <chrono>
 #include <filesystem>
 #include <memory>
 
@@ -20,8 +21,8 @@ namespace mddp::dashboard {
 
 struct ServerContext {
   ServerContext(const coordinator::Job& j, const std::filesystem::path& dashboard_dir,
-                boost::asio::io_context& ioc)
-      : job(j), tracker(j), files(dashboard_dir), stream(ioc, j, tracker) {}
+                std::chrono::milliseconds idle, boost::asio::io_context& ioc)
+      : job(j), tracker(j), files(dashboard_dir), idle_timeout(idle), stream(ioc, j, tracker) {}
 
   // What a request sees: first the records that arrived since the last poll
   // are folded in, so an answer is never a poll period behind the log.
@@ -33,6 +34,7 @@ struct ServerContext {
   const coordinator::Job& job;
   Tracker tracker;
   StaticFiles files;
+  const std::chrono::milliseconds idle_timeout;  // ServerOptions::idle_timeout
   Connections connections;
   std::unique_ptr<ssl::context> tls;  // null: plain HTTP
   Auth auth;                          // no token: every request passes

@@ -82,7 +82,8 @@ double Tracker::samples_per_s() const {
 std::string Tracker::rank_state(const coordinator::RankHealth& h,
                                 const coordinator::JobStatus& status, TimePoint now) const {
   if (h.left) return h.left_ok ? "done" : "failed";
-  if (status.state == coordinator::State::kFailed && status.failed_rank == h.rank) return "failed";
+  if (status.state == coordinator::State::kFailed && status.failed_rank() == h.rank)
+    return "failed";
   return now - h.last_seen > 2 * job_.options().heartbeat_interval ? "silent" : "running";
 }
 
@@ -124,8 +125,8 @@ JobSnapshot Tracker::snapshot(TimePoint now) const {
     r.step = h.progress.step;
     r.state = rank_state(h, s.status, now);
     if (r.state == "failed")
-      r.message = h.leave_message.empty() && s.status.failed_rank == h.rank ? s.status.failure
-                                                                            : h.leave_message;
+      r.message = h.leave_message.empty() && s.status.failed_rank() == h.rank ? s.status.failure()
+                                                                              : h.leave_message;
     r.heartbeat_age_ms = std::chrono::duration<double, std::milli>(now - h.last_seen).count();
     s.total_steps = std::max(s.total_steps, h.progress.total_steps);
     if (static_cast<std::size_t>(h.rank) < members.size()) {

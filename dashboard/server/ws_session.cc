@@ -4,17 +4,18 @@
 
 namespace mddp::dashboard {
 
-WsSession::WsSession(TlsStream&& stream, std::shared_ptr<ServerContext> ctx)
-    : ws_(std::move(stream)), ctx_(std::move(ctx)) {}
+WsSession::WsSession(TlsStream&& stream, std::shared_ptr<ServerContext> ctx, std::string address)
+    : ws_(std::move(stream)), ctx_(std::move(ctx)), address_(std::move(address)) {}
 
 WsSession::~WsSession() {
   ctx_->connections.remove(connection_id_);
 }
 
 void WsSession::start(http::request<http::empty_body> request) {
-  connection_id_ = ctx_->connections.add([weak = weak_from_this()] {
-    if (auto self = weak.lock()) self->close();
-  });
+  connection_id_ =
+      ctx_->connections.add(address_, Connections::State::kStream, [weak = weak_from_this()] {
+        if (auto self = weak.lock()) self->close();
+      });
   // The websocket stream keeps its own timers (handshake, idle with pings):
   // the TCP stream's must be off.
   beast::get_lowest_layer(ws_).expires_never();

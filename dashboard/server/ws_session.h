@@ -22,7 +22,8 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
   static constexpr std::size_t kMaxQueueBytes = 4 << 20;
   static constexpr std::size_t kMaxIncomingBytes = 4 << 10;
 
-  WsSession(TlsStream&& stream, std::shared_ptr<ServerContext> ctx);
+  // `address`: the client's, for the per-address bound (connections.h).
+  WsSession(TlsStream&& stream, std::shared_ptr<ServerContext> ctx, std::string address);
   ~WsSession();
 
   // Completes the upgrade `request` asked for, then joins the stream.
@@ -46,6 +47,7 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
   std::deque<std::shared_ptr<const std::string>> queue_;
   std::size_t queued_bytes_ = 0;
   bool accepted_ = false, writing_ = false, closed_ = false;
+  const std::string address_;
   uint64_t connection_id_ = 0;
 };
 

@@ -5,6 +5,7 @@
 
 import { getJSON, Stream } from './api.js';
 import { AccuracyChart, BusbwChart, LossChart, OverlapChart, PhaseChart } from './charts.js';
+import { CollectivesView } from './collectives.js';
 import { ms, PHASE_LABEL } from './format.js';
 import { Store } from './store.js';
 import { renderHeader, renderRanks, renderStragglers } from './tables.js';
@@ -21,6 +22,13 @@ const views = {
 };
 const timelineView = new Timeline($('timeline'));
 legend($('tl-legend'));
+
+// The Collectives view shows the latest traced step (refreshed after each
+// playback), or the step and bucket chosen in it.
+let collChoice = { step: null, bucket: null };
+const collectives = new CollectivesView($('collectives'), {
+  onChoose: (step, bucket) => { collChoice = { step, bucket }; pollCollectives(); },
+});
 
 let timeline = null;
 let stragglers = null;
@@ -80,6 +88,14 @@ async function pollTimeline() {
   store.version++;
 }
 
+async function pollCollectives() {
+  if (!store.job || store.job.state === 'forming') return;  // 404 until a traced step is complete
+  const q = new URLSearchParams();
+  if (collChoice.step !== null) q.set('step', String(collChoice.step));
+  if (collChoice.bucket !== null) q.set('bucket', String(collChoice.bucket));
+  collectives.update(await getJSON(`api/collectives?${q}`));
+}
+
 function every(ms, fn) {
   const tick = async () => {
     try { await fn(); } catch (e) { /* the server is away: the next tick retries */ }
@@ -127,6 +143,7 @@ setConn('connecting', 'connecting…');
 backfill().catch(() => {});
 every(1000, pollFallback);
 every(1000, pollTimeline);
+every(5000, pollCollectives);
 setInterval(draw, 250);
 draw();
 

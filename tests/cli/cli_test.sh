@@ -69,10 +69,11 @@ case "$SCENARIO" in
     grep -q '"samples_per_s"' "$WORK/b.json" || fail "no samples_per_s in the JSON"
     ;;
   analyze)
-    # A real 2-rank job with a planted straggler (rank 1 sleeps 3 ms in backward), then `analyze`
+    # A real 2-rank job with a planted straggler (rank 1 sleeps 15 ms in backward: well above
+    # what a loaded 2-core machine adds to a rank at random), then `analyze`
     # on its run directory: the table, the straggler named with its phase, --json, the HTML report
     # (uPlot inlined), the prediction from a planted fit, and clear errors on bad input.
-    "$BIN" run --nproc 2 --dataset synthetic --width 64 --batch 32 --steps 60 --straggler 1:backward:3 \
+    "$BIN" run --nproc 2 --dataset synthetic --width 64 --batch 32 --steps 60 --straggler 1:backward:15 \
       --run-dir "$WORK/run" >"$WORK/out" 2>&1 \
       || { cat "$WORK/out"; fail "run failed"; }
     echo '{"fits": [{"transport": "shm", "algorithm": "ring", "world_size": 2, "alpha_us": 2.0, "beta_gbps": 10.0, "r2": 1.0},
@@ -229,6 +230,56 @@ PY
     expect_in "increasing" "$WORK/out"
     "$BIN" scale --world-sizes 1 --nproc 2 --out "$WORK/s3" >"$WORK/out" 2>&1 && fail "--nproc accepted by scale"
     expect_in "set by" "$WORK/out"
+    ;;
+  demo_ring)
+    # The real ring's steps, as its observer saw them: 4 ranks, 12 elements
+    # (rank r holds r*12 + i + 1), both transports.
+    for transport in shm tcp; do
+      "$BIN" demo ring --nproc 4 --elements 12 --transport $transport >"$WORK/out" 2>&1 || { cat "$WORK/out"; fail "demo ring ($transport)"; }
+      expect_in "4 ranks over $transport: 4 blocks, 2(n-1) = 6 steps" "$WORK/out"
+      [[ $(grep -c "^reduce-scatter step" "$WORK/out") -eq 3 && $(grep -c "^all-gather step" "$WORK/out") -eq 3 ]] \
+        || { cat "$WORK/out"; fail "expected 3 + 3 steps"; }
+      # step 0: rank 0 sends block 3 to its right neighbour and adds rank 3's block 2: [7 8 9] + [43 44 45]
+      expect_in "rank 0: sent block 3 to rank 1, received block 2 from rank 3 (.*) -> block 2 = \[50 52 54\]" "$WORK/out"
+      expect_in "rank 3: \[76 80 84\] \[88 92 96\] \[100 104 108\] \[112 116 120\]" "$WORK/out"
+      expect_in "OK: every rank holds the element-wise sum" "$WORK/out"
+    done
+    "$BIN" demo ring --nproc 3 --elements 2 >"$WORK/out" 2>&1 || { cat "$WORK/out"; fail "demo ring with an empty block"; }
+    expect_in "OK: every rank" "$WORK/out"
+    "$BIN" demo ring --elements 65 >"$WORK/out" 2>&1 && fail "--elements 65 accepted"
+    expect_in "microddp: error: --elements must be 1 to 64" "$WORK/out"
+    ;;
+  lab)
+    # The Labs' commands on a scratch work directory (lab check runs what the
+    # binary was built with: passed or not, its exit code must say so).
+    ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+    W="$WORK/w"
+    "$BIN" lab list --work-dir "$W" >"$WORK/out" 2>&1 || { cat "$WORK/out"; fail "lab list"; }
+    [[ $(grep -c "missing (microddp lab reset" "$WORK/out") -eq 10 ]] || { cat "$WORK/out"; fail "expected 10 missing Labs"; }
+    expect_in "microddp lab check manual" "$WORK/out"
+    "$BIN" lab reset ring_allreduce --work-dir "$W" >"$WORK/out" 2>&1 || { cat "$WORK/out"; fail "lab reset"; }
+    cmp -s "$W/ring_allreduce.cc" "$ROOT/labs/03_ring_allreduce/exercise.cc" || fail "reset did not copy the exercise"
+    "$BIN" lab list --work-dir "$W" >"$WORK/out" 2>&1
+    expect_in "ring_allreduce   not started" "$WORK/out"
+    echo "// my attempt" >>"$W/ring_allreduce.cc"
+    "$BIN" lab list --work-dir "$W" >"$WORK/out" 2>&1
+    expect_in "ring_allreduce   edited, not checked" "$WORK/out"
+    "$BIN" lab reset 3 --work-dir "$W" >"$WORK/out" 2>&1 || fail "lab reset by number"
+    grep -q "my attempt" "$W/ring_allreduce.cc.bak" || fail "reset lost the previous version"
+    cmp -s "$W/ring_allreduce.cc" "$ROOT/labs/03_ring_allreduce/exercise.cc" || fail "reset did not restore the exercise"
+    "$BIN" lab solution bucketing >"$WORK/out" 2>&1 || fail "lab solution"
+    expect_in "core/ddp/bucket_assignment.cc" "$WORK/out"
+    expect_in "labs/07_bucketing/solution.cc" "$WORK/out"
+    "$BIN" lab check manual --work-dir "$W" >"$WORK/out" 2>&1
+    code=$?
+    if grep -q "^PASSED" "$WORK/out"; then [[ $code -eq 0 ]] || fail "PASSED but exit $code"
+    else [[ $code -eq 1 ]] || fail "not passed but exit $code"; expect_in "microddp: error: Lab 1 manual is not passed yet" "$WORK/out"; fi
+    "$BIN" lab check performance --work-dir "$W" >"$WORK/out" 2>&1 && fail "Lab 10 passed without answers"
+    expect_in "no answers at $W/performance.toml" "$WORK/out"
+    "$BIN" lab check nope >"$WORK/out" 2>&1 && fail "unknown Lab accepted"
+    expect_in "microddp: error: no Lab called 'nope'" "$WORK/out"
+    "$BIN" lab check ring_allreduce --transports auto >"$WORK/out" 2>&1 && fail "--transports auto accepted"
+    expect_in "microddp: error: --transports takes tcp and shm" "$WORK/out"
     ;;
   *) fail "unknown scenario $SCENARIO" ;;
 esac

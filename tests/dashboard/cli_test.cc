@@ -1,10 +1,18 @@
 // `microddp run` as a user runs it: it prints the dashboard's URL, and with
 // --http-linger the dashboard outlives the job, showing its final state.
+// `microddp coordinator --http-public-url`: the URL printed is the one given.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <utility>
 
 #include "client.h"
 
@@ -14,6 +22,16 @@
 
 namespace mddp::dashboard::test {
 namespace {
+
+// Runs `cmd` (2>&1 appended); its output and exit status.
+std::pair<std::string, int> run_command(const std::string& cmd) {
+  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
+  if (!p) return {"popen failed", -1};
+  std::string out;
+  char buf[1024];
+  while (std::fgets(buf, sizeof buf, p)) out += buf;
+  return {out, ::pclose(p)};
+}
 
 TEST(DashboardCli, RunPrintsTheUrlAndLingersWithTheFinalState) {
   const std::string cmd = std::string(MDDP_MICRODDP_BIN) +
@@ -45,16 +63,50 @@ TEST(DashboardCli, RunPrintsTheUrlAndLingersWithTheFinalState) {
 }
 
 TEST(DashboardCli, NoDashboardWithPortMinusOne) {
-  const std::string cmd = std::string(MDDP_MICRODDP_BIN) +
-                          " run --nproc 1 --dataset synthetic --width 32 --batch 32 --steps 2"
-                          " --http-port -1 2>&1";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  ASSERT_NE(p, nullptr);
-  std::string out;
-  char buf[1024];
-  while (std::fgets(buf, sizeof buf, p)) out += buf;
-  EXPECT_EQ(::pclose(p), 0) << out;
+  const auto [out, status] = run_command(std::string(MDDP_MICRODDP_BIN) +
+                                         " run --nproc 1 --dataset synthetic --width 32 --batch 32"
+                                         " --steps 2 --http-port -1");
+  EXPECT_EQ(status, 0) << out;
   EXPECT_EQ(out.find("dashboard"), std::string::npos) << out;
+}
+
+// A container's dashboard listens on 0.0.0.0:8080 inside, and is reached at
+// a published port outside: the coordinator prints, and writes to
+// --http-url-file, the URL it is given. (No worker joins: the rendezvous
+// times out after 1 s and the coordinator exits 1.)
+TEST(DashboardCli, CoordinatorPrintsThePublicUrl) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("mddp-public-url-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const auto url_file = (dir / "url").string();
+  const auto [out, status] =
+      run_command(std::string(MDDP_MICRODDP_BIN) +
+                  " coordinator --world-size 1 --port 0 --rendezvous-timeout-s 1 --http-port 0"
+                  " --http-public-url http://127.0.0.1:18080/ --http-url-file " +
+                  url_file);
+  EXPECT_NE(status, 0) << out;
+  EXPECT_NE(out.find("dashboard: http://127.0.0.1:18080/\n"), std::string::npos) << out;
+  std::stringstream written;
+  written << std::ifstream(url_file).rdbuf();
+  EXPECT_EQ(written.str(), "http://127.0.0.1:18080/\n");
+  std::filesystem::remove_all(dir);
+}
+
+TEST(DashboardCli, CoordinatorRejectsABadPublicUrl) {
+  const std::string coordinator =
+      std::string(MDDP_MICRODDP_BIN) + " coordinator --world-size 1 --port 0";
+  auto [out, status] = run_command(coordinator + " --http-public-url 127.0.0.1:8080");
+  EXPECT_NE(status, 0) << out;
+  EXPECT_NE(out.find("microddp: error: --http-public-url must be an http:// or https:// URL, got "
+                     "'127.0.0.1:8080'"),
+            std::string::npos)
+      << out;
+  std::tie(out, status) =
+      run_command(coordinator + " --http-port -1 --http-public-url http://h:1/");
+  EXPECT_NE(status, 0) << out;
+  EXPECT_NE(out.find("microddp: error: --http-public-url names the dashboard, but --http-port -1"),
+            std::string::npos)
+      << out;
 }
 
 }  // namespace

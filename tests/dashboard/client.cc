@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <stdexcept>
 
 namespace mddp::dashboard::test {
@@ -19,16 +20,34 @@ void run_bounded(net::io_context& ioc, Start start) {
 
 }  // namespace
 
-std::string raw_exchange(int port, const std::string& bytes, std::chrono::milliseconds timeout) {
+int connect_from(int port, const std::string& from) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in local{};
+  local.sin_family = AF_INET;
+  ::inet_pton(AF_INET, from.c_str(), &local.sin_addr);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<uint16_t>(port));
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&local), sizeof local) != 0 ||
+      ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
     ::close(fd);
-    throw std::runtime_error("connect failed");
+    throw std::runtime_error("connect from " + from + " failed");
   }
+  return fd;
+}
+
+bool closed_by_server(int fd, std::chrono::milliseconds timeout) {
+  pollfd p{fd, POLLIN | POLLRDHUP, 0};
+  if (::poll(&p, 1, static_cast<int>(timeout.count())) <= 0) return false;
+  char c;
+  const ssize_t n = ::recv(fd, &c, 1, MSG_DONTWAIT | MSG_PEEK);
+  return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+}
+
+std::string raw_exchange(int port, const std::string& bytes, std::chrono::milliseconds timeout,
+                         const std::string& from) {
+  const int fd = connect_from(port, from);
   // The server may answer and close before it read everything (an oversized
   // header): a failed send is part of the test, not an error.
   (void)::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);

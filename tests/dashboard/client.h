@@ -10,10 +10,18 @@
 
 namespace mddp::dashboard::test {
 
-// Sends `bytes` to 127.0.0.1:port and returns everything read until the
-// server closes (or `timeout`).
+// A socket connected to 127.0.0.1:port from the local address `from`
+// (any of 127.0.0.0/8: a distinct client address on loopback).
+int connect_from(int port, const std::string& from);
+
+// Whether the server closed `fd` (end of stream or reset) within `timeout`.
+bool closed_by_server(int fd, std::chrono::milliseconds timeout);
+
+// Sends `bytes` to 127.0.0.1:port from `from` and returns everything read
+// until the server closes (or `timeout`).
 std::string raw_exchange(int port, const std::string& bytes,
-                         std::chrono::milliseconds timeout = std::chrono::seconds(10));
+                         std::chrono::milliseconds timeout = std::chrono::seconds(10),
+                         const std::string& from = "127.0.0.1");
 
 // The status line's code of a raw response ("HTTP/1.1 404 ..." -> 404), -1 if none.
 int status_of(const std::string& raw_response);

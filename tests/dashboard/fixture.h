@@ -26,8 +26,10 @@ class DashboardTest : public ::testing::Test {
   // Steps [first, first + count), one training record per rank each (only
   // rank `only_rank`'s when given).
   void feed(int64_t first, int64_t count, int only_rank = -1);
-  // (Re)starts the server, serving the page from `dir` ("" = compiled in).
-  void serve(const std::filesystem::path& dir = {});
+  // (Re)starts the server, serving the page from `dir` ("" = compiled in),
+  // closing connections idle for `idle_timeout`.
+  void serve(const std::filesystem::path& dir = {},
+             std::chrono::milliseconds idle_timeout = ServerOptions{}.idle_timeout);
   int port() const { return server_->port(); }
 
   coordinator::Job job_;

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
+#include <vector>
 
 #include "client.h"
 #include "core/perf/cost_model.h"
@@ -23,6 +24,7 @@ namespace {
 
 using nlohmann::json;
 namespace fs = std::filesystem;
+using namespace std::chrono_literals;
 
 std::string get_raw(int port, const std::string& target) {
   return raw_exchange(port, "GET " + target + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
@@ -165,9 +167,10 @@ TEST_F(DashboardTest, OnlyGetAndHead) {
 // first, each answered before the next asks: a server that serves one
 // connection at a time (or in the order they came) waits for the first
 // one's request and answers none of the others. The deadline makes that a
-// failure, not a hang; it is under the server's 10 s idle timeout, after
-// which a concurrent server would close the waiting connections too.
+// failure, not a hang; the idle timeout is raised above it, so a
+// concurrent server keeps the waiting connections open meanwhile.
 TEST_F(DashboardTest, HundredConcurrentClientsAreAllServed) {
+  serve({}, 20s);
   feed(0, 20);
   constexpr int kClients = 100;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(8);
@@ -198,22 +201,60 @@ TEST_F(DashboardTest, HundredConcurrentClientsAreAllServed) {
   }
 }
 
-TEST_F(DashboardTest, ConnectionsOverTheLimitAreClosed) {
-  std::vector<int> idle;
-  for (int i = 0; i < 256; ++i) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(static_cast<uint16_t>(port()));
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-    idle.push_back(fd);
+// Issue 26.11: one local process holding the documented cap of 256 idle
+// connections must not take the page away. Its connections beyond the
+// per-address bound (128) make room by closing its own oldest idle ones,
+// every real client still gets its answer, from the same address or
+// another, and when the server is full the address holding the most gives
+// way.
+TEST_F(DashboardTest, IdleConnectionsCannotLockClientsOut) {
+  feed(0, 5);
+  std::vector<int> hog;  // from 127.0.0.1, as the probe's
+  for (int i = 0; i < 256; ++i) hog.push_back(connect_from(port(), "127.0.0.1"));
+  const std::string get_job = "GET /api/job HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+  EXPECT_EQ(status_of(raw_exchange(port(), get_job, 10s, "127.0.0.1")), 200)
+      << "a client at the hog's own address";
+  EXPECT_EQ(status_of(raw_exchange(port(), get_job, 10s, "127.0.0.2")), 200) << "another client";
+  int closed = 0;
+  for (int fd : hog) closed += closed_by_server(fd, 100ms) ? 1 : 0;
+  EXPECT_GE(closed, 256 - 128 + 1)
+      << "at most 128 connections from one address, and room for one more";
+
+  // The server full: 128 from the hog, 128 idle from a second address.
+  std::vector<int> second;
+  for (int i = 0; i < 128; ++i) second.push_back(connect_from(port(), "127.0.0.3"));
+  EXPECT_EQ(status_of(raw_exchange(port(), get_job, 10s, "127.0.0.4")), 200) << "a third client";
+  EXPECT_EQ(status_of(raw_exchange(port(), get_job, 10s, "127.0.0.3")), 200);
+  for (int fd : hog) ::close(fd);
+  for (int fd : second) ::close(fd);
+}
+
+// Idle connections (nothing sent, or a header sent too slowly) are closed
+// after ServerOptions::idle_timeout, here 300 ms, while a client that sends
+// its request within it is answered: never held for the 30 s a busy one gets.
+TEST_F(DashboardTest, SilentAndSlowClientsAreClosedAtTheIdleTimeout) {
+  serve({}, 300ms);
+  const int silent = connect_from(port(), "127.0.0.1");
+  const int slow = connect_from(port(), "127.0.0.1");
+  const std::string partial = "GET /api/job HTTP/1.1\r\nHost: x\r\n";  // no end of header
+  ASSERT_EQ(::send(slow, partial.data(), partial.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(partial.size()));
+  const int prompt = connect_from(port(), "127.0.0.1");
+  std::this_thread::sleep_for(100ms);
+  const std::string get_job = "GET /api/job HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+  ASSERT_EQ(::send(prompt, get_job.data(), get_job.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(get_job.size()));
+  char buf[16] = {};
+  ASSERT_GT(::recv(prompt, buf, sizeof buf - 1, 0), 0);
+  EXPECT_EQ(status_of(buf), 200);
+  // A trickle of header bytes does not keep the slow one open.
+  for (int i = 0; i < 5; ++i) {
+    (void)::send(slow, "X", 1, MSG_NOSIGNAL);
+    std::this_thread::sleep_for(100ms);
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // all accepted
-  EXPECT_EQ(get_raw(port(), "/api/job"), "");                   // closed at once, unanswered
-  for (int fd : idle) ::close(fd);
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  EXPECT_EQ(request(port(), "/api/job").result_int(), 200);
+  EXPECT_TRUE(closed_by_server(silent, 10s)) << "a connection that sent nothing";
+  EXPECT_TRUE(closed_by_server(slow, 10s)) << "a connection whose header never ended";
+  for (int fd : {silent, slow, prompt}) ::close(fd);
 }
 
 TEST_F(DashboardTest, MetricsPages) {

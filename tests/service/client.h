@@ -105,6 +105,23 @@ class TestClient {
     req.set_client_send_unix_ns(12345);
     return stub_->Heartbeat(&ctx, req, reply);
   }
+  // Opens this worker's Watch stream on `ctx` (which bounds and cancels it).
+  std::unique_ptr<grpc::ClientReader<v1::JobEvent>> watch(grpc::ClientContext& ctx) {
+    v1::WatchRequest req;
+    req.set_session(session_);
+    return stub_->Watch(&ctx, req);
+  }
+  grpc::Status report_peer_fault(int peer, v1::PeerFault fault, const std::string& detail,
+                                 v1::PeerFaultReply* reply) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + kCallDeadline);
+    v1::PeerFaultReport req;
+    req.set_session(session_);
+    req.set_peer(peer);
+    req.set_fault(fault);
+    req.set_detail(detail);
+    return stub_->ReportPeerFault(&ctx, req, reply);
+  }
   grpc::Status leave(bool ok, const std::string& message, v1::LeaveReply* reply = nullptr) {
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + kCallDeadline);

@@ -234,19 +234,65 @@ TEST(CoordinatorGrpc, SilentRankFailsTheJobAndTheOthersHearItInTheirHeartbeat) {
   ASSERT_EQ(hb.state(), v1::JOB_STATE_FAILED);
   EXPECT_EQ(hb.failed_rank(), 1);
   const std::string host1 = w[1]->joined().members(1).host();
-  EXPECT_NE(hb.failure().find("rank 1 (host " + host1 + ") stopped sending heartbeats"),
-            std::string::npos)
+  const std::string who1 =
+      "rank 1 (host " + host1 + ", pid " + std::to_string(w[1]->joined().members(1).pid()) + ")";
+  EXPECT_NE(hb.failure().find(who1 + " stopped sending heartbeats"), std::string::npos)
       << hb.failure();
+  EXPECT_EQ(hb.verdict().cause(), v1::FAILURE_CAUSE_HEARTBEAT_TIMEOUT);
+  EXPECT_EQ(hb.verdict().rank(), 1);
+  EXPECT_EQ(hb.verdict().host(), host1);
+  EXPECT_EQ(hb.verdict().message(), hb.failure());
   EXPECT_EQ(hb.client_send_unix_ns(), 12345);
   EXPECT_GT(hb.coordinator_receive_unix_ns(), 0);
   // Waits of the survivors end at once with the failure.
   std::string value;
   const grpc::Status g = w[0]->get("never", 10000, &value);
   EXPECT_EQ(g.error_code(), grpc::StatusCode::ABORTED);
-  EXPECT_NE(g.error_message().find("rank 1 (host " + host1 + ")"), std::string::npos);
+  EXPECT_NE(g.error_message().find(who1), std::string::npos);
   ASSERT_TRUE(w[0]->leave(false, "aborted: rank 1 is gone").ok());
   EXPECT_TRUE(c.wait_for(10s));
-  EXPECT_EQ(c.job().status().failed_rank, 1);
+  EXPECT_EQ(c.job().status().failed_rank(), 1);
+}
+
+// A worker's Watch stream that ends without a Leave (here cancelled, as the
+// kernel closes a killed process's connection) while a peer reports its
+// data-plane connection to it closed: the job fails at once naming it as
+// dead, and every other watcher has the verdict pushed, no heartbeat needed.
+TEST(CoordinatorGrpc, WatchPushesTheVerdictOfAStreamThatEndedWithoutLeave) {
+  CoordinatorOptions o = options(3);
+  o.job.heartbeat_timeout = 60s;  // only the stream and the report can tell
+  Coordinator c(o);
+  auto w = join_all(c, 3);
+  grpc::ClientContext ctx0, ctx2;
+  ctx0.set_deadline(std::chrono::system_clock::now() + 30s);
+  auto watch0 = w[0]->watch(ctx0);
+  auto watch2 = w[2]->watch(ctx2);
+  v1::JobEvent e0, e2;
+  ASSERT_TRUE(watch0->Read(&e0));
+  EXPECT_EQ(e0.state(), v1::JOB_STATE_RUNNING);
+  ASSERT_TRUE(watch2->Read(&e2));
+  ctx2.TryCancel();  // rank 2's process "dies"
+  EXPECT_FALSE(watch2->Read(&e2));
+  v1::PeerFaultReply reported;
+  ASSERT_TRUE(w[1]->report_peer_fault(2, v1::PEER_FAULT_CLOSED,
+                                      "rank 1: connection to rank 2: closed", &reported)
+                  .ok());
+  ASSERT_TRUE(watch0->Read(&e0)) << "the verdict is pushed";
+  EXPECT_EQ(e0.state(), v1::JOB_STATE_FAILED);
+  EXPECT_EQ(e0.verdict().cause(), v1::FAILURE_CAUSE_PROCESS_DIED);
+  EXPECT_EQ(e0.verdict().rank(), 2);
+  EXPECT_EQ(e0.verdict().pid(), ::getpid());
+  const std::string host2 = w[2]->joined().members(2).host();
+  EXPECT_EQ(e0.verdict().host(), host2);
+  EXPECT_NE(e0.verdict().message().find("rank 2 (host " + host2 + ", pid " +
+                                        std::to_string(::getpid()) + ") died"),
+            std::string::npos)
+      << e0.verdict().message();
+  ASSERT_TRUE(w[0]->leave(false, "the job failed").ok());
+  ASSERT_TRUE(w[1]->leave(false, "the job failed").ok());
+  EXPECT_TRUE(c.wait_for(10s)) << "rank 2 is gone: the job does not wait for it";
+  EXPECT_FALSE(watch0->Read(&e0)) << "the coordinator closes the stream once the job is over";
+  EXPECT_TRUE(watch0->Finish().ok());
 }
 
 TEST(CoordinatorGrpc, MetricsStreamsArePersistedOneLinePerRankAndStep) {
@@ -285,6 +331,51 @@ TEST(CoordinatorGrpc, MetricsStreamsArePersistedOneLinePerRankAndStep) {
   fs::remove_all(dir);
 }
 
+// A bucket's algorithm steps reach metrics.jsonl; a step whose phase the
+// coordinator does not know ends that stream with INVALID_ARGUMENT, nothing else.
+TEST(CoordinatorGrpc, AlgorithmStepsAreLoggedAndAnUnknownPhaseRefused) {
+  const fs::path dir = fs::temp_directory_path() / ("mddp_grpc_steps_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  CoordinatorOptions o = options(1);
+  o.job.run_dir = dir;
+  Coordinator c(o);
+  auto w = join_all(c, 1);
+  const auto send = [&](const std::string& phase) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 10s);
+    v1::MetricsAck ack;
+    auto writer = w[0]->stub().StreamMetrics(&ctx, &ack);
+    v1::MetricsBatch b;
+    b.set_session(w[0]->joined().session());
+    auto* m = b.add_steps();
+    m->set_step(10);
+    auto* span = m->add_buckets();
+    span->set_bytes(8);
+    span->set_start_ns(1000);
+    auto* step = span->add_steps();
+    step->set_phase(phase);
+    step->set_send_peer(1);
+    step->set_send_block(1);
+    step->set_start_ns(1000);
+    step->set_end_ns(1500);
+    writer->Write(b);
+    writer->WritesDone();
+    return writer->Finish();
+  };
+  const grpc::Status bad = send("sideways");
+  EXPECT_EQ(bad.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(bad.error_message().find("unknown step phase 'sideways'"), std::string::npos) << bad.error_message();
+  ASSERT_TRUE(send("reduce-scatter").ok());
+  EXPECT_EQ(c.job().metrics_log().count(), 1u);
+  c.shutdown();
+  std::ifstream in(dir / "metrics.jsonl");
+  std::string line;
+  ASSERT_TRUE(std::getline(in, line));
+  EXPECT_EQ(nlohmann::json::parse(line)["buckets"][0]["steps"][0],
+            nlohmann::json::parse(R"(["reduce-scatter",0,1,1,0,0,0,0,0,500])"));
+  fs::remove_all(dir);
+}
+
 TEST(CoordinatorGrpc, ShutdownAnswersPendingCalls) {
   auto c = std::make_unique<Coordinator>(options(2));
   auto w = join_all(*c, 2);
@@ -296,7 +387,7 @@ TEST(CoordinatorGrpc, ShutdownAnswersPendingCalls) {
   const grpc::Status s = waiting.get();
   EXPECT_FALSE(s.ok());
   EXPECT_LT(std::chrono::steady_clock::now() - t, 5s);
-  EXPECT_EQ(c->job().status().failure, "test over");
+  EXPECT_EQ(c->job().status().failure(), "test over");
 }
 
 TEST(CoordinatorGrpc, BusyPortIsAClearError) {

@@ -108,7 +108,7 @@ TEST(Job, FailureAbortsEveryWaitAndNamesTheRank) {
   EXPECT_EQ(barrier->code, Code::kAborted);
   const JobStatus st = job.heartbeat(s[0], Progress{}, t0 + 20ms).status;
   EXPECT_EQ(st.state, State::kFailed);
-  EXPECT_EQ(st.failed_rank, 1);
+  EXPECT_EQ(st.failed_rank(), 1);
   // Finished once the others left (they heard of it in a heartbeat) ...
   job.tick(t0 + 30ms);
   EXPECT_FALSE(job.finished());
@@ -116,7 +116,7 @@ TEST(Job, FailureAbortsEveryWaitAndNamesTheRank) {
   job.leave(s[2], false, "aborted: rank 1 failed", t0 + 40ms);
   job.tick(t0 + 50ms);
   EXPECT_TRUE(job.finished());
-  EXPECT_EQ(job.status().failure, "rank 1 (host host1) failed: out of memory")
+  EXPECT_EQ(job.status().failure(), "rank 1 (host host1) failed: out of memory")
       << "the root cause, not the echoes";
 }
 
@@ -131,12 +131,76 @@ TEST(Job, SilentRankFailsTheJobAndTheOthersAreFinishedAfterTheLinger) {
   }
   const JobStatus st = job.status();
   ASSERT_EQ(st.state, State::kFailed);
-  EXPECT_EQ(st.failed_rank, 1);
-  EXPECT_NE(st.failure.find("rank 1 (host host1) stopped sending heartbeats"), std::string::npos)
-      << st.failure;
+  EXPECT_EQ(st.failed_rank(), 1);
+  EXPECT_NE(st.failure().find("rank 1 (host host1, pid 1001) stopped sending heartbeats"),
+            std::string::npos)
+      << st.failure();
   EXPECT_FALSE(job.finished()) << "rank 0 still gets to hear it";
   job.tick(t0 + 1200ms + 3 * 100ms + 2s);
   EXPECT_TRUE(job.finished());
+}
+
+// What a Watch stream sees: the verdict pushed the moment the job fails,
+// then "finished"; and a stream that ends before its rank left makes the
+// rank disconnected, which a peer's report turns into a death at once.
+TEST(Job, WatchersHearTheVerdictAndAClosedStreamCountsAsDisconnected) {
+  Job job(options(3));
+  const TimePoint t0 = Clock::now();
+  auto s = form(job, 3, t0);
+  std::vector<std::pair<JobStatus, bool>> heard;
+  const Job::WatchReply w0 = job.watch(
+      s[0], t0, [&](const JobStatus& st, bool finished) { heard.emplace_back(st, finished); });
+  ASSERT_TRUE(w0.outcome.ok());
+  EXPECT_EQ(w0.rank, 0);
+  EXPECT_EQ(w0.status.state, State::kRunning);
+  EXPECT_EQ(job.watch("forged", t0, [](const JobStatus&, bool) {}).outcome.code,
+            Code::kUnauthenticated);
+  const Job::WatchReply w2 = job.watch(s[2], t0, [](const JobStatus&, bool) {});
+  const Job::WatchReply w2b = job.watch(s[2], t0, [](const JobStatus&, bool) {});  // reopened
+  job.unwatch(w2.id, t0 + 10ms);  // the old stream's end arrives late: rank 2 is still connected
+  job.tick(t0 + 500ms);           // (the grace for a dropped connection is 100 ms here)
+  EXPECT_EQ(job.status().state, State::kRunning);
+  job.unwatch(w2b.id, t0 + 500ms);  // its last stream ended without a Leave
+  job.report_peer_fault(s[1], 2, comm::PeerFault::kClosed, "rank 1: connection to rank 2: closed",
+                        t0 + 510ms);
+  EXPECT_TRUE(heard.empty());
+  job.tick(t0 + 520ms);
+  ASSERT_EQ(job.status().state, State::kFailed);
+  EXPECT_EQ(job.status().verdict.cause, Cause::kProcessDied);
+  EXPECT_EQ(job.status().failed_rank(), 2);
+  ASSERT_EQ(heard.size(), 1u);
+  EXPECT_EQ(heard[0].first.state, State::kFailed);
+  EXPECT_FALSE(heard[0].second);
+  job.leave(s[0], false, "the job failed", t0 + 530ms);
+  job.leave(s[1], false, "the job failed", t0 + 530ms);
+  job.tick(t0 + 540ms);
+  EXPECT_TRUE(job.finished()) << "the dead rank is not waited for";
+  ASSERT_EQ(heard.size(), 2u);
+  EXPECT_TRUE(heard[1].second);
+}
+
+TEST(Job, ACoordinatorPauseAsLongAsTheTimeoutFailsTheJobBlamingNoRank) {
+  Job job(options(2));  // heartbeat every 100 ms, timeout 1 s
+  const TimePoint t0 = Clock::now();
+  form(job, 2, t0);
+  job.paused(1500ms, t0 + 1500ms);
+  const JobStatus st = job.status();
+  ASSERT_EQ(st.state, State::kFailed);
+  EXPECT_EQ(st.verdict.cause, Cause::kCoordinatorStalled);
+  EXPECT_EQ(st.failed_rank(), -1);
+  EXPECT_EQ(st.failure().rfind("the coordinator itself did not run for 1.5 s", 0), 0u)
+      << st.failure();
+}
+
+TEST(Job, AShortCoordinatorPauseIsNotHeldAgainstTheRanks) {
+  Job job(options(2));
+  const TimePoint t0 = Clock::now();
+  auto s = form(job, 2, t0);
+  job.heartbeat(s[0], Progress{}, t0);
+  job.heartbeat(s[1], Progress{}, t0);
+  job.paused(800ms, t0 + 800ms);  // the ranks' heartbeats of that time are still queued
+  job.tick(t0 + 1200ms);
+  EXPECT_EQ(job.status().state, State::kRunning);
 }
 
 TEST(Job, FingerprintDifferenceFailsTheJob) {
@@ -153,10 +217,11 @@ TEST(Job, FingerprintDifferenceFailsTheJob) {
   EXPECT_TRUE(o0->ok());
   EXPECT_EQ(o1->code, Code::kFailedPrecondition);
   EXPECT_EQ(job.status().state, State::kFailed);
-  EXPECT_EQ(job.status().failed_rank, 1);
-  EXPECT_NE(job.status().failure.find("rank 1 (host host1) differs from rank 0: model"),
+  EXPECT_EQ(job.status().failed_rank(), 1);
+  EXPECT_EQ(job.status().verdict.cause, Cause::kModelMismatch);
+  EXPECT_NE(job.status().failure().find("rank 1 (host host1) differs from rank 0: model"),
             std::string::npos)
-      << job.status().failure;
+      << job.status().failure();
 }
 
 TEST(Job, RendezvousTimeoutFailsTheJob) {
@@ -168,7 +233,7 @@ TEST(Job, RendezvousTimeoutFailsTheJob) {
   ASSERT_TRUE(o);
   EXPECT_EQ(o->code, Code::kDeadlineExceeded);
   EXPECT_EQ(job.status().state, State::kFailed);
-  EXPECT_NE(job.status().failure.find("1 of 3 workers joined"), std::string::npos);
+  EXPECT_NE(job.status().failure().find("1 of 3 workers joined"), std::string::npos);
   job.tick(t0 + 5s);
   EXPECT_TRUE(job.finished()) << "nobody to wait for";
 }

@@ -50,6 +50,14 @@ TEST_P(FaultTest, PeerKilledMidTransferEndsOthersWithPeerError) {
         } catch (const PeerError& e) {
           EXPECT_TRUE(contains(e.what(), str("rank ", rank, ":"))) << e.what();
           EXPECT_TRUE(contains(e.what(), "rank 1")) << e.what();
+          // What the coordinator weighs (Note [Who is at fault]): the peer, and
+          // what was seen of it: its process gone (shared memory watches its
+          // pid), or its connection closed or reset (TCP cannot tell which).
+          EXPECT_EQ(e.peer(), 1) << e.what();
+          if (kind == TransportKind::kShm)
+            EXPECT_EQ(e.fault(), PeerFault::kDied) << e.what();
+          else
+            EXPECT_TRUE(e.fault() == PeerFault::kClosed || e.fault() == PeerFault::kReset) << e.what();
         }
         EXPECT_LT(Clock::now() - start, 30s);
       },

@@ -1,7 +1,11 @@
 // Shared-memory specifics: messages far larger than the ring stream through
 // it (wrap-around at every offset), the ring and single-copy paths deliver
 // the same bytes, and no segment is left in /dev/shm when a rank is missing.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "core/comm/memory_store.h"
@@ -76,6 +80,45 @@ TEST(ShmTest, NoSegmentLeftWhenARankNeverArrives) {
         EXPECT_NE(::access(("/dev/shm" + name).c_str(), F_OK), 0) << name << " was left behind";
       },
       60s);
+}
+
+// Note [Orphaned segments]: a creator killed before it unlinked its name
+// leaves it in /dev/shm; remove_orphans() takes out those of dead creators
+// only, never a live process's, nor a name of another form.
+TEST(ShmTest, OrphanedSegmentsOfDeadCreatorsAreRemovedOthersKept) {
+  auto exists = [](const std::string& name) { return ::access(("/dev/shm" + name).c_str(), F_OK) == 0; };
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe(pipe_fds), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {  // creates a segment, says its name, dies without a word
+    auto seg = shm::Segment::create(shm::Segment::make_name(42, 0), 0, 2, 42, 4096);
+    const std::string name = seg.name();
+    [[maybe_unused]] auto n = ::write(pipe_fds[1], name.data(), name.size());
+    ::kill(::getpid(), SIGKILL);
+  }
+  ::close(pipe_fds[1]);
+  char buf[256] = {};
+  const auto n = ::read(pipe_fds[0], buf, sizeof buf - 1);
+  ::close(pipe_fds[0]);
+  ASSERT_GT(n, 0);
+  const std::string orphan(buf, static_cast<std::size_t>(n));
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  ASSERT_TRUE(exists(orphan)) << orphan << ": the killed creator could not unlink it";
+
+  auto live = shm::Segment::create(shm::Segment::make_name(42, 1), 1, 2, 42, 4096);  // ours: alive
+  const std::string foreign = "/mddp-not-one-of-ours";
+  const int fd = ::shm_open(foreign.c_str(), O_CREAT | O_RDWR, 0600);
+  ASSERT_GE(fd, 0);
+  ::close(fd);
+
+  EXPECT_GE(shm::Segment::remove_orphans(), 1);
+  EXPECT_FALSE(exists(orphan)) << orphan;
+  EXPECT_TRUE(exists(live.name())) << "a live creator's segment is kept";
+  EXPECT_TRUE(exists(foreign)) << "a name of another form is kept";
+  ::shm_unlink(foreign.c_str());
 }
 
 }  // namespace

@@ -314,6 +314,16 @@ TEST(Analysis, ParseNamesTheMalformedLine) {
   EXPECT_THROW(parse_metrics(not_record, "m.jsonl"), InputError);
 }
 
+// A last line cut short (no newline: a crash or a full disk mid-write) is
+// skipped with a warning; the records before it are read.
+TEST(Analysis, ParseSkipsATornLastLine) {
+  const std::string good = make_log(sized(1, 1))[0].to_json().dump();
+  std::istringstream torn(good + "\n" + good + "\n" + good.substr(0, good.size() / 2));
+  EXPECT_EQ(parse_metrics(torn, "m.jsonl").size(), 2u);
+  std::istringstream torn_then_more(good + "\n" + good.substr(0, 20) + "\n" + good + "\n");
+  EXPECT_THROW(parse_metrics(torn_then_more, "m.jsonl"), InputError);
+}
+
 TEST(Analysis, MissingOrEmptyRunDirIsAClearError) {
   const auto dir = temp_dir("empty");
   try {

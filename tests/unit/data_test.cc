@@ -19,6 +19,7 @@
 #include "core/data/factory.h"
 #include "core/data/idx_dataset.h"
 #include "core/data/idx_reader.h"
+#include "core/data/known_files.h"
 #include "core/data/sampler.h"
 #include "core/data/synthetic.h"
 
@@ -103,7 +104,7 @@ TEST_F(DataFiles, ReadsPlainAndGzipWithExactValues) {
     EXPECT_EQ(im.rows, 2);
     EXPECT_EQ(im.cols, 4);
     EXPECT_EQ(im.pixels, kPixels);
-    EXPECT_EQ(read_idx_labels(labels, 10), kLabels);
+    EXPECT_EQ(read_idx_labels(labels, 10).labels, kLabels);
     const IdxArray raw = read_idx(labels);
     EXPECT_EQ(raw.magic, kIdxLabelsMagic);
     EXPECT_EQ(raw.dims, std::vector<int64_t>{3});
@@ -142,6 +143,82 @@ TEST_F(DataFiles, BadFilesNameTheFile) {
   const std::string missing = path("nope-idx1-ubyte");
   expect_input_error([&] { read_idx_labels(missing); }, {missing, "no such file"});
   expect_input_error([&] { read_idx_labels(labels, 5); }, {labels, "label 9", "index 2", "[0, 5)"});
+}
+
+// Raw bytes appended to a file.
+void append_bytes(const fs::path& path, const std::vector<uint8_t>& bytes) {
+  std::ofstream(path, std::ios::binary | std::ios::app).write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+}
+
+std::vector<uint8_t> file_bytes(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+TEST_F(DataFiles, GzipIsReadToItsEndAndChecked) {
+  const std::vector<uint8_t> labels = idx_bytes(kIdxLabelsMagic, {3}, kLabels);
+  // Two gzip members (what `cat a.gz b.gz` makes): one file, read whole.
+  const std::string two = path("two.gz");
+  write_file(two, std::vector<uint8_t>(labels.begin(), labels.begin() + 6), true);
+  write_file(path("tail.gz"), std::vector<uint8_t>(labels.begin() + 6, labels.end()), true);
+  append_bytes(two, file_bytes(path("tail.gz")));
+  EXPECT_EQ(read_idx_labels(two).labels, kLabels);
+
+  // More data than the header describes, plain or compressed.
+  std::vector<uint8_t> longer = labels;
+  longer.push_back(7);
+  for (bool gz : {false, true}) {
+    const std::string p = path(gz ? "long.gz" : "long");
+    write_file(p, longer, gz);
+    expect_input_error([&] { read_idx_labels(p); }, {p, "corrupt", "1 more byte", "the 11 bytes its header describes"});
+  }
+  // Bytes after the gzip data that are not another member.
+  const std::string garbage = path("garbage.gz");
+  write_file(garbage, labels, true);
+  append_bytes(garbage, {'j', 'u', 'n', 'k'});
+  expect_input_error([&] { read_idx_labels(garbage); }, {garbage, "corrupt", "not another gzip member"});
+
+  // A damaged CRC-32 in the trailer: the data inflates, the check fails.
+  const std::string crc = path("crc.gz");
+  write_file(crc, labels, true);
+  std::vector<uint8_t> bytes = file_bytes(crc);
+  bytes[bytes.size() - 8] ^= 0xff;  // the trailer is CRC-32 then length, 4 bytes each
+  write_file(crc, bytes, false);
+  expect_input_error([&] { read_idx_labels(crc); }, {crc, "corrupt", "incorrect data check"});
+  // A file cut inside the gzip member.
+  const std::string cut = path("cut.gz");
+  write_file(cut, labels, true);
+  bytes = file_bytes(cut);
+  bytes.resize(bytes.size() - 4);
+  write_file(cut, bytes, false);
+  expect_input_error([&] { read_idx_labels(cut); }, {cut, "corrupt", "middle of a member"});
+}
+
+// The sum covers the uncompressed bytes, so plain and gzip copies agree;
+// against sha256sum of the same bytes (an independent implementation).
+TEST_F(DataFiles, Sha256IsOfTheUncompressedFile) {
+  const std::vector<uint8_t> labels = idx_bytes(kIdxLabelsMagic, {3}, kLabels);
+  write_file(path("l"), labels, false);
+  write_file(path("l.gz"), labels, true);
+  const std::string want = "a17906d734a55ed6080e2c7e9d9bc740b29491d201019c7bcf23acf1d9eb244a";
+  EXPECT_EQ(read_idx_labels(path("l")).sha256, read_idx_labels(path("l.gz")).sha256);
+  EXPECT_EQ(read_idx_labels(path("l")).sha256, want) << "sha256sum of the 11 bytes 00 00 08 01 00 00 00 03 02 00 09";
+}
+
+TEST(KnownFiles, NamesTheFileThatDoesNotMatch) {
+  const std::string fashion_labels = "bad3541b69d912435c50bb6ba87bec294ff4f6a2e1246121d8633921760443d9";
+  const FileSum labels{"/d/train-labels-idx1-ubyte.gz", "train-labels-idx1-ubyte", fashion_labels};
+  const FileSum images{"/d/train-images-idx3-ubyte.gz", "train-images-idx3-ubyte", std::string(64, 'a')};
+  EXPECT_EQ(known_dataset_of(labels), "Fashion-MNIST");
+  EXPECT_EQ(known_dataset_of(images), "");
+  // One file of Fashion-MNIST makes the directory Fashion-MNIST: the other must match too.
+  expect_input_error([&] { check_known_sums({labels, images}); },
+                     {"/d/train-images-idx3-ubyte.gz", "Fashion-MNIST", "c59f468a2f67", std::string(64, 'a')});
+  // Asked for by name (--dataset fashion-mnist): even a lone unknown file must match.
+  expect_input_error([&] { check_known_sums({images}, "Fashion-MNIST"); }, {"/d/train-images-idx3-ubyte.gz"});
+  // Files of no known dataset pass (a dataset of one's own).
+  EXPECT_EQ(check_known_sums({images}), "");
+  EXPECT_EQ(check_known_sums({labels}), "Fashion-MNIST");
 }
 
 // ---- IdxDataset -------------------------------------------------------------

@@ -1,5 +1,7 @@
 #include "core/comm/algorithms/context.h"
 
+#include "core/common/timer.h"
+
 namespace mddp::comm {
 
 void* Scratch::get(Slot slot, std::size_t bytes) {
@@ -20,6 +22,15 @@ void AlgoContext::exchange(int send_peer, const void* send_data, std::size_t sen
   } else if (recv_bytes > 0) {
     transport.recv(recv_peer, recv_data, recv_bytes, deadline);
   }
+}
+
+int64_t AlgoContext::step_clock() const { return trace != nullptr ? now_ns() : 0; }
+
+void AlgoContext::traced(AlgoStep step, int64_t t0, const void* data) const {
+  if (trace == nullptr) return;
+  step.start_ns = t0;
+  step.end_ns = now_ns();
+  trace->record(step, data);
 }
 
 void AlgoContext::send(int peer, const void* data, std::size_t bytes) const {

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "core/comm/algo_step.h"
 #include "core/comm/transport.h"
 #include "core/comm/types.h"
 
@@ -63,6 +64,13 @@ struct AlgoContext {
   int size;
   Deadline deadline;  // of the whole collective
   Scratch& scratch;
+  StepTrace* trace = nullptr;  // receives every step (AlgoStep) when set
+
+  // Step tracing: `t0 = step_clock()` before a step's transfers, then
+  // `traced(step, t0, data)` after it (partial results included); both
+  // are free without a trace.
+  int64_t step_clock() const;
+  void traced(AlgoStep step, int64_t t0, const void* data) const;
 
   // The neighbour helpers: the one place that says which way a ring turns.
   // Data flows to the right (r+1) and arrives from the left (r-1).

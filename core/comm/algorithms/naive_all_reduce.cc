@@ -23,9 +23,14 @@ void all_reduce_naive(const AlgoContext& ctx, void* data, int64_t count, DataTyp
   const auto elems = static_cast<std::size_t>(count);
   const std::size_t bytes = bytes_of(count, t);
 
+  const auto b = static_cast<int64_t>(bytes);
   if (ctx.rank != kRoot) {
+    int64_t t0 = ctx.step_clock();
     ctx.send(kRoot, data, bytes);
+    ctx.traced({.phase = StepPhase::kReduce, .send_peer = kRoot, .send_bytes = b}, t0, data);
+    t0 = ctx.step_clock();
     ctx.recv(kRoot, data, bytes);
+    ctx.traced({.phase = StepPhase::kBroadcast, .recv_peer = kRoot, .recv_bytes = b}, t0, data);
     return;
   }
 
@@ -34,12 +39,14 @@ void all_reduce_naive(const AlgoContext& ctx, void* data, int64_t count, DataTyp
   if (wide) to_float(acc, data, elems, t);
   void* incoming = ctx.scratch.get(Scratch::kRecv, bytes);
   for (int q = 1; q < n; ++q) {
+    const int64_t t0 = ctx.step_clock();
     ctx.recv(q, incoming, bytes);
     if (wide) {
       accumulate(acc, incoming, elems, t, op);
     } else {
       reduce(data, data, incoming, elems, t, op);
     }
+    ctx.traced({.phase = StepPhase::kReduce, .index = q - 1, .recv_peer = q, .recv_bytes = b}, t0, data);
   }
   const float divisor = op == ReduceOp::kAvg ? static_cast<float>(n) : 1.0f;
   if (wide) {
@@ -47,7 +54,11 @@ void all_reduce_naive(const AlgoContext& ctx, void* data, int64_t count, DataTyp
   } else {
     divide(data, elems, t, divisor);
   }
-  for (int q = 1; q < n; ++q) ctx.send(q, data, bytes);
+  for (int q = 1; q < n; ++q) {
+    const int64_t t0 = ctx.step_clock();
+    ctx.send(q, data, bytes);
+    ctx.traced({.phase = StepPhase::kBroadcast, .index = q - 1, .send_peer = q, .send_bytes = b}, t0, data);
+  }
 }
 
 }  // namespace mddp::comm

@@ -30,8 +30,16 @@ void ring_all_gather_inplace(const AlgoContext& ctx, void* data, Blocks blocks, 
   for (int s = 0; s < n - 1; ++s) {
     const int send_b = ctx.peer(-s);
     const int recv_b = ctx.peer(-s - 1);
-    ctx.exchange(ctx.right(), at(base, blocks.begin(send_b), t), bytes_of(blocks.size(send_b), t),
-                 ctx.left(), at(base, blocks.begin(recv_b), t), bytes_of(blocks.size(recv_b), t));
+    const std::size_t send_bytes = bytes_of(blocks.size(send_b), t);
+    const std::size_t recv_bytes = bytes_of(blocks.size(recv_b), t);
+    const int64_t t0 = ctx.step_clock();
+    ctx.exchange(ctx.right(), at(base, blocks.begin(send_b), t), send_bytes, ctx.left(),
+                 at(base, blocks.begin(recv_b), t), recv_bytes);
+    ctx.traced({.phase = StepPhase::kAllGather, .index = s, .send_peer = ctx.right(),
+                .recv_peer = ctx.left(), .send_block = send_b, .recv_block = recv_b,
+                .send_bytes = static_cast<int64_t>(send_bytes),
+                .recv_bytes = static_cast<int64_t>(recv_bytes)},
+               t0, data);
   }
   // The spec's claim: the last block received is the right neighbour's, the
   // only one that had not yet come round.

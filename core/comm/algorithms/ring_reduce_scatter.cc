@@ -60,6 +60,7 @@ void run_ring(const AlgoContext& ctx, const std::byte* contrib, std::byte* work,
     const int recv_b = ctx.peer(-s - 2);
     const std::byte* send_base = s == 0 ? own(send_b) : acc(send_b);
     const int64_t send_n = blocks.size(send_b), recv_n = blocks.size(recv_b);
+    const int64_t t0 = ctx.step_clock();
     for (int64_t off = 0; off < std::max(send_n, recv_n); off += seg) {
       const int64_t sn = std::clamp<int64_t>(send_n - off, 0, seg);
       const int64_t rn = std::clamp<int64_t>(recv_n - off, 0, seg);
@@ -70,6 +71,10 @@ void run_ring(const AlgoContext& ctx, const std::byte* contrib, std::byte* work,
                static_cast<std::size_t>(rn), t, op);
       }
     }
+    ctx.traced({.phase = StepPhase::kReduceScatter, .index = s, .send_peer = ctx.right(),
+                .recv_peer = ctx.left(), .send_block = send_b, .recv_block = recv_b,
+                .send_bytes = send_n * es, .recv_bytes = recv_n * es},
+               t0, work);
   }
   // The spec's claim: the block received last, fully reduced, is block r.
   MDDP_CHECK_EQ(ctx.peer(-(n - 2) - 2), ctx.rank);

@@ -16,6 +16,8 @@
 // Latency-optimal; for large S a pipelined or scatter + all-gather broadcast
 // would move fewer bytes per rank, which microddp does not need (broadcast is
 // for parameters at start-up and small control values).
+#include <bit>
+
 #include "core/comm/algorithms/algorithms.h"
 
 namespace mddp::comm {
@@ -27,14 +29,26 @@ void broadcast_tree(const AlgoContext& ctx, void* data, int64_t count, DataType 
   const std::size_t bytes = bytes_of(count, t);
 
   int mask = 1;  // ends at v's lowest set bit (the root: the first power of two >= n)
+  const auto round = [](int m) { return std::countr_zero(static_cast<unsigned>(m)); };
   for (; mask < n; mask <<= 1) {
     if (v & mask) {
-      ctx.recv(ctx.real(v - mask, root), data, bytes);
+      const int64_t t0 = ctx.step_clock();
+      const int parent = ctx.real(v - mask, root);
+      ctx.recv(parent, data, bytes);
+      ctx.traced({.phase = StepPhase::kBroadcast, .index = round(mask), .recv_peer = parent,
+                  .recv_bytes = static_cast<int64_t>(bytes)},
+                 t0, data);
       break;
     }
   }
   for (mask >>= 1; mask > 0; mask >>= 1) {
-    if (v + mask < n) ctx.send(ctx.real(v + mask, root), data, bytes);
+    if (v + mask >= n) continue;
+    const int64_t t0 = ctx.step_clock();
+    const int child = ctx.real(v + mask, root);
+    ctx.send(child, data, bytes);
+    ctx.traced({.phase = StepPhase::kBroadcast, .index = round(mask), .send_peer = child,
+                .send_bytes = static_cast<int64_t>(bytes)},
+               t0, data);
   }
 }
 

@@ -17,6 +17,8 @@
 // 16-bit types: a rank with children accumulates them in an fp32 scratch and
 // rounds once before it sends (and the root once at the end), so a value
 // passes through at most ceil(log2 n) roundings and only the wire is 16-bit.
+#include <bit>
+
 #include "core/comm/algorithms/algorithms.h"
 #include "core/comm/reduce_kernels.h"
 
@@ -38,7 +40,9 @@ void reduce_tree(const AlgoContext& ctx, void* data, int64_t count, DataType t, 
     if (v & mask) break;  // our turn to send to the parent
     if (v + mask >= n) continue;
     void* incoming = ctx.scratch.get(Scratch::kRecv, bytes);
-    ctx.recv(ctx.real(v + mask, root), incoming, bytes);
+    const int64_t t0 = ctx.step_clock();
+    const int child = ctx.real(v + mask, root);
+    ctx.recv(child, incoming, bytes);
     if (wide) {
       if (acc == nullptr) {
         acc = ctx.scratch.floats(Scratch::kAccum, elems);
@@ -49,6 +53,9 @@ void reduce_tree(const AlgoContext& ctx, void* data, int64_t count, DataType t, 
       reduce(data, data, incoming, elems, t, op);
     }
     ++children;
+    ctx.traced({.phase = StepPhase::kReduce, .index = std::countr_zero(static_cast<unsigned>(mask)),
+                .recv_peer = child, .recv_bytes = static_cast<int64_t>(bytes)},
+               t0, data);
   }
 
   const float divisor = (v == 0 && op == ReduceOp::kAvg) ? static_cast<float>(n) : 1.0f;
@@ -58,7 +65,12 @@ void reduce_tree(const AlgoContext& ctx, void* data, int64_t count, DataType t, 
     divide(data, elems, t, divisor);
   }
   if (v != 0) {
-    ctx.send(ctx.real(v - mask, root), data, bytes);  // mask is v's lowest set bit
+    const int64_t t0 = ctx.step_clock();
+    const int parent = ctx.real(v - mask, root);  // mask is v's lowest set bit
+    ctx.send(parent, data, bytes);
+    ctx.traced({.phase = StepPhase::kReduce, .index = std::countr_zero(static_cast<unsigned>(mask)),
+                .send_peer = parent, .send_bytes = static_cast<int64_t>(bytes)},
+               t0, data);
   } else {
     // The spec's claim: the root heard from one child per round.
     int rounds = 0;

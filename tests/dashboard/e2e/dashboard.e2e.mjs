@@ -4,16 +4,20 @@
 //
 //   node dashboard.e2e.mjs --microddp BIN --screenshot OUT.png [--chromium /usr/bin/chromium]
 //   node dashboard.e2e.mjs --mock [--ranks N] --screenshot OUT.png   (the page at N ranks, default 64, simulated)
+//   node dashboard.e2e.mjs --attach URL --ranks N --screenshot OUT.png
+//     (a job someone else runs, e.g. the compose lab: the page and its rank
+//     table, loss chart and timeline only; no straggler, nothing killed)
 //
 // Checks, in order: the page loads without script errors or requests
 // outside the coordinator; the rank table lists both ranks; the loss chart
 // gains points while the job runs; the timeline (a Chart.js chart) draws a
-// bucket all-reduce and a backward phase in every rank's row;
+// bucket all-reduce and a backward phase in every rank's row; the
+// Collectives view animates a ring of 2(n-1) steps and exports it as SVG;
 // after `kill -9` of rank 1's worker the page names rank 1 as failed. Every
 // wait is bounded; the job's processes are killed on every exit path.
 
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -22,7 +26,8 @@ const here = dirname(fileURLToPath(import.meta.url));
 const args = process.argv.slice(2);
 const opt = (name, dflt) => { const i = args.indexOf(name); return i >= 0 ? args[i + 1] : dflt; };
 const MOCK = args.includes('--mock');
-const MOCK_RANKS = Number(opt('--ranks', 64));
+const ATTACH = opt('--attach', '');
+const RANKS = Number(opt('--ranks', MOCK ? 64 : 2));
 const BIN = opt('--microddp', '') && resolve(opt('--microddp', ''));
 const SHOT = resolve(opt('--screenshot', 'dashboard.png'));
 const CHROMIUM = opt('--chromium', '/usr/bin/chromium');
@@ -56,8 +61,8 @@ async function waitFor(what, fn, ms = 30000, every = 200) {
   }
 }
 
-function start(cmd, argv) {
-  const child = spawn(cmd, argv, { detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+function start(cmd, argv, env = process.env) {
+  const child = spawn(cmd, argv, { detached: true, stdio: ['ignore', 'pipe', 'pipe'], env });
   children.push(child);
   for (const s of [child.stdout, child.stderr]) s.on('data', (d) => { output += d.toString(); });
   return child;
@@ -78,8 +83,9 @@ async function api(base, path) {
 
 // ---- the job --------------------------------------------------------------------
 async function startJob() {
+  if (ATTACH) return { base: ATTACH, run: null };
   if (MOCK) {
-    start(process.execPath, [join(here, 'mock_coordinator.mjs'), '--ranks', String(MOCK_RANKS), '--fail-at', '120', '--fit']);
+    start(process.execPath, [join(here, 'mock_coordinator.mjs'), '--ranks', String(RANKS), '--fail-at', '120', '--fit']);
     const m = await waitFor('the mock coordinator', async () => output.match(/listening on (http:\/\/\S+)/), 10000);
     return { base: m[1], run: null };
   }
@@ -93,8 +99,13 @@ async function startJob() {
     '--steps', '1000000', '--no-eval', '--log-every', '1000000', '--bucket-mb', '0.25', '--first-bucket-mb', '0.0625',
     '--straggler', '1:forward:4',
     '--heartbeat-ms', '200', '--heartbeat-timeout-ms', '3000', '--run-dir', join(work, 'run')];
-  log(`starting ${BIN} ${flags.join(' ')}`);
-  const run = start(BIN, flags);
+  // A fit of the link (as `microddp bench allreduce --fit` writes it), so the
+  // Collectives view has an α-β model to show beside the measured ring.
+  const fitFile = join(work, 'fit.json');
+  writeFileSync(fitFile, JSON.stringify({ fits: ['shm', 'tcp'].map((transport) =>
+    ({ transport, algorithm: 'ring', world_size: 2, alpha_us: 10, beta_gbps: 3, r2: 0.99 })) }));
+  log(`starting ${BIN} ${flags.join(' ')} (MICRODDP_FIT_FILE=${fitFile})`);
+  const run = start(BIN, flags, { ...process.env, MICRODDP_FIT_FILE: fitFile });
   run.on('exit', (code, sig) => log(`microddp run exited (${code ?? sig})`));
   const m = await waitFor('the dashboard URL on the output of `microddp run`',
     async () => output.match(/dashboard:?\s+(?:at\s+)?(https?:\/\/\S+)/i) || output.match(/(http:\/\/(?:127\.0\.0\.1|localhost|\[::1\]):\d+\/?)/), 60000);
@@ -106,10 +117,12 @@ async function main() {
   const { base } = await startJob();
   log(`dashboard at ${base}`);
   const origin = new URL(base).origin;
-  await waitFor('the job to run with 2 ranks', async () => {
+  // An attached job may have finished already (its page lingers).
+  await waitFor(`the job to run with ${RANKS} ranks`, async () => {
     if (MOCK) return true;
     const job = await api(base, 'api/job');
-    return job.state === 'running' && job.step > 0 && (await api(base, 'api/ranks')).length === 2;  // [K...]
+    const state = ATTACH ? ['running', 'succeeded'].includes(job.state) : job.state === 'running';
+    return state && job.step > 0 && (await api(base, 'api/ranks')).length === RANKS;  // [K...]
   }, 90000);
 
   // A fresh profile in the work directory (removed at exit).
@@ -118,19 +131,22 @@ async function main() {
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
       '--disable-quic', '--disable-component-update', '--disable-sync'],
     viewport: { width: 1400, height: 1000 },
+    acceptDownloads: true,
   });
   const context = browser;
   const page = await context.newPage();
   const problems = [];
   page.on('pageerror', (e) => problems.push(`script error: ${e.message}`));
   // Failed requests are judged from the responses (the console repeats them):
-  // a 404 from /api/timeline is the contract's "no complete step yet".
+  // a 404 from /api/timeline or /api/collectives is the contract's "no
+  // (traced) complete step yet".
   page.on('console', (m) => {
     if (m.type() === 'error' && !/^Failed to load resource/.test(m.text())) problems.push(`console error: ${m.text()}`);
   });
   page.on('response', (r) => {
     const path = new URL(r.url()).pathname;
-    if (r.status() >= 400 && !(r.status() === 404 && path.endsWith('/api/timeline'))) problems.push(`HTTP ${r.status()} for ${r.url()}`);
+    const notYet = r.status() === 404 && (path.endsWith('/api/timeline') || path.endsWith('/api/collectives'));
+    if (r.status() >= 400 && !notYet) problems.push(`HTTP ${r.status()} for ${r.url()}`);
   });
   page.on('request', (r) => {
     const u = r.url();
@@ -139,7 +155,7 @@ async function main() {
   await page.goto(base, { waitUntil: 'load' });
 
   // Rank table: one row per rank, ranks 0 and 1 (64 in the mock).
-  const nranks = MOCK ? MOCK_RANKS : 2;
+  const nranks = RANKS;
   await waitFor(`the rank table to list ${nranks} ranks`, async () =>
     (await page.locator('#ranks tbody tr[data-rank]').count()) === nranks);
   const ranksShown = await page.locator('#ranks tbody tr[data-rank]').evaluateAll((rows) => rows.map((r) => r.dataset.rank));
@@ -157,11 +173,13 @@ async function main() {
   if (MOCK && (await page.locator('#ranks td.cores[data-over]').count()) !== over)
     fail(`the rank table does not flag the ${over} ranks of the mock's oversubscribed host`);
 
-  // Loss chart: points now, more a little later.
+  // Loss chart: points now, more a little later (an attached job may be over).
   const points = () => page.locator('#chart-loss').evaluate((e) => Number(e.dataset.points));
   const first = await waitFor('the loss chart to have points', async () => { const n = await points(); return n > 0 ? n : 0; });
-  const second = await waitFor(`the loss chart to grow beyond ${first} points`, async () => { const n = await points(); return n > first ? n : 0; }, 20000);
-  log(`loss chart: ${first} points, then ${second}`);
+  if (!ATTACH) {
+    const second = await waitFor(`the loss chart to grow beyond ${first} points`, async () => { const n = await points(); return n > first ? n : 0; }, 20000);
+    log(`loss chart: ${first} points, then ${second}`);
+  } else log(`loss chart: ${first} points`);
   const canvas = await page.locator('#chart-loss canvas').count();
   if (canvas < 1) fail('the loss chart has no canvas (uPlot did not draw)');
 
@@ -202,6 +220,12 @@ async function main() {
   });
   log(`timeline: ${spans.rows} rank rows, ${spans.buckets} bucket spans`);
 
+  if (ATTACH) {  // someone else's job: nothing to name as late, nothing to kill
+    await screenshots(page);
+    if (problems.length) fail(`the page reported problems:\n  ${problems.join('\n  ')}`);
+    return;
+  }
+
   // Stragglers: the rank made late on purpose (the real job's --straggler
   // 1:forward:4; the mock's last rank, in backward) is named, with the phase
   // it lost the time in, although the all-reduce makes every rank finish the
@@ -222,6 +246,43 @@ async function main() {
         && top?.rank === late.rank && top?.phase === late.phase ? s.worst : null;
     });
     log(`stragglers: ${named}`);
+  }
+
+  // Collectives: the latest traced step's largest bucket all-reduce on the
+  // ring, animated: 2(n-1) steps for n ranks (a ring's reduce-scatter and
+  // all-gather), frames advancing, arrows drawn, a table row per step, the
+  // α-β model beside it (the job has a fit), and an SVG export with one
+  // small ring per step.
+  const ringSteps = nranks > 1 ? 2 * (nranks - 1) : 0;
+  if (nranks === 1) {
+    await waitFor('the Collectives view to say a one-rank job all-reduces nothing', async () =>
+      /carries no all-reduce steps/.test((await page.locator('#coll-caption').textContent()) ?? ''));
+  } else {
+    const coll = await waitFor(`the Collectives view to animate a ring of ${ringSteps} steps`, async () => {
+      const c = await page.locator('#collectives').evaluate((b) => ({
+        steps: Number(b.dataset.steps), ranks: Number(b.dataset.ranks), frame: Number(b.dataset.frame),
+        rows: b.querySelectorAll('#coll-steps tbody tr').length, caption: b.querySelector('#coll-caption').textContent,
+      }));
+      return c.steps === ringSteps && c.ranks === nranks && c.rows === ringSteps ? c : null;
+    }, 60000);
+    const frame = await waitFor('the animation to advance', async () => {
+      const f = Number(await page.locator('#collectives').getAttribute('data-frame'));
+      return f > coll.frame + 5 ? f : null;
+    }, 10000);
+    const arrows = await waitFor('arrows on the measured ring', async () => {
+      const n = await page.locator('#coll-measured .transfer').count();
+      return n > 0 ? n : null;
+    }, 10000, 20);
+    if (!/the α-β model says/.test(coll.caption)) fail(`the Collectives view shows no α-β prediction: "${coll.caption}"`);
+    if ((await page.locator('#coll-model .transfer').count()) === 0) {
+      await waitFor('arrows on the model\'s ring', async () => (await page.locator('#coll-model .transfer').count()) > 0, 10000, 20);
+    }
+    const [download] = await Promise.all([page.waitForEvent('download', { timeout: 10000 }), page.click('#coll-export')]);
+    const svgText = readFileSync(await download.path(), 'utf8');
+    const panels = (svgText.match(/<g class="step"/g) ?? []).length;
+    if (!svgText.startsWith('<svg') || panels !== ringSteps) fail(`the exported SVG has ${panels} step panels, expected ${ringSteps}`);
+    log(`collectives: ${coll.steps} ring steps for ${coll.ranks} ranks, frame ${frame}, ${arrows} arrows in flight, `
+      + `export ${download.suggestedFilename()} with ${panels} panels`);
   }
 
   // Problems so far count; after the kill the job ends and the page's
@@ -249,6 +310,11 @@ async function main() {
     (await row.getAttribute('data-state')) === 'failed', 15000);
   log(`rank table: rank ${victimRank} ${await row.locator('.state').innerText()}`);
 
+  await screenshots(page);
+  if (healthy.length) fail(`the page reported problems while the job ran:\n  ${healthy.join('\n  ')}`);
+}
+
+async function screenshots(page) {
   await page.waitForTimeout(300);  // let the last redraw land
   mkdirSync(dirname(SHOT), { recursive: true });
   // The page, and its timeline panel alone (a canvas: look at it), in the
@@ -256,13 +322,12 @@ async function main() {
   const timelinePanel = page.locator('section:has(#timeline)');
   await page.screenshot({ path: SHOT, fullPage: true });
   await timelinePanel.screenshot({ path: SHOT.replace(/\.png$/, '-timeline.png') });
-  log(`screenshot: ${SHOT} (and -timeline, -dark, -timeline-dark)`);
+  await page.locator('section:has(#collectives)').screenshot({ path: SHOT.replace(/\.png$/, '-collectives.png') });
+  log(`screenshot: ${SHOT} (and -timeline, -collectives, -dark, -timeline-dark)`);
   await page.emulateMedia({ colorScheme: 'dark' });
   await page.waitForTimeout(400);
   await page.screenshot({ path: SHOT.replace(/\.png$/, '-dark.png'), fullPage: true });
   await timelinePanel.screenshot({ path: SHOT.replace(/\.png$/, '-timeline-dark.png') });
-
-  if (healthy.length) fail(`the page reported problems while the job ran:\n  ${healthy.join('\n  ')}`);
 }
 
 let code = 0;

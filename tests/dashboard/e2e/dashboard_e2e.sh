@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The dashboard's browser test (dashboard.e2e.mjs) with its prerequisites
 # checked first:
-#   dashboard_e2e.sh MICRODDP|--mock NODE_MODULES SCREENSHOT.png [--ranks N (mock)]
+#   dashboard_e2e.sh MICRODDP|--mock|--attach=URL NODE_MODULES SCREENSHOT.png [--ranks N (mock, attach)]
 #   dashboard_e2e.sh MICRODDP NODE_MODULES SCREENSHOT.png --auth   (auth.e2e.mjs: the token over HTTPS)
+# (--attach=URL: the page of a job already running there, e.g. the compose lab's)
 # Needs node (20+), Debian's chromium (/usr/bin/chromium, or $CHROMIUM) and
 # playwright-core in NODE_MODULES (`npm ci --prefix dashboard`). When one is
 # missing the test is skipped (exit 77) locally but fails in CI (CI=true),
@@ -29,6 +30,9 @@ node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)
 [[ -f "$MODULES/playwright-core/index.mjs" ]] \
   || missing "$MODULES/playwright-core is missing (run: npm ci --prefix dashboard)"
 
+if [[ "$BIN" == --attach=* ]]; then
+  exec node "$HERE/dashboard.e2e.mjs" --attach "${BIN#--attach=}" --node-modules "$MODULES" --chromium "$CHROMIUM" --screenshot "$SHOT" "${@:4}"
+fi
 if [[ "$BIN" == "--mock" ]]; then
   exec node "$HERE/dashboard.e2e.mjs" --mock --node-modules "$MODULES" --chromium "$CHROMIUM" --screenshot "$SHOT" "${@:4}"
 fi

@@ -115,6 +115,40 @@ function stragglers() {
   };
 }
 
+// /api/collectives: the ring schedule of a traced step's buckets (every
+// 10th step), each step taking an equal share of the bucket's span.
+function collectives(q) {
+  const traced = [...new Set(tail.filter((r) => r.kind === 'step' && r.step % 10 === 0).map((r) => r.step))].slice(-30);
+  const s = q.has('step') ? Number(q.get('step')) : traced[traced.length - 1];
+  const recs = tail.filter((r) => r.kind === 'step' && r.step === s);
+  if (!recs.length) return null;
+  const o = Math.min(...recs.map((r) => r.start_ns));
+  const m = (ns) => (ns - o) / 1e6;
+  const fit = FIT ? { transport: 'shm', algorithm: 'ring', world_size: N, alpha_s: 4e-6, beta_Bps: 3.1e9, r2: 0.998 } : null;
+  const steps = N > 1 ? 2 * (N - 1) : 0;
+  const mod = (a) => ((a % N) + N) % N;
+  const view = (b) => {
+    const start = Math.min(...recs.map((r) => m(r.buckets[b].start_ns))), end = Math.max(...recs.map((r) => m(r.buckets[b].end_ns)));
+    const block = BUCKETS[b] / N, pred = fit ? fit.alpha_s * 1e3 + (block / fit.beta_Bps) * 1e3 : null;
+    return { bucket: b, bytes: BUCKETS[b], algorithm: 'ring', start_ms: start, end_ms: end,
+      predicted_ms: fit ? steps * pred : null, steps, pred };
+  };
+  const buckets = N > 1 ? BUCKETS.map((_, b) => view(b)) : [];
+  const pick = q.has('bucket') ? Number(q.get('bucket')) : 1;
+  const v = buckets[pick];
+  const collective = v && {
+    ...v, pred: undefined,
+    steps: Array.from({ length: steps }, (_, k) => {
+      const rs = k < N - 1, i = rs ? k : k - (N - 1), dt = (v.end_ms - v.start_ms) / steps;
+      return { phase: rs ? 'reduce-scatter' : 'all-gather', index: i, predicted_ms: v.pred,
+        transfers: Array.from({ length: N }, (_, r) => ({ rank: r, to: mod(r + 1), send_block: rs ? mod(r - i - 1) : mod(r - i),
+          from: mod(r - 1), recv_block: rs ? mod(r - i - 2) : mod(r - i - 1), send_bytes: v.bytes / N, recv_bytes: v.bytes / N,
+          start_ms: v.start_ms + k * dt + 0.01 * (r % 3), end_ms: v.start_ms + (k + 1) * dt })) };
+    }) };
+  return { step: s, world_size: N, origin_unix_ns: Number(origin), fit, traced_steps: traced,
+    buckets: buckets.map(({ pred, ...b }) => b), collective: collective ?? null };
+}
+
 // ---- WebSocket (RFC 6455, server side, text frames only) --------------------
 function wsFrame(text) {
   const p = Buffer.from(text);
@@ -160,6 +194,7 @@ const server = createServer(async (req, res) => {
   if (p === '/api/ranks') return json(ranks());
   if (p === '/api/timeline') return json(timeline());
   if (p === '/api/stragglers') return json(stragglers());
+  if (p === '/api/collectives') return json(collectives(url.searchParams));
   if (p === '/api/metrics') {
     const since = Number(url.searchParams.get('since') || 0), max = Number(url.searchParams.get('max') || 2000);
     const recs = tail.filter((r) => r.seq > since).slice(0, max);

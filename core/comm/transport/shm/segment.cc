@@ -1,5 +1,6 @@
 #include "core/comm/transport/shm/segment.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -8,7 +9,10 @@
 #include <cerrno>
 #include <cstring>
 #include <new>
+#include <random>
+#include <sstream>
 #include <utility>
+#include <vector>
 
 #include "core/comm/types.h"
 
@@ -22,7 +26,51 @@ namespace {
   throw CommError(str("shared memory: ", what, " '", name, "': ", std::strerror(errno), hint));
 }
 
+constexpr const char* kShmDir = "/dev/shm";  // where glibc's shm_open keeps the names
+constexpr const char* kPrefix = "mddp-";
+
+// The creator of a segment from its name (Note [Orphaned segments]); false
+// for names of another form (another program, an older microddp).
+bool creator_of(const std::string& name, ProcessId& id) {
+  if (name.rfind(kPrefix, 0) != 0) return false;
+  std::vector<std::string> parts;
+  std::istringstream in(name.substr(std::strlen(kPrefix)));
+  for (std::string part; std::getline(in, part, '-');) parts.push_back(part);
+  if (parts.size() != 6 || parts[5].size() < 2 || parts[5][0] != 'r') return false;
+  try {
+    std::size_t end = 0;
+    id.pid_ns = std::stoull(parts[1], &end);
+    if (end != parts[1].size()) return false;
+    id.pid = static_cast<int32_t>(std::stol(parts[2], &end));
+    if (end != parts[2].size()) return false;
+    id.start_ticks = std::stoull(parts[3], &end);
+    return end == parts[3].size();
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
 }  // namespace
+
+std::string Segment::make_name(uint64_t job_hash, int rank) {
+  const ProcessId me = self_process_id();
+  return str("/", kPrefix, std::hex, job_hash & 0xffffffffu, std::dec, "-", me.pid_ns, "-", me.pid, "-",
+             me.start_ticks, "-", std::hex, std::random_device{}(), std::dec, "-r", rank);
+}
+
+int Segment::remove_orphans() {
+  DIR* dir = ::opendir(kShmDir);
+  if (!dir) return 0;
+  std::vector<std::string> orphans;
+  while (const dirent* e = ::readdir(dir)) {
+    ProcessId creator;
+    if (creator_of(e->d_name, creator) && liveness(creator) == Liveness::kGone) orphans.emplace_back(e->d_name);
+  }
+  ::closedir(dir);
+  int removed = 0;
+  for (const auto& name : orphans) removed += ::shm_unlink(("/" + name).c_str()) == 0 ? 1 : 0;
+  return removed;
+}
 
 Segment Segment::create(const std::string& name, int rank, int size, uint64_t job_hash, uint64_t ring_capacity) {
   int fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
@@ -45,7 +93,8 @@ Segment Segment::create(const std::string& name, int rank, int size, uint64_t jo
   h->version = kSegmentVersion;
   h->rank = rank;
   h->size = size;
-  h->pid = static_cast<int32_t>(::getpid());
+  h->owner = self_process_id();
+  h->pid = h->owner.pid;
   h->job_hash = job_hash;
   h->ring_capacity = ring_capacity;
   for (int sender = 0; sender < size; ++sender)

@@ -13,16 +13,19 @@
 #include <cstdint>
 #include <string>
 
+#include "core/comm/transport/shm/process_id.h"
+
 namespace mddp::comm::shm {
 
 constexpr uint64_t kSegmentMagic = 0x314d48534444444dull;  // "MDDDSHM1"
-constexpr uint32_t kSegmentVersion = 1;
+constexpr uint32_t kSegmentVersion = 2;
 
 struct SegmentHeader {
   std::atomic<uint64_t> magic;  // set last by the creator (release): the segment is ready
   uint32_t version;
   int32_t rank, size;
-  int32_t pid;  // of the owner, to detect its death with kill(pid, 0)
+  int32_t pid;  // of the owner (owner.pid), for process_vm_readv
+  ProcessId owner;  // to tell when the owner has died (liveness())
   uint64_t job_hash;
   uint64_t ring_capacity;
   // Address, in the owner's process, of a known 8-byte value: a peer that can
@@ -51,9 +54,22 @@ static_assert(std::atomic<uint64_t>::is_always_lock_free && std::atomic<uint32_t
 
 // One mapped segment. The creator unlinks the name once every rank has
 // attached (unlink()), or on destruction at the latest.
+//
+// Note [Orphaned segments]: a creator killed (kill -9, OOM) between create()
+// and unlink() leaves its name in /dev/shm, and the memory with it. Names
+// say who made them, "/mddp-<job>-<pid ns>-<pid>-<start ticks>-<nonce>-r<rank>",
+// so remove_orphans() can unlink those whose creator no longer runs (same pid
+// namespace only: another namespace's pids mean nothing here). It runs when
+// a shared-memory job starts on the host, when a rank's set-up fails, and
+// when `microddp run` ends.
 class Segment {
  public:
-  // Creates and maps a new segment named `name` ("/mddp-..."); fails if it exists.
+  // A fresh name for rank `rank`'s segment of job `job_hash`, owned by this process.
+  static std::string make_name(uint64_t job_hash, int rank);
+  // Unlinks every segment name of an orphaned creator (Note [Orphaned
+  // segments]); returns how many. Never throws.
+  static int remove_orphans();
+  // Creates and maps a new segment named `name` (make_name()); fails if it exists.
   static Segment create(const std::string& name, int rank, int size, uint64_t job_hash, uint64_t ring_capacity);
   // Maps an existing segment and checks it belongs to rank `rank` of this job.
   static Segment attach(const std::string& name, int rank, int size, uint64_t job_hash);
@@ -67,6 +83,7 @@ class Segment {
   RingHeader* ring(int sender) const;
   uint8_t* ring_data(int sender) const { return reinterpret_cast<uint8_t*>(ring(sender)) + kPage; }
   uint64_t capacity() const { return header()->ring_capacity; }
+  const std::string& name() const { return name_; }  // "" once unlinked, or when attached
   void unlink();  // removes the name (creator only); idempotent
 
   static constexpr std::size_t kPage = 4096;

@@ -3,10 +3,13 @@
 // Segments. Every rank creates one POSIX shared-memory segment (shm_open +
 // mmap) holding the rings that carry messages *to* it, one per peer, and
 // maps every peer's segment to write into its ring there (shm/segment.h).
-// Names are "/mddp-<job hash>-<pid>-<random>-r<rank>", published in the
-// Store; once every rank has attached every segment, each creator unlinks
-// its name, so /dev/shm is clean while the job runs and after it ends, even
-// by a crash (only a crash during the rendezvous itself can leak one).
+// Names are "/mddp-<job hash>-<pid ns>-<pid>-<start>-<nonce>-r<rank>",
+// published in the Store; once every rank has attached every segment, each
+// creator unlinks its name, so /dev/shm is clean while the job runs and
+// after it ends, even by a crash. A rank killed during the set-up itself
+// leaves its name behind: the others remove it when their set-up fails, and
+// every later set-up on the host removes what such dead creators left (Note
+// [Orphaned segments] in shm/segment.h).
 //
 // Ring. A single-producer single-consumer byte ring per directed pair,
 // capacity a power of two (4 MiB by default). head and tail are byte counts
@@ -49,24 +52,26 @@
 // Sleeps last at most 10 ms, and between them the sleeper checks the deadline
 // (TimeoutError), abort() (which also rings the doorbell, so it is seen at
 // once) and whether the peers it waits on are alive: the closed flag a peer
-// sets when its transport is destroyed, and kill(pid, 0) plus the process
-// state, for a peer that died without a word (PeerError). A call that fails
+// sets when its transport is destroyed (PeerFault::kClosed), and whether its
+// process still runs (shm::liveness: pid, start time, not a zombie), for a
+// peer that died without a word (kDied). A call that fails
 // halfway through a frame leaves that direction out of step, so every later
 // call on it throws the same error.
 #include "core/comm/transport/shm/shm_transport.h"
 
 #include <linux/futex.h>
 #include <sched.h>
-#include <signal.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <spdlog/spdlog.h>
+
 #include <cerrno>
 #include <climits>
+#include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <random>
+#include <thread>
 
 #include "core/comm/transport/frame.h"
 
@@ -104,18 +109,6 @@ uint64_t fnv1a(const std::string& s) {
   return h;
 }
 
-// False once `pid` exited, even while it is a zombie nobody reaped yet
-// (kill(pid, 0) still succeeds for a zombie).
-bool process_alive(int pid) {
-  if (::kill(pid, 0) != 0 && errno == ESRCH) return false;
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat;
-  if (!std::getline(in, stat)) return true;  // no /proc: trust kill()
-  auto paren = stat.rfind(')');
-  char state = paren != std::string::npos && paren + 2 < stat.size() ? stat[paren + 2] : 'R';
-  return state != 'Z' && state != 'X';
-}
-
 void copy_in(uint8_t* ring, uint64_t cap, uint64_t pos, const uint8_t* src, std::size_t n) {
   if (n == 0) return;  // src may be null for an empty message
   std::size_t off = pos & (cap - 1), first = std::min<std::size_t>(n, cap - off);
@@ -128,6 +121,15 @@ void copy_out(const uint8_t* ring, uint64_t cap, uint64_t pos, uint8_t* dst, std
   std::size_t off = pos & (cap - 1), first = std::min<std::size_t>(n, cap - off);
   std::memcpy(dst, ring + off, first);
   std::memcpy(dst + first, ring, n - first);
+}
+
+// Test seam (tests/fault/shm_leak_test.sh): MDDP_TEST_SHM_SETUP_PAUSE_MS holds
+// the set-up for that long right after this rank's segment exists and its
+// name is published, the window in which a killed rank leaves its segment
+// behind (Note [Orphaned segments] in segment.h).
+void pause_for_tests() {
+  const char* ms = std::getenv("MDDP_TEST_SHM_SETUP_PAUSE_MS");
+  if (ms && *ms) std::this_thread::sleep_for(std::chrono::milliseconds(std::atol(ms)));
 }
 
 // Whether this process may read `pid`'s memory: it reads the probe word there.
@@ -183,12 +185,12 @@ struct ShmTransport::Channel {
   uint64_t pos = 0;   // ours: head when producing, tail when consuming
   uint64_t seen = 0;  // theirs, as last loaded: tail when producing, head when consuming
   SegmentHeader* peer_header = nullptr;  // the peer's: its doorbell, pid and closed flag
-  int pid = 0;                           // the peer's process
-  bool pid_visible = false;              // kill(pid, 0) reaches it (same pid namespace)
+  shm::ProcessId owner;                  // the peer's process, to see it die (shm::liveness)
   bool direct = false;                   // out: the peer reads large messages from our buffers
   uint64_t direct_frames = 0;            // single-copy frames sent (out) or finished (in)
   uint32_t seq = 0;
   std::string broken;  // set once the channel failed; every later call rethrows it
+  PeerFault broken_fault = PeerFault::kUnknown;
 };
 
 struct ShmTransport::Op {
@@ -225,25 +227,35 @@ std::unique_ptr<ShmTransport> ShmTransport::connect(Store& store, int rank, int 
                              "); did it start, on this host?"));
     }
   };
+  // Names left by creators that died in an earlier set-up on this host (Note [Orphaned segments]).
+  if (const int n = shm::Segment::remove_orphans(); n > 0)
+    spdlog::info("removed {} shared-memory segment{} left in /dev/shm by processes that died during set-up", n,
+                 n == 1 ? "" : "s");
   const uint64_t job_hash = fnv1a(job.job_id + '\0' + job.token);
-  const std::string name = str("/mddp-", std::hex, job_hash & 0xffffffffu, std::dec, "-", ::getpid(), "-", std::hex,
-                               std::random_device{}(), std::dec, "-r", rank);
   auto& mine = segments[static_cast<std::size_t>(rank)];
-  mine = shm::Segment::create(name, rank, size, job_hash, ring_bytes);
-  mine.header()->probe_addr.store(reinterpret_cast<uint64_t>(&probe_word), std::memory_order_release);
-  store.set(str(prefix, "/shm/seg/", rank), name);
-  bool reads_direct = options.single_copy_min_bytes > 0;
-  for (int r = 0; r < size; ++r) {
-    if (r == rank) continue;
-    auto& theirs = segments[static_cast<std::size_t>(r)];
-    theirs = shm::Segment::attach(get(str(prefix, "/shm/seg/", r), r, "published"), r, size, job_hash);
-    reads_direct = reads_direct && can_read_directly(theirs.header()->pid,
-                                                     theirs.header()->probe_addr.load(std::memory_order_acquire));
+  mine = shm::Segment::create(shm::Segment::make_name(job_hash, rank), rank, size, job_hash, ring_bytes);
+  try {
+    mine.header()->probe_addr.store(reinterpret_cast<uint64_t>(&probe_word), std::memory_order_release);
+    store.set(str(prefix, "/shm/seg/", rank), mine.name());
+    pause_for_tests();
+    bool reads_direct = options.single_copy_min_bytes > 0;
+    for (int r = 0; r < size; ++r) {
+      if (r == rank) continue;
+      auto& theirs = segments[static_cast<std::size_t>(r)];
+      theirs = shm::Segment::attach(get(str(prefix, "/shm/seg/", r), r, "published"), r, size, job_hash);
+      reads_direct = reads_direct && can_read_directly(theirs.header()->pid,
+                                                       theirs.header()->probe_addr.load(std::memory_order_acquire));
+    }
+    mine.header()->reads_direct.store(reads_direct ? 1 : 0, std::memory_order_release);
+    store.set(str(prefix, "/shm/attached/", rank), "1");
+    for (int r = 0; r < size; ++r)
+      if (r != rank) get(str(prefix, "/shm/attached/", r), r, "attached");
+  } catch (...) {
+    // The set-up failed, often because a peer died in it: its name would stay in /dev/shm.
+    segments.clear();  // unlinks ours
+    shm::Segment::remove_orphans();
+    throw;
   }
-  mine.header()->reads_direct.store(reads_direct ? 1 : 0, std::memory_order_release);
-  store.set(str(prefix, "/shm/attached/", rank), "1");
-  for (int r = 0; r < size; ++r)
-    if (r != rank) get(str(prefix, "/shm/attached/", r), r, "attached");
   mine.unlink();  // everyone has it mapped: the name is no longer needed
   return std::unique_ptr<ShmTransport>(new ShmTransport(rank, size, std::move(segments), options));
 }
@@ -260,8 +272,7 @@ ShmTransport::ShmTransport(int rank, int size, std::vector<shm::Segment> segment
     out->data = theirs.ring_data(rank);
     out->cap = theirs.capacity();
     out->peer_header = theirs.header();
-    out->pid = theirs.header()->pid;
-    out->pid_visible = out->pid == ::getpid() || process_alive(out->pid);  // it is alive now, if we can see it
+    out->owner = theirs.header()->owner;
     out->direct = options.single_copy_min_bytes > 0 && theirs.header()->reads_direct.load(std::memory_order_acquire);
     auto in = std::make_unique<Channel>(*out);
     in->direct = false;
@@ -308,9 +319,10 @@ void ShmTransport::send_recv(int send_peer, const void* send_data, std::size_t s
   run(ops, count, deadline);
 }
 
-void ShmTransport::fail(Channel& c, const std::string& what) {
+void ShmTransport::fail(Channel& c, const std::string& what, PeerFault fault) {
   c.broken = str("rank ", rank_, ": shared memory with rank ", c.peer, ": ", what);
-  throw PeerError(c.broken);
+  c.broken_fault = fault;
+  throw PeerError(c.broken, c.peer, fault);
 }
 
 // Copies what the ring allows now (header, then payload unless direct);
@@ -369,7 +381,7 @@ bool ShmTransport::advance_recv(Op& op) {
         const frame::Header f = frame::decode(op.header);
         const std::string wrong = frame::mismatch(f, f.magic == kFrameMagic || f.magic == kDirectMagic, c.peer,
                                                   rank_, c.seq, op.bytes);
-        if (!wrong.empty()) fail(c, wrong);
+        if (!wrong.empty()) fail(c, wrong, PeerFault::kUnknown);
         op.direct = f.magic == kDirectMagic;
         op.header_bytes = op.direct ? kDirectHeaderBytes : kHeaderBytes;
       }
@@ -387,11 +399,13 @@ bool ShmTransport::advance_recv(Op& op) {
       std::size_t n = std::min(op.bytes - op.done, kDirectChunk);
       iovec local{op.data + op.done, n};
       iovec remote{reinterpret_cast<void*>(op.remote + op.done), n};
-      ssize_t got = ::process_vm_readv(c.pid, &local, 1, &remote, 1, 0);
+      ssize_t got = ::process_vm_readv(c.owner.pid, &local, 1, &remote, 1, 0);
       if (got < 0 && errno == EINTR) continue;
       if (got <= 0)
-        fail(c, str("cannot read ", n, " bytes from rank ", c.peer, "'s buffer (pid ", c.pid, "): ",
-                    got < 0 ? std::strerror(errno) : "nothing read", errno == ESRCH ? " (it died)" : ""));
+        fail(c,
+             str("cannot read ", n, " bytes from rank ", c.peer, "'s buffer (pid ", c.owner.pid, "): ",
+                 got < 0 ? std::strerror(errno) : "nothing read", got < 0 && errno == ESRCH ? " (it died)" : ""),
+             got < 0 && errno == ESRCH ? PeerFault::kDied : PeerFault::kUnknown);
       op.done += static_cast<std::size_t>(got);
       progressed = true;
       if (op.done == op.bytes) {
@@ -419,7 +433,8 @@ bool ShmTransport::could_advance(const Op& op) const {
 void ShmTransport::run(Op* ops, int count, Deadline deadline) {
   const auto start = Clock::now();
   for (int i = 0; i < count; ++i)
-    if (!ops[i].ch->broken.empty()) throw PeerError(ops[i].ch->broken + " (an earlier call failed)");
+    if (!ops[i].ch->broken.empty())
+      throw PeerError(ops[i].ch->broken + " (an earlier call failed)", ops[i].ch->peer, ops[i].ch->broken_fault);
   Clock::time_point idle_since{}, next_liveness_check{};
   uint32_t idle_rounds = 0;
   while (true) {
@@ -488,12 +503,15 @@ void ShmTransport::check_peers_alive(Op* ops, int count) {
     Channel& c = *ops[i].ch;
     const char* doing = ops[i].sending ? "sending" : "receiving";
     if (c.peer_header->closed.load(std::memory_order_acquire))
-      fail(c, str("rank ", c.peer, " closed its transport while rank ", rank_, " was ", doing, " ", ops[i].bytes,
-                  " bytes (", ops[i].done, " done): it exited or left the collective early"));
-    const int pid = c.pid;
-    if (c.pid_visible && pid != ::getpid() && !process_alive(pid))
-      fail(c, str("rank ", c.peer, " (pid ", pid, ") died while rank ", rank_, " was ", doing, " ", ops[i].bytes,
-                  " bytes (", ops[i].done, " done); see its log or exit status"));
+      fail(c,
+           str("rank ", c.peer, " closed its transport while rank ", rank_, " was ", doing, " ", ops[i].bytes,
+               " bytes (", ops[i].done, " done): it exited or left the collective early"),
+           PeerFault::kClosed);
+    if (shm::liveness(c.owner) == shm::Liveness::kGone)
+      fail(c,
+           str("rank ", c.peer, " (pid ", c.owner.pid, ") died while rank ", rank_, " was ", doing, " ",
+               ops[i].bytes, " bytes (", ops[i].done, " done); see its log or exit status"),
+           PeerFault::kDied);
   }
 }
 

@@ -53,7 +53,7 @@ class ShmTransport : public Transport {
   bool could_advance(const Op& op) const;
   void sleep(Op* ops, int count, Deadline deadline);
   void check_peers_alive(Op* ops, int count);
-  [[noreturn]] void fail(Channel& c, const std::string& what);
+  [[noreturn]] void fail(Channel& c, const std::string& what, PeerFault fault);
 
   int rank_, size_;
   ShmOptions options_;

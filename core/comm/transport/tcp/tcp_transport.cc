@@ -21,8 +21,9 @@
 // one loop, so two neighbours that both send 64 MiB at once keep draining
 // each other's data instead of deadlocking on full socket buffers.
 //
-// Failures: EOF or ECONNRESET mid-message (the peer died or closed) is a
-// PeerError; the deadline is a TimeoutError naming the peers still pending;
+// Failures: EOF mid-message (the peer closed its end: PeerFault::kClosed)
+// or a reset, aborted or broken connection (the peer died, or the network
+// between the two failed: kReset) is a PeerError naming the peer; the deadline is a TimeoutError naming the peers still pending;
 // abort() makes the eventfd readable and every call throws AbortedError. A
 // call that fails halfway through a frame leaves that connection out of
 // step, so every later call on it throws the same error.
@@ -48,6 +49,7 @@ struct TcpTransport::Peer {
   tcp::Fd fd;
   uint32_t send_seq = 0, recv_seq = 0;
   std::string broken;  // set once the connection failed; every later call rethrows it
+  PeerFault broken_fault = PeerFault::kUnknown;
 };
 
 struct TcpTransport::Op {
@@ -100,10 +102,20 @@ void TcpTransport::send_recv(int send_peer, const void* send_data, std::size_t s
   run(ops, count, deadline);
 }
 
-void TcpTransport::fail(Peer& p, const std::string& what) {
+void TcpTransport::fail(Peer& p, const std::string& what, PeerFault fault) {
   p.broken = str("rank ", rank_, ": connection to rank ", p.rank, ": ", what);
-  throw PeerError(p.broken);
+  p.broken_fault = fault;
+  throw PeerError(p.broken, p.rank, fault);
 }
+
+namespace {
+// The errors of a connection that broke under us (the peer's kernel reset
+// it, or the path to it failed), as opposed to misuse of the socket.
+bool connection_broke(int err) {
+  return err == ECONNRESET || err == ECONNABORTED || err == EPIPE || err == ETIMEDOUT ||
+         err == EHOSTUNREACH || err == ENETUNREACH || err == ENETDOWN || err == ENETRESET;
+}
+}  // namespace
 
 // Moves bytes until the operation finishes (true) or the socket would block.
 bool TcpTransport::advance(Op& op) {
@@ -128,12 +140,20 @@ bool TcpTransport::advance(Op& op) {
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) return false;
-      fail(p, str(op.sending ? "sending " : "receiving ", op.bytes, " bytes failed after ", op.done, ": ",
-                  tcp::errno_string(errno), " (rank ", p.rank, " probably died or closed its transport)"));
+      const int err = errno;
+      fail(p,
+           str(op.sending ? "sending " : "receiving ", op.bytes, " bytes failed after ", op.done, ": ",
+               tcp::errno_string(err),
+               connection_broke(err) ? str(" (the connection broke: rank ", p.rank,
+                                           " exited, or the network between the two ranks failed)")
+                                     : std::string()),
+           connection_broke(err) ? PeerFault::kReset : PeerFault::kUnknown);
     }
     if (n == 0 && !op.sending)
-      fail(p, str("rank ", p.rank, " closed the connection while rank ", rank_, " was receiving ", op.bytes,
-                  " bytes (", op.done, " arrived): it probably exited or crashed; see its log"));
+      fail(p,
+           str("rank ", p.rank, " closed the connection while rank ", rank_, " was receiving ", op.bytes,
+               " bytes (", op.done, " arrived): it exited or closed its transport"),
+           PeerFault::kClosed);
     auto got = static_cast<std::size_t>(n);
     std::size_t to_header = std::min(got, kHeaderBytes - op.header_done);
     op.header_done += to_header;
@@ -142,7 +162,7 @@ bool TcpTransport::advance(Op& op) {
       // The header just completed: check it before touching the payload.
       const frame::Header h = frame::decode(op.header);
       const std::string wrong = frame::mismatch(h, h.magic == frame::kMagic, p.rank, rank_, p.recv_seq, op.bytes);
-      if (!wrong.empty()) fail(p, wrong);
+      if (!wrong.empty()) fail(p, wrong, PeerFault::kUnknown);
     }
     if (op.header_done == kHeaderBytes && op.done == op.bytes) {
       op.finished = true;
@@ -155,7 +175,8 @@ bool TcpTransport::advance(Op& op) {
 void TcpTransport::run(Op* ops, int count, Deadline deadline) {
   const auto start = Clock::now();
   for (int i = 0; i < count; ++i)
-    if (!ops[i].peer->broken.empty()) throw PeerError(ops[i].peer->broken + " (an earlier call failed)");
+    if (!ops[i].peer->broken.empty())
+      throw PeerError(ops[i].peer->broken + " (an earlier call failed)", ops[i].peer->rank, ops[i].peer->broken_fault);
   while (true) {
     if (abort_.aborted())
       throw AbortedError(str("rank ", rank_, ": communication aborted: ", abort_.reason()));

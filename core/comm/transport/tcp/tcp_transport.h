@@ -41,7 +41,7 @@ class TcpTransport : public Transport {
   struct Peer;
   void run(Op* ops, int count, Deadline deadline);
   bool advance(Op& op);
-  [[noreturn]] void fail(Peer& p, const std::string& what);
+  [[noreturn]] void fail(Peer& p, const std::string& what, PeerFault fault);
 
   int rank_, size_;
   std::vector<std::unique_ptr<Peer>> peers_;

@@ -1,0 +1,196 @@
+// `microddp lab list|check|reset|solution`: the course's Labs (labs/README.md).
+// A student writes the functions in my_work/, rebuilds with cmake, and
+// `lab check NAME` runs the checker over what this binary was built with;
+// it builds nothing itself.
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <sstream>
+
+#include "cli/commands.h"
+#include "cli/split_list.h"
+#include "core/tensor/ops.h"
+#include "labs/registry.h"
+#include "labs/support/values.h"
+
+namespace mddp::cli {
+namespace {
+
+struct LabOpts {
+  std::string work_dir = labs::built_work_dir();
+  std::string name;
+  bool all = false;
+  std::string world_sizes = "1,2,3,4,7";
+  std::string transports = "tcp,shm";
+  int64_t timeout_ms = 10'000;
+  int speed_ranks = 2;
+};
+
+labs::CheckOptions check_options(const LabOpts& o) {
+  labs::CheckOptions c;
+  c.world_sizes.clear();
+  for (const auto& w : split_list(o.world_sizes)) {
+    int n = 0;
+    try {
+      n = std::stoi(w);
+    } catch (const std::exception&) {
+    }
+    if (n < 1 || n > labs::kMaxCheckedRanks)
+      throw InputError(
+          str("--world-sizes: '", w, "' is not a world size from 1 to ", labs::kMaxCheckedRanks));
+    c.world_sizes.push_back(n);
+  }
+  if (c.world_sizes.empty()) throw InputError("--world-sizes needs at least one world size");
+  c.transports.clear();
+  for (const auto& t : split_list(o.transports)) {
+    const auto kind = comm::parse_transport(t);
+    if (kind == comm::TransportKind::kAuto)
+      throw InputError("--transports takes tcp and shm, not auto");
+    c.transports.push_back(kind);
+  }
+  if (c.transports.empty()) throw InputError("--transports needs tcp, shm or both");
+  if (o.timeout_ms < 100) throw InputError("--timeout-ms must be at least 100");
+  c.timeout = std::chrono::milliseconds(o.timeout_ms);
+  if (o.speed_ranks != 0 && (o.speed_ranks < 2 || o.speed_ranks > labs::kMaxCheckedRanks))
+    throw InputError(
+        str("--speed-ranks must be 0 (no speed comparison) or 2 to ", labs::kMaxCheckedRanks));
+  c.speed_ranks = o.speed_ranks;
+  c.work_dir = o.work_dir;
+  c.root_dir = labs::source_root();
+  return c;
+}
+
+// Runs a lab subcommand; a path it cannot use (the work directory, most
+// likely) is one clear line, not an internal error.
+void guarded(const LabOpts& o, const std::function<void(const LabOpts&)>& body) {
+  if (o.work_dir.empty()) throw InputError("--work-dir must name a directory (default: my_work/)");
+  try {
+    body(o);
+  } catch (const std::filesystem::filesystem_error& e) {
+    throw InputError(str("cannot use '", e.path1().string(), "': ", e.code().message(), " (check --work-dir)"));
+  }
+}
+
+void list(const LabOpts& o) {
+  std::printf("The course's Labs (labs/README.md); your work is in %s\n\n", o.work_dir.c_str());
+  std::printf("%3s  %-16s %-24s %s\n", "#", "lab", "status", "what");
+  for (const auto& lab : labs::all_labs())
+    std::printf("%3d  %-16s %-24s %s  (%s)\n", lab.number, lab.name.c_str(),
+                labs::lab_status(lab, labs::source_root(), o.work_dir).c_str(), lab.title.c_str(),
+                lab.chapter.c_str());
+  std::printf(
+      "\nStart with Lab 1: read labs/01_manual/README.md, edit my_work/manual.cc, then\n"
+      "  cmake --build build && build/cli/microddp lab check manual\n");
+}
+
+// Checks one Lab; true when it passed.
+bool check(const labs::Lab& lab, const labs::CheckOptions& c) {
+  std::printf("Lab %d %s: %s (my_work/%s)\n", lab.number, lab.name.c_str(), lab.title.c_str(),
+              lab.work_file.c_str());
+  std::fflush(stdout);
+  const auto t0 = std::chrono::steady_clock::now();
+  labs::Report report(stdout);
+  lab.check(labs::linked_implementations(), c, report);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("%s in %.1f s\n\n", report.ok() ? "PASSED" : "FAILED", s);
+  labs::record_check(lab, c.work_dir, report.ok());
+  return report.ok();
+}
+
+void check_command(const LabOpts& o) {
+  if (o.all == !o.name.empty())
+    throw InputError("lab check takes a Lab's name or --all (`microddp lab list`)");
+  const labs::CheckOptions c = check_options(o);
+  tensor::set_num_threads(1);  // each rank one core, as `microddp run` gives them
+  if (!o.all) {
+    const labs::Lab& lab = labs::find_lab(o.name);
+    if (!check(lab, c))
+      throw Error(str("Lab ", lab.number, " ", lab.name, " is not passed yet: see FAIL above"));
+    return;
+  }
+  int failed = 0;
+  for (const auto& lab : labs::all_labs()) failed += !check(lab, c);
+  if (failed) throw Error(str(failed, " of ", labs::all_labs().size(), " Labs not passed yet"));
+  std::printf("every Lab passed\n");
+}
+
+void reset(const LabOpts& o) {
+  const labs::Lab& lab = labs::find_lab(o.name);
+  namespace fs = std::filesystem;
+  const fs::path from = fs::path(labs::source_root()) / lab.folder / lab.template_file;
+  const fs::path to = fs::path(o.work_dir) / lab.work_file;
+  fs::create_directories(to.parent_path());
+  if (fs::exists(to)) {
+    fs::copy_file(to, fs::path(to.string() + ".bak"), fs::copy_options::overwrite_existing);
+    std::printf("your previous version is in %s.bak\n", to.string().c_str());
+  }
+  fs::copy_file(from, to, fs::copy_options::overwrite_existing);
+  std::printf(
+      "%s is the exercise again (from %s)%s\n", to.string().c_str(), from.string().c_str(),
+      lab.work_file.ends_with(".cc") ? "; rebuild before checking: cmake --build build" : "");
+}
+
+void solution(const LabOpts& o) {
+  const labs::Lab& lab = labs::find_lab(o.name);
+  std::printf("Lab %d %s: %s\n\nThe reference lives in\n", lab.number, lab.name.c_str(),
+              lab.title.c_str());
+  for (const auto& where : lab.reference) std::printf("  %s\n", where.c_str());
+  if (lab.work_file.ends_with(".cc"))
+    std::printf("%s/solution.cc, the Lab's reference solution, calls it.\n", lab.folder.c_str());
+  std::printf("Explained in %s.\n\nHow it works:\n", lab.chapter.c_str());
+  // Wrapped at 78 columns.
+  std::string line;
+  std::stringstream words(lab.explanation);
+  for (std::string w; words >> w;) {
+    if (!line.empty() && line.size() + 1 + w.size() > 76) {
+      std::printf("  %s\n", line.c_str());
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + w;
+  }
+  if (!line.empty()) std::printf("  %s\n", line.c_str());
+}
+
+}  // namespace
+
+void register_lab(CLI::App& app) {
+  auto o = std::make_shared<LabOpts>();
+  auto* lab = app.add_subcommand(
+      "lab", "The course's Labs: write the functions in my_work/, check them here");
+  lab->require_subcommand(1);
+  const auto work_dir = [o](CLI::App* sub) {
+    sub->add_option("--work-dir", o->work_dir,
+                    "where your work is (this binary was built with the default's .cc files)")
+        ->capture_default_str();
+    return sub;
+  };
+
+  work_dir(lab->add_subcommand("list", "The Labs in syllabus order and where you stand"))
+      ->callback([o] { guarded(*o, list); });
+
+  auto* chk = work_dir(
+      lab->add_subcommand("check", "Check a Lab (what this binary was built with: rebuild first)"));
+  chk->add_option("name", o->name, "the Lab (`microddp lab list`)");
+  chk->add_flag("--all", o->all, "check every Lab");
+  chk->add_option("--world-sizes", o->world_sizes, "world sizes, comma-separated (1 to 7)")
+      ->capture_default_str();
+  chk->add_option("--transports", o->transports, "tcp, shm or both")->capture_default_str();
+  chk->add_option("--timeout-ms", o->timeout_ms,
+                  "bound on each collective (a deadlock fails after it)")
+      ->capture_default_str();
+  chk->add_option("--speed-ranks", o->speed_ranks, "ranks of the speed comparison (0: skip it)")
+      ->capture_default_str();
+  chk->callback([o] { guarded(*o, check_command); });
+
+  auto* rst = work_dir(lab->add_subcommand(
+      "reset", "Restore a Lab's exercise in my_work/ (your version is kept as .bak)"));
+  rst->add_option("name", o->name, "the Lab")->required();
+  rst->callback([o] { guarded(*o, reset); });
+
+  auto* sol = lab->add_subcommand("solution", "Where a Lab's reference lives, and how it works");
+  sol->add_option("name", o->name, "the Lab")->required();
+  sol->callback([o] { solution(*o); });
+}
+
+}  // namespace mddp::cli

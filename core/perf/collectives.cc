@@ -1,0 +1,147 @@
+#include "core/perf/collectives.h"
+
+#include <algorithm>
+#include <map>
+
+#include "core/perf/analysis.h"
+#include "core/perf/timeline.h"
+
+namespace mddp::perf {
+namespace {
+
+// Steps sort in the order the algorithms run them: a reduce-scatter before
+// its all-gather, a reduce before its broadcast.
+int phase_order(comm::StepPhase p) {
+  switch (p) {
+    case comm::StepPhase::kReduceScatter:
+      return 0;
+    case comm::StepPhase::kAllGather:
+      return 1;
+    case comm::StepPhase::kReduce:
+      return 2;
+    case comm::StepPhase::kBroadcast:
+      return 3;
+  }
+  return 4;
+}
+
+}  // namespace
+
+StepCollectives build_collectives(const std::vector<StepMetrics>& step_records, int world_size,
+                                  const std::string& algorithm, const std::optional<LinkFit>& fit) {
+  StepCollectives out;
+  out.world_size = world_size;
+  out.fit = fit;
+  if (step_records.empty()) return out;
+  out.step = step_records.front().step;
+  out.origin_unix_ns = step_records.front().start_ns + step_records.front().clock_offset_ns;
+  for (const auto& m : step_records)
+    out.origin_unix_ns = std::min(out.origin_unix_ns, m.start_ns + m.clock_offset_ns);
+
+  // bucket -> (phase order, index) -> the step across ranks
+  std::map<int, CollectiveView> views;
+  std::map<int, std::map<std::pair<int, int>, CollectiveStep>> steps;
+  for (const auto& m : step_records) {
+    const auto ms = [&](int64_t ns) {
+      return ns_to_ms_since(ns + m.clock_offset_ns, out.origin_unix_ns);
+    };
+    for (const ddp::CommSpan& b : m.buckets) {
+      if (b.steps.empty()) continue;
+      auto [it, fresh] = views.try_emplace(b.index);
+      CollectiveView& v = it->second;
+      if (fresh) {
+        v.bucket = b.index;
+        v.bytes = b.bytes;
+        v.algorithm = resolve_algorithm(algorithm, b.bytes, world_size);
+        v.start_ms = ms(b.start_ns);
+        v.end_ms = ms(b.end_ns);
+      }
+      v.start_ms = std::min(v.start_ms, ms(b.start_ns));
+      v.end_ms = std::max(v.end_ms, ms(b.end_ns));
+      for (const comm::AlgoStep& a : b.steps) {
+        CollectiveStep& s = steps[b.index][{phase_order(a.phase), a.index}];
+        s.phase = comm::to_string(a.phase);
+        s.index = a.index;
+        s.transfers.push_back({m.rank, a.send_peer, a.send_block, a.recv_peer, a.recv_block,
+                               a.send_bytes, a.recv_bytes, ms(a.start_ns), ms(a.end_ns)});
+      }
+    }
+  }
+  for (auto& [index, v] : views) {
+    for (auto& [key, s] : steps[index]) {
+      std::sort(s.transfers.begin(), s.transfers.end(),
+                [](const Transfer& a, const Transfer& b) { return a.rank < b.rank; });
+      if (fit) {
+        int64_t largest = 0;
+        for (const Transfer& t : s.transfers)
+          largest = std::max({largest, t.send_bytes, t.recv_bytes});
+        s.predicted_ms =
+            (fit->link.alpha_s + static_cast<double>(largest) / fit->link.beta_Bps) * 1e3;
+      }
+      v.steps.push_back(std::move(s));
+    }
+    if (fit)
+      v.predicted_ms =
+          allreduce_seconds(v.algorithm, static_cast<double>(v.bytes), world_size, fit->link) * 1e3;
+    out.collectives.push_back(std::move(v));
+  }
+  return out;
+}
+
+namespace {
+
+nlohmann::json steps_json(const CollectiveView& v, bool predicted) {
+  nlohmann::json steps = nlohmann::json::array();
+  for (const auto& s : v.steps) {
+    nlohmann::json transfers = nlohmann::json::array();
+    for (const auto& t : s.transfers)
+      transfers.push_back({{"rank", t.rank},
+                           {"to", t.to},
+                           {"send_block", t.send_block},
+                           {"from", t.from},
+                           {"recv_block", t.recv_block},
+                           {"send_bytes", t.send_bytes},
+                           {"recv_bytes", t.recv_bytes},
+                           {"start_ms", t.start_ms},
+                           {"end_ms", t.end_ms}});
+    steps.push_back(
+        {{"phase", s.phase},
+         {"index", s.index},
+         {"transfers", std::move(transfers)},
+         {"predicted_ms", predicted ? nlohmann::json(s.predicted_ms) : nlohmann::json()}});
+  }
+  return steps;
+}
+
+}  // namespace
+
+nlohmann::json to_json(const StepCollectives& c, int bucket) {
+  const bool predicted = c.fit.has_value();
+  nlohmann::json buckets = nlohmann::json::array();
+  const CollectiveView* chosen = nullptr;
+  for (const auto& v : c.collectives) {
+    buckets.push_back(
+        {{"bucket", v.bucket},
+         {"bytes", v.bytes},
+         {"algorithm", v.algorithm},
+         {"start_ms", v.start_ms},
+         {"end_ms", v.end_ms},
+         {"predicted_ms", predicted ? nlohmann::json(v.predicted_ms) : nlohmann::json()},
+         {"steps", v.steps.size()}});
+    if (bucket >= 0 ? v.bucket == bucket : (!chosen || v.bytes > chosen->bytes)) chosen = &v;
+  }
+  nlohmann::json collective;
+  if (chosen) {
+    collective = buckets[static_cast<std::size_t>(chosen - c.collectives.data())];
+    collective["steps"] = steps_json(*chosen, predicted);
+  }
+  nlohmann::json fit;
+  if (c.fit)
+    fit = {{"transport", c.fit->transport},    {"algorithm", c.fit->algorithm},
+           {"world_size", c.fit->world_size},  {"alpha_s", c.fit->link.alpha_s},
+           {"beta_Bps", c.fit->link.beta_Bps}, {"r2", c.fit->r2}};
+  return {{"step", c.step}, {"world_size", c.world_size},    {"origin_unix_ns", c.origin_unix_ns},
+          {"fit", fit},     {"buckets", std::move(buckets)}, {"collective", std::move(collective)}};
+}
+
+}  // namespace mddp::perf

@@ -1,0 +1,264 @@
+#include "labs/registry.h"
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/common/check.h"
+
+namespace mddp::labs {
+namespace {
+
+std::string read_file(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// FNV-1a: a stable fingerprint of a work file's contents.
+std::string fingerprint(const std::string& text) {
+  uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ULL;
+  return std::to_string(h);
+}
+
+std::filesystem::path status_file(const std::string& work_dir) {
+  return std::filesystem::path(work_dir) / ".lab-status.json";
+}
+
+nlohmann::json read_status(const std::string& work_dir) {
+  const auto j =
+      nlohmann::json::parse(read_file(status_file(work_dir)), nullptr, /*allow_exceptions=*/false);
+  return j.is_object() ? j : nlohmann::json::object();
+}
+
+}  // namespace
+
+const std::vector<Lab>& all_labs() {
+  static const std::vector<Lab> labs = {
+      {1,
+       "manual",
+       "labs/01_manual",
+       "manual gradient averaging with two replicas",
+       "docs/naive.md",
+       "manual.cc",
+       "exercise.cc",
+       {"core/ddp/manual_average.cc (ddp::average_replica_gradients)", "cli/cmd_demo_manual.cc"},
+       "Each replica's backward gives the mean-loss gradient of its own equal share of the batch; "
+       "the mean of those "
+       "means is the whole batch's gradient. Replica 0's gradient accumulates the others' "
+       "(tensor::axpy), is scaled "
+       "by 1/K, and is copied back into every replica, so all replicas take the same optimiser "
+       "step and stay "
+       "identical. `microddp demo manual` trains two replicas that way next to one model on the "
+       "whole batch.",
+       check_manual},
+      {2,
+       "naive_allreduce",
+       "labs/02_naive_allreduce",
+       "naive all-reduce (gather to a root, then send back)",
+       "docs/allreduce.md",
+       "naive_allreduce.cc",
+       "exercise.cc",
+       {"core/comm/algorithms/naive_all_reduce.cc (comm::all_reduce_naive)"},
+       "Ranks other than 0 send their whole buffer to rank 0 and wait for the result. Rank 0 "
+       "receives the n-1 "
+       "buffers one after another into a scratch buffer, reduces each into its own data, divides "
+       "by n for kAvg, and "
+       "sends the result to every rank. All 2(n-1) messages go through rank 0's link: 2(n-1)(alpha "
+       "+ S/beta), the "
+       "cost the ring and the tree improve on.",
+       check_naive_allreduce},
+      {3,
+       "ring_allreduce",
+       "labs/03_ring_allreduce",
+       "ring all-reduce (reduce-scatter + all-gather)",
+       "docs/allreduce.md",
+       "ring_allreduce.cc",
+       "exercise.cc",
+       {"core/comm/algorithms/ring_reduce_scatter.cc (comm::ring_reduce_scatter_inplace)",
+        "core/comm/algorithms/ring_all_gather.cc (comm::ring_all_gather_inplace)",
+        "core/comm/algorithms/ring_all_reduce.cc (comm::all_reduce_ring)"},
+       "The buffer is split into n blocks. In reduce-scatter step s rank r sends block (r-s-1) mod "
+       "n to the right "
+       "and receives block (r-s-2) mod n from the left, adding it into its copy: each block picks "
+       "up one "
+       "contribution per hop, and after n-1 steps rank r holds block r complete. kAvg divides that "
+       "one block by n. "
+       "The all-gather then passes the finished blocks round the ring: step s sends block (r-s) "
+       "mod n. 2(n-1) steps "
+       "of S/n bytes: 2(n-1)(alpha + S/(n beta)), every link busy in every step. The reference "
+       "also cuts blocks "
+       "into 1 MiB segments so the received data is reduced while still in cache. Watch it: "
+       "`microddp demo ring`.",
+       check_ring_allreduce},
+      {4,
+       "tree_allreduce",
+       "labs/04_tree_allreduce",
+       "tree all-reduce (binomial reduce + broadcast)",
+       "docs/allreduce.md",
+       "tree_allreduce.cc",
+       "exercise.cc",
+       {"core/comm/algorithms/tree_reduce.cc (comm::reduce_tree)",
+        "core/comm/algorithms/tree_broadcast.cc (comm::broadcast_tree)",
+        "core/comm/algorithms/tree_all_reduce.cc (comm::all_reduce_tree)"},
+       "Ranks are numbered relative to the root (vrank v). In the reduce, round k: every vrank "
+       "whose lowest set bit "
+       "is 2^k sends its partial result to v - 2^k and drops out, the others receive from v + 2^k "
+       "and add; after "
+       "ceil(log2 n) rounds the root has everything. The broadcast is the same tree backwards, the "
+       "number of ranks "
+       "holding the data doubling each round. 2 ceil(log2 n)(alpha + S/beta): fewer latencies than "
+       "the ring, but "
+       "whole messages, so it wins for small S on many ranks "
+       "(core/comm/algorithms/auto_select.cc).",
+       check_tree_allreduce},
+      {5,
+       "naive_dp",
+       "labs/05_naive_dp",
+       "naive data parallelism (all-reduce every gradient after backward)",
+       "docs/naive.md",
+       "naive_dp.cc",
+       "exercise.cc",
+       {"core/ddp/naive_sync.cc (ddp::NaiveSync)"},
+       "After backward, finish() all-reduces every parameter's gradient with ReduceOp::kAvg, one "
+       "blocking call per "
+       "parameter in registration order. Nothing overlaps backward and n parameters cost n "
+       "latencies: the baseline "
+       "that hooks and bucketing improve on.",
+       check_naive_dp},
+      {6,
+       "hooks",
+       "labs/06_hooks",
+       "hooks (launch each all-reduce from its grad-ready hook)",
+       "docs/hooks.md",
+       "hooks.cc",
+       "exercise.cc",
+       {"core/ddp/hooked_sync.cc (ddp::HookedSync)", "core/nn/module.h (Note [Grad-ready hooks])"},
+       "Backward calls the grad-ready hook the moment a parameter's gradient is final, last layer "
+       "first. The hook "
+       "starts that gradient's asynchronous all-reduce (the communicator's progress thread runs "
+       "it) and returns at "
+       "once, so the last layers' gradients travel while earlier layers are still in backward; "
+       "finish() waits for "
+       "them all. Still one collective per parameter: many small messages, each paying alpha.",
+       check_hooks},
+      {7,
+       "bucketing",
+       "labs/07_bucketing",
+       "bucketing (assign buckets, flush in order)",
+       "docs/bucketing.md",
+       "bucketing.cc",
+       "exercise.cc",
+       {"core/ddp/bucket_assignment.cc (ddp::assign_buckets, ddp::flush_in_order)",
+        "core/ddp/reducer.cc (ddp::Reducer)"},
+       "assign_buckets walks the parameters in ready order (the last first) and closes a bucket "
+       "when the next one "
+       "would take it past its cap; bucket 0's cap is small so the first all-reduce starts early. "
+       "The Reducer keeps "
+       "each bucket's gradients in one flat buffer (grads are views into it) and counts the "
+       "gradients each still "
+       "waits for; flush_in_order launches bucket `next` and the ones after it only while each is "
+       "complete, so "
+       "every rank issues the same all-reduces in the same order (Note [Bucket order]).",
+       check_bucketing},
+      {8,
+       "ddp",
+       "labs/08_ddp",
+       "the DDP wrapper (initial broadcast, no_sync)",
+       "docs/ddp.md",
+       "ddp.cc",
+       "exercise.cc",
+       {"core/ddp/ddp.cc (ddp::DistributedDataParallel)"},
+       "The constructor checks every rank built the same model (an all-gather of the parameter "
+       "names and shapes), "
+       "broadcasts rank 0's parameters so the replicas start identical, builds the GradSync and "
+       "installs the "
+       "grad-ready hook. before_backward(last_micro_batch) turns synchronisation on only for the "
+       "last micro-batch "
+       "of an accumulation (no_sync): the others just accumulate; after_backward() waits for the "
+       "averaged "
+       "gradients when it synchronised.",
+       check_ddp},
+      {9,
+       "sync_primitives",
+       "labs/09_sync_primitives",
+       "sync primitives (broadcast the initial model, gather the results, barrier)",
+       "docs/sync_primitives.md",
+       "sync_primitives.cc",
+       "exercise.cc",
+       {"core/ddp/ddp.cc (ddp::broadcast_parameters)", "core/comm/algorithms/linear_gather.cc",
+        "core/comm/algorithms/dissemination_barrier.cc", "labs/09_sync_primitives/solution.cc"},
+       "broadcast_model is one broadcast per parameter from the root (a binomial tree). "
+       "gather_eval gathers every "
+       "rank's (correct, samples) to the root and divides total correct by total samples: with "
+       "uneven shards the "
+       "mean of the ranks' accuracies is not the test set's accuracy. save_on_root lets the root "
+       "save, then every "
+       "rank meets at a barrier, so nobody reads the checkpoint before it is written.",
+       check_sync_primitives},
+      {10,
+       "performance",
+       "labs/10_performance",
+       "performance (profile a run and explain it with analyze)",
+       "docs/analyze.md",
+       "performance.toml",
+       "answers.toml",
+       {"core/perf/analysis.cc (perf::analyze)", "core/perf/verdict.cc (Note [Bottleneck verdict])",
+        "core/perf/cost_model.h (perf::allreduce_seconds)"},
+       "Every answer is in `microddp analyze RUN`: the verdict line and its evidence, the "
+       "stragglers' 'worst:' "
+       "line, the exposed comm row (what the training thread waited for, not the total on the "
+       "progress thread), "
+       "the communication line (overlap, bytes per step = 4 bytes x parameters) and the "
+       "all-reduces table. The "
+       "ring's time is 2(n-1)(alpha + S/(n beta)) for the largest bucket's S.",
+       check_performance},
+  };
+  return labs;
+}
+
+const Lab& find_lab(const std::string& name) {
+  std::string names;
+  for (const Lab& lab : all_labs()) {
+    if (lab.name == name || std::to_string(lab.number) == name) return lab;
+    names += (names.empty() ? "" : ", ") + lab.name;
+  }
+  throw InputError(
+      str("no Lab called '", name, "' (the Labs: ", names, "; `microddp lab list` shows them)"));
+}
+
+std::string source_root() {
+  return MDDP_LABS_ROOT;
+}
+std::string built_work_dir() {
+  return MDDP_LABS_WORK_DIR;
+}
+
+std::string lab_status(const Lab& lab, const std::string& root, const std::string& work_dir) {
+  const auto work = std::filesystem::path(work_dir) / lab.work_file;
+  if (!std::filesystem::exists(work)) return str("missing (microddp lab reset ", lab.name, ")");
+  const std::string text = read_file(work);
+  if (text == read_file(std::filesystem::path(root) / lab.folder / lab.template_file))
+    return "not started";
+  const auto status = read_status(work_dir);
+  if (status.contains(lab.name) && status[lab.name].value("fingerprint", "") == fingerprint(text))
+    return status[lab.name].value("result", "");
+  return "edited, not checked";
+}
+
+void record_check(const Lab& lab, const std::string& work_dir, bool passed) {
+  auto status = read_status(work_dir);
+  status[lab.name] = {
+      {"result", passed ? "passed" : "failed"},
+      {"fingerprint", fingerprint(read_file(std::filesystem::path(work_dir) / lab.work_file))}};
+  std::filesystem::create_directories(work_dir);
+  std::ofstream out(status_file(work_dir));
+  out << status.dump(2) << "\n";
+  if (!out.flush())
+    throw InputError(str("cannot write ", status_file(work_dir).string(), " (where `lab list` keeps results)"));
+}
+
+}  // namespace mddp::labs

@@ -1,0 +1,198 @@
+#!/usr/bin/env bash
+# The compose lab for real (deploy/README.md), as a user on a machine
+# without Docker runs it:
+#   docker_lab_test.sh REPO NODE_MODULES SCREENSHOT.png
+# 1. deploy/engine.sh up: the running engine, or Debian's dockerd started on
+#    a private socket in a directory of this test, and the base image.
+# 2. The image, built by compose from the repository (compiler and all).
+# 3. A short job on uneven links (MDDP_LINK_RATE, rank 2 slower): from the
+#    host, the dashboard page and /metrics on the published port, and
+#    headless Chromium's screenshot with 4 ranks (dashboard_e2e.sh --attach);
+#    every container exits 0 and the metrics volume holds every rank's steps.
+# 4. A long job, `compose kill worker2` mid-run: the coordinator's verdict
+#    names rank 2 on host worker2.
+# 5. Everything made is removed: containers, networks, volumes, the image,
+#    and the engine and its directory (or, on an engine that was running
+#    already, the base image if this test made it).
+# Skips (77) where no engine can be started (not root, no cgroups, a dockerd
+# that exits at once) or no base image made (deploy/engine.sh says why); a missing
+# package skips locally but fails in CI (CI=true). MDDP_COMPOSE picks the
+# compose command (default docker-compose, else `docker compose`).
+set -uo pipefail
+REPO="$(cd "$1" && pwd)"
+MODULES="$2"
+SHOT="$3"
+T_START=$(date +%s)
+WORK="$(mktemp -d /var/tmp/mddp-docker-lab.XXXXXX)"
+export MDDP_ENGINE_DIR="$WORK/engine"
+ENGINE="$REPO/deploy/engine.sh"
+PROJECT="mddplab$$"
+export MDDP_IMAGE="microddp:lab-test-$$"
+BASE_IMAGE="${MDDP_BASE_IMAGE:-debian:bookworm}"
+STARTED_ENGINE=0
+MADE_BASE=0
+
+say() { echo "[docker-lab +$(($(date +%s) - T_START))s] $*"; }
+missing() {
+  if [[ "${CI:-}" == "true" ]]; then echo "FAIL: $1 (CI=true: bash scripts/test installs it)"; exit 1; fi
+  echo "SKIP: $1"; exit 77
+}
+have() { command -v "$1" >/dev/null || [[ -x "/usr/sbin/$1" ]]; }  # sbin: not on every user's PATH
+have dockerd || missing "dockerd is not installed (apt-get install docker.io)"
+have debootstrap || missing "debootstrap is not installed (apt-get install debootstrap)"
+if [[ -n "${MDDP_COMPOSE:-}" ]]; then
+  read -r -a COMPOSE_CMD <<<"$MDDP_COMPOSE"
+elif command -v docker-compose >/dev/null; then
+  COMPOSE_CMD=(docker-compose)
+else
+  missing "docker-compose is not installed (apt-get install docker-compose)"
+fi
+COMPOSE=("${COMPOSE_CMD[@]}" -p "$PROJECT" -f "$REPO/deploy/docker-compose.yml")
+
+compose_logs() { "${COMPOSE[@]}" logs --no-color "$@" 2>&1; }
+cleanup() {
+  if [[ -n "${DOCKER_HOST:-}" ]]; then
+    "${COMPOSE[@]}" down -v --remove-orphans >/dev/null 2>&1
+    docker image rm -f "$MDDP_IMAGE" >/dev/null 2>&1
+    ((MADE_BASE)) && docker image rm "$BASE_IMAGE" >/dev/null 2>&1
+  fi
+  ((STARTED_ENGINE)) && bash "$ENGINE" down | sed "s/^/[docker-lab +$(($(date +%s) - T_START))s] /"
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+fail() {
+  echo "FAIL: $*"
+  [[ -n "${DOCKER_HOST:-}" ]] && compose_logs | tail -n 40
+  exit 1
+}
+
+# wait_for SECONDS WHAT CMD...: polls CMD every 0.5 s.
+wait_for() {
+  local limit="$1" what="$2" deadline=$(($(date +%s) + $1))
+  shift 2
+  until "$@"; do
+    (($(date +%s) < deadline)) || fail "timed out after $limit s waiting for $what"
+    sleep 0.5
+  done
+}
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+api() { curl -fsS --max-time 5 "http://127.0.0.1:$MDDP_HTTP_PORT/$1"; }
+step_at_least() { [[ "$(api api/job 2>/dev/null | python3 -c 'import json, sys; print(json.load(sys.stdin)["step"])' 2>/dev/null)" -ge "$1" ]] 2>/dev/null; }
+# (Output captured first: `grep -q` in a pipe would end the writer early, which pipefail counts as a failure.)
+logs_have() { grep -q -- "$2" <<<"$(compose_logs "$1")"; }
+coordinator_says() { logs_have coordinator "$1"; }
+exit_code() { docker inspect -f '{{.State.Status}} {{.State.ExitCode}}' "$("${COMPOSE[@]}" ps -q "$1")"; }
+
+# ---- 1. the engine ------------------------------------------------------------------
+# An engine already answering is used, and left running; else this test starts one.
+if ! bash "$ENGINE" env >/dev/null 2>&1; then STARTED_ENGINE=1; fi
+if ((STARTED_ENGINE == 0)); then
+  eval "$(bash "$ENGINE" env)"
+  docker image inspect "$BASE_IMAGE" >/dev/null 2>&1 || MADE_BASE=1
+fi
+bash "$ENGINE" up >"$WORK/engine-up.log" 2>&1
+case $? in
+  0) ;;
+  2) tail -n 20 "$WORK/engine-up.log"; echo "SKIP: $(grep -m1 "no Docker engine" "$WORK/engine-up.log")"; exit 77 ;;
+  *) cat "$WORK/engine-up.log"; fail "deploy/engine.sh up failed" ;;
+esac
+eval "$(bash "$ENGINE" env)"
+say "$(grep -v '^engine.sh: next:' "$WORK/engine-up.log" | tr '\n' ' ')"
+# Idempotent: a second `up` finds the same engine and starts nothing.
+bash "$ENGINE" up >"$WORK/engine-up2.log" 2>&1 || fail "a second engine.sh up failed: $(cat "$WORK/engine-up2.log")"
+grep -q "the engine is up\|using the running engine" "$WORK/engine-up2.log" ||
+  fail "a second engine.sh up did not find the engine: $(cat "$WORK/engine-up2.log")"
+
+# ---- 2. the image --------------------------------------------------------------------
+say "building $MDDP_IMAGE (load: $(cut -d' ' -f1-3 /proc/loadavg))"
+T0=$(date +%s)
+"${COMPOSE[@]}" build coordinator >"$WORK/build.log" 2>&1 || { tail -n 40 "$WORK/build.log"; fail "the image did not build"; }
+# The compile step's ccache statistics say whether this was a cold or a warm build.
+say "image built in $(($(date +%s) - T0)) s (ccache $(grep -m1 -o "Hits: .*" "$WORK/build.log" || echo "not run: layers cached")):" \
+  "$(docker image inspect -f '{{.Size}}' "$MDDP_IMAGE" | awk '{printf "%.0f MB", $1 / 1e6}');" \
+  "engine data $( ((STARTED_ENGINE)) && du -sh "$MDDP_ENGINE_DIR" | cut -f1 || echo "(not ours)")"
+
+# ---- 3. a short job on uneven links, watched from the host -----------------------------
+export MDDP_HTTP_PORT MDDP_GRPC_PORT
+MDDP_HTTP_PORT=$(free_port)
+MDDP_GRPC_PORT=$(free_port)
+STEPS=120
+T0=$(date +%s%N)
+MDDP_STEPS=$STEPS MDDP_LINGER_S=600 MDDP_LINK_RATE="1gbit,1gbit,200mbit,1gbit" \
+  "${COMPOSE[@]}" up -d --no-build >"$WORK/up.log" 2>&1 || { cat "$WORK/up.log"; fail "compose up failed"; }
+wait_for 180 "the first training step on the dashboard (127.0.0.1:$MDDP_HTTP_PORT)" step_at_least 1
+say "first training step $((($(date +%s%N) - T0) / 1000000)) ms after \`up\`"
+coordinator_says "dashboard: http://127.0.0.1:$MDDP_HTTP_PORT/" || fail "the coordinator does not print the dashboard's URL on the host"
+logs_have worker2 "eth0: qdisc tbf .* rate 200Mbit" || fail "worker2's link is not limited to 200 Mbit/s"
+logs_have worker0 "eth0: qdisc tbf .* rate 1Gbit" || fail "worker0's link is not limited to 1 Gbit/s"
+wait_for 600 "the job to succeed" coordinator_says "the job is over (succeeded)"
+grep -q "<title>microddp dashboard</title>" <<<"$(api "")" || fail "no dashboard page on 127.0.0.1:$MDDP_HTTP_PORT"
+grep -q '^microddp_world_size{job="local"} 4$' <<<"$(api metrics)" || fail "/metrics does not say 4 ranks"
+bash "$REPO/tests/dashboard/e2e/dashboard_e2e.sh" --attach="http://127.0.0.1:$MDDP_HTTP_PORT/" "$MODULES" "$SHOT" --ranks 4 ||
+  fail "the dashboard in Chromium"
+"${COMPOSE[@]}" stop -t 30 coordinator >/dev/null 2>&1  # ends its linger
+for s in coordinator worker0 worker1 worker2 worker3; do
+  [[ "$(exit_code "$s")" == "exited 0" ]] || fail "$s: $(exit_code "$s"), want exited 0"
+done
+coordinator_says "job 'local' succeeded: 4 ranks finished" || fail "the coordinator does not say every rank finished"
+docker cp "$("${COMPOSE[@]}" ps -q coordinator):/runs/job/metrics.jsonl" "$WORK/metrics.jsonl" ||
+  fail "no metrics.jsonl in the runs volume"
+python3 - "$WORK/metrics.jsonl" "$STEPS" <<'EOF' || fail "the metrics volume lacks records"
+import json, sys
+steps = {}
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if r.get("kind") == "step":
+        steps.setdefault(r["rank"], set()).add(r["step"])
+want = int(sys.argv[2])
+got = {rank: len(s) for rank, s in sorted(steps.items())}
+print(f"metrics.jsonl: distinct steps per rank {got}")
+sys.exit(0 if got == {r: want for r in range(4)} else 1)
+EOF
+# The link knobs' failure paths, in one-off worker containers: a per-rank
+# list without rank 2's value, and a delay (netem: absent from some kernels).
+OUT="$("${COMPOSE[@]}" run --rm --no-deps -e MDDP_LINK_RATE=1gbit,1gbit worker2 --help 2>&1)" &&
+  fail "a rate list without rank 2 was accepted"
+grep -q "microddp: error: MDDP_LINK_RATE=1gbit,1gbit has no value for rank 2" <<<"$OUT" || fail "no clear error: $OUT"
+OUT="$("${COMPOSE[@]}" run --rm --no-deps -e MDDP_LINK_DELAY=5ms worker0 --help 2>&1)"
+grep -q "eth0: qdisc netem .* delay 5ms\|microddp: error: cannot shape eth0 with netem: this kernel has no netem qdisc" \
+  <<<"$OUT" || fail "MDDP_LINK_DELAY neither delays nor says why not: $OUT"
+say "MDDP_LINK_DELAY=5ms: $(grep -m1 "netem" <<<"$OUT")"
+"${COMPOSE[@]}" down -v >/dev/null 2>&1 || fail "compose down failed"
+
+# ---- 4. a worker killed mid-run ----------------------------------------------------------
+MDDP_STEPS=1000000 MDDP_LINGER_S=0 "${COMPOSE[@]}" up -d --no-build >"$WORK/up.log" 2>&1 ||
+  { cat "$WORK/up.log"; fail "compose up (second run) failed"; }
+wait_for 180 "step 20 of the second run" step_at_least 20
+T0=$(date +%s%N)
+"${COMPOSE[@]}" kill worker2 >/dev/null 2>&1 || fail "compose kill worker2 failed"
+wait_for 120 "the coordinator to end the job" bash -c "[[ \"\$(docker inspect -f '{{.State.Status}}' $("${COMPOSE[@]}" ps -q coordinator))\" == exited ]]"
+say "the job ended $((($(date +%s%N) - T0) / 1000000)) ms after \`kill worker2\`: $(compose_logs coordinator | grep -m1 -o "job 'local' failed: .*")"
+coordinator_says "job 'local' failed: rank 2 (host worker2)" || fail "the verdict does not name rank 2 on host worker2"
+[[ "$(exit_code coordinator)" == "exited 1" ]] || fail "coordinator: $(exit_code coordinator), want exited 1"
+for s in worker0 worker1 worker3; do
+  wait_for 60 "$s to exit" bash -c "[[ \"\$(docker inspect -f '{{.State.Status}}' $("${COMPOSE[@]}" ps -q "$s"))\" == exited ]]"
+  [[ "$(exit_code "$s")" != "exited 0" ]] || fail "$s exited 0 after rank 2 was killed"
+done
+
+# ---- 5. nothing left ---------------------------------------------------------------------
+if ((STARTED_ENGINE)); then
+  ENGINE_PID="$(cat "$MDDP_ENGINE_DIR/dockerd.pid")"
+  mapfile -t OUTSIDE <"$MDDP_ENGINE_DIR/made-outside"
+fi
+trap - EXIT
+cleanup
+if ((STARTED_ENGINE)); then
+  unset DOCKER_HOST  # that engine is gone
+  ! kill -0 "$ENGINE_PID" 2>/dev/null || fail "dockerd (pid $ENGINE_PID) still runs after engine.sh down"
+  [[ ! -e "$WORK" ]] || fail "$WORK is left"
+  ! findmnt -rn -o TARGET | grep -qF "$WORK/" || fail "mounts under $WORK are left"
+  for p in "${OUTSIDE[@]}"; do [[ ! -e "$p" ]] || fail "$p, made by the engine, is left"; done
+  [[ "$(bash "$ENGINE" down)" == *"nothing to remove"* ]] || fail "a second engine.sh down did something"
+else
+  label="label=com.docker.compose.project=$PROJECT"
+  [[ -z "$(docker ps -aq --filter "$label")$(docker network ls -q --filter "$label")$(docker volume ls -q --filter "$label")" ]] ||
+    fail "containers, networks or volumes of $PROJECT are left"
+  ! docker image inspect "$MDDP_IMAGE" >/dev/null 2>&1 || fail "$MDDP_IMAGE is left"
+fi
+say "PASS: everything the test made is removed"
