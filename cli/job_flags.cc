@@ -41,6 +41,8 @@ std::string DashboardFlags::token() const {
   std::string t = http_token_file.empty() ? http_token : read_token_file(http_token_file, "--http-token-file");
   if (!t.empty()) dashboard::Auth::validate_token(t);
   return t;
+}
+
 void validate_health(const HealthFlags& h) {
   if (h.heartbeat_timeout_ms <= h.heartbeat_ms)
     throw InputError(str("--heartbeat-timeout-ms ", h.heartbeat_timeout_ms, " must be longer than --heartbeat-ms ",

@@ -21,7 +21,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     MDDP_FUZZ_ASSERT(static_cast<int64_t>(im.pixels.size()) == im.count * im.rows * im.cols);
   });
   fuzz::refusals_allowed([&] {
-    for (uint8_t label : data::read_idx_labels(file.path(), 10)) MDDP_FUZZ_ASSERT(label < 10);
+    for (uint8_t label : data::read_idx_labels(file.path(), 10).labels) MDDP_FUZZ_ASSERT(label < 10);
   });
   return 0;
 }
