@@ -267,7 +267,9 @@ void run_worker(const WorkerOptions& o) {
                want_rank >= 0 ? str(", rank ", want_rank) : std::string());
   // A port that speaks another protocol (the dashboard's, say) is named at
   // once; gRPC alone would retry it until the connect timeout.
-  if (const std::string other = probe_other_protocol(o.coordinator, std::min<Millis>(o.connect_timeout, 5s));
+  // (With TLS the handshake's own failure names the other protocol.)
+  if (const std::string other =
+          o.tls ? "" : probe_other_protocol(o.coordinator, std::min<Millis>(o.connect_timeout, 5s));
       !other.empty())
     throw InputError(str("--coordinator ", o.coordinator, " is not a microddp coordinator: ", other,
                          ". Give the address the coordinator printed (\"start each worker with: ...\"), "
