@@ -45,16 +45,18 @@ struct Coordinator::Impl {
   // A tick that comes much later than asked means this process did not run
   // meanwhile (SIGSTOP, a debugger, a starved CPU): Job::paused() hears of
   // it before the tick judges anyone's silence.
+  // Measured from the previous tick's start: a stop that lands inside a
+  // tick (after it read the clock) still shows as a gap at the next one.
   void tick_loop() {
     std::unique_lock lock(mu);
-    TimePoint last = Clock::now();  // when the previous tick ended (a slow tick is no pause)
+    TimePoint last = Clock::now();  // when the previous tick started
     while (!stopping) {
       lock.unlock();
       const TimePoint now = Clock::now();
       if (now - last >= job.options().heartbeat_interval + options.tick)
         job.paused(now - last, now);
+      last = now;
       job.tick(now);
-      last = Clock::now();
       lock.lock();
       cv.wait_for(lock, options.tick, [&] { return stopping; });
     }
