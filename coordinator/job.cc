@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "coordinator/limits.h"
 #include "core/common/check.h"
 #include "core/common/files.h"
 #include "core/perf/host_load.h"
@@ -446,6 +447,21 @@ Job::Reply Job::metrics(const std::string& session, int attempt,
         str("session of attempt ", c->attempt->number(), "; the job is in attempt ",
             current()->number(), ": its metrics are no longer taken"));
     return reply;
+  }
+  if (records.size() > kMaxMetricsBatch) {
+    reply.outcome = Outcome::error(Code::kInvalidArgument,
+                                   str("a metrics batch of ", records.size(), " records (at most ",
+                                       kMaxMetricsBatch, " in one message)"));
+    return reply;
+  }
+  for (const auto& r : records)
+    if (r.metrics.buckets.size() > kMaxBucketsPerRecord) {
+      reply.outcome = Outcome::error(
+          Code::kInvalidArgument, str("a metrics record of step ", r.metrics.step, " with ",
+                                      r.metrics.buckets.size(), " bucket spans (at most ",
+                                      kMaxBucketsPerRecord, ")"));
+      return reply;
+    }
   }
   if (attempt != c->attempt->number()) {
     reply.outcome = Outcome::error(
