@@ -462,7 +462,6 @@ Job::Reply Job::metrics(const std::string& session, int attempt,
                                       kMaxBucketsPerRecord, ")"));
       return reply;
     }
-  }
   if (attempt != c->attempt->number()) {
     reply.outcome = Outcome::error(
         Code::kInvalidArgument, str("metrics of attempt ", attempt, " on a session of attempt ",

@@ -8,8 +8,8 @@
 //
 // Input: [bit 0: the job starts formed (2 ranks joined) or forming]
 //        then records [kind][u16 length, little-endian][message bytes],
-// kind % 8 = Join, Validate, Set, Get, Barrier, Heartbeat, MetricsBatch,
-// Leave. A session "0".."9" stands for the session of the n-th rank that
+// kind % 9 = Join, Validate, Set, Get, Barrier, Heartbeat, MetricsBatch,
+// Leave, Hello. A session "0".."9" stands for the session of the n-th rank that
 // joined, so the fuzzer reaches past the session check.
 #include "coordinator/wire.h"
 #include "proto/microddp.pb.h"
@@ -86,12 +86,17 @@ struct Replay {
         if (!parse(m, data, size)) break;
         std::vector<MetricsRecord> records;
         for (const auto& s : m.steps()) records.push_back(from_proto(s));
-        (void)job.metrics(session(m.session()), std::move(records));
+        (void)job.metrics(session(m.session()), m.attempt(), std::move(records));
         break;
       }
       case 7: {
         v1::LeaveRequest m;
         if (parse(m, data, size)) (void)job.leave(session(m.session()), m.ok(), m.message(), now);
+        break;
+      }
+      case 8: {
+        v1::HelloRequest m;
+        if (parse(m, data, size)) (void)job.hello(m.job_id(), m.protocol_version(), "fuzz", now);
         break;
       }
     }
@@ -105,7 +110,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fuzz::JobFixture fixture(/*joined=*/data[0] & 1);
   Replay replay{fixture, fixture.now};
   for (std::size_t at = 1; at + 3 <= size;) {
-    const int kind = data[at] % 8;
+    const int kind = data[at] % 9;
     const std::size_t len = std::min<std::size_t>(data[at + 1] | (data[at + 2] << 8), size - at - 3);
     replay.apply(kind, data + at + 3, len);
     at += 3 + len;

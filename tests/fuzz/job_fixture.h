@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "coordinator/job.h"
+#include "coordinator/proof.h"
 #include "dashboard/server/routes.h"
 #include "dashboard/server/static_files.h"
 #include "dashboard/server/tracker.h"
@@ -32,10 +33,13 @@ struct JobFixture {
     for (int r = 0; joined && r < kWorld; ++r) {
       coordinator::JoinRequest req;
       req.job_id = "job";
-      req.token = "a-token";
       req.protocol_version = coordinator::kProtocolVersion;
       req.host = "host" + std::to_string(r);
       req.requested_rank = r;
+      req.server_nonce = job.hello(req.job_id, req.protocol_version, "fuzz", now).server_nonce;
+      req.client_nonce = std::string(32, static_cast<char>('a' + r));
+      req.proof = coordinator::join_proof("a-token", req.job_id, req.server_nonce,
+                                          req.client_nonce, req.host, req.pid);
       job.join(req, now + std::chrono::seconds(10), now,
                [this](coordinator::JoinResult res) { sessions.push_back(res.self.session); });
     }
