@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "core/common/check.h"
+#include "core/ddp/compression.h"
 
 namespace mddp::train {
 
@@ -43,6 +44,7 @@ void TrainConfig::validate() const {
   if (loss == "xent" && data.spec == "synthetic-regression")
     throw InputError("--dataset synthetic-regression needs --loss mse");
   parse_straggler(dist.straggler);
+  ddp::parse_compression(dist.compress);
   if (checkpoint_every < 0) throw InputError(str("--checkpoint-every must be >= 0, got ", checkpoint_every));
   if (keep_checkpoints < 0) throw InputError(str("--keep-checkpoints must be >= 0, got ", keep_checkpoints));
   if (checkpoint_every > 0 && run_dir.empty())
