@@ -32,8 +32,6 @@ struct Compression {
   double min_compression_rate = 2.0;
 
   bool is_half() const { return kind == CompressionKind::kFp16 || kind == CompressionKind::kBf16; }
-  // Keeps state across steps (error-feedback residuals, PowerSGD's Q).
-  bool has_state() const { return kind == CompressionKind::kTopK || kind == CompressionKind::kPowerSgd; }
 };
 
 // none | fp16 | bf16 | topk:RATIO (0 < RATIO <= 1, e.g. topk:0.01) |

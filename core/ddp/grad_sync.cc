@@ -37,16 +37,6 @@ std::vector<std::unique_ptr<SyncUnit>> units_per_parameter(const std::vector<nn:
   return units;
 }
 
-std::vector<SyncStateTensor> units_state(const std::vector<std::unique_ptr<SyncUnit>>& units, const char* prefix) {
-  std::vector<SyncStateTensor> out;
-  for (std::size_t i = 0; i < units.size(); ++i)
-    for (SyncStateTensor& t : units[i]->state()) {
-      t.name = str(prefix, i, ".", t.name);
-      out.push_back(std::move(t));
-    }
-  return out;
-}
-
 std::unique_ptr<GradSync> make_grad_sync(const SyncOptions& options, std::vector<nn::Parameter*> params,
                                          comm::ProcessGroup& comm) {
   switch (options.mode) {

@@ -63,14 +63,6 @@ struct SyncStats {
   std::vector<CommSpan> spans;
 };
 
-// A tensor a compressing strategy carries from step to step (Note
-// [Compression state] in sync_unit.h), which a checkpoint must hold.
-struct SyncStateTensor {
-  std::string name;       // "bucket0.residual", "bucket0.powersgd_q"
-  tensor::Tensor value;   // the live buffer (a checkpoint copies it, a restore writes it)
-  bool per_rank = false;  // differs between ranks (residuals); else the same on every rank
-};
-
 class GradSync {
  public:
   virtual ~GradSync() = default;
@@ -79,8 +71,6 @@ class GradSync {
   // After backward: blocks until every gradient holds the average over ranks.
   virtual void finish() = 0;
   const SyncStats& stats() const { return stats_; }
-  // What carries over between steps (empty unless compressing with state).
-  virtual std::vector<SyncStateTensor> state() = 0;
 
  protected:
   SyncStats stats_;
@@ -90,7 +80,7 @@ struct SyncOptions {
   Mode mode = Mode::kBucketed;
   double bucket_mb = 25.0;       // cap of every bucket but the first (MiB)
   double first_bucket_mb = 1.0;  // cap of bucket 0, the first ready
-  Compression compress;
+  Compression compress = {};
 };
 
 // Builds the strategy for `params` (registration order). Bucketed mode

@@ -116,10 +116,4 @@ void PowerSgdUnit::complete(SyncStats& stats) {
   launched_ = false;
 }
 
-std::vector<SyncStateTensor> PowerSgdUnit::state() {
-  std::vector<SyncStateTensor> s{{"residual", residual_, true}};
-  if (q_.defined()) s.push_back({"powersgd_q", q_, false});
-  return s;
-}
-
 }  // namespace mddp::ddp

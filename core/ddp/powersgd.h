@@ -46,9 +46,9 @@ class PowerSgdUnit : public SyncUnit {
   void launch(comm::ProcessGroup& comm) override;
   void advance(comm::ProcessGroup& comm) override;
   void complete(SyncStats& stats) override;
-  std::vector<SyncStateTensor> state() override;
   // How many of the parts are compressed as matrices (for tests).
   std::size_t compressed_matrices() const { return matrices_.size(); }
+  const tensor::Tensor& residual() const { return residual_; }  // e, after complete() (tests)
 
  private:
   struct Matrix {

@@ -13,15 +13,12 @@ namespace mddp::ddp {
 // One unit per parameter, in registration order (naive and hooked mode).
 std::vector<std::unique_ptr<SyncUnit>> units_per_parameter(const std::vector<nn::Parameter*>& params,
                                                            const Compression& compress);
-// The units' state, each name prefixed with `prefix` and the unit's index ("bucket3.residual").
-std::vector<SyncStateTensor> units_state(const std::vector<std::unique_ptr<SyncUnit>>& units, const char* prefix);
 
 class NaiveSync : public GradSync {
  public:
   NaiveSync(std::vector<nn::Parameter*> params, const Compression& compress, comm::ProcessGroup& comm);
   void on_grad_ready(nn::Parameter& p) override;
   void finish() override;
-  std::vector<SyncStateTensor> state() override { return units_state(units_, "param"); }
 
  private:
   comm::ProcessGroup& comm_;
@@ -33,7 +30,6 @@ class HookedSync : public GradSync {
   HookedSync(std::vector<nn::Parameter*> params, const Compression& compress, comm::ProcessGroup& comm);
   void on_grad_ready(nn::Parameter& p) override;
   void finish() override;
-  std::vector<SyncStateTensor> state() override { return units_state(units_, "param"); }
 
  private:
   comm::ProcessGroup& comm_;
@@ -49,7 +45,6 @@ class Reducer : public GradSync {
           BucketRules rules);
   void on_grad_ready(nn::Parameter& p) override;
   void finish() override;
-  std::vector<SyncStateTensor> state() override { return units_state(units_, "bucket"); }
   // For tests and `demo hooks`: parameter indices per bucket.
   const std::vector<std::vector<std::size_t>>& buckets() const { return assignment_; }
 

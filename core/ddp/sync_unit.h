@@ -3,8 +3,8 @@
 // the average over ranks, by whatever --compress says (compression.h):
 //
 //   AllReduceUnit (allreduce_unit.h)  none, fp16, bf16: one all-reduce
-//   TopKUnit      (topk_unit.cc)      top-k entries, all-gathered, summed here
-//   PowerSgdUnit  (powersgd_unit.cc)  low-rank factors P and Q, two all-reduces
+//   TopKUnit      (topk.h)           top-k entries, all-gathered, summed here
+//   PowerSgdUnit  (powersgd.h)       low-rank factors P and Q, two all-reduces
 //
 // A strategy (grad_sync.h) calls, on the training thread: launch() when the
 // region's gradients are final; after backward, advance() on every launched
@@ -15,9 +15,9 @@
 // Note [Compression state]. The compressing units keep tensors from one step
 // to the next: the error-feedback residual (what this rank did not send yet;
 // different on every rank) and PowerSGD's warm-started Q (the same on every
-// rank). The training state is then more than weights and optimiser: a
-// checkpoint holds these too (state(); core/train/distributed.cc gathers
-// the per-rank ones), or a resumed run would not be bitwise the same.
+// rank). Checkpoints do not hold them: a resumed run starts its error
+// feedback afresh (zero residuals, the initial Q), so it is not bitwise the
+// run that was not interrupted (docs/ddp.md "Compression").
 #pragma once
 
 #include <cstdint>
@@ -43,8 +43,6 @@ class SyncUnit {
   virtual void complete(SyncStats& stats) = 0;
   bool launched() const { return launched_; }
   void mark_ready(int64_t now) { ready_ns_ = now; }
-  // Note [Compression state]; names are relative to the unit ("residual").
-  virtual std::vector<SyncStateTensor> state() { return {}; }
 
  protected:
   // A collective of this unit, from its launch to its span.

@@ -36,8 +36,8 @@ class TopKUnit : public SyncUnit {
   TopKUnit(int index, tensor::Tensor region, double ratio);
   void launch(comm::ProcessGroup& comm) override;
   void complete(SyncStats& stats) override;
-  std::vector<SyncStateTensor> state() override { return {{"residual", residual_, true}}; }
   int64_t k() const { return k_; }
+  const tensor::Tensor& residual() const { return residual_; }  // e, after complete() (tests)
 
  private:
   int index_;
