@@ -47,7 +47,8 @@ CLI::Validator compression_spec() {
           ddp::parse_compression(text);
           return "";
         } catch (const InputError& e) {
-          return e.what();
+          const std::string why = e.what(), flag = "--compress ";  // CLI11 names the flag itself
+          return why.rfind(flag, 0) == 0 ? why.substr(flag.size()) : why;
         }
       },
       "none|fp16|bf16|topk:RATIO|powersgd:RANK");

@@ -191,8 +191,6 @@ MetricsRecord from_proto(const v1::StepMetrics& m) {
   s.comm_bytes = static_cast<std::size_t>(m.comm_bytes());
   s.grad_bytes = static_cast<std::size_t>(m.grad_bytes());
   s.sent_bytes = static_cast<std::size_t>(m.sent_bytes());
-  s.loss_scale = m.loss_scale();
-  s.skipped = m.skipped();
   for (const auto& b : m.buckets()) {
     ddp::CommSpan& span = s.buckets.emplace_back();
     span.index = b.index();
@@ -229,8 +227,6 @@ void to_proto(const perf::StepMetrics& s, int64_t time_unix_ns, v1::StepMetrics*
   out->set_comm_bytes(static_cast<int64_t>(s.comm_bytes));
   out->set_grad_bytes(static_cast<int64_t>(s.grad_bytes));
   out->set_sent_bytes(static_cast<int64_t>(s.sent_bytes));
-  out->set_loss_scale(s.loss_scale);
-  out->set_skipped(s.skipped);
   out->set_start_ns(s.start_ns);
   out->set_clock_offset_ns(s.clock_offset_ns);
   out->set_eval(s.eval);

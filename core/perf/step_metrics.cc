@@ -52,7 +52,7 @@ nlohmann::json StepMetrics::to_json() const {
     if (!b.steps.empty()) span["steps"] = steps_json(b);
     spans.push_back(std::move(span));
   }
-  nlohmann::json out = {{"kind", "step"},         {"rank", rank},
+  return {{"kind", "step"},         {"rank", rank},
           {"step", step},           {"loss", static_cast<float>(loss)},
           {"data_ms", ns_precision(data_ms)},     {"forward_ms", ns_precision(forward_ms)},
           {"backward_ms", ns_precision(backward_ms)}, {"exposed_comm_ms", ns_precision(exposed_comm_ms)},
@@ -61,11 +61,6 @@ nlohmann::json StepMetrics::to_json() const {
           {"comm_bytes", comm_bytes}, {"grad_bytes", grad_bytes},
           {"sent_bytes", sent_bytes}, {"start_ns", start_ns},
           {"clock_offset_ns", clock_offset_ns}, {"buckets", spans}};
-  if (loss_scale > 0) {
-    out["loss_scale"] = loss_scale;
-    out["skipped"] = skipped;
-  }
-  return out;
 }
 
 namespace {
@@ -136,8 +131,6 @@ StepMetrics StepMetrics::from_json(const nlohmann::json& j) {
   read(j, "comm_bytes", m.comm_bytes);
   read(j, "grad_bytes", m.grad_bytes);
   read(j, "sent_bytes", m.sent_bytes);
-  read(j, "loss_scale", m.loss_scale);
-  read(j, "skipped", m.skipped);
   read(j, "start_ns", m.start_ns);
   read(j, "clock_offset_ns", m.clock_offset_ns);
   read(j, "eval_loss", m.eval_loss);

@@ -40,10 +40,6 @@ struct StepMetrics {
   std::size_t comm_bytes = 0;
   std::size_t grad_bytes = 0;
   std::size_t sent_bytes = 0;
-  // Mixed precision (--precision fp16): the loss scale this step used, and
-  // whether its update was skipped for inf/NaN gradients. 0 / false otherwise.
-  double loss_scale = 0;
-  bool skipped = false;
   // Per bucket (or parameter): ready, launch, start, end; on traced steps
   // also its algorithm's steps, in JSON as arrays
   //   [phase, index, send_peer, send_block, recv_peer, recv_block, send_bytes, recv_bytes, start, end]

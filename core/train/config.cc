@@ -44,7 +44,9 @@ void TrainConfig::validate() const {
   if (loss == "xent" && data.spec == "synthetic-regression")
     throw InputError("--dataset synthetic-regression needs --loss mse");
   parse_straggler(dist.straggler);
-  ddp::parse_compression(dist.compress);
+  if (ddp::parse_compression(dist.compress).kind != ddp::CompressionKind::kNone && dist.local_sgd > 0)
+    throw InputError(str("--compress ", dist.compress, " has nothing to compress with --local-sgd: its gradients are "
+                         "never synchronised (the parameters are averaged in fp32); drop one of the two"));
   if (checkpoint_every < 0) throw InputError(str("--checkpoint-every must be >= 0, got ", checkpoint_every));
   if (keep_checkpoints < 0) throw InputError(str("--keep-checkpoints must be >= 0, got ", keep_checkpoints));
   if (checkpoint_every > 0 && run_dir.empty())
