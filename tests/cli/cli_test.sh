@@ -89,6 +89,9 @@ case "$SCENARIO" in
     done
     "$BIN" analyze "$WORK/topk:0.1" --no-report >"$WORK/out" 2>&1
     expect_in "ratio 5.0x" "$WORK/out"
+    # The collective and the round crossed the coordinator's wire into the log.
+    expect_in '"op":"all_gather"' "$WORK/topk:0.1/metrics.jsonl"
+    expect_in '"round":1' "$WORK/powersgd:2/metrics.jsonl"
     ;;
   analyze)
     # A real 2-rank job with a planted straggler (rank 1 sleeps 15 ms in backward: well above
