@@ -9,36 +9,69 @@
 #include "core/tensor/ops.h"
 
 namespace mddp::ddp {
-namespace {
-
-float magnitude(float v) { return std::isnan(v) ? std::numeric_limits<float>::infinity() : std::fabs(v); }
-
-}  // namespace
 
 int64_t top_k_count(int64_t n, double ratio) {
   const auto k = static_cast<int64_t>(std::ceil(ratio * static_cast<double>(n)));
   return std::clamp<int64_t>(k, 1, n);
 }
 
-void select_top_k(const float* x, int64_t n, int64_t k, std::vector<int32_t>& out, std::vector<float>& scratch) {
-  MDDP_CHECK(k >= 1 && k <= n, "top-k of ", k, " from ", n);
-  out.clear();
-  if (k == n) {  // everything: no selection needed
-    for (int64_t i = 0; i < n; ++i) out.push_back(static_cast<int32_t>(i));
-    return;
-  }
-  // The k-th largest magnitude is the threshold: take everything above it,
-  // then as many entries equal to it as are still missing, lowest index first.
-  scratch.resize(static_cast<std::size_t>(n));
-  for (int64_t i = 0; i < n; ++i) scratch[i] = magnitude(x[i]);
+namespace {
+
+float magnitude(float v) { return std::isnan(v) ? std::numeric_limits<float>::infinity() : std::fabs(v); }
+
+// The k largest magnitudes among the entries `candidates` names (ascending
+// indices, every entry of magnitude >= the k-th largest among them): the
+// k-th largest is the threshold; take everything above it, then as many
+// entries equal to it as are still missing, lowest index first.
+void pick_among(const float* x, const std::vector<int32_t>& candidates, int64_t k, std::vector<int32_t>& out,
+                std::vector<float>& scratch) {
+  scratch.resize(candidates.size());
+  for (std::size_t j = 0; j < candidates.size(); ++j) scratch[j] = magnitude(x[candidates[j]]);
   std::nth_element(scratch.begin(), scratch.begin() + (k - 1), scratch.end(), std::greater<float>());
   const float threshold = scratch[k - 1];
   int64_t above = 0;
-  for (int64_t i = 0; i < n; ++i) above += magnitude(x[i]) > threshold;
+  for (int32_t i : candidates) above += magnitude(x[i]) > threshold;
   int64_t ties = k - above;
-  for (int64_t i = 0; i < n; ++i) {
+  for (int32_t i : candidates) {
     const float m = magnitude(x[i]);
-    if (m > threshold || (m == threshold && ties-- > 0)) out.push_back(static_cast<int32_t>(i));
+    if (m > threshold || (m == threshold && ties-- > 0)) out.push_back(i);
+  }
+}
+
+// Note [Sampled threshold]. std::nth_element over a whole bucket costs
+// milliseconds per step (5.5 ms for 270k entries here), more than the
+// all-gather it saves on a fast link. So: estimate the threshold from a
+// strided sample of kSample entries, at twice the expected share for margin;
+// keep the entries at or above it (one pass) and select among them. The
+// result is exactly the full selection's whenever at least k entries pass
+// (the k-th largest then passes too, and all that matter are candidates);
+// when the sample misjudged and fewer pass, select over everything.
+constexpr int64_t kSample = 4096;
+
+}  // namespace
+
+void select_top_k(const float* x, int64_t n, int64_t k, std::vector<int32_t>& out, std::vector<float>& scratch) {
+  MDDP_CHECK(k >= 1 && k <= n, "top-k of ", k, " from ", n);
+  out.clear();
+  std::vector<int32_t> candidates;
+  if (n >= 4 * kSample && 4 * k <= n) {
+    const int64_t stride = n / kSample;
+    scratch.resize(static_cast<std::size_t>(kSample));
+    for (int64_t j = 0; j < kSample; ++j) scratch[j] = magnitude(x[j * stride]);
+    const int64_t q = std::min<int64_t>(kSample - 1, (2 * k * kSample + n - 1) / n);
+    std::nth_element(scratch.begin(), scratch.begin() + q, scratch.end(), std::greater<float>());
+    const float estimate = scratch[q];
+    for (int64_t i = 0; i < n; ++i)
+      if (magnitude(x[i]) >= estimate) candidates.push_back(static_cast<int32_t>(i));
+  }
+  if (static_cast<int64_t>(candidates.size()) < k) {  // the full selection
+    candidates.resize(static_cast<std::size_t>(n));
+    for (int64_t i = 0; i < n; ++i) candidates[i] = static_cast<int32_t>(i);
+  }
+  if (static_cast<int64_t>(candidates.size()) == k) {
+    out = std::move(candidates);
+  } else {
+    pick_among(x, candidates, k, out, scratch);
   }
   MDDP_CHECK(static_cast<int64_t>(out.size()) == k, "top-k picked ", out.size(), " of ", k);
 }

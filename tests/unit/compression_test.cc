@@ -81,6 +81,29 @@ TEST(TopK, PicksTheLargestMagnitudesLowestIndexOnTies) {
   }
 }
 
+// Large buckets take the sampled threshold (Note [Sampled threshold] in
+// topk.cc): still exactly the full sort's answer, for smooth data, heavy
+// ties, a few spikes, and a sample that sees only the large entries (which
+// must fall back to the full selection).
+TEST(TopK, SampledThresholdGivesExactlyTheFullSelection) {
+  const int64_t n = 40960;  // stride 10 over the 4096-entry sample
+  Rng rng(3);
+  std::vector<std::pair<std::string, std::vector<float>>> cases;
+  std::vector<float> smooth(n), ties(n), spikes(n, 0.0f), fooled(n, 1.0f);
+  for (float& v : smooth) v = rng.normal();
+  for (float& v : ties) v = static_cast<float>(static_cast<int>(rng.next_u64() % 7) - 3);
+  for (int j = 0; j < 50; ++j) spikes[rng.next_u64() % n] = 1000.0f + j;
+  for (int64_t i = 0; i < n; i += 10) fooled[i] = 100.0f;  // exactly the sampled entries are large
+  cases = {{"smooth", smooth}, {"ties", ties}, {"spikes", spikes}, {"fooled", fooled}};
+  std::vector<int32_t> got;
+  std::vector<float> scratch;
+  for (const auto& [name, x] : cases)
+    for (int64_t k : {int64_t{1}, int64_t{410}, int64_t{8000}, n / 4}) {
+      select_top_k(x.data(), n, k, got, scratch);
+      EXPECT_EQ(got, reference_top_k(x, k)) << name << " k " << k;
+    }
+}
+
 // Gram-Schmidt in double on a double copy: the reference.
 std::vector<double> reference_orthonormal(std::vector<double> a, int64_t rows, int64_t cols) {
   for (int64_t j = 0; j < cols; ++j) {
