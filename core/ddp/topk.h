@@ -14,7 +14,8 @@
 // But an all-gather's traffic grows with the ranks: (W-1) 8k bytes per rank
 // against the ring all-reduce's 2(W-1)/W 4n, so the traffic ratio is
 // n / (W k): 25x at 1 % on 4 ranks, and at RATIO >= 1/W top-k sends more
-// than the dense all-reduce. CPU only: the selection is std::nth_element.
+// than the dense all-reduce. CPU only: the selection is std::nth_element,
+// among the entries above a sampled threshold (Note [Sampled threshold]).
 #pragma once
 
 #include <cstdint>
