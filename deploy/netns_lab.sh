@@ -9,9 +9,14 @@
 #   netns_lab.sh down                  removes every namespace of the lab
 #   netns_lab.sh status                namespaces and their addresses
 #   netns_lab.sh exec I CMD...         runs CMD on host I
-#   netns_lab.sh run N [--rate R] [training flags...]
+#   netns_lab.sh run N [--rate R] [--no-tls] [training flags...]
 #                                      coordinator on host 0, one worker on
-#                                      each of hosts 1..N; waits for the job
+#                                      each of hosts 1..N; waits for the job.
+#                                      A random token, and mutual TLS with a
+#                                      lab CA (`microddp certs`, one
+#                                      certificate per host's IP) unless
+#                                      --no-tls; keys and token stay in the
+#                                      log directory, mode 0600
 #
 # Environment: MICRODDP (the binary; default: microddp on PATH, else
 # build/cli/microddp), MDDP_LAB (name prefix, default mddp; use another to
@@ -105,15 +110,16 @@ stop_all() {
   if [[ $RUN_CREATED -eq 1 ]]; then lab_down >/dev/null; fi
 }
 
-# run N [--rate R] [training flags...]: coordinator on host 0, workers on 1..N.
+# run N [--rate R] [--no-tls] [training flags...]: coordinator on host 0, workers on 1..N.
 lab_run() {
   local n="$1"; shift
   [[ "$n" =~ ^[0-9]+$ && "$n" -ge 1 ]] || die "run: N (workers) must be >= 1"
-  local up_args=() flags=()
+  local up_args=() flags=() tls=1
   while [[ $# -gt 0 ]]; do
     case "$1" in
       --rate) up_args+=(--rate "$2"); shift 2 ;;
       --rate=*) up_args+=("$1"); shift ;;
+      --no-tls) tls=0; shift ;;
       *) flags+=("$1"); shift ;;
     esac
   done
@@ -129,8 +135,18 @@ lab_run() {
   # namespaces, which share a hostname and a kernel, would pick shared memory).
   local transport=(--transport tcp)
   local f; for f in "${flags[@]}"; do [[ "$f" == --transport* ]] && transport=(); done
-  lab_exec 0 "$bin" coordinator --host "$(host_ip 0)" --port 0 --world-size "$n" \
-    --address-file "$dir/address" "${transport[@]}" "${flags[@]}" >"$dir/coordinator.log" 2>&1 &
+  # The job's secrets: a token, and (TLS) a CA with one certificate per host,
+  # named by its IP (what the workers dial, what each presents).
+  (umask 077; head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$dir/token")
+  local coord_tls=() hosts=() i
+  if [[ $tls -eq 1 ]]; then
+    for ((i = 0; i <= n; i++)); do hosts+=("$(host_ip "$i")"); done
+    "$bin" certs "$dir/tls" --hosts "$(IFS=,; echo "${hosts[*]}")" --days 2 >/dev/null
+    coord_tls=(--tls-cert "$dir/tls/$(host_ip 0).pem" --tls-key "$dir/tls/$(host_ip 0).key"
+               --tls-ca "$dir/tls/ca.pem" --tls-client-auth)
+  fi
+  lab_exec 0 "$bin" coordinator --host "$(host_ip 0)" --port 0 --world-size "$n" --token-file "$dir/token" \
+    --address-file "$dir/address" "${coord_tls[@]}" "${transport[@]}" "${flags[@]}" >"$dir/coordinator.log" 2>&1 &
   RUN_PIDS+=($!)
   local t=0
   until [[ -s "$dir/address" ]]; do
@@ -139,9 +155,13 @@ lab_run() {
     [[ $t -lt 300 ]] || die "the coordinator did not start within 30 s (log: $dir/coordinator.log)"
   done
   local addr; addr="$(cat "$dir/address")"
-  echo "coordinator on host 0 at $addr; ranks 0..$((n - 1)) on hosts 1..$n; logs in $dir"
+  echo "coordinator on host 0 at $addr ($([[ $tls -eq 1 ]] && echo "mutual TLS" || echo "no TLS")); ranks 0..$((n - 1)) on hosts 1..$n; logs in $dir"
   for ((i = 1; i <= n; i++)); do  # host i runs rank i-1
-    lab_exec "$i" env RANK=$((i - 1)) "$bin" worker --coordinator "$addr" >"$dir/worker-$i.log" 2>&1 &
+    local worker_tls=()
+    [[ $tls -eq 1 ]] && worker_tls=(--tls-ca "$dir/tls/ca.pem" --tls-cert "$dir/tls/$(host_ip "$i").pem"
+                                    --tls-key "$dir/tls/$(host_ip "$i").key")
+    lab_exec "$i" env RANK=$((i - 1)) "$bin" worker --coordinator "$addr" --token-file "$dir/token" \
+      "${worker_tls[@]}" >"$dir/worker-$i.log" 2>&1 &
     RUN_PIDS+=($!)
   done
   local rc=0 p
