@@ -69,6 +69,10 @@ void print_text(const perf::Analysis& a, const std::string& report) {
               "%s all-reduced per step\n",
               a.phases[perf::kExposedComm].all.mean, 100 * a.exposed_comm_share, a.phases[perf::kTotalComm].all.mean,
               100 * a.total_comm_share, 100 * a.overlap, bytes_str(a.comm_bytes_per_step).c_str());
+  if (a.grad_bytes_per_step > 0)
+    std::printf("compression: %s of fp32 gradients per step travel as %s (ratio %.1fx); each rank sent %s per step\n",
+                bytes_str(a.grad_bytes_per_step).c_str(), bytes_str(a.comm_bytes_per_step).c_str(), a.compression_ratio(),
+                bytes_str(a.sent_bytes_per_step).c_str());
   if (a.samples_per_s > 0) std::printf("throughput: %.0f samples/s (global batch / mean step time)\n", a.samples_per_s);
 
   if (!a.buckets.empty()) {

@@ -189,6 +189,8 @@ MetricsRecord from_proto(const v1::StepMetrics& m) {
   s.optimizer_ms = m.optimizer_ms();
   s.step_ms = m.step_ms();
   s.comm_bytes = static_cast<std::size_t>(m.comm_bytes());
+  s.grad_bytes = static_cast<std::size_t>(m.grad_bytes());
+  s.sent_bytes = static_cast<std::size_t>(m.sent_bytes());
   for (const auto& b : m.buckets()) {
     ddp::CommSpan& span = s.buckets.emplace_back();
     span.index = b.index();
@@ -197,6 +199,10 @@ MetricsRecord from_proto(const v1::StepMetrics& m) {
     span.launch_ns = b.launch_ns();
     span.start_ns = b.start_ns();
     span.end_ns = b.end_ns();
+    span.op = b.all_gather() ? ddp::SpanOp::kAllGather : ddp::SpanOp::kAllReduce;
+    span.round = b.round();
+    span.grad_bytes = static_cast<std::size_t>(b.grad_bytes());
+    span.sent_bytes = static_cast<std::size_t>(b.sent_bytes());
     for (const auto& q : b.steps()) span.steps.push_back(from_proto(q));
   }
   s.start_ns = m.start_ns();
@@ -219,6 +225,8 @@ void to_proto(const perf::StepMetrics& s, int64_t time_unix_ns, v1::StepMetrics*
   out->set_optimizer_ms(s.optimizer_ms);
   out->set_step_ms(s.step_ms);
   out->set_comm_bytes(static_cast<int64_t>(s.comm_bytes));
+  out->set_grad_bytes(static_cast<int64_t>(s.grad_bytes));
+  out->set_sent_bytes(static_cast<int64_t>(s.sent_bytes));
   out->set_start_ns(s.start_ns);
   out->set_clock_offset_ns(s.clock_offset_ns);
   out->set_eval(s.eval);
@@ -232,6 +240,10 @@ void to_proto(const perf::StepMetrics& s, int64_t time_unix_ns, v1::StepMetrics*
     q->set_launch_ns(b.launch_ns);
     q->set_start_ns(b.start_ns);
     q->set_end_ns(b.end_ns);
+    q->set_all_gather(b.op == ddp::SpanOp::kAllGather);
+    q->set_round(b.round);
+    q->set_grad_bytes(static_cast<int64_t>(b.grad_bytes));
+    q->set_sent_bytes(static_cast<int64_t>(b.sent_bytes));
     for (const auto& step : b.steps) to_proto(step, q->add_steps());
   }
   out->set_time_unix_ns(time_unix_ns);

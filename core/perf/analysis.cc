@@ -45,7 +45,7 @@ void add_phases(Analysis& a, const Steps& steps, int world) {
 }
 
 void add_comm_and_series(Analysis& a, const Steps& steps) {
-  double exposed = 0, total = 0, bytes = 0;
+  double exposed = 0, total = 0, bytes = 0, grad_bytes = 0, sent_bytes = 0;
   for (const auto& step : steps) {
     StepPoint pt{step.front().step};
     for (const auto& r : step) {
@@ -57,6 +57,8 @@ void add_comm_and_series(Analysis& a, const Steps& steps) {
       pt.step_ms += r.step_ms;
       pt.total_comm_ms += r.total_comm_ms;
       bytes += static_cast<double>(r.comm_bytes);
+      grad_bytes += static_cast<double>(r.grad_bytes);
+      sent_bytes += static_cast<double>(r.sent_bytes);
     }
     const double n = static_cast<double>(step.size());
     for (double* v : {&pt.data_ms, &pt.forward_ms, &pt.backward_ms, &pt.exposed_comm_ms, &pt.optimizer_ms,
@@ -68,7 +70,10 @@ void add_comm_and_series(Analysis& a, const Steps& steps) {
     a.series.push_back(pt);
   }
   a.overlap = overlap_fraction(exposed, total);
-  a.comm_bytes_per_step = bytes / static_cast<double>(steps.size() * steps.front().size());
+  const auto records = static_cast<double>(steps.size() * steps.front().size());
+  a.comm_bytes_per_step = bytes / records;
+  a.grad_bytes_per_step = grad_bytes / records;
+  a.sent_bytes_per_step = sent_bytes / records;
   const double step_ms = a.phases[kStep].all.mean;
   a.exposed_comm_share = a.phases[kExposedComm].share;
   a.total_comm_share = step_ms > 0 ? a.phases[kTotalComm].all.mean / step_ms : 0;
@@ -85,12 +90,14 @@ void add_buckets(Analysis& a, const Steps& steps, const AnalyzeOptions& o) {
   const int world = a.config.world_size;
   std::map<std::size_t, std::vector<double>> by_bytes;
   for (const auto& step : steps) {
-    std::map<int, std::pair<std::size_t, double>> shortest;  // index -> (bytes, ms)
+    // (index, round) -> (bytes, ms); top-k's all-gathers are not all-reduces.
+    std::map<std::pair<int, int>, std::pair<std::size_t, double>> shortest;
     for (const auto& r : step)
       for (const auto& b : r.buckets) {
         if (b.start_ns == 0 || b.end_ns <= b.start_ns) continue;  // did not run
+        if (b.op != ddp::SpanOp::kAllReduce) continue;
         const double ms = static_cast<double>(b.end_ns - b.start_ns) * 1e-6;
-        auto [it, fresh] = shortest.try_emplace(b.index, b.bytes, ms);
+        auto [it, fresh] = shortest.try_emplace({b.index, b.round}, b.bytes, ms);
         if (!fresh) it->second.second = std::min(it->second.second, ms);
       }
     for (const auto& [index, v] : shortest) by_bytes[v.first].push_back(v.second);

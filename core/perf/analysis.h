@@ -130,7 +130,11 @@ struct Analysis {
   std::vector<PhaseStats> phases;  // kNumPhases, by PhaseIndex
   double exposed_comm_share = 0, total_comm_share = 0;
   double overlap = 0;           // 1 - sum(exposed) / sum(total) over the steps used
-  double comm_bytes_per_step = 0;
+  double comm_bytes_per_step = 0;  // messages handed to collectives (per rank)
+  // fp32 gradient bytes those messages stand for, and what a rank really
+  // sent (Note [Wire bytes] in core/ddp/grad_sync.h); 0 in an older log.
+  double grad_bytes_per_step = 0, sent_bytes_per_step = 0;
+  double compression_ratio() const { return comm_bytes_per_step > 0 ? grad_bytes_per_step / comm_bytes_per_step : 0; }
   double samples_per_s = 0;     // 0 when the global batch is unknown
   std::vector<BucketStats> buckets;   // by size, largest first
   std::vector<LinkFit> fits;    // the fits of this run's transport and world size

@@ -73,6 +73,9 @@ nlohmann::json to_json(const Analysis& a) {
         {"total_share", a.total_comm_share},
         {"overlap", a.overlap},
         {"bytes_per_step", a.comm_bytes_per_step},
+        {"grad_bytes_per_step", a.grad_bytes_per_step},
+        {"sent_bytes_per_step", a.sent_bytes_per_step},
+        {"compression_ratio", a.compression_ratio()},
         {"predicted_ms_per_step", a.predicted_comm_ms_per_step > 0 ? nlohmann::json(a.predicted_comm_ms_per_step)
                                                                    : nlohmann::json(nullptr)}}},
       {"samples_per_s", a.samples_per_s > 0 ? nlohmann::json(a.samples_per_s) : nlohmann::json(nullptr)},

@@ -17,7 +17,7 @@ struct DistConfig {
   std::string ddp = "bucketed";       // naive | hooked | bucketed
   double bucket_mb = 25.0;            // bucket cap (MiB)
   double first_bucket_mb = 1.0;       // cap of the first bucket (MiB)
-  std::string compress = "none";      // none | fp16 | bf16 (the all-reduce's wire type)
+  std::string compress = "none";      // what DDP sends: ddp::parse_compression (none, fp16, bf16, topk:R, powersgd:R)
   int64_t local_sgd = 0;              // > 0: average parameters every K steps instead
   std::string algorithm = "auto";     // auto | ring | naive | tree
   std::string transport = "auto";     // auto | tcp | shm

@@ -127,6 +127,8 @@ perf::StepMetrics DistributedTrainer::metrics(const StepResult& r) const {
   m.step_ms = t.total;
   m.total_comm_ms = s.total_ms;
   m.comm_bytes = s.bytes;
+  m.grad_bytes = s.grad_bytes;
+  m.sent_bytes = s.sent_bytes;
   m.buckets = s.spans;
   if (!perf::traced_step(r.step, comm_->size()))
     for (ddp::CommSpan& b : m.buckets) b.steps.clear();

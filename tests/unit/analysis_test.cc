@@ -193,6 +193,30 @@ TEST(Analysis, CommunicationBoundLog) {
   EXPECT_NE(joined(a.verdict.advice).find("--compress"), std::string::npos) << joined(a.verdict.advice);
 }
 
+// A compressed job's log: the ratio is the fp32 gradient bytes over the
+// bytes sent as; top-k's all-gathers stay out of the all-reduce table, and
+// PowerSGD's two rounds of one bucket are separate rows.
+TEST(Analysis, CompressionRatioAndCollectivesOfACompressedLog) {
+  std::vector<StepMetrics> log = make_log(sized(2, 10));
+  for (auto& m : log) {
+    m.grad_bytes = 25 * m.comm_bytes;
+    m.sent_bytes = m.comm_bytes / 2;
+    m.buckets[0].op = ddp::SpanOp::kAllGather;
+    m.buckets[1].round = 1;
+    m.buckets[1].bytes = 1000;
+  }
+  RunLog run{"synthetic", log, {}, {}};
+  run.config.world_size = 2;
+  run.config.transport = "tcp";
+  run.config.algorithm = "ring";
+  const Analysis a = analyze(run, {});
+  EXPECT_DOUBLE_EQ(a.compression_ratio(), 25.0);
+  EXPECT_DOUBLE_EQ(a.sent_bytes_per_step, a.comm_bytes_per_step / 2);
+  ASSERT_EQ(a.buckets.size(), 1u) << "the all-gather is not an all-reduce";
+  EXPECT_EQ(a.buckets[0].bytes, 1000u);
+  EXPECT_DOUBLE_EQ(to_json(a)["communication"]["compression_ratio"].get<double>(), 25.0);
+}
+
 TEST(Analysis, CommunicationBoundBySmallBucketsAdvisesLargerOnes) {
   Plan p;
   p.buckets = 40;
