@@ -29,7 +29,10 @@ bool HostTopology::multi_host_multi_rank() const {
 
 std::string HostTopology::describe() const {
   std::string split;
-  for (const auto& h : hosts_) split += (split.empty() ? "" : "+") + std::to_string(h.size());
+  for (const auto& h : hosts_) {
+    if (!split.empty()) split += '+';
+    split += std::to_string(h.size());
+  }
   return str(host_count(), host_count() == 1 ? " host: " : " hosts: ", split, " ranks");
 }
 

@@ -67,7 +67,7 @@ TEST_P(GlooTest, AllGatherBroadcastAndBarrier) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Worlds, GlooTest, ::testing::Values(1, 2, 3, 4),
-                         [](const auto& info) { return "n" + std::to_string(info.param); });
+                         [](const auto& info) { return str("n", info.param); });
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 

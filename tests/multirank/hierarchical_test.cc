@@ -110,7 +110,9 @@ TEST_P(HierarchicalTest, StepsRunWithinHostsThenAcrossThenWithin) {
     }
     EXPECT_EQ(host_rs, local - 1) << "rank " << r;
     EXPECT_EQ(host_ag, local - 1) << "rank " << r;
-    if (topo.host_count() == 1) EXPECT_EQ(cross, 0);
+    if (topo.host_count() == 1) {
+      EXPECT_EQ(cross, 0);
+    }
   });
 }
 
@@ -150,7 +152,9 @@ TEST_P(HierarchicalTest, CrossHostBytesMatchTheFormula) {
   });
   const int64_t H = host_count;
   EXPECT_EQ(crossed[Algorithm::kHierarchical], 2 * (H - 1) * S) << describe(hosts);
-  if (contiguous && H > 1) EXPECT_EQ(crossed[Algorithm::kRing], H * 2 * (n - 1) * S / n) << describe(hosts);
+  if (contiguous && H > 1) {
+    EXPECT_EQ(crossed[Algorithm::kRing], H * 2 * (n - 1) * S / n) << describe(hosts);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, HierarchicalTest, ::testing::ValuesIn(layouts()),

@@ -510,12 +510,6 @@ TEST(Analysis, ARunDirWithoutCpuCountsMakesNoOversubscriptionClaim) {
   EXPECT_EQ(bare.verdict.kind, "communication-bound");
 }
 
-}  // namespace
-}  // namespace mddp::perf
-
-namespace mddp::perf {
-namespace {
-
 // A 2 host x 2 rank job whose traced steps carry the hierarchical
 // all-reduce's steps: 1 ms within hosts (two steps of 0.5 ms), 4 ms across
 // (two of 2 ms), each cross-host step sending 1000 bytes; the split is read
@@ -539,7 +533,8 @@ TEST(Analysis, TheHierarchicalAllReduceIsSplitIntoItsLevels) {
     add(comm::StepLevel::kCrossHost, comm::StepPhase::kAllGather, 2, 1000);
     add(comm::StepLevel::kHost, comm::StepPhase::kAllGather, 0.5, 10);
   }
-  RunLog run{"synthetic", log, {}, {{0, "a"}, {1, "a"}, {2, "b"}, {3, "b"}}};
+  RunLog run{"synthetic", log, {}, {}};
+  run.members = {{0, "a"}, {1, "a"}, {2, "b"}, {3, "b"}};
   run.config.world_size = 4;
   run.config.transport = "tcp";
   run.config.algorithm = "auto";

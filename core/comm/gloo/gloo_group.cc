@@ -3,17 +3,16 @@
 // Note [Aborting gloo]
 // ~~~~~~~~~~~~~~~~~~~~
 // ProcessGroup::abort must end a collective that is blocked waiting for a
-// peer at once. gloo 0.5 (Debian 12's libgloo, git 2022-05-18) has no public
-// way to: Context::closeConnections() closes the sockets but leaves an
-// operation blocked in UnboundBuffer::waitRecv until its timeout. What gloo
-// itself does when an operation times out is tcp::Pair::signalExceptionExternal:
-// it fails every pending send and receive of the pair with an IoException
-// and closes the pair. It is protected, so abort() reaches it through a
-// pointer to member formed in a derived class (PairAccess, legal C++: a
-// protected member named through the derived class, [class.protected]),
-// on every pair of the context; the blocked collective then throws, and
-// the group reports AbortedError. Peers blocked on this rank see its
-// connections close and fail with PeerError.
+// peer. gloo 0.5 (Debian 12's libgloo, git 2022-05-18) has one public way
+// in: transport::Pair::close() on every pair, which closes the sockets.
+// Peers blocked on this rank see its connections close and fail at once
+// with PeerError; this rank's own blocked collective is not woken by gloo
+// (its buffers wait on their own condition until gloo's per-operation
+// timeout) and then reports AbortedError with the reason. gloo's internal
+// tcp::Pair::signalExceptionExternal would wake it at once, but Debian's
+// libgloo-dev cannot compile its header (gloo/transport/tcp/pair.h includes
+// gloo/common/memory.h, which the package does not ship), and a copy of a
+// gloo header is not ours to keep.
 #include <gloo/allgather.h>
 #include <gloo/allreduce.h>
 #include <gloo/barrier.h>
@@ -23,13 +22,13 @@
 #include <gloo/math.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/transport/tcp/device.h>
-#include <gloo/transport/tcp/pair.h>
 
 #include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <mutex>
 
+#include "core/comm/algorithms/context.h"
 #include "core/comm/gloo/gloo.h"
 #include "core/comm/gloo/gloo_store.h"
 #include "core/comm/progress_queue.h"
@@ -37,14 +36,6 @@
 
 namespace mddp::comm::gloo {
 namespace {
-
-// See Note [Aborting gloo].
-struct PairAccess : ::gloo::transport::tcp::Pair {
-  static void fail(::gloo::transport::tcp::Pair& pair, const std::string& message) {
-    auto signal = &PairAccess::signalExceptionExternal;
-    (pair.*signal)(message);
-  }
-};
 
 // gloo's element-wise function for (type, op): its own for fp32, microddp's
 // (fp32 accumulation, one rounding) for the 16-bit types gloo lacks or
@@ -108,9 +99,11 @@ class GlooGroup final : public ProcessGroup {
         return;
       }
       ::gloo::AllgatherOptions o(context_);
-      // gloo reads the input from where the output's own block is when they coincide.
-      o.setInput(context_->createUnboundBuffer(const_cast<void*>(in), static_cast<std::size_t>(count) * es));
-      o.setOutput(context_->createUnboundBuffer(out, static_cast<std::size_t>(count * size()) * es));
+      const std::size_t block = static_cast<std::size_t>(count) * es;
+      auto* own_block = static_cast<uint8_t*>(out) + static_cast<std::size_t>(rank()) * block;
+      // No input: gloo's in-place form, which finds this rank's block already in the output.
+      if (in != own_block) o.setInput(static_cast<uint8_t*>(const_cast<void*>(in)), block);
+      o.setOutput(static_cast<uint8_t*>(out), static_cast<std::size_t>(count * size()) * es);
       o.setTag(tag);
       o.setTimeout(timeout_);
       ::gloo::allgather(o);
@@ -123,7 +116,7 @@ class GlooGroup final : public ProcessGroup {
     return submit(str("broadcast(root ", root, ")"), bytes_of(count, dtype), [=, this](uint32_t tag) {
       if (count == 0 || size() == 1) return;
       ::gloo::BroadcastOptions o(context_);
-      o.setOutput(context_->createUnboundBuffer(data, bytes_of(count, dtype)));
+      o.setOutput(static_cast<uint8_t*>(data), bytes_of(count, dtype));
       o.setRoot(root);
       o.setTag(tag);
       o.setTimeout(timeout_);
@@ -192,8 +185,7 @@ class GlooGroup final : public ProcessGroup {
     }
     for (int peer = 0; peer < size(); ++peer) {
       if (peer == rank()) continue;
-      if (auto* pair = dynamic_cast<::gloo::transport::tcp::Pair*>(context_->getPair(peer).get()))
-        PairAccess::fail(*pair, "aborted: " + reason);
+      if (auto& pair = context_->getPair(peer)) pair->close();
     }
   }
 
