@@ -51,6 +51,8 @@ std::string describe(const std::vector<std::string>& hosts) {
 struct Layout {
   std::vector<std::string> hosts;
 };
+// Names the parameter in test names and failures ("aabbb"), not its bytes.
+void PrintTo(const Layout& l, std::ostream* os) { *os << describe(l.hosts); }
 
 std::vector<Layout> layouts() {
   return {{layout({2, 2})},    {layout({2, 2, 2})}, {layout({2, 3})}, {layout({3, 2})},
