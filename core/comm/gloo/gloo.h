@@ -13,8 +13,10 @@
 //    bf16); kAvg is a sum divided by n once at the end;
 //  * every wait is bounded by the timeout (gloo's own, per operation); a
 //    timeout is a TimeoutError, a peer's broken connection a PeerError, and
-//    abort() fails the running collective at once with AbortedError (See
-//    Note [Aborting gloo] in gloo_group.cc).
+//    abort() fails queued work at once and the running collective with
+//    AbortedError; peers blocked on this rank fail at once, but this rank's
+//    own blocked wait ends only at gloo's timeout (See Note [Aborting gloo]
+//    in gloo_group.cc).
 //
 // Buffers are host memory. Work::steps() is empty: gloo's steps are inside
 // gloo. In a build without gloo (MICRODDP_GLOO=OFF, or libgloo-dev absent),

@@ -211,7 +211,7 @@ std::unique_ptr<ProcessGroup> connect_gloo(Store& store, int rank, int size, con
   std::shared_ptr<::gloo::transport::Device> device;
   try {
     device = ::gloo::transport::tcp::CreateDevice(attr);
-  } catch (const ::gloo::Exception& e) {
+  } catch (const std::exception& e) {  // gloo::Exception, or GLOO_ENFORCE's EnforceNotMet for an unknown name
     throw InputError(str("gloo cannot use the data-plane address ", options.bind_host, ": ", e.what()));
   }
   auto context = std::make_shared<::gloo::rendezvous::Context>(rank, size);
