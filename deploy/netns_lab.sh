@@ -177,16 +177,25 @@ wait_all() {
   return $rc
 }
 
+# What `run` and `bench` share: "LAYOUT [--rate R] [flags...]" -> counts
+# (ranks per host), hosts, n (ranks), UP_ARGS and FLAGS (split_rate), bin
+# and the log directory dir; the caller declares them local.
+prepare() {
+  counts=($(layout_counts "$1")); shift
+  hosts=${#counts[@]} n=0
+  local c
+  for c in "${counts[@]}"; do n=$((n + c)); done
+  split_rate "$@"
+  bin="$(microddp_bin)"
+  dir="${MDDP_LAB_DIR:-$(mktemp -d)}"
+  mkdir -p "$dir"
+}
+
 # run LAYOUT [--rate R] [training flags...]: coordinator on host 0, the
 # workers host by host on hosts 1.. (rank numbers contiguous per host).
 lab_run() {
-  local counts; counts=($(layout_counts "$1")); shift
-  local hosts=${#counts[@]} n=0 c
-  for c in "${counts[@]}"; do n=$((n + c)); done
-  split_rate "$@"
-  local bin; bin="$(microddp_bin)"
-  local dir="${MDDP_LAB_DIR:-$(mktemp -d)}"
-  mkdir -p "$dir"
+  local counts hosts n bin dir
+  prepare "$@"
   ensure_up $((hosts + 1))
 
   # The data plane crosses the lab's network: tcp (each host has its own
@@ -227,13 +236,8 @@ lab_run() {
 # bench allreduce` on its host (hosts 0.., ranks contiguous per host), the
 # ranks meeting through a fresh directory; then each host's link bytes.
 lab_bench() {
-  local counts; counts=($(layout_counts "$1")); shift
-  local hosts=${#counts[@]} n=0 c
-  for c in "${counts[@]}"; do n=$((n + c)); done
-  split_rate "$@"
-  local bin; bin="$(microddp_bin)"
-  local dir="${MDDP_LAB_DIR:-$(mktemp -d)}"
-  mkdir -p "$dir"
+  local counts hosts n bin dir
+  prepare "$@"
   ensure_up "$hosts"
   local meet; meet="$(mktemp -d "$dir/rendezvous.XXXXXX")"
   local before=() h k rank=0

@@ -69,22 +69,6 @@ TEST_P(GlooTest, AllGatherBroadcastAndBarrier) {
 INSTANTIATE_TEST_SUITE_P(Worlds, GlooTest, ::testing::Values(1, 2, 3, 4),
                          [](const auto& info) { return str("n", info.param); });
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
-
-template <typename Error>
-std::string error_of(const WorkPtr& work) {
-  try {
-    work->wait();
-  } catch (const Error& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "wrong error type: " << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "no error";
-  return "";
-}
-
 // Rank 1 stays connected but never takes part: rank 0 times out, with the
 // collective named, and every later call fails at once carrying that error.
 TEST(GlooFailure, ASilentPeerIsATimeoutAndEndsTheGroup) {
@@ -93,15 +77,15 @@ TEST(GlooFailure, ASilentPeerIsATimeoutAndEndsTheGroup) {
       2,
       [&](ProcessGroup& g) {
         if (g.rank() == 1) {
-          for (int i = 0; i < 3000 && !done; ++i) std::this_thread::sleep_for(10ms);
+          wait_for(done);
           return;
         }
         float x[1000] = {};
-        const std::string what = error_of<TimeoutError>(g.all_reduce(x, 1000, DataType::kFloat32, ReduceOp::kSum));
+        const std::string what = expect_error<TimeoutError>(g.all_reduce(x, 1000, DataType::kFloat32, ReduceOp::kSum));
         EXPECT_TRUE(contains(what, "rank 0: all_reduce(gloo ring) #1")) << what;
         EXPECT_TRUE(contains(what, "Timed out")) << what;
         EXPECT_TRUE(contains(what, "hint:")) << what;
-        const std::string later = error_of<TimeoutError>(g.barrier());
+        const std::string later = expect_error<TimeoutError>(g.barrier());
         EXPECT_TRUE(contains(later, "failed earlier")) << later;
         done = true;
       },
@@ -118,7 +102,7 @@ TEST(GlooFailure, APeerThatLeavesIsAPeerError) {
         std::this_thread::sleep_for(100ms);
         std::vector<float> x(1 << 16);
         const std::string what =
-            error_of<PeerError>(g.all_reduce(x.data(), static_cast<int64_t>(x.size()), DataType::kFloat32,
+            expect_error<PeerError>(g.all_reduce(x.data(), static_cast<int64_t>(x.size()), DataType::kFloat32,
                                              ReduceOp::kSum));
         EXPECT_TRUE(contains(what, "gloo")) << what;
       },
@@ -136,7 +120,7 @@ TEST(GlooFailure, AbortFailsABlockedCollectiveWithAbortedError) {
       2,
       [&](ProcessGroup& g) {
         if (g.rank() == 1) {
-          for (int i = 0; i < 3000 && !done; ++i) std::this_thread::sleep_for(10ms);
+          wait_for(done);
           return;
         }
         std::vector<float> x(1 << 16);
@@ -146,9 +130,9 @@ TEST(GlooFailure, AbortFailsABlockedCollectiveWithAbortedError) {
           std::this_thread::sleep_for(200ms);
           g.abort("the coordinator said rank 1 died");
         });
-        const std::string what = error_of<AbortedError>(blocked);
+        const std::string what = expect_error<AbortedError>(blocked);
         EXPECT_TRUE(contains(what, "the coordinator said rank 1 died")) << what;
-        error_of<AbortedError>(queued);
+        expect_error<AbortedError>(queued);
         aborter.join();
         done = true;
       },
