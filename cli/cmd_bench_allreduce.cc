@@ -25,6 +25,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "cli/bench_allreduce_fit.h"
@@ -322,9 +323,13 @@ void register_bench_allreduce(CLI::App& bench) {
     if (o->nproc < 1) throw InputError(str("--nproc must be at least 1, got ", o->nproc));
     if (o->rank >= 0 && o->rendezvous.empty())
       throw InputError("--rank needs --rendezvous DIR, the directory the ranks meet in");
+    if (o->rank < 0 && !o->rendezvous.empty())
+      throw InputError("--rendezvous is for --rank (one rank here, the others elsewhere); --nproc alone runs every rank here");
     if (o->rank >= o->nproc) throw InputError(str("--rank ", o->rank, " is not a rank of --nproc ", o->nproc));
-    if (!o->rendezvous.empty() && !std::filesystem::is_directory(o->rendezvous))
-      throw InputError(str("--rendezvous ", o->rendezvous, " is not a directory"));
+    std::error_code ec;  // an unreadable or overlong name is "not a directory" too, not a throw
+    if (!o->rendezvous.empty() && !std::filesystem::is_directory(o->rendezvous, ec))
+      throw InputError(str("--rendezvous ", o->rendezvous, " is not a directory",
+                           ec ? str(" (", ec.message(), ")") : std::string()));
     if (o->iters < 1 || o->warmup < 0)
       throw InputError("--iters must be at least 1 and --warmup at least 0");
     if (fit->on && o->rank >= 0)
