@@ -31,15 +31,7 @@ WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 
 # samples/s of rank 0 after the warm-up, from a metrics.jsonl
-samples_per_s() {
-  python3 - "$1" "$2" "$WARMUP" <<'PY'
-import json, sys
-path, batch, warmup = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-t = sorted((r["step"], r["time_unix_ns"]) for r in map(json.loads, open(path))
-           if r.get("kind", "step") == "step" and r["rank"] == 0 and r["step"] >= warmup)
-print(f"{(len(t) - 1) * batch / ((t[-1][1] - t[0][1]) * 1e-9):.1f}")
-PY
-}
+samples_per_s() { python3 bench/samples_per_s.py "$1" "$2" "$WARMUP"; }
 
 # one_run N: the job with N dashboard clients; prints samples/s and the clients' JSON line
 one_run() {

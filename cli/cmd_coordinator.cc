@@ -18,8 +18,11 @@
 #include <sstream>
 #include <thread>
 
+#include <spdlog/spdlog.h>
+
 #include "cli/commands.h"
 #include "cli/job_flags.h"
+#include "cli/tls_flags.h"
 #include "cli/train_flags.h"
 #include "coordinator/coordinator.h"
 #include "coordinator/flag_config.h"
@@ -40,19 +43,25 @@ struct CoordinatorArgs {
   std::string token, token_file, job_id = "local", config, address_file, http_url_file;
   std::string http_public_url;  // what to print for the dashboard ("": its own address)
   DashboardFlags dashboard;
+  coordinator::TlsFlags tls;
   HealthFlags health{1000, 10000, 300};
   train::TrainConfig train;
 };
 
 
-// What workers should dial: the listening host, or this machine's name when
+// The name to dial a listening host by: itself, or this machine's name when
 // listening on every interface.
-std::string dial_address(const std::string& host, int port) {
-  std::string h = host;
-  if (h == "0.0.0.0" || h == "::" || h.empty()) {
+std::string dial_host(const std::string& host) {
+  if (host == "0.0.0.0" || host == "::" || host.empty()) {
     char name[256] = {};
-    h = ::gethostname(name, sizeof name - 1) == 0 ? name : "localhost";
+    return ::gethostname(name, sizeof name - 1) == 0 ? name : "localhost";
   }
+  return host;
+}
+
+// What workers should dial.
+std::string dial_address(const std::string& host, int port) {
+  const std::string h = dial_host(host);
   return (h.find(':') != std::string::npos ? "[" + h + "]" : h) + ":" + std::to_string(port);
 }
 
@@ -123,9 +132,10 @@ class SignalWatcher {
   std::thread thread_;
 };
 
-// Writes `text` and a newline to `path` through a rename, so a reader never sees half of it.
+// Writes `text` and a newline to `path` through a rename, so a reader never
+// sees half of it; mode 0600 (the dashboard's URL may carry its token).
 void write_flag_file(const std::string& path, const std::string& text, const char* flag) {
-  if (const std::string error = write_atomically(path, text + "\n"); !error.empty())
+  if (const std::string error = write_atomically(path, text + "\n", 0600); !error.empty())
     throw InputError(str("cannot write ", flag, " ", path, ": ", error));
 }
 
@@ -148,6 +158,8 @@ void run_coordinator(CLI::App& cmd, CoordinatorArgs& a) {
     throw InputError("give the number of workers: --world-size N (or world-size in --config)");
   a.train.validate();
   if (!a.token_file.empty()) a.token = read_token_file(a.token_file);
+  const std::string http_token = a.dashboard.token();
+  const auto tls = coordinator::load_tls(a.tls, coordinator::TlsRole::kServer);
   validate_health(a.health);
   // The files rank 0 will read, checked before any worker waits on them.
   std::string resuming;
@@ -173,6 +185,7 @@ void run_coordinator(CLI::App& cmd, CoordinatorArgs& a) {
   coordinator::CoordinatorOptions o;
   o.host = a.host;
   o.port = a.port;
+  o.tls = tls;
   o.job.job_id = a.job_id;
   o.job.token = a.token;
   o.job.world_size = a.world_size;
@@ -191,22 +204,37 @@ void run_coordinator(CLI::App& cmd, CoordinatorArgs& a) {
   std::optional<dashboard::Server> dash;
   std::string dash_url;
   if (a.dashboard.http_port >= 0) {
-    dash.emplace(dashboard::ServerOptions{a.dashboard.http_host, a.dashboard.http_port,
-                                          a.dashboard.dashboard_dir},
+    dash.emplace(dashboard::ServerOptions{.host = a.dashboard.http_host,
+                                          .port = a.dashboard.http_port,
+                                          .dashboard_dir = a.dashboard.dashboard_dir,
+                                          .token = http_token,
+                                          .tls = tls},
                  c.job());
-    dash_url = a.http_public_url.empty()
-                   ? "http://" + dial_address(a.dashboard.http_host, dash->port()) + "/"
-                   : a.http_public_url;
+    dash_url = dash->login_url(dial_host(a.dashboard.http_host));
+    if (!a.http_public_url.empty()) {  // the same page reached another way, with the same login
+      const std::string base =
+          a.http_public_url.back() == '/' ? a.http_public_url : a.http_public_url + "/";
+      dash_url = http_token.empty() ? a.http_public_url : base + "login?token=" + http_token;
+    }
+    if (http_token.empty() && !coordinator::is_loopback(a.dashboard.http_host))
+      spdlog::warn(
+          "the dashboard on {} has no --http-token: anyone who can reach the port reads the job's "
+          "metrics, hosts and config (docs/security.md)",
+          dash->url(dial_host(a.dashboard.http_host)));
   }
 
   const std::string addr = dial_address(a.host, c.port());
   std::printf("microddp coordinator: job '%s', %d workers, listening on %s\n", a.job_id.c_str(),
               a.world_size, c.address().c_str());
+  std::string tls_args;
+  if (tls) tls_args = " --tls-ca " + (a.tls.ca.empty() ? std::string("CA.pem") : a.tls.ca);
+  if (tls && tls->client_auth) tls_args += " --tls-cert HOST.pem --tls-key HOST.key";
   std::printf(
-      "start each worker with: microddp worker --coordinator %s%s\n", addr.c_str(),
+      "start each worker with: microddp worker --coordinator %s%s%s\n", addr.c_str(),
       a.token.empty()
           ? ""
-          : (a.token_file.empty() ? " --token ..." : " --token-file " + a.token_file).c_str());
+          : (a.token_file.empty() ? " --token ..." : " --token-file " + a.token_file).c_str(),
+      tls_args.c_str());
   if (a.token.empty() && a.host != "127.0.0.1" && a.host != "localhost" && a.host != "::1")
     std::printf("warning: no --token: anyone who can reach %s can join this job\n", addr.c_str());
   if (dash) std::printf("dashboard: %s\n", dash_url.c_str());
@@ -280,6 +308,7 @@ void register_coordinator(CLI::App& app) {
                   "line with --http-port -1)")
       ->group(g);
   add_dashboard_flags(*cmd, a->dashboard);
+  add_tls_flags(*cmd, a->tls, coordinator::TlsRole::kServer);
   cmd->add_option("--http-public-url", a->http_public_url,
                   "the dashboard's URL as printed and written to --http-url-file, when it is "
                   "reached another way than --http-host:--http-port (a container's published "

@@ -43,6 +43,7 @@
 #include "cli/log_follower.h"
 #include "cli/run_private_dir.h"
 #include "cli/train_flags.h"
+#include "coordinator/certs.h"
 #include "core/comm/transport/shm/segment.h"
 #include "core/tensor/device.h"
 #include "core/common/check.h"
@@ -58,6 +59,7 @@ struct RunArgs {
   int nproc = 0;
   int port = 0;
   std::string token, job_id = "local";
+  bool tls = false;  // a throw-away CA and certificate: mutual TLS on the control plane, HTTPS
   HealthFlags health{500, 5000, 120};
   DashboardFlags dashboard;  // forwarded to the coordinator as typed
   train::TrainConfig train;
@@ -71,6 +73,7 @@ const std::set<std::string> kOwnFlags = {"--nproc",
                                          "--heartbeat-ms",
                                          "--heartbeat-timeout-ms",
                                          "--rendezvous-timeout-s"};
+const std::set<std::string> kOwnSwitches = {"--tls"};  // the same, without a value
 
 // The arguments after `run` on our own command line, less kOwnFlags.
 std::vector<std::string> forwarded_args() {
@@ -83,6 +86,7 @@ std::vector<std::string> forwarded_args() {
   for (++i; i < argv.size(); ++i) {
     const std::string& a = argv[i];
     const std::string name = a.substr(0, a.find('='));
+    if (kOwnSwitches.count(name)) continue;
     if (kOwnFlags.count(name)) {
       if (name == a) ++i;  // "--flag value": skip the value too
       continue;
@@ -134,8 +138,8 @@ pid_t spawn(const std::vector<std::string>& args, const std::vector<std::string>
   for (const auto& e : env_store) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
   int log_fd = -1;
-  if (!log.empty()) {
-    log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (!log.empty()) {  // 0600: the coordinator's log holds the dashboard's login URL
+    log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (log_fd < 0) throw Error(str("cannot write ", log, ": ", std::strerror(errno)));
   }
   const pid_t parent = ::getpid();
@@ -238,6 +242,16 @@ void run_job(RunArgs& a) {
   write_private(token_file, a.token.empty() ? random_token() : a.token);
   const std::string address_file = secrets.path() + "/address";
   const std::string url_file = secrets.path() + "/http_url";
+  // --tls: one certificate for 127.0.0.1 (where the coordinator listens),
+  // served by the coordinator and presented by every worker (mutual TLS).
+  std::vector<std::string> coord_tls, worker_tls;
+  if (a.tls) {
+    const std::string dir = secrets.path() + "/tls", cert = dir + "/127.0.0.1.pem",
+                      key = dir + "/127.0.0.1.key", ca = dir + "/ca.pem";
+    coordinator::make_lab_certs(dir, {.hosts = {"127.0.0.1"}, .days = 2});
+    coord_tls = {"--tls-cert", cert, "--tls-key", key, "--tls-ca", ca, "--tls-client-auth"};
+    worker_tls = {"--tls-ca", ca, "--tls-cert", cert, "--tls-key", key};
+  }
 
   Supervisor sup;
   std::vector<std::string> coord_args = {"microddp", "coordinator"};
@@ -251,6 +265,7 @@ void run_job(RunArgs& a) {
         std::to_string(a.health.heartbeat_timeout_ms), std::string("--rendezvous-timeout-s"),
         std::to_string(a.health.rendezvous_timeout_s)})
     coord_args.push_back(s);
+  coord_args.insert(coord_args.end(), coord_tls.begin(), coord_tls.end());
   const std::string coord_log = logs + "/coordinator.log";
   const std::size_t coord = sup.add({"coordinator", spawn(coord_args, {}, coord_log), coord_log});
   LogFollower coord_follower(coord_log);
@@ -291,6 +306,7 @@ void run_job(RunArgs& a) {
   for (int r = 0; r < a.nproc; ++r) {
     std::vector<std::string> args = {"microddp",     "worker",   "--coordinator", address,
                                      "--token-file", token_file, "--job-id",      a.job_id};
+    args.insert(args.end(), worker_tls.begin(), worker_tls.end());
     const std::string log = r == 0 ? "" : str(logs, "/worker-", r, ".log");
     sup.add(
         {str("rank ", r),
@@ -399,6 +415,10 @@ void register_run(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--token", a->token, "the job's shared secret (default: a random one)")->group(g);
   cmd->add_option("--job-id", a->job_id, "name of the job")->group(g)->capture_default_str();
+  cmd->add_flag("--tls", a->tls,
+                "TLS with a throw-away CA made in the job's temporary directory: mutual TLS on the "
+                "control plane, HTTPS for the dashboard")
+      ->group(g);
   add_health_flags(*cmd, a->health, g);
   add_dashboard_flags(*cmd, a->dashboard);
   add_training_flags(*cmd, a->train);

@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "cli/flag_checks.h"
 #include "cli/job_flags.h"
+#include "cli/tls_flags.h"
 #include "cli/train_flags.h"
 #include "core/common/check.h"
 #include "core/common/log.h"
@@ -21,6 +22,7 @@ namespace {
 struct WorkerArgs {
   worker::WorkerOptions o;
   std::string token_file, log_level = "info";
+  coordinator::TlsFlags tls;
   double join_timeout_s = 360, connect_timeout_s = 60;
 };
 
@@ -40,6 +42,7 @@ void run(WorkerArgs& a) {
     throw InputError(
         "give the coordinator's address: --coordinator HOST:PORT (or MASTER_ADDR and MASTER_PORT)");
   if (!a.token_file.empty()) a.o.token = read_token_file(a.token_file);
+  a.o.tls = coordinator::load_tls(a.tls, coordinator::TlsRole::kClient);
   a.o.join_timeout = std::chrono::milliseconds(static_cast<int64_t>(a.join_timeout_s * 1000.0));
   a.o.connect_timeout =
       std::chrono::milliseconds(static_cast<int64_t>(a.connect_timeout_s * 1000.0));
@@ -91,6 +94,7 @@ void register_worker(CLI::App& app) {
   cmd->add_option("--log-level", a->log_level, "trace, debug, info, warn, error or off")
       ->group(g)
       ->capture_default_str();
+  add_tls_flags(*cmd, a->tls, coordinator::TlsRole::kClient);
   cmd->callback([a] { run(*a); });
 }
 

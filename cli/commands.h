@@ -38,6 +38,7 @@ void register_verify(CLI::App& app);
 void register_model(CLI::App& app);  // model: the alpha-beta what-if calculator
 void register_scale(CLI::App& app);  // scale: measured strong/weak scaling study
 void register_analyze(CLI::App& app);  // analyze: where a run's time went (metrics.jsonl)
+void register_certs(CLI::App& app);    // certs: a CA and per-host TLS certificates for a lab
 void register_data(CLI::App& app);     // data verify, ...
 void register_data_verify(CLI::App& data);
 void register_lab(CLI::App& app);      // lab list|check|reset|solution: the course's Labs

@@ -5,17 +5,18 @@
 
 #include "cli/flag_checks.h"
 #include "core/common/check.h"
+#include "dashboard/server/auth.h"
 
 namespace mddp::cli {
 
-std::string read_token_file(const std::string& path) {
+std::string read_token_file(const std::string& path, const char* flag) {
   std::ifstream in(path);
-  if (!in) throw InputError("cannot read --token-file " + path);
+  if (!in) throw InputError(str("cannot read ", flag, " ", path));
   std::stringstream ss;
   ss << in.rdbuf();
   std::string t = ss.str();
   while (!t.empty() && (t.back() == '\n' || t.back() == '\r' || t.back() == ' ')) t.pop_back();
-  if (t.empty()) throw InputError("--token-file " + path + " is empty");
+  if (t.empty()) throw InputError(str(flag, " ", path, " is empty"));
   return t;
 }
 
@@ -36,6 +37,12 @@ void add_health_flags(CLI::App& cmd, HealthFlags& h, const std::string& group) {
       ->capture_default_str();
 }
 
+std::string DashboardFlags::token() const {
+  std::string t = http_token_file.empty() ? http_token : read_token_file(http_token_file, "--http-token-file");
+  if (!t.empty()) dashboard::Auth::validate_token(t);
+  return t;
+}
+
 void validate_health(const HealthFlags& h) {
   if (h.heartbeat_timeout_ms <= h.heartbeat_ms)
     throw InputError(str("--heartbeat-timeout-ms ", h.heartbeat_timeout_ms, " must be longer than --heartbeat-ms ",
@@ -50,11 +57,19 @@ void add_dashboard_flags(CLI::App& cmd, DashboardFlags& d) {
       ->group(g)
       ->capture_default_str();
   cmd.add_option("--http-host", d.http_host,
-                 "interface the dashboard listens on. It has no authentication: anyone who can "
-                 "reach it reads the job's metrics, hosts and config, so bind another interface "
-                 "than 127.0.0.1 only on a trusted network (or reach it over an SSH tunnel)")
+                 "interface the dashboard listens on. Without --http-token anyone who can reach "
+                 "it reads the job's metrics, hosts and config: bind another interface than "
+                 "127.0.0.1 only with a token (or reach it over an SSH tunnel)")
       ->group(g)
       ->capture_default_str();
+  auto* token = cmd.add_option("--http-token", d.http_token,
+                               "every dashboard request must carry this token (16+ letters, digits "
+                               "or -._~): log in at the printed /login?token=... URL, or send "
+                               "'Authorization: Bearer TOKEN' (Prometheus)")
+                    ->group(g);
+  cmd.add_option("--http-token-file", d.http_token_file, "read --http-token from this file")
+      ->excludes(token)
+      ->group(g);
   cmd.add_option("--http-linger", d.http_linger_s,
                  "after the job ends, keep serving the dashboard this many seconds so the page "
                  "shows the final (or failed) state; Ctrl-C ends it early")

@@ -8,8 +8,9 @@
 
 namespace mddp::cli {
 
-// The token in `path`, trailing whitespace removed; InputError if unreadable or empty.
-std::string read_token_file(const std::string& path);
+// The token in `path`, trailing whitespace removed; InputError naming `flag`
+// if unreadable or empty.
+std::string read_token_file(const std::string& path, const char* flag = "--token-file");
 
 struct HealthFlags {
   int64_t heartbeat_ms;
@@ -29,8 +30,12 @@ struct DashboardFlags {
   std::string http_host = "127.0.0.1";
   double http_linger_s = 0;  // keep serving this long after the job ended
   std::string dashboard_dir;  // "": the page compiled into the binary
+  std::string http_token, http_token_file;  // "": no authentication (dashboard/server/auth.h)
+  // The token given either way ("" = none), checked (InputError when unusable).
+  std::string token() const;
 };
-// --http-port, --http-host, --http-linger, --dashboard-dir in group "Dashboard".
+// --http-port, --http-host, --http-linger, --dashboard-dir, --http-token,
+// --http-token-file in group "Dashboard".
 void add_dashboard_flags(CLI::App& cmd, DashboardFlags& d);
 
 }  // namespace mddp::cli

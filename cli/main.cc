@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   mddp::cli::register_model(app);
   mddp::cli::register_scale(app);
   mddp::cli::register_analyze(app);
+  mddp::cli::register_certs(app);
   mddp::cli::register_data(app);
   mddp::cli::register_lab(app);
   try {

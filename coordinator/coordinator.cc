@@ -8,10 +8,25 @@
 #include <mutex>
 #include <thread>
 
+#include "coordinator/limits.h"
 #include "coordinator/service.h"
 #include "core/common/check.h"
 
 namespace mddp::coordinator {
+namespace {
+
+// TLS from the checked PEM text (tls.h), or plaintext.
+std::shared_ptr<grpc::ServerCredentials> server_credentials(const std::optional<TlsConfig>& tls) {
+  if (!tls) return grpc::InsecureServerCredentials();
+  grpc::SslServerCredentialsOptions o(
+      tls->client_auth ? GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY
+                       : GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
+  o.pem_root_certs = tls->ca_pem;
+  o.pem_key_cert_pairs.push_back({tls->key_pem, tls->cert_pem});
+  return grpc::SslServerCredentials(o);
+}
+
+}  // namespace
 
 struct Coordinator::Impl {
   CoordinatorOptions options;
@@ -53,11 +68,11 @@ Coordinator::Coordinator(CoordinatorOptions options)
   const std::string listen = (o.host.find(':') != std::string::npos ? "[" + o.host + "]" : o.host) +
                              ":" + std::to_string(o.port);
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &impl_->port);
+  builder.AddListeningPort(listen, server_credentials(o.tls), &impl_->port);
   builder.RegisterService(&impl_->service);
   // Don't share a port with another process (SO_REUSEPORT would let two coordinators bind one).
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  builder.SetMaxReceiveMessageSize(8 << 20);
+  builder.SetMaxReceiveMessageSize(static_cast<int>(kMaxMessageBytes));
   impl_->server = builder.BuildAndStart();
   if (!impl_->server || impl_->port == 0)
     throw Error(
@@ -65,8 +80,15 @@ Coordinator::Coordinator(CoordinatorOptions options)
             ": the port is in use or the address is not one of this host's "
             "(pick another --port, or 0 for any free port; --host 0.0.0.0 listens everywhere)"));
   impl_->ticker = std::thread([this] { impl_->tick_loop(); });
-  spdlog::info("coordinator for job '{}' listening on {} ({} workers expected)", o.job.job_id,
-               address(), o.job.world_size);
+  spdlog::info("coordinator for job '{}' listening on {} ({} workers expected{})", o.job.job_id,
+               address(), o.job.world_size,
+               !o.tls ? "" : o.tls->client_auth ? ", mutual TLS" : ", TLS");
+  if (!o.tls && !is_loopback(o.host))
+    spdlog::warn(
+        "the control plane on {} has no TLS: the job token, config and metrics travel in the clear, "
+        "so anyone on the path can read the token and join the job. Give --tls-cert and --tls-key "
+        "(`microddp certs`), or listen on 127.0.0.1 (docs/security.md)",
+        address());
 }
 
 Coordinator::~Coordinator() {
@@ -75,6 +97,10 @@ Coordinator::~Coordinator() {
 
 int Coordinator::port() const {
   return impl_->port;
+}
+
+bool Coordinator::tls() const {
+  return impl_->options.tls.has_value();
 }
 
 std::string Coordinator::address() const {

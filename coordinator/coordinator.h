@@ -11,15 +11,20 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "coordinator/job.h"
+#include "coordinator/tls.h"
 
 namespace mddp::coordinator {
 
 struct CoordinatorOptions {
   std::string host = "127.0.0.1";  // interface to listen on: 127.0.0.1, 0.0.0.0, an address
   int port = 29500;                // 0: any free port (see port())
+  // TLS (load_tls(..., kServer)); nullopt: plaintext, and a warning once
+  // when `host` is not loopback (the token and config then travel in the clear).
+  std::optional<TlsConfig> tls{};
   JobOptions job;
   std::chrono::milliseconds tick{20};  // how often deadlines and health are checked
 };
@@ -34,6 +39,7 @@ class Coordinator {
   Coordinator& operator=(const Coordinator&) = delete;
 
   int port() const;             // the bound port (the chosen one when asked for 0)
+  bool tls() const;             // whether workers must speak TLS to it
   std::string address() const;  // "host:port" for workers to dial
   Job& job();
 

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "coordinator/limits.h"
 #include "core/common/files.h"
 #include "core/common/check.h"
 #include "core/perf/host_load.h"
@@ -228,6 +229,20 @@ Job::Reply Job::metrics(const std::string& session, std::vector<MetricsRecord> r
   auto m = lookup(session, reply.outcome);
   if (!m) return reply;
   reply.rank = m->rank;
+  if (records.size() > kMaxMetricsBatch) {
+    reply.outcome = Outcome::error(Code::kInvalidArgument,
+                                   str("a metrics batch of ", records.size(), " records (at most ",
+                                       kMaxMetricsBatch, " in one message)"));
+    return reply;
+  }
+  for (const auto& r : records)
+    if (r.metrics.buckets.size() > kMaxBucketsPerRecord) {
+      reply.outcome = Outcome::error(
+          Code::kInvalidArgument, str("a metrics record of step ", r.metrics.step, " with ",
+                                      r.metrics.buckets.size(), " bucket spans (at most ",
+                                      kMaxBucketsPerRecord, ")"));
+      return reply;
+    }
   for (auto& r : records) r.metrics.rank = m->rank;
   const std::string error = metrics_log_.append(std::move(records));
   if (!error.empty()) {

@@ -3,6 +3,7 @@
 #include <set>
 
 #include "core/common/check.h"
+#include "core/common/json_number.h"
 
 namespace mddp::coordinator {
 namespace {
@@ -40,8 +41,17 @@ class Reader {
 
  private:
   std::string where() const { return path_.empty() ? "(root)" : path_.substr(0, path_.size() - 1); }
-  [[noreturn]] void wrong(const char* key, const char* want, const json& v) const {
+  [[noreturn]] void wrong(const char* key, const std::string& want, const json& v) const {
     throw InputError(str("job config: '", path_, key, "' must be ", want, ", got ", v.dump()));
+  }
+  // A number that fits T (json_number.h), or the refusal naming its range.
+  template <typename T>
+  T number(const json& v, const char* key) const {
+    const std::optional<T> x = json_number<T>(v);
+    if (x) return *x;
+    if (!std::is_integral_v<T>) wrong(key, "a number", v);
+    if (!v.is_number_integer()) wrong(key, "an integer", v);
+    wrong(key, str("an integer in ", +std::numeric_limits<T>::min(), "..", +std::numeric_limits<T>::max()), v);
   }
   void read(const json& v, const char* key, std::string& out) const {
     if (!v.is_string()) wrong(key, "a string", v);
@@ -51,33 +61,15 @@ class Reader {
     if (!v.is_boolean()) wrong(key, "true or false", v);
     out = v.get<bool>();
   }
-  void read(const json& v, const char* key, int64_t& out) const {
-    if (!v.is_number_integer()) wrong(key, "an integer", v);
-    out = v.get<int64_t>();
-  }
-  void read(const json& v, const char* key, int& out) const {
-    if (!v.is_number_integer()) wrong(key, "an integer", v);
-    out = v.get<int>();
-  }
-  void read(const json& v, const char* key, uint64_t& out) const {
-    if (!v.is_number_unsigned()) wrong(key, "an integer >= 0", v);
-    out = v.get<uint64_t>();
-  }
-  void read(const json& v, const char* key, double& out) const {
-    if (!v.is_number()) wrong(key, "a number", v);
-    out = v.get<double>();
-  }
-  void read(const json& v, const char* key, float& out) const {
-    if (!v.is_number()) wrong(key, "a number", v);
-    out = v.get<float>();
-  }
+  void read(const json& v, const char* key, int64_t& out) const { out = number<int64_t>(v, key); }
+  void read(const json& v, const char* key, int& out) const { out = number<int>(v, key); }
+  void read(const json& v, const char* key, uint64_t& out) const { out = number<uint64_t>(v, key); }
+  void read(const json& v, const char* key, double& out) const { out = number<double>(v, key); }
+  void read(const json& v, const char* key, float& out) const { out = number<float>(v, key); }
   void read(const json& v, const char* key, std::vector<int64_t>& out) const {
     if (!v.is_array()) wrong(key, "an array of integers", v);
     out.clear();
-    for (const auto& e : v) {
-      if (!e.is_number_integer()) wrong(key, "an array of integers", v);
-      out.push_back(e.get<int64_t>());
-    }
+    for (const auto& e : v) out.push_back(number<int64_t>(e, key));
   }
 
   const json& j_;
@@ -227,7 +219,7 @@ train::TrainConfig parse_job_config(const std::string& text) {
   json j;
   try {
     j = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number too large
     throw InputError(str("job config is not valid JSON: ", e.what()));
   }
   return job_config_from_json(j);

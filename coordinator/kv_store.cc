@@ -32,6 +32,10 @@ Outcome KvStore::set(const std::string& key, std::string value) {
       return Outcome::error(
           Code::kResourceExhausted,
           str("the store is full (", limits_.max_total_bytes, " bytes): refusing key '", key, "'"));
+    if (it == values_.end() && values_.size() >= limits_.max_keys)
+      return Outcome::error(Code::kResourceExhausted,
+                            str("the store is full (", limits_.max_keys, " keys): refusing key '",
+                                key.substr(0, 40), "'"));
     total_bytes_ = total;
     for (auto w = waiters_.begin(); w != waiters_.end();) {
       if (w->second.key != key) {

@@ -24,6 +24,7 @@ class KvStore {
     std::size_t max_key_bytes = 512;
     std::size_t max_value_bytes = 1 << 20;   // 1 MiB
     std::size_t max_total_bytes = 64 << 20;  // keys + values
+    std::size_t max_keys = 1 << 17;          // 131072: 13 per rank at 10,000 ranks
   };
   using GetCallback = std::function<void(Outcome, std::string value)>;
 
@@ -47,7 +48,7 @@ class KvStore {
   };
   Outcome check_key(const std::string& key) const;
 
-  const Limits limits_;
+  const Limits limits_{};
   mutable std::mutex mu_;
   std::unordered_map<std::string, std::string> values_;
   std::size_t total_bytes_ = 0;

@@ -12,9 +12,14 @@
 #   netns_lab.sh down                  removes every namespace of the lab
 #   netns_lab.sh status                namespaces and their addresses
 #   netns_lab.sh exec I CMD...         runs CMD on host I
-#   netns_lab.sh run LAYOUT [--rate R] [training flags...]
+#   netns_lab.sh run LAYOUT [--rate R] [--no-tls] [training flags...]
 #                                      coordinator on host 0, the workers on
-#                                      hosts 1..; waits for the job
+#                                      hosts 1..; waits for the job.
+#                                      A random token, and mutual TLS with a
+#                                      lab CA (`microddp certs`, one
+#                                      certificate per host's IP) unless
+#                                      --no-tls; keys and token stay in the
+#                                      log directory, mode 0600
 #   netns_lab.sh bench LAYOUT [--rate R] [bench allreduce flags...]
 #                                      `microddp bench allreduce` with its
 #                                      ranks on hosts 0..; prints rank 0's
@@ -149,13 +154,15 @@ stop_all() {
   if [[ $RUN_CREATED -eq 1 ]]; then lab_down >/dev/null; fi
 }
 
-# Splits "[--rate R] [flags...]" into UP_ARGS (for lab_up) and FLAGS.
+# Splits "[--rate R] [--no-tls] [flags...]" into UP_ARGS (for lab_up),
+# TLS (1 unless --no-tls) and FLAGS.
 split_rate() {
-  UP_ARGS=() FLAGS=()
+  UP_ARGS=() FLAGS=() TLS=1
   while [[ $# -gt 0 ]]; do
     case "$1" in
       --rate) UP_ARGS+=(--rate "$2"); shift 2 ;;
       --rate=*) UP_ARGS+=("$1"); shift ;;
+      --no-tls) TLS=0; shift ;;
       *) FLAGS+=("$1"); shift ;;
     esac
   done
@@ -191,8 +198,8 @@ prepare() {
   mkdir -p "$dir"
 }
 
-# run LAYOUT [--rate R] [training flags...]: coordinator on host 0, the
-# workers host by host on hosts 1.. (rank numbers contiguous per host).
+# run LAYOUT [--rate R] [--no-tls] [training flags...]: coordinator on host
+# 0, the workers host by host on hosts 1.. (rank numbers contiguous per host).
 lab_run() {
   local counts hosts n bin dir
   prepare "$@"
@@ -202,8 +209,18 @@ lab_run() {
   # hostname, so --transport auto picks tcp too; a flag given wins).
   local transport=(--transport tcp)
   local f; for f in "${FLAGS[@]}"; do [[ "$f" == --transport* ]] && transport=(); done
-  lab_exec 0 "$bin" coordinator --host "$(host_ip 0)" --port 0 --world-size "$n" \
-    --address-file "$dir/address" "${transport[@]}" "${FLAGS[@]}" >"$dir/coordinator.log" 2>&1 &
+  # The job's secrets: a token, and (TLS) a CA with one certificate per host,
+  # named by its IP (what the workers dial, what each presents).
+  (umask 077; head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$dir/token")
+  local coord_tls=() ips=() i
+  if [[ $TLS -eq 1 ]]; then
+    for ((i = 0; i <= hosts; i++)); do ips+=("$(host_ip "$i")"); done
+    "$bin" certs "$dir/tls" --hosts "$(IFS=,; echo "${ips[*]}")" --days 2 >/dev/null
+    coord_tls=(--tls-cert "$dir/tls/$(host_ip 0).pem" --tls-key "$dir/tls/$(host_ip 0).key"
+               --tls-ca "$dir/tls/ca.pem" --tls-client-auth)
+  fi
+  lab_exec 0 "$bin" coordinator --host "$(host_ip 0)" --port 0 --world-size "$n" --token-file "$dir/token" \
+    --address-file "$dir/address" "${coord_tls[@]}" "${transport[@]}" "${FLAGS[@]}" >"$dir/coordinator.log" 2>&1 &
   RUN_PIDS+=($!)
   local t=0
   until [[ -s "$dir/address" ]]; do
@@ -212,13 +229,17 @@ lab_run() {
     [[ $t -lt 300 ]] || die "the coordinator did not start within 30 s (log: $dir/coordinator.log)"
   done
   local addr; addr="$(cat "$dir/address")"
-  echo "coordinator on host 0 at $addr; ranks 0..$((n - 1)) on hosts 1..$hosts ($(echo "${counts[@]}" | tr ' ' '+') per host); logs in $dir"
+  echo "coordinator on host 0 at $addr ($([[ $TLS -eq 1 ]] && echo "mutual TLS" || echo "no TLS")); ranks 0..$((n - 1)) on hosts 1..$hosts ($(echo "${counts[@]}" | tr ' ' '+') per host); logs in $dir"
   local rank=0 h k
   for ((h = 1; h <= hosts; h++)); do
+    local worker_tls=()
+    [[ $TLS -eq 1 ]] && worker_tls=(--tls-ca "$dir/tls/ca.pem" --tls-cert "$dir/tls/$(host_ip "$h").pem"
+                                    --tls-key "$dir/tls/$(host_ip "$h").key")
     for ((k = 0; k < counts[h - 1]; k++)); do  # worker-<host>.log, or worker-<host>-<k>.log with several
       local log="$dir/worker-$h.log"
       [[ ${counts[h - 1]} -gt 1 ]] && log="$dir/worker-$h-$k.log"
-      lab_exec "$h" env RANK=$rank "$bin" worker --coordinator "$addr" >"$log" 2>&1 &
+      lab_exec "$h" env RANK=$rank "$bin" worker --coordinator "$addr" --token-file "$dir/token" \
+        "${worker_tls[@]}" >"$log" 2>&1 &
       RUN_PIDS+=($!)
       rank=$((rank + 1))
     done
@@ -272,10 +293,10 @@ case "$cmd" in
   down) check_tools; lab_down ;;
   status) lab_status ;;
   exec) [[ $# -ge 2 ]] || die "usage: netns_lab.sh exec I CMD..."; lab_exec "$@" ;;
-  run) [[ $# -ge 1 ]] || die "usage: netns_lab.sh run LAYOUT [--rate R] [flags...]"; check_tools; lab_run "$@" ;;
+  run) [[ $# -ge 1 ]] || die "usage: netns_lab.sh run LAYOUT [--rate R] [--no-tls] [flags...]"; check_tools; lab_run "$@" ;;
   bench) [[ $# -ge 1 ]] || die "usage: netns_lab.sh bench LAYOUT [--rate R] [flags...]"; check_tools; lab_bench "$@" ;;
   *)
-    sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'
     [[ -z "$cmd" || "$cmd" == "-h" || "$cmd" == "--help" ]] || exit 2
     ;;
 esac

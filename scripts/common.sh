@@ -20,6 +20,7 @@ BUILD_PACKAGES=(
 # and the Docker engine it runs on (deploy/engine.sh), the browser test, promtool.
 APT_PACKAGES=(
   "${BUILD_PACKAGES[@]}"
+  openssl  # the security tests' independent TLS clients (openssl s_client, verify)
   dataset-fashion-mnist iproute2 procps curl docker-compose docker.io debootstrap
   nodejs chromium fonts-dejavu-core prometheus
   python3-torch  # the PyTorch oracle (tests/pytorch/)

@@ -1,9 +1,11 @@
 #include "worker/coordinator_client.h"
 
 #include <grpcpp/grpcpp.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include "coordinator/job.h"
+#include "coordinator/limits.h"
 #include "coordinator/wire.h"
 #include "core/comm/types.h"
 #include "core/common/timer.h"
@@ -58,11 +60,44 @@ std::chrono::system_clock::time_point after(Millis d) {
   return std::chrono::system_clock::now() + d;
 }
 
+std::shared_ptr<grpc::ChannelCredentials> channel_credentials(
+    const std::optional<coordinator::TlsConfig>& tls) {
+  if (!tls) return grpc::InsecureChannelCredentials();
+  grpc::SslCredentialsOptions o;
+  o.pem_root_certs = tls->ca_pem;
+  o.pem_private_key = tls->key_pem;
+  o.pem_cert_chain = tls->cert_pem;
+  return grpc::SslCredentials(o);
+}
+
 // Every call: a deadline, and wait for the channel to be ready within it
 // (instead of failing at once while the coordinator is starting or paused).
 void prepare(grpc::ClientContext& ctx, Millis deadline) {
   ctx.set_deadline(after(deadline));
   ctx.set_wait_for_ready(true);
+}
+
+// Why a connection that failed during set-up (gRPC's `message`) cannot
+// succeed however long we wait — TLS on one side only, or a certificate
+// refused — or "" when it may (e.g. the coordinator is not listening yet).
+std::string tls_mismatch(const std::string& message, bool tls) {
+  const auto has = [&](const char* s) { return message.find(s) != std::string::npos; };
+  if (has("wrong version number"))
+    return "it does not speak TLS: drop --tls-ca (or start the coordinator with --tls-cert and "
+           "--tls-key)";
+  if (has("Ssl handshake failed")) {
+    const std::size_t at = message.find("SSL routines::");
+    const std::string reason = at == std::string::npos ? message : message.substr(at + 14);
+    return str("the TLS handshake failed (", reason,
+               "): is --tls-ca the CA that signed the coordinator's certificate, and does that "
+               "certificate name the host in --coordinator? (microddp certs --hosts HOST)");
+  }
+  if (has("Socket closed") || has("Connection reset"))
+    return tls ? "the coordinator refused the TLS connection: under --tls-client-auth it wants "
+                 "--tls-cert and --tls-key signed by its --tls-ca"
+               : "the coordinator closed the connection during set-up: it speaks TLS, so give "
+                 "--tls-ca (and, under --tls-client-auth, --tls-cert and --tls-key)";
+  return "";
 }
 
 }  // namespace
@@ -87,9 +122,8 @@ CoordinatorClient::CoordinatorClient(ClientOptions options)
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  args.SetMaxReceiveMessageSize(8 << 20);
-  impl_->channel =
-      grpc::CreateCustomChannel(options_.address, grpc::InsecureChannelCredentials(), args);
+  args.SetMaxReceiveMessageSize(static_cast<int>(coordinator::kMaxMessageBytes));
+  impl_->channel = grpc::CreateCustomChannel(options_.address, channel_credentials(options_.tls), args);
   impl_->stub = v1::Coordinator::NewStub(impl_->channel);
 }
 
@@ -215,6 +249,7 @@ class GrpcMetricsStream final : public MetricsStream {
   }
   bool write(const std::vector<StepRecord>& records, std::size_t from) override {
     constexpr int kPerBatch = 256;  // records per message (each well under 1 KiB)
+    static_assert(static_cast<std::size_t>(kPerBatch) <= coordinator::kMaxMetricsBatch);
     // Started here, not in the constructor: starting blocks until the channel
     // is ready, and the owner must be able to cancel() that wait.
     if (!writer_) writer_ = stub_.StreamMetrics(&ctx_, &ack_);
@@ -305,12 +340,32 @@ std::unique_ptr<MetricsStream> CoordinatorClient::open_metrics_stream(Millis dea
 }
 
 void CoordinatorClient::wait_connected(Millis timeout) {
-  if (!impl_->channel->WaitForConnected(after(timeout)))
-    throw CoordinatorError(
-        str("cannot reach the coordinator at ", options_.address, " within ",
-            coordinator::format_duration(timeout),
-            ". Is it running, and does --coordinator name an address this host can reach?"),
-        static_cast<int>(grpc::StatusCode::UNAVAILABLE));
+  const auto deadline = after(timeout);
+  for (;;) {
+    const grpc_connectivity_state state = impl_->channel->GetState(/*try_to_connect=*/true);
+    if (state == GRPC_CHANNEL_READY) return;
+    if (state == GRPC_CHANNEL_TRANSIENT_FAILURE) {
+      // Why the last connection failed: a fail-fast call's status says.
+      v1::HeartbeatRequest req;
+      v1::HeartbeatReply reply;
+      grpc::ClientContext ctx;
+      ctx.set_deadline(after(Millis(1000)));
+      const grpc::Status s = impl_->stub->Heartbeat(&ctx, req, &reply);
+      const auto code = s.error_code();
+      if (code != grpc::StatusCode::UNAVAILABLE && code != grpc::StatusCode::DEADLINE_EXCEEDED)
+        return;  // the coordinator answered (refusing the empty session): connected
+      spdlog::debug("connecting to the coordinator at {}: {}", options_.address, s.error_message());
+      if (std::string why = tls_mismatch(s.error_message(), options_.tls.has_value()); !why.empty())
+        throw CoordinatorError(str("cannot connect to the coordinator at ", options_.address, ": ", why),
+                               static_cast<int>(grpc::StatusCode::UNAVAILABLE));
+    }
+    if (!impl_->channel->WaitForStateChange(state, deadline))
+      throw CoordinatorError(
+          str("cannot reach the coordinator at ", options_.address, " within ",
+              coordinator::format_duration(timeout),
+              ". Is it running, and does --coordinator name an address this host can reach?"),
+          static_cast<int>(grpc::StatusCode::UNAVAILABLE));
+  }
 }
 
 HeartbeatInfo CoordinatorClient::leave(bool ok, const std::string& message, Millis timeout) {

@@ -20,6 +20,7 @@
 #include "coordinator/health.h"
 #include "coordinator/job_state.h"
 #include "coordinator/rendezvous.h"
+#include "coordinator/tls.h"
 #include "coordinator/verdict.h"
 #include "core/comm/store.h"
 #include "core/comm/types.h"
@@ -47,6 +48,9 @@ struct ClientOptions {
   std::string job_id = "local";
   std::string token;
   Millis call_timeout{30'000};  // deadline of calls that do not wait on others (Set, Leave, ...)
+  // TLS to the coordinator (load_tls(..., kClient)): its certificate is
+  // verified against ca_pem and must name the host of `address`; nullopt: plaintext.
+  std::optional<coordinator::TlsConfig> tls{};
 };
 
 struct JoinArgs {

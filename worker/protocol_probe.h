@@ -12,8 +12,9 @@
 
 namespace mddp::worker {
 
-// "" when the server looks like HTTP/2, cannot be reached (yet), or says
-// nothing within `timeout` (the normal connect path then decides); else one
+// "" when the server looks like HTTP/2, cannot be reached (yet), closes the
+// connection without a word (a coordinator with TLS does) or says nothing
+// within `timeout` (the normal connect path then decides); else one
 // phrase saying what answered instead, e.g. "an HTTP/1.1 server (HTTP/1.1
 // 400 Bad Request)".
 std::string probe_other_protocol(const std::string& host_port, std::chrono::milliseconds timeout);

@@ -262,12 +262,14 @@ void run_worker(const WorkerOptions& o) {
   const int want_rank = requested_rank();
   const DataAddress data = choose_data_address(o.coordinator, o.data_addr, o.iface);
 
-  CoordinatorClient client({o.coordinator, o.job_id, o.token, o.call_timeout});
+  CoordinatorClient client({o.coordinator, o.job_id, o.token, o.call_timeout, o.tls});
   spdlog::info("joining job '{}' at {} as host {}{}", o.job_id, o.coordinator, host,
                want_rank >= 0 ? str(", rank ", want_rank) : std::string());
   // A port that speaks another protocol (the dashboard's, say) is named at
   // once; gRPC alone would retry it until the connect timeout.
-  if (const std::string other = probe_other_protocol(o.coordinator, std::min<Millis>(o.connect_timeout, 5s));
+  // (With TLS the handshake's own failure names the other protocol.)
+  if (const std::string other =
+          o.tls ? "" : probe_other_protocol(o.coordinator, std::min<Millis>(o.connect_timeout, 5s));
       !other.empty())
     throw InputError(str("--coordinator ", o.coordinator, " is not a microddp coordinator: ", other,
                          ". Give the address the coordinator printed (\"start each worker with: ...\"), "

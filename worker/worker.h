@@ -18,8 +18,10 @@
 
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <string>
 
+#include "coordinator/tls.h"
 #include "core/nn/sequential.h"
 #include "core/train/config.h"
 
@@ -28,6 +30,7 @@ namespace mddp::worker {
 struct WorkerOptions {
   std::string coordinator;  // HOST:PORT
   std::string token;
+  std::optional<coordinator::TlsConfig> tls;  // see worker/coordinator_client.h
   std::string job_id = "local";
   std::string device;     // "" = the job config's device
   std::string data_addr;  // see data_address.h

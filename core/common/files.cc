@@ -12,9 +12,9 @@
 
 namespace mddp {
 
-std::string write_atomically(const std::string& path, std::string_view text) {
+std::string write_atomically(const std::string& path, std::string_view text, unsigned mode) {
   const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
   if (fd < 0) return std::strerror(errno);
   std::size_t done = 0;
   while (done < text.size()) {

@@ -11,7 +11,8 @@ namespace mddp {
 // sees the old content or the new, never half of one (job.json, the address
 // files). On any failure (a full disk included) the temporary is removed and
 // the old file is left as it was. Returns "" or why it could not (errno's words).
-std::string write_atomically(const std::string& path, std::string_view text);
+// `mode` 0600 for what carries a secret (the dashboard's URL with its token).
+std::string write_atomically(const std::string& path, std::string_view text, unsigned mode = 0644);
 
 // Creates directory `dir` and its parents when missing; InputError naming
 // `flag` (e.g. "--run-dir") when it cannot be.

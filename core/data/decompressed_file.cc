@@ -92,14 +92,16 @@ int64_t DecompressedFile::read_some(unsigned char* dst, int64_t n) {
 }
 
 void DecompressedFile::read_exact(void* dst, int64_t n, const char* what) {
+  if (const int64_t done = read_up_to(dst, n); done < n)
+    throw InputError(str(path_, ": truncated file: the ", what, " needs ", n, " bytes but only ", done,
+                         " are there (re-download or re-extract it)"));
+}
+
+int64_t DecompressedFile::read_up_to(void* dst, int64_t n) {
   auto* out = static_cast<unsigned char*>(dst);
-  for (int64_t done = 0; done < n;) {
-    const int64_t got = read_some(out + done, n - done);
-    if (got == 0)
-      throw InputError(str(path_, ": truncated file: the ", what, " needs ", n, " bytes but only ", done,
-                           " are there (re-download or re-extract it)"));
-    done += got;
-  }
+  int64_t done = 0;
+  for (int64_t got; done < n && (got = read_some(out + done, n - done)) > 0;) done += got;
+  return done;
 }
 
 void DecompressedFile::expect_end(const std::string& described) {

@@ -29,6 +29,8 @@ class DecompressedFile {
 
   // Reads exactly `n` bytes or throws, saying what was being read.
   void read_exact(void* dst, int64_t n, const char* what);
+  // Reads `n` bytes, or fewer at the end of the file; returns how many.
+  int64_t read_up_to(void* dst, int64_t n);
   // Reads to the end of the file; throws when anything is left: `described`
   // names what the bytes read so far were (e.g. "the 47040016 bytes its
   // header describes").

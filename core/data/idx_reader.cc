@@ -14,6 +14,9 @@ namespace {
 // Upper bound on the payload we agree to allocate (16 GiB); a corrupt header
 // claiming more is reported as such instead of failing inside new[].
 constexpr int64_t kMaxIdxBytes = int64_t{1} << 34;
+// The data is read (and its buffer grown) this much at a time, so a header
+// claiming more than the file holds costs no more memory than the file.
+constexpr int64_t kReadChunk = int64_t{1} << 20;
 
 std::string hex32(uint32_t v) {
   std::ostringstream os;
@@ -43,12 +46,21 @@ IdxArray read_idx(const std::string& path) {
     in.read_exact(word.data(), 4, "header");
     const int64_t dim = big_endian_u32(word);
     out.dims.push_back(dim);
-    total *= dim;  // each dim < 2^32 and total is capped below, so no overflow before the check
-    if (total > kMaxIdxBytes)
+    // Checked before multiplying: 2^34 times a dimension of up to 2^32 would
+    // overflow (found by tests/fuzz/idx).
+    if (dim != 0 && total > kMaxIdxBytes / dim)
       throw InputError(str(path, ": header claims more than ", kMaxIdxBytes, " bytes of data; corrupt file?"));
+    total *= dim;
   }
-  out.data.resize(static_cast<std::size_t>(total));
-  in.read_exact(out.data.data(), total, "data");
+  for (int64_t done = 0; done < total;) {
+    const int64_t want = std::min(kReadChunk, total - done);
+    out.data.resize(static_cast<std::size_t>(done + want));
+    const int64_t got = in.read_up_to(out.data.data() + done, want);
+    done += got;
+    if (got < want)
+      throw InputError(str(path, ": truncated file: the data needs ", total, " bytes but only ", done,
+                           " are there (re-download or re-extract it)"));
+  }
   in.expect_end(str("the ", 4 * (ndims + 1) + total, " bytes its header describes"));
   out.sha256 = in.sha256();
   return out;

@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "core/common/check.h"
+#include "core/common/json_number.h"
 #include "core/common/log.h"
 #include "core/perf/analysis.h"
 
@@ -22,9 +24,15 @@ std::string str_or(const nlohmann::json& j, const char* key) {
   return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
 }
 
+// j[key] as T when it is a number that fits T (json_number.h), else nullopt.
+template <typename T>
+std::optional<T> number_at(const nlohmann::json& j, const char* key) {
+  return j.contains(key) ? json_number<T>(j[key]) : std::nullopt;
+}
+
 // A positive count, else 0 ("unknown": absent, null, or not a number).
 int count_or_0(const nlohmann::json& j, const char* key) {
-  return j.contains(key) && j[key].is_number_integer() ? std::max(0, j[key].get<int>()) : 0;
+  return std::max(0, number_at<int>(j, key).value_or(0));
 }
 
 // job.json is written by the coordinator once the job has formed
@@ -43,9 +51,9 @@ void read_job(const std::filesystem::path& path, RunConfig& c, std::vector<RankP
     throw InputError(str(path.string(), ": not valid JSON (", e.what(), ")"));
   }
   if (!j.is_object()) throw InputError(str(path.string(), ": expected a JSON object"));
-  if (j.contains("world_size") && j["world_size"].is_number_integer()) c.world_size = j["world_size"].get<int>();
+  c.world_size = number_at<int>(j, "world_size").value_or(c.world_size);
   const nlohmann::json& cfg = j.contains("config") && j["config"].is_object() ? j["config"] : j;
-  if (cfg.contains("batch") && cfg["batch"].is_number_integer()) c.global_batch = cfg["batch"].get<int64_t>();
+  c.global_batch = number_at<int64_t>(cfg, "batch").value_or(c.global_batch);
   if (cfg.contains("dist") && cfg["dist"].is_object()) {
     const auto& d = cfg["dist"];
     c.transport = str_or(d, "transport");
@@ -55,8 +63,8 @@ void read_job(const std::filesystem::path& path, RunConfig& c, std::vector<RankP
   }
   if (j.contains("members") && j["members"].is_array())
     for (const auto& m : j["members"])
-      if (m.is_object() && m.contains("rank") && m["rank"].is_number_integer())
-        members.push_back({m["rank"].get<int>(), str_or(m, "host"), count_or_0(m, "threads"), count_or_0(m, "cpus")});
+      if (const auto rank = m.is_object() ? number_at<int>(m, "rank") : std::nullopt)
+        members.push_back({*rank, str_or(m, "host"), count_or_0(m, "threads"), count_or_0(m, "cpus")});
   // `auto` picks shm exactly when every rank is on one host
   // (core/comm/transport/connect.cc): the members' hosts say whether they were.
   if (c.transport == "auto" && j.contains("members") && j["members"].is_array() && !j["members"].empty()) {

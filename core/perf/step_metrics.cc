@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/common/check.h"
+#include "core/common/json_number.h"
 
 namespace mddp::perf {
 
@@ -57,17 +58,17 @@ nlohmann::json StepMetrics::to_json() const {
 
 namespace {
 
-// j[key] into `out` when present; a value of the wrong type names the key.
+// j[key] into `out` when present; a value of the wrong type, or a number
+// out of the field's range, names the key.
 template <typename T>
 void read(const nlohmann::json& j, const char* key, T& out) {
   const auto it = j.find(key);
   if (it == j.end() || it->is_null()) return;
-  try {
-    out = it->get<T>();
-  } catch (const nlohmann::json::exception&) {
-    throw InputError(str("metrics record: '", key, "' should be a ", std::is_same_v<T, bool> ? "boolean" : "number",
-                         ", not ", it->dump()));
-  }
+  const std::optional<T> v = json_number<T>(*it);
+  if (!v)
+    throw InputError(str("metrics record: '", key, "' should be ",
+                         std::is_integral_v<T> ? "an integer in range" : "a number", ", not ", it->dump()));
+  out = *v;
 }
 
 std::vector<comm::AlgoStep> steps_from_json(const nlohmann::json& j, int64_t bucket_start_ns) {

@@ -12,11 +12,15 @@ constexpr std::string_view kStreamPath = "/api/stream";
 std::string_view path_of(std::string_view target) {
   return target.substr(0, target.find('?'));
 }
+
+bool is_stream_upgrade(const http::request<http::empty_body>& req) {
+  return path_of(req.target()) == kStreamPath && websocket::is_upgrade(req);
+}
 }  // namespace
 
 HttpSession::HttpSession(tcp::socket&& socket, std::shared_ptr<ServerContext> ctx,
                          std::string address)
-    : stream_(std::move(socket)), ctx_(std::move(ctx)), address_(std::move(address)) {}
+    : stream_(std::move(socket), ctx->tls.get()), ctx_(std::move(ctx)), address_(std::move(address)) {}
 
 HttpSession::~HttpSession() {
   ctx_->connections.remove(connection_id_);
@@ -27,6 +31,13 @@ void HttpSession::start() {
       ctx_->connections.add(address_, Connections::State::kIdle, [weak = weak_from_this()] {
         if (auto self = weak.lock()) self->close();
       });
+  if (!stream_.is_tls()) return do_read();
+  stream_.expires_after(ctx_->idle_timeout);  // the handshake is bounded like a request header
+  stream_.async_handshake(beast::bind_front_handler(&HttpSession::on_handshake, shared_from_this()));
+}
+
+void HttpSession::on_handshake(beast::error_code ec) {
+  if (ec) return close();  // not TLS, or a certificate the client refused: nothing to answer
   do_read();
 }
 
@@ -55,17 +66,23 @@ void HttpSession::on_read(beast::error_code ec, std::size_t) {
   http::request<http::empty_body> req = parser_->release();
   if (req.method() != http::verb::get && req.method() != http::verb::head)
     return reply_error(http::status::method_not_allowed, "read-only: only GET and HEAD\n");
-  if (path_of(req.target()) == kStreamPath && websocket::is_upgrade(req)) {
-    // The socket moves to the WebSocket session; this one ends here.
-    std::make_shared<WsSession>(stream_.release_socket(), ctx_, address_)->start(std::move(req));
+  const std::optional<Reply> refusal = ctx_->auth.check(
+      {req.target(), req[http::field::cookie], req[http::field::authorization],
+       req[http::field::origin], req[http::field::host], is_stream_upgrade(req), address_});
+  if (!refusal && is_stream_upgrade(req)) {
+    // The stream moves to the WebSocket session; this one ends here.
+    std::make_shared<WsSession>(std::move(stream_), ctx_, address_)->start(std::move(req));
     return;
   }
-  answer(req);
+  answer(req, refusal);
 }
 
-void HttpSession::answer(const http::request<http::empty_body>& req) {
+void HttpSession::answer(const http::request<http::empty_body>& req,
+                         const std::optional<Reply>& refusal) {
   Reply r;
-  if (path_of(req.target()) == kStreamPath)
+  if (refusal)
+    r = *refusal;
+  else if (path_of(req.target()) == kStreamPath)
     r = {426, "text/plain", "/api/stream is a WebSocket\n", {{"Upgrade", "websocket"}}};
   else
     r = route(req.target(), ctx_->routes());

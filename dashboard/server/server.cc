@@ -15,6 +15,7 @@ struct Server::Impl {
   net::io_context ioc{1};
   std::shared_ptr<ServerContext> ctx;
   std::shared_ptr<Listener> listener;
+  std::string token;
   std::thread thread;
 };
 
@@ -39,7 +40,12 @@ Server::Server(ServerOptions options, const coordinator::Job& job)
     : impl_(std::make_unique<Impl>()) {
   Impl& s = *impl_;
   s.ctx = std::make_shared<ServerContext>(job, options.dashboard_dir, options.idle_timeout, s.ioc);
+  if (options.tls) s.ctx->tls = make_tls_context(*options.tls);
   s.listener = std::make_shared<Listener>(s.ioc, resolve(s.ioc, options), s.ctx);
+  // Cookies are per host, not per port: each server its own cookie name.
+  if (!options.token.empty())
+    s.ctx->auth = Auth(options.token, str("microddp_", s.listener->port()), options.tls.has_value());
+  s.token = options.token;
   s.listener->start();
   s.ctx->stream.start();
   s.thread = std::thread([&s] {
@@ -61,6 +67,15 @@ Server::~Server() {
 
 int Server::port() const {
   return impl_->listener->port();
+}
+
+std::string Server::url(const std::string& host) const {
+  const std::string h = host.find(':') != std::string::npos ? "[" + host + "]" : host;
+  return str(impl_->ctx->tls ? "https://" : "http://", h, ":", port(), "/");
+}
+
+std::string Server::login_url(const std::string& host) const {
+  return impl_->token.empty() ? url(host) : url(host) + "login?token=" + impl_->token;
 }
 
 void Server::stop() {

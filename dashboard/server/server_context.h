@@ -6,12 +6,15 @@
 #include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <filesystem>
+#include <memory>
 
 #include "coordinator/job.h"
+#include "dashboard/server/auth.h"
 #include "dashboard/server/connections.h"
 #include "dashboard/server/routes.h"
 #include "dashboard/server/static_files.h"
 #include "dashboard/server/stream.h"
+#include "dashboard/server/tls_stream.h"
 #include "dashboard/server/tracker.h"
 
 namespace mddp::dashboard {
@@ -33,6 +36,8 @@ struct ServerContext {
   StaticFiles files;
   const std::chrono::milliseconds idle_timeout;  // ServerOptions::idle_timeout
   Connections connections;
+  std::unique_ptr<ssl::context> tls;  // null: plain HTTP
+  Auth auth;                          // no token: every request passes
   Stream stream;
 };
 

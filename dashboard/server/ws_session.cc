@@ -4,8 +4,8 @@
 
 namespace mddp::dashboard {
 
-WsSession::WsSession(tcp::socket&& socket, std::shared_ptr<ServerContext> ctx, std::string address)
-    : ws_(std::move(socket)), ctx_(std::move(ctx)), address_(std::move(address)) {}
+WsSession::WsSession(TlsStream&& stream, std::shared_ptr<ServerContext> ctx, std::string address)
+    : ws_(std::move(stream)), ctx_(std::move(ctx)), address_(std::move(address)) {}
 
 WsSession::~WsSession() {
   ctx_->connections.remove(connection_id_);

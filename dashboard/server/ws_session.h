@@ -11,6 +11,7 @@
 #include <string>
 
 #include "dashboard/server/beast.h"
+#include "dashboard/server/tls_stream.h"
 
 namespace mddp::dashboard {
 
@@ -22,7 +23,7 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
   static constexpr std::size_t kMaxIncomingBytes = 4 << 10;
 
   // `address`: the client's, for the per-address bound (connections.h).
-  WsSession(tcp::socket&& socket, std::shared_ptr<ServerContext> ctx, std::string address);
+  WsSession(TlsStream&& stream, std::shared_ptr<ServerContext> ctx, std::string address);
   ~WsSession();
 
   // Completes the upgrade `request` asked for, then joins the stream.
@@ -40,7 +41,7 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
   void on_write(beast::error_code ec, std::size_t bytes);
   void drop();
 
-  websocket::stream<beast::tcp_stream> ws_;
+  websocket::stream<TlsStream> ws_;
   std::shared_ptr<ServerContext> ctx_;
   beast::flat_buffer incoming_;
   std::deque<std::shared_ptr<const std::string>> queue_;

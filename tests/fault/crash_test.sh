@@ -187,11 +187,12 @@ case "$SCENARIO" in
     start_coordinator 2 "${JOB[@]}" "${SPIN[@]}" --transport shm
     MDDP_TEST_SHM_SETUP_PAUSE_MS=5000 start_workers 2
     WAIT_S=30 wait_for has_segments 2 "${W[@]}" || fail "the segments never appeared"
+    # Listed before the kill: a shared-memory job of a test running beside
+    # this one may reclaim them as soon as their makers are dead.
+    ORPHANS=$(segments_of "${W[@]}")
     kill -9 "${W[0]}" "${W[1]}" "$COORD_PID"
     T0=$(now_ms)
     exit_times "${W[0]}" "${W[1]}" "$COORD_PID"
-    ORPHANS=$(segments_of "${W[@]}")
-    [[ $(echo "$ORPHANS" | wc -w) -eq 2 ]] || fail "want the 2 orphaned segments, found '$ORPHANS'"
     "$BIN" run --nproc 2 --transport shm "${JOB[@]}" --steps 5 --http-port -1 >"$WORK/run.out" 2>&1 \
       || fail "the next job failed"
     LEFT=$(segments_of "${W[@]}")

@@ -14,7 +14,8 @@
 # 5. Everything made is removed: containers, networks, volumes, the image,
 #    and the engine and its directory (or, on an engine that was running
 #    already, the base image if this test made it).
-# Skips (77) where no engine can be started (not root, no cgroups); a missing
+# Skips (77) where no engine can be started (not root, no cgroups, a dockerd
+# that exits at once) or no base image made (deploy/engine.sh says why); a missing
 # package skips locally but fails in CI (CI=true). MDDP_COMPOSE picks the
 # compose command (default docker-compose, else `docker compose`).
 set -uo pipefail
@@ -92,7 +93,7 @@ fi
 bash "$ENGINE" up >"$WORK/engine-up.log" 2>&1
 case $? in
   0) ;;
-  2) STARTED_ENGINE=0; echo "SKIP: $(grep -m1 "no Docker engine" "$WORK/engine-up.log")"; exit 77 ;;
+  2) tail -n 20 "$WORK/engine-up.log"; echo "SKIP: $(grep -m1 "no Docker engine" "$WORK/engine-up.log")"; exit 77 ;;
   *) cat "$WORK/engine-up.log"; fail "deploy/engine.sh up failed" ;;
 esac
 eval "$(bash "$ENGINE" env)"

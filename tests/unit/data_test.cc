@@ -2,6 +2,7 @@
 // the global-batch sampler's DDP invariant (union of rank shards == the single
 // process batch).
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -120,6 +121,15 @@ TEST_F(DataFiles, BadFilesNameTheFile) {
   const std::string header_only = path("header_only");
   write_file(header_only, {0, 0, 8}, false);
   expect_input_error([&] { read_idx(header_only); }, {header_only, "truncated"});
+  // A header claiming 4 GiB with a few bytes behind it (found by tests/fuzz/idx):
+  // refused as truncated without first allocating what it claims.
+  const std::string huge = path("huge");
+  write_file(huge, {0, 0, 8, 1, 0xff, 0xff, 0xff, 0xff, 1, 2, 3}, false);
+  rusage before{}, after{};
+  ::getrusage(RUSAGE_SELF, &before);
+  expect_input_error([&] { read_idx(huge); }, {huge, "truncated", "needs 4294967295 bytes but only 3"});
+  ::getrusage(RUSAGE_SELF, &after);
+  EXPECT_LT(after.ru_maxrss - before.ru_maxrss, 512 * 1024) << "KiB of peak memory for a 11-byte file";
 
   // Wrong magic: a labels file read as images, and a file that is not IDX at all.
   const std::string labels = path("labels");

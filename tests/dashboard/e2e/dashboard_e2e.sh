@@ -2,6 +2,7 @@
 # The dashboard's browser test (dashboard.e2e.mjs) with its prerequisites
 # checked first:
 #   dashboard_e2e.sh MICRODDP|--mock|--attach=URL NODE_MODULES SCREENSHOT.png [--ranks N (mock, attach)]
+#   dashboard_e2e.sh MICRODDP NODE_MODULES SCREENSHOT.png --auth   (auth.e2e.mjs: the token over HTTPS)
 # (--attach=URL: the page of a job already running there, e.g. the compose lab's)
 # Needs node (20+), Debian's chromium (/usr/bin/chromium, or $CHROMIUM) and
 # playwright-core in NODE_MODULES (`npm ci --prefix dashboard`). When one is
@@ -34,5 +35,9 @@ if [[ "$BIN" == --attach=* ]]; then
 fi
 if [[ "$BIN" == "--mock" ]]; then
   exec node "$HERE/dashboard.e2e.mjs" --mock --node-modules "$MODULES" --chromium "$CHROMIUM" --screenshot "$SHOT" "${@:4}"
+fi
+if [[ "${4:-}" == "--auth" ]]; then
+  command -v openssl >/dev/null || missing "openssl is not installed (apt-get install openssl)"
+  exec node "$HERE/auth.e2e.mjs" --microddp "$BIN" --node-modules "$MODULES" --chromium "$CHROMIUM" --screenshot "$SHOT"
 fi
 exec node "$HERE/dashboard.e2e.mjs" --microddp "$BIN" --node-modules "$MODULES" --chromium "$CHROMIUM" --screenshot "$SHOT"
