@@ -151,20 +151,21 @@ comm::PeerFault from_proto(v1::PeerFault f) {
 }
 
 comm::AlgoStep from_proto(const v1::AlgoStep& m) {
-  return comm::AlgoStep{.phase = comm::parse_step_phase(m.phase()),
-                        .index = m.index(),
-                        .send_peer = m.send_peer(),
-                        .recv_peer = m.recv_peer(),
-                        .send_block = m.send_block(),
-                        .recv_block = m.recv_block(),
-                        .send_bytes = m.send_bytes(),
-                        .recv_bytes = m.recv_bytes(),
-                        .start_ns = m.start_ns(),
-                        .end_ns = m.end_ns()};
+  comm::AlgoStep s{.index = m.index(),
+                   .send_peer = m.send_peer(),
+                   .recv_peer = m.recv_peer(),
+                   .send_block = m.send_block(),
+                   .recv_block = m.recv_block(),
+                   .send_bytes = m.send_bytes(),
+                   .recv_bytes = m.recv_bytes(),
+                   .start_ns = m.start_ns(),
+                   .end_ns = m.end_ns()};
+  comm::parse_phase_name(m.phase(), s);
+  return s;
 }
 
 void to_proto(const comm::AlgoStep& s, v1::AlgoStep* out) {
-  out->set_phase(comm::to_string(s.phase));
+  out->set_phase(comm::phase_name(s));
   out->set_index(s.index);
   out->set_send_peer(s.send_peer);
   out->set_send_block(s.send_block);

@@ -33,7 +33,7 @@ double ns_precision(double ms) { return std::round(ms * 1e6) / 1e6; }
 nlohmann::json steps_json(const ddp::CommSpan& b) {
   nlohmann::json out = nlohmann::json::array();
   for (const comm::AlgoStep& s : b.steps)
-    out.push_back({comm::to_string(s.phase), s.index, s.send_peer, s.send_block, s.recv_peer, s.recv_block,
+    out.push_back({comm::phase_name(s), s.index, s.send_peer, s.send_block, s.recv_peer, s.recv_block,
                    s.send_bytes, s.recv_bytes, s.start_ns - b.start_ns, s.end_ns - b.start_ns});
   return out;
 }
@@ -92,7 +92,7 @@ std::vector<comm::AlgoStep> steps_from_json(const nlohmann::json& j, int64_t buc
     for (std::size_t k = 1; k < 10; ++k)
       if (!v[k].is_number_integer()) throw bad(v);
     comm::AlgoStep s;
-    s.phase = comm::parse_step_phase(v[0].get<std::string>());
+    comm::parse_phase_name(v[0].get<std::string>(), s);
     s.index = v[1].get<int>();
     s.send_peer = v[2].get<int>();
     s.send_block = v[3].get<int>();
