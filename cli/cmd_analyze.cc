@@ -37,6 +37,21 @@ const char* phase_label(const std::string& name) {
   return name.c_str();
 }
 
+// The hierarchical all-reduce's two levels (LevelSplit).
+void print_levels(const perf::LevelSplit& l) {
+  const double total = l.host_ms + l.cross_host_ms;
+  const auto share = [&](double v) { return total > 0 ? 100 * v / total : 0.0; };
+  std::printf("\nhierarchical all-reduce, per step (mean over ranks, %lld traced steps; %d hosts%s):\n",
+              static_cast<long long>(l.traced_steps), l.hosts,
+              l.ranks_per_host ? str(" x ", l.ranks_per_host, " ranks").c_str() : "");
+  std::printf("  within hosts  %9.3f ms (%5.1f%%)", l.host_ms, share(l.host_ms));
+  if (l.predicted_host_ms > 0) std::printf("   predicted %9.3f ms (shm ring fit)", l.predicted_host_ms);
+  std::printf("\n  across hosts  %9.3f ms (%5.1f%%), %s sent between hosts", l.cross_host_ms, share(l.cross_host_ms),
+              bytes_str(l.cross_host_bytes).c_str());
+  if (l.predicted_cross_host_ms > 0) std::printf("   predicted %9.3f ms (tcp ring fit)", l.predicted_cross_host_ms);
+  std::printf("\n");
+}
+
 void print_text(const perf::Analysis& a, const std::string& report) {
   const auto& c = a.config;
   std::printf("microddp analyze %s: %d ranks, %lld training steps in the log, %lld complete steps analysed "
@@ -69,6 +84,10 @@ void print_text(const perf::Analysis& a, const std::string& report) {
               "%s all-reduced per step\n",
               a.phases[perf::kExposedComm].all.mean, 100 * a.exposed_comm_share, a.phases[perf::kTotalComm].all.mean,
               100 * a.total_comm_share, 100 * a.overlap, bytes_str(a.comm_bytes_per_step).c_str());
+  if (a.grad_bytes_per_step > 0)
+    std::printf("compression: %s of fp32 gradients per step travel as %s (ratio %.1fx); each rank sent %s per step\n",
+                bytes_str(a.grad_bytes_per_step).c_str(), bytes_str(a.comm_bytes_per_step).c_str(), a.compression_ratio(),
+                bytes_str(a.sent_bytes_per_step).c_str());
   if (a.samples_per_s > 0) std::printf("throughput: %.0f samples/s (global batch / mean step time)\n", a.samples_per_s);
 
   if (!a.buckets.empty()) {
@@ -95,6 +114,7 @@ void print_text(const perf::Analysis& a, const std::string& report) {
       std::printf("predicted total comm %.3f ms/step vs measured %.3f ms/step\n", a.predicted_comm_ms_per_step,
                   a.phases[perf::kTotalComm].all.mean);
   }
+  if (a.levels) print_levels(*a.levels);
 
   if (c.world_size > 1) {
     const auto& s = a.stragglers;
@@ -181,7 +201,7 @@ void register_analyze(CLI::App& app) {
   cmd->add_option("--transport", args->transport, "the job's transport, when job.json is absent or says auto")
       ->check(CLI::IsMember({"tcp", "shm", "nccl"}));
   cmd->add_option("--algo", args->algorithm, "the job's all-reduce algorithm (default: job.json, else auto)")
-      ->check(CLI::IsMember({"auto", "ring", "tree", "naive"}));
+      ->check(CLI::IsMember({"auto", "ring", "tree", "naive", "hierarchical"}));
   cmd->add_option("--batch", args->batch, "the job's global batch, for samples/s (default: job.json)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--warmup", args->options.warmup_steps, "complete steps to skip at the start")

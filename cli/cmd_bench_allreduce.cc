@@ -1,6 +1,8 @@
 // `microddp bench allreduce`: all-reduce time and bandwidth over a sweep of
 // message sizes, in the shape of nccl-tests' all_reduce_perf, on --nproc
-// real processes of this host (rendezvous through a FileStore).
+// real processes of this host (rendezvous through a FileStore) — or, with
+// --rank, as one rank of a job whose other ranks run elsewhere (other hosts,
+// the netns lab's namespaces) and meet in the --rendezvous directory.
 //
 // Per size: one checked all-reduce of integer-valued data (its exact sum is
 // known, so #wrong counts every element that differs), then --warmup
@@ -12,14 +14,18 @@
 //   busbw = algbw * 2(n-1)/n          (the bytes each rank's link carries for
 //                                      a bandwidth-optimal all-reduce; comparable
 //                                      across n and with a link's peak speed)
+//   xhost = the bytes all ranks sent to ranks on other hosts in one all-reduce,
+//           from the steps it recorded (a column only when the job spans hosts)
 #include <unistd.h>
 
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "cli/bench_allreduce_fit.h"
@@ -29,6 +35,8 @@
 #include "cli/flag_checks.h"
 #include "cli/local_ranks.h"
 #include "core/comm/communicator.h"
+#include "core/comm/file_store.h"
+#include "core/comm/gloo/gloo.h"
 #include "core/common/half.h"
 #include "core/common/check.h"
 #include "core/common/timer.h"
@@ -45,6 +53,9 @@ struct BenchOpts {
   int64_t timeout_ms = 60'000;
   std::string json;
   std::string backend = "cpu";
+  int rank = -1;           // >= 0: run only this rank, in this process
+  std::string rendezvous;  // with --rank: the directory the ranks meet in
+  std::string bind_host = "127.0.0.1";
 };
 
 struct Row {
@@ -53,6 +64,7 @@ struct Row {
   std::string algo;
   double time_us, algbw, busbw;
   int64_t wrong;
+  int64_t cross_host_bytes;  // -1: one host
 };
 
 // "4096", "4K", "64M", "1G" (powers of 1024; a trailing B or iB is allowed).
@@ -146,9 +158,10 @@ void write_json(const BenchOpts& o, const std::string& transport, int n,
     std::fprintf(f,
                  "    {\"bytes\": %zu, \"count\": %lld, \"algo\": \"%s\", \"time_us\": %.3f, "
                  "\"algbw_gbps\": %.6f, "
-                 "\"busbw_gbps\": %.6f, \"wrong\": %lld}%s\n",
+                 "\"busbw_gbps\": %.6f, \"wrong\": %lld, \"cross_host_bytes\": %lld}%s\n",
                  r.bytes, static_cast<long long>(r.count), r.algo.c_str(), r.time_us, r.algbw,
-                 r.busbw, static_cast<long long>(r.wrong), k + 1 < rows.size() ? "," : "");
+                 r.busbw, static_cast<long long>(r.wrong), static_cast<long long>(r.cross_host_bytes),
+                 k + 1 < rows.size() ? "," : "");
   }
   std::fprintf(f, "  ],\n  \"avg_busbw_gbps\": %.6f,\n  \"ok\": %s\n}\n", avg_busbw,
                ok ? "true" : "false");
@@ -156,10 +169,19 @@ void write_json(const BenchOpts& o, const std::string& transport, int n,
 }
 
 // The op inside "all_reduce(ring)": the algorithm kAuto resolved to.
-std::string last_algorithm(const comm::Communicator& comm) {
+std::string last_algorithm(const comm::ProcessGroup& comm) {
   const std::string op = comm.history().back().op;
   const auto open = op.find('('), close = op.find(')');
   return open == std::string::npos ? op : op.substr(open + 1, close - open - 1);
+}
+
+// The bytes this rank sent to ranks on other hosts in `work`'s steps.
+int64_t cross_host_bytes(const comm::Communicator& comm, const comm::Work& work) {
+  const comm::HostTopology& topo = comm.topology();
+  int64_t sent = 0;
+  for (const comm::AlgoStep& s : work.steps())
+    if (s.send_peer >= 0 && topo.host_of(s.send_peer) != topo.host_of(comm.rank())) sent += s.send_bytes;
+  return sent;
 }
 
 void bench_rank(const BenchOpts& o, int rank, comm::Store& store) {
@@ -167,10 +189,18 @@ void bench_rank(const BenchOpts& o, int rank, comm::Store& store) {
   const auto algo = comm::parse_algorithm(o.algo);
   const auto kind = comm::parse_transport(o.transport);
   const auto sizes = size_sweep(o);
-  const comm::JobIdentity job{str("bench-allreduce-", ::getppid()), 0, ""};
-  auto comm = comm::connect(store, rank, o.nproc, job, kind,
-                            comm::CommOptions{algo, std::chrono::milliseconds(o.timeout_ms)});
+  // --rank: the ranks share no parent; the rendezvous directory names the job.
+  const comm::JobIdentity job{o.rank >= 0 ? str("bench-allreduce-", o.rendezvous) : str("bench-allreduce-", ::getppid()),
+                              ""};
+  const std::chrono::milliseconds timeout(o.timeout_ms);
+  std::unique_ptr<comm::ProcessGroup> comm;
+  if (o.backend == "gloo")
+    comm = comm::gloo::connect_gloo(store, rank, o.nproc, {timeout, o.bind_host, "comm"});
+  else
+    comm = comm::connect(store, rank, o.nproc, job, kind, comm::CommOptions{algo, timeout}, o.bind_host);
+  const auto* own = dynamic_cast<const comm::Communicator*>(comm.get());  // microddp's: steps and topology
   const int n = comm->size();
+  const bool hosts = own && own->topology().host_count() > 1;
   const std::size_t es = comm::element_size(dtype);
   std::vector<std::byte> buf(sizes.back() / es * es + es);
 
@@ -179,10 +209,12 @@ void bench_rank(const BenchOpts& o, int rank, comm::Store& store) {
         "# microddp bench allreduce: %d rank%s (processes), transport %s, algo %s, dtype %s, op "
         "sum\n",
         n, n == 1 ? "" : "s", comm->transport_name().c_str(), o.algo.c_str(), o.dtype.c_str());
-    std::printf("# iters %d, warmup %d; time = slowest rank's mean; busbw = algbw * 2(n-1)/n\n#\n",
+    if (hosts) std::printf("# %s\n", own->topology().describe().c_str());
+    std::printf("# iters %d, warmup %d; time = slowest rank's mean; busbw = algbw * 2(n-1)/n\n",
                 o.iters, o.warmup);
-    std::printf("# %12s %12s %6s %6s %6s %12s %12s %12s %8s\n", "size(B)", "count", "type", "redop",
-                "algo", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong");
+    if (hosts) std::printf("# xhost = bytes sent between hosts per all-reduce, all ranks together\n");
+    std::printf("#\n# %12s %12s %6s %6s %12s %12s %12s %12s %8s%s\n", "size(B)", "count", "type", "redop",
+                "algo", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong", hosts ? "     xhost(B)" : "");
     std::fflush(stdout);
   }
 
@@ -192,18 +224,26 @@ void bench_rank(const BenchOpts& o, int rank, comm::Store& store) {
     const std::size_t bytes = static_cast<std::size_t>(count) * es;
     // Checked run.
     fill(dtype, buf.data(), count, rank);
-    comm->all_reduce(buf.data(), count, dtype, comm::ReduceOp::kSum, algo)->wait();
+    const comm::WorkPtr checked = comm->all_reduce(buf.data(), count, dtype, comm::ReduceOp::kSum);
+    checked->wait();
     float wrong = static_cast<float>(count_wrong(dtype, buf.data(), count, n));
+    // Every step's bytes, summed over ranks: fp32 is exact below 2^24, so
+    // the per-rank count travels as two fp32 halves of 2^20.
+    float xhost[2] = {0, 0};
+    if (hosts) {
+      const int64_t sent = cross_host_bytes(*own, *checked);
+      xhost[0] = static_cast<float>(sent >> 20);
+      xhost[1] = static_cast<float>(sent & ((1 << 20) - 1));
+    }
     // Timed runs on zeros (sums of zeros stay zeros: no overflow to inf
     // across iterations, the same arithmetic cost).
     std::memset(buf.data(), 0, bytes);
-    for (int i = 0; i < o.warmup; ++i)
-      comm->all_reduce(buf.data(), count, dtype, comm::ReduceOp::kSum, algo);
+    for (int i = 0; i < o.warmup; ++i) comm->all_reduce(buf.data(), count, dtype, comm::ReduceOp::kSum);
     comm->barrier()->wait();
     const int64_t t0 = now_ns();
     comm::WorkPtr last;
     for (int i = 0; i < o.iters; ++i)
-      last = comm->all_reduce(buf.data(), count, dtype, comm::ReduceOp::kSum, algo);
+      last = comm->all_reduce(buf.data(), count, dtype, comm::ReduceOp::kSum);
     if (last) last->wait();
     float time_us =
         static_cast<float>(static_cast<double>(now_ns() - t0) * 1e-3 / std::max(1, o.iters));
@@ -211,13 +251,18 @@ void bench_rank(const BenchOpts& o, int rank, comm::Store& store) {
     // Every rank agrees on the slowest time and the total of wrong elements.
     comm->all_reduce(&time_us, 1, comm::DataType::kFloat32, comm::ReduceOp::kMax)->wait();
     comm->all_reduce(&wrong, 1, comm::DataType::kFloat32, comm::ReduceOp::kSum)->wait();
+    if (hosts) comm->all_reduce(xhost, 2, comm::DataType::kFloat32, comm::ReduceOp::kSum)->wait();
+    const int64_t xhost_bytes =
+        hosts ? (static_cast<int64_t>(xhost[0]) << 20) + static_cast<int64_t>(xhost[1]) : -1;
 
     const Bandwidth bw = allreduce_bandwidth(bytes, time_us, n);
-    rows.push_back({bytes, count, used, time_us, bw.algbw, bw.busbw, static_cast<int64_t>(wrong)});
+    rows.push_back({bytes, count, used, time_us, bw.algbw, bw.busbw, static_cast<int64_t>(wrong), xhost_bytes});
     if (rank == 0) {
-      std::printf("  %12zu %12lld %6s %6s %6s %12.2f %12.3f %12.3f %8lld\n", bytes,
+      std::printf("  %12zu %12lld %6s %6s %12s %12.2f %12.3f %12.3f %8lld", bytes,
                   static_cast<long long>(count), o.dtype.c_str(), "sum", used.c_str(), time_us,
                   bw.algbw, bw.busbw, static_cast<long long>(wrong));
+      if (hosts) std::printf(" %12lld", static_cast<long long>(xhost_bytes));
+      std::printf("\n");
       std::fflush(stdout);
     }
   }
@@ -249,7 +294,7 @@ void register_bench_allreduce(CLI::App& bench) {
       ->capture_default_str();
   cmd->add_option("--iters", o->iters, "timed all-reduces per size")->capture_default_str();
   cmd->add_option("--warmup", o->warmup, "untimed all-reduces per size")->capture_default_str();
-  cmd->add_option("--algo", o->algo, "ring | naive | tree | auto")->capture_default_str();
+  cmd->add_option("--algo", o->algo, "ring | naive | tree | hierarchical | auto")->capture_default_str();
   cmd->add_option("--transport", o->transport, "tcp | shm | auto (shm on one host)")
       ->capture_default_str();
   cmd->add_option("--dtype", o->dtype, "fp32 | bf16 | fp16 (16-bit on the wire, summed in fp32)")
@@ -257,8 +302,16 @@ void register_bench_allreduce(CLI::App& bench) {
   cmd->add_option("--timeout-ms", o->timeout_ms, "bound on each collective")
       ->check(CLI::Range(int64_t{1}, kMaxTimeoutMs))->capture_default_str();
   cmd->add_option("--json", o->json, "also write the results to this file as JSON");
+  cmd->add_option("--rank", o->rank,
+                  "run only this rank, here (the others run elsewhere: other hosts, deploy/netns_lab.sh "
+                  "bench); needs --rendezvous")
+      ->check(CLI::Range(0, kMaxLocalRanks - 1));
+  cmd->add_option("--rendezvous", o->rendezvous,
+                  "with --rank: an empty directory every rank reaches (a shared filesystem), one per run");
+  cmd->add_option("--bind-host", o->bind_host, "this rank's data-plane address (tcp)")->capture_default_str();
   cmd->add_option("--backend", o->backend,
-                  "cpu | nccl (one process per GPU; --algo and --transport do not apply)")
+                  "cpu (microddp's own) | gloo (Debian's libgloo, its ring over TCP) | nccl (one process per "
+                  "GPU); --algo and --transport are cpu's")
       ->capture_default_str();
   auto fit = add_fit_flags(*cmd);
   cmd->callback([o, fit] {
@@ -268,13 +321,27 @@ void register_bench_allreduce(CLI::App& bench) {
     comm::parse_transport(o->transport);
     size_sweep(*o);
     if (o->nproc < 1) throw InputError(str("--nproc must be at least 1, got ", o->nproc));
+    if (o->rank >= 0 && o->rendezvous.empty())
+      throw InputError("--rank needs --rendezvous DIR, the directory the ranks meet in");
+    if (o->rank < 0 && !o->rendezvous.empty())
+      throw InputError("--rendezvous is for --rank (one rank here, the others elsewhere); --nproc alone runs every rank here");
+    if (o->rank >= o->nproc) throw InputError(str("--rank ", o->rank, " is not a rank of --nproc ", o->nproc));
+    std::error_code ec;  // an unreadable or overlong name is "not a directory" too, not a throw
+    if (!o->rendezvous.empty() && !std::filesystem::is_directory(o->rendezvous, ec))
+      throw InputError(str("--rendezvous ", o->rendezvous, " is not a directory",
+                           ec ? str(" (", ec.message(), ")") : std::string()));
     if (o->iters < 1 || o->warmup < 0)
       throw InputError("--iters must be at least 1 and --warmup at least 0");
+    if (fit->on && o->rank >= 0)
+      throw InputError("--fit runs its own ranks (--fit-netns for the netns lab); leave out --rank");
     if (fit->on)  // the per-algorithm sweep and alpha-beta fit: cmd_bench_allreduce_fit.cc
       return run_allreduce_fit(*fit, {o->nproc, size_sweep(*o), o->iters, o->warmup, o->timeout_ms,
                                       o->algo, o->transport, o->json, o->backend});
-    if (o->backend != "cpu" && o->backend != "nccl")
-      throw InputError(str("unknown --backend '", o->backend, "' (use cpu or nccl)"));
+    if (o->backend != "cpu" && o->backend != "nccl" && o->backend != "gloo")
+      throw InputError(str("unknown --backend '", o->backend, "' (use cpu, gloo or nccl)"));
+    if (o->backend != "cpu" && (o->algo != "auto" || o->transport != "auto"))
+      throw InputError(str("--algo and --transport choose microddp's own collectives; --backend ", o->backend,
+                           " brings its own: leave them out"));
     if (!o->json.empty()) {  // fail now, not after the whole sweep
       std::FILE* f = std::fopen(o->json.c_str(), "w");
       if (!f)
@@ -284,6 +351,10 @@ void register_bench_allreduce(CLI::App& bench) {
     if (o->backend == "nccl")  // cmd_bench_allreduce_nccl.cc
       return run_allreduce_nccl({o->nproc, size_sweep(*o), comm::parse_dtype(o->dtype), o->iters,
                                  o->warmup, o->timeout_ms, o->json, fill, count_wrong});
+    if (o->rank >= 0) {  // one rank here; the others elsewhere
+      comm::FileStore store(o->rendezvous);
+      return bench_rank(*o, o->rank, store);
+    }
     const int code = run_local_ranks(
         o->nproc, [o](int rank, comm::Store& store) { bench_rank(*o, rank, store); });
     if (code != 0)

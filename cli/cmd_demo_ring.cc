@@ -49,7 +49,7 @@ std::string values_text(const std::vector<float>& v, const comm::Blocks& blocks,
 
 nlohmann::json to_json(const Seen& s) {
   const comm::AlgoStep& a = s.step;
-  return {{"phase", comm::to_string(a.phase)},
+  return {{"phase", comm::phase_name(a)},
           {"index", a.index},
           {"send_peer", a.send_peer},
           {"send_block", a.send_block},

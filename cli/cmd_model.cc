@@ -3,7 +3,11 @@
 // flags or from a fit stored by `microddp bench allreduce --fit`) and a
 // compute time, it predicts per world size n:
 //
-//   t_comm(n)   the all-reduce time of the algorithm (ring: 2(n-1)(a + S/(n b)))
+//   t_comm(n)   the all-reduce time of the algorithm (ring: 2(n-1)(a + S/(n b));
+//               hierarchical, n = H hosts x L ranks (--ranks-per-host): a ring
+//               within hosts over the host link (--host-bandwidth-gbps) plus
+//               rings across hosts sharing each host's network link, shown
+//               beside the flat ring over the network link)
 //   busbw       S / t_comm * 2(n-1)/n, what `bench allreduce` would report
 //   c(n)        compute per step and rank: C1/n (strong scaling) or C1 (weak)
 //   no overlap  step = c + t_comm (naive DDP: all-reduce after backward)
@@ -43,6 +47,8 @@ struct ModelArgs {
   double bandwidth_gbps = 10,
          latency_ms = 0.1;  // the seeds' defaults (estimate_communication_time)
   std::string algorithm = "ring";
+  int ranks_per_host = 0;  // hierarchical: L
+  double host_bandwidth_gbps = 80, host_latency_ms = 0.002;  // shared memory (docs/allreduce.md)
   double compute_ms = 0;  // per step at n = 1, or per sample with --batch
   int64_t batch = 0;
   std::string scaling = "strong";
@@ -97,8 +103,21 @@ struct Row {
   int n = 1;
   Link link;
   double comm_s = 0, busbw_gbps = 0, compute_s = 0;
+  perf::TwoLevelTime levels;  // hierarchical: its two parts ...
+  double flat_ring_s = 0;     // ... and the flat ring over the network link
   Regime serial, overlap;
 };
+
+bool hierarchical(const ModelArgs& a) { return a.algorithm == "hierarchical"; }
+
+// The hierarchical all-reduce's host link: flags, or the shm ring fit at L ranks.
+Link host_link(const ModelArgs& a, const std::vector<perf::LinkFit>& fits, const std::string& path) {
+  if (!a.use_fit) return {{a.host_latency_ms * 1e-3, a.host_bandwidth_gbps * 1e9 / 8}, "flags"};
+  ModelArgs shm = a;
+  shm.transport = "shm";
+  shm.algorithm = "ring";
+  return link_from_fit(fits, shm, a.ranks_per_host, path);
+}
 
 // step_1: the step at n = 1, where nothing is communicated (the compute alone).
 Regime regime(const perf::StepTime& t, double step_1, Scaling scaling, int n) {
@@ -120,14 +139,25 @@ std::vector<Row> predict(const ModelArgs& a, double bytes, const std::vector<int
   const double c1 = compute_ms_n1(a) * 1e-3;
   const double f = a.backward_fraction;
   std::vector<Row> rows;
+  ModelArgs network = a;  // the link between hosts is measured as a flat ring's
+  if (hierarchical(a)) network.algorithm = "ring";
   for (int n : sizes) {
     Row r;
     r.n = n;
+    const int hosts = hierarchical(a) ? n / a.ranks_per_host : n;
     // One rank sends nothing: no link to look up (a fit exists only for n >= 2).
     r.link = n == 1      ? Link{{}, "n=1: nothing sent"}
-             : a.use_fit ? link_from_fit(fits, a, n, fit_path.string())
+             : a.use_fit ? link_from_fit(fits, network, std::max(2, hosts), fit_path.string())
                          : Link{link_from_flags(a), "flags"};
-    r.comm_s = perf::allreduce_seconds(a.algorithm, bytes, n, r.link.ab);
+    if (hierarchical(a)) {
+      const Link host = host_link(a, fits, fit_path.string());
+      r.levels = perf::hierarchical_allreduce_seconds(bytes, hosts, a.ranks_per_host, host.ab, r.link.ab);
+      r.comm_s = r.levels.total();
+      r.flat_ring_s = perf::allreduce_seconds("ring", bytes, n, r.link.ab);
+      r.link.source += ", host link " + host.source;
+    } else {
+      r.comm_s = perf::allreduce_seconds(a.algorithm, bytes, n, r.link.ab);
+    }
     r.busbw_gbps = perf::bus_bandwidth_gbps(bytes, r.comm_s, n);
     if (c1 > 0) {
       r.compute_s = compute_per_rank(scaling, c1, n);
@@ -161,6 +191,11 @@ void print_prediction(const ModelArgs& a, double bytes, const std::vector<Row>& 
                 {"link", r.link.source},
                 {"allreduce_ms", r.comm_s * 1e3},
                 {"busbw_gbps", r.busbw_gbps}};
+      if (hierarchical(a)) {
+        j["host_ms"] = r.levels.host_s * 1e3;
+        j["cross_host_ms"] = r.levels.cross_s * 1e3;
+        j["flat_ring_ms"] = r.flat_ring_s * 1e3;
+      }
       if (compute) {
         j["compute_ms"] = r.compute_s * 1e3;
         j["no_overlap"] = regime_json(r.serial);
@@ -176,6 +211,11 @@ void print_prediction(const ModelArgs& a, double bytes, const std::vector<Row>& 
   std::printf(
       "# ring 2(n-1)(a + S/(n b)); tree 2 ceil(log2 n)(a + S/b); naive 2(n-1)(a + S/b); "
       "busbw = S/t * 2(n-1)/n\n");
+  if (hierarchical(a))
+    std::printf(
+        "# hierarchical, n = H hosts x L = %d ranks: 2(L-1)(a_l + S/(L b_l)) within hosts + "
+        "2(H-1)(a + S/(H b)) across;\n# flat ring = the ring over all n ranks on the network link\n",
+        a.ranks_per_host);
   if (compute)
     std::printf(
         "# %s scaling, compute %.3f ms per step at n=1%s; overlap = all-reduce hidden behind "
@@ -185,6 +225,7 @@ void print_prediction(const ModelArgs& a, double bytes, const std::vector<Row>& 
         a.backward_fraction * 100);
   std::printf("# %4s %9s %9s %13s %11s", "n", "alpha(us)", "beta(GB/s)", "allreduce(ms)",
               "busbw(GB/s)");
+  if (hierarchical(a)) std::printf(" %9s %10s %13s", "host(ms)", "cross(ms)", "flat ring(ms)");
   if (compute)
     std::printf(" %11s | %9s %8s %7s %4s | %9s %8s %7s %4s", "compute(ms)", "step(ms)", "overhead",
                 "speedup", "eff", "step(ms)", "overhead", "speedup", "eff");
@@ -193,6 +234,8 @@ void print_prediction(const ModelArgs& a, double bytes, const std::vector<Row>& 
   for (const Row& r : rows) {
     std::printf("  %4d %9.1f %9.3f %13.3f %11.3f", r.n, r.link.ab.alpha_s * 1e6,
                 r.link.ab.beta_Bps * 1e-9, r.comm_s * 1e3, r.busbw_gbps);
+    if (hierarchical(a))
+      std::printf(" %9.3f %10.3f %13.3f", r.levels.host_s * 1e3, r.levels.cross_s * 1e3, r.flat_ring_s * 1e3);
     if (compute) std::printf(" %11.3f", r.compute_s * 1e3);
     if (compute)
       for (const Regime* g : {&r.serial, &r.overlap})
@@ -363,6 +406,16 @@ void run_model(const ModelArgs& a) {
     throw InputError(
         "give the gradient size: --bytes B or --params N (fp32, 4 bytes each), not both");
   const double bytes = a.bytes > 0 ? a.bytes : 4.0 * static_cast<double>(a.params);
+  if (hierarchical(a)) {
+    if (a.ranks_per_host < 1)
+      throw InputError("--algorithm hierarchical needs --ranks-per-host L (the ranks on each host)");
+    for (int n : sizes)
+      if (n % a.ranks_per_host != 0)
+        throw InputError(str("--world-size ", n, " is not a whole number of hosts of --ranks-per-host ",
+                             a.ranks_per_host));
+  } else if (a.ranks_per_host > 0) {
+    throw InputError("--ranks-per-host applies to --algorithm hierarchical only");
+  }
   // Speedup is against n = 1, computed analytically (no communication), so a
   // row for n = 1 is shown only when the list asks for it.
   print_prediction(a, bytes, predict(a, bytes, sizes));
@@ -379,8 +432,18 @@ void register_model(CLI::App& app) {
   cmd->add_option("--bytes", a->bytes, "gradient bytes all-reduced per step")->check(finite_above(0));
   cmd->add_option("--params", a->params, "parameters (fp32: 4 bytes each), instead of --bytes");
   cmd->add_option("--world-size", a->world_sizes, "ranks, or a list: 2,4,8")->capture_default_str();
-  cmd->add_option("--algorithm,--algo", a->algorithm, "ring | tree | naive")
-      ->check(CLI::IsMember({"ring", "tree", "naive"}))
+  cmd->add_option("--algorithm,--algo", a->algorithm, "ring | tree | naive | hierarchical")
+      ->check(CLI::IsMember({"ring", "tree", "naive", "hierarchical"}))
+      ->capture_default_str();
+  cmd->add_option("--ranks-per-host", a->ranks_per_host,
+                  "hierarchical: the ranks on each host, L (world size = hosts x L)")
+      ->check(CLI::Range(1, 1 << 16));
+  cmd->add_option("--host-bandwidth-gbps", a->host_bandwidth_gbps,
+                  "hierarchical: the link within a host (shared memory), Gbit/s")
+      ->check(finite_above(0))
+      ->capture_default_str();
+  cmd->add_option("--host-latency-ms", a->host_latency_ms, "hierarchical: latency within a host")
+      ->check(finite_in(0))
       ->capture_default_str();
   cmd->add_option("--bandwidth-gbps", a->bandwidth_gbps,
                   "link bandwidth in Gbit/s (beta = this / 8 GB/s)")

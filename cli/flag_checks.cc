@@ -3,6 +3,9 @@
 #include <cmath>
 #include <string>
 
+#include "core/common/check.h"
+#include "core/ddp/compression.h"
+
 namespace mddp::cli {
 namespace {
 
@@ -36,5 +39,19 @@ CLI::Validator finite_check(double lo, double hi, bool open_low) {
 
 CLI::Validator finite_in(double lo, double hi) { return finite_check(lo, hi, false); }
 CLI::Validator finite_above(double lo) { return finite_check(lo, kNoLimit, true); }
+
+CLI::Validator compression_spec() {
+  return CLI::Validator(
+      [](const std::string& text) -> std::string {
+        try {
+          ddp::parse_compression(text);
+          return "";
+        } catch (const InputError& e) {
+          const std::string why = e.what(), flag = "--compress ";  // CLI11 names the flag itself
+          return why.rfind(flag, 0) == 0 ? why.substr(flag.size()) : why;
+        }
+      },
+      "none|fp16|bf16|topk:RATIO|powersgd:RANK");
+}
 
 }  // namespace mddp::cli

@@ -21,5 +21,7 @@ inline constexpr int64_t kMaxTimeoutMs = int64_t{7} * 24 * 3600 * 1000;  // a we
 CLI::Validator finite_in(double lo, double hi = kNoLimit);
 // A finite number > lo.
 CLI::Validator finite_above(double lo);
+// A --compress spelling (ddp::parse_compression: none, fp16, bf16, topk:RATIO, powersgd:RANK).
+CLI::Validator compression_spec();
 
 }  // namespace mddp::cli

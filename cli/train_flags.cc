@@ -65,9 +65,16 @@ void add_ddp_flags(CLI::App& cmd, train::TrainConfig& cfg) {
   cmd.add_option("--ddp", cfg.dist.ddp, "naive, hooked or bucketed")->check(CLI::IsMember({"naive", "hooked", "bucketed"}))->group(g)->capture_default_str();
   cmd.add_option("--bucket-mb", cfg.dist.bucket_mb, "bucket cap in MiB (bucketed)")->check(finite_above(0))->group(g)->capture_default_str();
   cmd.add_option("--first-bucket-mb", cfg.dist.first_bucket_mb, "cap of the first bucket in MiB")->check(finite_above(0))->group(g)->capture_default_str();
-  cmd.add_option("--compress", cfg.dist.compress, "all-reduce gradients as none, fp16 or bf16")->check(CLI::IsMember({"none", "fp16", "bf16"}))->group(g)->capture_default_str();
+  cmd.add_option("--compress", cfg.dist.compress,
+                 "what DDP sends of the gradients: none (fp32), fp16 or bf16 (rounded to 16 bits), topk:RATIO "
+                 "(the largest RATIO of each bucket's entries, e.g. topk:0.01) or powersgd:RANK (low-rank factors); "
+                 "the last two keep error-feedback residuals (docs/ddp.md)")
+      ->check(compression_spec())
+      ->group(g)
+      ->capture_default_str();
   cmd.add_option("--local-sgd", cfg.dist.local_sgd, "average parameters every K steps instead of gradients (0: off)")->group(g)->capture_default_str();
-  cmd.add_option("--algo", cfg.dist.algorithm, "all-reduce algorithm: auto, ring, naive or tree")->check(CLI::IsMember({"auto", "ring", "naive", "tree"}))->group(g)->capture_default_str();
+  cmd.add_option("--algo", cfg.dist.algorithm, "all-reduce algorithm: auto (hierarchical on several hosts with several ranks each, else ring or tree by size), ring, naive, tree or hierarchical")->check(CLI::IsMember({"auto", "ring", "naive", "tree", "hierarchical"}))->group(g)->capture_default_str();
+  cmd.add_option("--backend", cfg.dist.backend, "who runs the collectives: auto (cpu on --device cpu, nccl on cuda), cpu (microddp's own), gloo (Debian's libgloo) or nccl")->check(CLI::IsMember({"auto", "cpu", "gloo", "nccl"}))->group(g)->capture_default_str();
   cmd.add_option("--transport", cfg.dist.transport, "data plane: auto (shm on one host), tcp or shm")->check(CLI::IsMember({"auto", "tcp", "shm"}))->group(g)->capture_default_str();
   cmd.add_option("--comm-timeout-ms", cfg.dist.timeout_ms, "fail a collective that waits longer than this")->check(CLI::Range(int64_t{1}, kMaxTimeoutMs))->group(g)->capture_default_str();
   cmd.add_option("--straggler", cfg.dist.straggler,

@@ -136,6 +136,7 @@ json job_config_to_json(const train::TrainConfig& c) {
         {"local_sgd", s.local_sgd},
         {"algorithm", s.algorithm},
         {"transport", s.transport},
+        {"backend", s.backend},
         {"timeout_ms", s.timeout_ms},
         {"straggler", s.straggler}}},
   };
@@ -205,6 +206,7 @@ train::TrainConfig job_config_from_json(const json& j) {
     s("local_sgd", c.dist.local_sgd);
     s("algorithm", c.dist.algorithm);
     s("transport", c.dist.transport);
+    s("backend", c.dist.backend);
     s("timeout_ms", c.dist.timeout_ms);
     s("straggler", c.dist.straggler);
     s.finish();

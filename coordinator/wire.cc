@@ -157,20 +157,21 @@ comm::PeerFault from_proto(v1::PeerFault f) {
 }
 
 comm::AlgoStep from_proto(const v1::AlgoStep& m) {
-  return comm::AlgoStep{.phase = comm::parse_step_phase(m.phase()),
-                        .index = m.index(),
-                        .send_peer = m.send_peer(),
-                        .recv_peer = m.recv_peer(),
-                        .send_block = m.send_block(),
-                        .recv_block = m.recv_block(),
-                        .send_bytes = m.send_bytes(),
-                        .recv_bytes = m.recv_bytes(),
-                        .start_ns = m.start_ns(),
-                        .end_ns = m.end_ns()};
+  comm::AlgoStep s{.index = m.index(),
+                   .send_peer = m.send_peer(),
+                   .recv_peer = m.recv_peer(),
+                   .send_block = m.send_block(),
+                   .recv_block = m.recv_block(),
+                   .send_bytes = m.send_bytes(),
+                   .recv_bytes = m.recv_bytes(),
+                   .start_ns = m.start_ns(),
+                   .end_ns = m.end_ns()};
+  comm::parse_phase_name(m.phase(), s);
+  return s;
 }
 
 void to_proto(const comm::AlgoStep& s, v1::AlgoStep* out) {
-  out->set_phase(comm::to_string(s.phase));
+  out->set_phase(comm::phase_name(s));
   out->set_index(s.index);
   out->set_send_peer(s.send_peer);
   out->set_send_block(s.send_block);
@@ -195,6 +196,8 @@ MetricsRecord from_proto(const v1::StepMetrics& m) {
   s.optimizer_ms = m.optimizer_ms();
   s.step_ms = m.step_ms();
   s.comm_bytes = static_cast<std::size_t>(m.comm_bytes());
+  s.grad_bytes = static_cast<std::size_t>(m.grad_bytes());
+  s.sent_bytes = static_cast<std::size_t>(m.sent_bytes());
   for (const auto& b : m.buckets()) {
     ddp::CommSpan& span = s.buckets.emplace_back();
     span.index = b.index();
@@ -203,6 +206,10 @@ MetricsRecord from_proto(const v1::StepMetrics& m) {
     span.launch_ns = b.launch_ns();
     span.start_ns = b.start_ns();
     span.end_ns = b.end_ns();
+    span.op = b.all_gather() ? ddp::SpanOp::kAllGather : ddp::SpanOp::kAllReduce;
+    span.round = b.round();
+    span.grad_bytes = static_cast<std::size_t>(b.grad_bytes());
+    span.sent_bytes = static_cast<std::size_t>(b.sent_bytes());
     for (const auto& q : b.steps()) span.steps.push_back(from_proto(q));
   }
   s.start_ns = m.start_ns();
@@ -225,6 +232,8 @@ void to_proto(const perf::StepMetrics& s, int64_t time_unix_ns, v1::StepMetrics*
   out->set_optimizer_ms(s.optimizer_ms);
   out->set_step_ms(s.step_ms);
   out->set_comm_bytes(static_cast<int64_t>(s.comm_bytes));
+  out->set_grad_bytes(static_cast<int64_t>(s.grad_bytes));
+  out->set_sent_bytes(static_cast<int64_t>(s.sent_bytes));
   out->set_start_ns(s.start_ns);
   out->set_clock_offset_ns(s.clock_offset_ns);
   out->set_eval(s.eval);
@@ -238,6 +247,10 @@ void to_proto(const perf::StepMetrics& s, int64_t time_unix_ns, v1::StepMetrics*
     q->set_launch_ns(b.launch_ns);
     q->set_start_ns(b.start_ns);
     q->set_end_ns(b.end_ns);
+    q->set_all_gather(b.op == ddp::SpanOp::kAllGather);
+    q->set_round(b.round);
+    q->set_grad_bytes(static_cast<int64_t>(b.grad_bytes));
+    q->set_sent_bytes(static_cast<int64_t>(b.sent_bytes));
     for (const auto& step : b.steps) to_proto(step, q->add_steps());
   }
   out->set_time_unix_ns(time_unix_ns);

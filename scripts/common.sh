@@ -14,6 +14,7 @@ BUILD_PACKAGES=(
   libspdlog-dev libcli11-dev nlohmann-json3-dev libtomlplusplus-dev
   libdnnl-dev libopenblas-dev zlib1g-dev libssl-dev libgtest-dev libgmock-dev libbenchmark-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libboost-dev
+  libgloo-dev  # --backend gloo (core/comm/gloo)
 )
 # And what the tests use: the data set, network namespaces, the compose lab
 # and the Docker engine it runs on (deploy/engine.sh), the browser test, promtool.

@@ -20,14 +20,26 @@ const char* to_string(StepPhase p);  // "reduce-scatter", "all-gather", "reduce"
 // The inverse of to_string; throws InputError naming the spelling.
 StepPhase parse_step_phase(const std::string& s);
 
+// Which ranks a step ran among: the whole world (every flat algorithm), the
+// ranks of one host, or one rank per host (the two levels of the
+// hierarchical all-reduce, hierarchical_all_reduce.cc).
+enum class StepLevel { kWorld, kHost, kCrossHost };
+
 struct AlgoStep {
   StepPhase phase = StepPhase::kReduceScatter;
   int index = 0;                         // step (ring) or round (tree) within the phase, from 0
-  int send_peer = -1, recv_peer = -1;    // -1: this side is empty
+  int send_peer = -1, recv_peer = -1;    // world ranks; -1: this side is empty
   int send_block = -1, recv_block = -1;  // ring blocks (context.h); -1: the whole buffer
   int64_t send_bytes = 0, recv_bytes = 0;
   int64_t start_ns = 0, end_ns = 0;  // steady clock of the rank that ran it
+  StepLevel level = StepLevel::kWorld;
 };
+
+// The phase with its level, as logs and metrics records spell it:
+// "reduce-scatter" (world), "host reduce-scatter", "cross-host all-gather".
+std::string phase_name(const AlgoStep& step);
+// The inverse: sets step.phase and step.level; throws InputError naming the spelling.
+void parse_phase_name(const std::string& s, AlgoStep& step);
 
 // Receives each step as it completes, on the thread running the collective.
 // `data` is the collective's output buffer at that moment (partial results

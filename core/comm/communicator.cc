@@ -1,180 +1,65 @@
-// The Communicator: a FIFO queue of collectives drained by one progress
-// thread that runs each algorithm (algorithms/) over the transport.
-//
-// Note [One failure ends the communicator]. A collective that fails leaves
-// the ranks' message streams in an unknown state (half a ring step may have
-// been sent), so nothing after it can be trusted: the first error is kept,
-// the transport is aborted (nothing more is sent or received on it), queued
-// work fails, and every later call fails at once with a message that carries
-// the first error. Recovery is a new Communicator on every rank; peers
-// still waiting on this rank see its connections close (PeerError) when the
-// failed communicator is destroyed, or time out.
+// The Communicator: the algorithms (algorithms/) over a Transport, run by a
+// ProgressQueue (progress_queue.h: FIFO order on one progress thread, See
+// Note [One failure ends the communicator] there).
 #include "core/comm/communicator.h"
 
-#include <condition_variable>
 #include <cstring>
-#include <deque>
 #include <functional>
-#include <mutex>
-#include <stdexcept>
-#include <thread>
 
 #include "core/comm/algorithms/algorithms.h"
-#include "core/comm/failure.h"
-#include "core/comm/history.h"
-#include "core/comm/work.h"
-#include "core/common/timer.h"
+#include "core/comm/progress_queue.h"
 
 namespace mddp::comm {
 
 struct Communicator::Impl {
-  struct Task {
-    uint64_t seq;
-    std::string op;
-    std::function<void(const AlgoContext&)> run;
-    std::shared_ptr<detail::WorkImpl> work;
-  };
-
-  // Routes a running task's steps into its Work, and to the observer.
-  struct TaskTrace final : StepTrace {
-    detail::WorkImpl& work;
-    const std::function<void(const AlgoStep&, const void*)>& observer;
-    TaskTrace(detail::WorkImpl& w, const std::function<void(const AlgoStep&, const void*)>& o)
-        : work(w), observer(o) {}
-    void record(const AlgoStep& step, const void* data) override {
-      work.add_step(step);
-      if (observer) observer(step, data);
-    }
-  };
-
   std::unique_ptr<Transport> transport;
   CommOptions options;
-  std::function<void(const AlgoStep&, const void*)> step_observer;  // set before issuing
+  HostTopology topology;                     // world_size() 0: not known
+  std::unique_ptr<Transport> host_transport;  // among this host's ranks; may be null
   int rank, size;
   Scratch scratch;  // progress thread only
-  detail::History history;
+  // Last, so it is destroyed first: its thread uses everything above.
+  detail::ProgressQueue queue;
 
-  std::mutex mu;
-  std::condition_variable wake;
-  std::deque<Task> queue;
-  bool running = false;  // the progress thread is inside a task
-  bool stopping = false;
-  uint64_t next_seq = 0;
-  std::exception_ptr first_error;  // See Note [One failure ends the communicator]
-  std::thread thread;
+  Impl(std::unique_ptr<Transport> t, CommOptions o, HostTopology topo, std::unique_ptr<Transport> host)
+      : transport(std::move(t)),
+        options(o),
+        topology(std::move(topo)),
+        host_transport(std::move(host)),
+        rank(transport->rank()),
+        size(transport->size()),
+        queue(rank, options.timeout, [this](const std::string& reason) {
+          transport->abort(reason);
+          if (host_transport) host_transport->abort(reason);
+        }) {}
 
-  Impl(std::unique_ptr<Transport> t, CommOptions o)
-      : transport(std::move(t)), options(o), rank(transport->rank()), size(transport->size()) {
-    thread = std::thread([this] { loop(); });
-  }
-
-  std::string label(const Task& task) const {
-    return str("rank ", rank, ": ", task.op, " #", task.seq);
-  }
-
-  // The error a task reports when it is refused because of first_error.
-  std::exception_ptr refusal(const Task& task) const {
-    return detail::same_type(first_error,
-                             str(label(task),
-                                 ": not run: this communicator failed earlier and is unusable "
-                                 "(recreate it on every rank); first error: ",
-                                 what_of(first_error)));
-  }
-
+  // Runs `run` with an AlgoContext over the world's transport.
   WorkPtr submit(std::string op, std::size_t bytes, std::function<void(const AlgoContext&)> run) {
-    auto work = std::make_shared<detail::WorkImpl>();
-    std::unique_lock lock(mu);
-    Task task{++next_seq, std::move(op), std::move(run), work};
-    history.issued(task.seq, task.op, bytes);
-    if (first_error) {
-      auto error = refusal(task);
-      lock.unlock();
-      work->finish(error, 0);
-      return work;
-    }
-    queue.push_back(std::move(task));
-    lock.unlock();
-    wake.notify_one();
-    return work;
-  }
-
-  void loop() {
-    for (;;) {
-      std::unique_lock lock(mu);
-      wake.wait(lock, [&] { return stopping || !queue.empty(); });
-      if (queue.empty()) return;  // stopping, and nothing left
-      Task task = std::move(queue.front());
-      queue.pop_front();
-      if (first_error) {
-        auto error = refusal(task);
-        lock.unlock();
-        task.work->finish(error, 0);
-        continue;
-      }
-      running = true;
-      lock.unlock();
-      run(task);
-      lock.lock();
-      running = false;
-    }
-  }
-
-  void run(Task& task) {
-    const int64_t start = now_ns();
-    history.started(task.seq, start);
-    task.work->mark_started(start);
-    std::exception_ptr error;
-    try {
-      TaskTrace trace(*task.work, step_observer);
+    return queue.submit(std::move(op), bytes, [this, run = std::move(run)](StepTrace& trace) {
       const AlgoContext ctx{*transport, rank, size, Clock::now() + options.timeout, scratch, &trace};
-      task.run(ctx);
-    } catch (...) {
-      error = detail::describe_failure(rank, label(task), std::current_exception(), options.timeout,
-                                       history.snapshot());
-    }
-    const int64_t end = now_ns();
-    if (!error) history.finished(task.seq, end);
-    if (error) {
-      const std::string what = what_of(error);
-      fail(error, str("an earlier collective failed: ", what.substr(0, what.find('\n'))));
-    }
-    task.work->finish(error, error ? 0 : end);
+      run(ctx);
+    });
   }
 
-  // Records the first error and tears down: See Note [One failure ends the
-  // communicator]. `reason` is what the transport's blocked calls report.
-  void fail(std::exception_ptr error, const std::string& reason) {
-    std::deque<Task> dropped;
-    {
-      std::lock_guard lock(mu);
-      if (!first_error) first_error = error;
-      dropped.swap(queue);
-      for (auto& task : dropped) task.work->finish(refusal(task), 0);
-    }
-    transport->abort(reason);
+  // The hierarchical all-reduce's levels: within a host its own transport,
+  // or the world's when the whole job is on one host.
+  bool has_levels() const {
+    if (topology.world_size() != size) return false;
+    return topology.local_size(rank) == 1 || topology.single_host() || host_transport != nullptr;
   }
-
-  void abort(const std::string& reason) {
-    fail(std::make_exception_ptr(AbortedError(str("rank ", rank, ": aborted: ", reason))), reason);
-  }
-
-  ~Impl() {
-    bool pending;
-    {
-      std::lock_guard lock(mu);
-      stopping = true;
-      pending = running || !queue.empty();
-    }
-    if (pending) abort("the Communicator was destroyed with collectives pending");
-    wake.notify_all();
-    thread.join();
+  HostLevels levels() const {
+    Transport* host = host_transport ? host_transport.get() : topology.single_host() ? transport.get() : nullptr;
+    return HostLevels{topology, host};
   }
 };
 
-Communicator::Communicator(std::unique_ptr<Transport> transport, CommOptions options) {
+Communicator::Communicator(std::unique_ptr<Transport> transport, CommOptions options, HostTopology topology,
+                           std::unique_ptr<Transport> host_transport) {
   MDDP_CHECK(transport != nullptr);
   MDDP_CHECK(options.timeout.count() > 0, "CommOptions::timeout must be positive");
-  impl_ = std::make_unique<Impl>(std::move(transport), options);
+  MDDP_CHECK(topology.world_size() == 0 || topology.world_size() == transport->size(), "topology of ",
+             topology.world_size(), " ranks for a world of ", transport->size());
+  impl_ = std::make_unique<Impl>(std::move(transport), options, std::move(topology), std::move(host_transport));
 }
 
 Communicator::~Communicator() = default;
@@ -191,16 +76,17 @@ const CommOptions& Communicator::options() const {
 std::string Communicator::transport_name() const {
   return impl_->transport->name();
 }
+const HostTopology& Communicator::topology() const {
+  return impl_->topology;
+}
 std::vector<CollectiveRecord> Communicator::history() const {
-  return impl_->history.snapshot();
+  return impl_->queue.history();
 }
 void Communicator::set_step_observer(std::function<void(const AlgoStep&, const void* data)> observer) {
-  // Under mu: the next submit() takes mu too, which publishes it to the progress thread.
-  std::lock_guard lock(impl_->mu);
-  impl_->step_observer = std::move(observer);
+  impl_->queue.set_step_observer(std::move(observer));
 }
 void Communicator::abort(const std::string& reason) {
-  impl_->abort(reason);
+  impl_->queue.abort(reason);
 }
 
 namespace {
@@ -219,7 +105,18 @@ WorkPtr Communicator::all_reduce(void* data, int64_t count, DataType dtype, Redu
   check_args(data, count, "all_reduce");
   const std::size_t bytes = bytes_of(count, dtype);
   if (algorithm == Algorithm::kAuto) algorithm = impl_->options.algorithm;
-  if (algorithm == Algorithm::kAuto) algorithm = choose_all_reduce_algorithm(bytes, size());
+  if (algorithm == Algorithm::kAuto)
+    algorithm = impl_->has_levels() && impl_->topology.multi_host_multi_rank()
+                    ? Algorithm::kHierarchical
+                    : choose_all_reduce_algorithm(bytes, size());
+  if (algorithm == Algorithm::kHierarchical) {
+    MDDP_CHECK(impl_->has_levels(), "rank ", rank(),
+               ": the hierarchical all-reduce needs the host topology and a transport within the host: "
+               "make the communicator with connect() and CommOptions::algorithm auto or hierarchical");
+    return impl_->submit("all_reduce(hierarchical)", bytes, [=, levels = impl_->levels()](const AlgoContext& ctx) {
+      all_reduce_hierarchical(ctx, levels, data, count, dtype, op);
+    });
+  }
   using Fn = void (*)(const AlgoContext&, void*, int64_t, DataType, ReduceOp);
   Fn fn = algorithm == Algorithm::kRing   ? all_reduce_ring
           : algorithm == Algorithm::kTree ? all_reduce_tree

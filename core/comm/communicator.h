@@ -8,7 +8,7 @@
 // until the returned Work completes. Every collective is bounded by
 // CommOptions::timeout from the moment it starts running. The first failure
 // ends the communicator: every later call fails at once, carrying that first
-// error (see Note [One failure ends the communicator] in communicator.cc).
+// error (see Note [One failure ends the communicator] in progress_queue.h).
 // The algorithms and their costs: core/comm/algorithms/, docs/allreduce.md.
 #pragma once
 
@@ -21,6 +21,7 @@
 
 #include "core/comm/process_group.h"
 #include "core/comm/store.h"
+#include "core/comm/topology.h"
 #include "core/comm/transport.h"
 #include "core/comm/types.h"
 
@@ -35,7 +36,11 @@ struct CommOptions {
 class Communicator : public ProcessGroup {
  public:
   // Takes ownership of a connected transport and starts the progress thread.
-  Communicator(std::unique_ptr<Transport> transport, CommOptions options);
+  // The hierarchical all-reduce also needs the job's `topology` and, where
+  // this rank shares a host with others on a multi-host job,
+  // `host_transport` among them (numbered by local rank); connect() makes both.
+  Communicator(std::unique_ptr<Transport> transport, CommOptions options, HostTopology topology = {},
+               std::unique_ptr<Transport> host_transport = nullptr);
   ~Communicator() override;  // drains nothing: pending work fails with AbortedError
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
@@ -44,9 +49,14 @@ class Communicator : public ProcessGroup {
   int size() const override;
   const CommOptions& options() const;
   std::string transport_name() const override;
+  // Which ranks share a host (world_size() 0 when the communicator was made
+  // without it).
+  const HostTopology& topology() const;
 
   // In place: data[count] becomes the element-wise reduction over ranks,
-  // with CommOptions::algorithm (kAuto: chosen by size, auto_select.cc) ...
+  // with CommOptions::algorithm. kAuto: kHierarchical on a job of several
+  // hosts with several ranks on one of them (when the topology is known),
+  // else ring or tree by size (auto_select.cc) ...
   WorkPtr all_reduce(void* data, int64_t count, DataType dtype, ReduceOp op) override;
   // ... or with `algorithm` (kAuto as above).
   WorkPtr all_reduce(void* data, int64_t count, DataType dtype, ReduceOp op, Algorithm algorithm);
@@ -88,11 +98,22 @@ class Communicator : public ProcessGroup {
   std::unique_ptr<Impl> impl_;
 };
 
-// Connects this rank's transport (connect_transport in transport/connect.h)
-// and starts a Communicator over it.
+// Collective: exchanges the ranks' host identities (the topology),
+// connects this rank's transport (connect_transport in transport/connect.h;
+// kAuto: shm on one host, else tcp) and starts a Communicator over it. On a
+// job of several hosts where this rank shares its host, with
+// options.algorithm auto or hierarchical, it also connects a shared-memory
+// transport among the host's ranks for the hierarchical all-reduce.
 std::unique_ptr<Communicator> connect(Store& store, int rank, int size, const JobIdentity& job,
                                       TransportKind kind, CommOptions options,
                                       const std::string& bind_host = "127.0.0.1",
                                       const std::string& prefix = "comm");
+// The same with this rank's host identity given instead of read from this
+// machine (transport/connect.h's host_identity()): tests emulate several
+// hosts with the threads of one process.
+std::unique_ptr<Communicator> connect_as_host(Store& store, int rank, int size, const JobIdentity& job,
+                                              TransportKind kind, CommOptions options, const std::string& host_id,
+                                              const std::string& bind_host = "127.0.0.1",
+                                              const std::string& prefix = "comm");
 
 }  // namespace mddp::comm

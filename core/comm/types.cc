@@ -14,10 +14,11 @@ constexpr std::array<std::pair<DataType, const char*>, 3> kDtypes{
     {{DataType::kFloat32, "fp32"}, {DataType::kFloat16, "fp16"}, {DataType::kBFloat16, "bf16"}}};
 constexpr std::array<std::pair<ReduceOp, const char*>, 4> kOps{
     {{ReduceOp::kSum, "sum"}, {ReduceOp::kAvg, "avg"}, {ReduceOp::kMax, "max"}, {ReduceOp::kMin, "min"}}};
-constexpr std::array<std::pair<Algorithm, const char*>, 4> kAlgorithms{{{Algorithm::kAuto, "auto"},
+constexpr std::array<std::pair<Algorithm, const char*>, 5> kAlgorithms{{{Algorithm::kAuto, "auto"},
                                                                         {Algorithm::kRing, "ring"},
                                                                         {Algorithm::kNaive, "naive"},
-                                                                        {Algorithm::kTree, "tree"}}};
+                                                                        {Algorithm::kTree, "tree"},
+                                                                        {Algorithm::kHierarchical, "hierarchical"}}};
 constexpr std::array<std::pair<TransportKind, const char*>, 3> kTransports{
     {{TransportKind::kAuto, "auto"}, {TransportKind::kTcp, "tcp"}, {TransportKind::kShm, "shm"}}};
 constexpr std::array<std::pair<StepPhase, const char*>, 4> kPhases{{{StepPhase::kReduceScatter, "reduce-scatter"},
@@ -74,5 +75,29 @@ ReduceOp parse_reduce_op(const std::string& s) { return parse(kOps, s, "reduce o
 Algorithm parse_algorithm(const std::string& s) { return parse(kAlgorithms, s, "algorithm"); }
 TransportKind parse_transport(const std::string& s) { return parse(kTransports, s, "transport"); }
 StepPhase parse_step_phase(const std::string& s) { return parse(kPhases, s, "step phase"); }
+
+namespace {
+// The level's prefix in a phase name ("" for the world).
+constexpr std::array<std::pair<StepLevel, std::string_view>, 2> kLevelPrefixes{
+    {{StepLevel::kHost, "host "}, {StepLevel::kCrossHost, "cross-host "}}};
+}  // namespace
+
+std::string phase_name(const AlgoStep& step) {
+  for (const auto& [level, prefix] : kLevelPrefixes)
+    if (level == step.level) return std::string(prefix) + to_string(step.phase);
+  return to_string(step.phase);
+}
+
+void parse_phase_name(const std::string& s, AlgoStep& step) {
+  step.level = StepLevel::kWorld;
+  std::string_view rest = s;
+  for (const auto& [level, prefix] : kLevelPrefixes)
+    if (rest.starts_with(prefix)) {
+      step.level = level;
+      rest.remove_prefix(prefix.size());
+      break;
+    }
+  step.phase = parse_step_phase(std::string(rest));
+}
 
 }  // namespace mddp::comm

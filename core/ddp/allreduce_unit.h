@@ -11,30 +11,27 @@
 #include <cstdint>
 #include <memory>
 
-#include "core/ddp/grad_sync.h"
+#include "core/ddp/sync_unit.h"
 
 namespace mddp::ddp {
 
-class AllReduceUnit {
+class AllReduceUnit : public SyncUnit {
  public:
+  // `compress` is none, fp16 or bf16.
   AllReduceUnit(int index, tensor::Tensor region, Compression compress);
 
-  // Starts the asynchronous average over ranks (training thread).
-  void launch(comm::ProcessGroup& comm);
-  // Waits for it, widens a compressed result back into the region, and
-  // appends this unit's span to `stats`.
-  void complete(SyncStats& stats);
-  bool launched() const { return work_ != nullptr; }
-  void mark_ready(int64_t now) { span_.ready_ns = now; }
+  void launch(comm::ProcessGroup& comm) override;
+  // Waits, widens a compressed result back into the region.
+  void complete(SyncStats& stats) override;
 
  private:
   uint16_t* wire() const { return static_cast<uint16_t*>(wire_->data()); }
 
+  int index_;
   tensor::Tensor region_;
   Compression compress_;
   std::unique_ptr<tensor::Storage> wire_;  // 16-bit copy of the region; null without compression
-  comm::WorkPtr work_;
-  CommSpan span_;
+  Round round_;
 };
 
 }  // namespace mddp::ddp

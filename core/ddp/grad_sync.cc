@@ -12,13 +12,6 @@ Mode parse_mode(const std::string& s) {
   throw InputError("unknown --ddp mode '" + s + "' (use naive, hooked or bucketed)");
 }
 
-Compression parse_compression(const std::string& s) {
-  if (s == "none") return Compression::kNone;
-  if (s == "fp16") return Compression::kFp16;
-  if (s == "bf16") return Compression::kBf16;
-  throw InputError("unknown --compress '" + s + "' (use none, fp16 or bf16)");
-}
-
 const char* to_string(Mode m) {
   switch (m) {
     case Mode::kNaive: return "naive";
@@ -28,13 +21,20 @@ const char* to_string(Mode m) {
   return "?";
 }
 
-const char* to_string(Compression c) {
-  switch (c) {
-    case Compression::kNone: return "none";
-    case Compression::kFp16: return "fp16";
-    case Compression::kBf16: return "bf16";
-  }
-  return "?";
+const char* to_string(SpanOp op) { return op == SpanOp::kAllGather ? "all_gather" : "all_reduce"; }
+
+SpanOp parse_span_op(const std::string& s) {
+  if (s == "all_reduce") return SpanOp::kAllReduce;
+  if (s == "all_gather") return SpanOp::kAllGather;
+  throw InputError("unknown collective '" + s + "' (all_reduce or all_gather)");
+}
+
+std::vector<std::unique_ptr<SyncUnit>> units_per_parameter(const std::vector<nn::Parameter*>& params,
+                                                           const Compression& compress) {
+  std::vector<std::unique_ptr<SyncUnit>> units;
+  for (std::size_t i = 0; i < params.size(); ++i)
+    units.push_back(make_sync_unit(static_cast<int>(i), params[i]->grad, {params[i]->grad}, compress));
+  return units;
 }
 
 std::unique_ptr<GradSync> make_grad_sync(const SyncOptions& options, std::vector<nn::Parameter*> params,

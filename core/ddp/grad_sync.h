@@ -18,33 +18,48 @@
 
 #include "core/comm/process_group.h"
 #include "core/ddp/bucket_assignment.h"
+#include "core/ddp/compression.h"
 #include "core/nn/module.h"
 
 namespace mddp::ddp {
 
 enum class Mode { kNaive, kHooked, kBucketed };
-enum class Compression { kNone, kFp16, kBf16 };
-Mode parse_mode(const std::string& s);                // naive | hooked | bucketed
-Compression parse_compression(const std::string& s);  // none | fp16 | bf16
+Mode parse_mode(const std::string& s);  // naive | hooked | bucketed
 const char* to_string(Mode m);
-const char* to_string(Compression c);
 
-// One all-reduce's life on the timeline (steady-clock ns; 0 = did not happen).
+// The collective a span ran: an all-reduce, or (top-k) an all-gather.
+enum class SpanOp { kAllReduce, kAllGather };
+const char* to_string(SpanOp op);       // "all_reduce", "all_gather"
+SpanOp parse_span_op(const std::string& s);  // throws InputError naming the spelling
+
+// One collective's life on the timeline (steady-clock ns; 0 = did not happen).
+// Bytes, Note [Wire bytes]: `bytes` is the message this rank hands to the
+// collective (an all-reduce's buffer, an all-gather's contribution);
+// `grad_bytes` the fp32 gradients it stands for (so grad_bytes / bytes is
+// the compression ratio); `sent_bytes` what this rank really sent, summed
+// from the algorithm's steps (NCCL, whose steps are hidden: the ring's
+// 2(n-1)/n of an all-reduce's buffer, n-1 times an all-gather's part).
 struct CommSpan {
   int index = 0;            // bucket index (bucketed) or parameter index
-  std::size_t bytes = 0;    // bytes on the wire
+  std::size_t bytes = 0;    // the message (see above)
   int64_t ready_ns = 0;     // last gradient of the unit became ready (GPU: computed)
   int64_t launch_ns = 0;    // handed to the communicator
   int64_t start_ns = 0;     // progress thread (GPU: communication stream) started it
   int64_t end_ns = 0;       // progress thread (GPU: communication stream) finished it
   std::vector<comm::AlgoStep> steps = {};  // the algorithm's steps on this rank (CPU backend)
+  SpanOp op = SpanOp::kAllReduce;
+  int round = 0;                 // the unit's collectives in order: PowerSGD's P is 0, its Q 1
+  std::size_t grad_bytes = 0;    // fp32 gradient bytes this collective carries (0: a second round)
+  std::size_t sent_bytes = 0;    // bytes this rank sent (see above)
 };
 
-// What one synchronisation cost.
+// What one synchronisation cost (sums over its spans).
 struct SyncStats {
   double exposed_ms = 0;  // the training thread waited this long after backward
-  double total_ms = 0;    // sum of the all-reduce spans (progress thread or comm stream)
-  std::size_t bytes = 0;  // bytes all-reduced (on the wire)
+  double total_ms = 0;    // sum of the collectives' spans (progress thread or comm stream)
+  std::size_t bytes = 0;  // messages handed to collectives
+  std::size_t grad_bytes = 0;  // fp32 gradient bytes synchronised
+  std::size_t sent_bytes = 0;  // bytes this rank sent
   std::vector<CommSpan> spans;
 };
 
@@ -65,7 +80,7 @@ struct SyncOptions {
   Mode mode = Mode::kBucketed;
   double bucket_mb = 25.0;       // cap of every bucket but the first (MiB)
   double first_bucket_mb = 1.0;  // cap of bucket 0, the first ready
-  Compression compress = Compression::kNone;
+  Compression compress = {};
 };
 
 // Builds the strategy for `params` (registration order). Bucketed mode

@@ -6,23 +6,19 @@
 // docs/hooks.md.
 #include "core/common/check.h"
 #include "core/common/timer.h"
-#include "core/ddp/allreduce_unit.h"
 #include "core/ddp/strategies.h"
 
 namespace mddp::ddp {
 
-HookedSync::HookedSync(std::vector<nn::Parameter*> params, Compression compress, comm::ProcessGroup& comm)
-    : comm_(comm) {
-  for (std::size_t i = 0; i < params.size(); ++i) {
-    index_of_[params[i]] = i;
-    units_.emplace_back(static_cast<int>(i), params[i]->grad, compress);
-  }
+HookedSync::HookedSync(std::vector<nn::Parameter*> params, const Compression& compress, comm::ProcessGroup& comm)
+    : comm_(comm), units_(units_per_parameter(params, compress)) {
+  for (std::size_t i = 0; i < params.size(); ++i) index_of_[params[i]] = i;
 }
 
 void HookedSync::on_grad_ready(nn::Parameter& p) {
   auto it = index_of_.find(&p);
   MDDP_CHECK(it != index_of_.end(), "grad-ready hook for unknown parameter ", p.name);
-  AllReduceUnit& u = units_[it->second];
+  SyncUnit& u = *units_[it->second];
   MDDP_CHECK(!u.launched(), "parameter ", p.name, " became ready twice in one backward");
   u.mark_ready(now_ns());
   u.launch(comm_);
@@ -34,7 +30,8 @@ void HookedSync::finish() {
   MDDP_CHECK(launch_order_.size() == units_.size(), "only ", launch_order_.size(), " of ", units_.size(),
              " parameters got a gradient in this backward (unused parameters are not supported)");
   const int64_t t0 = now_ns();
-  for (std::size_t i : launch_order_) units_[i].complete(stats_);
+  for (std::size_t i : launch_order_) units_[i]->advance(comm_);
+  for (std::size_t i : launch_order_) units_[i]->complete(stats_);
   stats_.exposed_ms = ns_to_ms(now_ns() - t0);
   launch_order_.clear();
 }

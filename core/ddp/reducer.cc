@@ -57,6 +57,7 @@ Reducer::Reducer(std::vector<nn::Parameter*> params, const SyncOptions& options,
     for (std::size_t i : assignment_[b]) numel += params[i]->grad.numel();
     tensor::Tensor flat = tensor::Tensor::empty({numel}, params[assignment_[b].front()]->grad.device());
     int64_t offset = 0;
+    std::vector<tensor::Tensor> views;
     for (std::size_t i : assignment_[b]) {
       nn::Parameter* p = params[i];
       tensor::Tensor view = flat.view(offset, p->grad.shape());
@@ -64,9 +65,10 @@ Reducer::Reducer(std::vector<nn::Parameter*> params, const SyncOptions& options,
       p->grad = view;
       slot_of_[p] = {b};
       offset += view.numel();
+      views.push_back(view);
     }
     flat_.push_back(flat);
-    units_.emplace_back(static_cast<int>(b), flat, options.compress);
+    units_.push_back(make_sync_unit(static_cast<int>(b), flat, std::move(views), options.compress));
     bucket_size_.push_back(assignment_[b].size());
   }
   pending_ = bucket_size_;
@@ -77,10 +79,10 @@ void Reducer::on_grad_ready(nn::Parameter& p) {
   MDDP_CHECK(it != slot_of_.end(), "grad-ready hook for unknown parameter ", p.name);
   const std::size_t b = it->second.bucket;
   MDDP_CHECK(pending_[b] > 0, "parameter ", p.name, " became ready twice in one backward");
-  if (--pending_[b] == 0) units_[b].mark_ready(now_ns());
+  if (--pending_[b] == 0) units_[b]->mark_ready(now_ns());
   next_to_launch_ = rules_.flush(pending_, next_to_launch_, [this](std::size_t k) {
-    MDDP_CHECK(k < units_.size() && !units_[k].launched(), "bucket ", k, " launched twice or does not exist");
-    units_[k].launch(comm_);
+    MDDP_CHECK(k < units_.size() && !units_[k]->launched(), "bucket ", k, " launched twice or does not exist");
+    units_[k]->launch(comm_);
   });
 }
 
@@ -92,7 +94,8 @@ void Reducer::finish() {
                     " gradients did not arrive in this backward (a parameter unused in forward?)"));
   }
   const int64_t t0 = now_ns();
-  for (AllReduceUnit& u : units_) u.complete(stats_);
+  for (auto& u : units_) u->advance(comm_);  // PowerSGD's second round (sync_unit.h)
+  for (auto& u : units_) u->complete(stats_);
   stats_.exposed_ms = ns_to_ms(now_ns() - t0);
   pending_ = bucket_size_;
   next_to_launch_ = 0;

@@ -4,33 +4,37 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/ddp/allreduce_unit.h"
 #include "core/ddp/bucket_assignment.h"
 #include "core/ddp/grad_sync.h"
+#include "core/ddp/sync_unit.h"
 
 namespace mddp::ddp {
 
+// One unit per parameter, in registration order (naive and hooked mode).
+std::vector<std::unique_ptr<SyncUnit>> units_per_parameter(const std::vector<nn::Parameter*>& params,
+                                                           const Compression& compress);
+
 class NaiveSync : public GradSync {
  public:
-  NaiveSync(std::vector<nn::Parameter*> params, Compression compress, comm::ProcessGroup& comm);
+  NaiveSync(std::vector<nn::Parameter*> params, const Compression& compress, comm::ProcessGroup& comm);
   void on_grad_ready(nn::Parameter& p) override;
   void finish() override;
 
  private:
   comm::ProcessGroup& comm_;
-  std::vector<AllReduceUnit> units_;
+  std::vector<std::unique_ptr<SyncUnit>> units_;
 };
 
 class HookedSync : public GradSync {
  public:
-  HookedSync(std::vector<nn::Parameter*> params, Compression compress, comm::ProcessGroup& comm);
+  HookedSync(std::vector<nn::Parameter*> params, const Compression& compress, comm::ProcessGroup& comm);
   void on_grad_ready(nn::Parameter& p) override;
   void finish() override;
 
  private:
   comm::ProcessGroup& comm_;
   std::unordered_map<const nn::Parameter*, std::size_t> index_of_;
-  std::vector<AllReduceUnit> units_;
+  std::vector<std::unique_ptr<SyncUnit>> units_;
   std::vector<std::size_t> launch_order_;  // FIFO: the order the communicator runs them
 };
 
@@ -52,7 +56,7 @@ class Reducer : public GradSync {
   BucketRules rules_;
   std::vector<std::vector<std::size_t>> assignment_;
   std::vector<tensor::Tensor> flat_;       // one flat buffer per bucket
-  std::vector<AllReduceUnit> units_;       // one per bucket
+  std::vector<std::unique_ptr<SyncUnit>> units_;  // one per bucket
   std::vector<std::size_t> pending_;       // gradients still missing, per bucket
   std::vector<std::size_t> bucket_size_;   // parameters per bucket
   std::unordered_map<const nn::Parameter*, Slot> slot_of_;

@@ -45,7 +45,7 @@ void add_phases(Analysis& a, const Steps& steps, int world) {
 }
 
 void add_comm_and_series(Analysis& a, const Steps& steps) {
-  double exposed = 0, total = 0, bytes = 0;
+  double exposed = 0, total = 0, bytes = 0, grad_bytes = 0, sent_bytes = 0;
   for (const auto& step : steps) {
     StepPoint pt{step.front().step};
     for (const auto& r : step) {
@@ -57,6 +57,8 @@ void add_comm_and_series(Analysis& a, const Steps& steps) {
       pt.step_ms += r.step_ms;
       pt.total_comm_ms += r.total_comm_ms;
       bytes += static_cast<double>(r.comm_bytes);
+      grad_bytes += static_cast<double>(r.grad_bytes);
+      sent_bytes += static_cast<double>(r.sent_bytes);
     }
     const double n = static_cast<double>(step.size());
     for (double* v : {&pt.data_ms, &pt.forward_ms, &pt.backward_ms, &pt.exposed_comm_ms, &pt.optimizer_ms,
@@ -68,7 +70,10 @@ void add_comm_and_series(Analysis& a, const Steps& steps) {
     a.series.push_back(pt);
   }
   a.overlap = overlap_fraction(exposed, total);
-  a.comm_bytes_per_step = bytes / static_cast<double>(steps.size() * steps.front().size());
+  const auto records = static_cast<double>(steps.size() * steps.front().size());
+  a.comm_bytes_per_step = bytes / records;
+  a.grad_bytes_per_step = grad_bytes / records;
+  a.sent_bytes_per_step = sent_bytes / records;
   const double step_ms = a.phases[kStep].all.mean;
   a.exposed_comm_share = a.phases[kExposedComm].share;
   a.total_comm_share = step_ms > 0 ? a.phases[kTotalComm].all.mean / step_ms : 0;
@@ -85,12 +90,14 @@ void add_buckets(Analysis& a, const Steps& steps, const AnalyzeOptions& o) {
   const int world = a.config.world_size;
   std::map<std::size_t, std::vector<double>> by_bytes;
   for (const auto& step : steps) {
-    std::map<int, std::pair<std::size_t, double>> shortest;  // index -> (bytes, ms)
+    // (index, round) -> (bytes, ms); top-k's all-gathers are not all-reduces.
+    std::map<std::pair<int, int>, std::pair<std::size_t, double>> shortest;
     for (const auto& r : step)
       for (const auto& b : r.buckets) {
         if (b.start_ns == 0 || b.end_ns <= b.start_ns) continue;  // did not run
+        if (b.op != ddp::SpanOp::kAllReduce) continue;
         const double ms = static_cast<double>(b.end_ns - b.start_ns) * 1e-6;
-        auto [it, fresh] = shortest.try_emplace(b.index, b.bytes, ms);
+        auto [it, fresh] = shortest.try_emplace({b.index, b.round}, b.bytes, ms);
         if (!fresh) it->second.second = std::min(it->second.second, ms);
       }
     for (const auto& [index, v] : shortest) by_bytes[v.first].push_back(v.second);
@@ -120,6 +127,52 @@ void add_buckets(Analysis& a, const Steps& steps, const AnalyzeOptions& o) {
   if (!all_predicted) a.predicted_comm_ms_per_step = 0;
 }
 
+// The hierarchical all-reduce's levels over the steps that carry algorithm
+// steps with a level (LevelSplit); nothing when none does.
+void add_levels(Analysis& a, const Steps& steps, const std::vector<RankPlacement>& members,
+                const AnalyzeOptions& o) {
+  LevelSplit s;
+  for (const auto& step : steps) {
+    double host = 0, cross = 0, bytes = 0;
+    bool hierarchical = false;
+    for (const auto& r : step)
+      for (const auto& b : r.buckets)
+        for (const comm::AlgoStep& x : b.steps) {
+          if (x.level == comm::StepLevel::kWorld) continue;
+          hierarchical = true;
+          const double ms = static_cast<double>(x.end_ns - x.start_ns) * 1e-6;
+          (x.level == comm::StepLevel::kHost ? host : cross) += ms;
+          if (x.level == comm::StepLevel::kCrossHost) bytes += static_cast<double>(x.send_bytes);
+        }
+    if (!hierarchical) continue;
+    ++s.traced_steps;
+    s.host_ms += host / static_cast<double>(step.size());
+    s.cross_host_ms += cross / static_cast<double>(step.size());
+    s.cross_host_bytes += bytes;
+  }
+  if (s.traced_steps == 0) return;
+  for (double* v : {&s.host_ms, &s.cross_host_ms, &s.cross_host_bytes}) *v /= static_cast<double>(s.traced_steps);
+  const auto hosts = host_loads(members);
+  s.hosts = static_cast<int>(hosts.size());
+  if (s.hosts > 0 && std::all_of(hosts.begin(), hosts.end(),
+                                 [&](const HostLoad& h) { return h.ranks.size() == hosts.front().ranks.size(); }))
+    s.ranks_per_host = static_cast<int>(hosts.front().ranks.size());
+  const auto shm = find_fit(o.fits, "shm", "ring", s.ranks_per_host);
+  const auto tcp = find_fit(o.fits, "tcp", "ring", s.hosts);
+  if (s.ranks_per_host > 1 && shm && tcp)
+    for (const auto& b : steps.front().front().buckets) {
+      const auto t = hierarchical_allreduce_seconds(static_cast<double>(b.bytes), s.hosts, s.ranks_per_host,
+                                                    shm->link, tcp->link);
+      s.predicted_host_ms += t.host_s * 1e3;
+      s.predicted_cross_host_ms += t.cross_s * 1e3;
+    }
+  a.levels = s;
+  if (a.config.algorithm == "auto") {
+    a.config.algorithm = "hierarchical";
+    a.notes.push_back("algorithm auto ran hierarchical (its steps run within and across hosts)");
+  }
+}
+
 void add_notes(Analysis& a, const AnalyzeOptions& o, int64_t incomplete) {
   auto& c = a.config;
   if (c.source != "job.json") {
@@ -140,7 +193,13 @@ void add_notes(Analysis& a, const AnalyzeOptions& o, int64_t incomplete) {
     a.notes.push_back("job.json records no CPU counts (a run of an older microddp): oversubscription (more compute "
                       "threads than CPUs on a host) was not checked");
   if (a.config.world_size > 1 && !a.buckets.empty() && a.predicted_comm_ms_per_step == 0) {
-    if (c.transport.empty() || c.transport == "auto")
+    if (c.algorithm == "hierarchical")
+      a.notes.push_back(a.levels && a.levels->predicted_host_ms > 0
+                            ? "the hierarchical all-reduce is predicted level by level (above), not per size"
+                            : "no prediction of the hierarchical all-reduce: it needs the shm ring fit at the ranks per "
+                              "host and the tcp ring fit at the hosts (`microddp bench allreduce --fit` on each), and "
+                              "an even layout");
+    else if (c.transport.empty() || c.transport == "auto")
       a.notes.push_back("no prediction: the transport is unknown (pass --transport tcp|shm)");
     else if (o.fits.empty())
       a.notes.push_back("no prediction: no alpha-beta fits (run `microddp bench allreduce --fit`, or pass --fit FILE)");
@@ -160,6 +219,7 @@ std::string resolve_algorithm(const std::string& algorithm, std::size_t bytes, i
 std::optional<Prediction> predict(const Analysis& a, std::size_t bytes) {
   const int world = a.config.world_size;
   const std::string algorithm = resolve_algorithm(a.config.algorithm, bytes, world);
+  if (algorithm == "hierarchical") return std::nullopt;  // two links: LevelSplit's prediction
   const auto fit = find_fit(a.fits, a.config.transport, algorithm, world);
   if (!fit) return std::nullopt;
   const double s = allreduce_seconds(algorithm, static_cast<double>(bytes), world, fit->link);
@@ -218,6 +278,7 @@ Analysis analyze(const RunLog& run, const AnalyzeOptions& o) {
 
   add_phases(a, complete, world);
   add_comm_and_series(a, complete);
+  add_levels(a, complete, run.members, o);
   add_buckets(a, complete, o);
   if (world > 1) {
     std::vector<StepTimeline> timelines;

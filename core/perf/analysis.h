@@ -117,6 +117,19 @@ struct EvalPoint {
   double loss = 0, accuracy = -1;
 };
 
+// The hierarchical all-reduce's two levels (comm::StepLevel), from the
+// algorithm steps that traced steps carry (kStepTraceEvery): per step, the
+// time a rank spent in host-level and in cross-host steps (mean over ranks)
+// and the bytes all ranks sent across hosts; beside them the prediction of
+// the shm and tcp ring fits where job.json gives an even layout.
+struct LevelSplit {
+  int64_t traced_steps = 0;
+  double host_ms = 0, cross_host_ms = 0;  // per step
+  double cross_host_bytes = 0;            // per step, all ranks
+  int hosts = 0, ranks_per_host = 0;      // ranks_per_host 0: uneven or unknown layout
+  double predicted_host_ms = 0, predicted_cross_host_ms = 0;  // per step; 0 without both fits
+};
+
 struct Verdict {
   // oversubscribed | communication-bound | input-bound | memory-bound | compute-bound
   std::string kind;
@@ -146,9 +159,14 @@ struct Analysis {
   std::vector<PhaseStats> phases;  // kNumPhases, by PhaseIndex
   double exposed_comm_share = 0, total_comm_share = 0;
   double overlap = 0;           // 1 - sum(exposed) / sum(total) over the steps used
-  double comm_bytes_per_step = 0;
+  double comm_bytes_per_step = 0;  // messages handed to collectives (per rank)
+  // fp32 gradient bytes those messages stand for, and what a rank really
+  // sent (Note [Wire bytes] in core/ddp/grad_sync.h); 0 in an older log.
+  double grad_bytes_per_step = 0, sent_bytes_per_step = 0;
+  double compression_ratio() const { return comm_bytes_per_step > 0 ? grad_bytes_per_step / comm_bytes_per_step : 0; }
   double samples_per_s = 0;     // 0 when the global batch is unknown
   std::vector<BucketStats> buckets;   // by size, largest first
+  std::optional<LevelSplit> levels;   // when the hierarchical all-reduce ran
   std::vector<LinkFit> fits;    // the fits of this run's transport and world size
   double predicted_comm_ms_per_step = 0;     // 0 unless every size has a fit
   StragglerSummary stragglers;
@@ -171,7 +189,9 @@ bool oversubscribed(const Analysis& a);
 Verdict classify(const Analysis& a);
 
 // The all-reduce algorithm that ran for a message of `bytes`: `auto` is
-// resolved as the communicator resolves it (by size and world); "" stays "".
+// resolved as the communicator resolves it on one host or one rank per host
+// (by size and world; analyze() sets `hierarchical` where the steps show
+// it ran); "" stays "".
 std::string resolve_algorithm(const std::string& algorithm, std::size_t bytes, int world_size);
 
 // The fit's all-reduce time (ms) and busbw (GB/s) for `bytes` in this run

@@ -48,6 +48,18 @@ nlohmann::json to_json(const Analysis& a) {
                      {"oversubscribed", h.oversubscribed()},
                      {"summary", h.describe()}});
   }
+  nlohmann::json levels;  // null unless the hierarchical all-reduce ran
+  if (const auto& l = a.levels) {
+    const auto predicted = [&](double v) { return v > 0 ? nlohmann::json(v) : nlohmann::json(nullptr); };
+    levels = {{"traced_steps", l->traced_steps},
+              {"hosts", l->hosts},
+              {"ranks_per_host", l->ranks_per_host ? nlohmann::json(l->ranks_per_host) : nlohmann::json(nullptr)},
+              {"host_ms_per_step", l->host_ms},
+              {"cross_host_ms_per_step", l->cross_host_ms},
+              {"cross_host_bytes_per_step", l->cross_host_bytes},
+              {"predicted_host_ms_per_step", predicted(l->predicted_host_ms)},
+              {"predicted_cross_host_ms_per_step", predicted(l->predicted_cross_host_ms)}};
+  }
   nlohmann::json evals = nlohmann::json::array();
   for (const auto& e : a.evals) evals.push_back({{"step", e.step}, {"loss", e.loss}, {"accuracy", e.accuracy}});
   return {
@@ -73,10 +85,14 @@ nlohmann::json to_json(const Analysis& a) {
         {"total_share", a.total_comm_share},
         {"overlap", a.overlap},
         {"bytes_per_step", a.comm_bytes_per_step},
+        {"grad_bytes_per_step", a.grad_bytes_per_step},
+        {"sent_bytes_per_step", a.sent_bytes_per_step},
+        {"compression_ratio", a.compression_ratio()},
         {"predicted_ms_per_step", a.predicted_comm_ms_per_step > 0 ? nlohmann::json(a.predicted_comm_ms_per_step)
                                                                    : nlohmann::json(nullptr)}}},
       {"samples_per_s", a.samples_per_s > 0 ? nlohmann::json(a.samples_per_s) : nlohmann::json(nullptr)},
       {"allreduces", buckets},
+      {"hierarchical", levels},
       {"stragglers", to_json(a.stragglers)},
       {"hosts", hosts},
       {"oversubscribed", cpus_known ? nlohmann::json(oversubscribed(a)) : nlohmann::json(nullptr)},

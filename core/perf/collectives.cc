@@ -10,7 +10,9 @@ namespace mddp::perf {
 namespace {
 
 // Steps sort in the order the algorithms run them: a reduce-scatter before
-// its all-gather, a reduce before its broadcast.
+// its all-gather, a reduce before its broadcast; the hierarchical
+// all-reduce's host reduce-scatter before its cross-host steps, and those
+// before its host all-gather.
 int phase_order(comm::StepPhase p) {
   switch (p) {
     case comm::StepPhase::kReduceScatter:
@@ -23,6 +25,10 @@ int phase_order(comm::StepPhase p) {
       return 3;
   }
   return 4;
+}
+int step_order(const comm::AlgoStep& a) {
+  const int stage = a.level == comm::StepLevel::kHost ? (a.phase == comm::StepPhase::kAllGather ? 2 : 0) : 1;
+  return stage * 8 + phase_order(a.phase);
 }
 
 }  // namespace
@@ -59,8 +65,9 @@ StepCollectives build_collectives(const std::vector<StepMetrics>& step_records, 
       v.start_ms = std::min(v.start_ms, ms(b.start_ns));
       v.end_ms = std::max(v.end_ms, ms(b.end_ns));
       for (const comm::AlgoStep& a : b.steps) {
-        CollectiveStep& s = steps[b.index][{phase_order(a.phase), a.index}];
-        s.phase = comm::to_string(a.phase);
+        if (a.level != comm::StepLevel::kWorld) v.algorithm = "hierarchical";  // `auto` chose it by topology
+        CollectiveStep& s = steps[b.index][{step_order(a), a.index}];
+        s.phase = comm::phase_name(a);
         s.index = a.index;
         s.transfers.push_back({m.rank, a.send_peer, a.send_block, a.recv_peer, a.recv_block,
                                a.send_bytes, a.recv_bytes, ms(a.start_ns), ms(a.end_ns)});
@@ -80,7 +87,7 @@ StepCollectives build_collectives(const std::vector<StepMetrics>& step_records, 
       }
       v.steps.push_back(std::move(s));
     }
-    if (fit)
+    if (fit && v.algorithm != "hierarchical")  // its two levels need two links: no one-fit prediction
       v.predicted_ms =
           allreduce_seconds(v.algorithm, static_cast<double>(v.bytes), world_size, fit->link) * 1e3;
     out.collectives.push_back(std::move(v));

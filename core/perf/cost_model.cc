@@ -38,6 +38,16 @@ double allreduce_seconds(const std::string& algorithm, double bytes, int world_s
   return s.messages * link.alpha_s + s.bytes_factor * bytes / link.beta_Bps;
 }
 
+TwoLevelTime hierarchical_allreduce_seconds(double bytes, int hosts, int ranks_per_host, const AlphaBeta& host_link,
+                                            const AlphaBeta& network) {
+  MDDP_CHECK(hosts >= 1 && ranks_per_host >= 1, hosts, " hosts of ", ranks_per_host, " ranks");
+  // The host level is a ring over L ranks moving S; the cross level's L
+  // rings each move S/L over H ranks at once through one link of beta_g,
+  // as one ring of S over H ranks would: 2(H-1)(a + (S/L)/(H b/L)).
+  return {allreduce_seconds("ring", bytes, ranks_per_host, host_link),
+          allreduce_seconds("ring", bytes, hosts, network)};
+}
+
 double bus_bandwidth_gbps(double bytes, double seconds, int world_size) {
   if (seconds <= 0 || world_size <= 1) return 0;
   return bytes / seconds * 2.0 * (world_size - 1) / world_size * 1e-9;

@@ -4,6 +4,9 @@
 //   ring   2(n-1) steps of S/n bytes:        2(n-1) (alpha + S / (n beta))
 //   tree   2 ceil(log2 n) steps of S bytes:  2 ceil(log2 n) (alpha + S / beta)
 //   naive  rank 0 receives n-1 and sends n-1 full messages: 2(n-1)(alpha + S / beta)
+//   hierarchical (H hosts of L ranks, hierarchical_all_reduce.cc): a ring
+//          within each host, then rings of one rank per host that share the
+//          host's network link:  2(L-1)(a_l + S/(L b_l)) + 2(H-1)(a_g + S/(H b_g))
 // Bus bandwidth (nccl-tests' busbw) normalises a measured all-reduce so that
 // it is comparable to the link speed whatever n is: busbw = S/t * 2(n-1)/n.
 #pragma once
@@ -24,6 +27,16 @@ struct AlphaBeta {
 // Predicted all-reduce time (seconds) of `bytes` on `world_size` ranks with
 // `algorithm` = ring | tree | naive. 0 when world_size <= 1.
 double allreduce_seconds(const std::string& algorithm, double bytes, int world_size, const AlphaBeta& link);
+
+// The hierarchical all-reduce's two parts (seconds): within hosts over
+// `host_link`, across them over `network` (each host's link, shared by its
+// L ranks' cross-host rings).
+struct TwoLevelTime {
+  double host_s = 0, cross_s = 0;
+  double total() const { return host_s + cross_s; }
+};
+TwoLevelTime hierarchical_allreduce_seconds(double bytes, int hosts, int ranks_per_host, const AlphaBeta& host_link,
+                                            const AlphaBeta& network);
 
 // busbw in GB/s (1e9 bytes/s) of an all-reduce of `bytes` taking `seconds` on
 // `world_size` ranks; 0 when seconds <= 0 or world_size <= 1.

@@ -19,6 +19,10 @@ bool traced_step(int64_t step, int world_size) {
 
 double StepMetrics::overlap() const { return overlap_fraction(exposed_comm_ms, total_comm_ms); }
 
+double StepMetrics::compression_ratio() const {
+  return comm_bytes > 0 ? static_cast<double>(grad_bytes) / static_cast<double>(comm_bytes) : 0;
+}
+
 namespace {
 
 // Times are measured in whole nanoseconds: printing more digits of their
@@ -29,7 +33,7 @@ double ns_precision(double ms) { return std::round(ms * 1e6) / 1e6; }
 nlohmann::json steps_json(const ddp::CommSpan& b) {
   nlohmann::json out = nlohmann::json::array();
   for (const comm::AlgoStep& s : b.steps)
-    out.push_back({comm::to_string(s.phase), s.index, s.send_peer, s.send_block, s.recv_peer, s.recv_block,
+    out.push_back({comm::phase_name(s), s.index, s.send_peer, s.send_block, s.recv_peer, s.recv_block,
                    s.send_bytes, s.recv_bytes, s.start_ns - b.start_ns, s.end_ns - b.start_ns});
   return out;
 }
@@ -42,7 +46,10 @@ nlohmann::json StepMetrics::to_json() const {
   nlohmann::json spans = nlohmann::json::array();
   for (const auto& b : buckets) {
     nlohmann::json span = {{"index", b.index}, {"bytes", b.bytes}, {"ready_ns", b.ready_ns}, {"launch_ns", b.launch_ns},
-                           {"start_ns", b.start_ns}, {"end_ns", b.end_ns}};
+                           {"start_ns", b.start_ns}, {"end_ns", b.end_ns}, {"grad_bytes", b.grad_bytes},
+                           {"sent_bytes", b.sent_bytes}};
+    if (b.op != ddp::SpanOp::kAllReduce) span["op"] = ddp::to_string(b.op);
+    if (b.round != 0) span["round"] = b.round;
     if (!b.steps.empty()) span["steps"] = steps_json(b);
     spans.push_back(std::move(span));
   }
@@ -52,7 +59,8 @@ nlohmann::json StepMetrics::to_json() const {
           {"backward_ms", ns_precision(backward_ms)}, {"exposed_comm_ms", ns_precision(exposed_comm_ms)},
           {"total_comm_ms", ns_precision(total_comm_ms)}, {"optimizer_ms", ns_precision(optimizer_ms)},
           {"step_ms", ns_precision(step_ms)},     {"overlap", ns_precision(overlap())},
-          {"comm_bytes", comm_bytes}, {"start_ns", start_ns},
+          {"comm_bytes", comm_bytes}, {"grad_bytes", grad_bytes},
+          {"sent_bytes", sent_bytes}, {"start_ns", start_ns},
           {"clock_offset_ns", clock_offset_ns}, {"buckets", spans}};
 }
 
@@ -84,7 +92,7 @@ std::vector<comm::AlgoStep> steps_from_json(const nlohmann::json& j, int64_t buc
     for (std::size_t k = 1; k < 10; ++k)
       if (!v[k].is_number_integer()) throw bad(v);
     comm::AlgoStep s;
-    s.phase = comm::parse_step_phase(v[0].get<std::string>());
+    comm::parse_phase_name(v[0].get<std::string>(), s);
     s.index = v[1].get<int>();
     s.send_peer = v[2].get<int>();
     s.send_block = v[3].get<int>();
@@ -122,6 +130,8 @@ StepMetrics StepMetrics::from_json(const nlohmann::json& j) {
   read(j, "optimizer_ms", m.optimizer_ms);
   read(j, "step_ms", m.step_ms);
   read(j, "comm_bytes", m.comm_bytes);
+  read(j, "grad_bytes", m.grad_bytes);
+  read(j, "sent_bytes", m.sent_bytes);
   read(j, "start_ns", m.start_ns);
   read(j, "clock_offset_ns", m.clock_offset_ns);
   read(j, "eval_loss", m.eval_loss);
@@ -137,6 +147,13 @@ StepMetrics StepMetrics::from_json(const nlohmann::json& j) {
       read(b, "launch_ns", s.launch_ns);
       read(b, "start_ns", s.start_ns);
       read(b, "end_ns", s.end_ns);
+      read(b, "grad_bytes", s.grad_bytes);
+      read(b, "sent_bytes", s.sent_bytes);
+      read(b, "round", s.round);
+      if (const auto op = b.find("op"); op != b.end()) {
+        if (!op->is_string()) throw InputError(str("metrics record: a bucket's 'op' should be a string, not ", op->dump()));
+        s.op = ddp::parse_span_op(op->get<std::string>());
+      }
       if (const auto steps = b.find("steps"); steps != b.end()) s.steps = steps_from_json(*steps, s.start_ns);
       m.buckets.push_back(s);
     }

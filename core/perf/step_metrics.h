@@ -33,7 +33,13 @@ struct StepMetrics {
   double loss = 0;
   double data_ms = 0, forward_ms = 0, backward_ms = 0, exposed_comm_ms = 0, optimizer_ms = 0, step_ms = 0;
   double total_comm_ms = 0;
+  // Bytes of the step's synchronisation (Note [Wire bytes] in core/ddp/grad_sync.h):
+  // the messages handed to collectives, the fp32 gradients they stand for,
+  // and what this rank really sent. grad_bytes / comm_bytes is the
+  // compression ratio (1 uncompressed, 2 for fp16/bf16).
   std::size_t comm_bytes = 0;
+  std::size_t grad_bytes = 0;
+  std::size_t sent_bytes = 0;
   // Per bucket (or parameter): ready, launch, start, end; on traced steps
   // also its algorithm's steps, in JSON as arrays
   //   [phase, index, send_peer, send_block, recv_peer, recv_block, send_bytes, recv_bytes, start, end]
@@ -47,6 +53,7 @@ struct StepMetrics {
   double eval_loss = 0, eval_accuracy = -1;
 
   double overlap() const;  // in [0, 1]; 0 when nothing was communicated
+  double compression_ratio() const;  // grad_bytes / comm_bytes; 0 when nothing was communicated
   nlohmann::json to_json() const;
   // The inverse of to_json (extra keys are ignored; a missing key keeps its
   // default). Throws InputError naming the key on a value of the wrong type.

@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "core/common/check.h"
+#include "core/ddp/compression.h"
 
 namespace mddp::train {
 
@@ -43,6 +44,19 @@ void TrainConfig::validate() const {
   if (loss == "xent" && data.spec == "synthetic-regression")
     throw InputError("--dataset synthetic-regression needs --loss mse");
   parse_straggler(dist.straggler);
+  const ddp::Compression compress = ddp::parse_compression(dist.compress);
+  if ((compress.kind == ddp::CompressionKind::kTopK || compress.kind == ddp::CompressionKind::kPowerSgd) &&
+      device.rfind("cuda", 0) == 0)
+    throw InputError(str("--compress ", dist.compress, " runs on the CPU backend only; on --device ", device,
+                         " use --compress fp16 or bf16"));
+  if (compress.kind != ddp::CompressionKind::kNone && dist.local_sgd > 0)
+    throw InputError(str("--compress ", dist.compress, " has nothing to compress with --local-sgd: its gradients are "
+                         "never synchronised (the parameters are averaged in fp32); drop one of the two"));
+  if (dist.backend != "auto" && dist.backend != "cpu" && dist.backend != "gloo" && dist.backend != "nccl")
+    throw InputError(str("unknown --backend '", dist.backend, "' (auto, cpu, gloo or nccl)"));
+  if ((dist.backend == "gloo" || dist.backend == "nccl") && (dist.algorithm != "auto" || dist.transport != "auto"))
+    throw InputError(str("--algo and --transport choose microddp's own collectives; --backend ", dist.backend,
+                         " brings its own: leave them out (or use --backend cpu)"));
   if (checkpoint_every < 0) throw InputError(str("--checkpoint-every must be >= 0, got ", checkpoint_every));
   if (keep_checkpoints < 0) throw InputError(str("--keep-checkpoints must be >= 0, got ", keep_checkpoints));
   if (checkpoint_every > 0 && run_dir.empty())

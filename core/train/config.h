@@ -17,10 +17,14 @@ struct DistConfig {
   std::string ddp = "bucketed";       // naive | hooked | bucketed
   double bucket_mb = 25.0;            // bucket cap (MiB)
   double first_bucket_mb = 1.0;       // cap of the first bucket (MiB)
-  std::string compress = "none";      // none | fp16 | bf16 (the all-reduce's wire type)
+  std::string compress = "none";      // what DDP sends: ddp::parse_compression (none, fp16, bf16, topk:R, powersgd:R)
   int64_t local_sgd = 0;              // > 0: average parameters every K steps instead
-  std::string algorithm = "auto";     // auto | ring | naive | tree
+  std::string algorithm = "auto";     // auto | ring | naive | tree | hierarchical
   std::string transport = "auto";     // auto | tcp | shm
+  // Who runs the collectives: auto (cpu on --device cpu, nccl on cuda),
+  // cpu (microddp's own: tcp/shm and the algorithms of core/comm), gloo
+  // (core/comm/gloo) or nccl. --algo and --transport are cpu's.
+  std::string backend = "auto";
   int64_t timeout_ms = 60'000;        // bound on every collective wait
   // A lab setting: "RANK:PHASE:MS" makes rank RANK sleep MS milliseconds in
   // PHASE (data, forward or backward) of every step, a straggler to watch

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <iterator>
 
+#include "core/comm/gloo/gloo.h"
 #include "core/common/timer.h"
 #include "core/tensor/device.h"
 
@@ -15,14 +16,30 @@ comm::CommOptions comm_options(const TrainConfig& cfg) {
   return o;
 }
 
+std::string process_group_backend(const TrainConfig& cfg) {
+  const bool cpu = tensor::Device::parse(cfg.device).is_cpu();
+  const std::string& b = cfg.dist.backend;
+  if (b == "auto") return cpu ? "cpu" : "nccl";
+  if (b == "nccl" && cpu)
+    throw InputError("--backend nccl needs GPU tensors: add --device cuda, or use --backend cpu or gloo");
+  if (b != "nccl" && !cpu)
+    throw InputError(str("--backend ", b, " takes host memory, and --device ", cfg.device,
+                         " keeps the gradients on a GPU: use --backend nccl (or auto), or --device cpu"));
+  return b;
+}
+
 std::unique_ptr<comm::ProcessGroup> connect_process_group(comm::Store& store, int rank, int size,
                                                           const comm::JobIdentity& job, const TrainConfig& cfg,
                                                           const std::string& bind_host, const std::string& prefix) {
   const tensor::Device device = tensor::Device::parse(cfg.device);
   tensor::require_available(device);  // the one clear line, before any rank waits on this one
-  if (device.is_cpu())
+  const std::string backend = process_group_backend(cfg);
+  if (backend == "cpu")
     return comm::connect(store, rank, size, job, comm::parse_transport(cfg.dist.transport), comm_options(cfg),
                          bind_host, prefix);
+  if (backend == "gloo")
+    return comm::gloo::connect_gloo(store, rank, size,
+                                    {std::chrono::milliseconds(cfg.dist.timeout_ms), bind_host, prefix});
   comm::nccl::NcclOptions o;
   o.device = device.index;
   o.timeout = std::chrono::milliseconds(cfg.dist.timeout_ms);
@@ -127,6 +144,8 @@ perf::StepMetrics DistributedTrainer::metrics(const StepResult& r) const {
   m.step_ms = t.total;
   m.total_comm_ms = s.total_ms;
   m.comm_bytes = s.bytes;
+  m.grad_bytes = s.grad_bytes;
+  m.sent_bytes = s.sent_bytes;
   m.buckets = s.spans;
   if (!perf::traced_step(r.step, comm_->size()))
     for (ddp::CommSpan& b : m.buckets) b.steps.clear();

@@ -56,11 +56,16 @@ class DistributedTrainer {
 // The communicator options a TrainConfig asks for.
 comm::CommOptions comm_options(const TrainConfig& cfg);
 
-// This rank's collectives for `cfg`. Collective. On --device cuda: NCCL on
-// the rank's GPU, ordered after its compute stream (the gradients live
-// there); on the CPU: a Communicator over the transport cfg.dist.transport
-// names. Throws InputError before any rendezvous when the device cannot be
-// used (no GPU, a build without CUDA).
+// The backend cfg asks for, `auto` resolved by the device: cpu | gloo | nccl.
+// Throws InputError when the backend cannot hold the device's tensors.
+std::string process_group_backend(const TrainConfig& cfg);
+
+// This rank's collectives for `cfg` (the one place that picks them).
+// Collective. nccl: NCCL on the rank's GPU, ordered after its compute
+// stream (the gradients live there); cpu: a Communicator over the transport
+// cfg.dist.transport names; gloo: the gloo group (core/comm/gloo). Throws
+// InputError before any rendezvous when the device or backend cannot be
+// used (no GPU, a build without CUDA or gloo, a backend for the wrong device).
 std::unique_ptr<comm::ProcessGroup> connect_process_group(comm::Store& store, int rank, int size,
                                                           const comm::JobIdentity& job, const TrainConfig& cfg,
                                                           const std::string& bind_host = "127.0.0.1",

@@ -36,6 +36,7 @@ json job_json(const JobSnapshot& s) {
           {"algorithm", s.algorithm},
           {"ddp", s.ddp},
           {"compress", s.compress},
+          {"compression_ratio", s.compression_ratio},
           {"model", s.model},
           {"global_batch", s.global_batch},
           {"step", s.step},
@@ -82,12 +83,15 @@ json record_json(const coordinator::MetricsRecord& r) { return coordinator::Metr
 // never reads (the timeline it draws comes aligned from /api/timeline).
 json stream_record_json(const coordinator::MetricsRecord& r) {
   json j = record_json(r);
-  for (const char* key : {"time_unix_ns", "received_unix_ns", "clock_offset_ns", "start_ns", "comm_bytes"})
+  for (const char* key :
+       {"time_unix_ns", "received_unix_ns", "clock_offset_ns", "start_ns", "comm_bytes", "grad_bytes", "sent_bytes"})
     j.erase(key);
-  // A bucket's all-reduce as its duration: the page only needs busbw.
+  // A bucket's all-reduce as its duration: the page only needs busbw, an
+  // all-reduce's (top-k's all-gathers and PowerSGD's second round left out).
   json buckets = json::array();
   for (const auto& b : r.metrics.buckets)
-    buckets.push_back({{"index", b.index}, {"bytes", b.bytes}, {"ms", static_cast<double>(b.end_ns - b.start_ns) / 1e6}});
+    if (b.op == ddp::SpanOp::kAllReduce && b.round == 0)
+      buckets.push_back({{"index", b.index}, {"bytes", b.bytes}, {"ms", static_cast<double>(b.end_ns - b.start_ns) / 1e6}});
   j["buckets"] = std::move(buckets);
   return j;
 }

@@ -41,6 +41,7 @@ void Tracker::observe(const std::vector<coordinator::MetricsRecord>& records, Ti
     }
     RankWindow& w = ranks_[m.rank];
     w.bytes += m.comm_bytes;
+    w.grad_bytes += m.grad_bytes;
     if (m.clock_offset_ns != 0) w.clock_offset_ns = m.clock_offset_ns;
     w.last.push_back({r.time_unix_ns,
                       m.step,
@@ -97,6 +98,12 @@ JobSnapshot Tracker::snapshot(TimePoint now) const {
   s.algorithm = config_.dist.algorithm;
   s.ddp = config_.dist.ddp;
   s.compress = config_.dist.compress;
+  uint64_t bytes = 0, grad_bytes = 0;
+  for (const auto& [rank, w] : ranks_) {
+    bytes += w.bytes;
+    grad_bytes += w.grad_bytes;
+  }
+  if (bytes > 0) s.compression_ratio = static_cast<double>(grad_bytes) / static_cast<double>(bytes);
   s.model = config_.model.kind;
   s.global_batch = config_.batch * config_.accumulate;
   s.step = step_;

@@ -49,6 +49,7 @@ struct JobSnapshot {
   coordinator::JobStatus status;
   int world_size = 0;
   std::string backend, transport, algorithm, ddp, compress, model;
+  double compression_ratio = 0;  // fp32 gradient bytes / bytes sent as, every record so far (0: none)
   int64_t global_batch = 0, step = 0, total_steps = 0;
   std::optional<double> loss, eta_s;
   double samples_per_s = 0, elapsed_s = 0;
@@ -84,6 +85,7 @@ class Tracker {
     std::deque<Sample> last;  // the latest kPhaseWindow training records
     int64_t clock_offset_ns = 0;
     uint64_t bytes = 0;
+    uint64_t grad_bytes = 0;  // the fp32 gradients `bytes` stood for
   };
 
   double samples_per_s() const;

@@ -15,7 +15,7 @@ export function renderHeader(job, ranks) {
     transport: job.transport ?? '–',
     algorithm: job.algorithm ?? '–',
     ddp: job.ddp ?? '–',
-    compress: job.compress ?? '–',
+    compress: job.compression_ratio > 0 ? `${job.compress ?? '–'} (${fixed(job.compression_ratio, 1)}×)` : job.compress ?? '–',
     model: job.model ?? '–',
     global_batch: String(job.global_batch ?? '–'),
     step: total ? `${job.step} / ${total}` : String(job.step ?? '–'),

@@ -68,6 +68,31 @@ case "$SCENARIO" in
     expect_in "samples/s" "$WORK/out"
     grep -q '"samples_per_s"' "$WORK/b.json" || fail "no samples_per_s in the JSON"
     ;;
+  compress)
+    # --compress: bad spellings and impossible combinations are one clear line;
+    # top-k and PowerSGD jobs of 2 real ranks train, and `analyze` reports the
+    # ratio achieved (top-k at 10 %: (4 bytes x n) / (8 bytes x n/10) = 5x).
+    for bad in topk:0 topk:2 powersgd:0 gzip; do
+      "$BIN" run --nproc 2 --http-port -1 --compress "$bad" >"$WORK/out" 2>&1 && fail "--compress $bad accepted"
+      expect_in "error: --compress: '$bad'" "$WORK/out"
+    done
+    "$BIN" run --nproc 2 --http-port -1 --compress powersgd:2 --device cuda >"$WORK/out" 2>&1 && fail "powersgd on cuda accepted"
+    expect_in "runs on the CPU backend only" "$WORK/out"
+    "$BIN" run --nproc 2 --http-port -1 --compress topk:0.1 --local-sgd 2 >"$WORK/out" 2>&1 && fail "topk with local SGD accepted"
+    expect_in "has nothing to compress with --local-sgd" "$WORK/out"
+    for c in topk:0.1 powersgd:2; do
+      "$BIN" run --nproc 2 --http-port -1 --dataset synthetic --width 64 --batch 32 --steps 30 --compress "$c" \
+        --run-dir "$WORK/$c" >"$WORK/out" 2>&1 || { cat "$WORK/out"; fail "run --compress $c failed"; }
+      "$BIN" analyze "$WORK/$c" --no-report >"$WORK/out" 2>&1 || { cat "$WORK/out"; fail "analyze $c failed"; }
+      expect_in "compress $c" "$WORK/out"
+      expect_in "compression: .* (ratio [0-9.]*x)" "$WORK/out"
+    done
+    "$BIN" analyze "$WORK/topk:0.1" --no-report >"$WORK/out" 2>&1
+    expect_in "ratio 5.0x" "$WORK/out"
+    # The collective and the round crossed the coordinator's wire into the log.
+    expect_in '"op":"all_gather"' "$WORK/topk:0.1/metrics.jsonl"
+    expect_in '"round":1' "$WORK/powersgd:2/metrics.jsonl"
+    ;;
   analyze)
     # A real 2-rank job with a planted straggler (rank 1 sleeps 15 ms in backward: well above
     # what a loaded 2-core machine adds to a rank at random), then `analyze`

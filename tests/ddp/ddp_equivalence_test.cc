@@ -4,8 +4,6 @@
 // 1e-5 relative error (fp32; the only difference is the order of the sums).
 #include <gtest/gtest.h>
 
-#include <cstring>
-
 #include "core/comm/memory_store.h"
 #include "core/comm/transport/connect.h"
 #include "core/train/distributed.h"
@@ -16,19 +14,6 @@ namespace mddp::test {
 namespace {
 
 constexpr int kSteps = 4;
-
-void expect_identical_across_ranks(const std::vector<Params>& ranks) {
-  for (std::size_t r = 1; r < ranks.size(); ++r)
-    for (std::size_t p = 0; p < ranks[0].size(); ++p)
-      ASSERT_EQ(std::memcmp(ranks[r][p].data(), ranks[0][p].data(), ranks[0][p].size() * sizeof(float)), 0)
-          << "rank " << r << " parameter " << p << " differs from rank 0";
-}
-
-void expect_close(const Params& got, const Params& want, double tol, const std::string& what) {
-  ASSERT_EQ(got.size(), want.size());
-  for (std::size_t p = 0; p < want.size(); ++p)
-    EXPECT_LE(rel_error(got[p], want[p]), tol) << what << ": parameter " << p;
-}
 
 struct EqCase {
   int world;

@@ -5,10 +5,12 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 
+#include "core/comm/gloo/gloo.h"
 #include "core/comm/memory_store.h"
 #include "core/comm/transport/connect.h"
 #include "core/common/rng.h"
@@ -104,9 +106,14 @@ std::vector<Params> train_ranks(const train::TrainConfig& cfg, int world, comm::
   run_threads(
       world,
       [&](int rank) {
-        auto transport = comm::connect_transport(store, rank, world, {"ddp-test", 0, "secret"}, kind,
-                                                 std::chrono::seconds(20), "127.0.0.1", prefix);
-        auto c = std::make_unique<comm::Communicator>(std::move(transport), train::comm_options(cfg));
+        std::unique_ptr<comm::ProcessGroup> c;
+        if (cfg.dist.backend == "gloo") {
+          c = comm::gloo::connect_gloo(store, rank, world, {std::chrono::seconds(20), "127.0.0.1", prefix});
+        } else {
+          auto transport = comm::connect_transport(store, rank, world, {"ddp-test", "secret"}, kind,
+                                                   std::chrono::seconds(20), "127.0.0.1", prefix);
+          c = std::make_unique<comm::Communicator>(std::move(transport), train::comm_options(cfg));
+        }
         train::DistributedTrainer dt(cfg, std::move(c));
         for (int s = 0; s < steps; ++s) dt.step();
         out[rank] = snapshot(dt.trainer().model());
@@ -131,6 +138,19 @@ double rel_error(const std::vector<float>& a, const std::vector<float>& b) {
     scale = std::max(scale, std::abs(static_cast<double>(b[i])));
   }
   return a.size() != b.size() ? 1e30 : diff / std::max(scale, 1e-12);
+}
+
+void expect_identical_across_ranks(const std::vector<Params>& ranks) {
+  for (std::size_t r = 1; r < ranks.size(); ++r)
+    for (std::size_t p = 0; p < ranks[0].size(); ++p)
+      ASSERT_EQ(std::memcmp(ranks[r][p].data(), ranks[0][p].data(), ranks[0][p].size() * sizeof(float)), 0)
+          << "rank " << r << " parameter " << p << " differs from rank 0";
+}
+
+void expect_close(const Params& got, const Params& want, double tol, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t p = 0; p < want.size(); ++p)
+    EXPECT_LE(rel_error(got[p], want[p]), tol) << what << ": parameter " << p;
 }
 
 }  // namespace mddp::test

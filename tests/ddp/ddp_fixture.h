@@ -27,12 +27,18 @@ train::TrainConfig ddp_config(const std::string& model, const std::string& mode,
 Params snapshot(nn::Module& model);
 
 // Trains `steps` steps on `world` ranks (threads, MemoryStore rendezvous,
-// the given transport) and returns every rank's final parameters.
+// the given transport; over gloo when cfg.dist.backend is "gloo") and
+// returns every rank's final parameters.
 std::vector<Params> train_ranks(const train::TrainConfig& cfg, int world, comm::TransportKind kind, int steps);
 // The reference: one process, whole global batch (cfg.batch * cfg.accumulate).
 Params train_single(const train::TrainConfig& cfg, int steps);
 
 // max |a - b| / max |b| over one parameter (norm-wise relative error).
 double rel_error(const std::vector<float>& a, const std::vector<float>& b);
+
+// Every rank holds bitwise the same parameters.
+void expect_identical_across_ranks(const std::vector<Params>& ranks);
+// Each parameter of `got` within `tol` relative error of `want`'s.
+void expect_close(const Params& got, const Params& want, double tol, const std::string& what);
 
 }  // namespace mddp::test

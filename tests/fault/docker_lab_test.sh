@@ -168,7 +168,7 @@ T0=$(date +%s%N)
 "${COMPOSE[@]}" kill worker2 >/dev/null 2>&1 || fail "compose kill worker2 failed"
 wait_for 120 "the coordinator to end the job" bash -c "[[ \"\$(docker inspect -f '{{.State.Status}}' $("${COMPOSE[@]}" ps -q coordinator))\" == exited ]]"
 say "the job ended $((($(date +%s%N) - T0) / 1000000)) ms after \`kill worker2\`: $(compose_logs coordinator | grep -m1 -o "job 'local' failed: .*")"
-coordinator_says "job 'local' failed: rank 2 (host worker2)" || fail "the verdict does not name rank 2 on host worker2"
+coordinator_says "job 'local' failed: rank 2 (host worker2, pid [0-9]*)" || fail "the verdict does not name rank 2 on host worker2"
 [[ "$(exit_code coordinator)" == "exited 1" ]] || fail "coordinator: $(exit_code coordinator), want exited 1"
 for s in worker0 worker1 worker3; do
   wait_for 60 "$s to exit" bash -c "[[ \"\$(docker inspect -f '{{.State.Status}}' $("${COMPOSE[@]}" ps -q "$s"))\" == exited ]]"

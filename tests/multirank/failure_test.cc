@@ -12,30 +12,6 @@
 namespace mddp::comm::test {
 namespace {
 
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
-
-// Waits (bounded) until `flag` is set: how a rank that must not take part
-// stays connected until the others have seen their error.
-void wait_for(const std::atomic<bool>& flag) {
-  for (int i = 0; i < 3000 && !flag.load(); ++i) std::this_thread::sleep_for(10ms);
-}
-
-// Runs `wait` and returns the CommError it throws (fails the test if none).
-template <typename Error>
-std::string expect_error(const WorkPtr& work) {
-  try {
-    work->wait();
-  } catch (const Error& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "wrong error type: " << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "no error";
-  return "";
-}
 
 // Runs fn on rank 0 of a 2-rank world whose rank 1 stays connected but takes
 // part in nothing until fn has returned: the peer that never answers.

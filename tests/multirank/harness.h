@@ -6,11 +6,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/comm/communicator.h"
@@ -202,6 +204,31 @@ inline std::vector<WorldParam> all_worlds() {
 
 inline std::string world_name(const ::testing::TestParamInfo<WorldParam>& info) {
   return str(to_string(info.param.kind), "_", info.param.world);
+}
+
+// ---- failure tests (failure_test.cc, gloo_test.cc) ---------------------------
+inline bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+// Waits (bounded) until `flag` is set: how a rank that must not take part
+// stays connected until the others have seen their error.
+inline void wait_for(const std::atomic<bool>& flag) {
+  for (int i = 0; i < 3000 && !flag.load(); ++i) std::this_thread::sleep_for(10ms);
+}
+
+// Runs `wait` and returns the error of type Error it throws (fails the test
+// if none, or another).
+template <typename Error>
+std::string expect_error(const WorkPtr& work) {
+  try {
+    work->wait();
+  } catch (const Error& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "wrong error type: " << e.what();
+    return e.what();
+  }
+  ADD_FAILURE() << "no error";
+  return "";
 }
 
 }  // namespace mddp::comm::test

@@ -193,6 +193,30 @@ TEST(Analysis, CommunicationBoundLog) {
   EXPECT_NE(joined(a.verdict.advice).find("--compress"), std::string::npos) << joined(a.verdict.advice);
 }
 
+// A compressed job's log: the ratio is the fp32 gradient bytes over the
+// bytes sent as; top-k's all-gathers stay out of the all-reduce table, and
+// PowerSGD's two rounds of one bucket are separate rows.
+TEST(Analysis, CompressionRatioAndCollectivesOfACompressedLog) {
+  std::vector<StepMetrics> log = make_log(sized(2, 10));
+  for (auto& m : log) {
+    m.grad_bytes = 25 * m.comm_bytes;
+    m.sent_bytes = m.comm_bytes / 2;
+    m.buckets[0].op = ddp::SpanOp::kAllGather;
+    m.buckets[1].round = 1;
+    m.buckets[1].bytes = 1000;
+  }
+  RunLog run{"synthetic", log, {}, {}};
+  run.config.world_size = 2;
+  run.config.transport = "tcp";
+  run.config.algorithm = "ring";
+  const Analysis a = analyze(run, {});
+  EXPECT_DOUBLE_EQ(a.compression_ratio(), 25.0);
+  EXPECT_DOUBLE_EQ(a.sent_bytes_per_step, a.comm_bytes_per_step / 2);
+  ASSERT_EQ(a.buckets.size(), 1u) << "the all-gather is not an all-reduce";
+  EXPECT_EQ(a.buckets[0].bytes, 1000u);
+  EXPECT_DOUBLE_EQ(to_json(a)["communication"]["compression_ratio"].get<double>(), 25.0);
+}
+
 TEST(Analysis, CommunicationBoundBySmallBucketsAdvisesLargerOnes) {
   Plan p;
   p.buckets = 40;
@@ -508,6 +532,58 @@ TEST(Analysis, ARunDirWithoutCpuCountsMakesNoOversubscriptionClaim) {
   EXPECT_TRUE(bare.hosts.empty());
   EXPECT_TRUE(to_json(bare)["oversubscribed"].is_null());
   EXPECT_EQ(bare.verdict.kind, "communication-bound");
+}
+
+// A 2 host x 2 rank job whose traced steps carry the hierarchical
+// all-reduce's steps: 1 ms within hosts (two steps of 0.5 ms), 4 ms across
+// (two of 2 ms), each cross-host step sending 1000 bytes; the split is read
+// back per step, `auto` is named hierarchical, and with the shm and tcp ring
+// fits it is predicted level by level.
+TEST(Analysis, TheHierarchicalAllReduceIsSplitIntoItsLevels) {
+  Plan p = sized(4, 20);
+  p.buckets = 1;
+  std::vector<StepMetrics> log = make_log(p);
+  for (auto& m : log) {
+    if (m.step % 10 != 0) continue;  // the traced steps
+    auto& b = m.buckets.front();
+    int64_t t = b.start_ns;
+    const auto add = [&](comm::StepLevel level, comm::StepPhase phase, double ms, int64_t bytes) {
+      b.steps.push_back({.phase = phase, .send_peer = 0, .recv_peer = 0, .send_bytes = bytes, .recv_bytes = bytes,
+                         .start_ns = t, .end_ns = t + static_cast<int64_t>(ms * kMs), .level = level});
+      t += static_cast<int64_t>(ms * kMs);
+    };
+    add(comm::StepLevel::kHost, comm::StepPhase::kReduceScatter, 0.5, 10);
+    add(comm::StepLevel::kCrossHost, comm::StepPhase::kReduceScatter, 2, 1000);
+    add(comm::StepLevel::kCrossHost, comm::StepPhase::kAllGather, 2, 1000);
+    add(comm::StepLevel::kHost, comm::StepPhase::kAllGather, 0.5, 10);
+  }
+  RunLog run{"synthetic", log, {}, {}};
+  run.members = {{0, "a"}, {1, "a"}, {2, "b"}, {3, "b"}};
+  run.config.world_size = 4;
+  run.config.transport = "tcp";
+  run.config.algorithm = "auto";
+  run.config.source = "test";
+  AnalyzeOptions o;
+  o.warmup_steps = 0;
+  o.fits = {{"shm", "ring", 2, {1e-6, 1e9}, 1}, {"tcp", "ring", 2, {1e-5, 1e8}, 1}};
+  const Analysis a = analyze(run, o);
+  ASSERT_TRUE(a.levels.has_value());
+  EXPECT_EQ(a.levels->traced_steps, 2);
+  EXPECT_NEAR(a.levels->host_ms, 1.0, 1e-9);
+  EXPECT_NEAR(a.levels->cross_host_ms, 4.0, 1e-9);
+  EXPECT_NEAR(a.levels->cross_host_bytes, 4 * 2000.0, 1e-9);
+  EXPECT_EQ(a.levels->hosts, 2);
+  EXPECT_EQ(a.levels->ranks_per_host, 2);
+  EXPECT_EQ(a.config.algorithm, "hierarchical");
+  EXPECT_EQ(a.buckets.front().algorithm, "hierarchical");
+  // 1 MiB: within a host 2(2-1)(1 us + S/(2 GB/s)), across 2(2-1)(10 us + S/(2 x 100 MB/s)).
+  const double S = 1 << 20;
+  EXPECT_NEAR(a.levels->predicted_host_ms, (2 * (1e-6 + S / 2e9)) * 1e3, 1e-9);
+  EXPECT_NEAR(a.levels->predicted_cross_host_ms, (2 * (1e-5 + S / 2e8)) * 1e3, 1e-9);
+  EXPECT_TRUE(to_json(a)["hierarchical"].is_object());
+
+  // Without steps that carry a level there is no split.
+  EXPECT_FALSE(analyze_plan(p).levels.has_value());
 }
 
 }  // namespace

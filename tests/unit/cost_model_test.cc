@@ -35,6 +35,23 @@ TEST(CostModel, RingTreeNaiveByHand) {
   EXPECT_THROW(allreduce_seconds("butterfly", 1e6, 4, kSeedLink), InputError);
 }
 
+// Hierarchical, 2 hosts x 2 ranks, 100 MB: a ring of 2 within the host
+// over a fast link, 2(2-1)(1 us + S/(2 x 10 GB/s)), and across hosts the
+// two shard rings sharing the 10 Gbit/s link, 2(2-1)(a + S/(2 b)) — a third
+// fewer bytes on the network link than the flat ring's 2(4-1)/4 S = 1.5 S.
+TEST(CostModel, HierarchicalByHand) {
+  const AlphaBeta host{1e-6, 1e10};
+  const TwoLevelTime t = hierarchical_allreduce_seconds(100e6, 2, 2, host, kSeedLink);
+  EXPECT_NEAR(t.host_s, 2 * (1e-6 + 50e6 / 1e10), 1e-12);
+  EXPECT_NEAR(t.cross_s, 2 * (1e-4 + 50e6 / 1.25e9), 1e-12);
+  EXPECT_NEAR(t.total(), t.host_s + t.cross_s, 1e-15);
+  const double flat = allreduce_seconds("ring", 100e6, 4, kSeedLink);
+  EXPECT_NEAR((flat - 6e-4) / (t.cross_s - 2e-4), 1.5, 1e-9);  // the bandwidth terms: 1.5 S against 1.0 S
+  // One host: only the host level; one rank per host: only the cross level.
+  EXPECT_EQ(hierarchical_allreduce_seconds(1e6, 1, 4, host, kSeedLink).cross_s, 0.0);
+  EXPECT_EQ(hierarchical_allreduce_seconds(1e6, 4, 1, host, kSeedLink).host_s, 0.0);
+}
+
 TEST(CostModel, BusBandwidthByHand) {
   // 1e9 bytes in 1 s on 4 ranks: algbw 1 GB/s, busbw 1 * 2*3/4 = 1.5 GB/s
   EXPECT_NEAR(bus_bandwidth_gbps(1e9, 1.0, 4), 1.5, 1e-12);

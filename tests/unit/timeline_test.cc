@@ -129,6 +129,27 @@ TEST(StepMetricsJson, RoundTripsStepAndEvalRecords) {
   EXPECT_DOUBLE_EQ(eb.eval_accuracy, 0.84);
 }
 
+// Compression's fields (Note [Wire bytes]): the bytes, the collective and
+// the round survive the log; a bad collective is named.
+TEST(StepMetricsJson, RoundTripsCompressionFields) {
+  StepMetrics m = record(1, 7, 0, 1, 2, 3, 0);
+  m.comm_bytes = 300;
+  m.grad_bytes = 4000;
+  m.sent_bytes = 300;
+  m.buckets.front().op = ddp::SpanOp::kAllGather;
+  m.buckets.front().round = 1;
+  m.buckets.front().grad_bytes = 4000;
+  m.buckets.front().sent_bytes = 300;
+  const StepMetrics back = StepMetrics::from_json(m.to_json());
+  EXPECT_EQ(back.to_json(), m.to_json());
+  EXPECT_EQ(back.buckets.front().op, ddp::SpanOp::kAllGather);
+  EXPECT_EQ(back.buckets.front().round, 1);
+  EXPECT_DOUBLE_EQ(back.compression_ratio(), 4000.0 / 300.0);
+  nlohmann::json j = m.to_json();
+  j["buckets"][0]["op"] = "scatter";
+  EXPECT_THROW(StepMetrics::from_json(j), InputError);
+}
+
 TEST(StepMetricsJson, BadValuesNameTheKey) {
   try {
     StepMetrics::from_json({{"step", "seven"}});

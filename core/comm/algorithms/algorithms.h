@@ -10,8 +10,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "core/comm/algorithms/context.h"
+#include "core/comm/topology.h"
 
 namespace mddp::comm {
 
@@ -19,9 +21,29 @@ namespace mddp::comm {
 void all_reduce_ring(const AlgoContext& ctx, void* data, int64_t count, DataType t, ReduceOp op);
 void all_reduce_naive(const AlgoContext& ctx, void* data, int64_t count, DataType t, ReduceOp op);
 void all_reduce_tree(const AlgoContext& ctx, void* data, int64_t count, DataType t, ReduceOp op);
-// kAuto's choice for a message of `bytes` on `world` ranks: never kAuto.
-// Depends only on its arguments, so every rank picks the same.
+// kAuto's choice among the flat algorithms for a message of `bytes` on
+// `world` ranks: ring or tree. Depends only on its arguments, so every rank
+// picks the same. (The Communicator picks kHierarchical first where the
+// topology calls for it: communicator.h.)
 Algorithm choose_all_reduce_algorithm(std::size_t bytes, int world);
+
+// ---- hierarchical all-reduce (hierarchical_all_reduce.cc) --------------------
+// The two levels it runs on: the job's topology and a transport among this
+// rank's host's ranks, numbered by local rank (null when the host has one
+// rank). ctx.transport, the world's, carries the cross-host messages.
+struct HostLevels {
+  const HostTopology& topology;
+  Transport* host;
+};
+void all_reduce_hierarchical(const AlgoContext& ctx, const HostLevels& levels, void* data, int64_t count,
+                             DataType t, ReduceOp op);
+// A piece of the buffer (elements [begin, begin + count)) and its owner on
+// each host (owners[h], a world rank), in increasing order: the spec's words.
+struct HostPiece {
+  int64_t begin = 0, count = 0;
+  std::vector<int> owners;
+};
+std::vector<HostPiece> host_pieces(const HostTopology& topology, int64_t count);
 
 // ---- ring building blocks (ring_reduce_scatter.cc, ring_all_gather.cc) -----
 // In place over data split into `blocks` (blocks.parts == n): afterwards

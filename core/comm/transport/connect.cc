@@ -4,6 +4,7 @@
 
 #include <fstream>
 
+#include "core/comm/topology.h"
 #include "core/comm/transport/shm/shm_transport.h"
 #include "core/comm/transport/tcp/tcp_transport.h"
 
@@ -18,33 +19,14 @@ std::string host_identity() {
   return std::string(name) + "/" + boot;
 }
 
-namespace {
-
-TransportKind choose(Store& store, int rank, int size, Deadline deadline, const std::string& prefix) {
-  const std::string mine = host_identity();
-  store.set(str(prefix, "/host/", rank), mine);
-  for (int r = 0; r < size; ++r) {
-    if (r == rank) continue;
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    std::string theirs;
-    try {
-      theirs = store.get(str(prefix, "/host/", r), std::max(left, std::chrono::milliseconds(0)));
-    } catch (const TimeoutError& e) {
-      throw TimeoutError(str("rank ", rank, ": rank ", r, " never joined the data plane (", e.what(), ")"));
-    }
-    if (theirs != mine) return TransportKind::kTcp;
-  }
-  return TransportKind::kShm;
-}
-
-}  // namespace
-
 std::unique_ptr<Transport> connect_transport(Store& store, int rank, int size, const JobIdentity& job,
                                              TransportKind kind, std::chrono::milliseconds timeout,
                                              const std::string& bind_host, const std::string& prefix) {
   MDDP_CHECK(size >= 1 && rank >= 0 && rank < size, "rank ", rank, " of world size ", size);
   const Deadline deadline = Clock::now() + timeout;
-  if (kind == TransportKind::kAuto) kind = choose(store, rank, size, deadline, prefix);
+  if (kind == TransportKind::kAuto)
+    kind = exchange_topology(store, rank, size, host_identity(), deadline, prefix).single_host() ? TransportKind::kShm
+                                                                                                 : TransportKind::kTcp;
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
   switch (kind) {
     case TransportKind::kShm:

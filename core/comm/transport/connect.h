@@ -16,8 +16,9 @@ namespace mddp::comm {
 // throws TimeoutError naming the missing ranks after `timeout`.
 //
 // kAuto picks shm when every rank published the same host identity
-// (hostname + boot id) under "<prefix>/host/<rank>", else tcp; all ranks
-// read the same values, so they all pick the same kind. bind_host is the
+// (hostname + boot id) under "<prefix>/host/<rank>" (exchange_topology in
+// ../topology.h), else tcp; all ranks read the same values, so they all
+// pick the same kind. bind_host is the
 // address the TCP listener binds to and publishes (unused by shm). World
 // size 1 gives a transport with no peers.
 std::unique_ptr<Transport> connect_transport(Store& store, int rank, int size, const JobIdentity& job,

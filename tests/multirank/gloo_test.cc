@@ -1,0 +1,163 @@
+// The gloo backend (core/comm/gloo): every collective the DDP layer needs
+// against the independent reference of harness.h, over gloo's TCP between
+// thread-ranks; and its failures mapped to microddp's: a silent peer is a
+// TimeoutError, a peer that leaves a PeerError, abort() an AbortedError at
+// once (not the timeout), and the first failure ends the group.
+#include <atomic>
+#include <thread>
+
+#include "core/comm/gloo/gloo.h"
+#include "tests/multirank/harness.h"
+
+namespace mddp::comm::test {
+namespace {
+
+using gloo::connect_gloo;
+
+void with_gloo(int n, const std::function<void(ProcessGroup&)>& fn, std::chrono::milliseconds timeout = 20s) {
+  MemoryStore store;
+  mddp::test::run_threads(
+      n,
+      [&](int rank) {
+        auto group = connect_gloo(store, rank, n, {timeout, "127.0.0.1", "comm"});
+        fn(*group);
+      },
+      120s);
+}
+
+class GlooTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(GlooTest, AllReduceMatchesTheReference) {
+  const int n = GetParam();
+  with_gloo(n, [&](ProcessGroup& g) {
+    EXPECT_NE(g.transport_name().find("gloo"), std::string::npos);
+    for (DataType t : {DataType::kFloat32, DataType::kBFloat16, DataType::kFloat16})
+      for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kMax, ReduceOp::kMin})
+        for (int64_t count : sweep_counts(n)) {
+          Buffer b = make_input(t, count, g.rank());
+          g.all_reduce(b.data(), count, t, op)->wait();
+          EXPECT_TRUE(matches(b, 0, count, Expected(t, op, n)))
+              << "rank " << g.rank() << " " << to_string(t) << " " << to_string(op) << " count " << count;
+        }
+  });
+}
+
+TEST_P(GlooTest, AllGatherBroadcastAndBarrier) {
+  const int n = GetParam();
+  with_gloo(n, [&](ProcessGroup& g) {
+    for (int64_t count : block_counts(n)) {
+      const auto mine = pattern(g.rank(), static_cast<std::size_t>(count) * 4, 1);
+      std::vector<uint8_t> out(static_cast<std::size_t>(count * n) * 4);
+      g.all_gather(mine.data(), out.data(), count, DataType::kFloat32)->wait();
+      for (int q = 0; q < n; ++q) {
+        const auto theirs = pattern(q, static_cast<std::size_t>(count) * 4, 1);
+        EXPECT_TRUE(same_bytes(out.data() + q * count * 4, theirs.data(), theirs.size()))
+            << "rank " << g.rank() << " block " << q << " count " << count;
+      }
+      for (int root = 0; root < n; ++root) {
+        auto data = pattern(g.rank(), static_cast<std::size_t>(count) * 2, 2);
+        g.broadcast(data.data(), count, DataType::kBFloat16, root)->wait();
+        const auto want = pattern(root, data.size(), 2);
+        EXPECT_TRUE(same_bytes(data.data(), want.data(), want.size())) << "root " << root << " count " << count;
+      }
+    }
+    g.barrier()->wait();
+    EXPECT_EQ(g.history().back().op, "barrier");
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Worlds, GlooTest, ::testing::Values(1, 2, 3, 4),
+                         [](const auto& info) { return str("n", info.param); });
+
+// Rank 1 stays connected but never takes part: rank 0 times out, with the
+// collective named, and every later call fails at once carrying that error.
+TEST(GlooFailure, ASilentPeerIsATimeoutAndEndsTheGroup) {
+  std::atomic<bool> done{false};
+  with_gloo(
+      2,
+      [&](ProcessGroup& g) {
+        if (g.rank() == 1) {
+          wait_for(done);
+          return;
+        }
+        float x[1000] = {};
+        const std::string what = expect_error<TimeoutError>(g.all_reduce(x, 1000, DataType::kFloat32, ReduceOp::kSum));
+        EXPECT_TRUE(contains(what, "rank 0: all_reduce(gloo ring) #1")) << what;
+        EXPECT_TRUE(contains(what, "Timed out")) << what;
+        EXPECT_TRUE(contains(what, "hint:")) << what;
+        const std::string later = expect_error<TimeoutError>(g.barrier());
+        EXPECT_TRUE(contains(later, "failed earlier")) << later;
+        done = true;
+      },
+      2s);
+}
+
+// Rank 1 leaves (its group is destroyed): rank 0 fails with a PeerError
+// long before its 60 s timeout.
+TEST(GlooFailure, APeerThatLeavesIsAPeerError) {
+  with_gloo(
+      2,
+      [&](ProcessGroup& g) {
+        if (g.rank() == 1) return;
+        std::this_thread::sleep_for(100ms);
+        std::vector<float> x(1 << 16);
+        const std::string what =
+            expect_error<PeerError>(g.all_reduce(x.data(), static_cast<int64_t>(x.size()), DataType::kFloat32,
+                                             ReduceOp::kSum));
+        EXPECT_TRUE(contains(what, "gloo")) << what;
+      },
+      60s);
+}
+
+// abort() from another thread fails a collective blocked on a silent peer
+// with AbortedError carrying the reason (not the TimeoutError it would
+// otherwise get); queued work fails too. gloo wakes the blocked wait only
+// at its own per-operation timeout (Note [Aborting gloo] in gloo_group.cc),
+// so the group's timeout is short here.
+TEST(GlooFailure, AbortFailsABlockedCollectiveWithAbortedError) {
+  std::atomic<bool> done{false};
+  with_gloo(
+      2,
+      [&](ProcessGroup& g) {
+        if (g.rank() == 1) {
+          wait_for(done);
+          return;
+        }
+        std::vector<float> x(1 << 16);
+        auto blocked = g.all_reduce(x.data(), static_cast<int64_t>(x.size()), DataType::kFloat32, ReduceOp::kSum);
+        auto queued = g.barrier();
+        std::thread aborter([&] {
+          std::this_thread::sleep_for(200ms);
+          g.abort("the coordinator said rank 1 died");
+        });
+        const std::string what = expect_error<AbortedError>(blocked);
+        EXPECT_TRUE(contains(what, "the coordinator said rank 1 died")) << what;
+        expect_error<AbortedError>(queued);
+        aborter.join();
+        done = true;
+      },
+      3s);
+}
+
+TEST(GlooSetup, AnAddressItCannotUseIsOneClearError) {
+  MemoryStore store;
+  try {
+    connect_gloo(store, 0, 2, {1s, "no-such-host.invalid", "comm"});
+    ADD_FAILURE() << "accepted";
+  } catch (const InputError& e) {
+    EXPECT_TRUE(contains(e.what(), "no-such-host.invalid")) << e.what();
+  }
+}
+
+TEST(GlooSetup, AMissingRankIsATimeoutNamingIt) {
+  MemoryStore store;
+  try {
+    connect_gloo(store, 0, 2, {300ms, "127.0.0.1", "comm"});
+    ADD_FAILURE() << "accepted";
+  } catch (const TimeoutError& e) {
+    EXPECT_TRUE(contains(e.what(), "comm/gloo/1")) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace mddp::comm::test
