@@ -191,7 +191,7 @@ void bench_rank(const BenchOpts& o, int rank, comm::Store& store) {
   const auto sizes = size_sweep(o);
   // --rank: the ranks share no parent; the rendezvous directory names the job.
   const comm::JobIdentity job{o.rank >= 0 ? str("bench-allreduce-", o.rendezvous) : str("bench-allreduce-", ::getppid()),
-                              ""};
+                              0, ""};
   const std::chrono::milliseconds timeout(o.timeout_ms);
   std::unique_ptr<comm::ProcessGroup> comm;
   if (o.backend == "gloo")

@@ -110,7 +110,7 @@ std::vector<Params> train_ranks(const train::TrainConfig& cfg, int world, comm::
         if (cfg.dist.backend == "gloo") {
           c = comm::gloo::connect_gloo(store, rank, world, {std::chrono::seconds(20), "127.0.0.1", prefix});
         } else {
-          auto transport = comm::connect_transport(store, rank, world, {"ddp-test", "secret"}, kind,
+          auto transport = comm::connect_transport(store, rank, world, {"ddp-test", 0, "secret"}, kind,
                                                    std::chrono::seconds(20), "127.0.0.1", prefix);
           c = std::make_unique<comm::Communicator>(std::move(transport), train::comm_options(cfg));
         }
