@@ -205,7 +205,7 @@ TEST(Analysis, CompressionRatioAndCollectivesOfACompressedLog) {
     m.buckets[1].round = 1;
     m.buckets[1].bytes = 1000;
   }
-  RunLog run{"synthetic", log, {}, {}};
+  RunLog run{"synthetic", log, {}, {}, {}};
   run.config.world_size = 2;
   run.config.transport = "tcp";
   run.config.algorithm = "ring";
@@ -557,7 +557,7 @@ TEST(Analysis, TheHierarchicalAllReduceIsSplitIntoItsLevels) {
     add(comm::StepLevel::kCrossHost, comm::StepPhase::kAllGather, 2, 1000);
     add(comm::StepLevel::kHost, comm::StepPhase::kAllGather, 0.5, 10);
   }
-  RunLog run{"synthetic", log, {}, {}};
+  RunLog run{"synthetic", log, {}, {}, {}};
   run.members = {{0, "a"}, {1, "a"}, {2, "b"}, {3, "b"}};
   run.config.world_size = 4;
   run.config.transport = "tcp";
