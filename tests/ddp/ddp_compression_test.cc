@@ -29,7 +29,7 @@ using ddp::Compression;
 using ddp::CompressionKind;
 
 std::unique_ptr<comm::Communicator> connect(comm::Store& store, int rank, int world, const std::string& name) {
-  auto t = comm::connect_transport(store, rank, world, {name, ""}, comm::TransportKind::kTcp, std::chrono::seconds(20));
+  auto t = comm::connect_transport(store, rank, world, {name, 0, ""}, comm::TransportKind::kTcp, std::chrono::seconds(20));
   return std::make_unique<comm::Communicator>(std::move(t), comm::CommOptions{});
 }
 
@@ -285,7 +285,7 @@ TEST(DdpCompressedProcesses, EveryRankHoldsTheSameParametersAfterEveryStep) {
           world,
           [&](int rank) {
             comm::FileStore store(dir.path());
-            train::DistributedTrainer dt(cfg, train::connect_process_group(store, rank, world, {"cmp", ""}, cfg));
+            train::DistributedTrainer dt(cfg, train::connect_process_group(store, rank, world, {"cmp", 0, ""}, cfg));
             for (int s = 0; s < steps; ++s) {
               dt.step();
               std::ofstream out(dir.path() + "/r" + std::to_string(rank) + "s" + std::to_string(s), std::ios::binary);
