@@ -11,6 +11,8 @@
 #include <mutex>
 #include <numeric>
 
+#include <spdlog/spdlog.h>
+
 #include "core/comm/algorithms/algorithms.h"
 #include "core/comm/transport/connect.h"
 #include "tests/multirank/harness.h"
@@ -24,6 +26,11 @@ void with_hosts(const std::vector<std::string>& hosts, Algorithm algorithm,
                 const std::function<void(Communicator&)>& fn) {
   MemoryStore store;
   const int n = static_cast<int>(hosts.size());
+  // spdlog's registry is made on first use; made here, before the ranks'
+  // threads log (connect_as_host), ThreadSanitizer sees it published to
+  // them (libspdlog itself is not instrumented, so a race on its lazy
+  // construction would be reported).
+  spdlog::default_logger();
   mddp::test::run_threads(
       n,
       [&](int rank) {
