@@ -146,7 +146,10 @@ TEST_P(HierarchicalTest, CrossHostBytesMatchTheFormula) {
           hosts[static_cast<std::size_t>(r - 1)] != hosts[static_cast<std::size_t>(r)])
         contiguous = false;
   with_hosts(hosts, Algorithm::kAuto, [&](Communicator& c) {
-    host_count = c.topology().host_count();
+    {
+      std::lock_guard lock(mu);  // every rank writes it (the same value)
+      host_count = c.topology().host_count();
+    }
     for (Algorithm a : {Algorithm::kHierarchical, Algorithm::kRing}) {
       std::vector<float> data(kCount, 1.0f);
       auto work = c.all_reduce(data.data(), kCount, DataType::kFloat32, ReduceOp::kSum, a);
