@@ -65,6 +65,10 @@ std::size_t hello_bytes_needed(const uint8_t* data, std::size_t have, std::strin
     refusal = str("job id longer than ", kMaxIdBytes, " bytes");
     return 0;
   }
+  if (get(data + 26, 2) != 0) {  // reserved: a hello means one thing only (found by tests/fuzz/handshake)
+    refusal = "a reserved field of the hello is not zero";
+    return 0;
+  }
   return kHelloFixedBytes + job;
 }
 
