@@ -28,8 +28,7 @@
 # MDDP_BASE_IMAGE (default debian:bookworm), MDDP_DEBIAN_MIRROR (the archive
 # debootstrap reads; default the one apt is configured with).
 # Exit status: 0; 1 on an error; 2 where no engine can be started here
-# (not root, no cgroups, a dockerd that exits at once) and none is running,
-# or the base image can be neither pulled nor made (debootstrap fails).
+# (not root, no cgroups, a dockerd that exits at once) and none is running.
 set -euo pipefail
 
 DIR="${MDDP_ENGINE_DIR:-/var/tmp/microddp-engine}"
@@ -124,7 +123,7 @@ make_base_image() {
   touch "$MARK"
   rm -rf "$root"
   debootstrap --variant=minbase "$suite" "$root" "$mirror" >"$DIR/debootstrap.log" 2>&1 ||
-    { tail -n 20 "$DIR/debootstrap.log" >&2; cannot "debootstrap could not make $BASE (log: $DIR/debootstrap.log)"; }
+    { tail -n 20 "$DIR/debootstrap.log" >&2; die "debootstrap failed (log: $DIR/debootstrap.log)"; }
   apt_targets | awk -v s="$suite" 'index($2, s) == 1 && $4 ~ /^Debian/ {print "deb " $1 " " $2 " " $3}' \
     >"$root/etc/apt/sources.list.new"
   [[ -s "$root/etc/apt/sources.list.new" ]] && mv "$root/etc/apt/sources.list.new" "$root/etc/apt/sources.list"

@@ -15,7 +15,7 @@
 #    and the engine and its directory (or, on an engine that was running
 #    already, the base image if this test made it).
 # Skips (77) where no engine can be started (not root, no cgroups, a dockerd
-# that exits at once) or no base image made (deploy/engine.sh says why); a missing
+# that exits at once: deploy/engine.sh says why); a missing
 # package skips locally but fails in CI (CI=true). MDDP_COMPOSE picks the
 # compose command (default docker-compose, else `docker compose`).
 set -uo pipefail
