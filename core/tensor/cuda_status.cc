@@ -7,9 +7,10 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <filesystem>
+#include <string_view>
 #include <fstream>
-#include <regex>
 
 #include "core/common/check.h"
 #include "mddp/config.h"
@@ -68,9 +69,14 @@ bool nvidia_gpu_present(const std::string& root) {
   const fs::path base(root);
   if (!fs::is_empty(base / "proc/driver/nvidia/gpus", ec) && !ec) return true;
   ec.clear();
-  static const std::regex node("nvidia[0-9]+");
+  // /dev/nvidia0, nvidia1, ... (not nvidiactl, nvidia-uvm: present without a GPU too).
+  const auto is_gpu_node = [](const std::string& name) {
+    constexpr std::string_view prefix = "nvidia";
+    return name.size() > prefix.size() && name.compare(0, prefix.size(), prefix) == 0 &&
+           std::all_of(name.begin() + prefix.size(), name.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
   for (const auto& e : fs::directory_iterator(base / "dev", ec))
-    if (std::regex_match(e.path().filename().string(), node)) return true;
+    if (is_gpu_node(e.path().filename().string())) return true;
   ec.clear();
   // PCI class 0x0300 (VGA) or 0x0302 (3D controller), vendor 0x10de: found
   // even when the driver is not loaded at all.
