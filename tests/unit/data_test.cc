@@ -189,7 +189,8 @@ TEST_F(DataFiles, GzipIsReadToItsEndAndChecked) {
   const std::string cut = path("cut.gz");
   write_file(cut, labels, true);
   bytes = file_bytes(cut);
-  bytes.resize(bytes.size() - 4);
+  ASSERT_GT(bytes.size(), 4u);
+  bytes.erase(bytes.end() - 4, bytes.end());  // (resize(size() - 4) trips GCC 12's -Wstringop-overflow under ASan)
   write_file(cut, bytes, false);
   expect_input_error([&] { read_idx_labels(cut); }, {cut, "corrupt", "middle of a member"});
 }
