@@ -226,12 +226,17 @@ PY
     # then read back by model --fit.
     "$BIN" bench allreduce --fit --nproc 2 -b 4K -e 4M -f 8 --fit-rounds 3 --fit-budget-s 0.01 \
       --fit-out "$WORK/fit.json" >"$WORK/out" 2>&1 || { cat "$WORK/out"; fail "bench allreduce --fit"; }
-    expect_in "saved 6 fits" "$WORK/out"
-    /usr/bin/python3 -c 'import json,sys; f=json.load(open(sys.argv[1]))["fits"]; assert len(f) == 6 and all(x["beta_gbps"] > 0 for x in f), f' \
-      "$WORK/fit.json" || fail "fit file"
-    "$BIN" model --params 1000000 --world-size 2 --fit --fit-file "$WORK/fit.json" --transport shm >"$WORK/out" 2>&1 \
+    # Every one of the 6 series is fitted and stored, or says why not (timings
+    # too noisy on a loaded machine: no timing is asserted here).
+    SAVED=$(sed -n 's/^# saved \([0-9]*\) fits.*/\1/p' "$WORK/out")
+    UNFIT=$(grep -c "not fitted: " "$WORK/out")
+    [[ -n "$SAVED" && $((SAVED + UNFIT)) -eq 6 ]] || { cat "$WORK/out"; fail "want 6 series fitted or explained"; }
+    RING=$(/usr/bin/python3 -c 'import json,sys; f=json.load(open(sys.argv[1]))["fits"]; n=int(sys.argv[2])
+assert len(f) == n and all(x["beta_gbps"] > 0 for x in f), f
+print(next(x["transport"] for x in f if x["algorithm"] == "ring"))' "$WORK/fit.json" "$SAVED") || fail "fit file"
+    "$BIN" model --params 1000000 --world-size 2 --fit --fit-file "$WORK/fit.json" --transport "$RING" >"$WORK/out" 2>&1 \
       || { cat "$WORK/out"; fail "model --fit"; }
-    expect_in "fit shm/ring n=2" "$WORK/out"
+    expect_in "fit $RING/ring n=2" "$WORK/out"
     "$BIN" bench allreduce --fit --nproc 1 --fit-out "$WORK/f1.json" >"$WORK/out" 2>&1 && fail "--fit on one rank accepted"
     expect_in "at least 2 ranks" "$WORK/out"
     ;;
