@@ -229,7 +229,7 @@ PY
     # Every one of the 6 series is fitted and stored, or says why not (timings
     # too noisy on a loaded machine: no timing is asserted here).
     SAVED=$(sed -n 's/^# saved \([0-9]*\) fits.*/\1/p' "$WORK/out")
-    UNFIT=$(grep -c "not fitted: " "$WORK/out")
+    UNFIT=$(grep -cE '^ +[a-z]+ +[a-z]+ +[0-9]+ +not fitted: ' "$WORK/out")  # rows of the fit table
     [[ -n "$SAVED" && $((SAVED + UNFIT)) -eq 6 ]] || { cat "$WORK/out"; fail "want 6 series fitted or explained"; }
     RING=$(/usr/bin/python3 -c 'import json,sys; f=json.load(open(sys.argv[1]))["fits"]; n=int(sys.argv[2])
 assert len(f) == n and all(x["beta_gbps"] > 0 for x in f), f
