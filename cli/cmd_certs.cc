@@ -41,7 +41,8 @@ void register_certs(CLI::App& app) {
       ->required();
   cmd->add_option("--hosts", a->o.hosts,
                   "host names or IP addresses, one certificate each: the name workers dial the "
-                  "coordinator by, and each worker's host for --tls-client-auth")
+                  "coordinator by, and each worker's host for --tls-client-auth; NAME+ALT+...: "
+                  "one certificate NAME.pem naming all of them (e.g. coordinator+127.0.0.1)")
       ->delimiter(',')
       ->required();
   cmd->add_option("--days", a->o.days, "validity of the new certificates")->capture_default_str();

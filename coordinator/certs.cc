@@ -62,10 +62,23 @@ void add_extension(X509* cert, X509* issuer, int nid, const std::string& value) 
   ok(added, "adding a certificate extension");
 }
 
-// A certificate for `subject_cn` with `key`, signed by (issuer, issuer_key);
-// self-signed when issuer is null. `ca`: a CA certificate, else one for `host`.
-X509Ptr make_cert(const std::string& subject_cn, EVP_PKEY* key, X509* issuer, EVP_PKEY* issuer_key,
-                  int days, bool ca) {
+// "DNS:a,IP:10.0.0.1,...": the subject-alternative names of `names`.
+std::string alt_names(const std::vector<std::string>& names) {
+  std::string san;
+  for (const auto& n : names) {
+    if (!san.empty()) san += ',';
+    san += is_ip(n) ? "IP:" : "DNS:";
+    san += n;
+  }
+  return san;
+}
+
+// A certificate for `names` (the subject is the first) with `key`, signed by
+// (issuer, issuer_key); self-signed when issuer is null. `ca`: a CA
+// certificate, else one for the host known by those names.
+X509Ptr make_cert(const std::vector<std::string>& names, EVP_PKEY* key, X509* issuer,
+                  EVP_PKEY* issuer_key, int days, bool ca) {
+  const std::string& subject_cn = names.front();
   X509Ptr cert(X509_new());
   ok(cert != nullptr, "X509_new");
   ok(X509_set_version(cert.get(), 2), "X509_set_version");  // v3
@@ -97,8 +110,7 @@ X509Ptr make_cert(const std::string& subject_cn, EVP_PKEY* key, X509* issuer, EV
     add_extension(cert.get(), signer, NID_basic_constraints, "critical,CA:FALSE");
     add_extension(cert.get(), signer, NID_key_usage, "critical,digitalSignature");
     add_extension(cert.get(), signer, NID_ext_key_usage, "serverAuth,clientAuth");
-    add_extension(cert.get(), signer, NID_subject_alt_name,
-                  (is_ip(subject_cn) ? "IP:" : "DNS:") + subject_cn);
+    add_extension(cert.get(), signer, NID_subject_alt_name, alt_names(names));
   }
   ok(X509_sign(cert.get(), issuer_key ? issuer_key : key, EVP_sha256()), "signing a certificate");
   return cert;
@@ -166,13 +178,25 @@ void check_host(const std::string& host) {
                          "not 'ca')"));
 }
 
+// "name+alt+...": the names one certificate holds, each checked.
+std::vector<std::string> names_of(const std::string& spec) {
+  std::vector<std::string> names;
+  std::size_t start = 0;
+  for (std::size_t plus; (plus = spec.find('+', start)) != std::string::npos; start = plus + 1)
+    names.push_back(spec.substr(start, plus - start));
+  names.push_back(spec.substr(start));
+  for (const auto& n : names) check_host(n);
+  return names;
+}
+
 }  // namespace
 
 std::vector<std::filesystem::path> make_lab_certs(const std::filesystem::path& dir,
                                                   const LabCertsOptions& o) {
   if (o.hosts.empty()) throw InputError("--hosts: give at least one host name or IP address");
   if (o.days < 1 || o.days > 3650) throw InputError(str("--days must be 1..3650, got ", o.days));
-  for (const auto& h : o.hosts) check_host(h);
+  std::vector<std::vector<std::string>> names;
+  for (const auto& h : o.hosts) names.push_back(names_of(h));
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw Error(str("cannot create ", dir.string(), ": ", ec.message()));
@@ -182,16 +206,17 @@ std::vector<std::filesystem::path> make_lab_certs(const std::filesystem::path& d
   auto [ca_cert, ca_key] = existing_ca(ca_cert_path, ca_key_path);
   if (!ca_cert) {
     ca_key = new_key();
-    ca_cert = make_cert("microddp lab CA", ca_key.get(), nullptr, nullptr, o.days, true);
+    ca_cert = make_cert({"microddp lab CA"}, ca_key.get(), nullptr, nullptr, o.days, true);
     write_private(ca_key_path, pem_of_key(ca_key.get()));
     write_private(ca_cert_path, pem_of_cert(ca_cert.get()));
     written.push_back(ca_cert_path);
     written.push_back(ca_key_path);
   }
-  for (const auto& host : o.hosts) {
+  for (const auto& host_names : names) {
+    const std::string& host = host_names.front();
     const KeyPtr key = new_key();
     const X509Ptr cert =
-        make_cert(host, key.get(), ca_cert.get(), ca_key.get(), o.days, /*ca=*/false);
+        make_cert(host_names, key.get(), ca_cert.get(), ca_key.get(), o.days, /*ca=*/false);
     const auto cert_path = dir / (host + ".pem"), key_path = dir / (host + ".key");
     write_private(key_path, pem_of_key(key.get()));
     write_private(cert_path, pem_of_cert(cert.get()));

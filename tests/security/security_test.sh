@@ -72,6 +72,13 @@ case "$SCENARIO" in
     certs lab node-2
     [[ $(sha256sum <"$WORK/lab/ca.pem") == "$CA_BEFORE" ]] || fail "a second call replaced the CA"
     openssl verify -CAfile "$WORK/lab/ca.pem" "$WORK/lab/node-2.pem" >/dev/null 2>&1 || fail "node-2 not signed by the lab CA"
+    # NAME+ALT+...: one certificate naming each (the compose lab's coordinator).
+    certs lab coordinator+127.0.0.1+localhost
+    openssl x509 -in "$WORK/lab/coordinator.pem" -noout -ext subjectAltName >"$WORK/san.out" 2>&1
+    expect_in "DNS:coordinator, IP Address:127.0.0.1, DNS:localhost" "$WORK/san.out"
+    openssl verify -CAfile "$WORK/lab/ca.pem" "$WORK/lab/coordinator.pem" >/dev/null 2>&1 || fail "coordinator not signed by the lab CA"
+    "$BIN" certs "$WORK/lab" --hosts 'coordinator++x' >"$WORK/out" 2>&1 && fail "an empty name between '+' was accepted"
+    expect_in "microddp: error: --hosts: '' is not a host name" "$WORK/out"
     "$BIN" certs "$WORK/lab" --hosts 'a b' >"$WORK/out" 2>&1 && fail "a host name with a space was accepted"
     expect_in "microddp: error: --hosts: 'a b' is not a host name" "$WORK/out"
     ;;
