@@ -4,9 +4,13 @@
 //
 //   node dashboard.e2e.mjs --microddp BIN --screenshot OUT.png [--chromium /usr/bin/chromium]
 //   node dashboard.e2e.mjs --mock [--ranks N] --screenshot OUT.png   (the page at N ranks, default 64, simulated)
-//   node dashboard.e2e.mjs --attach URL --ranks N --screenshot OUT.png
+//   node dashboard.e2e.mjs --attach URL --ranks N --screenshot OUT.png [--spki HASH]
 //     (a job someone else runs, e.g. the compose lab: the page and its rank
-//     table, loss chart and timeline only; no straggler, nothing killed)
+//     table, loss chart and timeline only; no straggler, nothing killed.
+//     URL may be the login URL the coordinator printed (.../login?token=T):
+//     the API is asked with the token, the browser logs in first. HTTPS:
+//     node trusts the CA in NODE_EXTRA_CA_CERTS, Chromium the certificate
+//     whose public key --spki pins: base64 SHA-256 of its SPKI)
 //
 // Checks, in order: the page loads without script errors or requests
 // outside the coordinator; the rank table lists both ranks; the loss chart
@@ -27,6 +31,9 @@ const args = process.argv.slice(2);
 const opt = (name, dflt) => { const i = args.indexOf(name); return i >= 0 ? args[i + 1] : dflt; };
 const MOCK = args.includes('--mock');
 const ATTACH = opt('--attach', '');
+const SPKI = opt('--spki', '');
+// An attached job's dashboard token, from the login URL it printed.
+const TOKEN = ATTACH ? new URL(ATTACH).searchParams.get('token') ?? '' : '';
 const RANKS = Number(opt('--ranks', MOCK ? 64 : 2));
 const BIN = opt('--microddp', '') && resolve(opt('--microddp', ''));
 const SHOT = resolve(opt('--screenshot', 'dashboard.png'));
@@ -76,14 +83,14 @@ function cleanup() {
 }
 
 async function api(base, path) {
-  const res = await fetch(new URL(path, base));
+  const res = await fetch(new URL(path, base), TOKEN ? { headers: { Authorization: `Bearer ${TOKEN}` } } : {});
   if (!res.ok) throw new Error(`${path}: HTTP ${res.status}`);
   return res.json();
 }
 
 // ---- the job --------------------------------------------------------------------
 async function startJob() {
-  if (ATTACH) return { base: ATTACH, run: null };
+  if (ATTACH) return { base: ATTACH.replace(/login\?token=.*$/, ''), run: null };
   if (MOCK) {
     start(process.execPath, [join(here, 'mock_coordinator.mjs'), '--ranks', String(RANKS), '--fail-at', '120', '--fit']);
     const m = await waitFor('the mock coordinator', async () => output.match(/listening on (http:\/\/\S+)/), 10000);
@@ -129,7 +136,8 @@ async function main() {
   browser = await chromium.launchPersistentContext(join(work, 'profile'), {
     executablePath: CHROMIUM,
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
-      '--disable-quic', '--disable-component-update', '--disable-sync'],
+      '--disable-quic', '--disable-component-update', '--disable-sync',
+      ...(SPKI ? [`--ignore-certificate-errors-spki-list=${SPKI}`] : [])],
     viewport: { width: 1400, height: 1000 },
     acceptDownloads: true,
   });
@@ -152,7 +160,7 @@ async function main() {
     const u = r.url();
     if (!u.startsWith(origin) && !u.startsWith('data:')) problems.push(`request outside the coordinator: ${u}`);
   });
-  await page.goto(base, { waitUntil: 'load' });
+  await page.goto(TOKEN ? ATTACH : base, { waitUntil: 'load' });  // the login sets a cookie, then shows the page
 
   // Rank table: one row per rank, ranks 0 and 1 (64 in the mock).
   const nranks = RANKS;

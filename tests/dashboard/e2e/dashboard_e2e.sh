@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The dashboard's browser test (dashboard.e2e.mjs) with its prerequisites
 # checked first:
-#   dashboard_e2e.sh MICRODDP|--mock|--attach=URL NODE_MODULES SCREENSHOT.png [--ranks N (mock, attach)]
+#   dashboard_e2e.sh MICRODDP|--mock|--attach=URL NODE_MODULES SCREENSHOT.png [--ranks N (mock, attach)] [--spki HASH (attach)]
 #   dashboard_e2e.sh MICRODDP NODE_MODULES SCREENSHOT.png --auth   (auth.e2e.mjs: the token over HTTPS)
-# (--attach=URL: the page of a job already running there, e.g. the compose lab's)
+# (--attach=URL: the page of a job already running there, e.g. the compose
+# lab's; its login URL over HTTPS: dashboard.e2e.mjs says how it is trusted)
 # Needs node (20+), Debian's chromium (/usr/bin/chromium, or $CHROMIUM) and
 # playwright-core in NODE_MODULES (`npm ci --prefix dashboard`). When one is
 # missing the test is skipped (exit 77) locally but fails in CI (CI=true),
