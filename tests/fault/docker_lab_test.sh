@@ -279,7 +279,7 @@ coordinator_says "job 'local' failed: rank 2 (host worker2, pid [0-9]*)" || fail
 [[ "$(exit_code coordinator)" == "exited 1" ]] || fail "coordinator: $(exit_code coordinator), want exited 1"
 # (Their restart policy may start the survivors again: their first run's error line is what counts.)
 for s in worker0 worker1 worker3; do
-  wait_for 60 "$s's error line" logs_have "$s" "microddp: error: "
+  wait_for 60 "$s's error line naming rank 2" logs_have "$s" "microddp: error: .*rank 2"
 done
 
 # ---- 6. nothing left ---------------------------------------------------------------------
