@@ -27,21 +27,28 @@ usage() { sed -n '2,/^set -euo/p' "$bench_script" | grep '^#' | sed 's/^# \{0,1\
 # die MESSAGE: "<script>: MESSAGE" on stderr, exit 1.
 die() { echo "$(basename "$bench_script" .sh): $*" >&2; exit 1; }
 
-# parse_options "--flag:VAR ..." ARGS...: for each `--flag VALUE` in ARGS sets
-# the variable VAR that the spec pairs with --flag; -h/--help prints the
-# script's header; any other argument is an error that says so. The caller
-# declares every VAR with its default first.
+# parse_options "--flag:VAR --switch:VAR=VALUE ..." ARGS...: for each
+# `--flag X` in ARGS sets the variable VAR that the spec pairs with --flag
+# to X; a `--switch` (no argument) sets its VAR to its VALUE; -h/--help
+# prints the script's header; any other argument is an error that says so.
+# The caller declares every VAR with its default first.
 parse_options() {
   local -A var_of=()
-  local pair
+  local pair target
   for pair in $1; do var_of[${pair%%:*}]=${pair#*:}; done
   shift
   while (( $# )); do
     [[ $1 == -h || $1 == --help ]] && { usage; exit 0; }
-    [[ -n ${var_of[$1]:-} ]] || die "unknown option $1 (see --help)"
-    (( $# >= 2 )) || die "$1 needs a value"
-    printf -v "${var_of[$1]}" '%s' "$2"
-    shift 2
+    target=${var_of[$1]:-}
+    [[ -n $target ]] || die "unknown option $1 (see --help)"
+    if [[ $target == *=* ]]; then
+      printf -v "${target%%=*}" '%s' "${target#*=}"
+      shift
+    else
+      (( $# >= 2 )) || die "$1 needs a value"
+      printf -v "$target" '%s' "$2"
+      shift 2
+    fi
   done
 }
 
