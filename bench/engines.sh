@@ -41,8 +41,7 @@ parse_options "--quick:quick=1 --rounds:rounds --nprocs:nprocs --train-nproc:tra
 [[ -z $out ]] || out=$(realpath -m "$out")
 if [[ -n $summarize ]]; then
   work=$summarize
-  rounds=$(find "$work" -maxdepth 1 -name 'r*_*.json' -printf '%f\n' | sed -n 's/^r\([0-9]*\)_.*/\1/p' | sort -n | tail -1)
-  rounds=$(( ${rounds:--1} + 1 ))
+  rounds=$(kept_rounds '*.json')
 else
 require_microddp
 "$MICRODDP" bench allreduce --backend gloo --nproc 1 -b 4K -e 4K --iters 1 --warmup 0 >/dev/null 2>&1 ||

@@ -81,6 +81,14 @@ make_work_dir() {
   echo "results in $work"
 }
 
+# kept_rounds PATTERN: for --summarize, how many rounds the kept directory
+# $work holds: one more than the highest R of its files named rR_PATTERN.
+kept_rounds() {
+  local last
+  last=$(find "$work" -maxdepth 1 -name "r*_$1" -printf '%f\n' | sed -n 's/^r\([0-9]*\)_.*/\1/p' | sort -n | tail -1)
+  echo $(( ${last:--1} + 1 ))
+}
+
 # The first lines of every env.txt: the date and the machine.
 machine_info() {
   echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
