@@ -89,6 +89,7 @@ std::vector<std::string> expand_nodelist(std::string_view list) {
 }
 
 std::optional<SlurmTask> slurm_task() {
+  if (const char* launcher_rank = std::getenv("RANK"); launcher_rank && *launcher_rank) return std::nullopt;
   const std::optional<int> rank = int_env("SLURM_PROCID");
   if (!rank) return std::nullopt;
   SlurmTask t;

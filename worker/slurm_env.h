@@ -28,8 +28,11 @@ struct SlurmTask {
 std::vector<std::string> expand_nodelist(std::string_view list);
 
 // The SLURM task this process is, from the variables above; nullopt when
-// SLURM_PROCID is not set (not started by srun). InputError, naming the
-// variable, when one is malformed or they disagree (rank >= ntasks).
+// SLURM_PROCID is not set (not started by srun) or RANK is: another
+// launcher (torchrun, `microddp run`) started this process inside an
+// allocation, whose batch step carries SLURM_PROCID=0 and the allocation's
+// SLURM_NTASKS to everything it runs. InputError, naming the variable, when
+// one is malformed or they disagree (rank >= ntasks).
 std::optional<SlurmTask> slurm_task();
 
 }  // namespace mddp::worker

@@ -44,7 +44,7 @@ TEST(ExpandNodelist, MalformedListsAreInputErrorsQuotingTheList) {
 class SlurmVars : public ::testing::Test {
  protected:
   void TearDown() override {
-    for (const char* v : {"SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS", "SLURM_JOB_NODELIST"}) ::unsetenv(v);
+    for (const char* v : {"SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS", "SLURM_JOB_NODELIST", "RANK"}) ::unsetenv(v);
   }
   static void set(const char* var, const char* value) { ::setenv(var, value, 1); }
 };
@@ -62,6 +62,17 @@ TEST_F(SlurmVars, ReadsTheTask) {
   EXPECT_EQ(t->local_rank, 1);
   EXPECT_EQ(t->ntasks, 8);
   EXPECT_EQ(t->nodes, (Names{"node01", "node02", "node03", "node04"}));
+}
+
+// `microddp run --nproc 4` inside a batch script: its workers inherit the
+// batch step's SLURM_PROCID=0 and SLURM_NTASKS=8, but their rank is run's
+// RANK, and the job's world size is run's, not the allocation's.
+TEST_F(SlurmVars, AnotherLaunchersRankWins) {
+  set("SLURM_PROCID", "0");
+  set("SLURM_NTASKS", "8");
+  set("SLURM_JOB_NODELIST", "node[01-04]");
+  set("RANK", "3");
+  EXPECT_FALSE(slurm_task().has_value());
 }
 
 TEST_F(SlurmVars, DisagreeingOrMalformedVariablesAreNamed) {
