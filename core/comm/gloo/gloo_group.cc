@@ -33,6 +33,7 @@
 #include <gloo/transport/tcp/device.h>
 
 #include <atomic>
+#include <csignal>
 #include <cctype>
 #include <cstdint>
 #include <cstring>
@@ -82,10 +83,13 @@ int rank_named(const std::string& what, const std::vector<std::string>& addresse
   return -1;
 }
 
+// What gloo's error text (strerror's words) says of the connection. An
+// aborted socket (ECONNABORTED: cut on this side, by `ss -K` or a firewall)
+// is a broken connection like a reset one.
 PeerFault fault_of(const std::string& what) {
   if (what.find("closed by peer") != std::string::npos) return PeerFault::kClosed;
-  if (what.find("reset") != std::string::npos || what.find("Broken pipe") != std::string::npos)
-    return PeerFault::kReset;
+  for (const char* broken : {"reset", "Broken pipe", "connection abort"})
+    if (what.find(broken) != std::string::npos) return PeerFault::kReset;
   return PeerFault::kUnknown;
 }
 
@@ -244,6 +248,11 @@ std::string gloo_version() {
 
 std::unique_ptr<ProcessGroup> connect_gloo(Store& store, int rank, int size, const GlooOptions& options) {
   MDDP_CHECK(size >= 1 && rank >= 0 && rank < size, "rank ", rank, " of world size ", size);
+  // gloo's TCP pairs write without MSG_NOSIGNAL: a write to a connection the
+  // peer reset would raise SIGPIPE and end this process without a word (seen
+  // as "rank N died" when a link was cut). Ignored, the write fails with
+  // EPIPE and gloo throws an IoException ("Broken pipe"), reported below.
+  ::signal(SIGPIPE, SIG_IGN);
   ::gloo::transport::tcp::attr attr;
   attr.hostname = options.bind_host;
   std::shared_ptr<::gloo::transport::Device> device;
