@@ -17,10 +17,12 @@
 // Note [Naming gloo's peers]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~
 // gloo's I/O errors name the peer only by its listening address
-// ("Connection closed by peer [10.0.0.3]:47335"). After the mesh is up each
-// rank publishes that address (its pairs' own, less the "$seq" suffix) in
-// the store, so an error can be rewritten to say "rank 2 at [10.0.0.3]:47335"
-// and a PeerError can carry the rank: the worker then reports the broken
+// ("Connection closed by peer [10.0.0.3]:47335"), or, on the side that
+// accepted the connection, by the peer's ephemeral port. After the mesh is
+// up each rank publishes its listening address (its pairs' own, less the
+// "$seq" suffix) in the store, so an error can be rewritten to say "rank 2
+// at [10.0.0.3]:47335" (by the address, or by the host when one peer alone
+// is there) and a PeerError can carry the rank: the worker then reports the broken
 // link to the coordinator (ReportPeerFault), as with microddp's transports.
 #include <gloo/allgather.h>
 #include <gloo/allreduce.h>
@@ -69,8 +71,11 @@ std::string listen_address(const ::gloo::transport::Address& a) {
   return s.substr(0, s.find('$'));
 }
 
-// The rank whose address `addresses[r]` occurs in `what` as a whole (not a
-// prefix of a longer port), or -1.
+// The rank `what` names: the one whose listening address `addresses[r]`
+// occurs in it whole (not as a prefix of a longer port); else, since the
+// side of a pair that accepted the connection names the peer by its
+// ephemeral port, the one rank whose host ("[10.0.0.3]") occurs in it.
+// -1 when neither is unique (several peers on one host).
 int rank_named(const std::string& what, const std::vector<std::string>& addresses) {
   for (std::size_t r = 0; r < addresses.size(); ++r) {
     const std::string& a = addresses[r];
@@ -80,7 +85,14 @@ int rank_named(const std::string& what, const std::vector<std::string>& addresse
       if (end == what.size() || !std::isdigit(static_cast<unsigned char>(what[end]))) return static_cast<int>(r);
     }
   }
-  return -1;
+  int by_host = -1;
+  for (std::size_t r = 0; r < addresses.size(); ++r) {
+    const std::string& a = addresses[r];
+    if (a.empty() || what.find(a.substr(0, a.rfind(':') + 1)) == std::string::npos) continue;
+    if (by_host >= 0) return -1;
+    by_host = static_cast<int>(r);
+  }
+  return by_host;
 }
 
 // What gloo's error text (strerror's words) says of the connection. An
