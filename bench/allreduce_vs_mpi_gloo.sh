@@ -56,8 +56,7 @@ done
 [[ -z $out ]] || out=$(realpath -m "$out")
 if [[ -n $summarize ]]; then
   work=$summarize
-  rounds=$(find "$work" -maxdepth 1 -name 'r*_membw.log' -printf '%f\n' | sed -n 's/^r\([0-9]*\)_membw\.log$/\1/p' | sort -n | tail -1)
-  rounds=$(( ${rounds:--1} + 1 ))
+  rounds=$(kept_rounds membw.log)
 else
 require_microddp
 require_torch torch.distributed

@@ -1,6 +1,7 @@
 # shellcheck shell=bash
-# What the side-by-side benchmarks share (train_vs_pytorch.sh,
-# allreduce_vs_mpi_gloo.sh); sourced right after `set -euo pipefail`:
+# What the benchmarks share (train_vs_pytorch.sh, allreduce_vs_mpi_gloo.sh,
+# engines.sh, compression.sh, the netns lab's netns_hier.sh and
+# netns_overhead.sh); sourced right after `set -euo pipefail`:
 #
 #   source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 #
@@ -23,6 +24,47 @@ run_cpu=0            # 1: run's lines end with the CPU share the run got
 # The script's header comment (from line 2 to `set -euo`), as its --help.
 usage() { sed -n '2,/^set -euo/p' "$bench_script" | grep '^#' | sed 's/^# \{0,1\}//'; }
 
+# die MESSAGE: "<script>: MESSAGE" on stderr, exit 1.
+die() { echo "$(basename "$bench_script" .sh): $*" >&2; exit 1; }
+
+# parse_options "--flag:VAR --switch:VAR=VALUE ..." ARGS...: for each
+# `--flag X` in ARGS sets the variable VAR that the spec pairs with --flag
+# to X; a `--switch` (no argument) sets its VAR to its VALUE; -h/--help
+# prints the script's header; any other argument is an error that says so.
+# The caller declares every VAR with its default first.
+parse_options() {
+  local -A var_of=()
+  local pair target
+  for pair in $1; do var_of[${pair%%:*}]=${pair#*:}; done
+  shift
+  while (( $# )); do
+    [[ $1 == -h || $1 == --help ]] && { usage; exit 0; }
+    target=${var_of[$1]:-}
+    [[ -n $target ]] || die "unknown option $1 (see --help)"
+    if [[ $target == *=* ]]; then
+      printf -v "${target%%=*}" '%s' "${target#*=}"
+      shift
+    else
+      (( $# >= 2 )) || die "$1 needs a value"
+      printf -v "$target" '%s' "$2"
+      shift 2
+    fi
+  done
+}
+
+# require_netns_lab STEPS SKIP: what the netns lab's benchmarks need: root,
+# the binary (MICRODDP made absolute and exported for deploy/netns_lab.sh,
+# which LAB_SH names), and more steps than skipped warm-up steps.
+require_netns_lab() {
+  (( EUID == 0 )) || die "needs root (network namespaces, tc)"
+  [[ -x $MICRODDP ]] || die "no binary at $MICRODDP (set MICRODDP=/path/to/microddp)"
+  (( $1 > $2 )) || die "--steps must exceed --skip"
+  MICRODDP=$(realpath "$MICRODDP")
+  export MICRODDP
+  # shellcheck disable=SC2034  # LAB_SH: used by the caller
+  LAB_SH=$root/deploy/netns_lab.sh
+}
+
 require_microddp() {
   [[ -x $MICRODDP ]] || { echo "microddp binary not found: $MICRODDP (build it or set MICRODDP)" >&2; exit 1; }
 }
@@ -37,6 +79,14 @@ require_torch() {
 make_work_dir() {
   if [[ -n $keep ]]; then work=$keep; mkdir -p "$work"; else work=$(mktemp -d "/tmp/$1.XXXXXX"); fi
   echo "results in $work"
+}
+
+# kept_rounds PATTERN: for --summarize, how many rounds the kept directory
+# $work holds: one more than the highest R of its files named rR_PATTERN.
+kept_rounds() {
+  local last
+  last=$(find "$work" -maxdepth 1 -name "r*_$1" -printf '%f\n' | sed -n 's/^r\([0-9]*\)_.*/\1/p' | sort -n | tail -1)
+  echo $(( ${last:--1} + 1 ))
 }
 
 # The first lines of every env.txt: the date and the machine.

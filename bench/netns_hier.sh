@@ -21,9 +21,7 @@
 # Needs root and iproute2; MICRODDP = the binary (default build/cli/microddp).
 set -euo pipefail
 
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-LAB_SH="$here/../deploy/netns_lab.sh"
-BIN="${MICRODDP:-$here/../build/cli/microddp}"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 RATES="1gbit 10gbit"
 ROUNDS=2
 ITERS=4
@@ -32,25 +30,9 @@ WIDTH=1578  # 2W^2 + 12W + 10 = 5.0M parameters, a 20 MB gradient
 STEPS=10
 SKIP=3
 OUT=""
-die() { echo "netns_hier: $*" >&2; exit 1; }
-while [[ $# -gt 0 ]]; do
-  case "$1" in
-    --rates) RATES="$2"; shift 2 ;;
-    --rounds) ROUNDS="$2"; shift 2 ;;
-    --iters) ITERS="$2"; shift 2 ;;
-    --width) WIDTH="$2"; shift 2 ;;
-    --steps) STEPS="$2"; shift 2 ;;
-    --skip) SKIP="$2"; shift 2 ;;
-    --out) OUT="$2"; shift 2 ;;
-    -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) die "unknown option $1 (see --help)" ;;
-  esac
-done
-[[ $(id -u) -eq 0 ]] || die "needs root (network namespaces, tc)"
-[[ -x "$BIN" ]] || die "no binary at $BIN (set MICRODDP=/path/to/microddp)"
-[[ "$STEPS" -gt "$SKIP" ]] || die "--steps must exceed --skip"
-BIN="$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")"
-export MICRODDP="$BIN" MDDP_LAB="mddphb$$"
+parse_options "--rates:RATES --rounds:ROUNDS --iters:ITERS --width:WIDTH --steps:STEPS --skip:SKIP --out:OUT" "$@"
+require_netns_lab "$STEPS" "$SKIP"
+export MDDP_LAB="mddphb$$"
 WORK="$(mktemp -d)"
 trap 'bash "$LAB_SH" down >/dev/null 2>&1 || true; rm -rf "$WORK"' EXIT
 ROWS="$WORK/rows.jsonl"

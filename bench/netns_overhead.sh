@@ -29,9 +29,7 @@
 # (default build/cli/microddp). Prints a markdown table (and writes it to --out).
 set -euo pipefail
 
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-LAB_SH="$here/../deploy/netns_lab.sh"
-BIN="${MICRODDP:-$here/../build/cli/microddp}"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 RATES="1gbit 10gbit"
 RANKS=2
 STEPS=12
@@ -45,26 +43,9 @@ SSAI=""  # net.ipv4.tcp_slow_start_after_idle in the lab's hosts ("" = the kerne
 # Linear(W,10) = 2W^2 + 12W + 10 parameters -> 1.00M, 5.00M, 20.0M.
 SIZES="1M:704 5M:1578 20M:3159"
 
-die() { echo "netns_overhead: $*" >&2; exit 1; }
-while [[ $# -gt 0 ]]; do
-  case "$1" in
-    --rates) RATES="$2"; shift 2 ;;
-    --ranks) RANKS="$2"; shift 2 ;;
-    --steps) STEPS="$2"; shift 2 ;;
-    --skip) SKIP="$2"; shift 2 ;;
-    --batch) BATCH="$2"; shift 2 ;;
-    --sizes) SIZES="$2"; shift 2 ;;
-    --out) OUT="$2"; shift 2 ;;
-    --keep) KEEP="$2"; shift 2 ;;
-    --slow-start-after-idle) SSAI="$2"; shift 2 ;;
-    -h|--help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) die "unknown option $1 (see --help)" ;;
-  esac
-done
-[[ $(id -u) -eq 0 ]] || die "needs root (network namespaces, tc)"
-[[ -x "$BIN" ]] || die "no binary at $BIN (set MICRODDP=/path/to/microddp)"
-[[ "$STEPS" -gt "$SKIP" ]] || die "--steps must exceed --skip"
-BIN="$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")"
+parse_options "--rates:RATES --ranks:RANKS --steps:STEPS --skip:SKIP --batch:BATCH --sizes:SIZES --out:OUT \
+  --keep:KEEP --slow-start-after-idle:SSAI" "$@"
+require_netns_lab "$STEPS" "$SKIP"
 
 export MDDP_LAB="mddpov$$"
 SUBNET="${MDDP_LAB_SUBNET:-10.77.0}"
@@ -72,7 +53,6 @@ WORK="${KEEP:-$(mktemp -d)}"
 mkdir -p "$WORK"
 cleanup() { bash "$LAB_SH" down >/dev/null 2>&1 || true; [[ -n "$KEEP" ]] || rm -rf "$WORK"; }
 trap cleanup EXIT
-export MICRODDP="$BIN"
 
 # ns1,ns2,... and ip1,ip2,... of the ranks' hosts (1..N)
 NS_LIST=""; IP_LIST=""
@@ -94,7 +74,7 @@ for rate in $RATES; do
   fi
   fit="$WORK/fit-$rate.json"
   echo "## $rate: fitting alpha and beta on the lab's links" >&2
-  "$BIN" bench allreduce --fit --nproc "$RANKS" --algo ring --transport tcp -b 64K -e 64M -f 4 \
+  "$MICRODDP" bench allreduce --fit --nproc "$RANKS" --algo ring --transport tcp -b 64K -e 64M -f 4 \
     --fit-rounds 3 --fit-budget-s 0.5 --fit-netns "$NS_LIST" --fit-bind "$IP_LIST" \
     --fit-out "$fit" --json "$WORK/fit-$rate-samples.json" | tee "$WORK/fit-$rate.txt" >&2
   for spec in $SIZES; do
@@ -129,7 +109,7 @@ print(max(x["comm_bytes"] for v in full for x in v), med("step_ms"), med("total_
 PY
 )
     compute=$(/usr/bin/python3 -c "print(max(0.0, $step - $exposed))")
-    model_json="$("$BIN" model --bytes "$bytes" --world-size "$RANKS" --fit --fit-file "$fit" --transport tcp \
+    model_json="$("$MICRODDP" model --bytes "$bytes" --world-size "$RANKS" --fit --fit-file "$fit" --transport tcp \
       --algorithm ring --compute-ms "$compute" --scaling weak --json)"
     /usr/bin/python3 - "$rate" "$name" "$width" "$bytes" "$step" "$comm" "$wait" "$exposed" "$compute" "$RANKS" \
       "$model_json" >>"$ROWS" <<'PY'

@@ -5,6 +5,7 @@
 // When this rank's attempt ended because another rank died and the job
 // re-forms (coordinator --max-restarts), it exits 75 (EX_TEMPFAIL: start me
 // again), or with --restart starts itself again (exec) and re-joins.
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -13,6 +14,7 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -24,6 +26,7 @@
 #include "cli/train_flags.h"
 #include "core/common/check.h"
 #include "core/common/log.h"
+#include "worker/slurm_env.h"
 #include "worker/worker.h"
 
 namespace mddp::cli {
@@ -34,6 +37,7 @@ struct WorkerArgs {
   std::string token_file, log_level = "info";
   coordinator::TlsFlags tls;
   double join_timeout_s = 360, connect_timeout_s = 60;
+  int coordinator_port = 29500;  // with SLURM: the port on the allocation's first node
   bool restart = false;
 };
 
@@ -54,20 +58,34 @@ struct WorkerArgs {
 }
 
 
-// MASTER_ADDR:MASTER_PORT (torchrun's variables) when --coordinator is not given.
-std::string coordinator_from_env() {
+// Where the coordinator is when --coordinator is not given:
+// MASTER_ADDR:MASTER_PORT (torchrun's variables), else, in a task started by
+// srun, the first node of the allocation (deploy/slurm/ starts it there) at
+// --coordinator-port. Under srun the job's world size must be SLURM_NTASKS.
+void coordinator_from_env(WorkerArgs& a) {
+  const std::optional<worker::SlurmTask> slurm = worker::slurm_task();
+  if (slurm) {
+    a.o.expected_world_size = slurm->ntasks;
+    spdlog::info("SLURM task {} (local {}) of {} on {} node(s)", slurm->rank, slurm->local_rank, slurm->ntasks,
+              slurm->nodes.size());
+  }
+  if (!a.o.coordinator.empty()) return;
   const char* addr = std::getenv("MASTER_ADDR");
   const char* port = std::getenv("MASTER_PORT");
-  if (addr && *addr && port && *port) return str(addr, ":", port);
-  return "";
+  if (addr && *addr && port && *port) {
+    a.o.coordinator = str(addr, ":", port);
+  } else if (slurm && !slurm->nodes.empty()) {
+    a.o.coordinator = str(slurm->nodes.front(), ":", a.coordinator_port);
+  }
 }
 
 void run(WorkerArgs& a) {
   log::set_level(a.log_level);
-  if (a.o.coordinator.empty()) a.o.coordinator = coordinator_from_env();
+  coordinator_from_env(a);
   if (a.o.coordinator.empty())
     throw InputError(
-        "give the coordinator's address: --coordinator HOST:PORT (or MASTER_ADDR and MASTER_PORT)");
+        "give the coordinator's address: --coordinator HOST:PORT (or MASTER_ADDR and MASTER_PORT, or run "
+        "under srun, which names the allocation's nodes in SLURM_JOB_NODELIST)");
   if (!a.token_file.empty()) a.o.token = read_token_file(a.token_file);
   a.o.tls = coordinator::load_tls(a.tls, coordinator::TlsRole::kClient);
   a.o.join_timeout = std::chrono::milliseconds(static_cast<int64_t>(a.join_timeout_s * 1000.0));
@@ -93,8 +111,15 @@ void register_worker(CLI::App& app) {
       app.add_subcommand("worker", "Run one rank of a job started by `microddp coordinator`");
   const char* g = "Worker";
   cmd->add_option("--coordinator", a->o.coordinator,
-                  "HOST:PORT of the coordinator (default: MASTER_ADDR:MASTER_PORT)")
+                  "HOST:PORT of the coordinator (default: MASTER_ADDR:MASTER_PORT, else under srun the "
+                  "first node of SLURM_JOB_NODELIST at --coordinator-port)")
       ->group(g);
+  cmd->add_option("--coordinator-port", a->coordinator_port,
+                  "under srun without --coordinator or MASTER_ADDR: the coordinator's port on the "
+                  "allocation's first node (deploy/slurm/)")
+      ->check(CLI::Range(1, 65535))
+      ->group(g)
+      ->capture_default_str();
   auto* token = cmd->add_option("--token", a->o.token, "the job's shared secret")
                     ->envname("MDDP_TOKEN")
                     ->group(g);

@@ -41,15 +41,19 @@ install_packages() {
   fi
 }
 
-# The dashboard's npm packages (its chart library, bundled into the binary,
-# and playwright-core for the browser test), exactly as package-lock.json says.
+# The npm packages, exactly as each package-lock.json says: the dashboard's
+# (its chart library, bundled into the binary, and playwright-core for the
+# browser test) and deploy/k8s/validate's (the Kubernetes schemas for
+# fault.k8s_manifests).
 install_npm_packages() {
-  local dir="$ROOT/dashboard"
   if ! command -v npm >/dev/null; then install_packages npm; fi
-  if [[ ! -d "$dir/node_modules" || "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]]; then
-    say "installing the dashboard's npm packages"
-    npm ci --prefix "$dir" --no-audit --no-fund --loglevel=error
-  fi
+  local dir
+  for dir in "$ROOT/dashboard" "$ROOT/deploy/k8s/validate"; do
+    if [[ ! -d "$dir/node_modules" || "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]]; then
+      say "installing the npm packages of ${dir#"$ROOT"/}"
+      npm ci --prefix "$dir" --no-audit --no-fund --loglevel=error
+    fi
+  done
 }
 
 # configure_and_build DIR [cmake -D options]

@@ -288,6 +288,13 @@ void run_worker(const WorkerOptions& o) {
                          "not its dashboard's"));
   client.wait_connected(o.connect_timeout);
   const JoinInfo info = client.join({host, data.addr, o.device, want_rank, o.join_timeout});
+  if (o.expected_world_size > 0 && info.world_size != o.expected_world_size) {
+    const std::string why = str("srun started ", o.expected_world_size, " tasks (SLURM_NTASKS) but the job at ",
+                                o.coordinator, " has --world-size ", info.world_size,
+                                ": start the coordinator with --world-size $SLURM_NTASKS");
+    client.leave(false, why, 3s);
+    throw InputError(why);
+  }
   const auto level = spdlog::get_level();
   log::init(str("rank ", info.rank));
   spdlog::set_level(level);

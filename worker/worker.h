@@ -40,6 +40,8 @@ struct WorkerOptions {
   std::chrono::milliseconds join_timeout{
       std::chrono::minutes(6)};  // then the job must form by then
   std::chrono::milliseconds call_timeout{30'000};
+  // The job's world size must be this (SLURM_NTASKS under srun); 0: any.
+  int expected_world_size = 0;
   // SIGINT / SIGTERM fail this rank cleanly (Leave with "interrupted").
   bool handle_signals = true;
   // Called on rank 0 once the model is built (the config table).

@@ -2,10 +2,11 @@
 # Crashes, stops and cut links, with real processes on 127.0.0.1 and the
 # default heartbeat flags unless a scenario says otherwise; one scenario per
 # CTest test (docs/failures.md says what each fault looks like):
-#   crash_test.sh MICRODDP kill9 TRANSPORT RANK   kill -9 of one of 3 workers: seen at once
+#   crash_test.sh MICRODDP kill9 DATA RANK        kill -9 of one of 3 workers: seen at once
+#                                                 (DATA: tcp, shm, or gloo for --backend gloo)
 #   crash_test.sh MICRODDP sigstop                a stopped worker: named after the heartbeat timeout
 #   crash_test.sh MICRODDP coordinator_stalled    the coordinator stopped longer than the timeout
-#   crash_test.sh MICRODDP link_cut               one data-plane connection killed (ss -K, root)
+#   crash_test.sh MICRODDP link_cut DATA          one data-plane connection killed (ss -K, root; DATA: tcp or gloo)
 #   crash_test.sh MICRODDP shm_setup_kill         kill -9 during shared-memory set-up: nothing left in /dev/shm
 #   crash_test.sh MICRODDP shm_orphans_reclaimed  segments of dead processes removed by the next job
 # No assertion on wall-clock time: the messages say which path found the
@@ -18,6 +19,10 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 HOST="$(hostname)"
 SPIN=(--steps 100000000 --http-port -1)  # runs until a fault ends it
+
+# data_plane DATA: the job's flags for microddp's own transport DATA (tcp,
+# shm) or for gloo (--backend gloo, its own TCP).
+data_plane() { if [[ $1 == gloo ]]; then echo "--backend gloo"; else echo "--transport $1"; fi; }
 
 # exit_times PID...: waits (30 s at most) until every PID has exited;
 # EXIT_MS[pid] = ms from T0 to its exit as seen by polling every 50 ms.
@@ -72,7 +77,8 @@ case "$SCENARIO" in
     # and pid and where it was, found by its connections closing ("died"),
     # not by the heartbeat timeout (10 s with these default flags).
     TRANSPORT="$3"; VICTIM="$4"
-    start_coordinator 3 "${JOB[@]}" "${SPIN[@]}" --transport "$TRANSPORT" --run-dir "$WORK/run"
+    # shellcheck disable=SC2046  # two words
+    start_coordinator 3 "${JOB[@]}" "${SPIN[@]}" $(data_plane "$TRANSPORT") --run-dir "$WORK/run"
     start_workers 3
     training 60
     SURVIVORS=()
@@ -138,7 +144,13 @@ case "$SCENARIO" in
     # One data-plane connection between two live ranks killed by `ss -K`:
     # a network fault, named as such, not a death.
     (( EUID == 0 )) || { echo "SKIP: ss -K needs root"; exit 77; }
-    start_coordinator 2 "${JOB[@]}" "${SPIN[@]}" --transport tcp --run-dir "$WORK/run"
+    # gloo's own blocked wait is not woken by the verdict's abort (Note
+    # [Aborting gloo] in core/comm/gloo/gloo_group.cc): a rank whose end saw
+    # nothing leaves at the collective timeout, so it is short here.
+    TIMEOUT=()
+    [[ $3 == gloo ]] && TIMEOUT=(--comm-timeout-ms 8000)
+    # shellcheck disable=SC2046  # two words
+    start_coordinator 2 "${JOB[@]}" "${SPIN[@]}" $(data_plane "$3") "${TIMEOUT[@]}" --run-dir "$WORK/run"
     start_workers 2
     training 20
     # Rank 0's end of its connection to rank 1: its one established socket

@@ -245,29 +245,34 @@ class RunningHeartbeats final : public v1::Coordinator::Service {
   }
 };
 
-// Serves a stand-in coordinator on an ephemeral port of 127.0.0.1 (`port`
-// stays 0 if it could not listen).
-std::unique_ptr<grpc::Server> serve(grpc::Service& service, int& port) {
+// A stand-in coordinator serving `service` on an ephemeral port of 127.0.0.1.
+struct StandIn {
+  std::unique_ptr<grpc::Server> server;
+  std::string address;  // "127.0.0.1:PORT"; empty if it could not listen
+};
+StandIn serve(grpc::Service& service) {
+  int port = 0;
   grpc::ServerBuilder builder;
   builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
   builder.RegisterService(&service);
-  return builder.BuildAndStart();
+  StandIn s{builder.BuildAndStart(), ""};
+  if (port != 0) s.address = "127.0.0.1:" + std::to_string(port);
+  return s;
 }
 
 TEST(Heartbeat, GivesUpOnALostCoordinatorAfterTheTimeout) {
   RunningHeartbeats service;
-  int port = 0;
-  auto server = serve(service, port);
-  ASSERT_NE(port, 0);
-  CoordinatorClient client(client_options("127.0.0.1:" + std::to_string(port)));
+  StandIn fake = serve(service);
+  ASSERT_FALSE(fake.address.empty());
+  CoordinatorClient client(client_options(fake.address));
   ProgressBoard board;
   Heartbeat hb(client, board, {100ms, 800ms});
   hb.start();
   std::this_thread::sleep_for(300ms);
   EXPECT_FALSE(hb.failed());
   const auto t0 = std::chrono::steady_clock::now();
-  server->Shutdown(std::chrono::system_clock::now());  // the coordinator is gone
-  server.reset();
+  fake.server->Shutdown(std::chrono::system_clock::now());  // the coordinator is gone
+  fake.server.reset();
   const auto f = hb.wait_failure(10s);
   const auto waited = std::chrono::steady_clock::now() - t0;
   ASSERT_TRUE(f.has_value());
@@ -332,10 +337,9 @@ class FlakyMetrics final : public v1::Coordinator::Service {
 
 TEST(MetricsStreamer, ResendsWhatABrokenStreamDidNotAcknowledge) {
   FlakyMetrics service;
-  int port = 0;
-  auto server = serve(service, port);
-  ASSERT_NE(port, 0);
-  CoordinatorClient client(client_options("127.0.0.1:" + std::to_string(port)));
+  StandIn fake = serve(service);
+  ASSERT_FALSE(fake.address.empty());
+  CoordinatorClient client(client_options(fake.address));
   MetricsStreamer streamer(
       client, {.flush_interval = 20ms, .rotate = 200ms, .capacity = 10'000, .call_deadline = 5s});
   streamer.start();
@@ -353,7 +357,7 @@ TEST(MetricsStreamer, ResendsWhatABrokenStreamDidNotAcknowledge) {
   EXPECT_EQ(*steps.begin(), 1);
   EXPECT_EQ(*steps.rbegin(), 1000);
   EXPECT_EQ(streamer.acknowledged(), 1000);
-  server->Shutdown(std::chrono::system_clock::now() + 1s);
+  fake.server->Shutdown(std::chrono::system_clock::now() + 1s);
 }
 
 TEST(MetricsStreamer, NeverBlocksAndDropsTheOldestWhenFull) {

@@ -93,18 +93,26 @@ TEST(GlooFailure, ASilentPeerIsATimeoutAndEndsTheGroup) {
 }
 
 // Rank 1 leaves (its group is destroyed): rank 0 fails with a PeerError
-// long before its 60 s timeout.
-TEST(GlooFailure, APeerThatLeavesIsAPeerError) {
+// long before its 60 s timeout, naming rank 1 (gloo itself says only its
+// address: Note [Naming gloo's peers] in gloo_group.cc) and carrying it, so
+// a worker can report the broken link to the coordinator.
+TEST(GlooFailure, APeerThatLeavesIsAPeerErrorNamingIt) {
   with_gloo(
       2,
       [&](ProcessGroup& g) {
         if (g.rank() == 1) return;
         std::this_thread::sleep_for(100ms);
         std::vector<float> x(1 << 16);
-        const std::string what =
-            expect_error<PeerError>(g.all_reduce(x.data(), static_cast<int64_t>(x.size()), DataType::kFloat32,
-                                             ReduceOp::kSum));
-        EXPECT_TRUE(contains(what, "gloo")) << what;
+        auto work = g.all_reduce(x.data(), static_cast<int64_t>(x.size()), DataType::kFloat32, ReduceOp::kSum);
+        try {
+          work->wait();
+          ADD_FAILURE() << "no error";
+        } catch (const PeerError& e) {
+          const std::string what = e.what();
+          EXPECT_TRUE(contains(what, "rank 0: all_reduce(gloo ring) #1: gloo, with rank 1 at [127.0.0.1]:")) << what;
+          EXPECT_EQ(e.peer(), 1) << what;
+          EXPECT_NE(e.fault(), PeerFault::kUnknown) << what;
+        }
       },
       60s);
 }

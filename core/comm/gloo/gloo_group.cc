@@ -13,6 +13,17 @@
 // libgloo-dev cannot compile its header (gloo/transport/tcp/pair.h includes
 // gloo/common/memory.h, which the package does not ship), and a copy of a
 // gloo header is not ours to keep.
+//
+// Note [Naming gloo's peers]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~
+// gloo's I/O errors name the peer only by its listening address
+// ("Connection closed by peer [10.0.0.3]:47335"), or, on the side that
+// accepted the connection, by the peer's ephemeral port. After the mesh is
+// up each rank publishes its listening address (its pairs' own, less the
+// "$seq" suffix) in the store, so an error can be rewritten to say "rank 2
+// at [10.0.0.3]:47335" (by the address, or by the host when one peer alone
+// is there) and a PeerError can carry the rank: the worker then reports the broken
+// link to the coordinator (ReportPeerFault), as with microddp's transports.
 #include <gloo/allgather.h>
 #include <gloo/allreduce.h>
 #include <gloo/barrier.h>
@@ -24,6 +35,8 @@
 #include <gloo/transport/tcp/device.h>
 
 #include <atomic>
+#include <csignal>
+#include <cctype>
 #include <cstdint>
 #include <cstring>
 #include <mutex>
@@ -52,17 +65,53 @@ namespace {
   return [t, c](void* out, const void* a, const void* b, size_t n) { reduce(out, a, b, n, t, c); };
 }
 
+// The listening address in a gloo Address's str(): "[127.0.0.1]:47335$3" -> "[127.0.0.1]:47335".
+std::string listen_address(const ::gloo::transport::Address& a) {
+  std::string s = a.str();
+  return s.substr(0, s.find('$'));
+}
+
+// The rank `what` names: the one whose listening address `addresses[r]`
+// occurs in it whole (not as a prefix of a longer port); else, since the
+// side of a pair that accepted the connection names the peer by its
+// ephemeral port, the one rank whose host ("[10.0.0.3]") occurs in it.
+// -1 when neither is unique (several peers on one host).
+int rank_named(const std::string& what, const std::vector<std::string>& addresses) {
+  for (std::size_t r = 0; r < addresses.size(); ++r) {
+    const std::string& a = addresses[r];
+    if (a.empty()) continue;
+    for (std::size_t at = what.find(a); at != std::string::npos; at = what.find(a, at + 1)) {
+      const std::size_t end = at + a.size();
+      if (end == what.size() || !std::isdigit(static_cast<unsigned char>(what[end]))) return static_cast<int>(r);
+    }
+  }
+  int by_host = -1;
+  for (std::size_t r = 0; r < addresses.size(); ++r) {
+    const std::string& a = addresses[r];
+    if (a.empty() || what.find(a.substr(0, a.rfind(':') + 1)) == std::string::npos) continue;
+    if (by_host >= 0) return -1;
+    by_host = static_cast<int>(r);
+  }
+  return by_host;
+}
+
+// What gloo's error text (strerror's words) says of the connection. An
+// aborted socket (ECONNABORTED: cut on this side, by `ss -K` or a firewall)
+// is a broken connection like a reset one.
 PeerFault fault_of(const std::string& what) {
   if (what.find("closed by peer") != std::string::npos) return PeerFault::kClosed;
-  if (what.find("reset") != std::string::npos || what.find("Broken pipe") != std::string::npos)
-    return PeerFault::kReset;
+  for (const char* broken : {"reset", "Broken pipe", "connection abort"})
+    if (what.find(broken) != std::string::npos) return PeerFault::kReset;
   return PeerFault::kUnknown;
 }
 
 class GlooGroup final : public ProcessGroup {
  public:
-  GlooGroup(std::shared_ptr<::gloo::Context> context, std::chrono::milliseconds timeout)
+  // peer_addresses[r]: rank r's listening address (Note [Naming gloo's peers]).
+  GlooGroup(std::shared_ptr<::gloo::Context> context, std::vector<std::string> peer_addresses,
+            std::chrono::milliseconds timeout)
       : context_(std::move(context)),
+        peer_addresses_(std::move(peer_addresses)),
         timeout_(timeout),
         queue_(context_->rank, timeout, [this](const std::string& reason) { stop(reason); }) {}
 
@@ -163,11 +212,15 @@ class GlooGroup final : public ProcessGroup {
   }
 
   [[noreturn]] void rethrow_as_comm_error(const ::gloo::Exception& e) const {
-    const std::string what = str("rank ", rank(), ": gloo: ", e.what());
     if (aborted_.load()) throw AbortedError(str("rank ", rank(), ": aborted: ", abort_reason()));
-    if (what.find("Timed out") != std::string::npos || what.find("timeout") != std::string::npos)
+    const std::string gloo_says = e.what();
+    const int peer = rank_named(gloo_says, peer_addresses_);
+    const std::string what = peer < 0 ? str("rank ", rank(), ": gloo: ", gloo_says)
+                                      : str("rank ", rank(), ": gloo, with rank ", peer, " at ",
+                                            peer_addresses_[peer], ": ", gloo_says);
+    if (gloo_says.find("Timed out") != std::string::npos || gloo_says.find("timeout") != std::string::npos)
       throw TimeoutError(what);
-    if (dynamic_cast<const ::gloo::IoException*>(&e)) throw PeerError(what, -1, fault_of(what));
+    if (dynamic_cast<const ::gloo::IoException*>(&e)) throw PeerError(what, peer, fault_of(gloo_says));
     throw CommError(what);
   }
 
@@ -190,6 +243,7 @@ class GlooGroup final : public ProcessGroup {
   }
 
   std::shared_ptr<::gloo::Context> context_;
+  std::vector<std::string> peer_addresses_;
   std::chrono::milliseconds timeout_;
   uint32_t next_tag_ = 0;  // training thread only (collectives are issued from one thread)
   mutable std::mutex mu_;
@@ -206,6 +260,11 @@ std::string gloo_version() {
 
 std::unique_ptr<ProcessGroup> connect_gloo(Store& store, int rank, int size, const GlooOptions& options) {
   MDDP_CHECK(size >= 1 && rank >= 0 && rank < size, "rank ", rank, " of world size ", size);
+  // gloo's TCP pairs write without MSG_NOSIGNAL: a write to a connection the
+  // peer reset would raise SIGPIPE and end this process without a word (seen
+  // as "rank N died" when a link was cut). Ignored, the write fails with
+  // EPIPE and gloo throws an IoException ("Broken pipe"), reported below.
+  ::signal(SIGPIPE, SIG_IGN);
   ::gloo::transport::tcp::attr attr;
   attr.hostname = options.bind_host;
   std::shared_ptr<::gloo::transport::Device> device;
@@ -222,7 +281,15 @@ std::unique_ptr<ProcessGroup> connect_gloo(Store& store, int rank, int size, con
   } catch (const ::gloo::Exception& e) {
     throw PeerError(str("rank ", rank, ": gloo could not connect its full mesh: ", e.what()));
   }
-  return std::make_unique<GlooGroup>(std::move(context), options.timeout);
+  // Note [Naming gloo's peers]: every pair of a rank listens on one address.
+  std::vector<std::string> addresses(static_cast<std::size_t>(size));
+  if (size > 1) {
+    const std::string key = options.prefix + "/gloo/listen/";
+    store.set(key + std::to_string(rank), listen_address(context->getPair((rank + 1) % size)->address()));
+    for (int r = 0; r < size; ++r)
+      if (r != rank) addresses[static_cast<std::size_t>(r)] = store.get(key + std::to_string(r), options.timeout);
+  }
+  return std::make_unique<GlooGroup>(std::move(context), std::move(addresses), options.timeout);
 }
 
 }  // namespace mddp::comm::gloo
