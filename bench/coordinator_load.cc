@@ -1,22 +1,26 @@
-// coordinator_load: the coordinator under 1,000 light workers (not a test).
+// coordinator_load: the coordinator under thousands of light workers (not a test).
 //
 // Starts an in-process Coordinator on 127.0.0.1:0 (world size --workers, run
 // dir in a fresh temp dir) and simulates the workers as gRPC callback-API
 // clients over a few shared channels (no thread per worker). Each worker:
 // Join (any rank) -> Validate (tiny identical fingerprint) -> Barrier "start"
-// -> one StreamMetrics stream of --steps records (2 bucket spans each, in
-// batches of --batch) -> WritesDone/Finish -> Leave(ok). Heartbeats are not
-// sent; the job's heartbeat timeout is set long enough that nobody is failed.
+// -> --heartbeats Heartbeats, one after another -> one StreamMetrics stream
+// of --steps records (2 bucket spans each, in batches of --batch) ->
+// WritesDone/Finish -> Leave(ok). The job's heartbeat timeout is set long
+// enough that a worker silent for the rest of the run is not failed.
 //
-// Reports: join+barrier time of all workers (target < 3 s), records ingested
-// per second from the first record sent until the coordinator's MetricsLog
-// count reaches workers*steps (target >= 50,000/s), and that nothing was
-// lost: lines of metrics.jsonl and distinct (rank, step) pairs both equal
-// workers*steps. Exit status 0 only when every check is OK. Coordinator logs
-// below error level (e.g. the roll call of ranks that send no heartbeat)
-// are shown only with --verbose.
+// Reports: join+validate+barrier time of all workers (target < 5 s),
+// heartbeats answered per second with every worker beating at once (no
+// target: they must not queue behind one lock), records ingested per second
+// from the first record sent until the coordinator's MetricsLog count
+// reaches workers*steps (target >= 50,000/s), that nothing was lost (step
+// lines of metrics.jsonl, event lines such as "attempt" counted apart, and
+// distinct (rank, step) pairs both equal workers*steps), and the peak
+// resident memory of the process (the coordinator and the simulated clients
+// share it). Exit status 0 only when every check is OK. Coordinator logs
+// below error level are shown only with --verbose.
 //
-//   coordinator_load [--workers 1000] [--steps 100] [--batch 10]
+//   coordinator_load [--workers 1000] [--steps 100] [--batch 10] [--heartbeats 3]
 //                    [--channels 4] [--json FILE] [--keep] [--verbose]
 #include <grpcpp/grpcpp.h>
 #include <spdlog/spdlog.h>
@@ -63,6 +67,7 @@ struct Options {
   int workers = 1000;
   int steps = 100;
   int batch = 10;
+  int heartbeats = 3;
   int channels = 4;
   std::string json;
   bool keep = false;
@@ -71,8 +76,8 @@ struct Options {
 
 [[noreturn]] void usage(const char* argv0) {
   std::fprintf(stderr,
-               "usage: %s [--workers N] [--steps N] [--batch N] [--channels N] [--json FILE] "
-               "[--keep] [--verbose]\n",
+               "usage: %s [--workers N] [--steps N] [--batch N] [--heartbeats N] [--channels N] "
+               "[--json FILE] [--keep] [--verbose]\n",
                argv0);
   std::exit(2);
 }
@@ -96,6 +101,8 @@ Options parse(int argc, char** argv) {
       o.steps = positive();
     } else if (a == "--batch") {
       o.batch = positive();
+    } else if (a == "--heartbeats") {
+      o.heartbeats = positive();
     } else if (a == "--channels") {
       o.channels = positive();
     } else if (a == "--json") {
@@ -147,6 +154,7 @@ struct Shared {
   std::vector<std::unique_ptr<v1::Coordinator::Stub>> stubs;
   Errors errors;
   std::latch* setup_done = nullptr;
+  std::latch* beats_done = nullptr;
   std::latch* streams_done = nullptr;
   std::latch* left = nullptr;
   std::atomic<int64_t> first_send_ns{0};  // steady clock, 0 = none yet
@@ -171,6 +179,9 @@ struct Worker {
   v1::BarrierReply barrier_reply;
   v1::LeaveRequest leave_req;
   v1::LeaveReply leave_reply;
+  std::vector<std::unique_ptr<grpc::ClientContext>> heartbeat_ctx;  // one per call, alive to the end
+  v1::HeartbeatRequest heartbeat_req;
+  v1::HeartbeatReply heartbeat_reply;
   std::unique_ptr<Stream> stream;
 
   void deadline(grpc::ClientContext& ctx, std::chrono::seconds s) {
@@ -241,6 +252,24 @@ struct Worker {
       if (!s.ok()) return fail("barrier", s);
       sh.setup_done->count_down();
     });
+  }
+
+  // --heartbeats of them, each sent when the one before was answered.
+  void heartbeat() {
+    heartbeat_ctx.push_back(std::make_unique<grpc::ClientContext>());
+    deadline(*heartbeat_ctx.back(), std::chrono::seconds(120));
+    heartbeat_req.set_session(session);
+    heartbeat_req.mutable_progress()->set_phase("setup");
+    heartbeat_req.set_client_send_unix_ns(unix_ns());
+    stub->async()->Heartbeat(heartbeat_ctx.back().get(), &heartbeat_req, &heartbeat_reply,
+                             [this](grpc::Status s) {
+                               if (s.ok() && heartbeat_reply.state() != v1::JOB_STATE_RUNNING)
+                                 s = grpc::Status(grpc::StatusCode::INTERNAL, "the job is not running");
+                               if (!s.ok()) sh.errors.add("heartbeat", s);
+                               if (s.ok() && static_cast<int>(heartbeat_ctx.size()) < sh.opt.heartbeats)
+                                 return heartbeat();
+                               sh.beats_done->count_down();
+                             });
   }
 
   void fail(const char* what, const grpc::Status& s) {
@@ -321,9 +350,10 @@ void Stream::OnDone(const grpc::Status& s) {
   w_.sh.streams_done->count_down();
 }
 
-// Reads metrics.jsonl: (lines, distinct (rank, step) pairs, parse errors).
+// Reads metrics.jsonl: step lines, event lines, distinct (rank, step) pairs, parse errors.
 struct FileCheck {
   int64_t lines = 0;
+  int64_t events = 0;
   int64_t distinct = 0;
   int64_t bad = 0;
 };
@@ -334,9 +364,13 @@ FileCheck check_file(const fs::path& path) {
   std::ifstream in(path);
   std::string line;
   while (std::getline(in, line)) {
-    ++c.lines;
     try {
       const auto j = nlohmann::json::parse(line);
+      if (j.value("kind", "") != "step") {
+        ++c.events;
+        continue;
+      }
+      ++c.lines;
       seen.emplace(j.at("rank").get<int64_t>(), j.at("step").get<int64_t>());
     } catch (const std::exception&) {
       ++c.bad;
@@ -344,6 +378,14 @@ FileCheck check_file(const fs::path& path) {
   }
   c.distinct = static_cast<int64_t>(seen.size());
   return c;
+}
+
+// The process's peak resident set (VmHWM of /proc/self/status), MiB; 0 unknown.
+double peak_rss_mib() {
+  std::ifstream in("/proc/self/status");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("VmHWM:", 0) == 0) return std::atof(line.c_str() + 6) / 1024.0;
+  return 0;
 }
 
 }  // namespace
@@ -366,7 +408,7 @@ int main(int argc, char** argv) {
   copt.job.job_id = "load";
   copt.job.world_size = opt.workers;
   copt.job.heartbeat_interval = std::chrono::seconds(1);
-  copt.job.heartbeat_timeout = std::chrono::minutes(10);  // the bench sends no heartbeats
+  copt.job.heartbeat_timeout = std::chrono::minutes(10);  // a few heartbeats, then silence
   copt.job.rendezvous_timeout = std::chrono::minutes(2);
   copt.job.run_dir = run_dir;
   auto coord = std::make_unique<mddp::coordinator::Coordinator>(copt);
@@ -402,7 +444,22 @@ int main(int argc, char** argv) {
     setup_errors = sh.errors.count;
   }
 
-  // Phase 2: one metrics stream per worker.
+  // Phase 2: every worker's heartbeats.
+  double beats_s = 0;
+  if (setup_errors == 0) {
+    std::latch beats_done(opt.workers);
+    sh.beats_done = &beats_done;
+    const auto t_beats0 = Clock::now();
+    for (auto& w : workers) w->heartbeat();
+    beats_done.wait();
+    beats_s = seconds_since(t_beats0, Clock::now());
+    std::lock_guard lock(sh.errors.mu);
+    setup_errors = sh.errors.count;
+  }
+  const double beats_per_s =
+      beats_s > 0 ? static_cast<double>(opt.workers) * opt.heartbeats / beats_s : 0;
+
+  // Phase 3: one metrics stream per worker.
   double ingest_s = 0;
   int64_t ingested = 0;
   bool ingest_complete = false;
@@ -431,7 +488,7 @@ int main(int argc, char** argv) {
     ingest_s = seconds_since(t_ingest0, t_ingest1);
     streams_done.wait();
 
-    // Phase 3: Leave ok; the job should succeed.
+    // Phase 4: Leave ok; the job should succeed.
     std::latch left(opt.workers);
     sh.left = &left;
     for (auto& w : workers) w->leave();
@@ -450,28 +507,33 @@ int main(int argc, char** argv) {
   if (setup_errors == 0) fc = check_file(run_dir / "metrics.jsonl");
 
   const double rate = ingest_s > 0 ? static_cast<double>(ingested) / ingest_s : 0;
-  const bool ok_setup = setup_errors == 0 && setup_s < 3.0;
+  const double rss_mib = peak_rss_mib();
+  const bool ok_setup = setup_errors == 0 && setup_s < 5.0;
   const bool ok_rate = ingest_complete && rate >= 50000;
   const bool ok_lossless = fc.lines == expected && fc.distinct == expected && fc.bad == 0 &&
                            sh.acked.load() == expected;
   const bool ok_job = job_state == "succeeded" && sh.errors.count == 0;
 
-  std::printf("coordinator_load: %d workers x %d steps (batch %d), %d channels, %u cores\n",
-              opt.workers, opt.steps, opt.batch, opt.channels, std::thread::hardware_concurrency());
+  std::printf("coordinator_load: %d workers x %d steps (batch %d), %d heartbeats, %d channels, %u cores\n",
+              opt.workers, opt.steps, opt.batch, opt.heartbeats, opt.channels,
+              std::thread::hardware_concurrency());
   std::printf("%-34s %14s %12s %s\n", "measure", "value", "target", "");
-  std::printf("%-34s %12.3f s %12s %s\n", "join+validate+barrier, all", setup_s, "< 3 s",
+  std::printf("%-34s %12.3f s %12s %s\n", "join+validate+barrier, all", setup_s, "< 5 s",
               ok_setup ? "OK" : "FAILED");
+  std::printf("%-34s %10.0f h/s %12s\n", "heartbeats answered per second", beats_per_s, "");
   std::printf("%-34s %10.0f r/s %12s %s\n", "records ingested per second", rate, ">= 50000",
               ok_rate ? "OK" : "FAILED");
   std::printf("%-34s %12.3f s %12s\n", "  ingest time (first send -> all)", ingest_s, "");
   std::printf("%-34s %14lld %12lld %s\n", "metrics.jsonl lines", static_cast<long long>(fc.lines),
               static_cast<long long>(expected), fc.lines == expected ? "OK" : "FAILED");
+  std::printf("%-34s %14lld %12s\n", "  event lines (attempt, ...)", static_cast<long long>(fc.events), "");
   std::printf("%-34s %14lld %12lld %s\n", "distinct (rank, step)", static_cast<long long>(fc.distinct),
               static_cast<long long>(expected), fc.distinct == expected ? "OK" : "FAILED");
   std::printf("%-34s %14lld %12lld %s\n", "acked by the streams", static_cast<long long>(sh.acked.load()),
               static_cast<long long>(expected), sh.acked.load() == expected ? "OK" : "FAILED");
   std::printf("%-34s %14s %12s %s\n", "job state after Leave", job_state.c_str(), "succeeded",
               ok_job ? "OK" : "FAILED");
+  std::printf("%-34s %10.1f MiB %12s\n", "peak RSS, coordinator + clients", rss_mib, "");
   if (sh.errors.count > 0) {
     std::printf("%d call(s) failed; first: %s\n", sh.errors.count, sh.errors.first.c_str());
   }
@@ -483,6 +545,8 @@ int main(int argc, char** argv) {
         {"workers", opt.workers},
         {"steps", opt.steps},
         {"batch", opt.batch},
+        {"heartbeats", opt.heartbeats},
+        {"heartbeats_per_s", beats_per_s},
         {"channels", opt.channels},
         {"cores", std::thread::hardware_concurrency()},
         {"join_barrier_s", setup_s},
@@ -491,6 +555,8 @@ int main(int argc, char** argv) {
         {"records_expected", expected},
         {"records_ingested", ingested},
         {"jsonl_lines", fc.lines},
+        {"jsonl_events", fc.events},
+        {"peak_rss_mib", rss_mib},
         {"distinct_rank_step", fc.distinct},
         {"acked", sh.acked.load()},
         {"job_state", job_state},

@@ -72,11 +72,20 @@ nlohmann::json earlier_restarts(const std::filesystem::path& run_dir) {
   return nlohmann::json::array();
 }
 
+// Every worker of the job may hold a Hello's nonce at once (10,000 workers
+// say Hello together, before any joins); only a flood beyond twice the
+// world size pushes out the oldest.
+Admission::Options admission_options(const JobOptions& o) {
+  Admission::Options a{o.job_id, o.token, kProtocolVersion};
+  a.max_nonces = std::max(a.max_nonces, 2 * static_cast<std::size_t>(std::max(o.world_size, 0)));
+  return a;
+}
+
 }  // namespace
 
 Job::Job(JobOptions options, TimePoint now)
     : options_(std::move(options)),
-      admission_(Admission::Options{options_.job_id, options_.token, kProtocolVersion}),
+      admission_(admission_options(options_)),
       metrics_log_(options_.run_dir) {
   if (options_.world_size < 1)
     throw InputError(str("--world-size must be at least 1, got ", options_.world_size));

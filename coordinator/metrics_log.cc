@@ -50,41 +50,54 @@ nlohmann::json MetricsLog::to_json(const MetricsRecord& r) {
   return j;
 }
 
-std::optional<nlohmann::json> MetricsLog::admit_locked(std::vector<MetricsRecord>& batch) {
+std::optional<nlohmann::json> MetricsLog::admit_locked(std::vector<MetricsRecord>& batch,
+                                                       std::vector<std::string>& lines) {
   std::optional<nlohmann::json> resume;
-  std::erase_if(batch, [&](MetricsRecord& r) {
-    const perf::StepMetrics& m = r.metrics;
-    auto [it, first] = last_step_.try_emplace({r.attempt, m.rank, m.eval}, m.step);
-    if (!first && m.step <= it->second) {
-      ++duplicates_;
-      return true;
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    if (duplicate_locked(batch[i], resume)) continue;
+    if (kept != i) {
+      batch[kept] = std::move(batch[i]);
+      if (!lines.empty()) lines[kept] = std::move(lines[i]);
     }
-    it->second = m.step;
-    last_attempt_ = std::max(last_attempt_, r.attempt);
-    if (m.eval) return false;
-    const bool attempt_new = !attempt_max_step_.count(r.attempt);
-    int64_t& top = attempt_max_step_[r.attempt];
-    top = std::max(top, m.step);
-    // The attempt's first training record, after an earlier attempt's: it resumed here.
-    const auto before = attempt_max_step_.find(r.attempt);
-    if (!attempt_new || before == attempt_max_step_.begin()) return false;
-    const int64_t from = m.step - 1;
-    const int64_t reached = std::prev(before)->second;
-    Resume res{r.attempt, from, std::max<int64_t>(0, reached - from), 0};
-    for (std::size_t i = 0; i < tail_.size(); ++i) {
-      const MetricsRecord& t = tail_[i];
-      if (!superseded_[i] && t.attempt < r.attempt && t.metrics.step > from) {
-        superseded_[i] = true;
-        ++res.superseded;
-      }
-    }
-    resumes_.push_back(res);
-    resume = nlohmann::json{{"kind", "resume"},         {"attempt", res.attempt},
-                            {"from_step", res.from_step}, {"steps_lost", res.steps_lost},
-                            {"superseded", res.superseded}};
-    return false;
-  });
+    ++kept;
+  }
+  batch.resize(kept);
+  if (!lines.empty()) lines.resize(kept);
   return resume;
+}
+
+bool MetricsLog::duplicate_locked(const MetricsRecord& r, std::optional<nlohmann::json>& resume) {
+  const perf::StepMetrics& m = r.metrics;
+  auto [it, first] = last_step_.try_emplace({r.attempt, m.rank, m.eval}, m.step);
+  if (!first && m.step <= it->second) {
+    ++duplicates_;
+    return true;
+  }
+  it->second = m.step;
+  last_attempt_ = std::max(last_attempt_, r.attempt);
+  if (m.eval) return false;
+  const bool attempt_new = !attempt_max_step_.count(r.attempt);
+  int64_t& top = attempt_max_step_[r.attempt];
+  top = std::max(top, m.step);
+  // The attempt's first training record, after an earlier attempt's: it resumed here.
+  const auto before = attempt_max_step_.find(r.attempt);
+  if (!attempt_new || before == attempt_max_step_.begin()) return false;
+  const int64_t from = m.step - 1;
+  const int64_t reached = std::prev(before)->second;
+  Resume res{r.attempt, from, std::max<int64_t>(0, reached - from), 0};
+  for (std::size_t i = 0; i < tail_.size(); ++i) {
+    const MetricsRecord& t = tail_[i];
+    if (!superseded_[i] && t.attempt < r.attempt && t.metrics.step > from) {
+      superseded_[i] = true;
+      ++res.superseded;
+    }
+  }
+  resumes_.push_back(res);
+  resume = nlohmann::json{{"kind", "resume"},         {"attempt", res.attempt},
+                          {"from_step", res.from_step}, {"steps_lost", res.steps_lost},
+                          {"superseded", res.superseded}};
+  return false;
 }
 
 std::string MetricsLog::write_locked(const std::string& lines, std::size_t count,
@@ -105,16 +118,34 @@ std::string MetricsLog::event(const nlohmann::json& line) {
   return write_locked(file_ ? line.dump() + "\n" : std::string(), 1, written);
 }
 
+// The line of `r` less its closing brace and seq, which only the log's
+// order gives (append adds them under the lock).
+static std::string line_before_seq(const MetricsRecord& r) {
+  nlohmann::json j = MetricsLog::to_json(r);
+  j.erase("seq");
+  std::string line = j.dump();
+  line.pop_back();  // the '}'
+  return line;
+}
+
 std::string MetricsLog::append(std::vector<MetricsRecord> batch) {
+  // JSON is most of an append's cost: the lines are made before the lock,
+  // so the streams of many ranks serialise side by side and hold the lock
+  // only to order, deduplicate and write.
+  std::vector<std::string> made;
+  if (file_) {
+    made.reserve(batch.size());
+    for (const auto& r : batch) made.push_back(line_before_seq(r));
+  }
   std::string lines;
   std::lock_guard lock(mu_);
-  const std::optional<nlohmann::json> resume = admit_locked(batch);
+  const std::optional<nlohmann::json> resume = admit_locked(batch, made);
   std::size_t written = 0;
   std::string error;
   if (resume) error = write_locked(file_ ? resume->dump() + "\n" : std::string(), 1, written);
-  for (auto& r : batch) {
-    r.seq = ++count_;
-    if (file_) lines += to_json(r).dump() + "\n";
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    batch[i].seq = ++count_;
+    if (file_) lines += str(made[i], ",\"seq\":", batch[i].seq, "}\n");
   }
   if (const std::string e = write_locked(lines, batch.size(), written); !e.empty()) error = e;
   for (std::size_t i = written; i < batch.size(); ++i)

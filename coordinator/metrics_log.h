@@ -114,9 +114,13 @@ class MetricsLog {
  private:
   // Reads an existing file's attempts and their last steps.
   void scan_existing();
-  // Drops duplicates from `batch`; for an attempt's first training record
-  // after others, returns the resume line and supersedes the tail. Under mu_.
-  std::optional<nlohmann::json> admit_locked(std::vector<MetricsRecord>& batch);
+  // Drops duplicates from `batch` and their lines from `lines` (parallel to
+  // it, or empty); for an attempt's first training record after others,
+  // returns the resume line and supersedes the tail. Under mu_.
+  std::optional<nlohmann::json> admit_locked(std::vector<MetricsRecord>& batch,
+                                             std::vector<std::string>& lines);
+  // True when `r` is a duplicate; sets `resume` when it resumes an attempt. Under mu_.
+  bool duplicate_locked(const MetricsRecord& r, std::optional<nlohmann::json>& resume);
   std::string write_locked(const std::string& lines, std::size_t count, std::size_t& written);
 
   const std::filesystem::path path_;

@@ -153,8 +153,8 @@ void Rendezvous::finish(std::vector<Pending>& ready, const std::vector<Member>& 
                         TimePoint now) {
   if (on_complete_) on_complete_(members, now);
   for (auto& p : ready) {
-    const Member self = members[static_cast<std::size_t>(p.request.requested_rank)];
-    p.done(JoinResult{Outcome::success(), self, members, 0, {}});
+    const Member& self = members[static_cast<std::size_t>(p.request.requested_rank)];
+    p.done(JoinResult{Outcome::success(), self, static_cast<int>(members.size()), 0, {}});
   }
 }
 

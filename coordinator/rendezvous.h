@@ -73,7 +73,7 @@ struct Member {
 struct JoinResult {
   Outcome outcome;
   Member self;                  // when ok
-  std::vector<Member> members;  // when ok: every rank, in rank order
+  int world_size = 0;           // when ok: the ranks formed (Rendezvous::members() lists them)
   int attempt = 0;              // when ok: the attempt it joined (set by Job)
   std::string attempt_nonce;    // ... and its nonce (Attempt::nonce)
 };

@@ -304,14 +304,13 @@ grpc::ServerUnaryReactor* Service::Join(grpc::CallbackServerContext* ctx,
       const JobOptions& o = job_.options();
       reply->set_session(r.self.session);
       reply->set_rank(r.self.rank);
-      reply->set_world_size(static_cast<int32_t>(r.members.size()));
+      reply->set_world_size(r.world_size);
       reply->set_job_config_json(job_.config_for(r.attempt));
       reply->set_heartbeat_interval_ms(o.heartbeat_interval.count());
       reply->set_heartbeat_timeout_ms(o.heartbeat_timeout.count());
       reply->set_job_id(o.job_id);
       reply->set_attempt(r.attempt);
       reply->set_attempt_nonce(r.attempt_nonce);
-      for (const auto& m : r.members) to_proto(m, reply->add_members());
     }
     call->Finish(to_status(r.outcome));
   });

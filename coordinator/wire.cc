@@ -17,18 +17,6 @@ JoinRequest from_proto(const v1::JoinRequest& m) {
   return r;
 }
 
-void to_proto(const Member& m, v1::Member* out) {
-  out->set_rank(m.rank);
-  out->set_host(m.host);
-  out->set_data_addr(m.data_addr);
-  out->set_device(m.device);
-  out->set_pid(m.pid);
-}
-
-Member from_proto(const v1::Member& m) {
-  return Member{m.rank(), m.host(), m.data_addr(), m.device(), m.pid(), {}, 0, 0};
-}
-
 Resources from_proto(const v1::Resources& m) {
   return Resources{m.device(), m.threads(), m.cpus()};
 }

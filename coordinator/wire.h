@@ -18,8 +18,6 @@
 namespace mddp::coordinator {
 
 JoinRequest from_proto(const v1::JoinRequest& m);
-void to_proto(const Member& m, v1::Member* out);
-Member from_proto(const v1::Member& m);  // threads and cpus 0: JoinReply does not carry them
 
 Resources from_proto(const v1::Resources& m);
 void to_proto(const Resources& r, v1::Resources* out);

@@ -200,7 +200,6 @@ JoinInfo CoordinatorClient::join(const JoinArgs& a) {
   info.world_size = reply.world_size();
   info.heartbeat_interval = Millis(reply.heartbeat_interval_ms());
   info.heartbeat_timeout = Millis(reply.heartbeat_timeout_ms());
-  for (const auto& m : reply.members()) info.members.push_back(coordinator::from_proto(m));
   info.attempt = reply.attempt();
   info.data_key = coordinator::data_plane_key(options_.token, info.job_id, reply.attempt_nonce());
   session_ = info.session;

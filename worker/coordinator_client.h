@@ -63,7 +63,6 @@ struct JoinInfo {
   std::string session, job_id, job_config_json;
   int rank = -1, world_size = 0;
   Millis heartbeat_interval{1000}, heartbeat_timeout{10000};
-  std::vector<coordinator::Member> members;
   int attempt = 0;            // the job's attempt this session belongs to
   std::string data_key;       // the attempt's data-plane key (coordinator::data_plane_key)
 };

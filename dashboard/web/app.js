@@ -8,7 +8,7 @@ import { AccuracyChart, BusbwChart, LossChart, OverlapChart, PhaseChart } from '
 import { CollectivesView } from './collectives.js';
 import { ms, PHASE_LABEL } from './format.js';
 import { Store } from './store.js';
-import { renderHeader, renderRanks, renderStragglers } from './tables.js';
+import { RANKS_PER_PAGE, ranksSummary, renderHeader, renderRanks, renderStragglers } from './tables.js';
 import { legend, stragglerSentence, Timeline } from './timeline.js';
 
 const $ = (id) => document.getElementById(id);
@@ -105,11 +105,31 @@ function every(ms, fn) {
 }
 
 // ---- drawing ---------------------------------------------------------------
+// The rank table, one page of RANKS_PER_PAGE at a time, under a summary of
+// every rank's state.
+let rankPage = 0;
+function drawRanks() {
+  const pages = renderRanks(document.querySelector('#ranks tbody'), store.ranks, (rank) => store.lastStep(rank), rankPage);
+  rankPage = Math.min(rankPage, pages - 1);
+  $('ranks-summary').textContent = ranksSummary(store.ranks);
+  $('ranks-pager').hidden = pages < 2;
+  const first = rankPage * RANKS_PER_PAGE;
+  $('ranks-page').textContent = `ranks ${first}–${Math.min(first + RANKS_PER_PAGE, store.ranks.length) - 1}, page ${rankPage + 1} of ${pages}`;
+  $('ranks-prev').disabled = rankPage === 0;
+  $('ranks-next').disabled = rankPage >= pages - 1;
+}
+for (const [id, delta] of [['ranks-prev', -1], ['ranks-next', 1]]) {
+  $(id).addEventListener('click', () => {
+    rankPage = Math.max(0, rankPage + delta);
+    drawRanks();
+  });
+}
+
 function draw() {
   if (store.version === drawn) return;
   drawn = store.version;
   if (store.job) renderHeader(store.job, store.ranks);
-  renderRanks(document.querySelector('#ranks tbody'), store.ranks, (rank) => store.lastStep(rank));
+  drawRanks();
   const curves = store.curves();
   const evals = store.evalPoints();
   views.loss.update(curves, evals);

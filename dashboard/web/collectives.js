@@ -139,6 +139,7 @@ export class CollectivesView {
   layout(data) {
     const c = data?.collective;
     this.timing = null;
+    this.shownCurrent = undefined;  // the table is rebuilt: mark its row again
     if (!c || !c.steps.length) {
       this.caption.textContent = data ? `Step ${data.step} carries no all-reduce steps (only every 10th step is traced, and a one-rank job or NCCL has none).` : 'No traced step yet: every 10th step carries its all-reduces\' steps.';
       this.table.replaceChildren();
@@ -149,7 +150,14 @@ export class CollectivesView {
     const model = c.steps.map((s) => { const m = { start: at, end: at + (s.predicted_ms ?? 0) }; at = m.end; return m; });
     const span = c.end_ms - c.start_ms;
     const total = Math.max(span, data.fit ? at : 0, 1e-6);
-    this.timing = { n, c, model, total, nodeR: Math.max(3, Math.min(16, (SIZE * 1.1) / n / 2)) };
+    // Each step's measured window (relative to the all-reduce's start): a
+    // frame looks at the transfers of the steps in flight only, not at all
+    // 2(n-1) x n of them (a 1,000-rank ring has two million).
+    const windows = c.steps.map((s) => ({
+      start: Math.min(...s.transfers.map((x) => x.start_ms)) - c.start_ms,
+      end: Math.max(...s.transfers.map((x) => x.end_ms)) - c.start_ms,
+    }));
+    this.timing = { n, c, model, windows, total, nodeR: Math.max(3, Math.min(16, (SIZE * 1.1) / n / 2)) };
     const fit = data.fit;
     this.caption.textContent = `Step ${data.step}, bucket ${c.bucket} (${bytes(c.bytes)}, ${c.algorithm} over ${n} ranks): `
       + `${c.steps.length} steps, ${ms(span)} from the first rank's start to the last rank's end`
@@ -182,6 +190,8 @@ export class CollectivesView {
       const t = ((elapsed % (PLAY_MS + HOLD_MS)) / PLAY_MS) * T.total;  // ms of the all-reduce
       const g = svg('g', { class: 'arrows' });
       T.c.steps.forEach((s, i) => {
+        const w = isModel ? T.model[i] : T.windows[i];
+        if (t < w.start || t > w.end) return;
         for (const x of s.transfers) {
           if (x.to < 0) continue;
           const [a, b] = isModel ? [T.model[i].start, T.model[i].end] : [x.start_ms - T.c.start_ms, x.end_ms - T.c.start_ms];
@@ -194,8 +204,11 @@ export class CollectivesView {
     }
     if (T) {
       this.box.dataset.current = String(this.current ?? 0);
-      this.now.textContent = `now: ${stepName(T.c.steps[this.current ?? 0])}`;
-      for (const row of this.table.querySelectorAll('tbody tr')) row.classList.toggle('now', row.dataset.step === String(this.current ?? 0));
+      if (this.current !== this.shownCurrent) {  // the table's row of the step now: only when it moves
+        this.shownCurrent = this.current;
+        this.now.textContent = `now: ${stepName(T.c.steps[this.current ?? 0])}`;
+        for (const row of this.table.querySelectorAll('tbody tr')) row.classList.toggle('now', row.dataset.step === String(this.current ?? 0));
+      }
     }
     this.box.dataset.frame = String(++this.frame);
   }

@@ -64,12 +64,39 @@ function coresCell(k) {
       + 'which inflates exposed comm and stragglers' });
 }
 
+// Past this many ranks the table shows one page of them at a time: a
+// thousand rows rebuilt four times a second would make the page crawl.
+export const RANKS_PER_PAGE = 100;
+const NAMED_PER_STATE = 10;  // ranks named in the summary, per unusual state
+
+// "1000 ranks: 997 running, 2 silent (ranks 17, 512), 1 failed (rank 3)":
+// what one page of the table cannot show. Running and done ranks are
+// counted; the others are named, so a failure on another page is seen.
+export function ranksSummary(ranks) {
+  if (!ranks?.length) return '';
+  const byState = new Map();
+  for (const k of ranks) {
+    if (!byState.has(k.state)) byState.set(k.state, []);
+    byState.get(k.state).push(k.rank);
+  }
+  const parts = [...byState].map(([state, rs]) => {
+    if (state === 'running' || state === 'done') return `${rs.length} ${state}`;
+    const named = rs.slice(0, NAMED_PER_STATE).join(', ') + (rs.length > NAMED_PER_STATE ? ', …' : '');
+    return `${rs.length} ${state} (rank${rs.length > 1 ? 's' : ''} ${named})`;
+  });
+  return `${ranks.length} rank${ranks.length > 1 ? 's' : ''}: ${parts.join(', ')}`;
+}
+
+// Page `page` (from 0) of the rank table; returns the number of pages.
 // lastStep(rank): the last step the rank sent metrics for. The heartbeat's
 // step stops at the rank's last heartbeat, so a finished rank would read
 // "done at step 2637 of 2811"; the larger of the two is shown. A finished
 // rank sends no heartbeats: its age is left blank rather than growing.
-export function renderRanks(tbody, ranks, lastStep) {
-  const rows = (ranks || []).map((k) => {
+export function renderRanks(tbody, ranks, lastStep, page = 0) {
+  const all = ranks || [];
+  const pages = Math.max(1, Math.ceil(all.length / RANKS_PER_PAGE));
+  const first = Math.min(page, pages - 1) * RANKS_PER_PAGE;
+  const rows = all.slice(first, first + RANKS_PER_PAGE).map((k) => {
     const age = k.state === 'done' ? NaN : k.heartbeat_age_ms;
     const stale = k.state === 'silent';
     const step = Math.max(k.step ?? 0, lastStep(k.rank));
@@ -87,6 +114,7 @@ export function renderRanks(tbody, ranks, lastStep) {
   });
   if (!rows.length) rows.push(el('tr', {}, el('td', { colspan: '10', class: 'empty', text: 'No ranks have joined yet.' })));
   tbody.replaceChildren(...rows);
+  return pages;
 }
 
 export function renderStragglers(tbody, worstLine, st) {

@@ -3,15 +3,19 @@
 // on the aligned clock). One row per rank with two lanes, the two stacks
 // of a grouped bar chart: 'compute' on top holds the phases, 'comm' below
 // holds each bucket's all-reduce and, lighter, the wait between the bucket
-// becoming ready and its all-reduce starting. All ranks are drawn; past
-// about ten rows the area scrolls. The container's data-ranks and
-// data-bucket-spans count what the chart was given.
+// becoming ready and its all-reduce starting. Up to MAX_ROWS ranks are
+// drawn, past about ten rows the area scrolls; a larger job is summarised:
+// the MAX_ROWS ranks that finished the step last (where a slow step's
+// cause is), the straggler always among them, in rank order. The
+// container's data-ranks and data-bucket-spans count what the chart was
+// given, data-total-ranks the ranks of the step.
 
 import { bytes, cssVar, el, fixed, ms, num, PHASE_LABEL, PHASES, where } from './format.js';
 
 const ROW_PX = 40;          // one rank: two lanes
 const AXIS_PX = 30;         // each x axis
 const SCROLL_PAST = 10;     // ranks shown before the area scrolls
+const MAX_ROWS = 64;        // ranks drawn at most (a canvas of 1,000 rows helps nobody)
 const WAIT_ALPHA = 0.3;     // the wait lane: the all-reduce colour, lighter
 
 const colorVar = (phase) => `--${phase === 'exposed_comm' ? 'exposed' : phase}`;
@@ -23,6 +27,19 @@ export function legend(ul) {
 }
 
 const rowOf = (r) => `rank ${r.rank}`;
+const endOf = (r) => Math.max(r.end_ms ?? 0, ...(r.buckets || []).map((b) => b.end_ms));
+
+// The ranks to draw: all of them, or the MAX_ROWS that finished last
+// (the straggler always kept), in rank order.
+function rowsToDraw(ranks, stragglerRank) {
+  if (ranks.length <= MAX_ROWS) return ranks;
+  const latest = [...ranks].sort((a, b) => endOf(b) - endOf(a) || a.rank - b.rank).slice(0, MAX_ROWS);
+  if (stragglerRank != null && !latest.some((r) => r.rank === stragglerRank)) {
+    const s = ranks.find((r) => r.rank === stragglerRank);
+    if (s) latest[latest.length - 1] = s;
+  }
+  return latest.sort((a, b) => a.rank - b.rank);
+}
 const span = (x0, x1, r, more) => ({ x: [x0, x1], y: rowOf(r), rank: r.rank, ...more });
 
 // The datasets: one per phase, then the all-reduces and the waits (an
@@ -96,12 +113,15 @@ export class Timeline {
       this.chart = null;
       c.replaceChildren(el('p', { class: 'empty', text: 'No complete step yet.' }));
       c.dataset.ranks = '0';
+      c.dataset.totalRanks = '0';
       c.dataset.bucketSpans = '0';
       this.note(null);
       return;
     }
-    const max = Math.max(...tl.ranks.map((r) => Math.max(r.end_ms ?? 0, ...(r.buckets || []).map((b) => b.end_ms))), 1e-3);
     const stragglerRank = tl.straggler?.rank;
+    const total = tl.ranks.length;
+    tl = { ...tl, ranks: rowsToDraw(tl.ranks, stragglerRank) };
+    const max = Math.max(...tl.ranks.map(endOf), 1e-3);
     const hostOf = new Map((ranksInfo || []).map((k) => [k.rank, k.host]));
     this.view = {
       straggler: tl.ranks.findIndex((r) => r.rank === stragglerRank),  // its row, or -1
@@ -121,10 +141,16 @@ export class Timeline {
     const buckets = chart.data.datasets.find((d) => d.kind === 'bucket').data.length;
     c.dataset.ranks = String(labels.length);
     c.dataset.bucketSpans = String(buckets);
-    c.setAttribute('aria-label', `timeline of step ${tl.step}: ${tl.ranks.length} ranks over ${ms(max)}, `
+    c.dataset.totalRanks = String(total);
+    c.setAttribute('aria-label', `timeline of step ${tl.step}: ${tl.ranks.length} of ${total} ranks over ${ms(max)}, `
       + `${buckets} bucket all-reduces${stragglerRank != null ? `, straggler rank ${stragglerRank}` : ''}`);
-    this.note(scroll ? `${tl.ranks.length} ranks: scroll the timeline for the others`
-      + `${stragglerRank != null ? ` (the straggler, rank ${stragglerRank}, is marked ⚑)` : ''}.` : null);
+    const marked = stragglerRank != null ? ` (the straggler, rank ${stragglerRank}, is marked ⚑)` : '';
+    if (total > tl.ranks.length) {
+      this.note(`${total} ranks: the ${tl.ranks.length} that finished step ${tl.step} last are drawn, `
+        + `in rank order${marked}; the stragglers table and the Chrome trace cover every rank.`);
+    } else {
+      this.note(scroll ? `${tl.ranks.length} ranks: scroll the timeline for the others${marked}.` : null);
+    }
   }
 
   // The "scroll for the others" line under the timeline, or none.

@@ -72,9 +72,11 @@ class TestClient {
     return join_as_is(req, reply, deadline);
   }
   grpc::Status join(const std::string& host, const std::string& token = "tok", int rank = -1) {
+    host_ = host;
     return join(join_request(host, rank), &joined_, kCallDeadline, token);
   }
   const v1::JoinReply& joined() const { return joined_; }
+  const std::string& host() const { return host_; }  // as the last join(host) sent it
   const std::string& session() const { return session_; }
 
   grpc::Status validate(const v1::Fingerprint& fp) {
@@ -190,6 +192,7 @@ class TestClient {
  private:
   std::unique_ptr<v1::Coordinator::Stub> stub_;
   v1::JoinReply joined_;
+  std::string host_;
   std::string session_;
 };
 

@@ -88,6 +88,25 @@ TEST(Job, RunsToSuccessWhenEveryRankLeavesOk) {
   EXPECT_TRUE(job.finished());
 }
 
+// Every worker says Hello before any of them joins: past the flood bound
+// of 4,096 nonces, no worker's nonce may be pushed out by the others'.
+TEST(Job, EveryWorkerOfALargeJobMayHoldAHelloNonceAtOnce) {
+  const int n = 5000;
+  Job job(options(n));
+  const TimePoint t0 = Clock::now();
+  std::vector<JoinRequest> joins;
+  for (int i = 0; i < n; ++i) joins.push_back(worker(job, i));  // every Hello first
+  int joined = 0;
+  std::string first_refusal;
+  for (auto& r : joins)
+    job.join(std::move(r), t0 + 1h, t0, [&](JoinResult res) {
+      if (res.outcome.ok()) ++joined;
+      else if (first_refusal.empty()) first_refusal = res.outcome.message;
+    });
+  EXPECT_EQ(joined, n) << first_refusal;
+  EXPECT_EQ(job.status().state, State::kRunning);
+}
+
 TEST(Job, UnknownSessionIsRefused) {
   Job job(options(1));
   const TimePoint t0 = Clock::now();

@@ -58,6 +58,7 @@ TEST(MetricsLog, WritesOneJsonLinePerRecordFlushedPerBatch) {
     EXPECT_DOUBLE_EQ(j["overlap"].get<double>(), 0.75);
     EXPECT_EQ(j["buckets"][0]["bytes"], 1024);
     EXPECT_EQ(j["time_unix_ns"], 1700000000000000001);
+    EXPECT_EQ(j["seq"], 2);
     log.sync();
   }
   {
@@ -177,6 +178,27 @@ TEST(JobConfigJson, MissingKeysKeepDefaultsUnknownOrWrongTypesAreErrors) {
 // Note [Exactly once by (attempt, rank, step)]: a record delivered twice
 // is kept once; a restart that resumes from step S supersedes the earlier
 // attempt's records past S, in the tail and for every reader of the file.
+// The lines are made before the lock, the duplicates dropped under it: a
+// duplicate inside a batch takes its own line out, not a neighbour's.
+TEST(MetricsLog, ADuplicateInsideABatchLeavesTheFileAndItsLine) {
+  const fs::path dir = temp_dir("dup");
+  {
+    MetricsLog log(dir);
+    EXPECT_EQ(log.append({record(0, 1), record(0, 1), record(1, 1), record(0, 2)}), "");
+    EXPECT_EQ(log.duplicates(), 1);
+  }
+  const auto lines = lines_of(dir / "metrics.jsonl");
+  ASSERT_EQ(lines.size(), 3u);
+  const std::vector<std::pair<int, int64_t>> want{{0, 1}, {1, 1}, {0, 2}};
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    const auto j = nlohmann::json::parse(lines[i]);
+    EXPECT_EQ(j["rank"], want[i].first) << lines[i];
+    EXPECT_EQ(j["step"], want[i].second) << lines[i];
+    EXPECT_EQ(j["seq"], i + 1) << lines[i];
+  }
+  fs::remove_all(dir);
+}
+
 TEST(MetricsLog, KeepsOneRecordPerAttemptRankAndStepAndSupersedesWhatARestartRedoes) {
   const fs::path dir = temp_dir("attempts");
   const auto rec = [](int attempt, int rank, int64_t step) {

@@ -13,9 +13,12 @@
 //     whose public key --spki pins: base64 SHA-256 of its SPKI)
 //
 // Checks, in order: the page loads without script errors or requests
-// outside the coordinator; the rank table lists both ranks; the loss chart
+// outside the coordinator; the rank table lists both ranks (past 100 ranks,
+// pages of 100 under a summary of every rank's state); the loss chart
 // gains points while the job runs; the timeline (a Chart.js chart) draws a
-// bucket all-reduce and a backward phase in every rank's row; the
+// bucket all-reduce and a backward phase in every rank's row (past 64
+// ranks, in the 64 rows it summarises the step with); the page's load time
+// is logged and written to OUT-load.json; the
 // Collectives view animates a ring of 2(n-1) steps and exports it as SVG;
 // after `kill -9` of rank 1's worker the page names rank 1 as failed. Every
 // wait is bounded; the job's processes are killed on every exit path.
@@ -38,6 +41,9 @@ const RANKS = Number(opt('--ranks', MOCK ? 64 : 2));
 const BIN = opt('--microddp', '') && resolve(opt('--microddp', ''));
 const SHOT = resolve(opt('--screenshot', 'dashboard.png'));
 const CHROMIUM = opt('--chromium', '/usr/bin/chromium');
+const RANKS_PER_PAGE = 100;  // dashboard/web/tables.js
+const TIMELINE_ROWS = 64;    // dashboard/web/timeline.js, MAX_ROWS
+
 const modules = opt('--node-modules', join(here, '..', '..', '..', 'dashboard', 'node_modules'));
 const { chromium } = await import(pathToFileURL(resolve(modules, 'playwright-core', 'index.mjs')).href);
 
@@ -92,7 +98,7 @@ async function api(base, path) {
 async function startJob() {
   if (ATTACH) return { base: ATTACH.replace(/login\?token=.*$/, ''), run: null };
   if (MOCK) {
-    start(process.execPath, [join(here, 'mock_coordinator.mjs'), '--ranks', String(RANKS), '--fail-at', '120', '--fit']);
+    start(process.execPath, [join(here, 'mock_coordinator.mjs'), '--ranks', String(RANKS), '--fit']);
     const m = await waitFor('the mock coordinator', async () => output.match(/listening on (http:\/\/\S+)/), 10000);
     return { base: m[1], run: null };
   }
@@ -160,15 +166,34 @@ async function main() {
     const u = r.url();
     if (!u.startsWith(origin) && !u.startsWith('data:')) problems.push(`request outside the coordinator: ${u}`);
   });
+  // The page's load time: navigation to the load event, then until the
+  // rank table and the timeline are drawn (reported, no threshold: the
+  // machine may be loaded).
+  const t0 = Date.now();
   await page.goto(TOKEN ? ATTACH : base, { waitUntil: 'load' });  // the login sets a cookie, then shows the page
+  const loaded = { load_event_ms: Date.now() - t0 };
 
-  // Rank table: one row per rank, ranks 0 and 1 (64 in the mock).
+  // Rank table: one row per rank, ranks 0 and 1 (64 in the mock); past
+  // RANKS_PER_PAGE ranks, the first page of them, a summary of every rank's
+  // state and a pager.
   const nranks = RANKS;
-  await waitFor(`the rank table to list ${nranks} ranks`, async () =>
-    (await page.locator('#ranks tbody tr[data-rank]').count()) === nranks);
+  const onPage = Math.min(nranks, RANKS_PER_PAGE);
+  await waitFor(`the rank table to list ${onPage} ranks`, async () =>
+    (await page.locator('#ranks tbody tr[data-rank]').count()) === onPage);
+  loaded.rank_table_ms = Date.now() - t0;
   const ranksShown = await page.locator('#ranks tbody tr[data-rank]').evaluateAll((rows) => rows.map((r) => r.dataset.rank));
   if (ranksShown.some((r, i) => r !== String(i))) fail(`rank table shows ranks ${ranksShown.join(',')}`);
   log(`rank table: ranks ${ranksShown.slice(0, 4).join(', ')}${nranks > 4 ? ', …' : ''}`);
+  const summary = await page.locator('#ranks-summary').textContent();
+  if (!summary.startsWith(`${nranks} rank`)) fail(`the rank summary does not count ${nranks} ranks: "${summary}"`);
+  await waitFor('the timeline to draw', async () =>
+    Number(await page.locator('#timeline').getAttribute('data-ranks')) > 0, 60000);
+  loaded.timeline_ms = Date.now() - t0;
+  log(`page load at ${nranks} ranks: load event ${loaded.load_event_ms} ms, rank table ${loaded.rank_table_ms} ms, `
+    + `timeline ${loaded.timeline_ms} ms`);
+  mkdirSync(dirname(SHOT), { recursive: true });
+  writeFileSync(SHOT.replace(/\.png$/, '-load.json'), `${JSON.stringify({ ranks: nranks, ...loaded })}\n`);
+  if (nranks > RANKS_PER_PAGE) await checkPager(page, nranks);
   // Each rank's device and "threads / CPUs" as its worker reported them (in
   // a heartbeat after the join); the mock's last host is oversubscribed.
   const cells = await waitFor('the rank table to show rank 0\'s device and threads / CPUs', async () => {
@@ -178,8 +203,9 @@ async function main() {
   });
   log(`rank table: rank 0 on ${cells.device}, threads / CPUs ${cells.cores}`);
   const over = MOCK && nranks > 8 ? nranks - 8 * Math.floor((nranks - 1) / 8) : 0;  // the mock's last host, past 8 ranks
-  if (MOCK && (await page.locator('#ranks td.cores[data-over]').count()) !== over)
-    fail(`the rank table does not flag the ${over} ranks of the mock's oversubscribed host`);
+  const overOnPage = Math.max(0, onPage - (nranks - over));  // the table's first page
+  if (MOCK && (await page.locator('#ranks td.cores[data-over]').count()) !== overOnPage)
+    fail(`the rank table does not flag the ${overOnPage} ranks of the mock's oversubscribed host on its first page`);
 
   // Loss chart: points now, more a little later (an attached job may be over).
   const points = () => page.locator('#chart-loss').evaluate((e) => Number(e.dataset.points));
@@ -196,7 +222,10 @@ async function main() {
   // from the bars Chart.js laid out (at least 1 px long, inside the chart
   // area, in the row their rank's label is at), so a chart that draws no
   // bucket spans, or draws them in the wrong rows, fails here.
-  const spans = await waitFor('the timeline to draw bucket all-reduces in every rank\'s row', async () => {
+  // Past TIMELINE_ROWS ranks it draws that many (the ranks that finished
+  // the step last, the mock's straggler, its last rank, among them).
+  const rows = Math.min(nranks, TIMELINE_ROWS);
+  const spans = await waitFor('the timeline to draw bucket all-reduces in every row', async () => {
     const t = await page.locator('#timeline').evaluate((box) => {
       const canvas = box.querySelector('canvas');
       const chart = canvas && window.Chart?.getChart(canvas);
@@ -214,7 +243,7 @@ async function main() {
         return { bars: bars.length, rows: new Set(bars.map(([b]) => rowAt(b.y))).size };
       };
       return {
-        labels: chart.data.labels.length,
+        labels: chart.data.labels.length, rowNames: chart.data.labels, total: Number(box.dataset.totalRanks),
         attrRanks: Number(box.dataset.ranks), attrBuckets: Number(box.dataset.bucketSpans),
         given: chart.data.datasets.find((d) => d.kind === 'bucket')?.data.length ?? 0,
         buckets: drawn((d) => d.kind === 'bucket'),
@@ -223,10 +252,11 @@ async function main() {
     });
     if (!t) return null;
     if (t.attrRanks !== t.labels || t.attrBuckets !== t.given) fail(`the timeline's data-ranks/data-bucket-spans (${t.attrRanks}/${t.attrBuckets}) disagree with its chart (${t.labels}/${t.given})`);
-    return t.labels === nranks && t.buckets.rows === nranks && t.backward.rows === nranks && t.backward.bars === nranks
+    return t.labels === rows && t.total === nranks && t.buckets.rows === rows && t.backward.rows === rows
+      && t.backward.bars === rows && (!MOCK || nranks === 1 || t.rowNames.includes(`rank ${nranks - 1}`))
       ? { rows: t.labels, buckets: t.buckets.bars } : null;
   });
-  log(`timeline: ${spans.rows} rank rows, ${spans.buckets} bucket spans`);
+  log(`timeline: ${spans.rows} rank rows of ${nranks}, ${spans.buckets} bucket spans`);
 
   if (ATTACH) {  // someone else's job: nothing to name as late, nothing to kill
     await screenshots(page);
@@ -285,22 +315,30 @@ async function main() {
     if ((await page.locator('#coll-model .transfer').count()) === 0) {
       await waitFor('arrows on the model\'s ring', async () => (await page.locator('#coll-model .transfer').count()) > 0, 10000, 20);
     }
-    const [download] = await Promise.all([page.waitForEvent('download', { timeout: 10000 }), page.click('#coll-export')]);
-    const svgText = readFileSync(await download.path(), 'utf8');
-    const panels = (svgText.match(/<g class="step"/g) ?? []).length;
-    if (!svgText.startsWith('<svg') || panels !== ringSteps) fail(`the exported SVG has ${panels} step panels, expected ${ringSteps}`);
-    log(`collectives: ${coll.steps} ring steps for ${coll.ranks} ranks, frame ${frame}, ${arrows} arrows in flight, `
-      + `export ${download.suggestedFilename()} with ${panels} panels`);
+    log(`collectives: ${coll.steps} ring steps for ${coll.ranks} ranks, frame ${frame}, ${arrows} arrows in flight`);
+    // The export draws 2(n-1) rings of n ranks: n² nodes, which at 1,000
+    // ranks is millions of SVG elements (not summarised: not checked there).
+    if (nranks <= RANKS_PER_PAGE) {
+      const [download] = await Promise.all([page.waitForEvent('download', { timeout: 10000 }), page.click('#coll-export')]);
+      const svgText = readFileSync(await download.path(), 'utf8');
+      const panels = (svgText.match(/<g class="step"/g) ?? []).length;
+      if (!svgText.startsWith('<svg') || panels !== ringSteps) fail(`the exported SVG has ${panels} step panels, expected ${ringSteps}`);
+      log(`collectives: export ${download.suggestedFilename()} with ${panels} panels`);
+    }
   }
 
   // Problems so far count; after the kill the job ends and the page's
   // reconnect attempts to a coordinator that may be gone are expected.
   const healthy = problems.slice();
 
-  // Failure: kill -9 rank 1's worker (the mock fails rank 1 itself, or rank
-  // 0 of a one-rank job); the page must name that rank as failed.
+  // Failure: kill -9 rank 1's worker (the mock fails rank 1 when asked, or
+  // rank 0 of a one-rank job); the page must name that rank as failed.
   const victimRank = Math.min(1, nranks - 1);
-  if (!MOCK) {
+  if (MOCK) {
+    log(`mock: fail rank ${victimRank}`);
+    const res = await fetch(new URL('mock/fail', base), { method: 'POST' });
+    if (!res.ok) fail(`POST /mock/fail: HTTP ${res.status}`);
+  } else {
     const ranks = await api(base, 'api/ranks');
     const victim = ranks.find((k) => k.rank === 1);
     if (!victim || !(victim.pid > 0)) fail(`/api/ranks gives no pid for rank 1: ${JSON.stringify(ranks)}`);
@@ -320,6 +358,27 @@ async function main() {
 
   await screenshots(page);
   if (healthy.length) fail(`the page reported problems while the job ran:\n  ${healthy.join('\n  ')}`);
+}
+
+// The rank table's pager: the next page lists the next RANKS_PER_PAGE
+// ranks, the last page the rest, and back to the first.
+async function checkPager(page, nranks) {
+  const shown = () => page.locator('#ranks tbody tr[data-rank]').evaluateAll((rs) => rs.map((r) => Number(r.dataset.rank)));
+  const pages = Math.ceil(nranks / RANKS_PER_PAGE);
+  const expect = async (p) => {
+    const first = p * RANKS_PER_PAGE;
+    const want = Array.from({ length: Math.min(RANKS_PER_PAGE, nranks - first) }, (_, i) => first + i);
+    await waitFor(`page ${p + 1} of the rank table to list ranks ${first}–${want[want.length - 1]}`, async () =>
+      JSON.stringify(await shown()) === JSON.stringify(want), 10000);
+  };
+  await page.click('#ranks-next');
+  await expect(1);
+  for (let p = 2; p < pages; p++) await page.click('#ranks-next');
+  await expect(pages - 1);
+  if (!(await page.locator('#ranks-next').isDisabled())) fail('the rank table\'s "next" stays enabled on its last page');
+  for (let p = pages - 1; p > 0; p--) await page.click('#ranks-prev');
+  await expect(0);
+  log(`rank table: ${pages} pages of ${RANKS_PER_PAGE}, "${await page.locator('#ranks-page').textContent()}"`);
 }
 
 async function screenshots(page) {

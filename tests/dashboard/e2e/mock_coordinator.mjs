@@ -6,6 +6,9 @@
 //
 //   node tests/dashboard/e2e/mock_coordinator.mjs [--ranks N] [--port P] [--fail-at STEP] [--fit]
 //
+// Rank 1 (rank 0 of one) fails at step STEP, or when POST /mock/fail asks
+// (the browser test, once it has checked the running job: at 1,000 ranks
+// the simulation's pace depends on the machine's load).
 // Prints "listening on http://127.0.0.1:PORT/" once it serves.
 
 import { createHash } from 'node:crypto';
@@ -23,6 +26,10 @@ const PORT = Number(opt('--port', 0));
 const FAIL_AT = Number(opt('--fail-at', 0));
 const FIT = args.includes('--fit');
 const TOTAL = 3000, STEPS_PER_EPOCH = 400;
+// A step every 50 ms up to 64 ranks; past that, as many records a second as
+// 64 ranks send (a larger job's steps take longer, and one process
+// simulating 1,000 ranks at 20 steps/s would measure itself, not the page).
+const STEP_MS = 50 * Math.max(1, N / 64);
 const BUCKETS = [262144, 1048576, 1048576, 65536];
 
 let seq = 0, step = 0;
@@ -30,7 +37,7 @@ const start = Date.now();
 const tail = [];
 const evals = [];
 const clients = new Set();
-let state = 'running', failure = null, failedRank = -1;
+let state = 'running', failure = null, failedRank = -1, failedAt = 0;
 const origin = BigInt(Date.now()) * 1000000n;
 
 function stepRecords(s) {
@@ -62,11 +69,11 @@ function stepRecords(s) {
 
 function job() {
   const el = (Date.now() - start) / 1000;
-  const sps = state === 'running' ? 64 * 20 : 0;
+  const sps = state === 'running' ? (64 * 1000) / STEP_MS : 0;
   return {
     job_id: 'mock', state, world_size: N, backend: 'cpu', transport: 'shm', algorithm: 'ring', ddp: 'bucketed',
     compress: 'none', model: 'mlp', global_batch: 64, step, total_steps: TOTAL, samples_per_s: sps,
-    eta_s: state === 'running' ? (TOTAL - step) / 20 : null, elapsed_s: el,
+    eta_s: state === 'running' ? ((TOTAL - step) * STEP_MS) / 1000 : null, elapsed_s: el,
     loss: tail.length ? tail[tail.length - 1].loss : 0, eval: evals, failure, failed_rank: failedRank,
     ...(FIT ? { fit: { transport: 'shm', algorithm: 'ring', world_size: N, alpha_s: 4e-6, beta_Bps: 3.1e9, r2: 0.998 } } : {}),
   };
@@ -81,7 +88,7 @@ function ranks() {
     state: r === failedRank ? 'failed' : state === 'succeeded' ? 'done' : state === 'failed' ? 'running' : 'running',
     phase: ['forward', 'backward', 'optimizer'][(step + r) % 3], step: step - (r % 2),
     heartbeat_age_ms: r === failedRank ? 4200 : 40 + ((r * 37) % 200), clock_offset_ms: 0,
-    message: r === failedRank ? 'killed by signal 9 (SIGKILL) during step ' + FAIL_AT : '',
+    message: r === failedRank ? 'killed by signal 9 (SIGKILL) during step ' + failedAt : '',
   }));
 }
 
@@ -160,6 +167,11 @@ function wsFrame(text) {
 function broadcast(obj) { const f = wsFrame(JSON.stringify(obj)); for (const c of clients) c.write(f); }
 
 // ---- the simulated job --------------------------------------------------------
+function fail() {
+  state = 'failed'; failedRank = Math.min(1, N - 1); failedAt = step;
+  failure = `rank ${failedRank} (host-0, pid ${40000 + failedRank}) left: killed by signal 9 (SIGKILL); the others stopped at step ${step}`;
+  broadcast({ type: 'job', job: job(), ranks: ranks() });
+}
 const timer = setInterval(() => {
   if (state !== 'running') return;
   step++;
@@ -172,13 +184,9 @@ const timer = setInterval(() => {
   tail.push(...recs);
   if (tail.length > 500 * N) tail.splice(0, tail.length - 500 * N);
   broadcast({ type: 'metrics', records: recs });
-  if (FAIL_AT && step >= FAIL_AT) {
-    state = 'failed'; failedRank = Math.min(1, N - 1);
-    failure = `rank ${failedRank} (host-0, pid ${40000 + failedRank}) left: killed by signal 9 (SIGKILL); the others stopped at step ${step}`;
-    broadcast({ type: 'job', job: job(), ranks: ranks() });
-  }
+  if (FAIL_AT && step >= FAIL_AT) fail();
   if (step >= TOTAL) state = 'succeeded';
-}, 50);
+}, STEP_MS);
 setInterval(() => broadcast({ type: 'job', job: job(), ranks: ranks() }), 1000);
 
 // vendor/NAME -> the npm package's dist/ that dashboard/assets/ embeds it from.
@@ -190,6 +198,10 @@ const server = createServer(async (req, res) => {
   const url = new URL(req.url, 'http://x');
   const json = (o) => { if (o === null) { res.writeHead(404).end('{}'); return; } res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify(o)); };
   const p = url.pathname;
+  if (p === '/mock/fail' && req.method === 'POST') {
+    if (state === 'running') fail();
+    return json({ state });
+  }
   if (p === '/api/job') return json(job());
   if (p === '/api/ranks') return json(ranks());
   if (p === '/api/timeline') return json(timeline());
