@@ -279,7 +279,7 @@ void run_coordinator(CLI::App& cmd, CoordinatorArgs& a) {
                     lost.empty() ? "" : "; also " + lost));
   }
   std::printf("job '%s' succeeded: %d ranks finished, %llu metrics records%s\n", a.job_id.c_str(),
-              a.world_size, static_cast<unsigned long long>(records),
+              c.job().world_size(), static_cast<unsigned long long>(records),
               log_path.empty() ? "" : (" in " + log_path.string()).c_str());
   if (!lost.empty()) throw RecordsLostError("the job succeeded, but " + lost);
 }
