@@ -27,9 +27,9 @@ source "$(dirname "${BASH_SOURCE[0]}")/restart_lib.sh"  # kill_at_step, restarte
 STEPS=600
 export MDDP_TEST_STEP_PAUSE_MS=2  # every attempt long enough to be killed mid-run (timing only)
 # --batch 60 splits over 2 and 3 ranks (and 1), as --min-nproc needs.
-TRAIN=(--dataset synthetic --synthetic-size 1024 --width 32 --batch 60 --no-eval --log-every 1000000
-       --optimizer adam --lr 0.002 --seed 5 --steps "$STEPS" --checkpoint-every 50 --keep-checkpoints 0
-       --http-port -1)
+JOB_FLAGS=(--dataset synthetic --synthetic-size 1024 --width 32 --batch 60 --no-eval --log-every 1000000
+           --optimizer adam --lr 0.002 --seed 5 --steps "$STEPS" --http-port -1)
+TRAIN=("${JOB_FLAGS[@]}" --checkpoint-every 50 --keep-checkpoints 0)
 CKPT=100  # the kill lands once this step's checkpoint is written (or soon after)
 
 # py_check FILE PYTHON...: runs the assertion on json FILE (j) or fails naming it.
@@ -135,11 +135,11 @@ PY
     expect_in "all 2 ranks finished" "$WORK/resumed.out"
     same_checkpoint "$WORK/straight" "$WORK/run" "the run resumed by the printed command"
     # Without --run-dir there is nothing to resume, and it says so.
-    "$BIN" run --nproc 2 "${TRAIN[@]}" "${HB[@]}" >"$WORK/norun.out" 2>&1 &
+    "$BIN" run --nproc 2 "${JOB_FLAGS[@]}" "${HB[@]}" >"$WORK/norun.out" 2>&1 &
     RUN_PID=$!
     PIDS+=("$RUN_PID")
-    WAIT_S=60 wait_for test -n "$(worker_pid 1)" || fail "rank 1 of the run without --run-dir did not start"
-    sleep 0.5
+    rank1_up() { [[ -n "$(worker_pid 1)" ]]; }
+    WAIT_S=60 wait_for rank1_up || fail "rank 1 of the run without --run-dir did not start"
     kill -9 "$(worker_pid 1)"
     wait_exit "$RUN_PID" 120
     [[ $RC -eq 1 ]] || fail "the run without --run-dir exited $RC, want 1"
