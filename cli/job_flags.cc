@@ -87,7 +87,7 @@ void validate_elastic(const RestartFlags& r, int64_t min_nproc, int world_size, 
                          "the same when the world size changes, so give a multiple of every size from ",
                          min_nproc, " to ", world_size,
                          lcm > 0 ? str(" (of ", lcm, ")") : std::string(), ", or narrow the range"));
-  if (r.elastic_wait_s >= h.rendezvous_timeout_s)
+  if (min_nproc < world_size && r.elastic_wait_s >= h.rendezvous_timeout_s)
     throw InputError(str("--elastic-wait-s ", r.elastic_wait_s,
                          " must be shorter than --rendezvous-timeout-s ", h.rendezvous_timeout_s,
                          " (the rendezvous fails before it would form with fewer ranks)"));

@@ -12,6 +12,9 @@
 #                                          coordinator prints the command that resumes it, which, run as
 #                                          printed (with 3 workers), finishes with the model of an
 #                                          uninterrupted run.
+#   elastic_test.sh MICRODDP flags         --min-nproc above the world size, a --batch that does not split
+#                                          over every size allowed, an elastic wait past the rendezvous
+#                                          timeout: each refused with its one line.
 #   elastic_test.sh MICRODDP run_resume    `run` fails (a worker killed, no --max-restarts): it prints
 #                                          the resume command; run as printed, it finishes bit-identical
 #                                          to an uninterrupted run. Without --run-dir it says that there
@@ -52,12 +55,7 @@ case "$SCENARIO" in
     SUFFIX= three_workers --restart
     kill_at_step "$WORK/run" 0 "$CKPT" 1  # rank 1 is gone for good: nobody starts it again
     restarted "$WORK/run" 1
-    for r in 0 2; do
-      wait_exit "${W[r]}" 300
-      [[ $RC -eq 0 ]] || fail "worker w$r exited $RC"
-    done
-    wait_exit "$COORD_PID" 60
-    [[ $RC -eq 0 ]] || fail "the coordinator exited $RC"
+    all_exit 0 "${W[0]}" "${W[2]}" "$COORD_PID"
     expect_in "attempt 1 of job 'local' formed with 2 of 3 workers (--min-nproc 2): the world size changed to 2, the global batch is split over 2 ranks" "$WORK/coordinator.out"
     expect_in "job 'local' succeeded: 2 ranks finished" "$WORK/coordinator.out"
     py_check "$WORK/run/job.json" 'assert j["world_size"] == 2 and j["max_world_size"] == 3 and j["min_world_size"] == 2 and [a["world_size"] for a in j["attempts"]] == [3, 2], j'
@@ -95,12 +93,7 @@ PY
       --rendezvous-timeout-s 8 --run-dir "$WORK/run"
     SUFFIX= three_workers --restart
     kill_at_step "$WORK/run" 0 "$CKPT" 1
-    for r in 0 2; do
-      wait_exit "${W[r]}" 120
-      [[ $RC -eq 1 ]] || fail "worker w$r exited $RC, want 1 (the rendezvous timed out)"
-    done
-    wait_exit "$COORD_PID" 60
-    [[ $RC -eq 1 ]] || fail "the coordinator exited $RC, want 1"
+    all_exit 1 "${W[0]}" "${W[2]}" "$COORD_PID"  # the rendezvous of attempt 1 timed out
     expect_in "microddp: error: rendezvous of attempt 1 of job 'local' timed out after .*: 2 of 3 workers joined" "$WORK/coordinator.out"
     py_check "$WORK/run/job.json" 'assert j["attempt"] == 1 and j["world_size"] == 3 and not j["members"], j'
     expect_in "resume the run (from .*) with: .* --resume $WORK/run (and start the workers again)" "$WORK/coordinator.out"
@@ -112,12 +105,7 @@ PY
     WAIT_S=30 wait_for test -s "$WORK/addr" || fail "the resumed coordinator did not start"
     ADDR="$(cat "$WORK/addr")"
     SUFFIX=-again three_workers
-    for r in 0 1 2; do
-      wait_exit "${W[r]}" 300
-      [[ $RC -eq 0 ]] || fail "resumed worker w$r exited $RC"
-    done
-    wait_exit "$COORD_PID" 60
-    [[ $RC -eq 0 ]] || fail "the resumed coordinator exited $RC"
+    all_exit 0 "${W[@]}" "$COORD_PID"
     expect_in "resuming from $WORK/run/checkpoints/step-[0-9]*.safetensors at step [0-9]*" "$WORK/resumed.out"
     same_checkpoint "$WORK/straight" "$WORK/run" "the job resumed by the printed command"
     ;;
@@ -144,6 +132,23 @@ PY
     wait_exit "$RUN_PID" 120
     [[ $RC -eq 1 ]] || fail "the run without --run-dir exited $RC, want 1"
     expect_in "^microddp run: no checkpoint to resume from: without --run-dir nothing is saved" "$WORK/norun.out"
+    ;;
+  flags)
+    # refused ARGS... -- MESSAGE: the command exits 1 with MESSAGE on its error line.
+    refused() {
+      local args=() out
+      while [[ $1 != -- ]]; do args+=("$1"); shift; done
+      out=$("$BIN" "${args[@]}" 2>&1)
+      [[ $? -eq 1 ]] || fail "${args[*]}: not refused"
+      grep -q "^microddp: error: $2" <<<"$out" || fail "${args[*]}: got '$out', want '$2'"
+    }
+    refused run --nproc 3 --min-nproc 4 "${JOB_FLAGS[@]}" -- "--min-nproc 4 is more than the job's 3 ranks: give 1..3"
+    refused coordinator --world-size 7 --port 0 --min-nproc 2 "${JOB_FLAGS[@]}" \
+      -- "--batch 60 does not split over 7 ranks, which --min-nproc 2 allows: .* (of 420)"
+    refused run --nproc 4 --min-nproc 2 --batch 64 --steps 1 \
+      -- "--batch 64 does not split over 3 ranks, which --min-nproc 2 allows"
+    refused coordinator --world-size 3 --port 0 --min-nproc 2 --elastic-wait-s 30 --rendezvous-timeout-s 5 "${JOB_FLAGS[@]}" \
+      -- "--elastic-wait-s 30 must be shorter than --rendezvous-timeout-s 5"
     ;;
   *)
     fail "unknown scenario $SCENARIO"

@@ -56,3 +56,13 @@ restarted() {
   echo "restart time: $(( $(now_ms) - KILLED_AT )) ms from the kill to the first step of attempt $2"
 }
 kill_at() { kill_at_step "$@"; restarted "$1" $(( $2 + 1 )); }
+# all_exit WANT PID...: each PID (workers first, then their coordinator)
+# exits with status WANT, in bounded time.
+all_exit() {
+  local want="$1" p
+  shift
+  for p in "$@"; do
+    wait_exit "$p" 300
+    [[ $RC -eq $want ]] || fail "process $p exited $RC, want $want (the logs follow)"
+  done
+}

@@ -113,12 +113,7 @@ case "$SCENARIO" in
     RANK=1 start_worker "w1-again" --token s3cret --restart
     W[1]=$W_PID
     restarted "$WORK/run" 1
-    for r in 0 1 2; do
-      wait_exit "${W[r]}" 300
-      [[ $RC -eq 0 ]] || fail "rank $r exited $RC"
-    done
-    wait_exit "$COORD_PID" 60
-    [[ $RC -eq 0 ]] || fail "the coordinator exited $RC"
+    all_exit 0 "${W[@]}" "$COORD_PID"
     expect_in "joining the job again (--restart)" "$WORK/w0.out"
     expect_in "joining the job again (--restart)" "$WORK/w2.out"
     same_checkpoint "$WORK/straight" "$WORK/run" "the restarted run"
