@@ -1,7 +1,9 @@
 // `microddp coordinator`: the control plane of one job. Waits for
 // --world-size workers, hands them ranks and the job config (the training
 // flags given here), watches them and logs their metrics; exits 0 when every
-// rank finished, else 1 with one line naming the rank that failed.
+// rank finished, else 1 with one line naming the rank that failed, after
+// the command that resumes the run (resume_command.h). --max-restarts and
+// --min-nproc: restarts and the elastic size (docs/recovery.md).
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>

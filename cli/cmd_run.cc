@@ -15,10 +15,13 @@
 // died, or exited 75 because its attempt ended (another rank died), is
 // started again, at most K times per rank; it re-joins the coordinator,
 // which re-forms the job from the last checkpoint (Note [Attempts] in
-// coordinator/job.cc).
-// Exit status: 0 when every rank finished; 1 with one line (the
-// coordinator's verdict naming the failed rank) when the job failed;
-// 130 / 143 after SIGINT / SIGTERM.
+// coordinator/job.cc). With --min-nproc (elastic), a worker that is not
+// started again does not end the job: the coordinator re-forms it with
+// fewer ranks, or fails it.
+// Exit status: 0 when every rank finished (elastic: every rank of the last
+// attempt); 1 with one line (the coordinator's verdict naming the failed
+// rank) when the job failed; 130 / 143 after SIGINT / SIGTERM. A job that
+// failed or was interrupted is told how to resume (resume_command.h).
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
