@@ -119,7 +119,7 @@ void apply_event(const nlohmann::json& j, std::vector<StepMetrics>& out, std::ve
   std::size_t kept = 0;
   for (std::size_t i = 0; i < out.size(); ++i)
     if (!(attempt_of[i] < attempt && out[i].step > from)) {
-      out[kept] = std::move(out[i]);
+      if (kept != i) out[kept] = std::move(out[i]);  // never onto itself: a self-move empties it
       attempt_of[kept++] = attempt_of[i];
     }
   out.resize(kept);
@@ -184,7 +184,10 @@ std::vector<StepMetrics> parse_metrics(std::istream& in, const std::string& name
   };
   std::size_t kept = 0;
   for (std::size_t i = 0; i < out.size(); ++i)
-    if (!other(i)) out[kept++] = std::move(out[i]);
+    if (!other(i)) {
+      if (kept != i) out[kept] = std::move(out[i]);
+      ++kept;
+    }
   if (other_size) *other_size = static_cast<int64_t>(out.size() - kept);
   out.resize(kept);
   return out;

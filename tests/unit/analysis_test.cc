@@ -622,7 +622,21 @@ TEST(Analysis, ParseKeepsTheLastWorldSizeOfAnElasticJob) {
   EXPECT_EQ(restarts[0].resumed_from_step, 4);
   EXPECT_EQ(other, 4 * 3);  // steps 1..4 of attempt 0 (5 and 6 superseded)
   ASSERT_EQ(kept.size(), 4u * 2);
-  for (const auto& m : kept) EXPECT_TRUE(m.rank < 2 && m.step >= 5) << m.rank << " " << m.step;
+  for (const auto& m : kept) {
+    EXPECT_TRUE(m.rank < 2 && m.step >= 5) << m.rank << " " << m.step;
+    EXPECT_EQ(m.buckets.size(), 2u);
+  }
+  // One size, one resume: every record stays whole (none is moved onto itself).
+  std::ostringstream plain_text;
+  text.swap(plain_text);
+  text << R"({"kind":"attempt","attempt":0,"world_size":2})" << "\n";
+  records(2, 1, 6, 0);
+  text << R"({"kind":"resume","attempt":1,"from_step":6,"steps_lost":0})" << "\n";
+  std::istringstream plain(text.str());
+  const auto all = parse_metrics(plain, "m.jsonl", nullptr, &other);
+  EXPECT_EQ(other, 0);
+  ASSERT_EQ(all.size(), 6u * 2);
+  for (const auto& m : all) EXPECT_EQ(m.buckets.size(), 2u) << m.rank << " " << m.step;
 }
 
 }  // namespace
