@@ -146,17 +146,23 @@ nlohmann::json restarts_json(const std::vector<perf::RestartEvent>& restarts) {
   for (const auto& r : restarts)
     out.push_back({{"attempt", r.attempt}, {"cause", r.cause}, {"rank", r.rank}, {"host", r.host},
                    {"message", r.message}, {"resumed_from_step", r.resumed_from_step},
-                   {"steps_lost", r.steps_lost}});
+                   {"steps_lost", r.steps_lost}, {"from_world_size", r.from_world_size},
+                   {"world_size", r.world_size}});
   return out;
 }
 
 void print_restarts(const std::vector<perf::RestartEvent>& restarts) {
   if (restarts.empty()) return;
   std::printf("\nrestarts: %zu (the records the restarts superseded are left out above)\n", restarts.size());
-  for (const auto& r : restarts)
-    std::printf("  attempt %d: %s; resumed from step %lld, %lld step%s lost\n", r.attempt, r.message.c_str(),
+  for (const auto& r : restarts) {
+    std::printf("  attempt %d: %s; resumed from step %lld, %lld step%s lost", r.attempt, r.message.c_str(),
                 static_cast<long long>(r.resumed_from_step), static_cast<long long>(r.steps_lost),
                 r.steps_lost == 1 ? "" : "s");
+    if (r.world_size > 0 && r.from_world_size > 0 && r.world_size != r.from_world_size)
+      std::printf("; the world size changed from %d to %d ranks (--min-nproc)", r.from_world_size,
+                  r.world_size);
+    std::printf("\n");
+  }
 }
 
 void run(AnalyzeArgs& args) {

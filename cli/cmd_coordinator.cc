@@ -1,13 +1,16 @@
 // `microddp coordinator`: the control plane of one job. Waits for
 // --world-size workers, hands them ranks and the job config (the training
 // flags given here), watches them and logs their metrics; exits 0 when every
-// rank finished, else 1 with one line naming the rank that failed.
+// rank finished, else 1 with one line naming the rank that failed, after
+// the command that resumes the run (resume_command.h). --max-restarts and
+// --min-nproc: restarts and the elastic size (docs/recovery.md).
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -22,6 +25,7 @@
 
 #include "cli/commands.h"
 #include "cli/job_flags.h"
+#include "cli/resume_command.h"
 #include "cli/tls_flags.h"
 #include "cli/train_flags.h"
 #include "coordinator/coordinator.h"
@@ -45,7 +49,7 @@ struct CoordinatorArgs {
   DashboardFlags dashboard;
   coordinator::TlsFlags tls;
   HealthFlags health{1000, 10000, 300};
-  int max_restarts = 0;
+  RestartFlags restarts;
   train::TrainConfig train;
 };
 
@@ -162,6 +166,7 @@ void run_coordinator(CLI::App& cmd, CoordinatorArgs& a) {
   const std::string http_token = a.dashboard.token();
   const auto tls = coordinator::load_tls(a.tls, coordinator::TlsRole::kServer);
   validate_health(a.health);
+  validate_elastic(a.restarts, a.train.min_nproc, a.world_size, a.train.batch, a.health);
   // The files rank 0 will read, checked before any worker waits on them.
   std::string resuming;
   if (!a.train.resume.empty()) {
@@ -196,8 +201,11 @@ void run_coordinator(CLI::App& cmd, CoordinatorArgs& a) {
   o.job.rendezvous_timeout =
       std::chrono::milliseconds(static_cast<int64_t>(a.health.rendezvous_timeout_s * 1000.0));
   o.job.run_dir = a.train.run_dir;
-  o.job.max_restarts = a.max_restarts;
-  if (a.max_restarts > 0 && (a.train.run_dir.empty() || a.train.checkpoint_every <= 0))
+  o.job.max_restarts = a.restarts.max_restarts;
+  o.job.min_world_size = static_cast<int>(a.train.min_nproc);
+  o.job.elastic_wait =
+      std::chrono::milliseconds(static_cast<int64_t>(a.restarts.elastic_wait_s * 1000.0));
+  if (a.restarts.max_restarts > 0 && (a.train.run_dir.empty() || a.train.checkpoint_every <= 0))
     std::printf("note: --max-restarts without --run-dir and --checkpoint-every: a restarted job "
                 "starts again from step 0\n");
 
@@ -264,11 +272,16 @@ void run_coordinator(CLI::App& cmd, CoordinatorArgs& a) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   dash.reset();
-  if (status.state != coordinator::State::kSucceeded)
+  if (status.state != coordinator::State::kSucceeded) {
+    // Under `run`, run says it with its own command (its flags to this one are its own).
+    if (!std::getenv(kNoResumeHintEnv))
+      std::fprintf(stderr, "microddp coordinator: %s (and start the workers again)\n",
+                   resume_line(own_command_line(), a.train.run_dir).c_str());
     throw Error(str(status.failure().empty() ? std::string("the job did not finish") : status.failure(),
                     lost.empty() ? "" : "; also " + lost));
+  }
   std::printf("job '%s' succeeded: %d ranks finished, %llu metrics records%s\n", a.job_id.c_str(),
-              a.world_size, static_cast<unsigned long long>(records),
+              c.job().world_size(), static_cast<unsigned long long>(records),
               log_path.empty() ? "" : (" in " + log_path.string()).c_str());
   if (!lost.empty()) throw RecordsLostError("the job succeeded, but " + lost);
 }
@@ -305,7 +318,7 @@ void register_coordinator(CLI::App& app) {
       ->configurable(false)
       ->group(g);
   add_health_flags(*cmd, a->health, g);
-  add_restart_flags(*cmd, a->max_restarts, g);
+  add_restart_flags(*cmd, a->restarts, a->train.min_nproc, g);
   cmd->add_option("--address-file", a->address_file,
                   "write HOST:PORT for workers here once listening")
       ->group(g);

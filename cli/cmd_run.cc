@@ -15,10 +15,13 @@
 // died, or exited 75 because its attempt ended (another rank died), is
 // started again, at most K times per rank; it re-joins the coordinator,
 // which re-forms the job from the last checkpoint (Note [Attempts] in
-// coordinator/job.cc).
-// Exit status: 0 when every rank finished; 1 with one line (the
-// coordinator's verdict naming the failed rank) when the job failed;
-// 130 / 143 after SIGINT / SIGTERM.
+// coordinator/job.cc). With --min-nproc (elastic), a worker that is not
+// started again does not end the job: the coordinator re-forms it with
+// fewer ranks, or fails it.
+// Exit status: 0 when every rank finished (elastic: every rank of the last
+// attempt); 1 with one line (the coordinator's verdict naming the failed
+// rank) when the job failed; 130 / 143 after SIGINT / SIGTERM. A job that
+// failed or was interrupted is told how to resume (resume_command.h).
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -46,6 +49,7 @@
 #include "core/common/stop_signals.h"
 #include "cli/local_ranks.h"
 #include "cli/log_follower.h"
+#include "cli/resume_command.h"
 #include "cli/run_private_dir.h"
 #include "cli/train_flags.h"
 #include "coordinator/certs.h"
@@ -66,7 +70,7 @@ struct RunArgs {
   std::string token, job_id = "local";
   bool tls = false;  // a throw-away CA and certificate: mutual TLS on the control plane, HTTPS
   HealthFlags health{500, 5000, 120};
-  int max_restarts = 0;  // forwarded to the coordinator as typed
+  RestartFlags restarts;  // forwarded to the coordinator as typed
   DashboardFlags dashboard;  // forwarded to the coordinator as typed
   train::TrainConfig train;
 };
@@ -83,9 +87,7 @@ const std::set<std::string> kOwnSwitches = {"--tls"};  // the same, without a va
 
 // The arguments after `run` on our own command line, less kOwnFlags.
 std::vector<std::string> forwarded_args() {
-  std::ifstream in("/proc/self/cmdline", std::ios::binary);
-  std::vector<std::string> argv;
-  for (std::string arg; std::getline(in, arg, '\0');) argv.push_back(arg);
+  const std::vector<std::string> argv = own_command_line();
   std::vector<std::string> out;
   std::size_t i = 1;
   while (i < argv.size() && argv[i] != "run") ++i;
@@ -235,6 +237,7 @@ void run_job(RunArgs& a) {
   validate_health(a.health);
   if (a.train.batch % a.nproc != 0)
     throw InputError(str("--batch ", a.train.batch, " is not divisible by --nproc ", a.nproc));
+  validate_elastic(a.restarts, a.train.min_nproc, a.nproc, a.train.batch, a.health);
   tensor::require_gpu_per_local_rank(a.train.device, a.nproc);  // before any process starts
   const std::vector<std::string> forwarded = forwarded_args();
 
@@ -273,7 +276,8 @@ void run_job(RunArgs& a) {
     coord_args.push_back(s);
   coord_args.insert(coord_args.end(), coord_tls.begin(), coord_tls.end());
   const std::string coord_log = logs + "/coordinator.log";
-  const std::size_t coord = sup.add({"coordinator", spawn(coord_args, {}, coord_log), coord_log});
+  const std::size_t coord =
+      sup.add({"coordinator", spawn(coord_args, {str(kNoResumeHintEnv, "=1")}, coord_log), coord_log});
   LogFollower coord_follower(coord_log);
   const auto show_coordinator_warnings = [&coord_follower] {
     coord_follower.poll([](const std::string& line) {
@@ -336,6 +340,7 @@ void run_job(RunArgs& a) {
   bool linger_said = false;
   std::optional<Clock::time_point> stop_workers_at, stop_all_at, kill_at;
   bool workers_stopped = false;
+  const bool elastic = a.train.min_nproc > 0;
   while (!sup.all_done()) {
     sup.poll(100ms);
     show_coordinator_warnings();
@@ -346,12 +351,12 @@ void run_job(RunArgs& a) {
       Child& c = sup.child(i);
       const bool restartable = c.status == kExitRestart || c.status > 128;
       if (i == coord || !c.done || !restartable || sup.child(coord).done ||
-          restarts[i] >= a.max_restarts)
+          restarts[i] >= a.restarts.max_restarts)
         continue;
       ++restarts[i];
       std::printf("microddp run: %s %s; starting it again (%d of --max-restarts %d)\n", c.name.c_str(),
                   c.status == kExitRestart ? "left its ended attempt" : str("died (signal ", c.status - 128, ")").c_str(),
-                  restarts[i], a.max_restarts);
+                  restarts[i], a.restarts.max_restarts);
       std::fflush(stdout);
       c.pid = start_rank(static_cast<int>(i - 1), true);
       c.done = false;
@@ -360,7 +365,11 @@ void run_job(RunArgs& a) {
     bool failed = false, workers_done = true;
     for (std::size_t i = 0; i < sup.children().size(); ++i) {
       const Child& c = sup.child(i);
-      failed = failed || (c.done && c.status != 0 && c.status != kExitRecordsLost);
+      // Elastic: a worker gone for good ends nothing by itself; the coordinator
+      // re-forms the job without it, or fails it (then it exits too).
+      const bool coordinator_decides = elastic && i != coord && !sup.child(coord).done;
+      failed = failed || (c.done && c.status != 0 && c.status != kExitRecordsLost &&
+                          !coordinator_decides);
       if (i != coord) workers_done = workers_done && c.done;
     }
     if (sup.interrupted() && (!stop_workers_at || *stop_workers_at > now)) stop_workers_at = now;
@@ -391,23 +400,41 @@ void run_job(RunArgs& a) {
   // A child killed during shared-memory set-up leaves its segment's name in
   // /dev/shm (Note [Orphaned segments]); none may outlive the job.
   comm::shm::Segment::remove_orphans();
+  const auto say_how_to_resume = [&] {
+    std::fflush(stdout);
+    std::fprintf(stderr, "microddp run: %s\n",
+                 resume_line(own_command_line(), a.train.run_dir).c_str());
+  };
   if (sup.interrupted()) {
     std::fflush(stdout);
     std::fprintf(stderr, "microddp run: interrupted (%s); all processes stopped; logs in %s\n",
                  sup.interrupted() == SIGINT ? "SIGINT" : "SIGTERM", logs.c_str());
+    say_how_to_resume();
     secrets.remove();
     std::exit(128 + sup.interrupted());
   }
-  std::vector<std::string> failed, lost;  // lost: finished, but records not written (a full disk)
-  for (const auto& c : sup.children())
+  // lost: finished, but records not written (a full disk); gone: a worker
+  // of an elastic job that did not come back, in a job that succeeded without it.
+  std::vector<std::string> failed, lost, gone;
+  const bool succeeded = sup.child(coord).status == 0;
+  for (std::size_t i = 0; i < sup.children().size(); ++i) {
+    const Child& c = sup.child(i);
     if (c.status == kExitRecordsLost)
       lost.push_back(c.log.empty() ? c.name + " (see above)" : str(c.name, ": ", error_line(c.log)));
     else if (c.status != 0)
-      failed.push_back(str(c.name, " (",
-                           c.status > 128 ? str("signal ", c.status - 128) : str("exit ", c.status),
-                           ")"));
+      (elastic && succeeded && i != coord ? gone : failed)
+          .push_back(str(c.name, " (",
+                         c.status > 128 ? str("signal ", c.status - 128) : str("exit ", c.status),
+                         ")"));
+  }
   if (failed.empty() && lost.empty()) {
-    std::printf("microddp run: all %d ranks finished%s\n", a.nproc,
+    std::string without;
+    for (const auto& g : gone) without += (without.empty() ? "" : ", ") + g;
+    std::printf("microddp run: %s%s\n",
+                gone.empty() ? str("all ", a.nproc, " ranks finished").c_str()
+                             : str("the job finished without ", without, ": --min-nproc ",
+                                   a.train.min_nproc, " let it go on with fewer ranks")
+                                   .c_str(),
                 a.train.run_dir.empty()
                     ? ""
                     : (", metrics in " + a.train.run_dir + "/metrics.jsonl").c_str());
@@ -424,6 +451,7 @@ void run_job(RunArgs& a) {
     why = error_line(sup.child(i).log);
   std::string who;
   for (const auto& f : failed) who += (who.empty() ? "" : ", ") + f;
+  say_how_to_resume();
   throw Error(
       str(why.empty() ? "the job failed" : why, " [failed: ", who, "; logs in ", logs, "]"));
 }
@@ -446,7 +474,7 @@ void register_run(CLI::App& app) {
                 "control plane, HTTPS for the dashboard")
       ->group(g);
   add_health_flags(*cmd, a->health, g);
-  add_restart_flags(*cmd, a->max_restarts, g);
+  add_restart_flags(*cmd, a->restarts, a->train.min_nproc, g);
   add_dashboard_flags(*cmd, a->dashboard);
   add_training_flags(*cmd, a->train);
   add_checkpoint_flags(*cmd, a->train);

@@ -1,6 +1,8 @@
 #include "cli/job_flags.h"
 
 #include <fstream>
+#include <limits>
+#include <numeric>
 #include <sstream>
 
 #include "cli/flag_checks.h"
@@ -43,13 +45,52 @@ std::string DashboardFlags::token() const {
   return t;
 }
 
-void add_restart_flags(CLI::App& cmd, int& max_restarts, const std::string& group) {
-  cmd.add_option("--max-restarts", max_restarts,
+void add_restart_flags(CLI::App& cmd, RestartFlags& r, int64_t& min_nproc, const std::string& group) {
+  cmd.add_option("--max-restarts", r.max_restarts,
                  "when a rank dies, re-form the job up to this many times in all, resuming from the "
                  "last checkpoint in --run-dir (docs/recovery.md); 0: the job fails")
       ->check(CLI::Range(0, 1000))
       ->group(group)
       ->capture_default_str();
+  cmd.add_option("--min-nproc", min_nproc,
+                 "elastic: an attempt that still lacks ranks after --elastic-wait-s forms with the "
+                 "ones there, at least this many (a host gone for good); the global --batch is kept "
+                 "and split over the ranks, so it must divide by every size from this to the "
+                 "world size. 0: always the full world size, waited for up to "
+                 "--rendezvous-timeout-s")
+      ->check(CLI::Range(int64_t{0}, int64_t{std::numeric_limits<int>::max()}))
+      ->group(group)
+      ->capture_default_str();
+  cmd.add_option("--elastic-wait-s", r.elastic_wait_s,
+                 "with --min-nproc: how long an attempt waits for all ranks before it forms with "
+                 "fewer")
+      ->check(finite_above(0))
+      ->group(group)
+      ->capture_default_str();
+}
+
+void validate_elastic(const RestartFlags& r, int64_t min_nproc, int world_size, int64_t batch,
+                      const HealthFlags& h) {
+  if (min_nproc == 0) return;
+  if (min_nproc > world_size)
+    throw InputError(str("--min-nproc ", min_nproc, " is more than the job's ", world_size,
+                         " ranks: give 1..", world_size));
+  std::string sizes;  // the sizes the global batch does not split over
+  int64_t lcm = 1;    // the smallest batch that splits over all of them (0: too large to say)
+  for (int64_t n = min_nproc; n <= world_size; ++n) {
+    if (batch % n != 0) sizes += str(sizes.empty() ? "" : ", ", n);
+    if (lcm > 0) lcm = lcm / std::gcd(lcm, n) > (int64_t{1} << 40) / n ? 0 : std::lcm(lcm, n);
+  }
+  if (!sizes.empty())
+    throw InputError(str("--batch ", batch, " does not split over ", sizes,
+                         " ranks, which --min-nproc ", min_nproc, " allows: the global batch stays "
+                         "the same when the world size changes, so give a multiple of every size from ",
+                         min_nproc, " to ", world_size,
+                         lcm > 0 ? str(" (of ", lcm, ")") : std::string(), ", or narrow the range"));
+  if (min_nproc < world_size && r.elastic_wait_s >= h.rendezvous_timeout_s)
+    throw InputError(str("--elastic-wait-s ", r.elastic_wait_s,
+                         " must be shorter than --rendezvous-timeout-s ", h.rendezvous_timeout_s,
+                         " (the rendezvous fails before it would form with fewer ranks)"));
 }
 
 void validate_health(const HealthFlags& h) {

@@ -19,8 +19,22 @@ struct HealthFlags {
 };
 // --heartbeat-ms, --heartbeat-timeout-ms, --rendezvous-timeout-s in `group`.
 void add_health_flags(CLI::App& cmd, HealthFlags& h, const std::string& group);
-// --max-restarts in `group` (Note [Attempts] in coordinator/job.cc).
-void add_restart_flags(CLI::App& cmd, int& max_restarts, const std::string& group);
+// Restarts and the elastic size (docs/recovery.md).
+struct RestartFlags {
+  int max_restarts = 0;
+  // How long an attempt waits for all ranks before it forms with fewer
+  // (at least --min-nproc, the job's TrainConfig::min_nproc).
+  double elastic_wait_s = 10;
+};
+// --max-restarts, --min-nproc (into `min_nproc`), --elastic-wait-s in
+// `group` (Note [Attempts] in coordinator/job.cc).
+void add_restart_flags(CLI::App& cmd, RestartFlags& r, int64_t& min_nproc, const std::string& group);
+// What the flags' own checks cannot see: --min-nproc at most the world size,
+// the global --batch divisible by every size the job may run on (it is kept
+// when the size changes), the elastic wait shorter than the rendezvous
+// timeout. InputError naming the flags.
+void validate_elastic(const RestartFlags& r, int64_t min_nproc, int world_size, int64_t batch,
+                      const HealthFlags& h);
 // What one flag's check cannot see: the timeout must be longer than the
 // interval (InputError naming both).
 void validate_health(const HealthFlags& h);

@@ -50,6 +50,9 @@ struct RestartEvent {
   std::string host, message;
   int64_t resumed_from_step = -1;  // -1: the attempt wrote no step
   int64_t steps_lost = 0;
+  // The ranks of the attempt before and of this one ("attempt" lines; 0:
+  // not logged). They differ when an elastic job (--min-nproc) shrank.
+  int from_world_size = 0, world_size = 0;
 };
 
 struct RunLog {
@@ -62,14 +65,21 @@ struct RunLog {
   // a run of an older microddp). Empty without job.json.
   std::vector<RankPlacement> members;
   std::vector<RestartEvent> restarts;
+  // Records left out because their attempt ran on another number of ranks
+  // than the last one (an elastic job that shrank): one world size is analysed.
+  int64_t other_size_records = 0;
 };
 
 // Parses metrics.jsonl text (one JSON object per line; blank lines are
 // skipped). The coordinator's event lines (with a "kind") are not records:
 // a "resume" drops the records it superseded, and the restarts go to
 // `restarts` when given. Throws InputError naming `name`:LINE and what is wrong.
+// When attempts formed with different world sizes (an elastic job), only the
+// records of those of the last attempt's size are kept; `other_size` (when
+// given) counts those left out.
 std::vector<StepMetrics> parse_metrics(std::istream& in, const std::string& name,
-                                       std::vector<RestartEvent>* restarts = nullptr);
+                                       std::vector<RestartEvent>* restarts = nullptr,
+                                       int64_t* other_size = nullptr);
 
 // Reads RUN_DIR/metrics.jsonl (required) and RUN_DIR/job.json (optional).
 // Throws InputError when the directory or the log is missing, or a line is

@@ -100,19 +100,26 @@ bool is_event(const nlohmann::json& j) {
 // Note [Exactly once by (attempt, rank, step)] in coordinator/metrics_log.h).
 // A resume from step S supersedes the records of earlier attempts past S:
 // they stay in the file, and readers leave them out.
+// `world_size`: the size of the last attempt that formed, kept from line to line.
 void apply_event(const nlohmann::json& j, std::vector<StepMetrics>& out, std::vector<int>& attempt_of,
-                 std::vector<RestartEvent>* restarts) {
+                 std::vector<RestartEvent>* restarts, int& world_size) {
   const std::string kind = str_or(j, "kind");
   const int attempt = j.value("attempt", 0);
   if (kind == "restart" && restarts)
     restarts->push_back({attempt, str_or(j, "cause"), j.value("rank", -1), str_or(j, "host"), str_or(j, "message"),
-                         -1, 0});
+                         -1, 0, world_size, 0});
+  if (kind == "attempt") {
+    world_size = j.value("world_size", 0);
+    if (restarts)
+      for (auto& r : *restarts)
+        if (r.attempt == attempt) r.world_size = world_size;
+  }
   if (kind != "resume") return;
   const int64_t from = j.value("from_step", int64_t{0});
   std::size_t kept = 0;
   for (std::size_t i = 0; i < out.size(); ++i)
     if (!(attempt_of[i] < attempt && out[i].step > from)) {
-      out[kept] = std::move(out[i]);
+      if (kept != i) out[kept] = std::move(out[i]);  // never onto itself: a self-move empties it
       attempt_of[kept++] = attempt_of[i];
     }
   out.resize(kept);
@@ -128,9 +135,11 @@ void apply_event(const nlohmann::json& j, std::vector<StepMetrics>& out, std::ve
 }  // namespace
 
 std::vector<StepMetrics> parse_metrics(std::istream& in, const std::string& name,
-                                       std::vector<RestartEvent>* restarts) {
+                                       std::vector<RestartEvent>* restarts, int64_t* other_size) {
   std::vector<StepMetrics> out;
   std::vector<int> attempt_of;  // parallel to out
+  int world_size = 0;           // of the last attempt that formed
+  std::map<int, int> size_of;   // attempt -> its world size ("attempt" lines)
   std::string line;
   for (int64_t n = 1; std::getline(in, line); ++n) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
@@ -152,7 +161,8 @@ std::vector<StepMetrics> parse_metrics(std::istream& in, const std::string& name
     }
     if (!j.is_object()) throw InputError(str(name, ":", n, ": expected a JSON object, got ", j.type_name()));
     if (is_event(j)) {
-      apply_event(j, out, attempt_of, restarts);
+      apply_event(j, out, attempt_of, restarts, world_size);
+      if (str_or(j, "kind") == "attempt") size_of[j.value("attempt", 0)] = world_size;
       continue;
     }
     if (!j.contains("rank") || !j.contains("step"))
@@ -167,6 +177,19 @@ std::vector<StepMetrics> parse_metrics(std::istream& in, const std::string& name
     if (out.back().rank < 0) throw InputError(str(name, ":", n, ": negative rank ", out.back().rank));
     attempt_of.push_back(j.contains("attempt") && j["attempt"].is_number_integer() ? j["attempt"].get<int>() : 0);
   }
+  // An elastic job that changed size: the steps of one size only, the last.
+  const auto other = [&](std::size_t i) {
+    const auto it = size_of.find(attempt_of[i]);
+    return it != size_of.end() && it->second != world_size;
+  };
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < out.size(); ++i)
+    if (!other(i)) {
+      if (kept != i) out[kept] = std::move(out[i]);
+      ++kept;
+    }
+  if (other_size) *other_size = static_cast<int64_t>(out.size() - kept);
+  out.resize(kept);
   return out;
 }
 
@@ -179,7 +202,7 @@ RunLog load_run(const std::filesystem::path& dir) {
     throw InputError(str("no metrics.jsonl in ", dir.string(),
                          ": is this the --run-dir of `microddp run` or `microddp coordinator`?"));
   RunLog run{dir, {}, {}, {}, {}};
-  run.records = parse_metrics(in, metrics.string(), &run.restarts);
+  run.records = parse_metrics(in, metrics.string(), &run.restarts, &run.other_size_records);
   read_job(dir / "job.json", run.config, run.members);
   int max_rank = -1;
   for (const auto& r : run.records) max_rank = std::max(max_rank, r.rank);

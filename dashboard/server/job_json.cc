@@ -29,6 +29,7 @@ json job_json(const JobSnapshot& s) {
   return {{"job_id", s.job_id},
           {"state", coordinator::to_string(s.status.state)},
           {"world_size", s.world_size},
+          {"max_world_size", s.max_world_size},
           {"attempt", s.attempt},
           {"restarts", restarts},
           {"backend", s.backend},

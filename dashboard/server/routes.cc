@@ -30,7 +30,7 @@ Reply error_reply(int status, const std::string& why) {
 // record each), in step order. Chosen from the log's (step, rank) index, so
 // no record is copied: see MetricsLog::step_ranks.
 std::vector<int64_t> complete_step_numbers(const coordinator::Job& job) {
-  const int world = job.options().world_size;
+  const int world = job.world_size();
   auto keys = job.metrics_log().step_ranks();
   std::erase_if(keys, [world](const auto& k) { return k.rank < 0 || k.rank >= world; });
   std::sort(keys.begin(), keys.end());
@@ -49,7 +49,7 @@ std::vector<std::vector<perf::StepMetrics>> complete_steps(const coordinator::Jo
                                                            int64_t first, int64_t last) {
   std::vector<perf::StepMetrics> records;
   for (auto& r : job.metrics_log().steps(first, last)) records.push_back(std::move(r.metrics));
-  return perf::complete_steps(records, job.options().world_size);
+  return perf::complete_steps(records, job.world_size());
 }
 
 Reply api_job(const RequestTarget&, const RouteContext& c) {
@@ -86,7 +86,7 @@ Reply api_timeline(const RequestTarget& t, const RouteContext& c) {
   const auto steps = complete_steps(c.job, step, step);
   if (steps.empty())
     return error_reply(404, str("step ", step, " is not complete in the in-memory tail"));
-  return json_reply(perf::to_json(perf::build_timeline(steps.front(), c.job.options().world_size)));
+  return json_reply(perf::to_json(perf::build_timeline(steps.front(), c.job.world_size())));
 }
 
 Reply api_stragglers(const RequestTarget& t, const RouteContext& c) {
@@ -99,7 +99,7 @@ Reply api_stragglers(const RequestTarget& t, const RouteContext& c) {
                                       numbers.back());
     // A step completed since the index was taken may have come along: the last n.
     for (std::size_t i = steps.size() - std::min(n, steps.size()); i < steps.size(); ++i)
-      timelines.push_back(perf::build_timeline(steps[i], c.job.options().world_size));
+      timelines.push_back(perf::build_timeline(steps[i], c.job.world_size()));
   }
   return json_reply(perf::to_json(perf::summarize_stragglers(timelines)));
 }
@@ -114,7 +114,7 @@ Reply api_trace(const RequestTarget& t, const RouteContext& c) {
     throw BadRequest(str("from=", from, "&to=", to, " spans more than ", kTraceStepsMax, " steps"));
   std::vector<perf::StepTimeline> timelines;
   for (const auto& s : complete_steps(c.job, from, to))
-    timelines.push_back(perf::build_timeline(s, c.job.options().world_size));
+    timelines.push_back(perf::build_timeline(s, c.job.world_size()));
   if (timelines.empty())
     return error_reply(404, str("no complete step in ", from, "..", to, " in the in-memory tail"));
   std::vector<std::string> hosts;
@@ -131,7 +131,7 @@ Reply api_trace(const RequestTarget& t, const RouteContext& c) {
 // rank reported; `traced_steps` lists the recent ones to choose from; the
 // steps of one bucket (?bucket=, default the largest).
 Reply api_collectives(const RequestTarget& t, const RouteContext& c) {
-  const int world = c.job.options().world_size;
+  const int world = c.job.world_size();
   std::vector<int64_t> traced;
   for (int64_t s : complete_step_numbers(c.job))
     if (perf::traced_step(s, world)) traced.push_back(s);

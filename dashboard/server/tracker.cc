@@ -62,7 +62,7 @@ void Tracker::observe(const std::vector<coordinator::MetricsRecord>& records, Ti
 // single step in the window counts by that step's duration.
 double Tracker::samples_per_s() const {
   const double per_rank_batch = static_cast<double>(config_.batch * config_.accumulate) /
-                                std::max(1, job_.options().world_size);
+                                std::max(1, job_.world_size());
   double rate = 0;
   for (const auto& [rank, w] : ranks_) {
     if (w.last.empty()) continue;
@@ -92,7 +92,8 @@ JobSnapshot Tracker::snapshot(TimePoint now) const {
   JobSnapshot s;
   s.job_id = job_.options().job_id;
   s.status = job_.status();
-  s.world_size = job_.options().world_size;
+  s.world_size = job_.world_size();
+  s.max_world_size = job_.options().world_size;
   s.backend = config_.device.rfind("cuda", 0) == 0 ? "nccl" : "cpu";
   s.transport = config_.dist.transport;
   s.algorithm = config_.dist.algorithm;

@@ -9,7 +9,8 @@ export function renderHeader(job, ranks) {
   badge.dataset.state = job.state;
   const total = job.total_steps > 0 ? job.total_steps : null;
   const values = {
-    world_size: String(job.world_size ?? '–'),
+    // An elastic job that formed with fewer ranks than it was started with says so.
+    world_size: job.max_world_size > job.world_size ? `${job.world_size} of ${job.max_world_size}` : String(job.world_size ?? '–'),
     attempt: job.restarts?.length ? `${job.attempt} (${job.restarts.length} restart${job.restarts.length === 1 ? '' : 's'})` : String(job.attempt ?? 0),
     backend: job.backend ?? '–',
     transport: job.transport ?? '–',

@@ -16,6 +16,7 @@ SCENARIO="$2"
 TRANSPORT="${3:-shm}"
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/../support/same_checkpoint.sh"  # same_checkpoint
+source "$(dirname "${BASH_SOURCE[0]}")/restart_lib.sh"  # kill_at_step, kill_at, restarted, ...
 
 STEPS=1500
 # Every step at least 2 ms long (timing only), so that each attempt runs long
@@ -25,58 +26,6 @@ TRAIN=(--dataset synthetic --synthetic-size 1024 --width 32 --batch 60 --no-eval
        --optimizer adam --lr 0.002 --seed 5 --steps "$STEPS" --checkpoint-every 50 --keep-checkpoints 0
        --transport "$TRANSPORT" --http-port -1)
 RUN=("$BIN" run --nproc 3 "${HB[@]}")
-
-# top_step DIR ATTEMPT: the highest training step logged by ATTEMPT (0: none yet).
-top_step() {
-  python3 - "$1/metrics.jsonl" "$2" <<'PY' 2>/dev/null || echo 0
-import json, sys
-top = 0
-for line in open(sys.argv[1]):
-    try: j = json.loads(line)
-    except ValueError: continue
-    if j.get("kind") == "step" and j.get("attempt", 0) == int(sys.argv[2]):
-        top = max(top, j["step"])
-print(top)
-PY
-}
-past() { (( $(top_step "$1" "$2") >= $3 )); }
-# checkpointed DIR STEP: rank 0 wrote the checkpoint of STEP (written at
-# once, unlike the metrics, which arrive in batches; --keep-checkpoints 0
-# keeps them all).
-checkpointed() { [[ -e "$(printf '%s/checkpoints/step-%08d.safetensors' "$1" "$2")" ]]; }
-# formed DIR ATTEMPT: ATTEMPT formed (job.json lists its members).
-formed() {
-  python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); sys.exit(not (j["attempt"]==int(sys.argv[2]) and j["members"]))' \
-    "$1/job.json" "$2" 2>/dev/null
-}
-# members DIR: the pids of the current attempt's ranks, in rank order.
-members() { python3 -c 'import json,sys; print(*[m["pid"] for m in json.load(open(sys.argv[1]))["members"]])' "$1/job.json"; }
-
-# kill_at_step DIR ATTEMPT STEP RANK: once ATTEMPT checkpointed STEP, kill
-# -9 RANK (the ranks are stopped around it, so that the kill lands at that
-# step however fast the machine is); KILLED_AT: when.
-kill_at_step() {
-  local dir="$1" attempt="$2" step="$3" rank="$4" pids deadline
-  WAIT_S=120 wait_for formed "$dir" "$attempt" || fail "attempt $attempt did not form"
-  read -r -a pids <<<"$(members "$dir")"
-  deadline=$(( $(date +%s) + 120 ))
-  until checkpointed "$dir" "$step"; do
-    (( $(date +%s) < deadline )) || fail "attempt $attempt did not reach step $step"
-    sleep 0.01
-  done
-  kill -STOP "${pids[@]}" 2>/dev/null
-  KILLED_AT=$(now_ms)
-  kill -9 "${pids[rank]}" || fail "rank $rank (pid ${pids[rank]}) was not running at step $step of attempt $attempt"
-  kill -CONT "${pids[@]}" 2>/dev/null
-  echo "killed rank $rank (pid ${pids[rank]}) in attempt $attempt at step $step"
-}
-# restarted DIR ATTEMPT: waits for ATTEMPT's first step in metrics.jsonl and
-# prints the time since the kill (an upper bound: metrics arrive in batches).
-restarted() {
-  WAIT_S=120 wait_for past "$1" "$2" 1 || fail "attempt $2 took no step"
-  echo "restart time: $(( $(now_ms) - KILLED_AT )) ms from the kill to the first step of attempt $2"
-}
-kill_at() { kill_at_step "$@"; restarted "$1" $(( $2 + 1 )); }
 
 # straight DIR: the uninterrupted reference run.
 straight() { "${RUN[@]}" "${TRAIN[@]}" --run-dir "$1" >"$WORK/straight.out" 2>&1 || fail "the straight run failed"; }
@@ -164,12 +113,7 @@ case "$SCENARIO" in
     RANK=1 start_worker "w1-again" --token s3cret --restart
     W[1]=$W_PID
     restarted "$WORK/run" 1
-    for r in 0 1 2; do
-      wait_exit "${W[r]}" 300
-      [[ $RC -eq 0 ]] || fail "rank $r exited $RC"
-    done
-    wait_exit "$COORD_PID" 60
-    [[ $RC -eq 0 ]] || fail "the coordinator exited $RC"
+    all_exit 0 "${W[@]}" "$COORD_PID"
     expect_in "joining the job again (--restart)" "$WORK/w0.out"
     expect_in "joining the job again (--restart)" "$WORK/w2.out"
     same_checkpoint "$WORK/straight" "$WORK/run" "the restarted run"

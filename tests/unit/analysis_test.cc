@@ -11,6 +11,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "core/common/check.h"
 
 namespace mddp::perf {
@@ -584,6 +586,57 @@ TEST(Analysis, TheHierarchicalAllReduceIsSplitIntoItsLevels) {
 
   // Without steps that carry a level there is no split.
   EXPECT_FALSE(analyze_plan(p).levels.has_value());
+}
+
+
+// An elastic job that shrank from 3 to 2 ranks (docs/recovery.md): the
+// restart names both sizes, and only the steps of the last size are kept
+// (attempt 0's steps up to the resume, by 3 ranks, are left out and counted;
+// its steps past the resume are superseded).
+TEST(Analysis, ParseKeepsTheLastWorldSizeOfAnElasticJob) {
+  std::ostringstream text;
+  const auto records = [&](int world, int first, int last, int attempt) {
+    for (int s = first; s <= last; ++s)
+      for (int r = 0; r < world; ++r) {
+        StepMetrics m = make_log(sized(1, 1))[0];
+        m.rank = r;
+        m.step = s;
+        nlohmann::json j = m.to_json();
+        j["attempt"] = attempt;
+        text << j.dump() << "\n";
+      }
+  };
+  text << R"({"kind":"attempt","attempt":0,"world_size":3})" << "\n";
+  records(3, 1, 6, 0);
+  text << R"({"kind":"restart","attempt":1,"cause":"died","rank":1,"host":"h","message":"rank 1 died"})" << "\n"
+       << R"({"kind":"attempt","attempt":1,"world_size":2})" << "\n"
+       << R"({"kind":"resume","attempt":1,"from_step":4,"steps_lost":2})" << "\n";
+  records(2, 5, 8, 1);
+  std::istringstream in(text.str());
+  std::vector<RestartEvent> restarts;
+  int64_t other = -1;
+  const auto kept = parse_metrics(in, "m.jsonl", &restarts, &other);
+  ASSERT_EQ(restarts.size(), 1u);
+  EXPECT_EQ(restarts[0].from_world_size, 3);
+  EXPECT_EQ(restarts[0].world_size, 2);
+  EXPECT_EQ(restarts[0].resumed_from_step, 4);
+  EXPECT_EQ(other, 4 * 3);  // steps 1..4 of attempt 0 (5 and 6 superseded)
+  ASSERT_EQ(kept.size(), 4u * 2);
+  for (const auto& m : kept) {
+    EXPECT_TRUE(m.rank < 2 && m.step >= 5) << m.rank << " " << m.step;
+    EXPECT_EQ(m.buckets.size(), 2u);
+  }
+  // One size, one resume: every record stays whole (none is moved onto itself).
+  std::ostringstream plain_text;
+  text.swap(plain_text);
+  text << R"({"kind":"attempt","attempt":0,"world_size":2})" << "\n";
+  records(2, 1, 6, 0);
+  text << R"({"kind":"resume","attempt":1,"from_step":6,"steps_lost":0})" << "\n";
+  std::istringstream plain(text.str());
+  const auto all = parse_metrics(plain, "m.jsonl", nullptr, &other);
+  EXPECT_EQ(other, 0);
+  ASSERT_EQ(all.size(), 6u * 2);
+  for (const auto& m : all) EXPECT_EQ(m.buckets.size(), 2u) << m.rank << " " << m.step;
 }
 
 }  // namespace
