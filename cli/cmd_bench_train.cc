@@ -103,7 +103,7 @@ void report(const train::TrainConfig& cfg, const BenchOptions& o, const json& j)
   std::printf("bench train: %s width %lld depth %lld, global batch %lld on %d rank(s), %s",
               cfg.model.kind.c_str(), static_cast<long long>(cfg.model.width), static_cast<long long>(cfg.model.depth),
               static_cast<long long>(cfg.batch), o.nproc, o.nproc > 1 ? cfg.dist.ddp.c_str() : "no DDP");
-  if (o.nproc > 1 && cfg.dist.ddp == "bucketed") std::printf(" (buckets %.3g MiB, first %.3g MiB)", cfg.dist.bucket_mb, cfg.dist.first_bucket_mb);
+  if (o.nproc > 1 && (cfg.dist.ddp == "bucketed" || cfg.dist.ddp == "sharded")) std::printf(" (buckets %.3g MiB, first %.3g MiB)", cfg.dist.bucket_mb, cfg.dist.first_bucket_mb);
   std::printf("\n  samples/s %.1f   step %.2f ms   (%d warm-up + %d timed steps)\n", sps, step_ms, o.warmup, o.iters);
   std::printf("  per step, mean over ranks (ms): data %.2f  forward %.2f  backward %.2f  exposed comm %.2f  optimizer %.2f\n",
               mean["data_ms"].get<double>(), mean["forward_ms"].get<double>(), mean["backward_ms"].get<double>(),

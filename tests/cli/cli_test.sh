@@ -53,7 +53,8 @@ case "$SCENARIO" in
     ;;
   verify)
     "$BIN" verify --nproc 2 --steps 4 >"$WORK/out" 2>&1 || { cat "$WORK/out"; fail "verify failed"; }
-    [[ $(grep -c " OK$" "$WORK/out") -eq 3 ]] || { cat "$WORK/out"; fail "expected 3 OK rows"; }
+    [[ $(grep -c " OK$" "$WORK/out") -eq 4 ]] || { cat "$WORK/out"; fail "expected 4 OK rows"; }
+    grep -q "^sharded .* OK$" "$WORK/out" || { cat "$WORK/out"; fail "no sharded (ZeRO-1) row"; }
     ;;
   demos)
     "$BIN" demo manual --steps 5 >"$WORK/out" 2>&1 || { cat "$WORK/out"; fail "demo manual"; }
