@@ -8,7 +8,7 @@ namespace mddp::ddp {
 namespace {
 
 std::unique_ptr<SyncUnit> reduce_scatter_unit(int index, tensor::Tensor flat, std::vector<tensor::Tensor>) {
-  return std::make_unique<ReduceScatterUnit>(index, std::move(flat));
+  return std::make_unique<ShardUnit>(index, std::move(flat), SpanOp::kReduceScatter);
 }
 
 const SyncOptions& checked(const SyncOptions& options) {
@@ -38,7 +38,7 @@ ShardedSync::ShardedSync(std::vector<nn::Parameter*> params, const SyncOptions& 
       s.params.emplace_back(p, offset);
       offset += view.numel();
     }
-    gathers_.push_back(std::make_unique<GatherUnit>(static_cast<int>(b), s.values));
+    gathers_.push_back(std::make_unique<ShardUnit>(static_cast<int>(b), s.values, SpanOp::kAllGather));
   }
 }
 

@@ -9,12 +9,12 @@
 // zero-padded to n equal shards, and the parameters' values, not only their
 // gradients, become views into a flat buffer of the same layout. Then:
 //
-//   backward   each full bucket is reduce-scattered (ReduceScatterUnit):
+//   backward   each full bucket is reduce-scattered (ShardUnit):
 //              rank r ends with the average of shard r of the gradients;
 //   optimiser  rank r updates shard r of the parameters with it, and keeps
 //              optimiser state (momentum, Adam's moments) for shard r only
 //              (train/sharded_optimizer.h); each bucket's parameters are
-//              all-gathered (GatherUnit) as soon as its shard is updated.
+//              all-gathered (ShardUnit) as soon as its shard is updated.
 //
 // A shard is a range of elements, not of parameters: it may cut a
 // parameter in two. That is fine because every update the project has
@@ -57,7 +57,7 @@ class ShardedSync : public Reducer {
 
  private:
   std::vector<ShardedBucket> sharded_;
-  std::vector<std::unique_ptr<SyncUnit>> gathers_;  // one GatherUnit per bucket
+  std::vector<std::unique_ptr<SyncUnit>> gathers_;  // one all-gathering ShardUnit per bucket
 };
 
 }  // namespace mddp::ddp
