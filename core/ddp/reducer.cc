@@ -62,9 +62,9 @@ Reducer::Reducer(std::vector<nn::Parameter*> params, const SyncOptions& options,
   for (std::size_t b = 0; b < assignment_.size(); ++b) {
     int64_t numel = 0;
     for (std::size_t i : assignment_[b]) numel += params[i]->grad.numel();
-    const int64_t padded = (numel + pad_to - 1) / pad_to * pad_to;
-    tensor::Tensor flat = padded == numel ? tensor::Tensor::empty({numel}, params[assignment_[b].front()]->grad.device())
-                                          : tensor::Tensor::zeros({padded}, params[assignment_[b].front()]->grad.device());
+    const int64_t padded = (numel + pad_to - 1) / pad_to * pad_to;  // the padding stays zero
+    const tensor::Device device = params[assignment_[b].front()]->grad.device();
+    tensor::Tensor flat = padded == numel ? tensor::Tensor::empty({numel}, device) : tensor::Tensor::zeros({padded}, device);
     int64_t offset = 0;
     std::vector<tensor::Tensor> views;
     for (std::size_t i : assignment_[b]) {

@@ -107,7 +107,7 @@ case "$SCENARIO" in
     expect_in '"op":"reduce_scatter"' "$WORK/sharded/metrics.jsonl"
     expect_in '"op":"all_gather"' "$WORK/sharded/metrics.jsonl"
     "$BIN" analyze "$WORK/sharded" --json --no-report >"$WORK/a.json" 2>&1 || { cat "$WORK/a.json"; fail "analyze sharded failed"; }
-    python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); assert a["config"]["ddp"] == "sharded", a["config"]; assert a["buckets"], "no buckets"' "$WORK/a.json" \
+    python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); assert a["config"]["ddp"] == "sharded", a["config"]; assert a["allreduces"], "no bucket all-reduces"' "$WORK/a.json" \
       || { cat "$WORK/a.json"; fail "analyze: no sharded buckets"; }
     "$BIN" run --nproc 2 --http-port -1 --dataset synthetic --width 64 --batch 32 --steps 30 --optimizer adam \
       --ddp bucketed --resume "$WORK/sharded" --run-dir "$WORK/resumed" >"$WORK/out" 2>&1 || { cat "$WORK/out"; fail "bucketed resume of a sharded checkpoint failed"; }
