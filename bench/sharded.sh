@@ -4,7 +4,9 @@
 # and W=256 B=64, each optimiser given (default: sgd, momentum, adam), in
 # interleaved rounds (order flipped every round). Per configuration:
 # samples/s, the optimiser phase of a step (ms; sharded's includes the
-# all-gather's wait), the peak RSS per rank (MB), medians [min..max] over
+# all-gather's wait), the peak RSS and the RSS after the timed steps per
+# rank (MB; the peak includes start-up, where sharded mode briefly holds
+# the unsharded state it takes over), medians [min..max] over
 # rounds and the sharded/bucketed ratio taken per round. ZeRO-1 moves the
 # same bytes as the all-reduce, so what it can win is the optimiser's 1/n
 # of the work and of the state (docs/ddp.md "Sharded optimiser").
@@ -82,6 +84,7 @@ metrics = {
     "samples/s": lambda j: j["samples_per_s"],
     "optimizer ms": lambda j: j["phases_ms"]["optimizer_ms"],
     "peak RSS MB (max rank)": lambda j: max(j["peak_rss_mb"]),
+    "RSS after the steps MB (max rank)": lambda j: max(r["rss_mb"] for r in j["ranks"]),
 }
 lines = ["# --ddp sharded vs bucketed", "", *[f"    {l}" for l in env_lines(work)], ""]
 lines += ["| W | B | optimiser | measure | bucketed | sharded | sharded / bucketed |", "|---|---|---|---|---|---|---|"]

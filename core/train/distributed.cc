@@ -1,5 +1,7 @@
 #include "core/train/distributed.h"
 
+#include <malloc.h>
+
 #include <cstring>
 #include <iterator>
 
@@ -97,6 +99,7 @@ DistributedTrainer::DistributedTrainer(const TrainConfig& cfg, std::shared_ptr<c
                                                   trainer_.optimizer());
     sharded_optimizer_ = opt.get();
     trainer_.set_optimizer(std::move(opt));
+    malloc_trim(0);  // glibc would keep the unsharded state's freed heap pages resident
     h.before_checkpoint = [this](int64_t step, bool final) {
       const bool due = final || (job_checkpoints_.every > 0 && step % job_checkpoints_.every == 0);
       if (job_checkpoints_.written && due) sharded_optimizer_->gather_state();
