@@ -3,6 +3,7 @@
 // phase breakdown, overlap and peak RSS per rank. Defaults are the
 // benchmark's FullMLP (16 square layers, MSE, SGD), as in bench/README.md.
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -34,6 +35,17 @@ double peak_rss_mb() {
   return static_cast<double>(ru.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
 }
 
+// Resident memory now (MB), from /proc/self/statm: what training holds in
+// steady state, where the peak also counts what start-up freed again.
+double rss_mb() {
+  long pages = 0, resident = 0;
+  if (std::FILE* f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+    std::fclose(f);
+  }
+  return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) / (1024.0 * 1024.0);
+}
+
 // Runs warm-up and timed steps of `step`, returns this rank's measurements.
 json time_steps(const BenchOptions& o, const std::function<train::StepResult()>& step,
                 const std::function<ddp::SyncStats()>& sync_stats, const std::function<void()>& barrier) {
@@ -60,7 +72,8 @@ json time_steps(const BenchOptions& o, const std::function<train::StepResult()>&
           {"backward_ms", bwd / n},     {"exposed_comm_ms", exposed / n},
           {"total_comm_ms", comm_total / n}, {"optimizer_ms", opt / n},
           {"overlap", perf::overlap_fraction(exposed, comm_total)},
-          {"peak_rss_mb", peak_rss_mb()},      {"host_waits_per_step", host_waits}};
+          {"peak_rss_mb", peak_rss_mb()},      {"rss_mb", rss_mb()},
+          {"host_waits_per_step", host_waits}};
 }
 
 json run_rank(const train::TrainConfig& cfg, const BenchOptions& o, int rank, comm::Store* store) {
@@ -103,7 +116,7 @@ void report(const train::TrainConfig& cfg, const BenchOptions& o, const json& j)
   std::printf("bench train: %s width %lld depth %lld, global batch %lld on %d rank(s), %s",
               cfg.model.kind.c_str(), static_cast<long long>(cfg.model.width), static_cast<long long>(cfg.model.depth),
               static_cast<long long>(cfg.batch), o.nproc, o.nproc > 1 ? cfg.dist.ddp.c_str() : "no DDP");
-  if (o.nproc > 1 && cfg.dist.ddp == "bucketed") std::printf(" (buckets %.3g MiB, first %.3g MiB)", cfg.dist.bucket_mb, cfg.dist.first_bucket_mb);
+  if (o.nproc > 1 && (cfg.dist.ddp == "bucketed" || cfg.dist.ddp == "sharded")) std::printf(" (buckets %.3g MiB, first %.3g MiB)", cfg.dist.bucket_mb, cfg.dist.first_bucket_mb);
   std::printf("\n  samples/s %.1f   step %.2f ms   (%d warm-up + %d timed steps)\n", sps, step_ms, o.warmup, o.iters);
   std::printf("  per step, mean over ranks (ms): data %.2f  forward %.2f  backward %.2f  exposed comm %.2f  optimizer %.2f\n",
               mean["data_ms"].get<double>(), mean["forward_ms"].get<double>(), mean["backward_ms"].get<double>(),
@@ -118,6 +131,8 @@ void report(const train::TrainConfig& cfg, const BenchOptions& o, const json& j)
   }
   std::printf("  peak RSS per rank (MB):");
   for (const auto& r : j["peak_rss_mb"]) std::printf(" %.0f", r.get<double>());
+  std::printf("\n  RSS after the timed steps per rank (MB):");
+  for (const auto& r : j["ranks"]) std::printf(" %.0f", r["rss_mb"].get<double>());
   std::printf("\n");
   if (!o.json_path.empty()) std::ofstream(o.json_path) << j.dump(2) << "\n";
 }

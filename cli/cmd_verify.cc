@@ -56,7 +56,7 @@ bool run(const train::TrainConfig& cfg, int nproc) {
   std::printf("tolerance: relative error <= %g (%s)\n", tol, cfg.optim.name.c_str());
   std::printf("%-10s %-18s %-26s %-12s %s\n", "mode", "ranks identical", "max |p - p_single|", "rel error", "");
   bool all_ok = true;
-  for (const char* mode : {"naive", "hooked", "bucketed"}) {
+  for (const char* mode : {"naive", "hooked", "bucketed", "sharded"}) {
     train::TrainConfig c = cfg;
     c.dist.ddp = mode;
     const int rc = run_local_ranks(nproc, [&](int rank, comm::Store& store) {
@@ -99,7 +99,7 @@ void register_verify(CLI::App& app) {
   cfg->steps = 10;
   cfg->eval = false;
   auto nproc = std::make_shared<int>(2);
-  auto* cmd = app.add_subcommand("verify", "Check DDP (naive, hooked, bucketed) against one process on the whole batch");
+  auto* cmd = app.add_subcommand("verify", "Check DDP (naive, hooked, bucketed, sharded) against one process on the whole batch");
   cmd->add_option("--nproc", *nproc, "ranks on this host")->check(CLI::Range(1, kMaxLocalRanks))->capture_default_str();
   add_training_flags(*cmd, *cfg);
   add_ddp_flags(*cmd, *cfg);

@@ -62,8 +62,8 @@ void add_checkpoint_flags(CLI::App& cmd, train::TrainConfig& cfg) {
 
 void add_ddp_flags(CLI::App& cmd, train::TrainConfig& cfg) {
   const char* g = "Data parallelism";
-  cmd.add_option("--ddp", cfg.dist.ddp, "naive, hooked or bucketed")->check(CLI::IsMember({"naive", "hooked", "bucketed"}))->group(g)->capture_default_str();
-  cmd.add_option("--bucket-mb", cfg.dist.bucket_mb, "bucket cap in MiB (bucketed)")->check(finite_above(0))->group(g)->capture_default_str();
+  cmd.add_option("--ddp", cfg.dist.ddp, "naive, hooked, bucketed or sharded (bucketed + ZeRO-1: reduce-scatter, 1/n of the optimiser step and state per rank, all-gather)")->check(CLI::IsMember({"naive", "hooked", "bucketed", "sharded"}))->group(g)->capture_default_str();
+  cmd.add_option("--bucket-mb", cfg.dist.bucket_mb, "bucket cap in MiB (bucketed, sharded)")->check(finite_above(0))->group(g)->capture_default_str();
   cmd.add_option("--first-bucket-mb", cfg.dist.first_bucket_mb, "cap of the first bucket in MiB")->check(finite_above(0))->group(g)->capture_default_str();
   cmd.add_option("--compress", cfg.dist.compress,
                  "what DDP sends of the gradients: none (fp32), fp16 or bf16 (rounded to 16 bits), topk:RATIO "

@@ -194,7 +194,9 @@ MetricsRecord from_proto(const v1::StepMetrics& m) {
     span.launch_ns = b.launch_ns();
     span.start_ns = b.start_ns();
     span.end_ns = b.end_ns();
-    span.op = b.all_gather() ? ddp::SpanOp::kAllGather : ddp::SpanOp::kAllReduce;
+    span.op = b.all_gather()       ? ddp::SpanOp::kAllGather
+              : b.reduce_scatter() ? ddp::SpanOp::kReduceScatter
+                                   : ddp::SpanOp::kAllReduce;
     span.round = b.round();
     span.grad_bytes = static_cast<std::size_t>(b.grad_bytes());
     span.sent_bytes = static_cast<std::size_t>(b.sent_bytes());
@@ -236,6 +238,7 @@ void to_proto(const perf::StepMetrics& s, int64_t time_unix_ns, v1::StepMetrics*
     q->set_start_ns(b.start_ns);
     q->set_end_ns(b.end_ns);
     q->set_all_gather(b.op == ddp::SpanOp::kAllGather);
+    q->set_reduce_scatter(b.op == ddp::SpanOp::kReduceScatter);
     q->set_round(b.round);
     q->set_grad_bytes(static_cast<int64_t>(b.grad_bytes));
     q->set_sent_bytes(static_cast<int64_t>(b.sent_bytes));

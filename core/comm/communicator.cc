@@ -131,9 +131,10 @@ WorkPtr Communicator::reduce_scatter(const void* in, void* out, int64_t count, D
   check_args(out, count, "reduce_scatter");
   const auto* in_b = static_cast<const std::byte*>(in);
   const auto* out_b = static_cast<const std::byte*>(out);
-  MDDP_CHECK(count == 0 || out_b + bytes_of(count, dtype) <= in_b ||
+  const bool in_place = count > 0 && out_b == in_b + bytes_of(count * rank(), dtype);
+  MDDP_CHECK(count == 0 || in_place || out_b + bytes_of(count, dtype) <= in_b ||
                  in_b + bytes_of(count * size(), dtype) <= out_b,
-             "reduce_scatter: out must not overlap in");
+             "reduce_scatter: out must be in + rank*count or not overlap in");
   return impl_->submit(
       "reduce_scatter(ring)", bytes_of(count * size(), dtype),
       [=](const AlgoContext& ctx) { reduce_scatter_ring(ctx, in, out, count, dtype, op); });

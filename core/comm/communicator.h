@@ -60,9 +60,9 @@ class Communicator : public ProcessGroup {
   WorkPtr all_reduce(void* data, int64_t count, DataType dtype, ReduceOp op) override;
   // ... or with `algorithm` (kAuto as above).
   WorkPtr all_reduce(void* data, int64_t count, DataType dtype, ReduceOp op, Algorithm algorithm);
-  // in[count * size] on every rank; out[count] = reduction of block `rank`
-  // (out must not overlap in).
-  WorkPtr reduce_scatter(const void* in, void* out, int64_t count, DataType dtype, ReduceOp op);
+  // process_group.h's contract; in place it is the first half of the ring
+  // all-reduce (ring_reduce_scatter_inplace).
+  WorkPtr reduce_scatter(const void* in, void* out, int64_t count, DataType dtype, ReduceOp op) override;
   // in[count] on every rank; out[count * size] holds rank r's block at r*count.
   WorkPtr all_gather(const void* in, void* out, int64_t count, DataType dtype) override;
   WorkPtr broadcast(void* data, int64_t count, DataType dtype, int root) override;

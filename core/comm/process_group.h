@@ -68,7 +68,14 @@ class ProcessGroup {
 
   // In place: data[count] becomes the element-wise reduction over ranks.
   virtual WorkPtr all_reduce(void* data, int64_t count, DataType dtype, ReduceOp op) = 0;
+  // in[count * size] on every rank; out[count] = reduction of block `rank`
+  // (in[rank*count .. (rank+1)*count)). In place when out == in + rank*count
+  // (NCCL's convention); otherwise out must not overlap in. The other
+  // blocks of an in-place buffer are left unspecified. ZeRO-1 (--ddp
+  // sharded) reduce-scatters gradients with it.
+  virtual WorkPtr reduce_scatter(const void* in, void* out, int64_t count, DataType dtype, ReduceOp op) = 0;
   // in[count] on every rank; out[count * size] holds rank r's block at r*count.
+  // In place when in == out + rank*count.
   virtual WorkPtr all_gather(const void* in, void* out, int64_t count, DataType dtype) = 0;
   virtual WorkPtr broadcast(void* data, int64_t count, DataType dtype, int root) = 0;
   virtual WorkPtr barrier() = 0;

@@ -27,6 +27,9 @@ std::string join(const std::vector<std::string>& v) {
 DistributedDataParallel::DistributedDataParallel(nn::Module& model, comm::ProcessGroup& comm, DdpOptions options)
     : model_(model), comm_(comm), options_(options) {
   if (options_.local_sgd < 0) throw InputError("--local-sgd must be >= 0");
+  if (options_.local_sgd > 0 && options_.sync.mode == Mode::kSharded)
+    throw InputError("--local-sgd averages whole replicas, and --ddp sharded keeps 1/n of the optimiser state per "
+                     "rank: use one or the other (e.g. --ddp bucketed with --local-sgd)");
   check_same_model();
   broadcast_parameters(model_, comm_);
   sync_ = make_grad_sync(options_.sync, model_.parameters(), comm_);

@@ -1,6 +1,7 @@
 #include "core/ddp/grad_sync.h"
 
 #include "core/common/check.h"
+#include "core/ddp/sharded_sync.h"
 #include "core/ddp/strategies.h"
 
 namespace mddp::ddp {
@@ -9,7 +10,8 @@ Mode parse_mode(const std::string& s) {
   if (s == "naive") return Mode::kNaive;
   if (s == "hooked") return Mode::kHooked;
   if (s == "bucketed") return Mode::kBucketed;
-  throw InputError("unknown --ddp mode '" + s + "' (use naive, hooked or bucketed)");
+  if (s == "sharded") return Mode::kSharded;
+  throw InputError("unknown --ddp mode '" + s + "' (use naive, hooked, bucketed or sharded)");
 }
 
 const char* to_string(Mode m) {
@@ -17,16 +19,25 @@ const char* to_string(Mode m) {
     case Mode::kNaive: return "naive";
     case Mode::kHooked: return "hooked";
     case Mode::kBucketed: return "bucketed";
+    case Mode::kSharded: return "sharded";
   }
   return "?";
 }
 
-const char* to_string(SpanOp op) { return op == SpanOp::kAllGather ? "all_gather" : "all_reduce"; }
+const char* to_string(SpanOp op) {
+  switch (op) {
+    case SpanOp::kAllReduce: return "all_reduce";
+    case SpanOp::kAllGather: return "all_gather";
+    case SpanOp::kReduceScatter: return "reduce_scatter";
+  }
+  return "?";
+}
 
 SpanOp parse_span_op(const std::string& s) {
   if (s == "all_reduce") return SpanOp::kAllReduce;
   if (s == "all_gather") return SpanOp::kAllGather;
-  throw InputError("unknown collective '" + s + "' (all_reduce or all_gather)");
+  if (s == "reduce_scatter") return SpanOp::kReduceScatter;
+  throw InputError("unknown collective '" + s + "' (all_reduce, all_gather or reduce_scatter)");
 }
 
 std::vector<std::unique_ptr<SyncUnit>> units_per_parameter(const std::vector<nn::Parameter*>& params,
@@ -43,6 +54,7 @@ std::unique_ptr<GradSync> make_grad_sync(const SyncOptions& options, std::vector
     case Mode::kNaive: return std::make_unique<NaiveSync>(std::move(params), options.compress, comm);
     case Mode::kHooked: return std::make_unique<HookedSync>(std::move(params), options.compress, comm);
     case Mode::kBucketed: return make_bucketed_sync(options, std::move(params), comm, BucketRules{});
+    case Mode::kSharded: return std::make_unique<ShardedSync>(std::move(params), options, comm);
   }
   return nullptr;
 }

@@ -9,6 +9,10 @@
 //   bucketed  gradients live in flat bucket buffers; a bucket's all-reduce is
 //             launched the moment its last gradient is ready (Reducer,
 //             reducer.cc) — the real thing, like PyTorch's DDP.
+//   sharded   ZeRO-1: the buckets of bucketed mode, each reduce-scattered
+//             instead of all-reduced, so each rank holds the average of
+//             its 1/n shard only; the optimiser updates that shard and
+//             all-gathers the parameters (ShardedSync, sharded_sync.h).
 #pragma once
 
 #include <cstdint>
@@ -23,13 +27,14 @@
 
 namespace mddp::ddp {
 
-enum class Mode { kNaive, kHooked, kBucketed };
-Mode parse_mode(const std::string& s);  // naive | hooked | bucketed
+enum class Mode { kNaive, kHooked, kBucketed, kSharded };
+Mode parse_mode(const std::string& s);  // naive | hooked | bucketed | sharded
 const char* to_string(Mode m);
 
-// The collective a span ran: an all-reduce, or (top-k) an all-gather.
-enum class SpanOp { kAllReduce, kAllGather };
-const char* to_string(SpanOp op);       // "all_reduce", "all_gather"
+// The collective a span ran: an all-reduce, (top-k, or ZeRO-1's parameters)
+// an all-gather, or (ZeRO-1's gradients) a reduce-scatter.
+enum class SpanOp { kAllReduce, kAllGather, kReduceScatter };
+const char* to_string(SpanOp op);       // "all_reduce", "all_gather", "reduce_scatter"
 SpanOp parse_span_op(const std::string& s);  // throws InputError naming the spelling
 
 // One collective's life on the timeline (steady-clock ns; 0 = did not happen).
@@ -38,7 +43,8 @@ SpanOp parse_span_op(const std::string& s);  // throws InputError naming the spe
 // `grad_bytes` the fp32 gradients it stands for (so grad_bytes / bytes is
 // the compression ratio); `sent_bytes` what this rank really sent, summed
 // from the algorithm's steps (NCCL, whose steps are hidden: the ring's
-// 2(n-1)/n of an all-reduce's buffer, n-1 times an all-gather's part).
+// 2(n-1)/n of an all-reduce's buffer, (n-1)/n of a reduce-scatter's, n-1
+// times an all-gather's part).
 struct CommSpan {
   int index = 0;            // bucket index (bucketed) or parameter index
   std::size_t bytes = 0;    // the message (see above)

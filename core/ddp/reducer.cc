@@ -43,6 +43,13 @@ void check_assignment(const std::vector<std::vector<std::size_t>>& buckets, std:
 
 Reducer::Reducer(std::vector<nn::Parameter*> params, const SyncOptions& options, comm::ProcessGroup& comm,
                  BucketRules rules)
+    : Reducer(std::move(params), options, comm, rules, 1,
+              [&options](int index, tensor::Tensor flat, std::vector<tensor::Tensor> views) {
+                return make_sync_unit(index, std::move(flat), std::move(views), options.compress);
+              }) {}
+
+Reducer::Reducer(std::vector<nn::Parameter*> params, const SyncOptions& options, comm::ProcessGroup& comm,
+                 BucketRules rules, int64_t pad_to, const MakeUnit& make_unit)
     : comm_(comm), rules_(rules) {
   std::vector<std::size_t> bytes;
   for (nn::Parameter* p : params) bytes.push_back(p->grad.bytes());
@@ -55,7 +62,9 @@ Reducer::Reducer(std::vector<nn::Parameter*> params, const SyncOptions& options,
   for (std::size_t b = 0; b < assignment_.size(); ++b) {
     int64_t numel = 0;
     for (std::size_t i : assignment_[b]) numel += params[i]->grad.numel();
-    tensor::Tensor flat = tensor::Tensor::empty({numel}, params[assignment_[b].front()]->grad.device());
+    const int64_t padded = (numel + pad_to - 1) / pad_to * pad_to;  // the padding stays zero
+    const tensor::Device device = params[assignment_[b].front()]->grad.device();
+    tensor::Tensor flat = padded == numel ? tensor::Tensor::empty({numel}, device) : tensor::Tensor::zeros({padded}, device);
     int64_t offset = 0;
     std::vector<tensor::Tensor> views;
     for (std::size_t i : assignment_[b]) {
@@ -68,7 +77,7 @@ Reducer::Reducer(std::vector<nn::Parameter*> params, const SyncOptions& options,
       views.push_back(view);
     }
     flat_.push_back(flat);
-    units_.push_back(make_sync_unit(static_cast<int>(b), flat, std::move(views), options.compress));
+    units_.push_back(make_unit(static_cast<int>(b), flat, std::move(views)));
     bucket_size_.push_back(assignment_[b].size());
   }
   pending_ = bucket_size_;

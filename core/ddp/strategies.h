@@ -1,6 +1,7 @@
 // The three GradSync strategies (see grad_sync.h). Private to core/ddp.
 #pragma once
 
+#include <functional>
 #include <unordered_map>
 #include <vector>
 
@@ -41,18 +42,32 @@ class HookedSync : public GradSync {
 // Bucketed DDP, PyTorch's Reducer in miniature. See reducer.cc.
 class Reducer : public GradSync {
  public:
+  // The unit that synchronises bucket `index`: its flat buffer and the
+  // gradients in it (views, in bucket order).
+  using MakeUnit = std::function<std::unique_ptr<SyncUnit>(int index, tensor::Tensor flat,
+                                                           std::vector<tensor::Tensor> views)>;
+  // Units from options.compress (make_sync_unit), buffers of exactly the
+  // bucket's gradients.
   Reducer(std::vector<nn::Parameter*> params, const SyncOptions& options, comm::ProcessGroup& comm,
           BucketRules rules);
+  // Units from `make_unit`; each flat buffer zero-padded to a multiple of
+  // `pad_to` elements (ZeRO-1's equal shards).
+  Reducer(std::vector<nn::Parameter*> params, const SyncOptions& options, comm::ProcessGroup& comm,
+          BucketRules rules, int64_t pad_to, const MakeUnit& make_unit);
   void on_grad_ready(nn::Parameter& p) override;
   void finish() override;
   // For tests and `demo hooks`: parameter indices per bucket.
   const std::vector<std::vector<std::size_t>>& buckets() const { return assignment_; }
+  // Bucket b's flat gradient buffer (padded where pad_to asked).
+  const tensor::Tensor& flat_grads(std::size_t b) const { return flat_[b]; }
+
+ protected:
+  comm::ProcessGroup& comm_;
 
  private:
   struct Slot {  // where a parameter lives
     std::size_t bucket;
   };
-  comm::ProcessGroup& comm_;
   BucketRules rules_;
   std::vector<std::vector<std::size_t>> assignment_;
   std::vector<tensor::Tensor> flat_;       // one flat buffer per bucket

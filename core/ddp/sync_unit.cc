@@ -13,7 +13,12 @@ namespace {
 std::size_t ring_sent_bytes(SpanOp op, std::size_t bytes, int world) {
   if (world <= 1) return 0;
   const auto n = static_cast<std::size_t>(world);
-  return op == SpanOp::kAllGather ? (n - 1) * bytes : 2 * (n - 1) * bytes / n;
+  switch (op) {
+    case SpanOp::kAllGather: return (n - 1) * bytes;
+    case SpanOp::kReduceScatter: return (n - 1) * bytes / n;
+    case SpanOp::kAllReduce: break;
+  }
+  return 2 * (n - 1) * bytes / n;
 }
 
 }  // namespace

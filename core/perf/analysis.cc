@@ -91,15 +91,28 @@ void add_buckets(Analysis& a, const Steps& steps, const AnalyzeOptions& o) {
   std::map<std::size_t, std::vector<double>> by_bytes;
   for (const auto& step : steps) {
     // (index, round) -> (bytes, ms); top-k's all-gathers are not all-reduces.
+    // ZeRO-1 (--ddp sharded) cuts a bucket's all-reduce in two halves: its
+    // reduce-scatter and the all-gather of its parameters count together as
+    // the bucket's all-reduce (the same bytes on the wire).
     std::map<std::pair<int, int>, std::pair<std::size_t, double>> shortest;
-    for (const auto& r : step)
+    for (const auto& r : step) {
+      std::map<std::pair<int, int>, std::pair<std::size_t, double>> mine;
+      std::map<int, double> gathers;  // ZeRO-1's all-gather ms by bucket
       for (const auto& b : r.buckets) {
         if (b.start_ns == 0 || b.end_ns <= b.start_ns) continue;  // did not run
-        if (b.op != ddp::SpanOp::kAllReduce) continue;
         const double ms = static_cast<double>(b.end_ns - b.start_ns) * 1e-6;
-        auto [it, fresh] = shortest.try_emplace({b.index, b.round}, b.bytes, ms);
-        if (!fresh) it->second.second = std::min(it->second.second, ms);
+        if (b.op == ddp::SpanOp::kAllGather) gathers[b.index] += ms;
+        if (b.op != ddp::SpanOp::kAllReduce && b.op != ddp::SpanOp::kReduceScatter) continue;
+        mine[{b.index, b.round}] = {b.bytes, ms};
       }
+      for (const auto& b : r.buckets)
+        if (const auto it = mine.find({b.index, b.round}); it != mine.end() && b.op == ddp::SpanOp::kReduceScatter)
+          it->second.second += gathers[b.index];
+      for (const auto& [key, v] : mine) {
+        auto [it, fresh] = shortest.try_emplace(key, v);
+        if (!fresh) it->second.second = std::min(it->second.second, v.second);
+      }
+    }
     for (const auto& [index, v] : shortest) by_bytes[v.first].push_back(v.second);
   }
   for (const auto& f : o.fits)

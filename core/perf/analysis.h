@@ -36,7 +36,7 @@ struct RunConfig {
   std::string transport;      // tcp | shm | auto | ""
   bool transport_inferred = false;  // `auto`/unknown resolved from the clock offsets
   std::string algorithm;      // ring | tree | naive | auto | ""
-  std::string ddp;            // naive | hooked | bucketed | ""
+  std::string ddp;            // naive | hooked | bucketed | sharded | ""
   std::string compress;       // none | fp16 | bf16 | ""
   int64_t global_batch = 0;   // samples per step over all ranks
   std::string source;         // where the above came from, for the report

@@ -8,6 +8,19 @@
 namespace mddp::perf {
 namespace {
 
+// nccl-tests' busbw of a span's collective. A reduce-scatter moves (n-1)/n
+// of its buffer, half an all-reduce's traffic; an all-gather's `bytes` is
+// one rank's part of the n gathered.
+double span_busbw_gbps(const ddp::CommSpan& b, int world) {
+  const double s = static_cast<double>(b.end_ns - b.start_ns) * 1e-9, bytes = static_cast<double>(b.bytes);
+  switch (b.op) {
+    case ddp::SpanOp::kReduceScatter: return bus_bandwidth_gbps(bytes, s, world) / 2;
+    case ddp::SpanOp::kAllGather: return bus_bandwidth_gbps(bytes * world, s, world) / 2;
+    case ddp::SpanOp::kAllReduce: break;
+  }
+  return bus_bandwidth_gbps(bytes, s, world);
+}
+
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -97,8 +110,7 @@ StepTimeline build_timeline(const std::vector<StepMetrics>& step_records, int wo
     r.end_ms = std::max(cursor, r.start_ms + m.step_ms);
     for (const auto& b : m.buckets)
       r.buckets.push_back({b.index, b.bytes, at(b.ready_ns), at(b.launch_ns), at(b.start_ns), at(b.end_ns),
-                           bus_bandwidth_gbps(static_cast<double>(b.bytes), (b.end_ns - b.start_ns) * 1e-9,
-                                              world_size)});
+                           span_busbw_gbps(b, world_size), b.op});
     t.ranks.push_back(std::move(r));
   }
   std::sort(t.ranks.begin(), t.ranks.end(), [](const auto& a, const auto& b) { return a.rank < b.rank; });
@@ -158,7 +170,7 @@ nlohmann::json to_json(const StepTimeline& t) {
     for (const auto& b : r.buckets)
       buckets.push_back({{"index", b.index}, {"bytes", b.bytes}, {"ready_ms", b.ready_ms},
                          {"launch_ms", b.launch_ms}, {"start_ms", b.start_ms}, {"end_ms", b.end_ms},
-                         {"busbw_gbps", b.busbw_gbps}});
+                         {"busbw_gbps", b.busbw_gbps}, {"op", ddp::to_string(b.op)}});
     ranks.push_back({{"rank", r.rank}, {"start_ms", r.start_ms}, {"end_ms", r.end_ms}, {"phases", phases},
                      {"buckets", buckets}});
   }

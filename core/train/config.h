@@ -14,7 +14,7 @@ namespace mddp::train {
 
 // How ranks talk and keep their replicas in sync (ignored by a single process).
 struct DistConfig {
-  std::string ddp = "bucketed";       // naive | hooked | bucketed
+  std::string ddp = "bucketed";       // naive | hooked | bucketed | sharded
   double bucket_mb = 25.0;            // bucket cap (MiB)
   double first_bucket_mb = 1.0;       // cap of the first bucket (MiB)
   std::string compress = "none";      // what DDP sends: ddp::parse_compression (none, fp16, bf16, topk:R, powersgd:R)

@@ -1,10 +1,14 @@
 #include "core/train/distributed.h"
 
+#include <malloc.h>
+
 #include <cstring>
 #include <iterator>
 
 #include "core/comm/gloo/gloo.h"
 #include "core/common/timer.h"
+#include "core/ddp/sharded_sync.h"
+#include "core/train/sharded_optimizer.h"
 #include "core/tensor/device.h"
 
 namespace mddp::train {
@@ -88,6 +92,19 @@ DistributedTrainer::DistributedTrainer(const TrainConfig& cfg, std::shared_ptr<c
   ddp_ = std::make_unique<ddp::DistributedDataParallel>(trainer_.model(), *comm_, ddp_options(cfg));
   broadcast_training_state();
   LoopHooks& h = hooks_;
+  if (auto* sharded = dynamic_cast<ddp::ShardedSync*>(&ddp_->grad_sync())) {
+    // ZeRO-1: the sharded optimiser takes over the broadcast state; before
+    // each checkpoint rank 0 writes, every rank contributes its shard.
+    auto opt = std::make_unique<ShardedOptimizer>(cfg.optim, trainer_.model().parameters(), *sharded, *comm_,
+                                                  trainer_.optimizer());
+    sharded_optimizer_ = opt.get();
+    trainer_.set_optimizer(std::move(opt));
+    malloc_trim(0);  // glibc would keep the unsharded state's freed heap pages resident
+    h.before_checkpoint = [this](int64_t step, bool final) {
+      const bool due = final || (job_checkpoints_.every > 0 && step % job_checkpoints_.every == 0);
+      if (job_checkpoints_.written && due) sharded_optimizer_->gather_state();
+    };
+  }
   h.step.before_backward = [this](bool last) { ddp_->before_backward(last); };
   h.step.after_backward = [this] { ddp_->after_backward(); };
   h.step.after_optimizer = [this](int64_t step) { ddp_->after_optimizer(step); };
@@ -115,16 +132,20 @@ DistributedTrainer::DistributedTrainer(const TrainConfig& cfg, std::shared_ptr<c
 void DistributedTrainer::broadcast_training_state() {
   nn::Optimizer& opt = trainer_.optimizer();
   for (auto& [name, t] : opt.state()) comm_->broadcast(t.data(), t.numel(), comm::DataType::kFloat32, 0)->wait();
-  // Two int64 counters, carried bit for bit as four floats: a broadcast only copies bytes.
-  int64_t counters[2] = {trainer_.steps_done(), opt.steps()};
-  std::vector<float> bits(4);
+  // Four int64 counters, carried bit for bit as eight floats: a broadcast
+  // only copies bytes. The last two are rank 0's checkpoint schedule, which
+  // the worker gives rank 0 alone (ZeRO-1's ranks all take part in a checkpoint).
+  const TrainConfig& cfg = trainer_.config();
+  int64_t counters[4] = {trainer_.steps_done(), opt.steps(), cfg.checkpoint_every, cfg.run_dir.empty() ? 0 : 1};
+  std::vector<float> bits(8);
   std::memcpy(bits.data(), counters, sizeof counters);
-  tensor::Tensor buf = tensor::Tensor::from_vector({4}, bits, tensor::Device::parse(trainer_.config().device));
-  comm_->broadcast(buf.data(), 4, comm::DataType::kFloat32, 0)->wait();
+  tensor::Tensor buf = tensor::Tensor::from_vector({8}, bits, tensor::Device::parse(cfg.device));
+  comm_->broadcast(buf.data(), 8, comm::DataType::kFloat32, 0)->wait();
   bits = buf.to_vector();
   std::memcpy(counters, bits.data(), sizeof counters);
   trainer_.set_steps_done(counters[0]);
   opt.set_steps(counters[1]);
+  job_checkpoints_ = {counters[2], counters[3] != 0};
 }
 
 StepResult DistributedTrainer::step() { return trainer_.step(hooks_.step); }

@@ -13,6 +13,7 @@
 #include "core/ddp/ddp.h"
 #include "core/perf/step_metrics.h"
 #include "core/train/loop.h"
+#include "core/train/sharded_optimizer.h"
 #include "core/train/trainer.h"
 
 namespace mddp::train {
@@ -49,6 +50,12 @@ class DistributedTrainer {
   Trainer trainer_;
   std::unique_ptr<ddp::DistributedDataParallel> ddp_;
   LoopHooks hooks_;
+  struct CheckpointSchedule {  // rank 0's: --checkpoint-every, and whether it has a --run-dir
+    int64_t every = 0;
+    bool written = false;
+  };
+  CheckpointSchedule job_checkpoints_;
+  ShardedOptimizer* sharded_optimizer_ = nullptr;  // --ddp sharded: the trainer's optimiser
   StepTimes gpu_times_;          // the last step's phases on the GPU ...
   int64_t gpu_times_step_ = -1;  // ... and its step
 };

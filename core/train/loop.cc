@@ -70,6 +70,7 @@ TrainSummary run_training(Trainer& trainer, const LoopHooks& hooks) {
       }
       log.eval(r.step, r.epoch, s.eval);
     }
+    if (hooks.before_checkpoint) hooks.before_checkpoint(r.step, false);
     if (writes && cfg.checkpoint_every > 0 && r.step % cfg.checkpoint_every == 0) {
       checkpoint(r.step, periodic_checkpoint_path(cfg.run_dir, r.step));
       prune_checkpoints(cfg.run_dir, cfg.keep_checkpoints);
@@ -80,6 +81,7 @@ TrainSummary run_training(Trainer& trainer, const LoopHooks& hooks) {
   s.samples_per_s = s.steps * cfg.batch * cfg.accumulate / std::max(1e-9, s.seconds);
   s.final_loss = loss;
   s.lost_records = log.lost();
+  if (hooks.before_checkpoint) hooks.before_checkpoint(total, true);
   if (writes) checkpoint(total, final_checkpoint_path(cfg.run_dir));
   return s;
 }

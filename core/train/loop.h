@@ -14,6 +14,10 @@ struct LoopHooks {
   std::function<void(const StepResult&)> on_step;            // metrics
   std::function<void(int64_t step, const EvalResult&)> on_eval;  // after each epoch's evaluation
   std::function<double(double)> global_mean;                 // DDP: mean of a scalar over ranks
+  // On every rank, after each step (final: false) and once after the last
+  // (final: true), before rank 0 would write a checkpoint there: ZeRO-1
+  // gathers its optimiser state when the job's checkpoint schedule says so.
+  std::function<void(int64_t step, bool final)> before_checkpoint;
   bool print = true;                                         // rank 0 prints, others stay quiet
 };
 

@@ -58,6 +58,9 @@ class Trainer {
   const TrainConfig& config() const { return cfg_; }
   nn::Sequential& model() { return *model_; }
   nn::Optimizer& optimizer() { return *optimizer_; }
+  // Replaces the optimiser (ZeRO-1's ShardedOptimizer takes over from the
+  // one the constructor made; sharded_optimizer.h).
+  void set_optimizer(std::unique_ptr<nn::Optimizer> optimizer) { optimizer_ = std::move(optimizer); }
   const data::Dataset& train_set() const { return *train_set_; }
   int64_t steps_per_epoch() const { return sampler_->steps_per_epoch(); }
   int64_t total_steps() const;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <string>
 
 namespace mddp::dashboard {
 
@@ -12,6 +13,13 @@ constexpr int kComputeTid = 0, kCommTid = 1;
 
 json metadata(const char* what, int pid, int tid, json args) {
   return {{"name", what}, {"ph", "M"}, {"pid", pid}, {"tid", tid}, {"args", std::move(args)}};
+}
+
+// "all-reduce", "reduce-scatter", "all-gather".
+std::string span_name(ddp::SpanOp op) {
+  std::string s = ddp::to_string(op);
+  std::replace(s.begin(), s.end(), '_', '-');
+  return s;
 }
 }  // namespace
 
@@ -40,7 +48,7 @@ json chrome_trace(const std::vector<perf::StepTimeline>& steps,
       for (const perf::PhaseSpan& p : r.phases)
         span(p.name, "compute", r.rank, kComputeTid, p.start_ms, p.end_ms, {{"step", t.step}});
       for (const perf::BucketSpanMs& b : r.buckets)
-        span("all-reduce bucket " + std::to_string(b.index), "comm", r.rank, kCommTid, b.start_ms,
+        span(span_name(b.op) + " bucket " + std::to_string(b.index), "comm", r.rank, kCommTid, b.start_ms,
              b.end_ms,
              {{"step", t.step}, {"bucket", b.index}, {"bytes", b.bytes}, {"busbw", b.busbw_gbps}});
     }

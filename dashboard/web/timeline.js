@@ -84,7 +84,7 @@ function tooltipLines(ctx) {
   return [
     `bucket ${b.index}: ${bytes(b.bytes)}`,
     `ready ${fixed(b.ready_ms, 2)} ms`,
-    `all-reduce ${fixed(b.start_ms, 2)}–${fixed(b.end_ms, 2)} ms (${ms(x1 - x0)})`,
+    `${(b.op ?? 'all_reduce').replace('_', '-')} ${fixed(b.start_ms, 2)}–${fixed(b.end_ms, 2)} ms (${ms(x1 - x0)})`,
     ...(Number.isFinite(b.busbw_gbps) ? [`busbw ${num(b.busbw_gbps, 3)} GB/s`] : []),
   ];
 }

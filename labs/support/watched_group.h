@@ -17,7 +17,7 @@ namespace mddp::labs {
 class WatchedGroup : public comm::ProcessGroup {
  public:
   struct Call {
-    std::string op;  // all_reduce | all_gather | broadcast | barrier
+    std::string op;  // all_reduce | reduce_scatter | all_gather | broadcast | barrier
     int64_t count = 0;
     std::string issued_in, waited_in;  // phases ("" until waited)
   };
@@ -36,6 +36,8 @@ class WatchedGroup : public comm::ProcessGroup {
   std::string transport_name() const override { return inner_.transport_name(); }
   comm::WorkPtr all_reduce(void* data, int64_t count, comm::DataType dtype,
                            comm::ReduceOp op) override;
+  comm::WorkPtr reduce_scatter(const void* in, void* out, int64_t count, comm::DataType dtype,
+                               comm::ReduceOp op) override;
   comm::WorkPtr all_gather(const void* in, void* out, int64_t count, comm::DataType dtype) override;
   comm::WorkPtr broadcast(void* data, int64_t count, comm::DataType dtype, int root) override;
   comm::WorkPtr barrier() override;

@@ -3,7 +3,7 @@
 #   checkpoint_test.sh MICRODDP SCENARIO
 #
 #   resume_single                   `train`: N steps straight == N/2, stop, --resume, N/2 more
-#   resume_naive|hooked|bucketed    the same through `run` on 2 ranks (and 3 for bucketed)
+#   resume_naive|hooked|bucketed|sharded  the same through `run` on 2 ranks (and 3 for bucketed, sharded)
 #   periodic                        --checkpoint-every / --keep-checkpoints, resume from the newest
 #   refused                         corrupt, truncated, foreign, torn and mismatched checkpoints,
 #                                   bad --init-from: one line naming the file, exit 1
@@ -65,11 +65,11 @@ case "$SCENARIO" in
   resume_single)
     resume_matrix "$BIN" train
     ;;
-  resume_naive | resume_hooked | resume_bucketed)
+  resume_naive | resume_hooked | resume_bucketed | resume_sharded)
     mode=${SCENARIO#resume_}
     resume_matrix "$BIN" run --nproc 2 --http-port -1 --ddp "$mode" --bucket-mb 0.004 --first-bucket-mb 0.002
-    if [[ $mode == bucketed ]]; then
-      resume_case "run --nproc 3 bucketed MLP ADAM" "$BIN" run --nproc 3 --http-port -1 --bucket-mb 0.004 \
+    if [[ $mode == bucketed || $mode == sharded ]]; then  # sharded: 3 uneven shards, the state gathered from 3 ranks
+      resume_case "run --nproc 3 $mode MLP ADAM" "$BIN" run --nproc 3 --http-port -1 --ddp "$mode" --bucket-mb 0.004 \
         -- "${MLP[@]}" "${ADAM[@]}" "${COMMON[@]}"
     fi
     ;;

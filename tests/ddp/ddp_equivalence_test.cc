@@ -49,6 +49,8 @@ std::vector<EqCase> eq_cases() {
         cases.push_back({world, "bucketed", 25, model, transport});
         cases.push_back({world, "bucketed", 0.001, model, transport});
         cases.push_back({world, "bucketed", 0.000001, model, transport});  // every parameter its own bucket
+        cases.push_back({world, "sharded", 25, model, transport});  // ZeRO-1 (ddp_sharded_test.cc: the rest)
+        cases.push_back({world, "sharded", 0.001, model, transport});
       }
   return cases;
 }

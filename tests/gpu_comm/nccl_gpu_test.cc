@@ -183,6 +183,29 @@ TEST(NcclGpu, BroadcastAllGatherBarrierAndHostBuffers) {
   });
 }
 
+// ZeRO-1's collectives (--ddp sharded) on device buffers, in place: the
+// average of block r lands in block r, then every block is gathered back.
+TEST(NcclGpu, InPlaceReduceScatterThenAllGather) {
+  REQUIRE_GPUS(1);
+  const int n = std::min(tensor::cuda_device_count(), 4);
+  const int64_t shard = 7;
+  with_groups(n, [&](ProcessGroup& g, int rank) {
+    DeviceBuffer b(DataType::kFloat32, shard * n, rank);
+    std::vector<float> mine(shard * n);
+    for (int64_t i = 0; i < shard * n; ++i) mine[i] = static_cast<float>(rank * 100 + i);
+    b.set(mine);
+    // The mean over ranks q of q*100 + i.
+    const auto mean = [&](int64_t i) { return 50.0f * static_cast<float>(n - 1) + static_cast<float>(i); };
+    auto* base = static_cast<float*>(b.data());
+    g.reduce_scatter(base, base + shard * rank, shard, DataType::kFloat32, ReduceOp::kAvg)->wait();
+    std::vector<float> got = b.get();
+    for (int64_t i = 0; i < shard; ++i) ASSERT_FLOAT_EQ(got[shard * rank + i], mean(shard * rank + i));
+    g.all_gather(base + shard * rank, base, shard, DataType::kFloat32)->wait();
+    got = b.get();
+    for (int64_t i = 0; i < shard * n; ++i) ASSERT_FLOAT_EQ(got[i], mean(i));
+  });
+}
+
 TEST(NcclGpu, ARankThatNeverJoinsTimesOutInsteadOfHanging) {
   REQUIRE_GPUS(1);
   MemoryStore store;
@@ -332,7 +355,7 @@ TEST(NcclGpu, DdpOnGpusMatchesOneCpuProcess) {
   REQUIRE_GPUS(1);
   constexpr int kSteps = 4;
   for (const std::string model : {"mlp", "cnn"})
-    for (const std::string mode : {"bucketed", "hooked", "naive"})
+    for (const std::string mode : {"bucketed", "hooked", "naive", "sharded"})
       for (const int64_t accumulate : {int64_t{1}, int64_t{3}}) {
         SCOPED_TRACE(str(model, " ", mode, " accumulate ", accumulate));
         train::TrainConfig cfg = mddp::test::ddp_config(model, mode, 0.001);  // several buckets

@@ -42,6 +42,27 @@ TEST_P(GlooTest, AllReduceMatchesTheReference) {
   });
 }
 
+// Out of place and in place (out == in + r*count: --ddp sharded's form).
+TEST_P(GlooTest, ReduceScatterMatchesTheReference) {
+  const int n = GetParam();
+  with_gloo(n, [&](ProcessGroup& g) {
+    const int r = g.rank();
+    for (DataType t : {DataType::kFloat32, DataType::kBFloat16})
+      for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAvg})
+        for (int64_t count : block_counts(n)) {
+          SCOPED_TRACE(str("rank ", r, " ", to_string(t), " ", to_string(op), " count ", count));
+          Buffer in = make_input(t, count * n, r);
+          Buffer out(t, count);
+          const auto want = [&, e = Expected(t, op, n)](int64_t i) { return e(r * count + i); };
+          g.reduce_scatter(in.data(), out.data(), count, t, op)->wait();
+          EXPECT_TRUE(matches(out, 0, count, want));
+          auto* block_r = static_cast<std::byte*>(in.data()) + static_cast<std::size_t>(r * count) * element_size(t);
+          g.reduce_scatter(in.data(), block_r, count, t, op)->wait();
+          EXPECT_TRUE(matches(in, r * count, count, want));
+        }
+  });
+}
+
 TEST_P(GlooTest, AllGatherBroadcastAndBarrier) {
   const int n = GetParam();
   with_gloo(n, [&](ProcessGroup& g) {

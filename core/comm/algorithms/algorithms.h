@@ -55,8 +55,10 @@ void ring_reduce_scatter_inplace(const AlgoContext& ctx, void* data, Blocks bloc
 void ring_all_gather_inplace(const AlgoContext& ctx, void* data, Blocks blocks, DataType t);
 
 // ---- the other collectives --------------------------------------------------
-// in[count * n] -> out[count]: the reduction of everyone's block r. out must
-// not overlap in (partial results are built in out while in is still read).
+// in[count * n] -> out[count]: the reduction of everyone's block r. Either
+// in place (out == in + r*count: the all-reduce's first half, the other
+// blocks left with partial results) or out must not overlap in (partial
+// results are built in out while in is still read).
 void reduce_scatter_ring(const AlgoContext& ctx, const void* in, void* out, int64_t count,
                          DataType t, ReduceOp op);
 // in[count] -> out[count * n], rank q's block at q*count. in may alias out's block r.

@@ -96,6 +96,8 @@ void reduce_scatter_ring(const AlgoContext& ctx, const void* in, void* out, int6
   const Blocks blocks{count * ctx.size, ctx.size};
   if (ctx.size == 1) {
     if (in != out) std::memmove(out, in, bytes_of(count, t));
+  } else if (out == at(in, count * ctx.rank, t)) {  // in place: out is block r of in
+    ring_reduce_scatter_inplace(ctx, const_cast<void*>(in), blocks, t, op);
   } else {
     run_ring(ctx, static_cast<const std::byte*>(in), static_cast<std::byte*>(out),
              /*in_place=*/false, blocks, t, op);

@@ -40,6 +40,7 @@
 #include <cstdint>
 #include <cstring>
 #include <mutex>
+#include <vector>
 
 #include "core/comm/algorithms/context.h"
 #include "core/comm/gloo/gloo.h"
@@ -122,18 +123,24 @@ class GlooGroup final : public ProcessGroup {
   WorkPtr all_reduce(void* data, int64_t count, DataType dtype, ReduceOp op) override {
     check(data, count, "all_reduce");
     return submit("all_reduce(gloo ring)", bytes_of(count, dtype), [=, this](uint32_t tag) {
-      if (count == 0 || size() == 1) return finish_avg(data, count, dtype, op);
-      ::gloo::AllreduceOptions o(context_);
-      if (dtype == DataType::kFloat32)
-        o.setOutput(static_cast<float*>(data), static_cast<std::size_t>(count));
-      else  // 16 bits: gloo moves them as opaque elements, reduce_function combines them
-        o.setOutput(static_cast<uint16_t*>(data), static_cast<std::size_t>(count));
-      o.setReduceFunction(reduce_function(dtype, op));
-      o.setAlgorithm(::gloo::AllreduceOptions::Algorithm::RING);
-      o.setTag(tag);
-      o.setTimeout(timeout_);
-      ::gloo::allreduce(o);
+      run_all_reduce(data, count, dtype, op, tag);
       finish_avg(data, count, dtype, op);
+    });
+  }
+
+  // Gloo's options API has no reduce-scatter: all-reduce a copy of the
+  // whole buffer (this group's own all_reduce, run inline), keep block
+  // `rank`. Twice a ring reduce-scatter's bytes; the result is the same.
+  WorkPtr reduce_scatter(const void* in, void* out, int64_t count, DataType dtype, ReduceOp op) override {
+    check(in, count, "reduce_scatter");
+    check(out, count, "reduce_scatter");
+    return submit("reduce_scatter(gloo all_reduce)", bytes_of(count * size(), dtype), [=, this](uint32_t tag) {
+      const std::size_t block = bytes_of(count, dtype);
+      std::vector<std::byte> whole(static_cast<const std::byte*>(in),
+                                   static_cast<const std::byte*>(in) + block * static_cast<std::size_t>(size()));
+      run_all_reduce(whole.data(), count * size(), dtype, op, tag);
+      std::memcpy(out, whole.data() + block * static_cast<std::size_t>(rank()), block);
+      finish_avg(out, count, dtype, op);
     });
   }
 
@@ -187,6 +194,22 @@ class GlooGroup final : public ProcessGroup {
   std::vector<CollectiveRecord> history() const override { return queue_.history(); }
 
  private:
+  // gloo's ring all-reduce of data[count], in place, on the progress thread
+  // (kAvg: still the sum; finish_avg divides).
+  void run_all_reduce(void* data, int64_t count, DataType dtype, ReduceOp op, uint32_t tag) {
+    if (count == 0 || size() == 1) return;
+    ::gloo::AllreduceOptions o(context_);
+    if (dtype == DataType::kFloat32)
+      o.setOutput(static_cast<float*>(data), static_cast<std::size_t>(count));
+    else  // 16 bits: gloo moves them as opaque elements, reduce_function combines them
+      o.setOutput(static_cast<uint16_t*>(data), static_cast<std::size_t>(count));
+    o.setReduceFunction(reduce_function(dtype, op));
+    o.setAlgorithm(::gloo::AllreduceOptions::Algorithm::RING);
+    o.setTag(tag);
+    o.setTimeout(timeout_);
+    ::gloo::allreduce(o);
+  }
+
   void finish_avg(void* data, int64_t count, DataType t, ReduceOp op) const {
     if (op == ReduceOp::kAvg && count > 0)
       divide(data, static_cast<std::size_t>(count), t, static_cast<float>(size()));

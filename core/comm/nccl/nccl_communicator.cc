@@ -107,6 +107,23 @@ class NcclGroup final : public ProcessGroup, public ComputeTimeline {
         avg16 ? scale : Epilogue{});
   }
 
+  // ncclReduceScatter is in place when out == in + rank*count, the same
+  // convention as ProcessGroup's.
+  WorkPtr reduce_scatter(const void* in, void* out, int64_t count, DataType dtype, ReduceOp op) override {
+    const std::size_t bytes = bytes_of(count, dtype, "reduce_scatter");
+    const bool avg16 = op == ReduceOp::kAvg && dtype != DataType::kFloat32;  // Note [Averaging in 16 bits]
+    const Epilogue scale = [&](void* o, cudaStream_t s) {
+      scale_16bit(o, count, dtype == DataType::kBFloat16, 1.0f / static_cast<float>(size()), s);
+      check_cuda(cudaGetLastError(), "launch of the 16-bit averaging kernel", where_);
+    };
+    return issue(
+        "reduce_scatter", in, out, bytes * size(), bytes,
+        [&](const void* i, void* o, ncclComm_t c, cudaStream_t s) {
+          return ncclReduceScatter(i, o, count, to_nccl(dtype), avg16 ? ncclSum : to_nccl(op), c, s);
+        },
+        avg16 ? scale : Epilogue{});
+  }
+
   WorkPtr all_gather(const void* in, void* out, int64_t count, DataType dtype) override {
     const std::size_t bytes = bytes_of(count, dtype, "all_gather");
     return issue("all_gather", in, out, bytes, bytes * size(), [&](const void* i, void* o, ncclComm_t c, cudaStream_t s) {

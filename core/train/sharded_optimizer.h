@@ -1,0 +1,64 @@
+// ZeRO-1's optimiser (--ddp sharded; Note [Sharded buckets] in
+// core/ddp/sharded_sync.h): the update of nn::make_optimizer's SGD,
+// momentum or Adam, applied by each rank to its shard of every bucket only,
+// with state for that shard only, followed by the all-gather that makes
+// every parameter whole again. The update is element-wise and the same
+// kernel (tensor::sgd_update / adam_update), so every element gets the
+// operations the unsharded optimiser gives it.
+//
+// Checkpoints hold the whole state under the unsharded names
+// ("<param>.momentum_buffer", ".exp_avg", ".exp_avg_sq"): gather_state()
+// assembles it on every rank, so a sharded run resumes bitwise, sharded or
+// not, and an unsharded checkpoint resumes sharded.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/comm/process_group.h"
+#include "core/ddp/sharded_sync.h"
+#include "core/nn/optimizer.h"
+
+namespace mddp::train {
+
+class ShardedOptimizer : public nn::Optimizer {
+ public:
+  // Takes over from `full`, the unsharded optimiser of the same config over
+  // `params` (registration order), keeping its steps and this rank's shard
+  // of its state (so a restored or broadcast state carries over). `sync`
+  // and `comm` must outlive it.
+  ShardedOptimizer(const nn::OptimizerConfig& cfg, std::vector<nn::Parameter*> params, ddp::ShardedSync& sync,
+                   comm::ProcessGroup& comm, nn::Optimizer& full);
+
+  // Updates this rank's shards, all-gathers the parameters.
+  void step() override;
+  // The whole state, per parameter, as the unsharded optimiser names it:
+  // valid after gather_state() until the next step().
+  std::vector<std::pair<std::string, tensor::Tensor>> state() override;
+  // Collective: assembles the whole state from every rank's shards.
+  void gather_state();
+  // Elements of optimiser state this rank keeps: 1/n of the unsharded
+  // optimiser's, plus padding (verify and bench print it).
+  int64_t state_numel() const;
+
+ private:
+  // Where a parameter's state lives: bucket and offset in it.
+  struct Place {
+    nn::Parameter* param;
+    std::size_t bucket;
+    int64_t offset;
+  };
+
+  nn::OptimizerConfig cfg_;
+  ddp::ShardedSync& sync_;
+  comm::ProcessGroup& comm_;
+  std::vector<Place> places_;                       // registration order
+  std::vector<std::string> kinds_;                  // state names: momentum_buffer | exp_avg, exp_avg_sq
+  std::vector<std::vector<tensor::Tensor>> shard_;  // [bucket][kind]: this rank's shard of the state
+  std::vector<std::vector<tensor::Tensor>> whole_;  // [bucket][kind]: gather_state()'s result
+  int64_t gathered_at_ = -1;                        // steps() when gather_state() last ran
+};
+
+}  // namespace mddp::train
