@@ -1,11 +1,13 @@
 #include "core/train/distributed.h"
 
+#include <bit>
 #include <cstring>
 #include <iterator>
 
 #include "core/comm/gloo/gloo.h"
 #include "core/common/timer.h"
 #include "core/tensor/device.h"
+#include "core/train/mixed_precision.h"
 
 namespace mddp::train {
 
@@ -53,7 +55,7 @@ ddp::DdpOptions ddp_options(const TrainConfig& cfg) {
   o.sync.mode = ddp::parse_mode(cfg.dist.ddp);
   o.sync.bucket_mb = cfg.dist.bucket_mb;
   o.sync.first_bucket_mb = cfg.dist.first_bucket_mb;
-  o.sync.compress = ddp::parse_compression(cfg.dist.compress);
+  o.sync.compress = ddp::parse_compression(effective_compress(cfg));
   o.local_sgd = cfg.dist.local_sgd;
   return o;
 }
@@ -115,16 +117,22 @@ DistributedTrainer::DistributedTrainer(const TrainConfig& cfg, std::shared_ptr<c
 void DistributedTrainer::broadcast_training_state() {
   nn::Optimizer& opt = trainer_.optimizer();
   for (auto& [name, t] : opt.state()) comm_->broadcast(t.data(), t.numel(), comm::DataType::kFloat32, 0)->wait();
-  // Two int64 counters, carried bit for bit as four floats: a broadcast only copies bytes.
-  int64_t counters[2] = {trainer_.steps_done(), opt.steps()};
-  std::vector<float> bits(4);
+  // int64 counters (the steps, and fp16's loss scaler so that every rank
+  // takes rank 0's skip decisions), carried bit for bit as floats: a
+  // broadcast only copies bytes.
+  const LossScaler& scaler = trainer_.loss_scaler();
+  int64_t counters[5] = {trainer_.steps_done(), opt.steps(), std::bit_cast<int32_t>(scaler.scale()),
+                         scaler.good_steps(), scaler.skipped_steps()};
+  constexpr int64_t n = 2 * std::size(counters);  // floats that carry them
+  std::vector<float> bits(n);
   std::memcpy(bits.data(), counters, sizeof counters);
-  tensor::Tensor buf = tensor::Tensor::from_vector({4}, bits, tensor::Device::parse(trainer_.config().device));
-  comm_->broadcast(buf.data(), 4, comm::DataType::kFloat32, 0)->wait();
+  tensor::Tensor buf = tensor::Tensor::from_vector({n}, bits, tensor::Device::parse(trainer_.config().device));
+  comm_->broadcast(buf.data(), n, comm::DataType::kFloat32, 0)->wait();
   bits = buf.to_vector();
   std::memcpy(counters, bits.data(), sizeof counters);
   trainer_.set_steps_done(counters[0]);
   opt.set_steps(counters[1]);
+  trainer_.set_loss_scaler_state(std::bit_cast<float>(static_cast<int32_t>(counters[2])), counters[3], counters[4]);
 }
 
 StepResult DistributedTrainer::step() { return trainer_.step(hooks_.step); }
