@@ -48,7 +48,7 @@ struct JobSnapshot {
   std::string job_id;
   coordinator::JobStatus status;
   int world_size = 0;
-  std::string backend, transport, algorithm, ddp, compress, model;
+  std::string backend, transport, algorithm, ddp, compress, precision, model;
   double compression_ratio = 0;  // fp32 gradient bytes / bytes sent as, every record so far (0: none)
   int64_t global_batch = 0, step = 0, total_steps = 0;
   std::optional<double> loss, eta_s;
