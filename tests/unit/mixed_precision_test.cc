@@ -178,14 +178,11 @@ TEST(LossScaler, PlantedOverflowSkipsAndHalvesGoodStepsGrow) {
   EXPECT_EQ(off.scale(), 1.0f);
 }
 
-train::TrainConfig small_fp16_config() {
+train::TrainConfig small_fp16_config() {  // a small synthetic job with the default optimiser (Adam)
   train::TrainConfig c;
-  c.data.spec = "synthetic";
-  c.data.synthetic_size = 256;
-  c.model.width = 16;
-  c.model.depth = 2;
-  c.batch = 16;
-  c.optim = {.name = "sgd", .lr = 0.05f, .momentum = 0.9f};
+  c.data = {.spec = "synthetic", .synthetic_size = 128};
+  c.model.width = 8;
+  c.batch = 8;
   c.eval = false;
   c.precision = "fp16";
   return c;
