@@ -58,10 +58,10 @@ void print_text(const perf::Analysis& a, const std::string& report) {
               "(first %lld skipped as warm-up)\n",
               a.dir.c_str(), c.world_size, static_cast<long long>(a.steps_in_log),
               static_cast<long long>(a.steps_used), static_cast<long long>(a.warmup_skipped));
-  std::printf("job: ddp %s, transport %s%s, algorithm %s, compress %s, global batch %s  [%s]\n",
+  std::printf("job: ddp %s, transport %s%s, algorithm %s, compress %s, precision %s, global batch %s  [%s]\n",
               c.ddp.empty() ? "?" : c.ddp.c_str(), c.transport.empty() ? "?" : c.transport.c_str(),
               c.transport_inferred ? " (inferred)" : "", c.algorithm.c_str(), c.compress.empty() ? "?" : c.compress.c_str(),
-              c.global_batch ? std::to_string(c.global_batch).c_str() : "?", c.source.c_str());
+              c.precision.empty() ? "?" : c.precision.c_str(), c.global_batch ? std::to_string(c.global_batch).c_str() : "?", c.source.c_str());
   if (std::any_of(a.hosts.begin(), a.hosts.end(), [](const auto& h) { return h.cpus_known(); })) {
     std::printf("hosts (compute threads vs the CPUs its ranks may use):\n");
     for (const auto& h : a.hosts) std::printf("  %s%s\n", h.describe().c_str(), h.oversubscribed() ? "  OVERSUBSCRIBED" : "");

@@ -35,6 +35,14 @@ void add_training_flags(CLI::App& cmd, train::TrainConfig& cfg) {
       ->group(g);
   cmd.add_option("--accumulate", cfg.accumulate, "micro-batches of --batch per step (DDP syncs only the last: no_sync)")->group(g)->capture_default_str();
   cmd.add_flag("!--no-eval", cfg.eval, "skip the test-set evaluation at each epoch end")->group(g);
+  cmd.add_option("--precision", cfg.precision,
+                 "GEMM precision: fp32, bf16 (oneDNN bf16 matmul on AVX-512 BF16 CPUs) or fp16 (with dynamic loss "
+                 "scaling); weights and optimiser state stay fp32, DDP sends 16-bit gradients (docs/ddp.md)")
+      ->check(CLI::IsMember({"fp32", "bf16", "fp16"}))
+      ->group(g)
+      ->capture_default_str();
+  cmd.add_option("--loss-scale", cfg.loss_scale.init, "fp16: the initial loss scale")->check(finite_above(0))->group(g)->capture_default_str();
+  cmd.add_option("--loss-scale-window", cfg.loss_scale.window, "fp16: overflow-free steps before the loss scale doubles")->check(CLI::PositiveNumber)->group(g)->capture_default_str();
   cmd.add_flag("--allow-nonfinite-loss", cfg.allow_nonfinite_loss,
                "train on when the loss becomes NaN or inf (by default training stops there, naming the step)")
       ->group(g);
@@ -93,6 +101,7 @@ void print_config(const train::TrainConfig& cfg, int64_t num_parameters, const s
   row("optimizer", cfg.optim.name + " lr " + std::to_string(cfg.optim.lr) +
                        (cfg.optim.name == "sgd" ? " momentum " + std::to_string(cfg.optim.momentum) : ""));
   row("seed", std::to_string(cfg.seed));
+  if (cfg.precision != "fp32") row("precision", cfg.precision);
   row("device / threads", cfg.device + " / " + std::to_string(cfg.threads));
   std::printf("+----------------------+------------------------------------------------+\n");
   std::fflush(stdout);

@@ -128,6 +128,8 @@ json job_config_to_json(const train::TrainConfig& c) {
       {"log_every", c.log_every},
       {"eval", c.eval},
       {"allow_nonfinite_loss", c.allow_nonfinite_loss},
+      {"precision", c.precision},
+      {"loss_scale", {{"init", c.loss_scale.init}, {"window", c.loss_scale.window}}},
       {"dist",
        {{"ddp", s.ddp},
         {"bucket_mb", s.bucket_mb},
@@ -197,6 +199,13 @@ train::TrainConfig job_config_from_json(const json& j) {
   r("log_every", c.log_every);
   r("eval", c.eval);
   r("allow_nonfinite_loss", c.allow_nonfinite_loss);
+  r("precision", c.precision);
+  {
+    Reader s = r.object("loss_scale");
+    s("init", c.loss_scale.init);
+    s("window", c.loss_scale.window);
+    s.finish();
+  }
   {
     Reader s = r.object("dist");
     s("ddp", c.dist.ddp);

@@ -6,6 +6,7 @@
 #include "core/common/check.h"
 #include "core/common/rng.h"
 #include "core/tensor/ops.h"
+#include "core/tensor/precision.h"
 
 namespace mddp::ddp {
 namespace {
@@ -73,6 +74,7 @@ PowerSgdUnit::PowerSgdUnit(int index, tensor::Tensor region, std::vector<tensor:
 }
 
 void PowerSgdUnit::launch(comm::ProcessGroup& comm) {
+  const tensor::PrecisionScope fp32(tensor::Precision::kFp32);  // the factors in fp32 (Note [Autocast])
   tensor::axpy(1.0f, residual_, region_);  // M = g + e
   tensor::copy(region_, residual_);        // keep M: e is computed from it at the end
   for (const Dense& d : dense_)
@@ -87,6 +89,7 @@ void PowerSgdUnit::launch(comm::ProcessGroup& comm) {
 }
 
 void PowerSgdUnit::advance(comm::ProcessGroup& comm) {
+  const tensor::PrecisionScope fp32(tensor::Precision::kFp32);  // the factors in fp32 (Note [Autocast])
   wait_round(p_round_);
   for (const Dense& d : dense_)
     std::copy(p_.data() + d.p_offset, p_.data() + d.p_offset + d.numel, region_.data() + d.offset);
@@ -101,6 +104,7 @@ void PowerSgdUnit::advance(comm::ProcessGroup& comm) {
 }
 
 void PowerSgdUnit::complete(SyncStats& stats) {
+  const tensor::PrecisionScope fp32(tensor::Precision::kFp32);  // the factors in fp32 (Note [Autocast])
   MDDP_CHECK(p_round_.span.end_ns != 0 || p_round_.work == nullptr, "PowerSGD bucket ", index_,
              " completed without advance()");
   report_round(p_round_, stats);

@@ -37,7 +37,8 @@ struct RunConfig {
   bool transport_inferred = false;  // `auto`/unknown resolved from the clock offsets
   std::string algorithm;      // ring | tree | naive | auto | ""
   std::string ddp;            // naive | hooked | bucketed | sharded | ""
-  std::string compress;       // none | fp16 | bf16 | ""
+  std::string compress;       // none | fp16 | bf16 | topk:R | powersgd:R | "" (what was sent)
+  std::string precision;      // fp32 | bf16 | fp16 | "" (--precision: the GEMMs)
   int64_t global_batch = 0;   // samples per step over all ranks
   std::string source;         // where the above came from, for the report
 };

@@ -71,6 +71,7 @@ nlohmann::json to_json(const Analysis& a) {
         {"algorithm", c.algorithm},
         {"ddp", c.ddp},
         {"compress", c.compress},
+        {"precision", c.precision},
         {"global_batch", c.global_batch},
         {"source", c.source}}},
       {"records", a.records},

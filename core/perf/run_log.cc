@@ -61,6 +61,12 @@ void read_job(const std::filesystem::path& path, RunConfig& c, std::vector<RankP
     c.ddp = str_or(d, "ddp");
     c.compress = str_or(d, "compress");
   }
+  // --precision (absent before it existed: fp32). bf16/fp16 send 16-bit
+  // gradients when --compress is left at none (train::effective_compress).
+  c.precision = cfg.contains("precision") ? str_or(cfg, "precision") : "fp32";
+  const bool local_sgd = cfg.contains("dist") && cfg["dist"].is_object() &&
+                         number_at<int64_t>(cfg["dist"], "local_sgd").value_or(0) > 0;
+  if (c.precision != "fp32" && c.compress == "none" && !local_sgd) c.compress = c.precision;
   if (j.contains("members") && j["members"].is_array())
     for (const auto& m : j["members"])
       if (const auto rank = m.is_object() ? number_at<int>(m, "rank") : std::nullopt)

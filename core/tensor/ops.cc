@@ -17,6 +17,7 @@
 #include "core/tensor/conv_loops.h"
 #include "core/tensor/cpu/kernels.h"
 #include "core/tensor/cuda/kernels.h"  // declarations only: no CUDA headers
+#include "core/tensor/precision.h"
 #include "mddp/config.h"
 
 namespace mddp::tensor {
@@ -41,6 +42,16 @@ Device op_device(const char* op, std::initializer_list<const Tensor*> ts) {
                          " tensor, but this build has no CUDA support; rebuild with the CUDA toolkit "
                          "installed (or use --device cpu)"));
   return dev;
+}
+
+// The CPU GEMM at the calling thread's precision (Note [Autocast] in precision.h).
+void cpu_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, const float* b,
+              float beta, float* c) {
+  switch (gemm_precision()) {
+    case Precision::kFp32: return cpu::gemm(ta, tb, m, n, k, alpha, a, b, beta, c);
+    case Precision::kBf16: return cpu::gemm_half(HalfFormat::kBf16, ta, tb, m, n, k, alpha, a, b, beta, c);
+    case Precision::kFp16: return cpu::gemm_half(HalfFormat::kFp16, ta, tb, m, n, k, alpha, a, b, beta, c);
+  }
 }
 
 void require_same_numel(const char* op, const Tensor& a, const Tensor& b) {
@@ -80,10 +91,10 @@ void gemm(bool trans_a, bool trans_b, float alpha, const Tensor& a, const Tensor
              shape_str(c.shape()));
   if (dev.is_cuda()) {
     if constexpr (kHaveCuda)
-      cuda::gemm(dev.index, trans_a, trans_b, m, n, k, alpha, a.data(), b.data(), beta, c.data());
+      cuda::gemm(dev.index, gemm_precision(), trans_a, trans_b, m, n, k, alpha, a.data(), b.data(), beta, c.data());
     return;
   }
-  cpu::gemm(trans_a, trans_b, m, n, k, alpha, a.data(), b.data(), beta, c.data());
+  cpu_gemm(trans_a, trans_b, m, n, k, alpha, a.data(), b.data(), beta, c.data());
 }
 
 void fill(Tensor& x, float value) {
@@ -217,7 +228,7 @@ struct CpuConvKernels {
   }
   void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, const float* b,
             float beta, float* c) const {
-    cpu::gemm(ta, tb, m, n, k, alpha, a, b, beta, c);
+    cpu_gemm(ta, tb, m, n, k, alpha, a, b, beta, c);
   }
   void bias_add(float* y, const float* bias, int64_t n, int64_t c, int64_t inner) const {
     cpu::bias_add(y, bias, n, c, inner);

@@ -97,6 +97,13 @@ std::map<std::string, std::string> config_fingerprint(const TrainConfig& c, int 
     f["--algo"] = c.dist.algorithm;
     f["--transport"] = c.dist.transport;
   }
+  if (c.precision != "fp32") {  // only then: fp32 checkpoints from before --precision still match
+    f["--precision"] = c.precision;
+    if (c.precision == "fp16") {
+      f["--loss-scale"] = float_text(c.loss_scale.init);
+      f["--loss-scale-window"] = std::to_string(c.loss_scale.window);
+    }
+  }
   return f;
 }
 

@@ -4,6 +4,7 @@
 
 #include "core/common/check.h"
 #include "core/ddp/compression.h"
+#include "core/train/mixed_precision.h"
 
 namespace mddp::train {
 
@@ -44,6 +45,7 @@ void TrainConfig::validate() const {
   if (loss == "xent" && data.spec == "synthetic-regression")
     throw InputError("--dataset synthetic-regression needs --loss mse");
   parse_straggler(dist.straggler);
+  validate_precision(*this);
   const ddp::Compression compress = ddp::parse_compression(dist.compress);
   if ((compress.kind == ddp::CompressionKind::kTopK || compress.kind == ddp::CompressionKind::kPowerSgd) &&
       device.rfind("cuda", 0) == 0)

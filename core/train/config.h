@@ -9,6 +9,7 @@
 #include "core/data/factory.h"
 #include "core/nn/models.h"
 #include "core/nn/optimizer.h"
+#include "core/train/loss_scaler.h"
 
 namespace mddp::train {
 
@@ -70,6 +71,9 @@ struct TrainConfig {
   int64_t log_every = 0;                  // 0 = about 20 lines per run
   bool eval = true;                       // test accuracy after each epoch
   bool allow_nonfinite_loss = false;      // train on when the loss is NaN or inf (else stop, naming the step)
+  // Mixed precision (core/train/mixed_precision.h): fp32 | bf16 | fp16 GEMMs; fp16's loss scaling.
+  std::string precision = "fp32";
+  LossScaleConfig loss_scale;
   DistConfig dist;
 
   // Rejects contradictory or impossible settings with an InputError naming the flag.

@@ -2,6 +2,7 @@
 
 #include <malloc.h>
 
+#include <bit>
 #include <cstring>
 #include <iterator>
 
@@ -10,6 +11,7 @@
 #include "core/ddp/sharded_sync.h"
 #include "core/train/sharded_optimizer.h"
 #include "core/tensor/device.h"
+#include "core/train/mixed_precision.h"
 
 namespace mddp::train {
 
@@ -57,7 +59,7 @@ ddp::DdpOptions ddp_options(const TrainConfig& cfg) {
   o.sync.mode = ddp::parse_mode(cfg.dist.ddp);
   o.sync.bucket_mb = cfg.dist.bucket_mb;
   o.sync.first_bucket_mb = cfg.dist.first_bucket_mb;
-  o.sync.compress = ddp::parse_compression(cfg.dist.compress);
+  o.sync.compress = ddp::parse_compression(effective_compress(cfg));
   o.local_sgd = cfg.dist.local_sgd;
   return o;
 }
@@ -132,20 +134,26 @@ DistributedTrainer::DistributedTrainer(const TrainConfig& cfg, std::shared_ptr<c
 void DistributedTrainer::broadcast_training_state() {
   nn::Optimizer& opt = trainer_.optimizer();
   for (auto& [name, t] : opt.state()) comm_->broadcast(t.data(), t.numel(), comm::DataType::kFloat32, 0)->wait();
-  // Four int64 counters, carried bit for bit as eight floats: a broadcast
-  // only copies bytes. The last two are rank 0's checkpoint schedule, which
-  // the worker gives rank 0 alone (ZeRO-1's ranks all take part in a checkpoint).
+  // int64 counters carried bit for bit as floats (a broadcast only copies
+  // bytes): the steps; rank 0's checkpoint schedule, which the worker gives
+  // rank 0 alone (ZeRO-1's ranks all take part in a checkpoint); and fp16's
+  // loss scaler, so that every rank takes rank 0's skip decisions.
   const TrainConfig& cfg = trainer_.config();
-  int64_t counters[4] = {trainer_.steps_done(), opt.steps(), cfg.checkpoint_every, cfg.run_dir.empty() ? 0 : 1};
-  std::vector<float> bits(8);
+  const LossScaler& scaler = trainer_.loss_scaler();
+  int64_t counters[7] = {trainer_.steps_done(),    opt.steps(),          cfg.checkpoint_every,
+                         cfg.run_dir.empty() ? 0 : 1, std::bit_cast<int32_t>(scaler.scale()),
+                         scaler.good_steps(),       scaler.skipped_steps()};
+  constexpr int64_t n = 2 * std::size(counters);  // floats that carry them
+  std::vector<float> bits(n);
   std::memcpy(bits.data(), counters, sizeof counters);
-  tensor::Tensor buf = tensor::Tensor::from_vector({8}, bits, tensor::Device::parse(cfg.device));
-  comm_->broadcast(buf.data(), 8, comm::DataType::kFloat32, 0)->wait();
+  tensor::Tensor buf = tensor::Tensor::from_vector({n}, bits, tensor::Device::parse(cfg.device));
+  comm_->broadcast(buf.data(), n, comm::DataType::kFloat32, 0)->wait();
   bits = buf.to_vector();
   std::memcpy(counters, bits.data(), sizeof counters);
   trainer_.set_steps_done(counters[0]);
   opt.set_steps(counters[1]);
   job_checkpoints_ = {counters[2], counters[3] != 0};
+  trainer_.set_loss_scaler_state(std::bit_cast<float>(static_cast<int32_t>(counters[4])), counters[5], counters[6]);
 }
 
 StepResult DistributedTrainer::step() { return trainer_.step(hooks_.step); }

@@ -42,6 +42,8 @@ Trainer::Trainer(TrainConfig cfg, int rank, int world_size)
     throw InputError(str("--straggler ", cfg_.dist.straggler, ": rank ", straggler_.rank, " does not exist in a job of ",
                          world_size_, " rank(s)"));
   tensor::set_num_threads(cfg_.threads);
+  precision_ = tensor::parse_precision(cfg_.precision);
+  scaler_ = LossScaler(precision_ == tensor::Precision::kFp16, cfg_.loss_scale);
   const tensor::Device device = tensor::Device::parse(cfg_.device);
   tensor::require_available(device);
 
@@ -74,6 +76,15 @@ Trainer::Trainer(TrainConfig cfg, int rank, int world_size)
   if (auto from = resume_point(cfg_, world_size_)) restore(*from);
 }
 
+const tensor::Tensor& Trainer::scaled_loss_grad() {
+  const tensor::Tensor& g = loss_->backward();
+  if (!scaler_.enabled()) return g;
+  tensor::ensure_shape(scaled_dloss_, g.shape(), g.device());
+  tensor::copy(g, scaled_dloss_);
+  tensor::scale(scaled_dloss_, scaler_.scale());
+  return scaled_dloss_;
+}
+
 int64_t Trainer::total_steps() const {
   return cfg_.steps > 0 ? cfg_.steps : cfg_.epochs * steps_per_epoch();
 }
@@ -94,6 +105,7 @@ StepResult Trainer::step(const StepHooks& hooks) {
       std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(straggler_.ms));
   };
   const int64_t t_begin = now_ns();
+  const tensor::PrecisionScope autocast(precision_);
   model_->zero_grad();
   double loss_sum = 0;
   for (int64_t m = 0; m < k_micro; ++m) {
@@ -110,7 +122,7 @@ StepResult Trainer::step(const StepHooks& hooks) {
     const bool last = m + 1 == k_micro;
     phase("backward");
     if (hooks.before_backward) hooks.before_backward(last);
-    model_->backward(loss_->backward(), /*need_dx=*/false);
+    model_->backward(scaled_loss_grad(), /*need_dx=*/false);
     const int64_t t3 = now_ns();
     if (last) phase("sync");
     if (last && hooks.after_backward) hooks.after_backward();
@@ -122,9 +134,9 @@ StepResult Trainer::step(const StepHooks& hooks) {
   }
   phase("optimizer");
   const int64_t t5 = now_ns();
-  if (k_micro > 1)  // the sum of K micro-batch means -> the mean over all K*b samples
-    for (nn::Parameter* p : model_->parameters()) tensor::scale(p->grad, 1.0f / static_cast<float>(k_micro));
-  optimizer_->step();
+  // The sum of K micro-batch means -> the mean over all K*b samples, and the
+  // loss scale taken out; false: fp16 gradients overflowed, skip the step.
+  if (scaler_.unscale(model_->parameters(), 1.0f / static_cast<float>(k_micro))) optimizer_->step();
   ++steps_done_;
   if (hooks.after_optimizer) hooks.after_optimizer(steps_done_);
   const int64_t t6 = now_ns();
@@ -140,6 +152,7 @@ EvalResult Trainer::evaluate() {
   if (!test_set_) return r;
   const int64_t chunk = 1000;
   const tensor::Device device = x_.device();
+  const tensor::PrecisionScope autocast(precision_);  // the model as it trains
   tensor::Tensor x = tensor::Tensor::empty(batch_shape(chunk, test_set_->sample_shape()), device);
   tensor::Tensor y = tensor::Tensor::empty(target_shape(chunk, *test_set_), device);
   auto eval_loss = nn::make_loss(cfg_.loss);

@@ -13,8 +13,10 @@
 #include "core/nn/loss.h"
 #include "core/nn/optimizer.h"
 #include "core/nn/sequential.h"
+#include "core/tensor/precision.h"
 #include "core/train/checkpoint.h"
 #include "core/train/config.h"
+#include "core/train/loss_scaler.h"
 
 namespace mddp::train {
 
@@ -61,6 +63,7 @@ class Trainer {
   // Replaces the optimiser (ZeRO-1's ShardedOptimizer takes over from the
   // one the constructor made; sharded_optimizer.h).
   void set_optimizer(std::unique_ptr<nn::Optimizer> optimizer) { optimizer_ = std::move(optimizer); }
+  const LossScaler& loss_scaler() const { return scaler_; }  // --precision fp16's; disabled otherwise
   const data::Dataset& train_set() const { return *train_set_; }
   int64_t steps_per_epoch() const { return sampler_->steps_per_epoch(); }
   int64_t total_steps() const;
@@ -70,7 +73,9 @@ class Trainer {
   // One optimiser step: for each of the `accumulate` micro-batches, load this
   // rank's shard, forward, backward (gradients accumulate); then average the
   // accumulated gradients over micro-batches and step the optimiser. With
-  // accumulation K this equals one step on a K-times larger batch.
+  // accumulation K this equals one step on a K-times larger batch. Forward
+  // and backward run at --precision; with fp16 the loss gradient is scaled
+  // and a step whose gradients overflow is skipped (loss_scaler.h).
   StepResult step(const StepHooks& hooks = {});
   // Mean loss and accuracy over the whole test split (run on every rank alike).
   EvalResult evaluate();
@@ -89,8 +94,13 @@ class Trainer {
   void load_weights(const std::string& path);
   // DDP's initial broadcast: ranks other than 0 take rank 0's step.
   void set_steps_done(int64_t steps) { steps_done_ = steps; }
+  void set_loss_scaler_state(float scale, int64_t good_steps, int64_t skipped) {
+    scaler_.set_state(scale, good_steps, skipped);
+  }
 
  private:
+  // The loss gradient to start the backward from: times the loss scale with fp16.
+  const tensor::Tensor& scaled_loss_grad();
   // Copies `file`'s tensors into the parameters; `what` starts each error ("--init-from 'F'").
   void copy_weights(const Safetensors& file, const std::string& what);
 
@@ -103,6 +113,9 @@ class Trainer {
   std::unique_ptr<nn::Loss> loss_;
   std::unique_ptr<nn::Optimizer> optimizer_;
   tensor::Tensor x_, y_;  // this rank's batch, allocated once
+  tensor::Precision precision_ = tensor::Precision::kFp32;
+  LossScaler scaler_{false, {}};
+  tensor::Tensor scaled_dloss_;  // the loss gradient times the loss scale (fp16)
   int64_t steps_done_ = 0;
   int resumed_world_size_ = 0;
 };

@@ -52,6 +52,7 @@ CheckpointContents Trainer::checkpoint_contents() {
                       {"dataset", dataset_json(cfg_.data.spec, *train_set_)}};
   c.state_metadata = state_metadata(
       cfg_, world_size_, {steps_done_, steps_per_epoch(), train_set_->size(), optimizer_->steps()});
+  if (scaler_.enabled()) c.state_metadata["loss_scaler"] = scaler_.state_json();  // resume stays bitwise
   return c;
 }
 
@@ -80,6 +81,12 @@ void Trainer::restore(const Checkpoint& c) {
     throw InputError(
         str("cannot resume from '", c.state_path, "': no optimiser step in its metadata"));
   optimizer_->set_steps(opt["step"].get<int64_t>());
+  if (scaler_.enabled()) {  // the fingerprint matched: the checkpoint is fp16 too
+    const auto scaler = c.state.metadata.find("loss_scaler");
+    if (scaler == c.state.metadata.end())
+      throw InputError(str("cannot resume from '", c.state_path, "': an fp16 checkpoint without its loss scale"));
+    scaler_.restore(scaler->second, str("cannot resume from '", c.state_path, "'"));
+  }
   steps_done_ = c.step;
   resumed_world_size_ = checkpoint_world_size(c);
 }

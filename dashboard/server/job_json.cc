@@ -38,6 +38,7 @@ json job_json(const JobSnapshot& s) {
           {"ddp", s.ddp},
           {"compress", s.compress},
           {"compression_ratio", s.compression_ratio},
+          {"precision", s.precision},
           {"model", s.model},
           {"global_batch", s.global_batch},
           {"step", s.step},

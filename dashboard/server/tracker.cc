@@ -8,6 +8,7 @@
 #include "coordinator/job_config_json.h"
 #include "core/common/check.h"
 #include "core/perf/host_load.h"
+#include "core/train/mixed_precision.h"
 
 namespace mddp::dashboard {
 
@@ -98,7 +99,8 @@ JobSnapshot Tracker::snapshot(TimePoint now) const {
   s.transport = config_.dist.transport;
   s.algorithm = config_.dist.algorithm;
   s.ddp = config_.dist.ddp;
-  s.compress = config_.dist.compress;
+  s.compress = train::effective_compress(config_);  // what DDP sends, --precision's default included
+  s.precision = config_.precision;
   uint64_t bytes = 0, grad_bytes = 0;
   for (const auto& [rank, w] : ranks_) {
     bytes += w.bytes;

@@ -49,7 +49,7 @@ struct JobSnapshot {
   coordinator::JobStatus status;
   int world_size = 0;      // of the attempt now (elastic: may be below the most)
   int max_world_size = 0;  // --world-size / --nproc
-  std::string backend, transport, algorithm, ddp, compress, model;
+  std::string backend, transport, algorithm, ddp, compress, precision, model;
   double compression_ratio = 0;  // fp32 gradient bytes / bytes sent as, every record so far (0: none)
   int64_t global_batch = 0, step = 0, total_steps = 0;
   std::optional<double> loss, eta_s;

@@ -17,6 +17,7 @@ export function renderHeader(job, ranks) {
     algorithm: job.algorithm ?? '–',
     ddp: job.ddp ?? '–',
     compress: job.compression_ratio > 0 ? `${job.compress ?? '–'} (${fixed(job.compression_ratio, 1)}×)` : job.compress ?? '–',
+    precision: job.precision ?? '–',
     model: job.model ?? '–',
     global_batch: String(job.global_batch ?? '–'),
     step: total ? `${job.step} / ${total}` : String(job.step ?? '–'),

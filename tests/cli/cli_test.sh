@@ -331,6 +331,26 @@ PY
     "$BIN" lab check ring_allreduce --transports auto >"$WORK/out" 2>&1 && fail "--transports auto accepted"
     expect_in "microddp: error: --transports takes tcp and shm" "$WORK/out"
     ;;
+  precision)
+    # --precision: a bad value is one clear line; a 2-rank bf16 job trains,
+    # sends bf16 gradients (ratio 2x) and analyze names the precision; fp16
+    # with a planted overflow (a loss scale of 2^40) trains on; verify
+    # refuses top-k and passes bf16 within its bound.
+    "$BIN" train --precision fp8 --steps 1 >"$WORK/out" 2>&1 && fail "--precision fp8 accepted"
+    expect_in "error: --precision" "$WORK/out"
+    "$BIN" run --nproc 2 --http-port -1 --dataset synthetic --width 64 --batch 32 --steps 20 --precision bf16 \
+      --run-dir "$WORK/bf16" >"$WORK/out" 2>&1 || { cat "$WORK/out"; fail "run --precision bf16 failed"; }
+    "$BIN" analyze "$WORK/bf16" --no-report >"$WORK/out" 2>&1 || { cat "$WORK/out"; fail "analyze bf16 failed"; }
+    expect_in "compress bf16, precision bf16" "$WORK/out"
+    expect_in "ratio 2.0x" "$WORK/out"
+    "$BIN" train --dataset synthetic --width 32 --steps 40 --precision fp16 --loss-scale 1099511627776 >"$WORK/out" 2>&1 \
+      || { cat "$WORK/out"; fail "train --precision fp16 with an overflowing scale failed"; }
+    expect_in "precision .*fp16" "$WORK/out"
+    "$BIN" verify --nproc 2 --steps 3 --compress topk:0.1 >"$WORK/out" 2>&1 && fail "verify --compress topk accepted"
+    expect_in "error: verify --compress topk:0.1: top-k and PowerSGD" "$WORK/out"
+    "$BIN" verify --nproc 2 --steps 3 --width 32 --depth 2 --precision bf16 >"$WORK/out" 2>&1 || { cat "$WORK/out"; fail "verify bf16"; }
+    expect_in "gradients sent as bf16" "$WORK/out"
+    ;;
   *) fail "unknown scenario $SCENARIO" ;;
 esac
 echo "PASS: $SCENARIO"

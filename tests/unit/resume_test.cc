@@ -1,11 +1,13 @@
 // Resuming one process: N steps straight and N/2, a checkpoint, a new Trainer
 // resumed for N/2 give the same bytes (weights and optimiser state), for the
-// MLP and the CNN, SGD with momentum and Adam, with accumulation; and a
+// MLP and the CNN, SGD with momentum and Adam, with accumulation, in fp32,
+// bf16 and fp16 (whose loss scaler skips and grows within the run); and a
 // checkpoint of another job, or weights of another shape, are refused with
 // the differences named.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 
 #include "core/common/check.h"
@@ -60,11 +62,15 @@ class ResumeTest : public ::testing::Test {
 };
 
 class Resume : public ResumeTest,
-               public ::testing::WithParamInterface<std::tuple<std::string, std::string>> {};
+               public ::testing::WithParamInterface<std::tuple<std::string, std::string, std::string>> {};
 
 TEST_P(Resume, HalfThenTheRestIsBitwiseTheWholeRun) {
-  const auto& [model, optimizer] = GetParam();
-  const TrainConfig cfg = config(model, optimizer);
+  const auto& [model, optimizer, precision] = GetParam();
+  TrainConfig cfg = config(model, optimizer);
+  cfg.precision = precision;
+  // fp16: a scale that overflows at first and a window of 2, so the scaler's
+  // state changes in both halves and a resume that lost it would differ.
+  cfg.loss_scale = {.init = std::ldexp(1.0f, 30), .window = 2};
   if (cfg.data.spec == "fashion-mnist" && !fs::exists(data::kFashionMnistDir))
     GTEST_SKIP() << "dataset-fashion-mnist is not installed";
   Trainer straight(cfg);
@@ -81,13 +87,19 @@ TEST_P(Resume, HalfThenTheRestIsBitwiseTheWholeRun) {
   EXPECT_EQ(resumed.steps_done(), cfg.steps / 2);
   while (resumed.steps_done() < cfg.steps) resumed.step();
   EXPECT_EQ(everything(resumed), everything(straight));
+  EXPECT_EQ(resumed.loss_scaler().state_json(), straight.loss_scaler().state_json());
+  if (precision == "fp16") {
+    EXPECT_GT(straight.loss_scaler().skipped_steps(), 0) << "no overflow: the test proves less";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(ModelsAndOptimisers, Resume,
                          ::testing::Combine(::testing::Values("mlp", "cnn"),
-                                            ::testing::Values("sgd", "adam")),
+                                            ::testing::Values("sgd", "adam"),
+                                            ::testing::Values("fp32", "bf16", "fp16")),
                          [](const auto& info) {
-                           return std::get<0>(info.param) + "_" + std::get<1>(info.param);
+                           return std::get<0>(info.param) + "_" + std::get<1>(info.param) + "_" +
+                                  std::get<2>(info.param);
                          });
 
 std::string error_of(const std::function<void()>& f) {

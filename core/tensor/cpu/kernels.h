@@ -16,6 +16,12 @@ const char* gemm_backend_name();
 void set_blas_threads(int n);
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
           const float* b, float beta, float* c);
+// The same with a and b rounded to `format` (gemm_half.cc: oneDNN's bf16
+// matmul where native_bf16_gemm(), else rounded inputs through gemm()).
+void gemm_half(HalfFormat format, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+               const float* a, const float* b, float beta, float* c);
+bool native_bf16_gemm();            // AVX-512 BF16 here and MICRODDP_BF16_GEMM is not "emulate"
+const char* bf16_fallback_reason();  // why not, in a few words
 
 void bias_add(float* y, const float* bias, int64_t n, int64_t c, int64_t inner);
 void bias_grad(const float* dy, float* dbias, int64_t n, int64_t c, int64_t inner);

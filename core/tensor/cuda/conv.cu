@@ -54,7 +54,7 @@ struct CudaConvKernels {
   }
   void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
             const float* b, float beta, float* c) const {
-    cuda::gemm(device, ta, tb, m, n, k, alpha, a, b, beta, c);
+    cuda::gemm(device, gemm_precision(), ta, tb, m, n, k, alpha, a, b, beta, c);
   }
   void bias_add(float* y, const float* bias, int64_t n, int64_t c, int64_t inner) const {
     cuda::bias_add(device, y, bias, n, c, inner);

@@ -33,6 +33,7 @@ Cublas load() {
   bind(lib, c.set_workspace, "cublasSetWorkspace_v2");
   bind(lib, c.set_math_mode, "cublasSetMathMode");
   bind(lib, c.sgemm, "cublasSgemm_v2");
+  bind(lib, c.gemm_ex, "cublasGemmEx");
   bind(lib, c.status_string, "cublasGetStatusString");
   return c;
 }
