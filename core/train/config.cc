@@ -51,6 +51,9 @@ void TrainConfig::validate() const {
       device.rfind("cuda", 0) == 0)
     throw InputError(str("--compress ", dist.compress, " runs on the CPU backend only; on --device ", device,
                          " use --compress fp16 or bf16"));
+  if (compress.kind != ddp::CompressionKind::kNone && dist.ddp == "sharded")
+    throw InputError(str("--ddp sharded reduce-scatters fp32 gradients: --compress ", dist.compress,
+                         " is not supported with it (use --ddp bucketed to compress)"));
   if (compress.kind != ddp::CompressionKind::kNone && dist.local_sgd > 0)
     throw InputError(str("--compress ", dist.compress, " has nothing to compress with --local-sgd: its gradients are "
                          "never synchronised (the parameters are averaged in fp32); drop one of the two"));

@@ -222,6 +222,22 @@ TEST(LossScaling, APlantedOverflowSkipsTheStepAndLowersTheScale) {
   EXPECT_EQ(train::effective_compress(c), "fp16");
 }
 
+// ZeRO-1 reduce-scatters fp32 gradients: bf16 keeps them in fp32 on the
+// wire, fp16 (whose overflow check would see only a shard) is refused, and so
+// is an explicit 16-bit --compress; each at validation, before any rank starts.
+TEST(MixedPrecision, ShardedKeepsFp32GradientsAndRefusesFp16) {
+  train::TrainConfig c = small_fp16_config();
+  c.dist.ddp = "sharded";
+  c.precision = "bf16";
+  EXPECT_NO_THROW(c.validate());
+  EXPECT_EQ(train::effective_compress(c), "none");
+  c.precision = "fp16";
+  EXPECT_THROW(c.validate(), InputError);
+  c.precision = "bf16";
+  c.dist.compress = "bf16";
+  EXPECT_THROW(c.validate(), InputError);
+}
+
 // bf16 GEMMs train the default MLP on Fashion-MNIST to within 0.5 % (points)
 // of fp32's test accuracy after the same steps from the same seed.
 TEST(MixedPrecision, Bf16MatchesFp32AccuracyOnFashionMnist) {
