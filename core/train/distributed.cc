@@ -101,7 +101,11 @@ DistributedTrainer::DistributedTrainer(const TrainConfig& cfg, std::shared_ptr<c
                                                   trainer_.optimizer());
     sharded_optimizer_ = opt.get();
     trainer_.set_optimizer(std::move(opt));
-    malloc_trim(0);  // glibc would keep the unsharded state's freed heap pages resident
+#if !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
+    // glibc would keep the unsharded state's freed heap pages resident. (A
+    // sanitizer replaces malloc, and glibc's trim would walk arenas it never made.)
+    malloc_trim(0);
+#endif
     h.before_checkpoint = [this](int64_t step, bool final) {
       const bool due = final || (job_checkpoints_.every > 0 && step % job_checkpoints_.every == 0);
       if (job_checkpoints_.written && due) sharded_optimizer_->gather_state();
