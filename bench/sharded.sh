@@ -24,18 +24,7 @@ iters=20
 optimizers="sgd momentum adam"
 out=""
 keep=""
-while [[ $# -gt 0 ]]; do
-  case $1 in
-    --nproc) nproc=$2; shift 2 ;;
-    --rounds) rounds=$2; shift 2 ;;
-    --iters) iters=$2; shift 2 ;;
-    --optimizers) optimizers=$2; shift 2 ;;
-    --out) out=$2; shift 2 ;;
-    --keep) keep=$2; shift 2 ;;
-    -h|--help) usage; exit 0 ;;
-    *) echo "unknown argument: $1 (see --help)" >&2; exit 1 ;;
-  esac
-done
+parse_options "--nproc:nproc --rounds:rounds --iters:iters --optimizers:optimizers --out:out --keep:keep" "$@"
 require_microddp
 make_work_dir microddp-sharded
 machine_info > "$work/env.txt"
