@@ -36,7 +36,7 @@ TransportKind parse_transport(const std::string& s);
 // tcp/handshake.h, shm/segment.h), so a stranger, another job's rank or a
 // rank of an earlier attempt is refused before any collective byte. A
 // worker derives the key from the job token and the attempt's nonce
-// (coordinator/proof.h: the token never reaches the data plane); local
+// (control/proof.h: the token never reaches the data plane); local
 // tools (bench, demos) may use any shared secret, "" included.
 struct JobIdentity {
   std::string job_id = "local";

@@ -2,7 +2,7 @@
 // (no hand-written crypto): HMAC-SHA256 over a transcript of length-prefixed
 // parts, random bytes, and a comparison whose time does not depend on where
 // two secrets differ. The control plane proves the job token with these
-// (coordinator/proof.h) and the data plane proves the per-attempt key
+// (control/proof.h) and the data plane proves the per-attempt key
 // (core/comm/transport/tcp/handshake.h, shm/segment.h).
 #pragma once
 

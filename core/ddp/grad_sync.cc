@@ -24,22 +24,6 @@ const char* to_string(Mode m) {
   return "?";
 }
 
-const char* to_string(SpanOp op) {
-  switch (op) {
-    case SpanOp::kAllReduce: return "all_reduce";
-    case SpanOp::kAllGather: return "all_gather";
-    case SpanOp::kReduceScatter: return "reduce_scatter";
-  }
-  return "?";
-}
-
-SpanOp parse_span_op(const std::string& s) {
-  if (s == "all_reduce") return SpanOp::kAllReduce;
-  if (s == "all_gather") return SpanOp::kAllGather;
-  if (s == "reduce_scatter") return SpanOp::kReduceScatter;
-  throw InputError("unknown collective '" + s + "' (all_reduce, all_gather or reduce_scatter)");
-}
-
 std::vector<std::unique_ptr<SyncUnit>> units_per_parameter(const std::vector<nn::Parameter*>& params,
                                                            const Compression& compress) {
   std::vector<std::unique_ptr<SyncUnit>> units;

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "core/comm/process_group.h"
+#include "core/comm/span.h"
 #include "core/ddp/bucket_assignment.h"
 #include "core/ddp/compression.h"
 #include "core/nn/module.h"
@@ -31,33 +32,10 @@ enum class Mode { kNaive, kHooked, kBucketed, kSharded };
 Mode parse_mode(const std::string& s);  // naive | hooked | bucketed | sharded
 const char* to_string(Mode m);
 
-// The collective a span ran: an all-reduce, (top-k, or ZeRO-1's parameters)
-// an all-gather, or (ZeRO-1's gradients) a reduce-scatter.
-enum class SpanOp { kAllReduce, kAllGather, kReduceScatter };
-const char* to_string(SpanOp op);       // "all_reduce", "all_gather", "reduce_scatter"
-SpanOp parse_span_op(const std::string& s);  // throws InputError naming the spelling
-
-// One collective's life on the timeline (steady-clock ns; 0 = did not happen).
-// Bytes, Note [Wire bytes]: `bytes` is the message this rank hands to the
-// collective (an all-reduce's buffer, an all-gather's contribution);
-// `grad_bytes` the fp32 gradients it stands for (so grad_bytes / bytes is
-// the compression ratio); `sent_bytes` what this rank really sent, summed
-// from the algorithm's steps (NCCL, whose steps are hidden: the ring's
-// 2(n-1)/n of an all-reduce's buffer, (n-1)/n of a reduce-scatter's, n-1
-// times an all-gather's part).
-struct CommSpan {
-  int index = 0;            // bucket index (bucketed) or parameter index
-  std::size_t bytes = 0;    // the message (see above)
-  int64_t ready_ns = 0;     // last gradient of the unit became ready (GPU: computed)
-  int64_t launch_ns = 0;    // handed to the communicator
-  int64_t start_ns = 0;     // progress thread (GPU: communication stream) started it
-  int64_t end_ns = 0;       // progress thread (GPU: communication stream) finished it
-  std::vector<comm::AlgoStep> steps = {};  // the algorithm's steps on this rank (CPU backend)
-  SpanOp op = SpanOp::kAllReduce;
-  int round = 0;                 // the unit's collectives in order: PowerSGD's P is 0, its Q 1
-  std::size_t grad_bytes = 0;    // fp32 gradient bytes this collective carries (0: a second round)
-  std::size_t sent_bytes = 0;    // bytes this rank sent (see above)
-};
+// A collective's span on the timeline (core/comm/span.h): the sync
+// strategies record them, core/perf reads them.
+using comm::CommSpan;
+using comm::SpanOp;
 
 // What one synchronisation cost (sums over its spans).
 struct SyncStats {

@@ -101,12 +101,12 @@ void add_buckets(Analysis& a, const Steps& steps, const AnalyzeOptions& o) {
       for (const auto& b : r.buckets) {
         if (b.start_ns == 0 || b.end_ns <= b.start_ns) continue;  // did not run
         const double ms = static_cast<double>(b.end_ns - b.start_ns) * 1e-6;
-        if (b.op == ddp::SpanOp::kAllGather) gathers[b.index] += ms;
-        if (b.op != ddp::SpanOp::kAllReduce && b.op != ddp::SpanOp::kReduceScatter) continue;
+        if (b.op == comm::SpanOp::kAllGather) gathers[b.index] += ms;
+        if (b.op != comm::SpanOp::kAllReduce && b.op != comm::SpanOp::kReduceScatter) continue;
         mine[{b.index, b.round}] = {b.bytes, ms};
       }
       for (const auto& b : r.buckets)
-        if (const auto it = mine.find({b.index, b.round}); it != mine.end() && b.op == ddp::SpanOp::kReduceScatter)
+        if (const auto it = mine.find({b.index, b.round}); it != mine.end() && b.op == comm::SpanOp::kReduceScatter)
           it->second.second += gathers[b.index];
       for (const auto& [key, v] : mine) {
         auto [it, fresh] = shortest.try_emplace(key, v);

@@ -172,7 +172,7 @@ struct Analysis {
   double overlap = 0;           // 1 - sum(exposed) / sum(total) over the steps used
   double comm_bytes_per_step = 0;  // messages handed to collectives (per rank)
   // fp32 gradient bytes those messages stand for, and what a rank really
-  // sent (Note [Wire bytes] in core/ddp/grad_sync.h); 0 in an older log.
+  // sent (Note [Wire bytes] in core/comm/span.h); 0 in an older log.
   double grad_bytes_per_step = 0, sent_bytes_per_step = 0;
   double compression_ratio() const { return comm_bytes_per_step > 0 ? grad_bytes_per_step / comm_bytes_per_step : 0; }
   double samples_per_s = 0;     // 0 when the global batch is unknown

@@ -51,7 +51,7 @@ StepCollectives build_collectives(const std::vector<StepMetrics>& step_records, 
     const auto ms = [&](int64_t ns) {
       return ns_to_ms_since(ns + m.clock_offset_ns, out.origin_unix_ns);
     };
-    for (const ddp::CommSpan& b : m.buckets) {
+    for (const comm::CommSpan& b : m.buckets) {
       if (b.steps.empty()) continue;
       auto [it, fresh] = views.try_emplace(b.index);
       CollectiveView& v = it->second;

@@ -30,7 +30,7 @@ namespace {
 double ns_precision(double ms) { return std::round(ms * 1e6) / 1e6; }
 
 // The compact form of step_metrics.h: one array per step, times after the bucket's start.
-nlohmann::json steps_json(const ddp::CommSpan& b) {
+nlohmann::json steps_json(const comm::CommSpan& b) {
   nlohmann::json out = nlohmann::json::array();
   for (const comm::AlgoStep& s : b.steps)
     out.push_back({comm::phase_name(s), s.index, s.send_peer, s.send_block, s.recv_peer, s.recv_block,
@@ -48,7 +48,7 @@ nlohmann::json StepMetrics::to_json() const {
     nlohmann::json span = {{"index", b.index}, {"bytes", b.bytes}, {"ready_ns", b.ready_ns}, {"launch_ns", b.launch_ns},
                            {"start_ns", b.start_ns}, {"end_ns", b.end_ns}, {"grad_bytes", b.grad_bytes},
                            {"sent_bytes", b.sent_bytes}};
-    if (b.op != ddp::SpanOp::kAllReduce) span["op"] = ddp::to_string(b.op);
+    if (b.op != comm::SpanOp::kAllReduce) span["op"] = comm::to_string(b.op);
     if (b.round != 0) span["round"] = b.round;
     if (!b.steps.empty()) span["steps"] = steps_json(b);
     spans.push_back(std::move(span));
@@ -140,7 +140,7 @@ StepMetrics StepMetrics::from_json(const nlohmann::json& j) {
     if (!it->is_array()) throw InputError(str("metrics record: 'buckets' should be an array"));
     for (const auto& b : *it) {
       if (!b.is_object()) throw InputError(str("metrics record: a bucket should be an object, not ", b.dump()));
-      ddp::CommSpan s;
+      comm::CommSpan s;
       read(b, "index", s.index);
       read(b, "bytes", s.bytes);
       read(b, "ready_ns", s.ready_ns);
@@ -152,7 +152,7 @@ StepMetrics StepMetrics::from_json(const nlohmann::json& j) {
       read(b, "round", s.round);
       if (const auto op = b.find("op"); op != b.end()) {
         if (!op->is_string()) throw InputError(str("metrics record: a bucket's 'op' should be a string, not ", op->dump()));
-        s.op = ddp::parse_span_op(op->get<std::string>());
+        s.op = comm::parse_span_op(op->get<std::string>());
       }
       if (const auto steps = b.find("steps"); steps != b.end()) s.steps = steps_from_json(*steps, s.start_ns);
       m.buckets.push_back(s);

@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "core/ddp/grad_sync.h"
+#include "core/comm/span.h"
 
 namespace mddp::perf {
 
@@ -33,7 +33,7 @@ struct StepMetrics {
   double loss = 0;
   double data_ms = 0, forward_ms = 0, backward_ms = 0, exposed_comm_ms = 0, optimizer_ms = 0, step_ms = 0;
   double total_comm_ms = 0;
-  // Bytes of the step's synchronisation (Note [Wire bytes] in core/ddp/grad_sync.h):
+  // Bytes of the step's synchronisation (Note [Wire bytes] in core/comm/span.h):
   // the messages handed to collectives, the fp32 gradients they stand for,
   // and what this rank really sent. grad_bytes / comm_bytes is the
   // compression ratio (1 uncompressed, 2 for fp16/bf16).
@@ -44,7 +44,7 @@ struct StepMetrics {
   // also its algorithm's steps, in JSON as arrays
   //   [phase, index, send_peer, send_block, recv_peer, recv_block, send_bytes, recv_bytes, start, end]
   // with start and end in ns after the bucket's start_ns.
-  std::vector<ddp::CommSpan> buckets;
+  std::vector<comm::CommSpan> buckets;
   int64_t start_ns = 0;         // steady clock when the step began (its data phase)
   int64_t clock_offset_ns = 0;  // steady + offset = coordinator's Unix ns (0: unknown)
   // An evaluation at an epoch end rather than a training step: only step,

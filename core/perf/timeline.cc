@@ -11,12 +11,12 @@ namespace {
 // nccl-tests' busbw of a span's collective. A reduce-scatter moves (n-1)/n
 // of its buffer, half an all-reduce's traffic; an all-gather's `bytes` is
 // one rank's part of the n gathered.
-double span_busbw_gbps(const ddp::CommSpan& b, int world) {
+double span_busbw_gbps(const comm::CommSpan& b, int world) {
   const double s = static_cast<double>(b.end_ns - b.start_ns) * 1e-9, bytes = static_cast<double>(b.bytes);
   switch (b.op) {
-    case ddp::SpanOp::kReduceScatter: return bus_bandwidth_gbps(bytes, s, world) / 2;
-    case ddp::SpanOp::kAllGather: return bus_bandwidth_gbps(bytes * world, s, world) / 2;
-    case ddp::SpanOp::kAllReduce: break;
+    case comm::SpanOp::kReduceScatter: return bus_bandwidth_gbps(bytes, s, world) / 2;
+    case comm::SpanOp::kAllGather: return bus_bandwidth_gbps(bytes * world, s, world) / 2;
+    case comm::SpanOp::kAllReduce: break;
   }
   return bus_bandwidth_gbps(bytes, s, world);
 }
@@ -170,7 +170,7 @@ nlohmann::json to_json(const StepTimeline& t) {
     for (const auto& b : r.buckets)
       buckets.push_back({{"index", b.index}, {"bytes", b.bytes}, {"ready_ms", b.ready_ms},
                          {"launch_ms", b.launch_ms}, {"start_ms", b.start_ms}, {"end_ms", b.end_ms},
-                         {"busbw_gbps", b.busbw_gbps}, {"op", ddp::to_string(b.op)}});
+                         {"busbw_gbps", b.busbw_gbps}, {"op", comm::to_string(b.op)}});
     ranks.push_back({{"rank", r.rank}, {"start_ms", r.start_ms}, {"end_ms", r.end_ms}, {"phases", phases},
                      {"buckets", buckets}});
   }

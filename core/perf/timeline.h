@@ -32,7 +32,7 @@ struct BucketSpanMs {
   std::size_t bytes = 0;
   double ready_ms = 0, launch_ms = 0, start_ms = 0, end_ms = 0;
   double busbw_gbps = 0;  // nccl-tests' busbw of the span's collective (op)
-  ddp::SpanOp op = ddp::SpanOp::kAllReduce;
+  comm::SpanOp op = comm::SpanOp::kAllReduce;
 };
 
 struct RankTimeline {

@@ -1,6 +1,9 @@
 // Everything a training job needs to know, filled from the shared training
 // flags (cli/train_flags.cc) and, in distributed runs, broadcast by the
 // coordinator. Defaults are the README's main job: Fashion-MNIST, the MLP, Adam.
+// A library of its own (mddp_train_config: this, its validation and
+// mixed_precision.h): the coordinator reads and checks the config without
+// linking the trainer.
 #pragma once
 
 #include <cstdint>
@@ -9,7 +12,6 @@
 #include "core/data/factory.h"
 #include "core/nn/models.h"
 #include "core/nn/optimizer.h"
-#include "core/train/loss_scaler.h"
 
 namespace mddp::train {
 
@@ -31,6 +33,14 @@ struct DistConfig {
   // PHASE (data, forward or backward) of every step, a straggler to watch
   // the dashboard and `microddp analyze` name. "" = off.
   std::string straggler;
+};
+
+// --loss-scale*: fp16's dynamic loss scaling (core/train/loss_scaler.h).
+struct LossScaleConfig {
+  float init = 65536.0f;  // --loss-scale: the first scale (2^16, GradScaler's)
+  int64_t window = 2000;  // --loss-scale-window: good steps before the scale doubles
+  float growth = 2.0f;
+  float backoff = 0.5f;
 };
 
 // --straggler parsed; rank -1 when off.

@@ -181,7 +181,7 @@ perf::StepMetrics DistributedTrainer::metrics(const StepResult& r) const {
   m.sent_bytes = s.sent_bytes;
   m.buckets = s.spans;
   if (!perf::traced_step(r.step, comm_->size()))
-    for (ddp::CommSpan& b : m.buckets) b.steps.clear();
+    for (comm::CommSpan& b : m.buckets) b.steps.clear();
   m.start_ns = r.start_ns;
   return m;
 }

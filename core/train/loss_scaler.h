@@ -24,15 +24,9 @@
 #include <vector>
 
 #include "core/nn/module.h"
+#include "core/train/config.h"  // LossScaleConfig
 
 namespace mddp::train {
-
-struct LossScaleConfig {
-  float init = 65536.0f;  // --loss-scale: the first scale (2^16, GradScaler's)
-  int64_t window = 2000;  // --loss-scale-window: good steps before the scale doubles
-  float growth = 2.0f;
-  float backoff = 0.5f;
-};
 
 class LossScaler {
  public:

@@ -16,8 +16,8 @@ json metadata(const char* what, int pid, int tid, json args) {
 }
 
 // "all-reduce", "reduce-scatter", "all-gather".
-std::string span_name(ddp::SpanOp op) {
-  std::string s = ddp::to_string(op);
+std::string span_name(comm::SpanOp op) {
+  std::string s = comm::to_string(op);
   std::replace(s.begin(), s.end(), '_', '-');
   return s;
 }

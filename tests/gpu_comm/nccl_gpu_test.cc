@@ -331,7 +331,7 @@ std::vector<mddp::test::Params> train_on_gpus(const train::TrainConfig& cfg, int
           const train::StepResult r = dt.step();
           const perf::StepMetrics m = dt.metrics(r);
           EXPECT_GT(m.step_ms, 0) << "GPU phase timing";
-          for (const ddp::CommSpan& span : m.buckets) {
+          for (const comm::CommSpan& span : m.buckets) {
             EXPECT_GT(span.start_ns, 0);
             EXPECT_LE(span.start_ns, span.end_ns);
           }

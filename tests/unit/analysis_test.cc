@@ -68,7 +68,7 @@ std::vector<StepMetrics> make_log(const Plan& p) {
     for (int k = 0; k < p.buckets; ++k) {
       int64_t last_start = 0;
       for (int r = 0; r < p.world; ++r) {
-        ddp::CommSpan b{k, p.bucket_bytes};
+        comm::CommSpan b{k, p.bucket_bytes};
         b.ready_ns = bwd_start[r] + static_cast<int64_t>(step[r].backward_ms * kMs * (k + 1) / p.buckets);
         b.launch_ns = b.ready_ns;
         b.start_ns = std::max(b.ready_ns, prev_end);
@@ -203,7 +203,7 @@ TEST(Analysis, CompressionRatioAndCollectivesOfACompressedLog) {
   for (auto& m : log) {
     m.grad_bytes = 25 * m.comm_bytes;
     m.sent_bytes = m.comm_bytes / 2;
-    m.buckets[0].op = ddp::SpanOp::kAllGather;
+    m.buckets[0].op = comm::SpanOp::kAllGather;
     m.buckets[1].round = 1;
     m.buckets[1].bytes = 1000;
   }

@@ -19,7 +19,7 @@ StepMetrics ring_rank(int r, int64_t start_us, int64_t offset_us) {
   m.step = 20;
   m.start_ns = start_us * kUs;
   m.clock_offset_ns = offset_us * kUs;
-  ddp::CommSpan b{.index = 0,
+  comm::CommSpan b{.index = 0,
                   .bytes = 8,
                   .ready_ns = m.start_ns,
                   .launch_ns = m.start_ns,

@@ -136,13 +136,13 @@ TEST(StepMetricsJson, RoundTripsCompressionFields) {
   m.comm_bytes = 300;
   m.grad_bytes = 4000;
   m.sent_bytes = 300;
-  m.buckets.front().op = ddp::SpanOp::kAllGather;
+  m.buckets.front().op = comm::SpanOp::kAllGather;
   m.buckets.front().round = 1;
   m.buckets.front().grad_bytes = 4000;
   m.buckets.front().sent_bytes = 300;
   const StepMetrics back = StepMetrics::from_json(m.to_json());
   EXPECT_EQ(back.to_json(), m.to_json());
-  EXPECT_EQ(back.buckets.front().op, ddp::SpanOp::kAllGather);
+  EXPECT_EQ(back.buckets.front().op, comm::SpanOp::kAllGather);
   EXPECT_EQ(back.buckets.front().round, 1);
   EXPECT_DOUBLE_EQ(back.compression_ratio(), 4000.0 / 300.0);
   nlohmann::json j = m.to_json();
