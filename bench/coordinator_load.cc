@@ -42,8 +42,8 @@
 #include <utility>
 #include <vector>
 
+#include "control/proof.h"
 #include "coordinator/coordinator.h"
-#include "coordinator/proof.h"
 #include "core/common/hmac.h"
 #include "proto/microddp.grpc.pb.h"
 
@@ -209,7 +209,7 @@ struct Worker {
     join_req.set_version("bench");
     join_req.set_server_nonce(hello_reply.server_nonce());
     join_req.set_client_nonce(mddp::random_bytes(mddp::kNonceBytes));
-    join_req.set_proof(mddp::coordinator::join_proof("", "load", join_req.server_nonce(), join_req.client_nonce(),
+    join_req.set_proof(mddp::control::join_proof("", "load", join_req.server_nonce(), join_req.client_nonce(),
                                                      join_req.host(), join_req.pid()));
     deadline(join_ctx, std::chrono::seconds(120));
     stub->async()->Join(&join_ctx, &join_req, &join_reply, [this](grpc::Status s) {
@@ -495,7 +495,7 @@ int main(int argc, char** argv) {
     left.wait();
     if (coord->wait_for(std::chrono::seconds(10))) {
       const auto st = coord->job().status();
-      job_state = st.state == mddp::coordinator::State::kSucceeded ? "succeeded" : "failed";
+      job_state = st.state == mddp::control::State::kSucceeded ? "succeeded" : "failed";
       if (!st.failure().empty()) std::printf("job failure: %s\n", st.failure().c_str());
     } else {
       job_state = "not over";

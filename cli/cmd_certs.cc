@@ -1,5 +1,5 @@
 // `microddp certs DIR --hosts a,b,...`: a CA and one certificate per host
-// for a lab's TLS (coordinator/certs.h). Give the coordinator its host's
+// for a lab's TLS (control/certs.h). Give the coordinator its host's
 // pair (--tls-cert DIR/HOST.pem --tls-key DIR/HOST.key), every worker
 // --tls-ca DIR/ca.pem (and, under --tls-client-auth, its own host's pair).
 // Copy only a host's own key to that host; keep DIR/ca.key off the job's hosts.
@@ -7,18 +7,18 @@
 #include <memory>
 
 #include "cli/commands.h"
-#include "coordinator/certs.h"
+#include "control/certs.h"
 
 namespace mddp::cli {
 namespace {
 
 struct CertsArgs {
   std::string dir;
-  coordinator::LabCertsOptions o;
+  control::LabCertsOptions o;
 };
 
 void run_certs(const CertsArgs& a) {
-  const auto written = coordinator::make_lab_certs(a.dir, a.o);
+  const auto written = control::make_lab_certs(a.dir, a.o);
   for (const auto& p : written) std::printf("wrote %s\n", p.c_str());
   const std::string& h = a.o.hosts.front();
   std::printf(

@@ -28,11 +28,11 @@
 #include "cli/resume_command.h"
 #include "cli/tls_flags.h"
 #include "cli/train_flags.h"
+#include "control/job_config_json.h"
 #include "coordinator/coordinator.h"
 #include "coordinator/flag_config.h"
-#include "coordinator/job_config_json.h"
-#include "core/common/files.h"
 #include "core/common/check.h"
+#include "core/common/files.h"
 #include "core/common/log.h"
 #include "core/train/checkpoint_meta.h"
 #include "dashboard/server/server.h"
@@ -47,7 +47,7 @@ struct CoordinatorArgs {
   std::string token, token_file, job_id = "local", config, address_file, http_url_file;
   std::string http_public_url;  // what to print for the dashboard ("": its own address)
   DashboardFlags dashboard;
-  coordinator::TlsFlags tls;
+  control::TlsFlags tls;
   HealthFlags health{1000, 10000, 300};
   RestartFlags restarts;
   train::TrainConfig train;
@@ -164,7 +164,7 @@ void run_coordinator(CLI::App& cmd, CoordinatorArgs& a) {
   a.train.validate();
   if (!a.token_file.empty()) a.token = read_token_file(a.token_file);
   const std::string http_token = a.dashboard.token();
-  const auto tls = coordinator::load_tls(a.tls, coordinator::TlsRole::kServer);
+  const auto tls = control::load_tls(a.tls, control::TlsRole::kServer);
   validate_health(a.health);
   validate_elastic(a.restarts, a.train.min_nproc, a.world_size, a.train.batch, a.health);
   // The files rank 0 will read, checked before any worker waits on them.
@@ -195,7 +195,7 @@ void run_coordinator(CLI::App& cmd, CoordinatorArgs& a) {
   o.job.job_id = a.job_id;
   o.job.token = a.token;
   o.job.world_size = a.world_size;
-  o.job.config_json = coordinator::dump_job_config(a.train);
+  o.job.config_json = control::dump_job_config(a.train);
   o.job.heartbeat_interval = std::chrono::milliseconds(a.health.heartbeat_ms);
   o.job.heartbeat_timeout = std::chrono::milliseconds(a.health.heartbeat_timeout_ms);
   o.job.rendezvous_timeout =
@@ -229,7 +229,7 @@ void run_coordinator(CLI::App& cmd, CoordinatorArgs& a) {
           a.http_public_url.back() == '/' ? a.http_public_url : a.http_public_url + "/";
       dash_url = http_token.empty() ? a.http_public_url : base + "login?token=" + http_token;
     }
-    if (http_token.empty() && !coordinator::is_loopback(a.dashboard.http_host))
+    if (http_token.empty() && !control::is_loopback(a.dashboard.http_host))
       spdlog::warn(
           "the dashboard on {} has no --http-token: anyone who can reach the port reads the job's "
           "metrics, hosts and config (docs/security.md)",
@@ -257,14 +257,14 @@ void run_coordinator(CLI::App& cmd, CoordinatorArgs& a) {
   if (!a.http_url_file.empty()) write_flag_file(a.http_url_file, dash_url, "--http-url-file");
   if (!a.address_file.empty()) write_flag_file(a.address_file, addr, "--address-file");
 
-  const coordinator::JobStatus status = c.wait();
+  const control::JobStatus status = c.wait();
   const auto records = c.job().metrics_log().count();
   const auto log_path = c.job().metrics_log().path();
   const std::string lost = lost_output(c.job());
   c.shutdown();
   if (dash && a.dashboard.http_linger_s > 0 && !watcher.caught()) {
     std::printf("dashboard: the job is over (%s); still serving %s for %g s (Ctrl-C to stop)\n",
-                coordinator::to_string(status.state), dash_url.c_str(), a.dashboard.http_linger_s);
+                control::to_string(status.state), dash_url.c_str(), a.dashboard.http_linger_s);
     std::fflush(stdout);
     const auto until = std::chrono::steady_clock::now() +
                        std::chrono::duration<double>(a.dashboard.http_linger_s);
@@ -272,7 +272,7 @@ void run_coordinator(CLI::App& cmd, CoordinatorArgs& a) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   dash.reset();
-  if (status.state != coordinator::State::kSucceeded) {
+  if (status.state != control::State::kSucceeded) {
     // Under `run`, run says it with its own command (its flags to this one are its own).
     if (!std::getenv(kNoResumeHintEnv))
       std::fprintf(stderr, "microddp coordinator: %s (and start the workers again)\n",
@@ -327,7 +327,7 @@ void register_coordinator(CLI::App& app) {
                   "line with --http-port -1)")
       ->group(g);
   add_dashboard_flags(*cmd, a->dashboard);
-  add_tls_flags(*cmd, a->tls, coordinator::TlsRole::kServer);
+  add_tls_flags(*cmd, a->tls, control::TlsRole::kServer);
   cmd->add_option("--http-public-url", a->http_public_url,
                   "the dashboard's URL as printed and written to --http-url-file, when it is "
                   "reached another way than --http-host:--http-port (a container's published "

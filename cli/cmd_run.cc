@@ -46,17 +46,17 @@
 #include "cli/commands.h"
 #include "cli/flag_checks.h"
 #include "cli/job_flags.h"
-#include "core/common/stop_signals.h"
 #include "cli/local_ranks.h"
 #include "cli/log_follower.h"
 #include "cli/resume_command.h"
 #include "cli/run_private_dir.h"
 #include "cli/train_flags.h"
-#include "coordinator/certs.h"
+#include "control/certs.h"
 #include "core/comm/transport/shm/segment.h"
-#include "core/tensor/device.h"
 #include "core/common/check.h"
 #include "core/common/files.h"
+#include "core/common/stop_signals.h"
+#include "core/tensor/device.h"
 
 namespace mddp::cli {
 namespace {
@@ -257,7 +257,7 @@ void run_job(RunArgs& a) {
   if (a.tls) {
     const std::string dir = secrets.path() + "/tls", cert = dir + "/127.0.0.1.pem",
                       key = dir + "/127.0.0.1.key", ca = dir + "/ca.pem";
-    coordinator::make_lab_certs(dir, {.hosts = {"127.0.0.1"}, .days = 2});
+    control::make_lab_certs(dir, {.hosts = {"127.0.0.1"}, .days = 2});
     coord_tls = {"--tls-cert", cert, "--tls-key", key, "--tls-ca", ca, "--tls-client-auth"};
     worker_tls = {"--tls-ca", ca, "--tls-cert", cert, "--tls-key", key};
   }

@@ -35,7 +35,7 @@ namespace {
 struct WorkerArgs {
   worker::WorkerOptions o;
   std::string token_file, log_level = "info";
-  coordinator::TlsFlags tls;
+  control::TlsFlags tls;
   double join_timeout_s = 360, connect_timeout_s = 60;
   int coordinator_port = 29500;  // with SLURM: the port on the allocation's first node
   bool restart = false;
@@ -87,7 +87,7 @@ void run(WorkerArgs& a) {
         "give the coordinator's address: --coordinator HOST:PORT (or MASTER_ADDR and MASTER_PORT, or run "
         "under srun, which names the allocation's nodes in SLURM_JOB_NODELIST)");
   if (!a.token_file.empty()) a.o.token = read_token_file(a.token_file);
-  a.o.tls = coordinator::load_tls(a.tls, coordinator::TlsRole::kClient);
+  a.o.tls = control::load_tls(a.tls, control::TlsRole::kClient);
   a.o.join_timeout = std::chrono::milliseconds(static_cast<int64_t>(a.join_timeout_s * 1000.0));
   a.o.connect_timeout =
       std::chrono::milliseconds(static_cast<int64_t>(a.connect_timeout_s * 1000.0));
@@ -156,7 +156,7 @@ void register_worker(CLI::App& app) {
   cmd->add_option("--log-level", a->log_level, "trace, debug, info, warn, error or off")
       ->group(g)
       ->capture_default_str();
-  add_tls_flags(*cmd, a->tls, coordinator::TlsRole::kClient);
+  add_tls_flags(*cmd, a->tls, control::TlsRole::kClient);
   cmd->callback([a] { run(*a); });
 }
 

@@ -2,9 +2,9 @@
 
 namespace mddp::cli {
 
-void add_tls_flags(CLI::App& cmd, coordinator::TlsFlags& f, coordinator::TlsRole role) {
+void add_tls_flags(CLI::App& cmd, control::TlsFlags& f, control::TlsRole role) {
   const char* g = "TLS";
-  if (role == coordinator::TlsRole::kServer) {
+  if (role == control::TlsRole::kServer) {
     cmd.add_option("--tls-cert", f.cert,
                    "PEM certificate to serve the control plane (and the dashboard, over HTTPS) "
                    "with; it must name the host workers dial (microddp certs)")

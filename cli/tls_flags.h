@@ -1,4 +1,4 @@
-// The TLS flags of the commands that form a job (coordinator/tls.h): the
+// The TLS flags of the commands that form a job (control/tls.h): the
 // coordinator serves with --tls-cert/--tls-key (and, for mutual TLS,
 // --tls-ca and --tls-client-auth); a worker verifies it with --tls-ca and,
 // under mutual TLS, presents --tls-cert/--tls-key of its own. `microddp
@@ -7,11 +7,11 @@
 
 #include <CLI/CLI.hpp>
 
-#include "coordinator/tls.h"
+#include "control/tls.h"
 
 namespace mddp::cli {
 
 // --tls-cert, --tls-key, --tls-ca (and --tls-client-auth for the server) in group "TLS".
-void add_tls_flags(CLI::App& cmd, coordinator::TlsFlags& flags, coordinator::TlsRole role);
+void add_tls_flags(CLI::App& cmd, control::TlsFlags& flags, control::TlsRole role);
 
 }  // namespace mddp::cli

@@ -1,6 +1,6 @@
 #include "coordinator/admission.h"
 
-#include "coordinator/proof.h"
+#include "control/proof.h"
 #include "core/common/check.h"
 #include "core/common/hmac.h"
 

@@ -1,6 +1,6 @@
 // Admission: who may join the job. A worker first asks for a challenge
 // (Hello: a random single-use server nonce, valid for a short time), then
-// joins with a proof of the token over it (coordinator/proof.h); the token
+// joins with a proof of the token over it (control/proof.h); the token
 // itself never travels. A join is refused, each with its own one line and
 // in this order: another protocol version (naming both), a server nonce
 // that was never handed out, was used already (a replayed join) or expired,

@@ -15,12 +15,12 @@
 #include <string>
 #include <vector>
 
+#include "control/verdict.h"
 #include "coordinator/barrier.h"
-#include "coordinator/fingerprint.h"
+#include "coordinator/fingerprint_check.h"
 #include "coordinator/health.h"
 #include "coordinator/kv_store.h"
 #include "coordinator/rendezvous.h"
-#include "coordinator/verdict.h"
 
 namespace mddp::coordinator {
 

@@ -8,7 +8,7 @@
 #include <mutex>
 #include <thread>
 
-#include "coordinator/limits.h"
+#include "control/limits.h"
 #include "coordinator/service.h"
 #include "core/common/check.h"
 

@@ -14,8 +14,8 @@
 #include <optional>
 #include <string>
 
+#include "control/tls.h"
 #include "coordinator/job.h"
-#include "coordinator/tls.h"
 
 namespace mddp::coordinator {
 

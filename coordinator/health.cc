@@ -33,16 +33,6 @@ namespace mddp::coordinator {
 // Deaths are judged first: the dead rank is the cause, and the links to it
 // broke because of it.
 
-std::string describe(const Progress& p) {
-  if (p.phase == "setup" && p.step == 0 && p.collective_entered == 0) return "setup";
-  std::string d = str(p.phase, " of step ", p.step);
-  if (p.collective_entered > p.collective_completed) {
-    d += str(", in ", p.op.empty() ? std::string("collective") : p.op, " #", p.collective_entered);
-    if (p.bucket >= 0) d += str(" of bucket ", p.bucket);
-  }
-  return d;
-}
-
 Health::Health(Options options)
     : options_(options),
       grace_(std::min<Clock::duration>(options.interval, std::chrono::seconds(1))) {

@@ -32,28 +32,12 @@
 #include <string>
 #include <vector>
 
+#include "control/progress.h"
+#include "control/verdict.h"
 #include "coordinator/outcome.h"
-#include "coordinator/verdict.h"
 #include "core/comm/types.h"
 
 namespace mddp::coordinator {
-
-struct Progress {
-  int64_t step = 0;
-  std::string phase =
-      "setup";  // setup | data | forward | backward | sync | optimizer | eval | checkpoint | done
-  int64_t collective_entered = 0;    // sequence number of the last collective entered
-  int64_t collective_completed = 0;  // ... and of the last completed
-  std::string op;                    // the collective entered last
-  int bucket = -1;                   // its gradient bucket, -1: none
-  int64_t total_steps = 0;           // steps the job will run (0: not known yet)
-
-  bool operator==(const Progress&) const = default;
-};
-
-// What a rank was last seen doing, for verdicts: "backward of step 204",
-// "sync of step 204, in all_reduce #1042 of bucket 7", "setup".
-std::string describe(const Progress& p);
 
 struct RankHealth {
   int rank = 0;

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "coordinator/limits.h"
+#include "control/limits.h"
 #include "core/common/check.h"
 #include "core/common/files.h"
 #include "core/perf/host_load.h"

@@ -38,18 +38,15 @@
 #include <string>
 #include <vector>
 
+#include "control/verdict.h"
 #include "coordinator/admission.h"
 #include "coordinator/attempt.h"
 #include "coordinator/job_state.h"
 #include "coordinator/metrics_log.h"
 #include "coordinator/outcome.h"
-#include "coordinator/verdict.h"
 #include "core/comm/types.h"
 
 namespace mddp::coordinator {
-
-// Control-plane protocol version (proto: PROTOCOL_VERSION_CURRENT).
-constexpr uint32_t kProtocolVersion = 2;
 
 struct JobOptions {
   std::string job_id = "local";

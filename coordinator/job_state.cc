@@ -2,22 +2,6 @@
 
 namespace mddp::coordinator {
 
-const char* to_string(State s) {
-  switch (s) {
-    case State::kForming:
-      return "forming";
-    case State::kRunning:
-      return "running";
-    case State::kRestarting:
-      return "restarting";
-    case State::kSucceeded:
-      return "succeeded";
-    case State::kFailed:
-      return "failed";
-  }
-  return "?";
-}
-
 JobStatus JobState::status() const {
   std::lock_guard lock(mu_);
   return status_;

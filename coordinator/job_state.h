@@ -11,25 +11,10 @@
 #include <mutex>
 #include <string>
 
+#include "control/job_status.h"
 #include "coordinator/outcome.h"
-#include "coordinator/verdict.h"
 
 namespace mddp::coordinator {
-
-enum class State { kForming, kRunning, kRestarting, kSucceeded, kFailed };
-const char* to_string(State s);
-
-struct JobStatus {
-  State state = State::kForming;
-  // When kFailed: why (Verdict), with its one line naming the rank and host;
-  // when kRestarting: why that session's attempt ended.
-  Verdict verdict;
-  int attempt = 0;  // the job's attempt now (0 first)
-
-  const std::string& failure() const { return verdict.message; }
-  int failed_rank() const { return verdict.failed_rank(); }  // -1: not one rank's fault
-  bool terminal() const { return state == State::kSucceeded || state == State::kFailed; }
-};
 
 class JobState {
  public:

@@ -35,18 +35,15 @@
 #include <string>
 #include <vector>
 
+#include "control/metrics_record.h"
 #include "core/common/record_file.h"
 #include "core/perf/step_metrics.h"
 
 namespace mddp::coordinator {
 
-struct MetricsRecord {
-  perf::StepMetrics metrics;  // metrics.rank is the sender's rank
-  int attempt = 0;            // the sender's attempt
-  int64_t time_unix_ns = 0;   // the worker's wall clock at the end of the step
-  int64_t received_unix_ns = 0;
-  uint64_t seq = 0;  // position in the log, from 1 (set by append)
-};
+// The coordinator speaks the control plane's types (control/, shared with
+// the worker) as its own.
+using namespace control;
 
 class MetricsLog {
  public:

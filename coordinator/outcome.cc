@@ -1,7 +1,6 @@
 #include "coordinator/outcome.h"
 
 #include <atomic>
-#include <cstdio>
 
 namespace mddp::coordinator {
 
@@ -32,16 +31,6 @@ const char* to_string(Code code) {
 uint64_t next_ticket_id() {
   static std::atomic<uint64_t> next{1};
   return next.fetch_add(1, std::memory_order_relaxed);
-}
-
-std::string format_duration(Clock::duration d) {
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
-  char buf[32];
-  if (ms < 1000 && ms > -1000)
-    std::snprintf(buf, sizeof buf, "%lld ms", static_cast<long long>(ms));
-  else
-    std::snprintf(buf, sizeof buf, "%.1f s", static_cast<double>(ms) / 1000.0);
-  return buf;
 }
 
 }  // namespace mddp::coordinator

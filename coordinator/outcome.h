@@ -19,7 +19,13 @@
 #include <utility>
 #include <vector>
 
+#include "control/duration.h"
+
 namespace mddp::coordinator {
+
+// The coordinator speaks the control plane's types (control/, shared with
+// the worker) as its own.
+using namespace control;
 
 using Clock = std::chrono::steady_clock;
 using TimePoint = Clock::time_point;
@@ -56,9 +62,6 @@ struct Ticket {
 
 // A process-wide unique ticket id.
 uint64_t next_ticket_id();
-
-// "1.5 s" or "250 ms": durations in messages.
-std::string format_duration(Clock::duration d);
 
 // Takes the waiters of `waiters` (a map of id -> {deadline, done, ...})
 // whose deadline has passed at `now`, pairing each callback with a

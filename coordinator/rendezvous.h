@@ -31,33 +31,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "control/join.h"
 #include "coordinator/outcome.h"
 
 namespace mddp::coordinator {
-
-struct JoinRequest {
-  std::string job_id;
-  uint32_t protocol_version = 0;
-  std::string host, data_addr, device;
-  int requested_rank = -1;  // < 0: any
-  int64_t pid = 0;
-  // The proof of the token (admission.h, proof.h): raw bytes.
-  std::string client_nonce, server_nonce, proof;
-  std::string peer;  // the caller's address as the server saw it, for the log ("" unknown)
-};
-
-// Longer device names than this are not recorded ("cuda:15" is 7).
-inline constexpr std::size_t kMaxDeviceName = 64;
-
-// What a rank reports it runs on once it has resolved the job's config
-// (proto Resources, sent in its heartbeats).
-struct Resources {
-  std::string device;  // "cpu", "cuda:1": the job's "cuda" resolved by the worker
-  int threads = 0;     // compute threads (--threads); 0: unknown
-  int cpus = 0;        // CPUs its process may run on; 0: unknown
-
-  bool operator==(const Resources&) const = default;
-};
 
 // A worker of the formed job.
 struct Member {

@@ -7,7 +7,7 @@
 #include <mutex>
 #include <optional>
 
-#include "coordinator/wire.h"
+#include "control/wire.h"
 
 namespace mddp::coordinator {
 namespace {

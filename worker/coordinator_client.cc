@@ -4,12 +4,13 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
-#include "coordinator/job.h"
-#include "coordinator/proof.h"
-#include "coordinator/limits.h"
-#include "coordinator/wire.h"
-#include "core/common/hmac.h"
+#include "control/duration.h"
+#include "control/join.h"
+#include "control/limits.h"
+#include "control/proof.h"
+#include "control/wire.h"
 #include "core/comm/types.h"
+#include "core/common/hmac.h"
 #include "core/common/timer.h"
 #include "mddp/config.h"
 #include "proto/microddp.grpc.pb.h"
@@ -63,7 +64,7 @@ std::chrono::system_clock::time_point after(Millis d) {
 }
 
 std::shared_ptr<grpc::ChannelCredentials> channel_credentials(
-    const std::optional<coordinator::TlsConfig>& tls) {
+    const std::optional<control::TlsConfig>& tls) {
   if (!tls) return grpc::InsecureChannelCredentials();
   grpc::SslCredentialsOptions o;
   o.pem_root_certs = tls->ca_pem;
@@ -124,7 +125,7 @@ CoordinatorClient::CoordinatorClient(ClientOptions options)
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  args.SetMaxReceiveMessageSize(static_cast<int>(coordinator::kMaxMessageBytes));
+  args.SetMaxReceiveMessageSize(static_cast<int>(control::kMaxMessageBytes));
   impl_->channel = grpc::CreateCustomChannel(options_.address, channel_credentials(options_.tls), args);
   impl_->stub = v1::Coordinator::NewStub(impl_->channel);
 }
@@ -143,7 +144,7 @@ namespace {
   else if (s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED &&
            s.error_message() == "Deadline Exceeded")
     msg = str(call, ": no answer from the coordinator at ", address, " within ",
-              coordinator::format_duration(deadline), " (is it overloaded, stopped, or cut off?)");
+              control::format_duration(deadline), " (is it overloaded, stopped, or cut off?)");
   else if (s.error_code() == grpc::StatusCode::CANCELLED ||
            s.error_code() == grpc::StatusCode::UNKNOWN ||
            s.error_code() == grpc::StatusCode::INTERNAL ||
@@ -156,8 +157,8 @@ namespace {
 
 // The job's state from a reply that carries it with its verdict (Leave, ReportPeerFault).
 HeartbeatInfo job_state(v1::JobState state, const v1::Verdict& verdict) {
-  const coordinator::Verdict v = coordinator::from_proto(verdict);
-  return {coordinator::from_proto(state), v.message, v.failed_rank(), v, 0, {}};
+  const control::Verdict v = control::from_proto(verdict);
+  return {control::from_proto(state), v.message, v.failed_rank(), v, 0, {}};
 }
 
 }  // namespace
@@ -165,7 +166,7 @@ HeartbeatInfo job_state(v1::JobState state, const v1::Verdict& verdict) {
 JoinInfo CoordinatorClient::join(const JoinArgs& a) {
   v1::HelloRequest hello;
   hello.set_job_id(options_.job_id);
-  hello.set_protocol_version(coordinator::kProtocolVersion);
+  hello.set_protocol_version(control::kProtocolVersion);
   v1::HelloReply challenge;
   {
     grpc::ClientContext ctx;
@@ -176,7 +177,7 @@ JoinInfo CoordinatorClient::join(const JoinArgs& a) {
   const int64_t pid = ::getpid();
   v1::JoinRequest req;
   req.set_job_id(options_.job_id);
-  req.set_protocol_version(coordinator::kProtocolVersion);
+  req.set_protocol_version(control::kProtocolVersion);
   req.set_host(a.host);
   req.set_data_addr(a.data_addr);
   req.set_device(a.device);
@@ -185,7 +186,7 @@ JoinInfo CoordinatorClient::join(const JoinArgs& a) {
   req.set_version(MDDP_VERSION);
   req.set_client_nonce(random_bytes(kNonceBytes));
   req.set_server_nonce(challenge.server_nonce());
-  req.set_proof(coordinator::join_proof(options_.token, options_.job_id, req.server_nonce(),
+  req.set_proof(control::join_proof(options_.token, options_.job_id, req.server_nonce(),
                                         req.client_nonce(), a.host, pid));
   v1::JoinReply reply;
   grpc::ClientContext ctx;
@@ -201,16 +202,16 @@ JoinInfo CoordinatorClient::join(const JoinArgs& a) {
   info.heartbeat_interval = Millis(reply.heartbeat_interval_ms());
   info.heartbeat_timeout = Millis(reply.heartbeat_timeout_ms());
   info.attempt = reply.attempt();
-  info.data_key = coordinator::data_plane_key(options_.token, info.job_id, reply.attempt_nonce());
+  info.data_key = control::data_plane_key(options_.token, info.job_id, reply.attempt_nonce());
   session_ = info.session;
   attempt_ = info.attempt;
   return info;
 }
 
-void CoordinatorClient::validate(const coordinator::Fingerprint& fp, Millis timeout) {
+void CoordinatorClient::validate(const control::Fingerprint& fp, Millis timeout) {
   v1::ValidateRequest req;
   req.set_session(session_);
-  coordinator::to_proto(fp, req.mutable_fingerprint());
+  control::to_proto(fp, req.mutable_fingerprint());
   req.set_timeout_ms(timeout.count());
   v1::ValidateReply reply;
   grpc::ClientContext ctx;
@@ -233,12 +234,12 @@ int64_t CoordinatorClient::barrier(const std::string& name, Millis timeout) {
   return reply.generation();
 }
 
-HeartbeatInfo CoordinatorClient::heartbeat(const coordinator::Progress& progress, Millis deadline,
-                                           const coordinator::Resources* resources) {
+HeartbeatInfo CoordinatorClient::heartbeat(const control::Progress& progress, Millis deadline,
+                                           const control::Resources* resources) {
   v1::HeartbeatRequest req;
   req.set_session(session_);
-  coordinator::to_proto(progress, req.mutable_progress());
-  if (resources) coordinator::to_proto(*resources, req.mutable_resources());
+  control::to_proto(progress, req.mutable_progress());
+  if (resources) control::to_proto(*resources, req.mutable_resources());
   req.set_client_send_unix_ns(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                   std::chrono::system_clock::now().time_since_epoch())
                                   .count());
@@ -249,10 +250,10 @@ HeartbeatInfo CoordinatorClient::heartbeat(const coordinator::Progress& progress
   const grpc::Status s = impl_->stub->Heartbeat(&ctx, req, &reply);
   const int64_t reply_ns = now_ns();
   if (!s.ok()) fail("heartbeat", options_.address, s, deadline);
-  return {coordinator::from_proto(reply.state()),
+  return {control::from_proto(reply.state()),
           reply.failure(),
           reply.failed_rank(),
-          coordinator::from_proto(reply.verdict()),
+          control::from_proto(reply.verdict()),
           reply.attempt(),
           {send_ns, reply_ns, reply.coordinator_receive_unix_ns()}};
 }
@@ -268,13 +269,13 @@ class GrpcMetricsStream final : public MetricsStream {
   }
   bool write(const std::vector<StepRecord>& records, std::size_t from) override {
     constexpr int kPerBatch = 256;  // records per message (each well under 1 KiB)
-    static_assert(static_cast<std::size_t>(kPerBatch) <= coordinator::kMaxMetricsBatch);
+    static_assert(static_cast<std::size_t>(kPerBatch) <= control::kMaxMetricsBatch);
     // Started here, not in the constructor: starting blocks until the channel
     // is ready, and the owner must be able to cancel() that wait.
     if (!writer_) writer_ = stub_.StreamMetrics(&ctx_, &ack_);
     v1::MetricsBatch batch;
     for (std::size_t i = from; i < records.size(); ++i) {
-      coordinator::to_proto(records[i].metrics, records[i].time_unix_ns, batch.add_steps());
+      control::to_proto(records[i].metrics, records[i].time_unix_ns, batch.add_steps());
       if (batch.steps_size() == kPerBatch || i + 1 == records.size()) {
         batch.set_session(session_);
         batch.set_attempt(attempt_);
@@ -312,14 +313,14 @@ class GrpcWatchStream final : public WatchStream {
     req_.set_session(session);
     ctx_.set_wait_for_ready(true);  // no deadline: it lives as long as the job
   }
-  bool next(coordinator::JobStatus& status) override {
+  bool next(control::JobStatus& status) override {
     // Started here, not in the constructor: starting blocks until the
     // channel is ready, and the owner must be able to cancel() that wait.
     if (!reader_) reader_ = stub_.Watch(&ctx_, req_);
     v1::JobEvent event;
     if (!reader_->Read(&event)) return false;
-    status.state = coordinator::from_proto(event.state());
-    status.verdict = coordinator::from_proto(event.verdict());
+    status.state = control::from_proto(event.state());
+    status.verdict = control::from_proto(event.verdict());
     return true;
   }
   void finish() override {
@@ -347,7 +348,7 @@ HeartbeatInfo CoordinatorClient::report_peer_fault(int peer, comm::PeerFault fau
   v1::PeerFaultReport req;
   req.set_session(session_);
   req.set_peer(peer);
-  req.set_fault(coordinator::to_proto(fault));
+  req.set_fault(control::to_proto(fault));
   req.set_detail(detail);
   v1::PeerFaultReply reply;
   grpc::ClientContext ctx;
@@ -385,7 +386,7 @@ void CoordinatorClient::wait_connected(Millis timeout) {
     if (!impl_->channel->WaitForStateChange(state, deadline))
       throw CoordinatorError(
           str("cannot reach the coordinator at ", options_.address, " within ",
-              coordinator::format_duration(timeout),
+              control::format_duration(timeout),
               ". Is it running, and does --coordinator name an address this host can reach?"),
           static_cast<int>(grpc::StatusCode::UNAVAILABLE));
   }
@@ -432,7 +433,7 @@ std::string CoordinatorClient::get(const std::string& key, std::chrono::millisec
     throw comm::TimeoutError(s.error_message() == "Deadline Exceeded"
                                  ? str("get '", key, "': no answer from the coordinator at ",
                                        options_.address, " within ",
-                                       coordinator::format_duration(deadline))
+                                       control::format_duration(deadline))
                                  : s.error_message());
   if (!s.ok()) fail(("get '" + key + "'").c_str(), options_.address, s, deadline);
   return reply.value();

@@ -16,12 +16,12 @@
 #include <string>
 #include <vector>
 
-#include "coordinator/fingerprint.h"
-#include "coordinator/health.h"
-#include "coordinator/job_state.h"
-#include "coordinator/rendezvous.h"
-#include "coordinator/tls.h"
-#include "coordinator/verdict.h"
+#include "control/fingerprint.h"
+#include "control/job_status.h"
+#include "control/join.h"
+#include "control/progress.h"
+#include "control/tls.h"
+#include "control/verdict.h"
 #include "core/comm/store.h"
 #include "core/comm/types.h"
 #include "core/common/check.h"
@@ -46,11 +46,11 @@ class CoordinatorError : public Error {
 struct ClientOptions {
   std::string address;  // HOST:PORT
   std::string job_id = "local";
-  std::string token;  // never sent: join proves it (coordinator/proof.h)
+  std::string token;  // never sent: join proves it (control/proof.h)
   Millis call_timeout{30'000};  // deadline of calls that do not wait on others (Set, Leave, ...)
   // TLS to the coordinator (load_tls(..., kClient)): its certificate is
   // verified against ca_pem and must name the host of `address`; nullopt: plaintext.
-  std::optional<coordinator::TlsConfig> tls{};
+  std::optional<control::TlsConfig> tls{};
 };
 
 struct JoinArgs {
@@ -64,14 +64,14 @@ struct JoinInfo {
   int rank = -1, world_size = 0;
   Millis heartbeat_interval{1000}, heartbeat_timeout{10000};
   int attempt = 0;            // the job's attempt this session belongs to
-  std::string data_key;       // the attempt's data-plane key (coordinator::data_plane_key)
+  std::string data_key;       // the attempt's data-plane key (control::data_plane_key)
 };
 
 struct HeartbeatInfo {
-  coordinator::State state = coordinator::State::kForming;
+  control::State state = control::State::kForming;
   std::string failure;
   int failed_rank = -1;
-  coordinator::Verdict verdict;  // when FAILED, or RESTARTING (why this rank's attempt ended)
+  control::Verdict verdict;  // when FAILED, or RESTARTING (why this rank's attempt ended)
   int attempt = 0;               // the job's attempt now
   // One round trip: this host's steady clock around the call and the
   // coordinator's wall clock when it received it.
@@ -107,7 +107,7 @@ class WatchStream {
  public:
   virtual ~WatchStream() = default;
   // Blocks until the next event; false when the stream ended (finish() says how).
-  virtual bool next(coordinator::JobStatus& status) = 0;
+  virtual bool next(control::JobStatus& status) = 0;
   // After next() returned false: returns when the coordinator closed the
   // stream itself (the job is over), throws CoordinatorError otherwise.
   virtual void finish() = 0;
@@ -134,13 +134,13 @@ class CoordinatorClient : public comm::Store {
   // CoordinatorError (wrong token, job full, "k of N joined", unreachable).
   JoinInfo join(const JoinArgs& args);
   // Throws CoordinatorError (FAILED_PRECONDITION with the difference).
-  void validate(const coordinator::Fingerprint& fp, Millis timeout);
+  void validate(const control::Fingerprint& fp, Millis timeout);
   // Returns the generation; throws CoordinatorError naming missing ranks.
   int64_t barrier(const std::string& name, Millis timeout);
   // One heartbeat, bounded by `deadline`; throws CoordinatorError.
   // `resources`: what this rank runs on, once known (nullptr: not yet).
-  HeartbeatInfo heartbeat(const coordinator::Progress& progress, Millis deadline,
-                          const coordinator::Resources* resources = nullptr);
+  HeartbeatInfo heartbeat(const control::Progress& progress, Millis deadline,
+                          const control::Resources* resources = nullptr);
   // Opens a StreamMetrics call that must finish within `deadline`.
   std::unique_ptr<MetricsStream> open_metrics_stream(Millis deadline);
   // Opens a Watch call; it has no deadline (cancel() ends it).

@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "coordinator/outcome.h"
+#include "control/duration.h"
 
 namespace mddp::worker {
 
@@ -37,7 +37,7 @@ void Heartbeat::attach(comm::ProcessGroup* comm) {
   if (comm_ && failure_) comm_->abort(failure_->message);
 }
 
-void Heartbeat::set_resources(coordinator::Resources resources) {
+void Heartbeat::set_resources(control::Resources resources) {
   {
     std::lock_guard lock(mu_);
     resources_ = std::move(resources);
@@ -62,15 +62,15 @@ void Heartbeat::fail_locally(const std::string& message) {
 }
 
 namespace {
-JobFailure from_status(coordinator::State state, const coordinator::Verdict& verdict) {
-  if (state == coordinator::State::kRestarting)
+JobFailure from_status(control::State state, const control::Verdict& verdict) {
+  if (state == control::State::kRestarting)
     return {"this rank's attempt ended (the job re-forms in the next): " + verdict.message,
             verdict.failed_rank(), false, verdict, true};
   return {"the job failed: " + verdict.message, verdict.failed_rank(), false, verdict, false};
 }
 }  // namespace
 
-void Heartbeat::job_failed(const coordinator::JobStatus& failed) {
+void Heartbeat::job_failed(const control::JobStatus& failed) {
   report(from_status(failed.state, failed.verdict));
 }
 
@@ -93,8 +93,8 @@ void ClockOffset::add(const HeartbeatInfo::ClockSample& s) {
   offset_.store(best->coordinator_unix_ns - (best->send_ns + best->reply_ns) / 2, std::memory_order_relaxed);
 }
 
-coordinator::Progress Heartbeat::progress() const {
-  coordinator::Progress p;
+control::Progress Heartbeat::progress() const {
+  control::Progress p;
   p.step = board_.step();
   p.phase = board_.phase();
   p.total_steps = board_.total_steps();
@@ -126,7 +126,7 @@ void Heartbeat::loop() {
   for (;;) {
     const auto next = Clock::now() + options_.interval;
     try {
-      std::optional<coordinator::Resources> resources;
+      std::optional<control::Resources> resources;
       {
         std::lock_guard lock(mu_);
         resources = resources_;
@@ -138,9 +138,9 @@ void Heartbeat::loop() {
       clock_.add(info.clock);
       if (warned) spdlog::info("the coordinator at {} answers again", client_.address());
       warned = false;
-      if (info.state == coordinator::State::kFailed ||
-          info.state == coordinator::State::kRestarting) {
-        coordinator::Verdict v = info.verdict;
+      if (info.state == control::State::kFailed ||
+          info.state == control::State::kRestarting) {
+        control::Verdict v = info.verdict;
         if (v.message.empty()) v.message = info.failure;
         report(from_status(info.state, v));
         return;
@@ -158,8 +158,8 @@ void Heartbeat::loop() {
       }
       if (silent > options_.timeout) {
         report({str("lost the coordinator at ", client_.address(), ": no answer for ",
-                    coordinator::format_duration(silent), " (longer than the heartbeat timeout, ",
-                    coordinator::format_duration(options_.timeout),
+                    control::format_duration(silent), " (longer than the heartbeat timeout, ",
+                    control::format_duration(options_.timeout),
                     "); it has stopped, or the network to it is down"),
                 -1,
                 true,

@@ -73,7 +73,7 @@ struct JobFailure {
   std::string message;  // one line, names the failed rank when one is at fault
   int failed_rank = -1;
   bool coordinator_lost = false;  // the coordinator is gone: don't wait on it to leave
-  coordinator::Verdict verdict;   // the coordinator's, when it gave one
+  control::Verdict verdict;   // the coordinator's, when it gave one
   bool restart = false;           // not a failure: this rank's attempt ended, join the next
 };
 
@@ -103,10 +103,10 @@ class Heartbeat {
   // The coordinator's verdict, learned elsewhere than in a heartbeat (the
   // Watch stream, a reply to Leave or ReportPeerFault): FAILED, or
   // RESTARTING (this rank's attempt ended); first failure wins.
-  void job_failed(const coordinator::JobStatus& failed);
+  void job_failed(const control::JobStatus& failed);
   // What this rank runs on (the device it resolved, its compute threads,
   // the CPUs it may use): sent at once, then with every heartbeat.
-  void set_resources(coordinator::Resources resources);
+  void set_resources(control::Resources resources);
   // This host's steady clock + clock_offset_ns() = the coordinator's Unix ns
   // (0 until the first heartbeat was answered). See ClockOffset.
   int64_t clock_offset_ns() const { return clock_.offset_ns(); }
@@ -115,7 +115,7 @@ class Heartbeat {
   void loop();
   void report(JobFailure f);
   ClockOffset clock_;
-  coordinator::Progress progress() const;
+  control::Progress progress() const;
 
   CoordinatorClient& client_;
   const ProgressBoard& board_;
@@ -128,7 +128,7 @@ class Heartbeat {
   std::atomic<bool> failed_{false};
   std::optional<JobFailure> failure_;
   comm::ProcessGroup* comm_ = nullptr;
-  std::optional<coordinator::Resources> resources_;
+  std::optional<control::Resources> resources_;
 };
 
 // Detaches the communicator on scope exit (declare after what owns it).

@@ -32,13 +32,13 @@ void JobWatch::loop() {
       if (stop_) return;
       stream_ = stream.get();
     }
-    coordinator::JobStatus status;
+    control::JobStatus status;
     bool over = false;  // the job ended: the coordinator closes the stream next
     while (stream->next(status)) {
       backoff = Millis(0);
-      const bool restarting = status.state == coordinator::State::kRestarting;
+      const bool restarting = status.state == control::State::kRestarting;
       over = over || status.terminal() || restarting;  // RESTARTING: this rank's attempt is over
-      if ((status.state == coordinator::State::kFailed || restarting) && !failed) {
+      if ((status.state == control::State::kFailed || restarting) && !failed) {
         failed = true;
         on_failure_(status);
       }

@@ -18,14 +18,14 @@
 #include <mutex>
 #include <thread>
 
-#include "coordinator/job_state.h"
+#include "control/job_status.h"
 #include "worker/coordinator_client.h"
 
 namespace mddp::worker {
 
 class JobWatch {
  public:
-  using OnFailure = std::function<void(const coordinator::JobStatus& failed)>;
+  using OnFailure = std::function<void(const control::JobStatus& failed)>;
   // Starts the thread; the client must hold the session (after join()).
   JobWatch(CoordinatorClient& client, OnFailure on_failure);
   ~JobWatch();  // closes the stream and joins the thread

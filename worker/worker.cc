@@ -13,7 +13,7 @@
 #include <optional>
 #include <thread>
 
-#include "coordinator/job_config_json.h"
+#include "control/job_config_json.h"
 #include "core/comm/communicator.h"
 #include "core/comm/types.h"
 #include "core/common/log.h"
@@ -107,8 +107,8 @@ struct Armed {
   }
 };
 
-coordinator::Fingerprint fingerprint(train::DistributedTrainer& dt, const train::TrainConfig& cfg) {
-  coordinator::Fingerprint f;
+control::Fingerprint fingerprint(train::DistributedTrainer& dt, const train::TrainConfig& cfg) {
+  control::Fingerprint f;
   nn::Sequential& model = dt.trainer().model();
   f.model = model.describe();
   for (nn::Parameter* p : model.parameters()) f.parameters.push_back({p->name, p->value.shape()});
@@ -121,7 +121,7 @@ coordinator::Fingerprint fingerprint(train::DistributedTrainer& dt, const train:
 
 // The job's training config as this rank runs it.
 train::TrainConfig rank_config(const JoinInfo& info, const WorkerOptions& o) {
-  train::TrainConfig cfg = coordinator::parse_job_config(info.job_config_json);
+  train::TrainConfig cfg = control::parse_job_config(info.job_config_json);
   if (!o.device.empty()) {
     cfg.device = o.device;
   } else if (cfg.device == "cuda") {  // one GPU per local rank, as torchrun does
@@ -186,7 +186,7 @@ train::TrainSummary train_rank(Session& s) {
   s.hb.set_resources({cfg.device, cfg.threads, cpus});
   spdlog::info("running on {} with {} compute thread{}; this process may use {} CPU{}", cfg.device,
                cfg.threads, cfg.threads == 1 ? "" : "s", cpus, cpus == 1 ? "" : "s");
-  // The token never reaches the data plane: the attempt's key does (coordinator/proof.h).
+  // The token never reaches the data plane: the attempt's key does (control/proof.h).
   const comm::JobIdentity job{s.info.job_id, s.info.attempt, s.info.data_key};
   auto comm = train::connect_process_group(s.client, s.info.rank, s.info.world_size, job, cfg,
                                           s.data.addr, "comm");
@@ -248,7 +248,7 @@ void report_peer_fault(CoordinatorClient& client, Heartbeat& hb, const std::exce
   detail = detail.substr(0, detail.find('\n'));  // the line, without the hint and the history
   try {
     const HeartbeatInfo r = client.report_peer_fault(pe->peer(), pe->fault(), detail, 5s);
-    if (r.state == coordinator::State::kFailed || r.state == coordinator::State::kRestarting)
+    if (r.state == control::State::kFailed || r.state == control::State::kRestarting)
       hb.job_failed({r.state, r.verdict, r.attempt});
   } catch (const CoordinatorError& ce) {
     spdlog::debug("could not report the lost connection to rank {}: {}", pe->peer(), ce.what());
@@ -308,7 +308,7 @@ void run_worker(const WorkerOptions& o) {
   hb.start();
   // Open from here until after Leave (destroyed last): the coordinator sees
   // this process go the moment it dies, and pushes the job's verdict at once.
-  JobWatch watch(client, [&hb](const coordinator::JobStatus& failed) { hb.job_failed(failed); });
+  JobWatch watch(client, [&hb](const control::JobStatus& failed) { hb.job_failed(failed); });
   Armed armed(signals ? &*signals : nullptr, &hb, info.rank);
   MetricsStreamer metrics(client, {.call_deadline = info.heartbeat_timeout + 5s});
   metrics.start();
@@ -357,9 +357,9 @@ void run_worker(const WorkerOptions& o) {
   }
   // This rank finished, but the job may have failed elsewhere meanwhile,
   // or restarted (then this rank is needed in the next attempt).
-  if (after.state == coordinator::State::kRestarting)
+  if (after.state == control::State::kRestarting)
     throw RestartError(str("this rank finished, but its attempt ended: ", after.failure));
-  if (after.state == coordinator::State::kFailed) throw Error("the job failed: " + after.failure);
+  if (after.state == control::State::kFailed) throw Error("the job failed: " + after.failure);
   if (info.rank == 0) {
     std::printf("done: %lld steps in %.1f s (%.0f samples/s), final train loss %.4f",
                 static_cast<long long>(summary.steps), summary.seconds, summary.samples_per_s,

@@ -2,7 +2,7 @@
 // (proto/microddp.proto):
 //
 //   Join            rank (RANK / SLURM_PROCID when set), world size, the job
-//                   config (coordinator/job_config_json.h), heartbeat period
+//                   config (control/job_config_json.h), heartbeat period
 //   Heartbeat ...   from now on, every interval, on its own thread
 //   Set/Get         the data plane's peer table through the coordinator's
 //                   store: comm::connect_transport, keys "comm/..."
@@ -21,7 +21,7 @@
 #include <optional>
 #include <string>
 
-#include "coordinator/tls.h"
+#include "control/tls.h"
 #include "core/nn/sequential.h"
 #include "core/train/config.h"
 
@@ -30,7 +30,7 @@ namespace mddp::worker {
 struct WorkerOptions {
   std::string coordinator;  // HOST:PORT
   std::string token;
-  std::optional<coordinator::TlsConfig> tls;  // see worker/coordinator_client.h
+  std::optional<control::TlsConfig> tls;  // see worker/coordinator_client.h
   std::string job_id = "local";
   std::string device;     // "" = the job config's device
   std::string data_addr;  // see data_address.h

@@ -18,7 +18,7 @@ json job_json(const JobSnapshot& s) {
   json restarts = json::array();
   for (const coordinator::Restart& r : s.restarts)
     restarts.push_back({{"attempt", r.attempt},
-                        {"cause", coordinator::to_string(r.verdict.cause)},
+                        {"cause", control::to_string(r.verdict.cause)},
                         {"rank", r.verdict.rank},
                         {"host", r.verdict.host},
                         {"message", r.verdict.message},
@@ -27,7 +27,7 @@ json job_json(const JobSnapshot& s) {
   for (const EvalPoint& e : s.evals)
     evals.push_back({{"step", e.step}, {"loss", e.loss}, {"accuracy", e.accuracy}});
   return {{"job_id", s.job_id},
-          {"state", coordinator::to_string(s.status.state)},
+          {"state", control::to_string(s.status.state)},
           {"world_size", s.world_size},
           {"max_world_size", s.max_world_size},
           {"attempt", s.attempt},
@@ -78,12 +78,12 @@ json ranks_json(const JobSnapshot& s) {
   return out;
 }
 
-json record_json(const coordinator::MetricsRecord& r) { return coordinator::MetricsLog::to_json(r); }
+json record_json(const control::MetricsRecord& r) { return coordinator::MetricsLog::to_json(r); }
 
 // Every client gets every record, so each byte left out here is saved
 // (clients x records) times: the stream drops the clock fields the page
 // never reads (the timeline it draws comes aligned from /api/timeline).
-json stream_record_json(const coordinator::MetricsRecord& r) {
+json stream_record_json(const control::MetricsRecord& r) {
   json j = record_json(r);
   for (const char* key :
        {"time_unix_ns", "received_unix_ns", "clock_offset_ns", "start_ns", "comm_bytes", "grad_bytes", "sent_bytes"})
@@ -92,7 +92,7 @@ json stream_record_json(const coordinator::MetricsRecord& r) {
   // all-reduce's (top-k's all-gathers and PowerSGD's second round left out).
   json buckets = json::array();
   for (const auto& b : r.metrics.buckets)
-    if (b.op == ddp::SpanOp::kAllReduce && b.round == 0)
+    if (b.op == comm::SpanOp::kAllReduce && b.round == 0)
       buckets.push_back({{"index", b.index}, {"bytes", b.bytes}, {"ms", static_cast<double>(b.end_ns - b.start_ns) / 1e6}});
   j["buckets"] = std::move(buckets);
   return j;

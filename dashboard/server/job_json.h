@@ -17,9 +17,9 @@ std::string dump_json(const nlohmann::json& j);
 
 nlohmann::json job_json(const JobSnapshot& s);                    // J
 nlohmann::json ranks_json(const JobSnapshot& s);                  // [K...]
-nlohmann::json record_json(const coordinator::MetricsRecord& r);  // R
+nlohmann::json record_json(const control::MetricsRecord& r);  // R
 // R less what the page does not draw (API.md, /api/stream).
-nlohmann::json stream_record_json(const coordinator::MetricsRecord& r);
+nlohmann::json stream_record_json(const control::MetricsRecord& r);
 
 // {"type": "job", "job": J, "ranks": [K...]}
 std::string job_frame(const JobSnapshot& s);

@@ -19,8 +19,8 @@
 #include <optional>
 #include <string>
 
+#include "control/tls.h"
 #include "coordinator/job.h"
-#include "coordinator/tls.h"
 
 namespace mddp::dashboard {
 
@@ -29,7 +29,7 @@ struct ServerOptions {
   int port = 0;                         // 0: any free port (see port())
   std::filesystem::path dashboard_dir;  // "": the compiled-in page; else served from here
   std::string token{};                  // "": no authentication; else see auth.h
-  std::optional<coordinator::TlsConfig> tls{};  // HTTPS with its cert and key; nullopt: HTTP
+  std::optional<control::TlsConfig> tls{};  // HTTPS with its cert and key; nullopt: HTTP
   // A connection that has not sent a whole request header this long after
   // it opened (or after its last answer) is closed (connections.h).
   std::chrono::milliseconds idle_timeout{5000};

@@ -47,7 +47,7 @@ void Stream::drain() {
     for (const auto& f : frames(records)) broadcast(f);
   }
   tracker_.observe({}, now);
-  const coordinator::State state = job_.status().state;
+  const control::State state = job_.status().state;
   if (state != last_state_ || now >= next_job_frame_) {
     broadcast(std::make_shared<const std::string>(job_frame(tracker_.snapshot(now))));
     last_state_ = state;

@@ -56,7 +56,7 @@ class Stream {
   Tracker& tracker_;
   std::vector<std::weak_ptr<WsSession>> clients_;
   uint64_t last_seq_ = 0;  // every record up to here was polled and broadcast
-  coordinator::State last_state_ = coordinator::State::kForming;
+  control::State last_state_ = control::State::kForming;
   coordinator::TimePoint next_job_frame_{};
   bool stopped_ = false;
 };

@@ -4,7 +4,7 @@
 
 namespace mddp::dashboard {
 
-std::unique_ptr<ssl::context> make_tls_context(const coordinator::TlsConfig& tls) {
+std::unique_ptr<ssl::context> make_tls_context(const control::TlsConfig& tls) {
   auto ctx = std::make_unique<ssl::context>(ssl::context::tls_server);
   ctx->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
                    ssl::context::no_sslv3 | ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1);

@@ -14,7 +14,7 @@
 #include <utility>
 #include <variant>
 
-#include "coordinator/tls.h"
+#include "control/tls.h"
 #include "dashboard/server/beast.h"
 
 namespace mddp::dashboard {
@@ -23,7 +23,7 @@ namespace ssl = net::ssl;
 
 // The server side of TLS 1.2+ with the coordinator's certificate and key.
 // Throws InputError when OpenSSL refuses them.
-std::unique_ptr<ssl::context> make_tls_context(const coordinator::TlsConfig& tls);
+std::unique_ptr<ssl::context> make_tls_context(const control::TlsConfig& tls);
 
 class TlsStream {
  public:

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <set>
 
-#include "coordinator/job_config_json.h"
+#include "control/job_config_json.h"
 #include "core/common/check.h"
 #include "core/perf/host_load.h"
 #include "core/train/mixed_precision.h"
@@ -29,9 +29,9 @@ std::vector<perf::LinkFit> read_fits() {
 }  // namespace
 
 Tracker::Tracker(const coordinator::Job& job)
-    : job_(job), config_(coordinator::parse_job_config(job.options().config_json)), fits_(read_fits()) {}
+    : job_(job), config_(control::parse_job_config(job.options().config_json)), fits_(read_fits()) {}
 
-void Tracker::observe(const std::vector<coordinator::MetricsRecord>& records, TimePoint now) {
+void Tracker::observe(const std::vector<control::MetricsRecord>& records, TimePoint now) {
   for (const auto& r : records) {
     const perf::StepMetrics& m = r.metrics;
     if (m.eval) {
@@ -53,8 +53,8 @@ void Tracker::observe(const std::vector<coordinator::MetricsRecord>& records, Ti
     if (w.last.size() > kPhaseWindow) w.last.pop_front();
     step_ = std::max(step_, m.step);
   }
-  const coordinator::State state = job_.status().state;
-  if (state != coordinator::State::kForming && !running_since_) running_since_ = now;
+  const control::State state = job_.status().state;
+  if (state != control::State::kForming && !running_since_) running_since_ = now;
   if (job_.status().terminal() && !ended_at_) ended_at_ = now;
 }
 
@@ -82,9 +82,9 @@ double Tracker::samples_per_s() const {
 }
 
 std::string Tracker::rank_state(const coordinator::RankHealth& h,
-                                const coordinator::JobStatus& status, TimePoint now) const {
+                                const control::JobStatus& status, TimePoint now) const {
   if (h.left) return h.left_ok ? "done" : "failed";
-  if (status.state == coordinator::State::kFailed && status.failed_rank() == h.rank)
+  if (status.state == control::State::kFailed && status.failed_rank() == h.rank)
     return "failed";
   return now - h.last_seen > 2 * job_.options().heartbeat_interval ? "silent" : "running";
 }

@@ -46,7 +46,7 @@ struct RankSnapshot {
 
 struct JobSnapshot {
   std::string job_id;
-  coordinator::JobStatus status;
+  control::JobStatus status;
   int world_size = 0;      // of the attempt now (elastic: may be below the most)
   int max_world_size = 0;  // --world-size / --nproc
   std::string backend, transport, algorithm, ddp, compress, precision, model;
@@ -73,7 +73,7 @@ class Tracker {
   explicit Tracker(const coordinator::Job& job);
 
   // Folds in the next records (in seq order) and notes the job's state at `now`.
-  void observe(const std::vector<coordinator::MetricsRecord>& records, coordinator::TimePoint now);
+  void observe(const std::vector<control::MetricsRecord>& records, coordinator::TimePoint now);
   JobSnapshot snapshot(coordinator::TimePoint now) const;
 
  private:
@@ -90,7 +90,7 @@ class Tracker {
   };
 
   double samples_per_s() const;
-  std::string rank_state(const coordinator::RankHealth& h, const coordinator::JobStatus& status,
+  std::string rank_state(const coordinator::RankHealth& h, const control::JobStatus& status,
                          coordinator::TimePoint now) const;
 
   const coordinator::Job& job_;

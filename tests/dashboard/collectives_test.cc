@@ -19,15 +19,15 @@ void feed_ring(coordinator::Job& job,
                const std::array<std::string, DashboardTest::kWorld>& sessions, int64_t first,
                int64_t count) {
   for (int r = 0; r < DashboardTest::kWorld; ++r) {
-    std::vector<coordinator::MetricsRecord> batch;
+    std::vector<control::MetricsRecord> batch;
     for (int64_t s = first; s < first + count; ++s) {
-      coordinator::MetricsRecord rec;
+      control::MetricsRecord rec;
       perf::StepMetrics& m = rec.metrics;
       m.rank = r;
       m.step = s;
       m.start_ns = s * 10'000'000;
       m.step_ms = 8;
-      ddp::CommSpan b{.index = 0,
+      comm::CommSpan b{.index = 0,
                       .bytes = 4096,
                       .start_ns = m.start_ns + 1'000'000,
                       .end_ns = m.start_ns + 1'200'000};

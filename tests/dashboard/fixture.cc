@@ -2,7 +2,7 @@
 
 #include <chrono>
 
-#include "coordinator/proof.h"
+#include "control/proof.h"
 #include "core/common/hmac.h"
 
 namespace mddp::dashboard::test {
@@ -28,7 +28,7 @@ DashboardTest::DashboardTest() : job_(options()) {
     req.device = "cpu";
     req.requested_rank = r;
     req.pid = 1000 + r;
-    // No token: the proof made with the empty key (coordinator/proof.h).
+    // No token: the proof made with the empty key (control/proof.h).
     req.server_nonce = job_.hello(req.job_id, kProtocolVersion, "test", now).server_nonce;
     req.client_nonce = random_bytes(kNonceBytes);
     req.proof = join_proof("", req.job_id, req.server_nonce, req.client_nonce, req.host, req.pid);

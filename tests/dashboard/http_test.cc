@@ -63,9 +63,9 @@ TEST_F(DashboardTest, RanksCarryWhatEachWorkerRunsOn) {
   EXPECT_EQ(ranks[1]["oversubscribed"], false);
   const auto now = coordinator::Clock::now();
   ASSERT_TRUE(
-      job_.heartbeat(sessions_[1], {}, now, coordinator::Resources{"cuda:1", 2, 16}).outcome.ok());
+      job_.heartbeat(sessions_[1], {}, now, control::Resources{"cuda:1", 2, 16}).outcome.ok());
   ASSERT_TRUE(
-      job_.heartbeat(sessions_[0], {}, now, coordinator::Resources{"cpu", 4, 2}).outcome.ok());
+      job_.heartbeat(sessions_[0], {}, now, control::Resources{"cpu", 4, 2}).outcome.ok());
   ranks = json::parse(request(port(), "/api/ranks").body());
   EXPECT_EQ(ranks[1]["device"], "cuda:1");
   EXPECT_EQ(ranks[1]["threads"], 2);

@@ -11,7 +11,7 @@
 // kind % 9 = Join, Validate, Set, Get, Barrier, Heartbeat, MetricsBatch,
 // Leave, Hello. A session "0".."9" stands for the session of the n-th rank that
 // joined, so the fuzzer reaches past the session check.
-#include "coordinator/wire.h"
+#include "control/wire.h"
 #include "proto/microddp.pb.h"
 #include "tests/fuzz/fuzz_support.h"
 #include "tests/fuzz/job_fixture.h"

@@ -1,8 +1,8 @@
-// The job config JSON (coordinator/job_config_json.h), which every worker
+// The job config JSON (control/job_config_json.h), which every worker
 // reads from the coordinator's JoinReply: strict parsing, then the same
 // validation the coordinator applies. What parses must survive a round trip
 // (dump, parse, dump gives the same text).
-#include "coordinator/job_config_json.h"
+#include "control/job_config_json.h"
 
 #include "tests/fuzz/fuzz_support.h"
 
@@ -11,9 +11,9 @@ using namespace mddp;
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
   fuzz::refusals_allowed([&] {
-    const train::TrainConfig cfg = coordinator::parse_job_config(text);
-    const std::string dumped = coordinator::dump_job_config(cfg);
-    MDDP_FUZZ_ASSERT(coordinator::dump_job_config(coordinator::parse_job_config(dumped)) == dumped);
+    const train::TrainConfig cfg = control::parse_job_config(text);
+    const std::string dumped = control::dump_job_config(cfg);
+    MDDP_FUZZ_ASSERT(control::dump_job_config(control::parse_job_config(dumped)) == dumped);
     cfg.validate();
   });
   return 0;

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "control/proof.h"
 #include "coordinator/job.h"
-#include "coordinator/proof.h"
 #include "dashboard/server/routes.h"
 #include "dashboard/server/static_files.h"
 #include "dashboard/server/tracker.h"
@@ -31,14 +31,14 @@ struct JobFixture {
 
   explicit JobFixture(bool joined = true) {
     for (int r = 0; joined && r < kWorld; ++r) {
-      coordinator::JoinRequest req;
+      control::JoinRequest req;
       req.job_id = "job";
-      req.protocol_version = coordinator::kProtocolVersion;
+      req.protocol_version = control::kProtocolVersion;
       req.host = "host" + std::to_string(r);
       req.requested_rank = r;
       req.server_nonce = job.hello(req.job_id, req.protocol_version, "fuzz", now).server_nonce;
       req.client_nonce = std::string(32, static_cast<char>('a' + r));
-      req.proof = coordinator::join_proof("a-token", req.job_id, req.server_nonce,
+      req.proof = control::join_proof("a-token", req.job_id, req.server_nonce,
                                           req.client_nonce, req.host, req.pid);
       job.join(req, now + std::chrono::seconds(10), now,
                [this](coordinator::JoinResult res) { sessions.push_back(res.self.session); });

@@ -6,7 +6,7 @@
 
 #include <limits>
 
-#include "coordinator/job_config_json.h"
+#include "control/job_config_json.h"
 #include "core/common/check.h"
 #include "core/common/json_number.h"
 #include "core/perf/step_metrics.h"
@@ -56,12 +56,12 @@ TEST(HostileMetricsRecord, AFloatTooLargeForAnIntegerFieldIsRefused) {
 
 TEST(HostileJobConfig, NumbersTooLargeAreRefusedNotThrownThrough) {
   // (tests/fuzz/job_config: nlohmann's out_of_range escaped parse_job_config.)
-  EXPECT_TRUE(refused([] { coordinator::parse_job_config(R"({"batch": 1e999})"); }, "not valid JSON"));
-  EXPECT_TRUE(refused([] { coordinator::parse_job_config(R"({"batch": 18446744073709551615})"); },
+  EXPECT_TRUE(refused([] { control::parse_job_config(R"({"batch": 1e999})"); }, "not valid JSON"));
+  EXPECT_TRUE(refused([] { control::parse_job_config(R"({"batch": 18446744073709551615})"); },
                       "'batch' must be an integer in"));
-  EXPECT_TRUE(refused([] { coordinator::parse_job_config(R"({"threads": 4294967296})"); },
+  EXPECT_TRUE(refused([] { control::parse_job_config(R"({"threads": 4294967296})"); },
                       "'threads' must be an integer in -2147483648..2147483647"));
-  EXPECT_TRUE(refused([] { coordinator::parse_job_config(R"({"optim": {"lr": 1e300}})"); }, "'optim.lr'"));
+  EXPECT_TRUE(refused([] { control::parse_job_config(R"({"optim": {"lr": 1e300}})"); }, "'optim.lr'"));
 }
 
 }  // namespace

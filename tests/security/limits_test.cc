@@ -6,9 +6,9 @@
 // Set calls over gRPC would only make the test slow).
 #include <gtest/gtest.h>
 
+#include "control/limits.h"
 #include "coordinator/coordinator.h"
 #include "coordinator/kv_store.h"
-#include "coordinator/limits.h"
 #include "service/client.h"
 
 namespace mddp::coordinator {

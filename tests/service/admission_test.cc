@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "coordinator/proof.h"
+#include "control/proof.h"
 #include "core/common/hmac.h"
 
 namespace mddp::coordinator {

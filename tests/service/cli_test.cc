@@ -12,9 +12,9 @@
 #include <thread>
 
 #include "client.h"
+#include "control/job_config_json.h"
 #include "coordinator/coordinator.h"
 #include "coordinator/flag_config.h"
-#include "coordinator/job_config_json.h"
 #include "core/common/check.h"
 
 #ifndef MDDP_COORDINATOR_CLI

@@ -9,8 +9,8 @@
 #include <memory>
 #include <string>
 
+#include "control/proof.h"
 #include "coordinator/job.h"
-#include "coordinator/proof.h"
 #include "core/common/hmac.h"
 #include "proto/microddp.grpc.pb.h"
 
@@ -45,7 +45,7 @@ class TestClient {
     return stub_->Hello(&ctx, req, reply);
   }
   // Hello, then the proof of `token` over the server's nonce, into `req`
-  // (as the worker does: coordinator/proof.h).
+  // (as the worker does: control/proof.h).
   grpc::Status prove(v1::JoinRequest& req, const std::string& token) {
     v1::HelloReply challenge;
     grpc::Status s = hello(req.job_id(), req.protocol_version(), &challenge);

@@ -9,8 +9,8 @@
 #include <thread>
 
 #include "client.h"
+#include "control/job_config_json.h"
 #include "coordinator/coordinator.h"
-#include "coordinator/job_config_json.h"
 #include "nlohmann/json.hpp"
 
 namespace mddp::coordinator {

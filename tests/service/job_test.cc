@@ -12,7 +12,7 @@
 #include <optional>
 #include <thread>
 
-#include "coordinator/proof.h"
+#include "control/proof.h"
 #include "core/common/hmac.h"
 #include "support/ranks.h"
 

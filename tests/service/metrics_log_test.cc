@@ -9,7 +9,7 @@
 #include <fstream>
 #include <map>
 
-#include "coordinator/job_config_json.h"
+#include "control/job_config_json.h"
 #include "core/common/check.h"
 
 namespace mddp::coordinator {
@@ -39,7 +39,7 @@ MetricsRecord record(int rank, int64_t step) {
   r.metrics.step_ms = 10;
   r.metrics.exposed_comm_ms = 1;
   r.metrics.total_comm_ms = 4;
-  r.metrics.buckets.push_back(ddp::CommSpan{0, 1024, 1, 2, 3, 4});
+  r.metrics.buckets.push_back(comm::CommSpan{0, 1024, 1, 2, 3, 4});
   r.time_unix_ns = 1700000000000000000 + step;
   return r;
 }

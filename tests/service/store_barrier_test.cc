@@ -4,7 +4,7 @@
 #include <optional>
 
 #include "coordinator/barrier.h"
-#include "coordinator/fingerprint.h"
+#include "coordinator/fingerprint_check.h"
 #include "coordinator/kv_store.h"
 
 namespace mddp::coordinator {

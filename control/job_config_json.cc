@@ -1,11 +1,11 @@
-#include "coordinator/job_config_json.h"
+#include "control/job_config_json.h"
 
 #include <set>
 
 #include "core/common/check.h"
 #include "core/common/json_number.h"
 
-namespace mddp::coordinator {
+namespace mddp::control {
 namespace {
 
 using nlohmann::json;
@@ -238,4 +238,4 @@ train::TrainConfig parse_job_config(const std::string& text) {
   return job_config_from_json(j);
 }
 
-}  // namespace mddp::coordinator
+}  // namespace mddp::control

@@ -6,7 +6,7 @@
 
 #include <cstddef>
 
-namespace mddp::coordinator {
+namespace mddp::control {
 
 // One gRPC message, either way: a larger one is refused by gRPC itself
 // (RESOURCE_EXHAUSTED, "Received message larger than max") before parsing.
@@ -17,4 +17,4 @@ inline constexpr std::size_t kMaxMessageBytes = 8 << 20;
 inline constexpr std::size_t kMaxMetricsBatch = 4096;
 inline constexpr std::size_t kMaxBucketsPerRecord = 1 << 16;
 
-}  // namespace mddp::coordinator
+}  // namespace mddp::control

@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-namespace mddp::coordinator {
+namespace mddp::control {
 
 inline constexpr std::string_view kJoinLabel = "microddp-join-v2";
 inline constexpr std::string_view kDataLabel = "microddp-data-v2";
@@ -28,4 +28,4 @@ std::string join_proof(std::string_view token, std::string_view job_id,
 std::string data_plane_key(std::string_view token, std::string_view job_id,
                            std::string_view attempt_nonce);
 
-}  // namespace mddp::coordinator
+}  // namespace mddp::control

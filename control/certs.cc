@@ -1,4 +1,4 @@
-#include "coordinator/certs.h"
+#include "control/certs.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -17,10 +17,10 @@
 #include <memory>
 #include <sstream>
 
-#include "coordinator/openssl_ptr.h"
+#include "control/openssl_ptr.h"
 #include "core/common/check.h"
 
-namespace mddp::coordinator {
+namespace mddp::control {
 namespace {
 
 using ossl::bio_of;
@@ -226,4 +226,4 @@ std::vector<std::filesystem::path> make_lab_certs(const std::filesystem::path& d
   return written;
 }
 
-}  // namespace mddp::coordinator
+}  // namespace mddp::control

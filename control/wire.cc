@@ -1,6 +1,6 @@
-#include "coordinator/wire.h"
+#include "control/wire.h"
 
-namespace mddp::coordinator {
+namespace mddp::control {
 
 JoinRequest from_proto(const v1::JoinRequest& m) {
   JoinRequest r;
@@ -187,16 +187,16 @@ MetricsRecord from_proto(const v1::StepMetrics& m) {
   s.grad_bytes = static_cast<std::size_t>(m.grad_bytes());
   s.sent_bytes = static_cast<std::size_t>(m.sent_bytes());
   for (const auto& b : m.buckets()) {
-    ddp::CommSpan& span = s.buckets.emplace_back();
+    comm::CommSpan& span = s.buckets.emplace_back();
     span.index = b.index();
     span.bytes = static_cast<std::size_t>(b.bytes());
     span.ready_ns = b.ready_ns();
     span.launch_ns = b.launch_ns();
     span.start_ns = b.start_ns();
     span.end_ns = b.end_ns();
-    span.op = b.all_gather()       ? ddp::SpanOp::kAllGather
-              : b.reduce_scatter() ? ddp::SpanOp::kReduceScatter
-                                   : ddp::SpanOp::kAllReduce;
+    span.op = b.all_gather()       ? comm::SpanOp::kAllGather
+              : b.reduce_scatter() ? comm::SpanOp::kReduceScatter
+                                   : comm::SpanOp::kAllReduce;
     span.round = b.round();
     span.grad_bytes = static_cast<std::size_t>(b.grad_bytes());
     span.sent_bytes = static_cast<std::size_t>(b.sent_bytes());
@@ -237,8 +237,8 @@ void to_proto(const perf::StepMetrics& s, int64_t time_unix_ns, v1::StepMetrics*
     q->set_launch_ns(b.launch_ns);
     q->set_start_ns(b.start_ns);
     q->set_end_ns(b.end_ns);
-    q->set_all_gather(b.op == ddp::SpanOp::kAllGather);
-    q->set_reduce_scatter(b.op == ddp::SpanOp::kReduceScatter);
+    q->set_all_gather(b.op == comm::SpanOp::kAllGather);
+    q->set_reduce_scatter(b.op == comm::SpanOp::kReduceScatter);
     q->set_round(b.round);
     q->set_grad_bytes(static_cast<int64_t>(b.grad_bytes));
     q->set_sent_bytes(static_cast<int64_t>(b.sent_bytes));
@@ -247,4 +247,4 @@ void to_proto(const perf::StepMetrics& s, int64_t time_unix_ns, v1::StepMetrics*
   out->set_time_unix_ns(time_unix_ns);
 }
 
-}  // namespace mddp::coordinator
+}  // namespace mddp::control

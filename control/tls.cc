@@ -1,4 +1,4 @@
-#include "coordinator/tls.h"
+#include "control/tls.h"
 
 #include <arpa/inet.h>
 #include <openssl/bio.h>
@@ -13,10 +13,10 @@
 #include <sstream>
 #include <vector>
 
-#include "coordinator/openssl_ptr.h"
+#include "control/openssl_ptr.h"
 #include "core/common/check.h"
 
-namespace mddp::coordinator {
+namespace mddp::control {
 namespace {
 
 using ossl::bio_of;
@@ -126,4 +126,4 @@ bool is_loopback(const std::string& host) {
   return ::inet_pton(AF_INET6, host.c_str(), &v6) == 1 && IN6_IS_ADDR_LOOPBACK(&v6);
 }
 
-}  // namespace mddp::coordinator
+}  // namespace mddp::control

@@ -13,7 +13,7 @@
 
 #include "core/train/config.h"
 
-namespace mddp::coordinator {
+namespace mddp::control {
 
 nlohmann::json job_config_to_json(const train::TrainConfig& cfg);
 train::TrainConfig job_config_from_json(const nlohmann::json& j);
@@ -22,4 +22,4 @@ train::TrainConfig job_config_from_json(const nlohmann::json& j);
 std::string dump_job_config(const train::TrainConfig& cfg);
 train::TrainConfig parse_job_config(const std::string& text);
 
-}  // namespace mddp::coordinator
+}  // namespace mddp::control

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-namespace mddp::coordinator {
+namespace mddp::control {
 
 struct LabCertsOptions {
   std::vector<std::string> hosts;  // names or IP addresses ("name+alt+..."), at least one
@@ -32,4 +32,4 @@ struct LabCertsOptions {
 std::vector<std::filesystem::path> make_lab_certs(const std::filesystem::path& dir,
                                                   const LabCertsOptions& options);
 
-}  // namespace mddp::coordinator
+}  // namespace mddp::control

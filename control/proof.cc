@@ -1,8 +1,8 @@
-#include "coordinator/proof.h"
+#include "control/proof.h"
 
 #include "core/common/hmac.h"
 
-namespace mddp::coordinator {
+namespace mddp::control {
 
 std::string join_proof(std::string_view token, std::string_view job_id,
                        std::string_view server_nonce, std::string_view client_nonce,
@@ -17,4 +17,4 @@ std::string data_plane_key(std::string_view token, std::string_view job_id,
   return hmac_sha256(token, transcript({kDataLabel, job_id, attempt_nonce}));
 }
 
-}  // namespace mddp::coordinator
+}  // namespace mddp::control

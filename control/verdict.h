@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <string>
 
-namespace mddp::coordinator {
+namespace mddp::control {
 
 enum class Cause {
   kNone,
@@ -44,4 +44,4 @@ struct Verdict {
   int failed_rank() const;
 };
 
-}  // namespace mddp::coordinator
+}  // namespace mddp::control

@@ -14,28 +14,11 @@
 #include <mutex>
 #include <optional>
 #include <string>
-#include <vector>
 
+#include "control/fingerprint.h"
 #include "coordinator/outcome.h"
 
 namespace mddp::coordinator {
-
-struct Fingerprint {
-  struct Parameter {
-    std::string name;
-    std::vector<int64_t> shape;
-  };
-  std::string model;                          // Module::describe()
-  std::vector<Parameter> parameters;          // registration order
-  std::vector<std::vector<int64_t>> buckets;  // parameter indices per bucket
-  std::string dtype;                          // fp32 | fp16 | bf16
-  std::string version;                        // microddp version
-};
-
-// The differences of `mine` (rank `rank`) from rank 0's, "" when equal: at
-// most `max_items` items separated by "; ", then "(and K more)".
-std::string fingerprint_diff(const Fingerprint& mine, const Fingerprint& rank0,
-                             std::size_t max_items = 6);
 
 class FingerprintCheck {
  public:

@@ -1,6 +1,6 @@
-#include "coordinator/verdict.h"
+#include "control/verdict.h"
 
-namespace mddp::coordinator {
+namespace mddp::control {
 
 const char* to_string(Cause c) {
   switch (c) {
@@ -42,4 +42,4 @@ int Verdict::failed_rank() const {
   }
 }
 
-}  // namespace mddp::coordinator
+}  // namespace mddp::control

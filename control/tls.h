@@ -16,7 +16,7 @@
 #include <optional>
 #include <string>
 
-namespace mddp::coordinator {
+namespace mddp::control {
 
 // The flags as given (paths; "" = not given).
 struct TlsFlags {
@@ -46,4 +46,4 @@ std::optional<TlsConfig> load_tls(const TlsFlags& flags, TlsRole role);
 // Whether `host` (an interface to listen on) is this machine only.
 bool is_loopback(const std::string& host);
 
-}  // namespace mddp::coordinator
+}  // namespace mddp::control

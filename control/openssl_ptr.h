@@ -10,7 +10,7 @@
 #include <memory>
 #include <string>
 
-namespace mddp::coordinator::ossl {
+namespace mddp::control::ossl {
 
 template <class T, void (*Free)(T*)>
 struct Deleter {
@@ -26,4 +26,4 @@ inline BioPtr bio_of(const std::string& pem) {
   return BioPtr(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
 }
 
-}  // namespace mddp::coordinator::ossl
+}  // namespace mddp::control::ossl

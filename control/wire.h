@@ -1,21 +1,22 @@
 // Conversions between the control-plane messages (proto/microddp.proto) and
-// the plain structs of the coordinator and core. Shared by the coordinator
-// (service.cc) and the worker's client, so both read the wire the same way.
+// the plain structs of control/ and core/. Shared by the coordinator
+// (coordinator/service.cc) and the worker's client
+// (worker/coordinator_client.cc), so both read the wire the same way.
 #pragma once
 
 #include <cstdint>
 
-#include "coordinator/fingerprint.h"
-#include "coordinator/health.h"
-#include "coordinator/job_state.h"
-#include "coordinator/metrics_log.h"
-#include "coordinator/rendezvous.h"
-#include "coordinator/verdict.h"
+#include "control/fingerprint.h"
+#include "control/job_status.h"
+#include "control/join.h"
+#include "control/metrics_record.h"
+#include "control/progress.h"
+#include "control/verdict.h"
 #include "core/comm/types.h"
 #include "core/perf/step_metrics.h"
 #include "proto/microddp.pb.h"
 
-namespace mddp::coordinator {
+namespace mddp::control {
 
 JoinRequest from_proto(const v1::JoinRequest& m);
 
@@ -44,4 +45,4 @@ void to_proto(const comm::AlgoStep& s, v1::AlgoStep* out);
 MetricsRecord from_proto(const v1::StepMetrics& m);
 void to_proto(const perf::StepMetrics& m, int64_t time_unix_ns, v1::StepMetrics* out);
 
-}  // namespace mddp::coordinator
+}  // namespace mddp::control
