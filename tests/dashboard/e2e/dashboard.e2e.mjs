@@ -327,6 +327,18 @@ async function main() {
     }
   }
 
+  // A restart (the mock's, as --max-restarts makes one): the header counts
+  // the attempt and the loss chart draws a marker where it resumed.
+  if (MOCK) {
+    const res = await fetch(new URL('mock/restart', base), { method: 'POST' });
+    if (!res.ok) fail(`POST /mock/restart: HTTP ${res.status}`);
+    await waitFor('the header to show attempt 1', async () =>
+      /^1 \(1 restart\)$/.test((await page.locator('[data-k="attempt"]').innerText()).trim()), 15000);
+    await waitFor('a restart marker on the loss chart', async () =>
+      (await page.locator('#chart-loss').getAttribute('data-restarts-drawn')) === '1', 15000);
+    log('restart: attempt 1 in the header, one marker on the loss chart');
+  }
+
   // Problems so far count; after the kill the job ends and the page's
   // reconnect attempts to a coordinator that may be gone are expected.
   const healthy = problems.slice();
