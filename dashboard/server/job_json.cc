@@ -16,13 +16,23 @@ std::string dump_json(const json& j) {
 
 json job_json(const JobSnapshot& s) {
   json restarts = json::array();
-  for (const coordinator::Restart& r : s.restarts)
+  for (const coordinator::Restart& r : s.restarts) {
+    // Where the attempt resumed: known once its first record arrived.
+    json from_step = nullptr, steps_lost = nullptr;
+    for (const auto& resume : s.resumes)
+      if (resume.attempt == r.attempt) {
+        from_step = resume.from_step;
+        steps_lost = resume.steps_lost;
+      }
     restarts.push_back({{"attempt", r.attempt},
                         {"cause", control::to_string(r.verdict.cause)},
                         {"rank", r.verdict.rank},
                         {"host", r.verdict.host},
                         {"message", r.verdict.message},
-                        {"unix_ns", r.unix_ns}});
+                        {"unix_ns", r.unix_ns},
+                        {"from_step", from_step},
+                        {"steps_lost", steps_lost}});
+  }
   json evals = json::array();
   for (const EvalPoint& e : s.evals)
     evals.push_back({{"step", e.step}, {"loss", e.loss}, {"accuracy", e.accuracy}});

@@ -114,6 +114,7 @@ JobSnapshot Tracker::snapshot(TimePoint now) const {
   s.evals = evals_;
   s.records_total = job_.metrics_log().count();
   s.restarts = job_.restarts();
+  s.resumes = job_.metrics_log().resumes();
   s.attempt = s.restarts.empty() ? 0 : s.restarts.back().attempt;
   if (running_since_)
     s.elapsed_s = std::chrono::duration<double>(ended_at_.value_or(now) - *running_since_).count();

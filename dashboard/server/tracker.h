@@ -59,6 +59,9 @@ struct JobSnapshot {
   uint64_t records_total = 0;
   int attempt = 0;  // the job's attempt now (0: never restarted)
   std::vector<coordinator::Restart> restarts;  // why each attempt after the first formed
+  // Where each attempt after a restart resumed, once its first record came
+  // (the loss chart's restart markers).
+  std::vector<coordinator::MetricsLog::Resume> resumes;
   // The benchmark's alpha-beta fit for this job's link (transport `auto`:
   // shm when every rank is on one host, else tcp; algorithm `auto`: ring,
   // which carries the large buckets), from `microddp bench allreduce --fit`.

@@ -132,7 +132,7 @@ function draw() {
   drawRanks();
   const curves = store.curves();
   const evals = store.evalPoints();
-  views.loss.update(curves, evals);
+  views.loss.update(curves, evals, store.job?.restarts ?? []);
   views.acc.update(evals);
   views.phases.update(store.phaseMeans());
   views.overlap.update(curves);

@@ -52,10 +52,49 @@ const lineSeries = (label, colorVar, extra = {}) => ({
   label, stroke: cssVar(colorVar), width: 2, points: { show: false }, ...extra,
 });
 
+// A restart marker: a dashed vertical line at the step each later attempt
+// resumed after (`from_step` of /api/job's restarts), labelled with the
+// attempt, drawn over the loss curve by a uPlot draw hook.
+function restartMarkers(chart) {
+  return {
+    hooks: {
+      draw: [(u) => {
+        const { ctx, bbox } = u;
+        const px = uPlot.pxRatio;  // the canvas is in device pixels
+        ctx.save();
+        ctx.strokeStyle = cssVar('--warn');
+        ctx.fillStyle = cssVar('--warn');
+        ctx.lineWidth = 1.5 * px;
+        ctx.setLineDash([4 * px, 3 * px]);
+        ctx.font = `${11 * px}px sans-serif`;
+        let drawn = 0;
+        for (const r of chart.restarts) {
+          const x = Math.round(u.valToPos(r.from_step, 'x', true));
+          if (!(x >= bbox.left && x <= bbox.left + bbox.width)) continue;
+          drawn++;
+          ctx.beginPath();
+          ctx.moveTo(x, bbox.top);
+          ctx.lineTo(x, bbox.top + bbox.height);
+          ctx.stroke();
+          // The label beside the line, on its left near the right edge.
+          const label = `restart ${r.attempt}`;
+          const w = ctx.measureText(label).width;
+          const lx = x + 4 * px + w > bbox.left + bbox.width ? x - 4 * px - w : x + 4 * px;
+          ctx.fillText(label, lx, bbox.top + 12 * px);
+        }
+        ctx.restore();
+        chart.container.dataset.restartsDrawn = String(drawn);  // for the browser test
+      }],
+    },
+  };
+}
+
 export class LossChart {
   constructor(container) {
     this.container = container;
+    this.restarts = [];  // [{attempt, from_step}] with a known from_step
     this.chart = new Chart(container, () => ({
+      plugins: [restartMarkers(this)],
       scales: { x: { time: false } },
       // Tick labels in significant digits: uPlot's default (the locale's
       // format) stops at 3 decimals, so a loss near 1e-4 read 0, 0, 0.
@@ -72,7 +111,9 @@ export class LossChart {
     }), [[], [], []]);
   }
 
-  update(curves, evals) {
+  update(curves, evals, restarts = []) {
+    this.restarts = restarts.filter((r) => Number.isFinite(r.from_step));
+    this.container.dataset.restarts = String(this.restarts.length);
     const byStep = new Map(evals.map((e) => [e.step, e.loss]));
     const uniq = [...new Set([...curves.xs, ...byStep.keys()])].sort((a, b) => a - b);
     const lossAt = new Map(curves.xs.map((x, i) => [x, curves.loss[i]]));

@@ -17,6 +17,7 @@
 
 #include "client.h"
 #include "core/perf/cost_model.h"
+#include "dashboard/server/job_json.h"
 #include "fixture.h"
 
 namespace mddp::dashboard::test {
@@ -49,6 +50,26 @@ TEST_F(DashboardTest, ServesThePageAndTheJob) {
   EXPECT_EQ(ranks[1]["host"], "host1");
   EXPECT_EQ(ranks[1]["pid"], 1001);
   EXPECT_EQ(ranks[1]["state"], "running");
+}
+
+// /api/job's restarts say where each attempt resumed once its first record
+// came (the loss chart's markers), and null before.
+TEST(JobJson, RestartsSayWhereEachAttemptResumed) {
+  JobSnapshot s;
+  coordinator::Verdict killed;
+  killed.cause = coordinator::Cause::kProcessDied;
+  killed.rank = 1;
+  killed.host = "host1";
+  s.restarts = {{1, killed, 111}, {2, killed, 222}};
+  s.resumes = {{.attempt = 1, .from_step = 50, .steps_lost = 7, .superseded = 14}};
+  const json j = job_json(s);
+  ASSERT_EQ(j["restarts"].size(), 2u);
+  EXPECT_EQ(j["restarts"][0]["attempt"], 1);
+  EXPECT_EQ(j["restarts"][0]["rank"], 1);
+  EXPECT_EQ(j["restarts"][0]["from_step"], 50);
+  EXPECT_EQ(j["restarts"][0]["steps_lost"], 7);
+  EXPECT_TRUE(j["restarts"][1]["from_step"].is_null()) << "attempt 2 has sent no record yet";
+  EXPECT_TRUE(j["restarts"][1]["steps_lost"].is_null());
 }
 
 // Each rank's device, threads and CPUs as its worker reported them in a

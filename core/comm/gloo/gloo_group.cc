@@ -34,6 +34,8 @@
 #include <gloo/rendezvous/context.h>
 #include <gloo/transport/tcp/device.h>
 
+#include <netdb.h>
+
 #include <atomic>
 #include <csignal>
 #include <cctype>
@@ -288,6 +290,15 @@ std::unique_ptr<ProcessGroup> connect_gloo(Store& store, int rank, int size, con
   // as "rank N died" when a link was cut). Ignored, the write fails with
   // EPIPE and gloo throws an IoException ("Broken pipe"), reported below.
   ::signal(SIGPIPE, SIG_IGN);
+  // Debian's gloo resolves the address without checking getaddrinfo's
+  // result: a name that does not resolve crashed the process (SIGSEGV in
+  // CreateDeviceAttr) where an error was meant. Resolve it here first.
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (const int rc = ::getaddrinfo(options.bind_host.c_str(), nullptr, &hints, &found); rc != 0)
+    throw InputError(str("gloo cannot use the data-plane address ", options.bind_host, ": ", ::gai_strerror(rc)));
+  ::freeaddrinfo(found);
   ::gloo::transport::tcp::attr attr;
   attr.hostname = options.bind_host;
   std::shared_ptr<::gloo::transport::Device> device;

@@ -208,10 +208,14 @@ async function main() {
     fail(`the rank table does not flag the ${overOnPage} ranks of the mock's oversubscribed host on its first page`);
 
   // Loss chart: points now, more a little later (an attached job may be over).
+  // At 1,000 ranks the mock steps every 0.78 s and the page folds 1,000
+  // records a step: on a loaded 2-core machine a new point took over 20 s
+  // (seen in CI's neighbourhood), so the wait is generous; it asserts
+  // liveness, not speed.
   const points = () => page.locator('#chart-loss').evaluate((e) => Number(e.dataset.points));
   const first = await waitFor('the loss chart to have points', async () => { const n = await points(); return n > 0 ? n : 0; });
   if (!ATTACH) {
-    const second = await waitFor(`the loss chart to grow beyond ${first} points`, async () => { const n = await points(); return n > first ? n : 0; }, 20000);
+    const second = await waitFor(`the loss chart to grow beyond ${first} points`, async () => { const n = await points(); return n > first ? n : 0; }, 60000);
     log(`loss chart: ${first} points, then ${second}`);
   } else log(`loss chart: ${first} points`);
   const canvas = await page.locator('#chart-loss canvas').count();
@@ -325,6 +329,18 @@ async function main() {
       if (!svgText.startsWith('<svg') || panels !== ringSteps) fail(`the exported SVG has ${panels} step panels, expected ${ringSteps}`);
       log(`collectives: export ${download.suggestedFilename()} with ${panels} panels`);
     }
+  }
+
+  // A restart (the mock's, as --max-restarts makes one): the header counts
+  // the attempt and the loss chart draws a marker where it resumed.
+  if (MOCK) {
+    const res = await fetch(new URL('mock/restart', base), { method: 'POST' });
+    if (!res.ok) fail(`POST /mock/restart: HTTP ${res.status}`);
+    await waitFor('the header to show attempt 1', async () =>
+      /^1 \(1 restart\)$/.test((await page.locator('[data-k="attempt"]').innerText()).trim()), 15000);
+    await waitFor('a restart marker on the loss chart', async () =>
+      (await page.locator('#chart-loss').getAttribute('data-restarts-drawn')) === '1', 15000);
+    log('restart: attempt 1 in the header, one marker on the loss chart');
   }
 
   // Problems so far count; after the kill the job ends and the page's

@@ -8,7 +8,9 @@
 //
 // Rank 1 (rank 0 of one) fails at step STEP, or when POST /mock/fail asks
 // (the browser test, once it has checked the running job: at 1,000 ranks
-// the simulation's pace depends on the machine's load).
+// the simulation's pace depends on the machine's load). POST /mock/restart
+// restarts the job as --max-restarts would: the next attempt resumes from
+// the last multiple of 50 steps (its checkpoint), as /api/job then says.
 // Prints "listening on http://127.0.0.1:PORT/" once it serves.
 
 import { createHash } from 'node:crypto';
@@ -38,6 +40,7 @@ const tail = [];
 const evals = [];
 const clients = new Set();
 let state = 'running', failure = null, failedRank = -1, failedAt = 0;
+const restarts = [];
 const origin = BigInt(Date.now()) * 1000000n;
 
 function stepRecords(s) {
@@ -71,7 +74,7 @@ function job() {
   const el = (Date.now() - start) / 1000;
   const sps = state === 'running' ? (64 * 1000) / STEP_MS : 0;
   return {
-    job_id: 'mock', state, world_size: N, backend: 'cpu', transport: 'shm', algorithm: 'ring', ddp: 'bucketed',
+    job_id: 'mock', state, world_size: N, max_world_size: N, attempt: restarts.length, restarts, backend: 'cpu', transport: 'shm', algorithm: 'ring', ddp: 'bucketed',
     compress: 'none', model: 'mlp', global_batch: 64, step, total_steps: TOTAL, samples_per_s: sps,
     eta_s: state === 'running' ? ((TOTAL - step) * STEP_MS) / 1000 : null, elapsed_s: el,
     loss: tail.length ? tail[tail.length - 1].loss : 0, eval: evals, failure, failed_rank: failedRank,
@@ -172,6 +175,16 @@ function fail() {
   failure = `rank ${failedRank} (host-0, pid ${40000 + failedRank}) left: killed by signal 9 (SIGKILL); the others stopped at step ${step}`;
   broadcast({ type: 'job', job: job(), ranks: ranks() });
 }
+function restart() {
+  const fromStep = step - (step % 50);
+  restarts.push({
+    attempt: restarts.length + 1, cause: 'signal', rank: Math.min(1, N - 1), host: 'host-0',
+    message: `killed by signal 9 (SIGKILL) during step ${step}`, unix_ns: Date.now() * 1e6,
+    from_step: fromStep, steps_lost: step - fromStep,
+  });
+  step = fromStep;
+  broadcast({ type: 'job', job: job(), ranks: ranks() });
+}
 const timer = setInterval(() => {
   if (state !== 'running') return;
   step++;
@@ -198,6 +211,10 @@ const server = createServer(async (req, res) => {
   const url = new URL(req.url, 'http://x');
   const json = (o) => { if (o === null) { res.writeHead(404).end('{}'); return; } res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify(o)); };
   const p = url.pathname;
+  if (p === '/mock/restart' && req.method === 'POST') {
+    if (state === 'running') restart();
+    return json({ state, attempt: restarts.length });
+  }
   if (p === '/mock/fail' && req.method === 'POST') {
     if (state === 'running') fail();
     return json({ state });
