@@ -56,8 +56,8 @@ TEST_F(DashboardTest, ServesThePageAndTheJob) {
 // came (the loss chart's markers), and null before.
 TEST(JobJson, RestartsSayWhereEachAttemptResumed) {
   JobSnapshot s;
-  coordinator::Verdict killed;
-  killed.cause = coordinator::Cause::kProcessDied;
+  control::Verdict killed;
+  killed.cause = control::Cause::kProcessDied;
   killed.rank = 1;
   killed.host = "host1";
   s.restarts = {{1, killed, 111}, {2, killed, 222}};
