@@ -6,6 +6,10 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${MICRODDP_BUILD_DIR:-$ROOT/build}"
 JOBS="${JOBS:-$(nproc)}"
+# ccache keys on paths relative to the checkout, so a fresh clone in another
+# folder (CI's) reuses what an earlier build of the same sources compiled;
+# the build directory's own path is not hashed either (sanitizer builds use -g).
+export CCACHE_BASEDIR="$ROOT" CCACHE_NOHASHDIR=1
 
 # What compiles microddp, all from Debian's archive (deploy/Dockerfile
 # installs these in its build stage too).
