@@ -69,8 +69,11 @@ function restartMarkers(chart) {
         ctx.font = `${11 * px}px sans-serif`;
         let drawn = 0;
         for (const r of chart.restarts) {
-          const x = Math.round(u.valToPos(r.from_step, 'x', true));
-          if (!(x >= bbox.left && x <= bbox.left + bbox.width)) continue;
+          // A resume from before the first plotted step (step 0: no
+          // checkpoint yet) is marked at the left edge.
+          const pos = u.valToPos(r.from_step, 'x', true);
+          if (!Number.isFinite(pos)) continue;
+          const x = Math.round(Math.min(Math.max(pos, bbox.left), bbox.left + bbox.width));
           drawn++;
           ctx.beginPath();
           ctx.moveTo(x, bbox.top);

@@ -14,6 +14,8 @@ const NS = 'http://www.w3.org/2000/svg';
 const PLAY_MS = 4000;    // one all-reduce plays in about this long ...
 const HOLD_MS = 800;     // ... then holds before it starts again
 const SIZE = 300;        // each ring's drawing, px
+const MANY_RANKS = 64;   // past this many ranks ...
+const FRAME_MS_MANY = 100;  // ... a frame at most every 100 ms
 const LABELS_UP_TO = 16; // ranks and block numbers are written up to this many ranks
 
 function svg(tag, attrs = {}, text) {
@@ -103,8 +105,31 @@ export class CollectivesView {
       else this.pausedAt = performance.now() - this.t0;
     });
     this.exportBtn.addEventListener('click', () => this.exportSvg());
-    const tick = () => { this.draw(); requestAnimationFrame(tick); };
+    this.rings();
+    // At most every FRAME_MS_MANY at scale: a 1,000-rank ring has hundreds
+    // of arrows in flight, and 60 redraws a second of them left the rest
+    // of the page (charts, rank table) minutes behind the job.
+    let last = 0;
+    const tick = (now) => {
+      if (!(this.timing?.n > MANY_RANKS) || now - last >= FRAME_MS_MANY) {
+        last = now;
+        this.draw();
+      }
+      requestAnimationFrame(tick);
+    };
     requestAnimationFrame(tick);
+  }
+
+  // Both rings' nodes, drawn once per layout (a frame redraws the arrows
+  // only), each with an empty layer for the arrows.
+  rings() {
+    const T = this.timing;
+    this.arrowLayers = [this.measuredSvg, this.modelSvg].map((svgEl, i) => {
+      const layer = svg('g', { class: 'arrows' });
+      svgEl.replaceChildren(arrowHead(i ? 'coll-head-model' : 'coll-head-measured'));
+      if (T) svgEl.append(ringNodes(T.n, SIZE, T.nodeR), layer);
+      return layer;
+    });
   }
 
   chosenStep() { return this.stepSel.value === 'latest' ? null : Number(this.stepSel.value); }
@@ -141,6 +166,7 @@ export class CollectivesView {
     this.timing = null;
     this.shownCurrent = undefined;  // the table is rebuilt: mark its row again
     if (!c || !c.steps.length) {
+      this.rings();
       this.caption.textContent = data ? `Step ${data.step} carries no all-reduce steps (only every 10th step is traced, and a one-rank job or NCCL has none).` : 'No traced step yet: every 10th step carries its all-reduces\' steps.';
       this.table.replaceChildren();
       return;
@@ -158,6 +184,7 @@ export class CollectivesView {
       end: Math.max(...s.transfers.map((x) => x.end_ms)) - c.start_ms,
     }));
     this.timing = { n, c, model, windows, total, nodeR: Math.max(3, Math.min(16, (SIZE * 1.1) / n / 2)) };
+    this.rings();
     const fit = data.fit;
     this.caption.textContent = `Step ${data.step}, bucket ${c.bucket} (${bytes(c.bytes)}, ${c.algorithm} over ${n} ranks): `
       + `${c.steps.length} steps, ${ms(span)} from the first rank's start to the last rank's end`
@@ -181,14 +208,11 @@ export class CollectivesView {
   draw() {
     const T = this.timing;
     const elapsed = this.playing ? performance.now() - this.t0 : (this.pausedAt ?? 0);
-    for (const [svgEl, isModel] of [[this.measuredSvg, false], [this.modelSvg, true]]) {
+    for (const [layer, isModel] of [[this.arrowLayers[0], false], [this.arrowLayers[1], true]]) {
       const head = `coll-head-${isModel ? 'model' : 'measured'}`;
-      svgEl.replaceChildren(arrowHead(head));
-      if (!T) continue;
-      svgEl.append(ringNodes(T.n, SIZE, T.nodeR));
-      if (isModel && !this.data.fit) continue;
+      if (!T || (isModel && !this.data.fit)) continue;
       const t = ((elapsed % (PLAY_MS + HOLD_MS)) / PLAY_MS) * T.total;  // ms of the all-reduce
-      const g = svg('g', { class: 'arrows' });
+      const g = [];
       T.c.steps.forEach((s, i) => {
         const w = isModel ? T.model[i] : T.windows[i];
         if (t < w.start || t > w.end) return;
@@ -196,11 +220,11 @@ export class CollectivesView {
           if (x.to < 0) continue;
           const [a, b] = isModel ? [T.model[i].start, T.model[i].end] : [x.start_ms - T.c.start_ms, x.end_ms - T.c.start_ms];
           if (t < a || t > b) continue;
-          g.append(arrow(x.rank, x.to, T.n, SIZE, T.nodeR, blockLabel(x.send_block), b > a ? (t - a) / (b - a) : 1, head));
+          g.push(arrow(x.rank, x.to, T.n, SIZE, T.nodeR, blockLabel(x.send_block), b > a ? (t - a) / (b - a) : 1, head));
         }
         if (!isModel && s.transfers.some((x) => t >= x.start_ms - T.c.start_ms && t <= x.end_ms - T.c.start_ms)) this.current = i;
       });
-      svgEl.append(g);
+      layer.replaceChildren(...g);
     }
     if (T) {
       this.box.dataset.current = String(this.current ?? 0);
