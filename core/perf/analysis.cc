@@ -222,6 +222,20 @@ void add_notes(Analysis& a, const AnalyzeOptions& o, int64_t incomplete) {
   }
 }
 
+// EvalPoint::train_s for each evaluation: the slowest rank's step time,
+// summed over the steps up to the evaluation's (all of them must be logged).
+void set_train_time(const std::vector<StepMetrics>& records, std::vector<EvalPoint>& evals) {
+  std::map<int64_t, double> slowest_ms;
+  for (const auto& r : records)
+    if (!r.eval) slowest_ms[r.step] = std::max(slowest_ms[r.step], r.step_ms);
+  for (auto& e : evals) {
+    double ms = 0;
+    int64_t n = 0;
+    for (auto it = slowest_ms.begin(); it != slowest_ms.end() && it->first <= e.step; ++it, ++n) ms += it->second;
+    e.train_s = n == e.step ? ms / 1000 : 0;
+  }
+}
+
 }  // namespace
 
 std::string resolve_algorithm(const std::string& algorithm, std::size_t bytes, int world_size) {
@@ -277,6 +291,7 @@ Analysis analyze(const RunLog& run, const AnalyzeOptions& o) {
     steps.insert(r.step);
   }
   a.steps_in_log = static_cast<int64_t>(steps.size());
+  set_train_time(run.records, a.evals);
   Steps complete = complete_steps(run.records, world);
   if (complete.empty())
     throw InputError(str(run.dir.string(), "/metrics.jsonl holds no complete training step (",

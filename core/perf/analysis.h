@@ -126,6 +126,10 @@ struct StepPoint {
 struct EvalPoint {
   int64_t step = 0;
   double loss = 0, accuracy = -1;
+  // Training time until this evaluation: the sum over steps 1..step of the
+  // slowest rank's step time (evaluations and start-up not counted), the
+  // time-to-accuracy measure. 0 when the log lacks some of those steps.
+  double train_s = 0;
 };
 
 // The hierarchical all-reduce's two levels (comm::StepLevel), from the

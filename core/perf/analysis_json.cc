@@ -61,7 +61,9 @@ nlohmann::json to_json(const Analysis& a) {
               {"predicted_cross_host_ms_per_step", predicted(l->predicted_cross_host_ms)}};
   }
   nlohmann::json evals = nlohmann::json::array();
-  for (const auto& e : a.evals) evals.push_back({{"step", e.step}, {"loss", e.loss}, {"accuracy", e.accuracy}});
+  for (const auto& e : a.evals) 
+    evals.push_back({{"step", e.step}, {"loss", e.loss}, {"accuracy", e.accuracy},
+                     {"train_s", e.train_s > 0 ? nlohmann::json(e.train_s) : nlohmann::json(nullptr)}});
   return {
       {"run_dir", a.dir.string()},
       {"config",

@@ -7,10 +7,12 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <limits>
 #include <vector>
 
 #include "core/common/half.h"
+#include "core/common/half_convert.h"
 #include "core/comm/reduce_kernels.h"
 
 namespace mddp::comm {
@@ -52,6 +54,38 @@ TEST(HalfTest, FloatToFp16MatchesHardwareRounding) {
       ASSERT_TRUE(std::isnan(fp16_to_float(got))) << std::hex << bits;
     } else {
       ASSERT_EQ(got, want) << "float bits 0x" << std::hex << bits << " = " << f;
+    }
+  }
+}
+
+// The buffer conversions (F16C where the CPU has it) against the scalar
+// ones above: every fp16, and the float sample, at an odd offset and length
+// so both the 8-wide body and the scalar tail run. NaN stays NaN (its payload
+// is unspecified, as for the scalar conversion).
+TEST(HalfTest, BufferConversionsAgreeWithTheScalarOnes) {
+  std::printf("fp16 buffers convert with %s\n", fp16_uses_f16c() ? "F16C" : "the scalar loop");
+  std::vector<uint16_t> halves(1 + 65536 + 5);
+  for (std::size_t i = 0; i < halves.size(); ++i) halves[i] = static_cast<uint16_t>(i * 40503u);  // odd: a permutation
+  std::vector<float> widened(halves.size());
+  fp16_to_float_n(halves.data() + 1, halves.size() - 1, widened.data() + 1);
+  for (std::size_t i = 1; i < halves.size(); ++i) {
+    const float want = fp16_to_float(halves[i]);
+    if (std::isnan(want)) {
+      ASSERT_TRUE(std::isnan(widened[i])) << std::hex << halves[i];
+    } else {
+      ASSERT_EQ(std::bit_cast<uint32_t>(widened[i]), std::bit_cast<uint32_t>(want)) << std::hex << halves[i];
+    }
+  }
+  std::vector<float> floats;
+  for (uint32_t bits : sample_patterns()) floats.push_back(std::bit_cast<float>(bits));
+  floats.resize(floats.size() | 1);  // odd, so the tail runs
+  std::vector<uint16_t> narrowed(floats.size());
+  float_to_fp16_n(floats.data() + 1, floats.size() - 1, narrowed.data() + 1);
+  for (std::size_t i = 1; i < floats.size(); ++i) {
+    if (std::isnan(floats[i])) {
+      ASSERT_TRUE(std::isnan(fp16_to_float(narrowed[i]))) << std::hex << std::bit_cast<uint32_t>(floats[i]);
+    } else {
+      ASSERT_EQ(narrowed[i], float_to_fp16(floats[i])) << std::hex << std::bit_cast<uint32_t>(floats[i]);
     }
   }
 }

@@ -370,6 +370,45 @@ TEST(Analysis, MissingOrEmptyRunDirIsAClearError) {
   std::filesystem::remove_all(dir);
 }
 
+// Time to accuracy: each evaluation carries the training time until it, the
+// slowest rank's step times summed over the steps up to it; a log missing one
+// of those steps gives no time rather than a short one.
+TEST(Analysis, EvaluationsCarryTheTrainingTimeUntilThem) {
+  std::vector<StepMetrics> log = make_log(sized(2, 12));
+  for (auto& m : log) {
+    ++m.step;  // the trainer's steps count from 1
+    if (m.rank == 1) m.step_ms += 0.5 * static_cast<double>(m.step % 3);  // rank 1 sometimes slower
+  }
+  double want6 = 0, want12 = 0;
+  for (int64_t step = 1; step <= 12; ++step) {
+    double slowest = 0;
+    for (const auto& m : log)
+      if (m.step == step) slowest = std::max(slowest, m.step_ms);
+    want12 += slowest;
+    if (step <= 6) want6 += slowest;
+  }
+  for (int64_t step : {6, 12}) {
+    StepMetrics eval;
+    eval.eval = true;
+    eval.step = step;
+    eval.eval_accuracy = 0.5;
+    log.push_back(eval);
+  }
+  RunLog run{"synthetic", log, {}, {}, {}};
+  run.config.world_size = 2;
+  Analysis a = analyze(run, {});
+  ASSERT_EQ(a.evals.size(), 2u);
+  EXPECT_NEAR(a.evals[0].train_s, want6 / 1000, 1e-12);
+  EXPECT_NEAR(a.evals[1].train_s, want12 / 1000, 1e-12);
+  EXPECT_GT(a.evals[1].train_s, a.evals[0].train_s);
+  EXPECT_EQ(to_json(a)["evals"][1]["train_s"].get<double>(), a.evals[1].train_s);
+
+  std::erase_if(run.records, [](const StepMetrics& m) { return !m.eval && m.step == 3; });
+  a = analyze(run, {});
+  EXPECT_EQ(a.evals[0].train_s, 0);
+  EXPECT_TRUE(to_json(a)["evals"][0]["train_s"].is_null());
+}
+
 TEST(Analysis, LoadRunReadsTheLogAndJobJson) {
   const auto dir = temp_dir("load");
   {
