@@ -49,6 +49,7 @@
 #include "core/comm/gloo/gloo_store.h"
 #include "core/comm/progress_queue.h"
 #include "core/comm/reduce_kernels.h"
+#include "core/comm/transport/tcp/socket.h"
 
 namespace mddp::comm::gloo {
 namespace {
@@ -293,12 +294,11 @@ std::unique_ptr<ProcessGroup> connect_gloo(Store& store, int rank, int size, con
   // Debian's gloo resolves the address without checking getaddrinfo's
   // result: a name that does not resolve crashed the process (SIGSEGV in
   // CreateDeviceAttr) where an error was meant. Resolve it here first.
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  if (const int rc = ::getaddrinfo(options.bind_host.c_str(), nullptr, &hints, &found); rc != 0)
-    throw InputError(str("gloo cannot use the data-plane address ", options.bind_host, ": ", ::gai_strerror(rc)));
-  ::freeaddrinfo(found);
+  try {
+    tcp::resolve(options.bind_host, 0, true);
+  } catch (const CommError& e) {
+    throw InputError(str("gloo cannot use the data-plane address ", options.bind_host, ": ", e.what()));
+  }
   ::gloo::transport::tcp::attr attr;
   attr.hostname = options.bind_host;
   std::shared_ptr<::gloo::transport::Device> device;

@@ -30,27 +30,6 @@ int sysctl_int(const char* path) {
   return (in >> v) ? static_cast<int>(std::min<long long>(v, 1 << 30)) : 0;
 }
 
-struct AddrInfo {
-  addrinfo* list = nullptr;
-  ~AddrInfo() {
-    if (list) ::freeaddrinfo(list);
-  }
-};
-
-AddrInfo resolve(const std::string& host, int port, bool passive) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = passive ? AI_PASSIVE : 0;
-  AddrInfo ai;
-  const std::string service = std::to_string(port);
-  int rc = ::getaddrinfo(host.empty() ? nullptr : host.c_str(), service.c_str(), &hints, &ai.list);
-  if (rc != 0 || ai.list == nullptr)
-    throw CommError(str("cannot resolve host '", host, "': ", ::gai_strerror(rc),
-                        " (check --bind-host / the published data-plane address)"));
-  return ai;
-}
-
 void set_flags(int fd) {
   int fl = ::fcntl(fd, F_GETFL);
   ::fcntl(fd, F_SETFL, fl | O_NONBLOCK);
@@ -66,6 +45,24 @@ void set_buffers(int fd) {
 }
 
 }  // namespace
+
+AddrInfo::~AddrInfo() {
+  if (list) ::freeaddrinfo(list);
+}
+
+AddrInfo resolve(const std::string& host, int port, bool passive) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = passive ? AI_PASSIVE : 0;
+  AddrInfo ai;
+  const std::string service = std::to_string(port);
+  int rc = ::getaddrinfo(host.empty() ? nullptr : host.c_str(), service.c_str(), &hints, &ai.list);
+  if (rc != 0 || ai.list == nullptr)
+    throw CommError(str("cannot resolve host '", host, "': ", ::gai_strerror(rc),
+                        " (check --bind-host / the published data-plane address)"));
+  return ai;
+}
 
 void Fd::reset() {
   if (fd_ >= 0) ::close(fd_);

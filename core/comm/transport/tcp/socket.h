@@ -7,6 +7,8 @@
 #include <string>
 #include <utility>
 
+struct addrinfo;
+
 namespace mddp::comm::tcp {
 
 // Owns a file descriptor; closes it on destruction.
@@ -30,6 +32,18 @@ class Fd {
  private:
   int fd_ = -1;
 };
+
+// getaddrinfo's list for host:port; frees it on destruction.
+struct AddrInfo {
+  addrinfo* list = nullptr;
+  AddrInfo() = default;
+  AddrInfo(AddrInfo&& o) noexcept : list(std::exchange(o.list, nullptr)) {}
+  AddrInfo& operator=(AddrInfo&&) = delete;
+  ~AddrInfo();
+};
+// The addresses of host:port (passive: to bind; an empty host is every local
+// address). Throws CommError naming the host when it does not resolve.
+AddrInfo resolve(const std::string& host, int port, bool passive);
 
 // "host:port" / "[v6addr]:port" <-> parts. Throws InputError on a malformed address.
 std::pair<std::string, int> split_host_port(const std::string& addr);
