@@ -20,10 +20,11 @@ TEST_P(AsyncTest, IssuedBeforeWaitingCompleteInOrder) {
     for (int k = 0; k < kOps; ++k) bufs.push_back(make_input(DataType::kFloat32, count, r));
     float token = r == 2 ? 42.0f : 0.0f;
     std::vector<WorkPtr> works;
-    const Algorithm algos[] = {Algorithm::kRing, Algorithm::kTree, Algorithm::kNaive};
+    const Algorithm algos[] = {Algorithm::kRing, Algorithm::kTree, Algorithm::kNaive,
+                               Algorithm::kDoubling};
     for (int k = 0; k < kOps; ++k) {
       works.push_back(
-          comm.all_reduce(bufs[k].data(), count, DataType::kFloat32, ReduceOp::kSum, algos[k % 3]));
+          comm.all_reduce(bufs[k].data(), count, DataType::kFloat32, ReduceOp::kSum, algos[k % 4]));
       if (k == kOps / 2) works.push_back(comm.broadcast(&token, 1, DataType::kFloat32, 2));
     }
     works.push_back(comm.barrier());

@@ -41,4 +41,23 @@ Algorithm choose_all_reduce_algorithm(std::size_t bytes, int world) {
   return static_cast<double>(bytes) < crossover ? Algorithm::kTree : Algorithm::kRing;
 }
 
+// The enum's flat algorithms as functions (algorithms.h).
+AllReduceFn flat_all_reduce(Algorithm a) {
+  switch (a) {
+    case Algorithm::kRing:
+      return all_reduce_ring;
+    case Algorithm::kNaive:
+      return all_reduce_naive;
+    case Algorithm::kTree:
+      return all_reduce_tree;
+    case Algorithm::kDoubling:
+      return all_reduce_doubling;
+    case Algorithm::kAuto:
+    case Algorithm::kHierarchical:
+      break;
+  }
+  MDDP_CHECK(false, "not a flat all-reduce algorithm: ", to_string(a));
+  return nullptr;
+}
+
 }  // namespace mddp::comm

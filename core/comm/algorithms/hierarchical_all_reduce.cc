@@ -104,10 +104,8 @@ void all_reduce_hierarchical(const AlgoContext& ctx, const HostLevels& levels, v
       cross_trace.begin_group(p.owners);
       const AlgoContext c = group_context(ctx, across, cross_trace);
       void* piece = at(data, p.begin, t);
-      if (choose_all_reduce_algorithm(bytes_of(p.count, t), c.size) == Algorithm::kTree)
-        all_reduce_tree(c, piece, p.count, t, sum);
-      else
-        all_reduce_ring(c, piece, p.count, t, sum);
+      const Algorithm algorithm = choose_all_reduce_algorithm(bytes_of(p.count, t), c.size);
+      flat_all_reduce(algorithm)(c, piece, p.count, t, sum);
     }
   }
 
