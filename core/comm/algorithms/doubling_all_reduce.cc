@@ -59,6 +59,7 @@
 // Against the tree's 2 ceil(log2 n) rounds of S it takes fewer steps and
 // reduces as much; the price is that all n ranks send S at once in every
 // round.
+// choose_all_reduce_algorithm (auto_select.cc) picks it for small messages.
 //
 // Memory: one scratch buffer of S for the incoming partial result (the ring
 // needs one segment).
