@@ -207,7 +207,7 @@ void register_analyze(CLI::App& app) {
   cmd->add_option("--transport", args->transport, "the job's transport, when job.json is absent or says auto")
       ->check(CLI::IsMember({"tcp", "shm", "nccl"}));
   cmd->add_option("--algo", args->algorithm, "the job's all-reduce algorithm (default: job.json, else auto)")
-      ->check(CLI::IsMember({"auto", "ring", "tree", "naive", "hierarchical"}));
+      ->check(CLI::IsMember({"auto", "ring", "tree", "naive", "doubling", "hierarchical"}));
   cmd->add_option("--batch", args->batch, "the job's global batch, for samples/s (default: job.json)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--warmup", args->options.warmup_steps, "complete steps to skip at the start")

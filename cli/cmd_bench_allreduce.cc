@@ -294,7 +294,7 @@ void register_bench_allreduce(CLI::App& bench) {
       ->capture_default_str();
   cmd->add_option("--iters", o->iters, "timed all-reduces per size")->capture_default_str();
   cmd->add_option("--warmup", o->warmup, "untimed all-reduces per size")->capture_default_str();
-  cmd->add_option("--algo", o->algo, "ring | naive | tree | hierarchical | auto")->capture_default_str();
+  cmd->add_option("--algo", o->algo, "ring | naive | tree | doubling | hierarchical | auto")->capture_default_str();
   cmd->add_option("--transport", o->transport, "tcp | shm | auto (shm on one host)")
       ->capture_default_str();
   cmd->add_option("--dtype", o->dtype, "fp32 | bf16 | fp16 (16-bit on the wire, summed in fp32)")

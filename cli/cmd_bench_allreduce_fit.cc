@@ -43,7 +43,7 @@
 namespace mddp::cli {
 namespace {
 
-const std::vector<std::string> kAlgorithms = {"ring", "tree", "naive"};
+const std::vector<std::string> kAlgorithms = {"ring", "tree", "naive", "doubling"};
 
 std::vector<std::string> transports_of(const FitSweep& s, const FitFlags& f) {
   if (s.transport != "auto") return {s.transport};

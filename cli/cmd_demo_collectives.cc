@@ -167,7 +167,7 @@ void register_demo_collectives(CLI::App& demo) {
                                   "Each rank prints its tensor before and after every collective");
   cmd->add_option("--nproc", o->nproc, "ranks (forked processes on this host)")->check(CLI::Range(1, kMaxLocalRanks))
       ->capture_default_str();
-  cmd->add_option("--algo", o->algo, "all_reduce algorithm: ring | naive | tree | auto")
+  cmd->add_option("--algo", o->algo, "all_reduce algorithm: ring | naive | tree | doubling | auto")
       ->capture_default_str();
   cmd->callback([o] {
     comm::parse_algorithm(o->algo);

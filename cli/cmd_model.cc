@@ -209,8 +209,8 @@ void print_prediction(const ModelArgs& a, double bytes, const std::vector<Row>& 
   std::printf("# microddp model: %s all-reduce of %.0f bytes (%.2f MiB, %.3g fp32 parameters)\n",
               a.algorithm.c_str(), bytes, bytes / (1 << 20), bytes / 4);
   std::printf(
-      "# ring 2(n-1)(a + S/(n b)); tree 2 ceil(log2 n)(a + S/b); naive 2(n-1)(a + S/b); "
-      "busbw = S/t * 2(n-1)/n\n");
+      "# ring 2(n-1)(a + S/(n b)); tree 2 ceil(log2 n)(a + S/b); naive 2(n-1)(a + S/b);\n"
+      "# doubling (floor(log2 n) + 2 if n is not a power of 2)(a + S/b); busbw = S/t * 2(n-1)/n\n");
   if (hierarchical(a))
     std::printf(
         "# hierarchical, n = H hosts x L = %d ranks: 2(L-1)(a_l + S/(L b_l)) within hosts + "
@@ -432,8 +432,8 @@ void register_model(CLI::App& app) {
   cmd->add_option("--bytes", a->bytes, "gradient bytes all-reduced per step")->check(finite_above(0));
   cmd->add_option("--params", a->params, "parameters (fp32: 4 bytes each), instead of --bytes");
   cmd->add_option("--world-size", a->world_sizes, "ranks, or a list: 2,4,8")->capture_default_str();
-  cmd->add_option("--algorithm,--algo", a->algorithm, "ring | tree | naive | hierarchical")
-      ->check(CLI::IsMember({"ring", "tree", "naive", "hierarchical"}))
+  cmd->add_option("--algorithm,--algo", a->algorithm, "ring | tree | naive | doubling | hierarchical")
+      ->check(CLI::IsMember({"ring", "tree", "naive", "doubling", "hierarchical"}))
       ->capture_default_str();
   cmd->add_option("--ranks-per-host", a->ranks_per_host,
                   "hierarchical: the ranks on each host, L (world size = hosts x L)")

@@ -81,7 +81,7 @@ void add_ddp_flags(CLI::App& cmd, train::TrainConfig& cfg) {
       ->group(g)
       ->capture_default_str();
   cmd.add_option("--local-sgd", cfg.dist.local_sgd, "average parameters every K steps instead of gradients (0: off)")->group(g)->capture_default_str();
-  cmd.add_option("--algo", cfg.dist.algorithm, "all-reduce algorithm: auto (hierarchical on several hosts with several ranks each, else ring or tree by size), ring, naive, tree or hierarchical")->check(CLI::IsMember({"auto", "ring", "naive", "tree", "hierarchical"}))->group(g)->capture_default_str();
+  cmd.add_option("--algo", cfg.dist.algorithm, "all-reduce algorithm: auto (hierarchical on several hosts with several ranks each, else ring, tree or doubling by size), ring, naive, tree, doubling (recursive doubling) or hierarchical")->check(CLI::IsMember({"auto", "ring", "naive", "tree", "doubling", "hierarchical"}))->group(g)->capture_default_str();
   cmd.add_option("--backend", cfg.dist.backend, "who runs the collectives: auto (cpu on --device cpu, nccl on cuda), cpu (microddp's own), gloo (Debian's libgloo) or nccl")->check(CLI::IsMember({"auto", "cpu", "gloo", "nccl"}))->group(g)->capture_default_str();
   cmd.add_option("--transport", cfg.dist.transport, "data plane: auto (shm on one host), tcp or shm")->check(CLI::IsMember({"auto", "tcp", "shm"}))->group(g)->capture_default_str();
   cmd.add_option("--comm-timeout-ms", cfg.dist.timeout_ms, "fail a collective that waits longer than this")->check(CLI::Range(int64_t{1}, kMaxTimeoutMs))->group(g)->capture_default_str();

@@ -117,10 +117,7 @@ WorkPtr Communicator::all_reduce(void* data, int64_t count, DataType dtype, Redu
       all_reduce_hierarchical(ctx, levels, data, count, dtype, op);
     });
   }
-  using Fn = void (*)(const AlgoContext&, void*, int64_t, DataType, ReduceOp);
-  Fn fn = algorithm == Algorithm::kRing   ? all_reduce_ring
-          : algorithm == Algorithm::kTree ? all_reduce_tree
-                                          : all_reduce_naive;
+  const AllReduceFn fn = flat_all_reduce(algorithm);
   return impl_->submit(str("all_reduce(", to_string(algorithm), ")"), bytes,
                        [=](const AlgoContext& ctx) { fn(ctx, data, count, dtype, op); });
 }

@@ -14,10 +14,11 @@ constexpr std::array<std::pair<DataType, const char*>, 3> kDtypes{
     {{DataType::kFloat32, "fp32"}, {DataType::kFloat16, "fp16"}, {DataType::kBFloat16, "bf16"}}};
 constexpr std::array<std::pair<ReduceOp, const char*>, 4> kOps{
     {{ReduceOp::kSum, "sum"}, {ReduceOp::kAvg, "avg"}, {ReduceOp::kMax, "max"}, {ReduceOp::kMin, "min"}}};
-constexpr std::array<std::pair<Algorithm, const char*>, 5> kAlgorithms{{{Algorithm::kAuto, "auto"},
+constexpr std::array<std::pair<Algorithm, const char*>, 6> kAlgorithms{{{Algorithm::kAuto, "auto"},
                                                                         {Algorithm::kRing, "ring"},
                                                                         {Algorithm::kNaive, "naive"},
                                                                         {Algorithm::kTree, "tree"},
+                                                                        {Algorithm::kDoubling, "doubling"},
                                                                         {Algorithm::kHierarchical, "hierarchical"}}};
 constexpr std::array<std::pair<TransportKind, const char*>, 3> kTransports{
     {{TransportKind::kAuto, "auto"}, {TransportKind::kTcp, "tcp"}, {TransportKind::kShm, "shm"}}};

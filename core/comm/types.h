@@ -14,9 +14,10 @@ namespace mddp::comm {
 // 16-bit types travel as 16 bits and are accumulated in fp32.
 enum class DataType { kFloat32, kFloat16, kBFloat16 };
 enum class ReduceOp { kSum, kAvg, kMax, kMin };
+// kDoubling: recursive doubling (algorithms/doubling_all_reduce.cc);
 // kHierarchical: two levels, within hosts and across them
 // (algorithms/hierarchical_all_reduce.cc); all_reduce only.
-enum class Algorithm { kAuto, kRing, kNaive, kTree, kHierarchical };
+enum class Algorithm { kAuto, kRing, kNaive, kTree, kDoubling, kHierarchical };
 enum class TransportKind { kAuto, kTcp, kShm };
 
 std::size_t element_size(DataType t);
@@ -25,7 +26,7 @@ const char* to_string(ReduceOp op);
 const char* to_string(Algorithm a);
 const char* to_string(TransportKind k);
 // Parse the command-line spellings (fp32|fp16|bf16, sum|avg|max|min,
-// auto|ring|naive|tree|hierarchical, auto|tcp|shm); throw InputError listing the choices.
+// auto|ring|naive|tree|doubling|hierarchical, auto|tcp|shm); throw InputError listing the choices.
 DataType parse_dtype(const std::string& s);
 ReduceOp parse_reduce_op(const std::string& s);
 Algorithm parse_algorithm(const std::string& s);

@@ -35,7 +35,7 @@ struct RunConfig {
   int world_size = 0;         // from job.json, else the ranks seen in the log
   std::string transport;      // tcp | shm | auto | ""
   bool transport_inferred = false;  // `auto`/unknown resolved from the clock offsets
-  std::string algorithm;      // ring | tree | naive | auto | ""
+  std::string algorithm;      // ring | tree | naive | doubling | hierarchical | auto | ""
   std::string ddp;            // naive | hooked | bucketed | sharded | ""
   std::string compress;       // none | fp16 | bf16 | topk:R | powersgd:R | "" (what was sent)
   std::string precision;      // fp32 | bf16 | fp16 | "" (--precision: the GEMMs)

@@ -51,7 +51,7 @@ struct StepCollectives {
 };
 
 // From the records of one step (every rank's, any order). `algorithm` is the
-// job's --algo (auto | ring | tree | naive).
+// job's --algo (auto | ring | tree | naive | doubling).
 StepCollectives build_collectives(const std::vector<StepMetrics>& step_records, int world_size,
                                   const std::string& algorithm, const std::optional<LinkFit>& fit);
 

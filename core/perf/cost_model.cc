@@ -26,7 +26,12 @@ Shape shape_of(const std::string& algorithm, int n) {
     return {rounds, rounds};
   }
   if (algorithm == "naive") return {2.0 * (n - 1), 2.0 * (n - 1)};
-  throw InputError(str("unknown all-reduce algorithm '", algorithm, "' (ring, tree or naive)"));
+  if (algorithm == "doubling") {
+    const double steps = std::floor(std::log2(n)) + ((n & (n - 1)) != 0 ? 2 : 0);
+    return {steps, steps};
+  }
+  throw InputError(
+      str("unknown all-reduce algorithm '", algorithm, "' (ring, tree, naive or doubling)"));
 }
 
 }  // namespace

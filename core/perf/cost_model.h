@@ -4,6 +4,9 @@
 //   ring   2(n-1) steps of S/n bytes:        2(n-1) (alpha + S / (n beta))
 //   tree   2 ceil(log2 n) steps of S bytes:  2 ceil(log2 n) (alpha + S / beta)
 //   naive  rank 0 receives n-1 and sends n-1 full messages: 2(n-1)(alpha + S / beta)
+//   doubling  floor(log2 n) exchanges of S, 2 steps more (fold-in, send-back)
+//          when n is not a power of two:  (floor(log2 n) + 2[n != 2^k])(alpha + S / beta)
+//          (its reduction of S per step is not a term here: a fit's beta absorbs it)
 //   hierarchical (H hosts of L ranks, hierarchical_all_reduce.cc): a ring
 //          within each host, then rings of one rank per host that share the
 //          host's network link:  2(L-1)(a_l + S/(L b_l)) + 2(H-1)(a_g + S/(H b_g))
@@ -25,7 +28,7 @@ struct AlphaBeta {
 };
 
 // Predicted all-reduce time (seconds) of `bytes` on `world_size` ranks with
-// `algorithm` = ring | tree | naive. 0 when world_size <= 1.
+// `algorithm` = ring | tree | naive | doubling. 0 when world_size <= 1.
 double allreduce_seconds(const std::string& algorithm, double bytes, int world_size, const AlphaBeta& link);
 
 // The hierarchical all-reduce's two parts (seconds): within hosts over
@@ -82,7 +85,7 @@ double fit_r2(const std::string& algorithm, int world_size, const std::vector<Ti
 // `microddp analyze` / the dashboard read.
 struct LinkFit {
   std::string transport;  // tcp | shm | nccl
-  std::string algorithm;  // ring | tree | naive
+  std::string algorithm;  // ring | tree | naive | doubling
   int world_size = 0;
   AlphaBeta link;
   double r2 = 0;  // goodness of the fit

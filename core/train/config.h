@@ -22,7 +22,7 @@ struct DistConfig {
   double first_bucket_mb = 1.0;       // cap of the first bucket (MiB)
   std::string compress = "none";      // what DDP sends: ddp::parse_compression (none, fp16, bf16, topk:R, powersgd:R)
   int64_t local_sgd = 0;              // > 0: average parameters every K steps instead
-  std::string algorithm = "auto";     // auto | ring | naive | tree | hierarchical
+  std::string algorithm = "auto";     // auto | ring | naive | tree | doubling | hierarchical
   std::string transport = "auto";     // auto | tcp | shm
   // Who runs the collectives: auto (cpu on --device cpu, nccl on cuda),
   // cpu (microddp's own: tcp/shm and the algorithms of core/comm), gloo

@@ -256,6 +256,7 @@ export function predictedBusbw(fit, algorithm, bytesN, n) {
   let t;
   if (algorithm === 'tree') t = 2 * Math.ceil(Math.log2(n)) * (alpha + bytesN / beta);
   else if (algorithm === 'naive') t = 2 * (n - 1) * (alpha + bytesN / beta);
+  else if (algorithm === 'doubling') t = (Math.floor(Math.log2(n)) + (n & (n - 1) ? 2 : 0)) * (alpha + bytesN / beta);
   else t = 2 * (n - 1) * (alpha + bytesN / (n * beta));
   return (bytesN / t) * (2 * (n - 1) / n) / 1e9;
 }

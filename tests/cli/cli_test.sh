@@ -62,6 +62,10 @@ case "$SCENARIO" in
     "$BIN" demo hooks --nproc 2 >"$WORK/out" 2>&1 || { cat "$WORK/out"; fail "demo hooks"; }
     expect_in "bucket 0 launched" "$WORK/out"
     expect_in "grad ready   #33" "$WORK/out"
+    # demo collectives checks every value against the one worked out by hand (non-zero exit when one is wrong);
+    # recursive doubling on 3 ranks folds rank 1 into rank 0
+    "$BIN" demo collectives --nproc 3 --algo doubling >"$WORK/out" 2>&1 || { cat "$WORK/out"; fail "demo collectives --algo doubling"; }
+    expect_in "all_reduce(sum, doubling)" "$WORK/out"
     ;;
   bench_train)
     "$BIN" bench train --nproc 2 --width 64 --batch 32 --warmup 1 --iters 2 --json "$WORK/b.json" >"$WORK/out" 2>&1 \
@@ -159,15 +163,16 @@ case "$SCENARIO" in
       || { cat "$WORK/out"; fail "model"; }
     expect_in " 120.600 " "$WORK/out"
     # --params is fp32 (4 bytes each); tree 4 (0.1 + 80) = 320.4 ms; naive 6 (0.1 + 80) = 480.6 ms;
+    # doubling 2 (0.1 + 80) = 160.2 ms;
     # 400 ms of compute split over 4 ranks, no overlap: 100 + 120.6 = 220.6 ms, speedup 400 / 220.6 = 1.81
-    for algo in ring tree naive; do
+    for algo in ring tree naive doubling; do
       "$BIN" model --params 25000000 --world-size 4 --algorithm $algo --compute-ms 400 --json >"$WORK/$algo.json" 2>&1 \
         || { cat "$WORK/$algo.json"; fail "model --json ($algo)"; }
     done
     /usr/bin/python3 - "$WORK" <<'PY' || fail "model --json arithmetic"
 import json, sys
 w = sys.argv[1]
-want = {"ring": 120.6, "tree": 320.4, "naive": 480.6}
+want = {"ring": 120.6, "tree": 320.4, "naive": 480.6, "doubling": 160.2}
 for algo, ms in want.items():
     row = json.load(open(f"{w}/{algo}.json"))["rows"][0]
     assert abs(row["allreduce_ms"] - ms) < 1e-6, (algo, row["allreduce_ms"])
@@ -246,11 +251,11 @@ PY
     # then read back by model --fit.
     "$BIN" bench allreduce --fit --nproc 2 -b 4K -e 4M -f 8 --fit-rounds 3 --fit-budget-s 0.01 \
       --fit-out "$WORK/fit.json" >"$WORK/out" 2>&1 || { cat "$WORK/out"; fail "bench allreduce --fit"; }
-    # Every one of the 6 series is fitted and stored, or says why not (timings
+    # Every one of the 8 series (tcp, shm x ring, tree, naive, doubling) is fitted and stored, or says why not (timings
     # too noisy on a loaded machine: no timing is asserted here).
     SAVED=$(sed -n 's/^# saved \([0-9]*\) fits.*/\1/p' "$WORK/out")
     UNFIT=$(grep -cE '^ +[a-z]+ +[a-z]+ +[0-9]+ +not fitted: ' "$WORK/out")  # rows of the fit table
-    [[ -n "$SAVED" && $((SAVED + UNFIT)) -eq 6 ]] || { cat "$WORK/out"; fail "want 6 series fitted or explained"; }
+    [[ -n "$SAVED" && $((SAVED + UNFIT)) -eq 8 ]] || { cat "$WORK/out"; fail "want 8 series fitted or explained"; }
     RING=$(/usr/bin/python3 -c 'import json,sys; f=json.load(open(sys.argv[1]))["fits"]; n=int(sys.argv[2])
 assert len(f) == n and all(x["beta_gbps"] > 0 for x in f), f
 print(next(x["transport"] for x in f if x["algorithm"] == "ring"))' "$WORK/fit.json" "$SAVED") || fail "fit file"

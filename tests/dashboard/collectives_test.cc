@@ -14,7 +14,8 @@ namespace {
 using nlohmann::json;
 
 // Steps [first, first + count) of a 2-rank job whose one bucket is a ring
-// all-reduce (2 steps); only traced steps carry the steps, as a worker sends them.
+// all-reduce (2 steps; 1 MiB, which --algo auto sends by the ring); only
+// traced steps carry the steps, as a worker sends them.
 void feed_ring(coordinator::Job& job,
                const std::array<std::string, DashboardTest::kWorld>& sessions, int64_t first,
                int64_t count) {
@@ -28,7 +29,7 @@ void feed_ring(coordinator::Job& job,
       m.start_ns = s * 10'000'000;
       m.step_ms = 8;
       comm::CommSpan b{.index = 0,
-                      .bytes = 4096,
+                      .bytes = 1 << 20,
                       .start_ns = m.start_ns + 1'000'000,
                       .end_ns = m.start_ns + 1'200'000};
       if (perf::traced_step(s, DashboardTest::kWorld)) {
@@ -39,8 +40,8 @@ void feed_ring(coordinator::Job& job,
                .recv_peer = 1 - r,
                .send_block = k == 0 ? 1 - r : r,
                .recv_block = k == 0 ? r : 1 - r,
-               .send_bytes = 2048,
-               .recv_bytes = 2048,
+               .send_bytes = 1 << 19,
+               .recv_bytes = 1 << 19,
                .start_ns = b.start_ns + k * 100'000,
                .end_ns = b.start_ns + (k + 1) * 100'000});
       }

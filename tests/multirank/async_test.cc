@@ -20,10 +20,11 @@ TEST_P(AsyncTest, IssuedBeforeWaitingCompleteInOrder) {
     for (int k = 0; k < kOps; ++k) bufs.push_back(make_input(DataType::kFloat32, count, r));
     float token = r == 2 ? 42.0f : 0.0f;
     std::vector<WorkPtr> works;
-    const Algorithm algos[] = {Algorithm::kRing, Algorithm::kTree, Algorithm::kNaive};
+    const Algorithm algos[] = {Algorithm::kRing, Algorithm::kTree, Algorithm::kNaive,
+                               Algorithm::kDoubling};
     for (int k = 0; k < kOps; ++k) {
       works.push_back(
-          comm.all_reduce(bufs[k].data(), count, DataType::kFloat32, ReduceOp::kSum, algos[k % 3]));
+          comm.all_reduce(bufs[k].data(), count, DataType::kFloat32, ReduceOp::kSum, algos[k % 4]));
       if (k == kOps / 2) works.push_back(comm.broadcast(&token, 1, DataType::kFloat32, 2));
     }
     works.push_back(comm.barrier());
@@ -97,14 +98,36 @@ TEST_P(AsyncTest, AlgorithmSelection) {
   });
 }
 
-// The rule itself: never tree on <= 3 ranks (same step count, more bytes),
-// tree for tiny messages on many ranks, ring for large ones.
-TEST(AutoSelectTest, FollowsTheAlphaBetaCrossover) {
-  for (int n : {1, 2, 3}) EXPECT_EQ(choose_all_reduce_algorithm(4, n), Algorithm::kRing);
-  for (int n : {4, 5, 8, 16}) {
-    EXPECT_EQ(choose_all_reduce_algorithm(4, n), Algorithm::kTree) << n;
+// The rule itself (auto_select.cc), in the properties that hold whatever
+// its measured constants: one rank takes the ring (nothing moves); tiny
+// messages go by recursive doubling on any world, large ones by the ring;
+// as the size grows the choice only moves doubling -> tree -> ring, never
+// back; the tree never wins on <= 3 ranks (as many steps as the ring, more
+// bytes) but still has a band on many ranks, above the doubling cap.
+TEST(AutoSelectTest, FollowsTheAlphaBetaModel) {
+  EXPECT_EQ(choose_all_reduce_algorithm(4, 1), Algorithm::kRing);
+  const auto rank_of = [](Algorithm a) {
+    return a == Algorithm::kDoubling ? 0 : a == Algorithm::kTree ? 1 : 2;
+  };
+  for (int n : {2, 3, 4, 5, 6, 7, 8, 16, 64}) {
+    EXPECT_EQ(choose_all_reduce_algorithm(4, n), Algorithm::kDoubling) << n;
     EXPECT_EQ(choose_all_reduce_algorithm(64 << 20, n), Algorithm::kRing) << n;
+    Algorithm before = Algorithm::kDoubling;
+    for (std::size_t bytes = 4; bytes <= (64u << 20); bytes += bytes / 8 + 4) {
+      const Algorithm a = choose_all_reduce_algorithm(bytes, n);
+      EXPECT_GE(rank_of(a), rank_of(before))
+          << n << " ranks, " << bytes << " bytes: " << to_string(a) << " after "
+          << to_string(before);
+      if (n <= 3) {
+        EXPECT_NE(a, Algorithm::kTree) << n << " ranks, " << bytes << " bytes";
+      }
+      before = a;
+    }
   }
+  bool tree = false;
+  for (std::size_t bytes = 4; bytes <= (1u << 20); bytes *= 2)
+    tree = tree || choose_all_reduce_algorithm(bytes, 64) == Algorithm::kTree;
+  EXPECT_TRUE(tree) << "64 ranks: the tree never chosen";
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, AsyncTest,

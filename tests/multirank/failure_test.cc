@@ -36,7 +36,7 @@ class FailureTest : public ::testing::TestWithParam<TransportKind> {};
 // collective with its algorithm and sequence number, the missing rank, and
 // ends with the history (the barrier that finished, the all-reduce that did not).
 TEST_P(FailureTest, TimeoutNamesTheMissingPeer) {
-  for (auto algo : {Algorithm::kRing, Algorithm::kTree}) {
+  for (auto algo : {Algorithm::kRing, Algorithm::kTree, Algorithm::kDoubling}) {
     const int n = 3;
     std::atomic<bool> done{false};
     with_comms(
@@ -119,30 +119,34 @@ TEST_P(FailureTest, AbortUnblocksPendingAndQueuedWork) {
 }
 
 // A peer whose communicator goes away mid-job: the survivor's next
-// collective fails with a PeerError naming it, long before the timeout.
+// collective fails with a PeerError naming it, long before the timeout,
+// whichever algorithm runs it.
 TEST_P(FailureTest, PeerThatLeftIsAPeerError) {
-  std::atomic<bool> left{false};
-  MemoryStore store;
-  mddp::test::run_threads(
-      2,
-      [&](int rank) {
-        auto comm = connect(store, rank, 2, kJob, GetParam(), CommOptions{Algorithm::kAuto, 30s});
-        comm->barrier()->wait();
-        if (rank == 1) {
-          comm.reset();  // closes its connections
-          left = true;
-          return;
-        }
-        wait_for(left);
-        float x = 1;
-        const auto start = Clock::now();
-        const std::string msg =
-            expect_error<PeerError>(comm->all_reduce(&x, 1, DataType::kFloat32, ReduceOp::kSum));
-        EXPECT_LT(Clock::now() - start, 5s);
-        EXPECT_TRUE(msg.starts_with("rank 0: all_reduce(ring) #2: ")) << msg;
-        EXPECT_TRUE(contains(msg, "rank 1")) << msg;
-      },
-      60s);
+  for (auto algo : {Algorithm::kRing, Algorithm::kNaive, Algorithm::kTree, Algorithm::kDoubling}) {
+    std::atomic<bool> left{false};
+    MemoryStore store;
+    mddp::test::run_threads(
+        2,
+        [&](int rank) {
+          auto comm = connect(store, rank, 2, kJob, GetParam(), CommOptions{Algorithm::kAuto, 30s});
+          comm->barrier()->wait();
+          if (rank == 1) {
+            comm.reset();  // closes its connections
+            left = true;
+            return;
+          }
+          wait_for(left);
+          float x = 1;
+          const auto start = Clock::now();
+          const std::string msg = expect_error<PeerError>(
+              comm->all_reduce(&x, 1, DataType::kFloat32, ReduceOp::kSum, algo));
+          EXPECT_LT(Clock::now() - start, 5s);
+          EXPECT_TRUE(msg.starts_with(str("rank 0: all_reduce(", to_string(algo), ") #2: ")))
+              << msg;
+          EXPECT_TRUE(contains(msg, "rank 1")) << msg;
+        },
+        60s);
+  }
 }
 
 // Destroying a communicator with work in flight aborts it: the handle the

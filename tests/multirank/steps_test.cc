@@ -2,7 +2,8 @@
 // the step observer) against each algorithm's spec, stated here
 // independently: the ring's 2(n-1) steps with their blocks and neighbours,
 // the trees' rounds with parents and children, the naive algorithm's
-// messages through rank 0.
+// messages through rank 0, recursive doubling's partners.
+#include <map>
 #include <mutex>
 
 #include "tests/multirank/harness.h"
@@ -123,6 +124,65 @@ TEST_P(StepsTest, NaiveMessagesGoThroughRankZero) {
       EXPECT_EQ(steps[1].recv_peer, 0);
     }
   });
+}
+
+// Recursive doubling, stated per rank as (phase, index, send peer, receive
+// peer), whole buffers. n = 4: rounds 0 and 1 with partners r^1 and r^2.
+// n = 3: rank 1 folds into rank 0 (round 0), rank 0 exchanges with rank 2
+// (round 1) and sends the result back to rank 1. n = 6: ranks 0,1 and 2,3
+// fold into 0 and 2; then 0,2,4,5 exchange as 0..3 of a world of 4.
+TEST_P(StepsTest, DoublingExchangesWithPartners) {
+  struct Want {
+    StepPhase phase;
+    int index, send_peer, recv_peer;
+  };
+  const auto R = StepPhase::kReduce, B = StepPhase::kBroadcast;
+  const std::map<int, std::vector<std::vector<Want>>> worlds{
+      {4,
+       {{{R, 0, 1, 1}, {R, 1, 2, 2}},
+        {{R, 0, 0, 0}, {R, 1, 3, 3}},
+        {{R, 0, 3, 3}, {R, 1, 0, 0}},
+        {{R, 0, 2, 2}, {R, 1, 1, 1}}}},
+      {3,
+       {{{R, 0, -1, 1}, {R, 1, 2, 2}, {B, 0, 1, -1}},
+        {{R, 0, 0, -1}, {B, 0, -1, 0}},
+        {{R, 1, 0, 0}}}},
+      {6,
+       {{{R, 0, -1, 1}, {R, 1, 2, 2}, {R, 2, 4, 4}, {B, 0, 1, -1}},
+        {{R, 0, 0, -1}, {B, 0, -1, 0}},
+        {{R, 0, -1, 3}, {R, 1, 0, 0}, {R, 2, 5, 5}, {B, 0, 3, -1}},
+        {{R, 0, 2, -1}, {B, 0, -1, 2}},
+        {{R, 1, 5, 5}, {R, 2, 0, 0}},
+        {{R, 1, 4, 4}, {R, 2, 2, 2}}}}};
+  constexpr int64_t kCount = 5;
+  for (const auto& [n, want] : worlds) {
+    with_comms(GetParam(), n, [&](Communicator& c) {
+      const int r = c.rank();
+      std::vector<float> data(kCount, 1.0f);
+      auto work = c.all_reduce(data.data(), kCount, DataType::kFloat32, ReduceOp::kSum,
+                               Algorithm::kDoubling);
+      work->wait();
+      EXPECT_EQ(data, std::vector<float>(kCount, static_cast<float>(n)));
+      const auto& steps = work->steps();
+      const auto& mine = want[static_cast<std::size_t>(r)];
+      ASSERT_EQ(steps.size(), mine.size()) << n << " ranks, rank " << r;
+      for (std::size_t k = 0; k < steps.size(); ++k) {
+        const AlgoStep& s = steps[k];
+        SCOPED_TRACE(str(n, " ranks, rank ", r, " step ", k));
+        EXPECT_EQ(s.phase, mine[k].phase);
+        EXPECT_EQ(s.index, mine[k].index);
+        EXPECT_EQ(s.send_peer, mine[k].send_peer);
+        EXPECT_EQ(s.recv_peer, mine[k].recv_peer);
+        EXPECT_EQ(s.send_block, -1);
+        EXPECT_EQ(s.recv_block, -1);
+        EXPECT_EQ(s.send_bytes, s.send_peer >= 0 ? 4 * kCount : 0);
+        EXPECT_EQ(s.recv_bytes, s.recv_peer >= 0 ? 4 * kCount : 0);
+        EXPECT_LE(work->start_ns(), s.start_ns);
+        EXPECT_LE(s.start_ns, s.end_ns);
+        EXPECT_LE(s.end_ns, work->end_ns());
+      }
+    });
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, StepsTest,

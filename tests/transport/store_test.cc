@@ -91,7 +91,8 @@ TEST(FileStoreTest, MissingDirectoryIsAnInputError) {
 TEST(TypesTest, ParseAndPrintRoundTrip) {
   for (auto s : {"fp32", "fp16", "bf16"}) EXPECT_STREQ(to_string(parse_dtype(s)), s);
   for (auto s : {"sum", "avg", "max", "min"}) EXPECT_STREQ(to_string(parse_reduce_op(s)), s);
-  for (auto s : {"auto", "ring", "naive", "tree"}) EXPECT_STREQ(to_string(parse_algorithm(s)), s);
+  for (auto s : {"auto", "ring", "naive", "tree", "doubling", "hierarchical"})
+    EXPECT_STREQ(to_string(parse_algorithm(s)), s);
   for (auto s : {"auto", "tcp", "shm"}) EXPECT_STREQ(to_string(parse_transport(s)), s);
   EXPECT_EQ(element_size(DataType::kFloat32), 4u);
   EXPECT_EQ(element_size(DataType::kBFloat16), 2u);

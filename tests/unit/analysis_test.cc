@@ -304,7 +304,7 @@ TEST(Analysis, NoFitNoPredictionAndANote) {
 
 TEST(Analysis, AutoAlgorithmIsResolvedBySize) {
   EXPECT_EQ(resolve_algorithm("auto", 1 << 20, 2), "ring");
-  EXPECT_EQ(resolve_algorithm("auto", 64, 8), "tree");
+  EXPECT_EQ(resolve_algorithm("auto", 64, 8), "doubling");
   EXPECT_EQ(resolve_algorithm("naive", 64, 8), "naive");
   EXPECT_EQ(resolve_algorithm("", 64, 8), "");
 }

@@ -53,10 +53,10 @@ StepMetrics ring_rank(int r, int64_t start_us, int64_t offset_us) {
 TEST(CollectivesView, GroupsEveryRanksStepsOnTheCommonClock) {
   // Rank 1's clock runs 100 us behind: after alignment both start at once.
   const StepCollectives c =
-      build_collectives({ring_rank(1, 900, 100), ring_rank(0, 1000, 0)}, 2, "auto", std::nullopt);
+      build_collectives({ring_rank(1, 900, 100), ring_rank(0, 1000, 0)}, 2, "ring", std::nullopt);
   ASSERT_EQ(c.collectives.size(), 1u);
   const CollectiveView& v = c.collectives[0];
-  EXPECT_EQ(v.algorithm, "ring");  // auto on 2 ranks
+  EXPECT_EQ(v.algorithm, "ring");
   EXPECT_DOUBLE_EQ(v.start_ms, 0.0);
   EXPECT_DOUBLE_EQ(v.end_ms, 0.02);
   ASSERT_EQ(v.steps.size(), 2u);

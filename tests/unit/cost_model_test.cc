@@ -19,7 +19,7 @@ namespace {
 // The seeds' worked example: 100 MB on 4 ranks, 10 Gbit/s (1.25e9 B/s), 0.1 ms.
 const AlphaBeta kSeedLink{1e-4, 1.25e9};
 
-TEST(CostModel, RingTreeNaiveByHand) {
+TEST(CostModel, RingTreeNaiveDoublingByHand) {
   // ring: 2(n-1)(a + S/(n b)) = 6 (1e-4 + 25e6/1.25e9) = 6 * 0.0201
   EXPECT_NEAR(allreduce_seconds("ring", 100e6, 4, kSeedLink), 0.1206, 1e-12);
   // tree: 2 ceil(log2 4)(a + S/b) = 4 (1e-4 + 0.08)
@@ -28,7 +28,13 @@ TEST(CostModel, RingTreeNaiveByHand) {
   EXPECT_NEAR(allreduce_seconds("tree", 100e6, 3, kSeedLink), 0.3204, 1e-12);
   // naive: 2(n-1)(a + S/b) = 6 (1e-4 + 0.08)
   EXPECT_NEAR(allreduce_seconds("naive", 100e6, 4, kSeedLink), 0.4806, 1e-12);
-  // two ranks: ring sends half the buffer each way, twice
+  // doubling: log2 4 = 2 exchanges of S: 2 (1e-4 + 0.08)
+  EXPECT_NEAR(allreduce_seconds("doubling", 100e6, 4, kSeedLink), 0.1602, 1e-12);
+  // on 3 ranks a fold-in, one exchange and a send-back; on 6 two exchanges and those two
+  EXPECT_NEAR(allreduce_seconds("doubling", 100e6, 3, kSeedLink), 0.2403, 1e-12);
+  EXPECT_NEAR(allreduce_seconds("doubling", 100e6, 6, kSeedLink), 0.3204, 1e-12);
+  // two ranks: ring sends half the buffer each way, twice; doubling the whole buffer once
+  EXPECT_NEAR(allreduce_seconds("doubling", 1e6, 2, {1e-5, 1e9}), 1e-5 + 1e-3, 1e-15);
   EXPECT_NEAR(allreduce_seconds("ring", 1e6, 2, {1e-5, 1e9}), 2 * (1e-5 + 0.5e-3), 1e-15);
   // nothing to send on one rank
   EXPECT_EQ(allreduce_seconds("ring", 100e6, 1, kSeedLink), 0.0);
@@ -183,7 +189,7 @@ TEST(CostModel, DenseComputeAndTheOverheadInverse) {
 TEST(CostModel, FitRecoversPlantedAlphaBeta) {
   std::mt19937 rng(7);
   std::uniform_real_distribution<double> noise(0.97, 1.03);
-  for (const std::string algo : {"ring", "tree", "naive"})
+  for (const std::string algo : {"ring", "tree", "naive", "doubling"})
     for (int n : {2, 4, 8})
       for (const AlphaBeta planted :
            {AlphaBeta{50e-6, 1.2e9}, AlphaBeta{2e-6, 8e9}, AlphaBeta{300e-6, 0.125e9}}) {

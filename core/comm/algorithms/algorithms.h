@@ -21,11 +21,17 @@ namespace mddp::comm {
 void all_reduce_ring(const AlgoContext& ctx, void* data, int64_t count, DataType t, ReduceOp op);
 void all_reduce_naive(const AlgoContext& ctx, void* data, int64_t count, DataType t, ReduceOp op);
 void all_reduce_tree(const AlgoContext& ctx, void* data, int64_t count, DataType t, ReduceOp op);
+void all_reduce_doubling(const AlgoContext& ctx, void* data, int64_t count, DataType t,
+                         ReduceOp op);
 // kAuto's choice among the flat algorithms for a message of `bytes` on
-// `world` ranks: ring or tree. Depends only on its arguments, so every rank
-// picks the same. (The Communicator picks kHierarchical first where the
-// topology calls for it: communicator.h.)
+// `world` ranks: ring, tree or doubling. Depends only on its arguments, so
+// every rank picks the same. (The Communicator picks kHierarchical first
+// where the topology calls for it: communicator.h.)
 Algorithm choose_all_reduce_algorithm(std::size_t bytes, int world);
+// The function of a flat algorithm (ring, naive, tree, doubling), for the
+// Communicator and the hierarchical all-reduce's cross-host level.
+using AllReduceFn = void (*)(const AlgoContext&, void*, int64_t, DataType, ReduceOp);
+AllReduceFn flat_all_reduce(Algorithm a);
 
 // ---- hierarchical all-reduce (hierarchical_all_reduce.cc) --------------------
 // The two levels it runs on: the job's topology and a transport among this

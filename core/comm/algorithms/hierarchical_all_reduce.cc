@@ -15,8 +15,8 @@
 //      (ring_reduce_scatter.cc) leaves each rank the host's sum of its block;
 //   2. cross-host all-reduce: for each piece in its block, in increasing
 //      order, a rank all-reduces the piece with the piece's owners on the
-//      other hosts (a ring, or the tree for small pieces on many hosts:
-//      choose_all_reduce_algorithm over H ranks); the L_h owners of a
+//      other hosts (a ring, or for small pieces recursive doubling or the
+//      tree: choose_all_reduce_algorithm over H ranks); the L_h owners of a
 //      host's pieces work at once, each on its own piece. Its block now
 //      holds the sum over the world (kAvg: divided by n here, once);
 //   3. host all-gather: a ring all-gather among the host's ranks
@@ -104,10 +104,8 @@ void all_reduce_hierarchical(const AlgoContext& ctx, const HostLevels& levels, v
       cross_trace.begin_group(p.owners);
       const AlgoContext c = group_context(ctx, across, cross_trace);
       void* piece = at(data, p.begin, t);
-      if (choose_all_reduce_algorithm(bytes_of(p.count, t), c.size) == Algorithm::kTree)
-        all_reduce_tree(c, piece, p.count, t, sum);
-      else
-        all_reduce_ring(c, piece, p.count, t, sum);
+      const Algorithm algorithm = choose_all_reduce_algorithm(bytes_of(p.count, t), c.size);
+      flat_all_reduce(algorithm)(c, piece, p.count, t, sum);
     }
   }
 
