@@ -4,7 +4,8 @@
 # flips every round), medians [min..max], ratios taken per round.
 #
 # Per round:
-#   * `microddp bench allreduce --algo ring` over TCP (loopback) and over shared
+#   * `microddp bench allreduce --algo auto` (what a job gets: recursive
+#     doubling for small messages, the ring above) over TCP (loopback) and over shared
 #     memory; bench/mpi_allreduce.c under mpirun with the TCP BTL on lo and with
 #     the vader (shared-memory) BTL, each both with Open MPI's default busy
 #     polling and with mpi_yield_when_idle 1 (its setting for a busy machine;
@@ -133,11 +134,11 @@ for ((r = 0; r < rounds; r++)); do
   jobs=("membw ${p}_membw" "iperf ${p}_iperf3")
   for part in small large; do
     jobs+=(
-      "mddp ${p}_${part}_mddp_tcp $part 2 tcp ring"
+      "mddp ${p}_${part}_mddp_tcp $part 2 tcp auto"
       "mpi ${p}_${part}_mpi_tcp $part tcp 0"
       "gloo ${p}_${part}_gloo $part"
       "mpi ${p}_${part}_mpi_tcp_y $part tcp 1"
-      "mddp ${p}_${part}_mddp_shm $part 2 shm ring"
+      "mddp ${p}_${part}_mddp_shm $part 2 shm auto"
       "mpi ${p}_${part}_mpi_shm $part shm 0"
       "mpi ${p}_${part}_mpi_shm_y $part shm 1"
     )
@@ -162,8 +163,8 @@ from summary import clean, fmt, med, mval, ratio
 work, rounds, out, auto_src = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 env = summary.env_lines(work)
 KiB, MiB = 1 << 10, 1 << 20
-IMPLS = [("mddp_tcp", "microddp ring, TCP"), ("mpi_tcp", "Open MPI, TCP (lo)"), ("gloo", "torch gloo"),
-         ("mddp_shm", "microddp ring, shm"), ("mpi_shm", "Open MPI, vader (shm)")]
+IMPLS = [("mddp_tcp", "microddp auto, TCP"), ("mpi_tcp", "Open MPI, TCP (lo)"), ("gloo", "torch gloo"),
+         ("mddp_shm", "microddp auto, shm"), ("mpi_shm", "Open MPI, vader (shm)")]
 
 
 def cpu_pct(name):
@@ -321,7 +322,7 @@ RUNS = IMPLS[:1] + MPIV[:2] + IMPLS[2:4] + MPIV[2:]
 L.append("CPU share of each run (% of one core, both ranks together), median [min..max] over rounds:")
 L.append("")
 L.append("| run | " + " | ".join(("microddp " if i.startswith("mddp") else "MPI " if i.startswith("mpi") else "")
-                                  + n.replace("microddp ring, ", "").replace(" (default)", "") for i, n in RUNS) + " |")
+                                  + n.replace("microddp auto, ", "").replace(" (default)", "") for i, n in RUNS) + " |")
 L.append("|---" * (len(RUNS) + 1) + "|")
 for part, label in (("small", "4 KiB..1 MiB"), ("large", "4 MiB..256 MiB")):
     L.append(f"| {label} | " + " | ".join(med([cpu_pct(f'r{r}_{part}_{i}') for r in R], pct) for i, _ in RUNS) + " |")
@@ -360,18 +361,16 @@ if any(any(v) for v in alg.values()):
         tree_wins.append((s, mval(tr)))
         L.append(f"| {hsize(s)} | " + " | ".join(cells) + f" | {med(tr)} |")
     L.append("")
-    # The crossover auto_select.cc uses now.
-    ab = None
+    # What auto_select.cc does now, read from its constants.
     try:
-        m = re.search(r"kAlphaBetaBytes\s*=\s*([0-9.*\s]+);", open(auto_src).read())
-        if m and re.fullmatch(r"[0-9.*\s]+", m[1]):
-            ab = eval(m[1])
+        m = re.search(r"kDoublingMaxBytes\s*=\s*([0-9*\s]+);", open(auto_src).read())
+        cap = eval(m[1]) if m and re.fullmatch(r"[0-9*\s]+", m[1]) else None
     except OSError:
-        pass
-    coef4 = (3 - 2) / (2 - 3 / 4)  # ((n-1) - L) / (L - (n-1)/n) at n = 4, L = 2
-    if ab:
-        L.append(f"`auto` now (kAlphaBetaBytes = {ab:.0f} B): ring always at n ≤ 3; at n = 4, tree below "
-                 f"{ab * coef4 / KiB:.1f} KiB (0.8·αβ).")
+        cap = None
+    coef4 = (3 - 2) / (2 - 3 / 4)  # ((n-1) - L) / (L - (n-1)/n) at n = 4, L = 2: tree vs ring in alpha-beta
+    if cap:
+        L.append(f"`auto` now (auto_select.cc): recursive doubling up to {cap / KiB:.0f} KiB "
+                 "(kDoublingMaxBytes), above it the cheaper of ring and tree by its alpha-beta model.")
     # Measured crossover at n = 4: the split "tree below T, ring from T on" that
     # costs least against the measured medians, a wrong choice costing |log(tree/ring time)|.
     pts = [(s, q) for s, q in tree_wins if q]
@@ -398,7 +397,7 @@ if any(any(v) for v in alg.values()):
                      "cores are noisy).")
     n2 = [(s, [g(2, a, s, 'time_us') for a in ('ring', 'naive', 'tree')]) for s in asizes]
     ring_best2 = sum(1 for s, t in n2 if t[0] and all(x is None or t[0] <= x for x in t[1:]))
-    L.append(f"At n = 2 the ring is fastest at {ring_best2} of {len(n2)} sizes (auto always picks it there).")
+    L.append(f"At n = 2 the ring is fastest at {ring_best2} of {len(n2)} sizes of ring, naive and tree (recursive doubling is measured in the Sweep: it is what auto runs there below the cap).")
     L.append("")
 
 # Busy machine? Other runnable work (load average above the core count) and
