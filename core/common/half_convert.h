@@ -2,8 +2,8 @@
 // branches on subnormals, infinities and NaN, which no compiler vectorises;
 // x86's F16C instructions (on every AVX2 CPU) convert 8 values per
 // instruction with the same rounding (nearest, ties to even) and the same
-// special values. These use F16C where the CPU has it, chosen once at load
-// time, and the scalar half.h loop otherwise; the two agree bit for bit
+// special values. These use F16C where the CPU has it, checked once on first
+// use, and the scalar half.h loop otherwise; the two agree bit for bit
 // but for NaN payloads (kernels_test.cc: every fp16, 230k floats at the rounding edges).
 #pragma once
 
