@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <map>
 #include <set>
 
@@ -224,15 +225,19 @@ void add_notes(Analysis& a, const AnalyzeOptions& o, int64_t incomplete) {
 
 // EvalPoint::train_s for each evaluation: the slowest rank's step time,
 // summed over the steps up to the evaluation's (all of them must be logged).
+// Running sums along the steps, so each evaluation is one binary search.
 void set_train_time(const std::vector<StepMetrics>& records, std::vector<EvalPoint>& evals) {
   std::map<int64_t, double> slowest_ms;
   for (const auto& r : records)
     if (!r.eval) slowest_ms[r.step] = std::max(slowest_ms[r.step], r.step_ms);
+  std::vector<std::pair<int64_t, double>> upto;  // (step, ms of the logged steps up to it)
+  double ms = 0;
+  for (const auto& [step, t] : slowest_ms) upto.emplace_back(step, ms += t);
   for (auto& e : evals) {
-    double ms = 0;
-    int64_t n = 0;
-    for (auto it = slowest_ms.begin(); it != slowest_ms.end() && it->first <= e.step; ++it, ++n) ms += it->second;
-    e.train_s = n == e.step ? ms / 1000 : 0;
+    const auto end = std::upper_bound(upto.begin(), upto.end(), e.step,
+                                      [](int64_t step, const auto& u) { return step < u.first; });
+    const int64_t logged = end - upto.begin();  // steps at or before e.step
+    e.train_s = logged == e.step && logged > 0 ? std::prev(end)->second / 1000 : 0;
   }
 }
 
