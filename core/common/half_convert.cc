@@ -3,6 +3,7 @@
 #include "core/common/half.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define MDDP_HAVE_F16C_PATH 1
 #endif
@@ -37,9 +38,14 @@ __attribute__((target("avx,f16c"))) void narrow_f16c(const float* src, std::size
   narrow_scalar(src + i, n - i, dst + i);
 }
 
+// __builtin_cpu_supports knows "avx" (it also checks that the OS saves the
+// AVX registers) but older clangs do not know "f16c", so that bit is read
+// from CPUID leaf 1 directly.
 bool cpu_has_f16c() {
   __builtin_cpu_init();
-  return __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return false;
+  return __builtin_cpu_supports("avx") && (ecx & bit_F16C) != 0;
 }
 #else
 bool cpu_has_f16c() { return false; }

@@ -329,7 +329,8 @@ void check_labels_cpu(const Tensor& logits, const Tensor& labels) {
   for (int64_t i = 0; i < labels.numel(); ++i) check_label_row(logits, l[i], i);
 }
 
-void report_bad_row(const Tensor& logits, const Tensor& labels, int64_t bad_row) {
+// Used only where CUDA is compiled in.
+[[maybe_unused]] void report_bad_row(const Tensor& logits, const Tensor& labels, int64_t bad_row) {
   if (bad_row >= 0) check_label_row(logits, labels.view(bad_row, {1}).to_vector()[0], bad_row);
 }
 }  // namespace
