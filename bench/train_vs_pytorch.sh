@@ -7,7 +7,9 @@
 #       lower bound of the step from `microddp bench gemm` at m=B n=W k=W
 #       (and torch.mm / OpenBLAS at the same shape, for reference);
 #   (b) two ranks: microddp bucketed (default caps) vs PyTorch DDP gloo with
-#       bucket_cap_mb 1 and 25 and the compute-only no_sync reference; scaling
+#       bucket_cap_mb 1 and 25 and the compute-only no_sync reference, and
+#       microddp's own compute-only reference (--local-sgd past the run: two
+#       ranks that never communicate, the ceiling of 2 ranks ÷ 1); scaling
 #       efficiency; peak RSS per rank; microddp's overlap and phase breakdown;
 #       plus the three GEMMs of a layer (NT forward, TN weight grad, NN input
 #       grad) through oneDNN and OpenBLAS (bench/gemm_shapes.py);
@@ -107,6 +109,7 @@ for ((r = 0; r < rounds; r++)); do
       "torch_train ${p}_torch_2_b25 $w $b $wu $it --ranks 2 --bucket-mb 25"
       "torch_train ${p}_torch_2_b1 $w $b $wu $it --ranks 2 --bucket-mb 1"
       "torch_train ${p}_torch_2_nosync $w $b $wu $it --ranks 2 --no-sync"
+      "mddp_train ${p}_mddp_2_nosync $w $b $wu $it --nproc 2 --local-sgd 1000000000"
     )
     if (( sweep )); then
       jobs+=(
@@ -184,24 +187,19 @@ if blas:
     L.append(f"torch: {blas.get('torch')}, {blas.get('torch_blas_info', '').lstrip('- ')}; Linear/mm through "
              f"libblas.so.3 = {blas.get('libblas_so_3', '?')}")
     L.append(f"OpenBLAS: {blas.get('openblas_config', '?')}; kernel (core) in use: {blas.get('openblas_core', '?')}")
-mddp_backend = "?"
-for p in sorted(glob.glob(os.path.join(work, "*_gemm_mddp.json"))):
-    try:
-        mddp_backend = json.load(open(p)).get("backend", "?")
-        break
-    except (OSError, ValueError):
-        pass
-# Which column of bench/gemm_shapes.py is microddp's own library (chosen per CPU in core/tensor/cpu/gemm.cc).
-mddp_lib = "openblas" if "OpenBLAS" in mddp_backend else "onednn_aligned"
-L.append(f"microddp: GEMM through {mddp_backend} (chosen per CPU in core/tensor/cpu/gemm.cc)")
+L.append("microddp: GEMM library chosen per CPU and shape in core/tensor/cpu/gemm.cc (each configuration "
+         "names the one its shapes got)")
 L.append("```")
 
 for cfg in configs:
     W, B = (int(v) for v in cfg.split("x"))
     S = {t: series(cfg, t) for t in ["gemm_mddp", "gemm_torch", "mddp_1", "torch_1", "mddp_2_bucketed", "torch_2_b25",
-                                     "torch_2_b1", "torch_2_nosync", "mddp_2_naive", "mddp_2_hooked", "mddp_2_b0.25",
+                                     "torch_2_b1", "torch_2_nosync", "mddp_2_nosync", "mddp_2_naive", "mddp_2_hooked", "mddp_2_b0.25",
                                      "mddp_2_b1", "mddp_2_b5"]}
     depth = next((j["depth"] for j in S["mddp_1"] + S["torch_1"] if j), 16)
+    # The library microddp's GEMMs of this configuration go to, and its column of bench/gemm_shapes.py.
+    mddp_backend = next((j.get("backend", "?") for j in S["gemm_mddp"] if j), "?")
+    mddp_lib = "openblas" if "OpenBLAS" in mddp_backend else "onednn_aligned"
     sps = lambda t: get(S[t], lambda j: j["samples_per_s"])
     stp = lambda t: get(S[t], lambda j: j["step_ms"])
     rss = lambda t: get(S[t], lambda j: max(j["peak_rss_mb"]))
@@ -273,7 +271,8 @@ for cfg in configs:
     L.append("|---|---|---|---|---|")
     for t, name in [("mddp_2_bucketed", "microddp bucketed (default caps: 25 MiB, first 1 MiB)"),
                     ("torch_2_b1", "PyTorch DDP bucket_cap_mb 1"), ("torch_2_b25", "PyTorch DDP bucket_cap_mb 25"),
-                    ("torch_2_nosync", "PyTorch compute only (no_sync)")]:
+                    ("torch_2_nosync", "PyTorch compute only (no_sync)"),
+                    ("mddp_2_nosync", "microddp compute only (`--local-sgd` past the run: no sync)")]:
         L.append(f"| {name} | {med(sps(t))} | {med(stp(t))} | {med(rss(t))} | {med(cpu(t))} |")
     best_pt = [max(x, y) if x and y else (x or y) for x, y in zip(sps("torch_2_b1"), sps("torch_2_b25"))]
     r2 = ratio(sps("mddp_2_bucketed"), best_pt)
@@ -284,6 +283,13 @@ for cfg in configs:
     L.append("")
     L.append(f"* microddp / better PyTorch DDP (per round) samples/s: **{med(r2)}** — {target(mval(r2), 2.0, True)}")
     L.append(f"* scaling efficiency sps(2) / (2·sps(1)): microddp {med(eff_m)}; PyTorch (better DDP) {med(eff_t)}")
+    # Two ranks without any communication bound what DDP on two ranks can reach on this machine: the two
+    # processes still share the caches, the memory bandwidth and whatever else the two vCPUs share.
+    r21 = ratio(sps("mddp_2_bucketed"), sps("mddp_1"))
+    r21_nc = ratio(sps("mddp_2_nosync"), sps("mddp_1"))
+    L.append(f"* 2 ranks ÷ 1 rank samples/s: microddp DDP **{med(r21)}** — {target(mval(r21), 1.3, True)}; "
+             f"microddp compute only {med(r21_nc)} (the ceiling here: two ranks that never communicate); "
+             f"DDP ÷ compute only {med(ratio(sps('mddp_2_bucketed'), sps('mddp_2_nosync')))}")
     L.append(f"* peak RSS per rank microddp / PyTorch: **{med(rss_r25)}** vs DDP 25 MB, {med(rss_r1)} vs DDP 1 MB — "
              f"{target(mval(rss_r25), 0.6, False)}")
     L.append("")
@@ -294,13 +300,14 @@ for cfg in configs:
     L.append("|---|---|---|---|---|---|---|---|")
     for t, name in [("mddp_1", "microddp 1 rank"), ("torch_1", "PyTorch 1 rank"),
                     ("mddp_2_bucketed", "microddp 2 ranks bucketed"), ("torch_2_b1", "PyTorch 2 ranks DDP 1 MB"),
-                    ("torch_2_b25", "PyTorch 2 ranks DDP 25 MB"), ("torch_2_nosync", "PyTorch 2 ranks no_sync")]:
+                    ("torch_2_b25", "PyTorch 2 ranks DDP 25 MB"), ("torch_2_nosync", "PyTorch 2 ranks no_sync"),
+                    ("mddp_2_nosync", "microddp 2 ranks compute only")]:
         ph = lambda k: fmt(mval(get(S[t], lambda j: j["phases_ms"].get(k))))
         ov = mval(get(S[t], lambda j: j["phases_ms"].get("overlap")))
         mddp = t.startswith("mddp")
         L.append(f"| {name} | {ph('data_ms') if mddp else '—'} | {ph('forward_ms')} | {ph('backward_ms')} | "
                  f"{ph('exposed_comm_ms') if mddp else '—'} | {ph('total_comm_ms') if mddp else '—'} | "
-                 f"{ph('optimizer_ms')} | {f'{ov * 100:.0f} %' if mddp and t != 'mddp_1' and ov is not None else '—'} |")
+                 f"{ph('optimizer_ms')} | {f'{ov * 100:.0f} %' if mddp and t not in ('mddp_1', 'mddp_2_nosync') and ov is not None else '—'} |")
 
     # (c) sweep
     if any(S["mddp_2_naive"]):

@@ -27,7 +27,8 @@ void register_bench_gemm(CLI::App& bench) {
   cmd->add_option("-k", o->k, "inner dimension")->check(CLI::Range(int64_t{1}, int64_t{1} << 16))->capture_default_str();
   cmd->add_option("--iters", o->iters, "repetitions (the best is reported)")->check(CLI::Range(1, 1'000'000))->capture_default_str();
   cmd->add_option("--threads", o->threads, "compute threads")->check(CLI::Range(1, kMaxThreads))->capture_default_str();
-  cmd->footer("The library is chosen per CPU (oneDNN with AVX-512, else OpenBLAS); MICRODDP_GEMM=onednn|openblas overrides.");
+  cmd->footer("The library is chosen per CPU and shape (oneDNN with AVX-512; with AVX2 only, oneDNN up to 384 on a "
+              "side and OpenBLAS above); MICRODDP_GEMM=onednn|openblas overrides.");
   cmd->callback([o] {
     tensor::set_num_threads(o->threads);
     Rng rng(1);
@@ -45,7 +46,7 @@ void register_bench_gemm(CLI::App& bench) {
     }
     const double gflops = 2.0 * o->m * o->n * o->k / best * 1e-9;
     std::printf("gemm %lldx%lldx%lld (%s): best %.3f ms, %.1f GFLOP/s (%d thread%s)\n", static_cast<long long>(o->m),
-                static_cast<long long>(o->n), static_cast<long long>(o->k), tensor::gemm_backend_name(), best * 1e3, gflops, o->threads,
+                static_cast<long long>(o->n), static_cast<long long>(o->k), tensor::gemm_backend_name(o->m, o->n, o->k), best * 1e3, gflops, o->threads,
                 o->threads == 1 ? "" : "s");
   });
 }

@@ -74,7 +74,9 @@ void set_num_threads(int n) {
   cpu::set_blas_threads(n);
 }
 
-const char* gemm_backend_name() { return cpu::gemm_backend_name(); }
+const char* gemm_backend_name(int64_t m, int64_t n, int64_t k) {
+  return cpu::gemm_backend_name(cpu::gemm_backend(m, n, k));
+}
 
 int num_threads() { return omp_get_max_threads(); }
 

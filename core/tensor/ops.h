@@ -16,8 +16,9 @@ namespace mddp::tensor {
 // one rank per core; without a call, OpenMP uses every core).
 void set_num_threads(int n);
 int num_threads();
-// Which library computes gemm on the CPU ("oneDNN dnnl_sgemm" or "OpenBLAS cblas_sgemm").
-const char* gemm_backend_name();
+// Which library computes an m×n×k gemm on the CPU ("oneDNN dnnl_sgemm" or
+// "OpenBLAS cblas_sgemm"; chosen per CPU and shape in cpu/gemm.cc).
+const char* gemm_backend_name(int64_t m, int64_t n, int64_t k);
 
 // ---- BLAS-like -------------------------------------------------------------
 // c = alpha * op(a) @ op(b) + beta * c, op(x) = x or x^T. All row-major 2-D.

@@ -34,13 +34,13 @@ bool cpu_gemm_is_native(Precision p) {
 
 std::string cpu_gemm_description(Precision p) {
   switch (p) {
-    case Precision::kFp32: return str(cpu::gemm_backend_name(), " (fp32)");
+    case Precision::kFp32: return str(cpu::gemm_policy(), " (fp32)");
     case Precision::kBf16:
       if (cpu::native_bf16_gemm()) return "oneDNN bf16 matmul (AVX-512 BF16), fp32 accumulation";
-      return str("bf16-rounded inputs through ", cpu::gemm_backend_name(), ": ", cpu::bf16_fallback_reason(),
+      return str("bf16-rounded inputs through ", cpu::gemm_policy(), ": ", cpu::bf16_fallback_reason(),
                  "; same rounding, no speed-up");
     case Precision::kFp16:
-      return str("fp16-rounded inputs through ", cpu::gemm_backend_name(),
+      return str("fp16-rounded inputs through ", cpu::gemm_policy(),
                  ": oneDNN's CPU fp16 matmul needs AVX-512 FP16; same rounding, no speed-up");
   }
   return "?";

@@ -1,22 +1,26 @@
 // The CPU GEMM, behind one function so the choice can change. Chosen by
-// measurement, per CPU (docs/engine.md, bench/gemm_shapes.py):
+// measurement, per CPU and per shape (docs/engine.md, bench/gemm_shapes.py):
 //
 //  * with AVX-512, oneDNN's dnnl_sgemm runs about 2x Debian's OpenBLAS
 //    (~210-226 vs ~110 GFLOP/s on one core for the training shapes;
-//    ../shared/ANCHORS.md);
-//  * with AVX2 only, OpenBLAS (its Zen/Haswell kernels) is at least as fast
-//    on every shape and oneDNN 2.6 halves its rate on one of ours: dx = dy·W
-//    with 1024-float rows and 64-byte aligned W runs at ~50 instead of ~95
-//    GFLOP/s (measured on a 2-vCPU AMD EPYC).
+//    ../shared/ANCHORS.md): oneDNN for every shape;
+//  * with AVX2 only, OpenBLAS (its Zen/Haswell kernels) wins the big GEMMs,
+//    where oneDNN 2.6 halves its rate on some (dx = dy·W with 1024-float rows
+//    and 64-byte aligned W: ~40 instead of ~80 GFLOP/s, measured on a 2-vCPU
+//    AMD EPYC), and oneDNN wins the small ones, whose time OpenBLAS spends
+//    packing: 10-20 % at the 256-wide layers (2.8 vs 3.4 ms for a step's 47
+//    GEMMs at batch 32). So oneDNN when no side exceeds kAvx2OneDnnMaxSide,
+//    OpenBLAS above; at 512 oneDNN already loses some shapes.
 //
-// So: oneDNN when the CPU has AVX-512F, else OpenBLAS. MICRODDP_GEMM=onednn
-// or =openblas overrides the choice (for benchmarks). Both take row-major
-// matrices, like our tensors.
+// MICRODDP_GEMM=onednn or =openblas overrides the choice (for benchmarks).
+// Both take row-major matrices, like our tensors.
 #include <cblas.h>
 #include <oneapi/dnnl/dnnl.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "core/common/check.h"
 #include "core/tensor/cpu/kernels.h"
@@ -24,25 +28,49 @@
 namespace mddp::tensor::cpu {
 namespace {
 
-GemmBackend choose_backend() {
+constexpr int64_t kAvx2OneDnnMaxSide = 384;
+
+// How this process chooses: one library for every shape, or by size.
+enum class Policy { kOneDnn, kOpenBlas, kBySize };
+
+Policy choose_policy() {
   if (const char* env = std::getenv("MICRODDP_GEMM")) {
-    if (std::strcmp(env, "onednn") == 0) return GemmBackend::kOneDnn;
-    if (std::strcmp(env, "openblas") == 0) return GemmBackend::kOpenBlas;
+    if (std::strcmp(env, "onednn") == 0) return Policy::kOneDnn;
+    if (std::strcmp(env, "openblas") == 0) return Policy::kOpenBlas;
     throw InputError(std::string("MICRODDP_GEMM must be onednn or openblas, got '") + env + "'");
   }
   __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") ? GemmBackend::kOneDnn : GemmBackend::kOpenBlas;
+  return __builtin_cpu_supports("avx512f") ? Policy::kOneDnn : Policy::kBySize;
+}
+
+Policy policy() {
+  static const Policy p = choose_policy();
+  return p;
 }
 
 }  // namespace
 
-GemmBackend gemm_backend() {
-  static const GemmBackend backend = choose_backend();
-  return backend;
+GemmBackend gemm_backend(int64_t m, int64_t n, int64_t k) {
+  switch (policy()) {
+    case Policy::kOneDnn: return GemmBackend::kOneDnn;
+    case Policy::kOpenBlas: return GemmBackend::kOpenBlas;
+    case Policy::kBySize: break;
+  }
+  return std::max({m, n, k}) <= kAvx2OneDnnMaxSide ? GemmBackend::kOneDnn : GemmBackend::kOpenBlas;
 }
 
-const char* gemm_backend_name() {
-  return gemm_backend() == GemmBackend::kOneDnn ? "oneDNN dnnl_sgemm" : "OpenBLAS cblas_sgemm";
+const char* gemm_backend_name(GemmBackend b) {
+  return b == GemmBackend::kOneDnn ? "oneDNN dnnl_sgemm" : "OpenBLAS cblas_sgemm";
+}
+
+std::string gemm_policy() {
+  switch (policy()) {
+    case Policy::kOneDnn: return gemm_backend_name(GemmBackend::kOneDnn);
+    case Policy::kOpenBlas: return gemm_backend_name(GemmBackend::kOpenBlas);
+    case Policy::kBySize: break;
+  }
+  return str(gemm_backend_name(GemmBackend::kOneDnn), " up to ", kAvx2OneDnnMaxSide, " on a side, ",
+             gemm_backend_name(GemmBackend::kOpenBlas), " above");
 }
 
 void set_blas_threads(int n) { openblas_set_num_threads(n); }  // oneDNN follows OpenMP's setting
@@ -57,7 +85,7 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alp
   }
   const int64_t lda = trans_a ? m : k;
   const int64_t ldb = trans_b ? k : n;
-  if (gemm_backend() == GemmBackend::kOpenBlas) {
+  if (gemm_backend(m, n, k) == GemmBackend::kOpenBlas) {
     cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
                 static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k), alpha, a,
                 static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c, static_cast<blasint>(n));

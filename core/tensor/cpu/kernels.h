@@ -4,15 +4,18 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "core/common/half.h"
 
 namespace mddp::tensor::cpu {
 
-// The one place the CPU GEMM is chosen (gemm.cc: oneDNN with AVX-512, else OpenBLAS).
+// The one place the CPU GEMM is chosen (gemm.cc: oneDNN with AVX-512; with
+// AVX2 only, oneDNN for small GEMMs and OpenBLAS for big ones).
 enum class GemmBackend { kOneDnn, kOpenBlas };
-GemmBackend gemm_backend();
-const char* gemm_backend_name();
+GemmBackend gemm_backend(int64_t m, int64_t n, int64_t k);  // the library an m×n×k GEMM goes to
+const char* gemm_backend_name(GemmBackend b);
+std::string gemm_policy();  // the rule, in words (for reports)
 void set_blas_threads(int n);
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
           const float* b, float beta, float* c);
