@@ -27,8 +27,9 @@ void register_bench_gemm(CLI::App& bench) {
   cmd->add_option("-k", o->k, "inner dimension")->check(CLI::Range(int64_t{1}, int64_t{1} << 16))->capture_default_str();
   cmd->add_option("--iters", o->iters, "repetitions (the best is reported)")->check(CLI::Range(1, 1'000'000))->capture_default_str();
   cmd->add_option("--threads", o->threads, "compute threads")->check(CLI::Range(1, kMaxThreads))->capture_default_str();
-  cmd->footer("The library is chosen per CPU and shape (oneDNN with AVX-512; with AVX2 only, oneDNN up to 384 on a "
-              "side and OpenBLAS above); MICRODDP_GEMM=onednn|openblas overrides.");
+  cmd->footer("The library is chosen per CPU and shape (oneDNN with AVX-512; with AVX2 only and one thread, oneDNN "
+              "up to 384 on a side and OpenBLAS above; with more threads, OpenBLAS); MICRODDP_GEMM=onednn|openblas "
+              "overrides.");
   cmd->callback([o] {
     tensor::set_num_threads(o->threads);
     Rng rng(1);

@@ -10,12 +10,17 @@
 //    AMD EPYC), and oneDNN wins the small ones, whose time OpenBLAS spends
 //    packing: 10-20 % at the 256-wide layers (2.8 vs 3.4 ms for a step's 47
 //    GEMMs at batch 32). So oneDNN when no side exceeds kAvx2OneDnnMaxSide,
-//    OpenBLAS above; at 512 oneDNN already loses some shapes.
+//    OpenBLAS above; at 512 oneDNN already loses some shapes. Only with one
+//    compute thread: with more, the two libraries' thread pools (OpenMP's,
+//    which oneDNN uses, and OpenBLAS's own) get in each other's way when
+//    calls alternate between them (the CNN at --threads 2 ran 0.92x mixed,
+//    1.0x on either library alone), so then OpenBLAS takes every shape.
 //
 // MICRODDP_GEMM=onednn or =openblas overrides the choice (for benchmarks).
 // Both take row-major matrices, like our tensors.
 #include <cblas.h>
 #include <oneapi/dnnl/dnnl.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -56,6 +61,7 @@ GemmBackend gemm_backend(int64_t m, int64_t n, int64_t k) {
     case Policy::kOpenBlas: return GemmBackend::kOpenBlas;
     case Policy::kBySize: break;
   }
+  if (omp_get_max_threads() > 1) return GemmBackend::kOpenBlas;
   return std::max({m, n, k}) <= kAvx2OneDnnMaxSide ? GemmBackend::kOneDnn : GemmBackend::kOpenBlas;
 }
 
@@ -70,7 +76,8 @@ std::string gemm_policy() {
     case Policy::kBySize: break;
   }
   return str(gemm_backend_name(GemmBackend::kOneDnn), " up to ", kAvx2OneDnnMaxSide, " on a side, ",
-             gemm_backend_name(GemmBackend::kOpenBlas), " above");
+             gemm_backend_name(GemmBackend::kOpenBlas), " above (with one compute thread; with more, ",
+             gemm_backend_name(GemmBackend::kOpenBlas), ")");
 }
 
 void set_blas_threads(int n) { openblas_set_num_threads(n); }  // oneDNN follows OpenMP's setting

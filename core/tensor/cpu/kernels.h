@@ -11,7 +11,8 @@
 namespace mddp::tensor::cpu {
 
 // The one place the CPU GEMM is chosen (gemm.cc: oneDNN with AVX-512; with
-// AVX2 only, oneDNN for small GEMMs and OpenBLAS for big ones).
+// AVX2 only and one compute thread, oneDNN for small GEMMs and OpenBLAS for
+// big ones; with more threads, OpenBLAS).
 enum class GemmBackend { kOneDnn, kOpenBlas };
 GemmBackend gemm_backend(int64_t m, int64_t n, int64_t k);  // the library an m×n×k GEMM goes to
 const char* gemm_backend_name(GemmBackend b);
