@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "core/common/check.h"
@@ -35,32 +36,28 @@ namespace {
 
 constexpr int64_t kAvx2OneDnnMaxSide = 384;
 
-// How this process chooses: one library for every shape, or by size.
-enum class Policy { kOneDnn, kOpenBlas, kBySize };
-
-Policy choose_policy() {
+// The one library this process uses for every shape (MICRODDP_GEMM, or
+// oneDNN with AVX-512), or none: then each GEMM goes by its shape.
+std::optional<GemmBackend> choose_fixed_backend() {
   if (const char* env = std::getenv("MICRODDP_GEMM")) {
-    if (std::strcmp(env, "onednn") == 0) return Policy::kOneDnn;
-    if (std::strcmp(env, "openblas") == 0) return Policy::kOpenBlas;
+    if (std::strcmp(env, "onednn") == 0) return GemmBackend::kOneDnn;
+    if (std::strcmp(env, "openblas") == 0) return GemmBackend::kOpenBlas;
     throw InputError(std::string("MICRODDP_GEMM must be onednn or openblas, got '") + env + "'");
   }
   __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") ? Policy::kOneDnn : Policy::kBySize;
+  if (__builtin_cpu_supports("avx512f")) return GemmBackend::kOneDnn;
+  return std::nullopt;
 }
 
-Policy policy() {
-  static const Policy p = choose_policy();
-  return p;
+std::optional<GemmBackend> fixed_backend() {
+  static const std::optional<GemmBackend> fixed = choose_fixed_backend();
+  return fixed;
 }
 
 }  // namespace
 
 GemmBackend gemm_backend(int64_t m, int64_t n, int64_t k) {
-  switch (policy()) {
-    case Policy::kOneDnn: return GemmBackend::kOneDnn;
-    case Policy::kOpenBlas: return GemmBackend::kOpenBlas;
-    case Policy::kBySize: break;
-  }
+  if (const auto fixed = fixed_backend()) return *fixed;
   if (omp_get_max_threads() > 1) return GemmBackend::kOpenBlas;
   return std::max({m, n, k}) <= kAvx2OneDnnMaxSide ? GemmBackend::kOneDnn : GemmBackend::kOpenBlas;
 }
@@ -70,14 +67,10 @@ const char* gemm_backend_name(GemmBackend b) {
 }
 
 std::string gemm_policy() {
-  switch (policy()) {
-    case Policy::kOneDnn: return gemm_backend_name(GemmBackend::kOneDnn);
-    case Policy::kOpenBlas: return gemm_backend_name(GemmBackend::kOpenBlas);
-    case Policy::kBySize: break;
-  }
-  return str(gemm_backend_name(GemmBackend::kOneDnn), " up to ", kAvx2OneDnnMaxSide, " on a side, ",
-             gemm_backend_name(GemmBackend::kOpenBlas), " above (with one compute thread; with more, ",
-             gemm_backend_name(GemmBackend::kOpenBlas), ")");
+  if (const auto fixed = fixed_backend()) return gemm_backend_name(*fixed);
+  const char* blas = gemm_backend_name(GemmBackend::kOpenBlas);
+  return str(gemm_backend_name(GemmBackend::kOneDnn), " up to ", kAvx2OneDnnMaxSide, " on a side, ", blas,
+             " above (with one compute thread; with more, ", blas, ")");
 }
 
 void set_blas_threads(int n) { openblas_set_num_threads(n); }  // oneDNN follows OpenMP's setting
