@@ -41,6 +41,8 @@ struct ProgressQueue::Impl {
   std::condition_variable wake;
   std::deque<Entry> queue;
   bool running = false;  // the progress thread is inside a collective
+  Entry* current = nullptr;  // that collective
+  bool abandoned = false;    // See abandon()
   bool stopping = false;
   uint64_t next_seq = 0;
   std::exception_ptr first_error;  // See Note [One failure ends the communicator]
@@ -92,10 +94,12 @@ struct ProgressQueue::Impl {
         continue;
       }
       running = true;
+      current = &e;
       lock.unlock();
       run(e);
       lock.lock();
       running = false;
+      if (abandoned) return;
     }
   }
 
@@ -110,18 +114,33 @@ struct ProgressQueue::Impl {
     } catch (...) {
       error = describe_failure(rank, label(e), std::current_exception(), timeout, history.snapshot());
     }
-    const int64_t end = now_ns();
-    if (!error) history.finished(e.seq, end);
-    if (error) {
-      const std::string what = what_of(error);
-      fail(error, str("an earlier collective failed: ", what.substr(0, what.find('\n'))));
+    {
+      std::lock_guard lock(mu);
+      current = nullptr;
+      if (abandoned) return;  // abandon() finished its work
     }
-    e.work->finish(error, error ? 0 : end);
+    if (error) {
+      fail(error, failed_reason(error), e.work.get());
+      return;
+    }
+    const int64_t end = now_ns();
+    history.finished(e.seq, end);
+    e.work->finish(nullptr, end);
   }
 
-  // Records the first error and tears down: See Note [One failure ends the
-  // communicator]. `reason` is what the engine's blocked calls report.
-  void fail(std::exception_ptr error, const std::string& reason) {
+  // What the engine's blocked calls report after a collective failed with `error`.
+  static std::string failed_reason(const std::exception_ptr& error) {
+    const std::string what = what_of(error);
+    return str("an earlier collective failed: ", what.substr(0, what.find('\n')));
+  }
+
+  // Records the first error, fails queued work and `failed` (the collective
+  // that failed, if any), then tears down: See Note [One failure ends the
+  // communicator]. `failed` hears first, so that a teardown that blocks
+  // (gloo's, once its device thread died: Note [gloo's device thread dies]
+  // in gloo/device_thread.h) cannot keep the error from its waiter.
+  // `reason` is what the engine's blocked calls report.
+  void fail(std::exception_ptr error, const std::string& reason, WorkImpl* failed = nullptr) {
     std::deque<Entry> dropped;
     {
       std::lock_guard lock(mu);
@@ -129,11 +148,26 @@ struct ProgressQueue::Impl {
       dropped.swap(queue);
       for (auto& e : dropped) e.work->finish(refusal(e), 0);
     }
+    if (failed) failed->finish(error, 0);
     on_failure(reason);
   }
 
   void abort(const std::string& reason) {
     fail(std::make_exception_ptr(AbortedError(str("rank ", rank, ": aborted: ", reason))), reason);
+  }
+
+  void abandon(std::exception_ptr error) {
+    std::shared_ptr<WorkImpl> work;
+    {
+      std::lock_guard lock(mu);
+      if (abandoned) return;
+      abandoned = true;
+      if (current) {
+        error = describe_failure(rank, label(*current), error, timeout, history.snapshot());
+        work = current->work;
+      }
+    }
+    fail(error, failed_reason(error), work.get());
   }
 
   ~Impl() {
@@ -160,6 +194,8 @@ WorkPtr ProgressQueue::submit(std::string op, std::size_t bytes, Task task) {
 }
 
 void ProgressQueue::abort(const std::string& reason) { impl_->abort(reason); }
+
+void ProgressQueue::abandon(std::exception_ptr error) { impl_->abandon(std::move(error)); }
 
 void ProgressQueue::set_step_observer(std::function<void(const AlgoStep&, const void* data)> observer) {
   // Under mu: the next submit() takes mu too, which publishes it to the progress thread.

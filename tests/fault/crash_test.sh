@@ -7,6 +7,7 @@
 #   crash_test.sh MICRODDP sigstop                a stopped worker: named after the heartbeat timeout
 #   crash_test.sh MICRODDP coordinator_stalled    the coordinator stopped longer than the timeout
 #   crash_test.sh MICRODDP link_cut DATA          one data-plane connection killed (ss -K, root; DATA: tcp or gloo)
+#   crash_test.sh MICRODDP gloo_device_thread     an exception on gloo's device thread (test seam): a broken link
 #   crash_test.sh MICRODDP shm_setup_kill         kill -9 during shared-memory set-up: nothing left in /dev/shm
 #   crash_test.sh MICRODDP shm_orphans_reclaimed  segments of dead processes removed by the next job
 # No assertion on wall-clock time: the messages say which path found the
@@ -50,6 +51,18 @@ one_error_line() {
 # no_line FILE PATTERN
 no_line() { ! grep -q -- "$2" "$1" || fail "unexpected '$2' in $1"; }
 # start_workers N [flags]: ranks 0..N-1 (RANK set), pids in W[rank].
+# link_broke_everywhere: the coordinator and both workers ended with one
+# error line naming the link between ranks 0 and 1, not a dead rank.
+link_broke_everywhere() {
+  local r link="the data-plane connection between rank 0 (host $HOST) and rank 1 (host $HOST) broke while both ranks were alive: a network fault, not a lost rank"
+  exits_with_error "$COORD_PID"
+  one_error_line "$WORK/coordinator.out" "^microddp: error: $link"
+  for r in 0 1; do
+    exits_with_error "${W[r]}"
+    one_error_line "$WORK/w$r.out" "the job failed: $link"
+    no_line "$WORK/w$r.out" "died"
+  done
+}
 declare -a W
 start_workers() {
   local n="$1" r; shift
@@ -163,14 +176,21 @@ case "$SCENARIO" in
     (( KILLED > 0 )) || { echo "SKIP: ss -K cannot destroy sockets here (CONFIG_INET_DIAG_DESTROY)"; exit 77; }
     exit_times "${W[0]}" "${W[1]}" "$COORD_PID"
     echo "connection cut: workers exited ${EXIT_MS[${W[0]}]} and ${EXIT_MS[${W[1]}]} ms after it, the coordinator ${EXIT_MS[$COORD_PID]} ms"
-    LINK="the data-plane connection between rank 0 (host $HOST) and rank 1 (host $HOST) broke while both ranks were alive: a network fault, not a lost rank"
-    exits_with_error "$COORD_PID"
-    one_error_line "$WORK/coordinator.out" "^microddp: error: $LINK"
-    for r in 0 1; do
-      exits_with_error "${W[r]}"
-      one_error_line "$WORK/w$r.out" "the job failed: $LINK"
-      no_line "$WORK/w$r.out" "died"
-    done
+    link_broke_everywhere
+    ;;
+
+  gloo_device_thread)
+    # gloo's own device thread throws on rank 0, as it does when one of its
+    # control messages meets a connection that just broke (here the test
+    # seam makes it, at rank 0's collective #300): a broken link between
+    # live ranks as above, not a crash (Note [gloo's device thread dies] in
+    # core/comm/gloo/device_thread.h). Rank 1 leaves at the collective timeout.
+    start_coordinator 2 "${JOB[@]}" "${SPIN[@]}" --backend gloo --comm-timeout-ms 8000 --run-dir "$WORK/run"
+    MDDP_TEST_GLOO_DEVICE_THROW=0:300 start_workers 2
+    T0=$(now_ms)
+    exit_times "${W[0]}" "${W[1]}" "$COORD_PID"
+    no_line "$WORK/w0.out" "terminate called"
+    link_broke_everywhere
     ;;
 
   shm_setup_kill)

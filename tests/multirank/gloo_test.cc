@@ -4,6 +4,7 @@
 // TimeoutError, a peer that leaves a PeerError, abort() an AbortedError at
 // once (not the timeout), and the first failure ends the group.
 #include <atomic>
+#include <cstdlib>
 #include <thread>
 
 #include "core/comm/gloo/gloo.h"
@@ -166,6 +167,46 @@ TEST(GlooFailure, AbortFailsABlockedCollectiveWithAbortedError) {
         done = true;
       },
       3s);
+}
+
+// An exception that escapes gloo's own device thread (gloo throws there when
+// a control message meets a broken connection) used to end the process; it
+// now fails the running collective at once as a PeerError naming the link
+// (Note [gloo's device thread dies] in core/comm/gloo/device_thread.h), the
+// group refuses later work, and destroying it returns (its gloo context is
+// kept, not destroyed). The throw comes from the test seam; without the
+// fix the collective would end at the 60 s timeout, a TimeoutError.
+TEST(GlooFailure, AnExceptionOnGloosDeviceThreadFailsTheRunningCollective) {
+  ::setenv("MDDP_TEST_GLOO_DEVICE_THROW", "0:2", 1);  // rank 0, as its collective #2 starts
+  std::atomic<bool> done{false};
+  with_gloo(
+      2,
+      [&](ProcessGroup& g) {
+        std::vector<float> x(1 << 10, 1.0f);
+        g.all_reduce(x.data(), static_cast<int64_t>(x.size()), DataType::kFloat32, ReduceOp::kSum)->wait();
+        EXPECT_EQ(x[0], 2.0f);
+        if (g.rank() == 1) {
+          wait_for(done);
+          return;
+        }
+        auto work = g.all_reduce(x.data(), static_cast<int64_t>(x.size()), DataType::kFloat32, ReduceOp::kSum);
+        try {
+          work->wait();
+          ADD_FAILURE() << "no error";
+        } catch (const PeerError& e) {
+          const std::string what = e.what();
+          EXPECT_TRUE(contains(what, "rank 0: all_reduce(gloo ring) #2: gloo, with rank 1 at [127.0.0.1]:")) << what;
+          EXPECT_TRUE(contains(what, "its device thread ended")) << what;
+          EXPECT_EQ(e.peer(), 1) << what;
+          EXPECT_EQ(e.fault(), PeerFault::kReset) << what;
+        }
+        const std::string later = expect_error<PeerError>(g.barrier());
+        EXPECT_TRUE(contains(later, "failed earlier")) << later;
+        g.abort("the job failed");  // as the worker's verdict does: gloo is not touched
+        done = true;
+      },
+      60s);
+  ::unsetenv("MDDP_TEST_GLOO_DEVICE_THROW");
 }
 
 TEST(GlooSetup, AnAddressItCannotUseIsOneClearError) {

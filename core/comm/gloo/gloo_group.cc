@@ -40,11 +40,14 @@
 #include <csignal>
 #include <cctype>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <vector>
 
 #include "core/comm/algorithms/context.h"
+#include "core/comm/gloo/device_thread.h"
 #include "core/comm/gloo/gloo.h"
 #include "core/comm/gloo/gloo_store.h"
 #include "core/comm/progress_queue.h"
@@ -109,15 +112,32 @@ PeerFault fault_of(const std::string& what) {
   return PeerFault::kUnknown;
 }
 
+// Test seam (tests/fault/crash_test.sh gloo_device_thread):
+// MDDP_TEST_GLOO_DEVICE_THROW=RANK:SEQ makes rank RANK's device thread throw,
+// as gloo's does (Note [gloo's device thread dies]), as its collective #SEQ
+// starts. -1 when unset or for another rank.
+int64_t device_throw_for_tests(int rank) {
+  const char* v = std::getenv("MDDP_TEST_GLOO_DEVICE_THROW");
+  int r = -1;
+  long long seq = -1;
+  if (!v || std::sscanf(v, "%d:%lld", &r, &seq) != 2 || r != rank) return -1;
+  return seq;
+}
+
 class GlooGroup final : public ProcessGroup {
  public:
   // peer_addresses[r]: rank r's listening address (Note [Naming gloo's peers]).
-  GlooGroup(std::shared_ptr<::gloo::Context> context, std::vector<std::string> peer_addresses,
-            std::chrono::milliseconds timeout)
+  GlooGroup(std::shared_ptr<::gloo::Context> context, std::shared_ptr<::gloo::transport::Device> device,
+            std::vector<std::string> peer_addresses, std::chrono::milliseconds timeout)
       : context_(std::move(context)),
         peer_addresses_(std::move(peer_addresses)),
         timeout_(timeout),
-        queue_(context_->rank, timeout, [this](const std::string& reason) { stop(reason); }) {}
+        queue_(context_->rank, timeout, [this](const std::string& reason) { stop(reason); }),
+        device_thread_(std::move(device), [this](std::exception_ptr e) { device_thread_died(e); }, timeout),
+        throw_at_(device_throw_for_tests(context_->rank)) {}
+
+  // Note [gloo's device thread dies]: then this group is never destroyed.
+  bool keep_for_good() const { return device_thread_.dead(); }
 
   int rank() const override { return context_->rank; }
   int size() const override { return context_->size; }
@@ -229,6 +249,7 @@ class GlooGroup final : public ProcessGroup {
   WorkPtr submit(std::string op, std::size_t bytes, std::function<void(uint32_t tag)> run) {
     const uint32_t tag = next_tag_++;
     return queue_.submit(std::move(op), bytes, [this, tag, run = std::move(run)](StepTrace&) {
+      if (tag + 1 == throw_at_) throw_on_device_thread();
       try {
         run(tag);
       } catch (const ::gloo::Exception& e) {
@@ -237,9 +258,34 @@ class GlooGroup final : public ProcessGroup {
     });
   }
 
-  [[noreturn]] void rethrow_as_comm_error(const ::gloo::Exception& e) const {
+  // On the dying device thread: See Note [gloo's device thread dies].
+  void device_thread_died(std::exception_ptr e) {
+    std::exception_ptr error;
+    try {
+      try {
+        std::rethrow_exception(e);
+      } catch (const ::gloo::Exception& ge) {
+        rethrow_as_comm_error(ge, "its device thread ended: ");
+      } catch (const std::exception& se) {
+        throw CommError(str("rank ", rank(), ": gloo: its device thread ended: ", se.what()));
+      }
+    } catch (...) {
+      error = std::current_exception();
+    }
+    queue_.abandon(error);
+  }
+
+  // The seam's throw: what gloo says of a write to the next rank that failed.
+  void throw_on_device_thread() {
+    const std::string& peer = peer_addresses_[static_cast<std::size_t>((rank() + 1) % size())];
+    device_thread_.throw_for_test(str("[gloo/transport/tcp/pair.cc] writev ", peer,
+                                      ": Software caused connection abort (MDDP_TEST_GLOO_DEVICE_THROW)"));
+  }
+
+  // `where`: said before gloo's words.
+  [[noreturn]] void rethrow_as_comm_error(const ::gloo::Exception& e, const char* where = "") const {
     if (aborted_.load()) throw AbortedError(str("rank ", rank(), ": aborted: ", abort_reason()));
-    const std::string gloo_says = e.what();
+    const std::string gloo_says = str(where, e.what());
     const int peer = rank_named(gloo_says, peer_addresses_);
     const std::string what = peer < 0 ? str("rank ", rank(), ": gloo: ", gloo_says)
                                       : str("rank ", rank(), ": gloo, with rank ", peer, " at ",
@@ -255,13 +301,15 @@ class GlooGroup final : public ProcessGroup {
     return reason_;
   }
 
-  // ProgressQueue's on_failure: See Note [Aborting gloo].
+  // ProgressQueue's on_failure: See Note [Aborting gloo]. Once the device
+  // thread died, gloo is not touched again (Note [gloo's device thread dies]).
   void stop(const std::string& reason) {
     {
       std::lock_guard lock(mu_);
       if (aborted_.exchange(true)) return;
       reason_ = reason;
     }
+    if (device_thread_.dead()) return;
     for (int peer = 0; peer < size(); ++peer) {
       if (peer == rank()) continue;
       if (auto& pair = context_->getPair(peer)) pair->close();
@@ -275,7 +323,46 @@ class GlooGroup final : public ProcessGroup {
   mutable std::mutex mu_;
   std::atomic<bool> aborted_{false};
   std::string reason_;
-  detail::ProgressQueue queue_;  // last: destroyed first, its thread uses the above
+  detail::ProgressQueue queue_;  // destroyed before the above: its thread uses them
+  DeviceThread device_thread_;   // destroyed first: it calls into the queue
+  const int64_t throw_at_;       // the test seam's collective, from 1; -1: none
+};
+
+// What connect_gloo returns: the group, destroyed with it unless its device
+// thread died: then the group is kept for good (Note [gloo's device thread dies]).
+class KeptIfDeviceDied final : public ProcessGroup {
+ public:
+  explicit KeptIfDeviceDied(std::unique_ptr<GlooGroup> group) : group_(std::move(group)) {}
+  ~KeptIfDeviceDied() override {
+    if (group_->keep_for_good()) {
+      static auto* kept = new std::vector<std::unique_ptr<GlooGroup>>();  // never destroyed
+      static std::mutex mu;
+      std::lock_guard lock(mu);
+      kept->push_back(std::move(group_));
+    }
+  }
+
+  int rank() const override { return group_->rank(); }
+  int size() const override { return group_->size(); }
+  std::string transport_name() const override { return group_->transport_name(); }
+  WorkPtr all_reduce(void* data, int64_t count, DataType dtype, ReduceOp op) override {
+    return group_->all_reduce(data, count, dtype, op);
+  }
+  WorkPtr reduce_scatter(const void* in, void* out, int64_t count, DataType dtype, ReduceOp op) override {
+    return group_->reduce_scatter(in, out, count, dtype, op);
+  }
+  WorkPtr all_gather(const void* in, void* out, int64_t count, DataType dtype) override {
+    return group_->all_gather(in, out, count, dtype);
+  }
+  WorkPtr broadcast(void* data, int64_t count, DataType dtype, int root) override {
+    return group_->broadcast(data, count, dtype, root);
+  }
+  WorkPtr barrier() override { return group_->barrier(); }
+  void abort(const std::string& reason) override { group_->abort(reason); }
+  std::vector<CollectiveRecord> history() const override { return group_->history(); }
+
+ private:
+  std::unique_ptr<GlooGroup> group_;
 };
 
 }  // namespace
@@ -323,7 +410,8 @@ std::unique_ptr<ProcessGroup> connect_gloo(Store& store, int rank, int size, con
     for (int r = 0; r < size; ++r)
       if (r != rank) addresses[static_cast<std::size_t>(r)] = store.get(key + std::to_string(r), options.timeout);
   }
-  return std::make_unique<GlooGroup>(std::move(context), std::move(addresses), options.timeout);
+  return std::make_unique<KeptIfDeviceDied>(
+      std::make_unique<GlooGroup>(std::move(context), std::move(device), std::move(addresses), options.timeout));
 }
 
 }  // namespace mddp::comm::gloo
