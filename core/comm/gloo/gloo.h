@@ -16,7 +16,9 @@
 //    abort() fails queued work at once and the running collective with
 //    AbortedError; peers blocked on this rank fail at once, but this rank's
 //    own blocked wait ends only at gloo's timeout (See Note [Aborting gloo]
-//    in gloo_group.cc).
+//    in gloo_group.cc); an exception on gloo's own device thread fails the
+//    running collective, not the process (Note [gloo's device thread dies]
+//    in device_thread.h).
 //
 // Buffers are host memory. Work::steps() is empty: gloo's steps are inside
 // gloo. In a build without gloo (MICRODDP_GLOO=OFF, or libgloo-dev absent),
