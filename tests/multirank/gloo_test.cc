@@ -26,6 +26,17 @@ void with_gloo(int n, const std::function<void(ProcessGroup&)>& fn, std::chrono:
       120s);
 }
 
+// The PeerError `work` fails with; any other error is rethrown.
+PeerError peer_error_of(const WorkPtr& work) {
+  try {
+    work->wait();
+  } catch (const PeerError& e) {
+    return e;
+  }
+  ADD_FAILURE() << "no error";
+  return PeerError("no error", -1, PeerFault::kUnknown);
+}
+
 class GlooTest : public ::testing::TestWithParam<int> {};
 
 TEST_P(GlooTest, AllReduceMatchesTheReference) {
@@ -125,16 +136,12 @@ TEST(GlooFailure, APeerThatLeavesIsAPeerErrorNamingIt) {
         if (g.rank() == 1) return;
         std::this_thread::sleep_for(100ms);
         std::vector<float> x(1 << 16);
-        auto work = g.all_reduce(x.data(), static_cast<int64_t>(x.size()), DataType::kFloat32, ReduceOp::kSum);
-        try {
-          work->wait();
-          ADD_FAILURE() << "no error";
-        } catch (const PeerError& e) {
-          const std::string what = e.what();
-          EXPECT_TRUE(contains(what, "rank 0: all_reduce(gloo ring) #1: gloo, with rank 1 at [127.0.0.1]:")) << what;
-          EXPECT_EQ(e.peer(), 1) << what;
-          EXPECT_NE(e.fault(), PeerFault::kUnknown) << what;
-        }
+        const PeerError e =
+            peer_error_of(g.all_reduce(x.data(), static_cast<int64_t>(x.size()), DataType::kFloat32, ReduceOp::kSum));
+        const std::string what = e.what();
+        EXPECT_TRUE(contains(what, "rank 0: all_reduce(gloo ring) #1: gloo, with rank 1 at [127.0.0.1]:")) << what;
+        EXPECT_EQ(e.peer(), 1) << what;
+        EXPECT_NE(e.fault(), PeerFault::kUnknown) << what;
       },
       60s);
 }
@@ -189,17 +196,13 @@ TEST(GlooFailure, AnExceptionOnGloosDeviceThreadFailsTheRunningCollective) {
           wait_for(done);
           return;
         }
-        auto work = g.all_reduce(x.data(), static_cast<int64_t>(x.size()), DataType::kFloat32, ReduceOp::kSum);
-        try {
-          work->wait();
-          ADD_FAILURE() << "no error";
-        } catch (const PeerError& e) {
-          const std::string what = e.what();
-          EXPECT_TRUE(contains(what, "rank 0: all_reduce(gloo ring) #2: gloo, with rank 1 at [127.0.0.1]:")) << what;
-          EXPECT_TRUE(contains(what, "its device thread ended")) << what;
-          EXPECT_EQ(e.peer(), 1) << what;
-          EXPECT_EQ(e.fault(), PeerFault::kReset) << what;
-        }
+        const PeerError e =
+            peer_error_of(g.all_reduce(x.data(), static_cast<int64_t>(x.size()), DataType::kFloat32, ReduceOp::kSum));
+        const std::string what = e.what();
+        EXPECT_TRUE(contains(what, "rank 0: all_reduce(gloo ring) #2: gloo, with rank 1 at [127.0.0.1]:")) << what;
+        EXPECT_TRUE(contains(what, "its device thread ended")) << what;
+        EXPECT_EQ(e.peer(), 1) << what;
+        EXPECT_EQ(e.fault(), PeerFault::kReset) << what;
         const std::string later = expect_error<PeerError>(g.barrier());
         EXPECT_TRUE(contains(later, "failed earlier")) << later;
         g.abort("the job failed");  // as the worker's verdict does: gloo is not touched
