@@ -39,7 +39,17 @@ struct DeviceThread::Probe final : ::gloo::transport::tcp::Handler {
     [[maybe_unused]] const ssize_t n = ::write(fd, &one, sizeof one);
   }
 
-  // On the device thread.
+  // Takes the probe off `device`'s loop and closes it: no handler runs after
+  // this. gloo waits for a tick of its loop; a handler still in flight ends
+  // by unlocking `mu`.
+  void unregister(::gloo::transport::tcp::Device& device) {
+    device.unregisterDescriptor(fd, this);
+    std::lock_guard lock(mu);
+    ::close(fd);
+  }
+
+  // On the device thread. Its last use of the probe is unlocking `mu`
+  // (See unregister).
   void handleEvents(int /*events*/) override {
     uint64_t count = 0;
     [[maybe_unused]] const ssize_t n = ::read(fd, &count, sizeof count);
@@ -48,8 +58,8 @@ struct DeviceThread::Probe final : ::gloo::transport::tcp::Handler {
       std::lock_guard lock(mu);
       if (!id) id = std::this_thread::get_id();
       what.swap(throw_what);
+      known.notify_all();
     }
-    known.notify_all();
     if (!what.empty()) throw ::gloo::IoException(what);
   }
 };
@@ -93,11 +103,13 @@ DeviceThread::DeviceThread(std::shared_ptr<::gloo::transport::Device> device, On
   if (probe_->fd < 0) throw CommError(str("gloo: eventfd: ", std::strerror(errno)));
   tcp->registerDescriptor(probe_->fd, EPOLLIN, probe_.get());
   probe_->poke();
-  std::unique_lock lock(probe_->mu);
-  if (!probe_->known.wait_for(lock, timeout, [&] { return probe_->id.has_value(); })) {
-    lock.unlock();
-    tcp->unregisterDescriptor(probe_->fd, probe_.get());
-    ::close(probe_->fd);
+  bool reported;
+  {
+    std::unique_lock lock(probe_->mu);
+    reported = probe_->known.wait_for(lock, timeout, [&] { return probe_->id.has_value(); });
+  }
+  if (!reported) {
+    probe_->unregister(*tcp);
     throw CommError(str("gloo's device thread did not run within ", timeout.count(), " ms"));
   }
   std::lock_guard watch(watched_mu);
@@ -109,8 +121,7 @@ DeviceThread::~DeviceThread() {
     std::lock_guard lock(watched_mu);
     watched().erase(*probe_->id);
   }
-  static_cast<::gloo::transport::tcp::Device*>(device_.get())->unregisterDescriptor(probe_->fd, probe_.get());
-  ::close(probe_->fd);
+  probe_->unregister(*static_cast<::gloo::transport::tcp::Device*>(device_.get()));
 }
 
 bool DeviceThread::dead() const { return probe_->dead.load(); }
