@@ -114,18 +114,19 @@ struct ProgressQueue::Impl {
     } catch (...) {
       error = describe_failure(rank, label(e), std::current_exception(), timeout, history.snapshot());
     }
+    // A failure first ends the queue and stops the engine, then wakes the
+    // waiter, who may destroy the engine. If stopping blocks (gloo's, once
+    // its device thread died: Note [gloo's device thread dies] in
+    // gloo/device_thread.h), abandon() finishes the work meanwhile.
+    if (error) fail(error, failed_reason(error));
     {
       std::lock_guard lock(mu);
       current = nullptr;
       if (abandoned) return;  // abandon() finished its work
     }
-    if (error) {
-      fail(error, failed_reason(error), e.work.get());
-      return;
-    }
     const int64_t end = now_ns();
-    history.finished(e.seq, end);
-    e.work->finish(nullptr, end);
+    if (!error) history.finished(e.seq, end);
+    e.work->finish(error, error ? 0 : end);
   }
 
   // What the engine's blocked calls report after a collective failed with `error`.
@@ -134,13 +135,9 @@ struct ProgressQueue::Impl {
     return str("an earlier collective failed: ", what.substr(0, what.find('\n')));
   }
 
-  // Records the first error, fails queued work and `failed` (the collective
-  // that failed, if any), then tears down: See Note [One failure ends the
-  // communicator]. `failed` hears first, so that a teardown that blocks
-  // (gloo's, once its device thread died: Note [gloo's device thread dies]
-  // in gloo/device_thread.h) cannot keep the error from its waiter.
-  // `reason` is what the engine's blocked calls report.
-  void fail(std::exception_ptr error, const std::string& reason, WorkImpl* failed = nullptr) {
+  // Records the first error and tears down: See Note [One failure ends the
+  // communicator]. `reason` is what the engine's blocked calls report.
+  void fail(std::exception_ptr error, const std::string& reason) {
     std::deque<Entry> dropped;
     {
       std::lock_guard lock(mu);
@@ -148,7 +145,6 @@ struct ProgressQueue::Impl {
       dropped.swap(queue);
       for (auto& e : dropped) e.work->finish(refusal(e), 0);
     }
-    if (failed) failed->finish(error, 0);
     on_failure(reason);
   }
 
@@ -167,7 +163,8 @@ struct ProgressQueue::Impl {
         work = current->work;
       }
     }
-    fail(error, failed_reason(error), work.get());
+    fail(error, failed_reason(error));
+    if (work) work->finish(error, 0);
   }
 
   ~Impl() {

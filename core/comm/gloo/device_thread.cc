@@ -124,8 +124,6 @@ DeviceThread::~DeviceThread() {
   probe_->unregister(*static_cast<::gloo::transport::tcp::Device*>(device_.get()));
 }
 
-bool DeviceThread::dead() const { return probe_->dead.load(); }
-
 void DeviceThread::throw_for_test(const std::string& what) {
   {
     std::lock_guard lock(probe_->mu);

@@ -48,9 +48,6 @@ class DeviceThread {
   DeviceThread(const DeviceThread&) = delete;
   DeviceThread& operator=(const DeviceThread&) = delete;
 
-  // The thread ended with an exception (on_death was called). Thread-safe.
-  bool dead() const;
-
   // Test seam: the device thread throws ::gloo::IoException(what), as
   // gloo's own paths do (MDDP_TEST_GLOO_DEVICE_THROW_MS in gloo_group.cc).
   void throw_for_test(const std::string& what);

@@ -137,7 +137,7 @@ class GlooGroup final : public ProcessGroup {
         throw_at_(device_throw_for_tests(context_->rank)) {}
 
   // Note [gloo's device thread dies]: then this group is never destroyed.
-  bool keep_for_good() const { return device_thread_.dead(); }
+  bool keep_for_good() const { return device_dead_.load(); }
 
   int rank() const override { return context_->rank; }
   int size() const override { return context_->size; }
@@ -260,6 +260,7 @@ class GlooGroup final : public ProcessGroup {
 
   // On the dying device thread: See Note [gloo's device thread dies].
   void device_thread_died(std::exception_ptr e) {
+    device_dead_ = true;
     std::exception_ptr error;
     try {
       try {
@@ -309,7 +310,7 @@ class GlooGroup final : public ProcessGroup {
       if (aborted_.exchange(true)) return;
       reason_ = reason;
     }
-    if (device_thread_.dead()) return;
+    if (device_dead_.load()) return;
     for (int peer = 0; peer < size(); ++peer) {
       if (peer == rank()) continue;
       if (auto& pair = context_->getPair(peer)) pair->close();
@@ -322,6 +323,7 @@ class GlooGroup final : public ProcessGroup {
   uint32_t next_tag_ = 0;  // training thread only (collectives are issued from one thread)
   mutable std::mutex mu_;
   std::atomic<bool> aborted_{false};
+  std::atomic<bool> device_dead_{false};  // See Note [gloo's device thread dies]
   std::string reason_;
   detail::ProgressQueue queue_;  // destroyed before the above: its thread uses them
   DeviceThread device_thread_;   // destroyed first: it calls into the queue
