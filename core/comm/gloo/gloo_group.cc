@@ -158,6 +158,7 @@ class GlooGroup final : public ProcessGroup {
     check(in, count, "reduce_scatter");
     check(out, count, "reduce_scatter");
     return submit("reduce_scatter(gloo all_reduce)", bytes_of(count * size(), dtype), [=, this](uint32_t tag) {
+      if (count == 0) return;  // (no buffers: null pointers may come)
       const std::size_t block = bytes_of(count, dtype);
       std::vector<std::byte> whole(static_cast<const std::byte*>(in),
                                    static_cast<const std::byte*>(in) + block * static_cast<std::size_t>(size()));
