@@ -40,8 +40,7 @@ struct ProgressQueue::Impl {
   std::mutex mu;
   std::condition_variable wake;
   std::deque<Entry> queue;
-  bool running = false;  // the progress thread is inside a collective
-  Entry* current = nullptr;  // that collective
+  Entry* current = nullptr;  // the collective the progress thread is in
   bool abandoned = false;    // See abandon()
   bool stopping = false;
   uint64_t next_seq = 0;
@@ -93,12 +92,10 @@ struct ProgressQueue::Impl {
         e.work->finish(error, 0);
         continue;
       }
-      running = true;
       current = &e;
       lock.unlock();
       run(e);
       lock.lock();
-      running = false;
       if (abandoned) return;
     }
   }
@@ -172,7 +169,7 @@ struct ProgressQueue::Impl {
     {
       std::lock_guard lock(mu);
       stopping = true;
-      pending = running || !queue.empty();
+      pending = current != nullptr || !queue.empty();
     }
     if (pending) abort("the communicator was destroyed with collectives pending");
     wake.notify_all();

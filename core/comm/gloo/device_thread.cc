@@ -1,12 +1,10 @@
 #include "core/comm/gloo/device_thread.h"
 
 #include <gloo/common/error.h>
-#include <gloo/transport/tcp/device.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <condition_variable>
 #include <cstdint>
@@ -27,7 +25,6 @@ namespace mddp::comm::gloo {
 struct DeviceThread::Probe final : ::gloo::transport::tcp::Handler {
   int fd = -1;
   OnDeath on_death;
-  std::atomic<bool> dead{false};
 
   std::mutex mu;
   std::condition_variable known;
@@ -66,7 +63,8 @@ struct DeviceThread::Probe final : ::gloo::transport::tcp::Handler {
 
 namespace {
 
-// The watched device threads by id; guards their probes' lifetime too.
+// The watched device threads by id; guards their probes' lifetime too. A
+// thread that died is no longer watched.
 std::mutex watched_mu;
 std::map<std::thread::id, DeviceThread::Probe*>& watched() {
   static auto* m = new std::map<std::thread::id, DeviceThread::Probe*>();  // never destroyed: used at exit
@@ -78,9 +76,8 @@ std::terminate_handler previous_handler = nullptr;
 [[noreturn]] void on_terminate() {
   if (std::exception_ptr error = std::current_exception()) {
     std::unique_lock lock(watched_mu);
-    const auto it = watched().find(std::this_thread::get_id());
-    if (it != watched().end() && !it->second->dead.exchange(true)) {
-      it->second->on_death(error);
+    if (auto dying = watched().extract(std::this_thread::get_id())) {
+      dying.mapped()->on_death(error);
       lock.unlock();
       for (;;) std::this_thread::sleep_for(std::chrono::hours(24));  // parked for good
     }
@@ -93,15 +90,14 @@ std::terminate_handler previous_handler = nullptr;
 
 DeviceThread::DeviceThread(std::shared_ptr<::gloo::transport::Device> device, OnDeath on_death,
                            std::chrono::milliseconds timeout)
-    : device_(std::move(device)), probe_(std::make_unique<Probe>()) {
+    : device_(std::dynamic_pointer_cast<::gloo::transport::tcp::Device>(device)), probe_(std::make_unique<Probe>()) {
   static std::once_flag installed;
   std::call_once(installed, [] { previous_handler = std::set_terminate(on_terminate); });
-  auto* tcp = dynamic_cast<::gloo::transport::tcp::Device*>(device_.get());
-  MDDP_CHECK(tcp != nullptr, "gloo's device is not a tcp device");
+  MDDP_CHECK(device_ != nullptr, "gloo's device is not a tcp device");
   probe_->on_death = std::move(on_death);
   probe_->fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (probe_->fd < 0) throw CommError(str("gloo: eventfd: ", std::strerror(errno)));
-  tcp->registerDescriptor(probe_->fd, EPOLLIN, probe_.get());
+  device_->registerDescriptor(probe_->fd, EPOLLIN, probe_.get());
   probe_->poke();
   bool reported;
   {
@@ -109,7 +105,7 @@ DeviceThread::DeviceThread(std::shared_ptr<::gloo::transport::Device> device, On
     reported = probe_->known.wait_for(lock, timeout, [&] { return probe_->id.has_value(); });
   }
   if (!reported) {
-    probe_->unregister(*tcp);
+    probe_->unregister(*device_);
     throw CommError(str("gloo's device thread did not run within ", timeout.count(), " ms"));
   }
   std::lock_guard watch(watched_mu);
@@ -121,7 +117,7 @@ DeviceThread::~DeviceThread() {
     std::lock_guard lock(watched_mu);
     watched().erase(*probe_->id);
   }
-  probe_->unregister(*static_cast<::gloo::transport::tcp::Device*>(device_.get()));
+  probe_->unregister(*device_);
 }
 
 void DeviceThread::throw_for_test(const std::string& what) {

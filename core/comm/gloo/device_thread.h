@@ -25,6 +25,7 @@
 #pragma once
 
 #include <gloo/transport/device.h>
+#include <gloo/transport/tcp/device.h>
 
 #include <chrono>
 #include <exception>
@@ -55,7 +56,7 @@ class DeviceThread {
   struct Probe;  // device_thread.cc
 
  private:
-  std::shared_ptr<::gloo::transport::Device> device_;
+  std::shared_ptr<::gloo::transport::tcp::Device> device_;
   std::unique_ptr<Probe> probe_;
 };
 
