@@ -179,7 +179,8 @@ struct Worker {
   v1::BarrierReply barrier_reply;
   v1::LeaveRequest leave_req;
   v1::LeaveReply leave_reply;
-  std::vector<std::unique_ptr<grpc::ClientContext>> heartbeat_ctx;  // one per call, alive to the end
+  std::vector<std::unique_ptr<grpc::ClientContext>>
+      heartbeat_ctx;  // one per call, alive to the end
   v1::HeartbeatRequest heartbeat_req;
   v1::HeartbeatReply heartbeat_reply;
   std::unique_ptr<Stream> stream;
@@ -209,8 +210,9 @@ struct Worker {
     join_req.set_version("bench");
     join_req.set_server_nonce(hello_reply.server_nonce());
     join_req.set_client_nonce(mddp::random_bytes(mddp::kNonceBytes));
-    join_req.set_proof(mddp::control::join_proof("", "load", join_req.server_nonce(), join_req.client_nonce(),
-                                                     join_req.host(), join_req.pid()));
+    join_req.set_proof(mddp::control::join_proof("", "load", join_req.server_nonce(),
+                                                 join_req.client_nonce(), join_req.host(),
+                                                 join_req.pid()));
     deadline(join_ctx, std::chrono::seconds(120));
     stub->async()->Join(&join_ctx, &join_req, &join_reply, [this](grpc::Status s) {
       if (!s.ok()) return fail("join", s);
@@ -261,15 +263,15 @@ struct Worker {
     heartbeat_req.set_session(session);
     heartbeat_req.mutable_progress()->set_phase("setup");
     heartbeat_req.set_client_send_unix_ns(unix_ns());
-    stub->async()->Heartbeat(heartbeat_ctx.back().get(), &heartbeat_req, &heartbeat_reply,
-                             [this](grpc::Status s) {
-                               if (s.ok() && heartbeat_reply.state() != v1::JOB_STATE_RUNNING)
-                                 s = grpc::Status(grpc::StatusCode::INTERNAL, "the job is not running");
-                               if (!s.ok()) sh.errors.add("heartbeat", s);
-                               if (s.ok() && static_cast<int>(heartbeat_ctx.size()) < sh.opt.heartbeats)
-                                 return heartbeat();
-                               sh.beats_done->count_down();
-                             });
+    stub->async()->Heartbeat(
+        heartbeat_ctx.back().get(), &heartbeat_req, &heartbeat_reply, [this](grpc::Status s) {
+          if (s.ok() && heartbeat_reply.state() != v1::JOB_STATE_RUNNING)
+            s = grpc::Status(grpc::StatusCode::INTERNAL, "the job is not running");
+          if (!s.ok()) sh.errors.add("heartbeat", s);
+          if (s.ok() && static_cast<int>(heartbeat_ctx.size()) < sh.opt.heartbeats)
+            return heartbeat();
+          sh.beats_done->count_down();
+        });
   }
 
   void fail(const char* what, const grpc::Status& s) {
@@ -510,13 +512,14 @@ int main(int argc, char** argv) {
   const double rss_mib = peak_rss_mib();
   const bool ok_setup = setup_errors == 0 && setup_s < 5.0;
   const bool ok_rate = ingest_complete && rate >= 50000;
-  const bool ok_lossless = fc.lines == expected && fc.distinct == expected && fc.bad == 0 &&
-                           sh.acked.load() == expected;
+  const bool ok_lossless =
+      fc.lines == expected && fc.distinct == expected && fc.bad == 0 && sh.acked.load() == expected;
   const bool ok_job = job_state == "succeeded" && sh.errors.count == 0;
 
-  std::printf("coordinator_load: %d workers x %d steps (batch %d), %d heartbeats, %d channels, %u cores\n",
-              opt.workers, opt.steps, opt.batch, opt.heartbeats, opt.channels,
-              std::thread::hardware_concurrency());
+  std::printf(
+      "coordinator_load: %d workers x %d steps (batch %d), %d heartbeats, %d channels, %u cores\n",
+      opt.workers, opt.steps, opt.batch, opt.heartbeats, opt.channels,
+      std::thread::hardware_concurrency());
   std::printf("%-34s %14s %12s %s\n", "measure", "value", "target", "");
   std::printf("%-34s %12.3f s %12s %s\n", "join+validate+barrier, all", setup_s, "< 5 s",
               ok_setup ? "OK" : "FAILED");
@@ -526,11 +529,14 @@ int main(int argc, char** argv) {
   std::printf("%-34s %12.3f s %12s\n", "  ingest time (first send -> all)", ingest_s, "");
   std::printf("%-34s %14lld %12lld %s\n", "metrics.jsonl lines", static_cast<long long>(fc.lines),
               static_cast<long long>(expected), fc.lines == expected ? "OK" : "FAILED");
-  std::printf("%-34s %14lld %12s\n", "  event lines (attempt, ...)", static_cast<long long>(fc.events), "");
-  std::printf("%-34s %14lld %12lld %s\n", "distinct (rank, step)", static_cast<long long>(fc.distinct),
-              static_cast<long long>(expected), fc.distinct == expected ? "OK" : "FAILED");
-  std::printf("%-34s %14lld %12lld %s\n", "acked by the streams", static_cast<long long>(sh.acked.load()),
-              static_cast<long long>(expected), sh.acked.load() == expected ? "OK" : "FAILED");
+  std::printf("%-34s %14lld %12s\n", "  event lines (attempt, ...)",
+              static_cast<long long>(fc.events), "");
+  std::printf("%-34s %14lld %12lld %s\n", "distinct (rank, step)",
+              static_cast<long long>(fc.distinct), static_cast<long long>(expected),
+              fc.distinct == expected ? "OK" : "FAILED");
+  std::printf("%-34s %14lld %12lld %s\n", "acked by the streams",
+              static_cast<long long>(sh.acked.load()), static_cast<long long>(expected),
+              sh.acked.load() == expected ? "OK" : "FAILED");
   std::printf("%-34s %14s %12s %s\n", "job state after Leave", job_state.c_str(), "succeeded",
               ok_job ? "OK" : "FAILED");
   std::printf("%-34s %10.1f MiB %12s\n", "peak RSS, coordinator + clients", rss_mib, "");
@@ -561,8 +567,11 @@ int main(int argc, char** argv) {
         {"acked", sh.acked.load()},
         {"job_state", job_state},
         {"errors", sh.errors.count},
-        {"ok", {{"join_barrier", ok_setup}, {"rate", ok_rate}, {"lossless", ok_lossless},
-                {"job", ok_job}}},
+        {"ok",
+         {{"join_barrier", ok_setup},
+          {"rate", ok_rate},
+          {"lossless", ok_lossless},
+          {"job", ok_job}}},
     };
     std::ofstream(opt.json) << j.dump(2) << "\n";
   }

@@ -29,9 +29,12 @@ int main(int argc, char** argv) {
   size_t mb = 256;
   int reps = 7, json = 0;
   for (int i = 1; i < argc; ++i) {
-    if (!strcmp(argv[i], "--mb") && i + 1 < argc) mb = (size_t)atol(argv[++i]);
-    else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--json")) json = 1;
+    if (!strcmp(argv[i], "--mb") && i + 1 < argc)
+      mb = (size_t)atol(argv[++i]);
+    else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
+      reps = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--json"))
+      json = 1;
     else {
       fprintf(stderr, "usage: %s [--mb MB] [--reps N] [--json]\n", argv[0]);
       return 2;
@@ -62,13 +65,15 @@ int main(int argc, char** argv) {
   qsort(copy, reps, sizeof(double), cmp);
   qsort(triad, reps, sizeof(double), cmp);
   const double cm = copy[reps / 2], tm = triad[reps / 2];
-  printf("membw: %zu MB arrays, %d reps, one core: copy %.1f GB/s (best %.1f), triad %.1f GB/s "
-         "(best %.1f)\n",
-         mb, reps, cm, copy[reps - 1], tm, triad[reps - 1]);
+  printf(
+      "membw: %zu MB arrays, %d reps, one core: copy %.1f GB/s (best %.1f), triad %.1f GB/s "
+      "(best %.1f)\n",
+      mb, reps, cm, copy[reps - 1], tm, triad[reps - 1]);
   if (json)
-    printf("{\"mb\": %zu, \"reps\": %d, \"copy_gbps\": %.3f, \"copy_best_gbps\": %.3f, "
-           "\"triad_gbps\": %.3f, \"triad_best_gbps\": %.3f}\n",
-           mb, reps, cm, copy[reps - 1], tm, triad[reps - 1]);
+    printf(
+        "{\"mb\": %zu, \"reps\": %d, \"copy_gbps\": %.3f, \"copy_best_gbps\": %.3f, "
+        "\"triad_gbps\": %.3f, \"triad_best_gbps\": %.3f}\n",
+        mb, reps, cm, copy[reps - 1], tm, triad[reps - 1]);
   free(a);
   free(b);
   free(c);

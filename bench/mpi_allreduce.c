@@ -30,19 +30,32 @@ static size_t parse_size(const char* s) {
   if (end == s) return 0;
   size_t scale = 1;
   switch (toupper((unsigned char)*end)) {
-    case '\0': scale = 1; break;
-    case 'B': scale = 1; break;
-    case 'K': scale = (size_t)1 << 10; break;
-    case 'M': scale = (size_t)1 << 20; break;
-    case 'G': scale = (size_t)1 << 30; break;
-    default: return 0;
+    case '\0':
+      scale = 1;
+      break;
+    case 'B':
+      scale = 1;
+      break;
+    case 'K':
+      scale = (size_t)1 << 10;
+      break;
+    case 'M':
+      scale = (size_t)1 << 20;
+      break;
+    case 'G':
+      scale = (size_t)1 << 30;
+      break;
+    default:
+      return 0;
   }
   return (size_t)v * scale;
 }
 
 /* Rank r's element i is ((r + i) mod 5) - 2, the same pattern as microddp's
  * benchmark: small integers, so every partial sum is exact in fp32. */
-static float value(int rank, long long i) { return (float)((rank + i) % 5) - 2.0f; }
+static float value(int rank, long long i) {
+  return (float)((rank + i) % 5) - 2.0f;
+}
 
 static void usage(const char* argv0) {
   fprintf(stderr,
@@ -72,12 +85,18 @@ int main(int argc, char** argv) {
       if (rank == 0) usage(argv[0]);
       MPI_Abort(MPI_COMM_WORLD, 2);
     }
-    if (!strcmp(o, "-b") || !strcmp(o, "--minbytes")) lo = parse_size(v);
-    else if (!strcmp(o, "-e") || !strcmp(o, "--maxbytes")) hi = parse_size(v);
-    else if (!strcmp(o, "-f") || !strcmp(o, "--stepfactor")) factor = atof(v);
-    else if (!strcmp(o, "--iters")) iters = atoi(v);
-    else if (!strcmp(o, "--warmup")) warmup = atoi(v);
-    else if (!strcmp(o, "--json")) json = v;
+    if (!strcmp(o, "-b") || !strcmp(o, "--minbytes"))
+      lo = parse_size(v);
+    else if (!strcmp(o, "-e") || !strcmp(o, "--maxbytes"))
+      hi = parse_size(v);
+    else if (!strcmp(o, "-f") || !strcmp(o, "--stepfactor"))
+      factor = atof(v);
+    else if (!strcmp(o, "--iters"))
+      iters = atoi(v);
+    else if (!strcmp(o, "--warmup"))
+      warmup = atoi(v);
+    else if (!strcmp(o, "--json"))
+      json = v;
     else {
       if (rank == 0) usage(argv[0]);
       MPI_Abort(MPI_COMM_WORLD, 2);

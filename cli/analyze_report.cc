@@ -25,7 +25,8 @@ std::string_view asset(std::string_view path) {
 nlohmann::json series_json(const perf::Analysis& a) {
   const std::size_t n = a.series.size(), window = n / kMaxSeriesPoints + 1;
   nlohmann::json s = {{"window", window}};
-  for (const char* k : {"step", "data", "forward", "backward", "exposed_comm", "optimizer", "step_ms", "total_comm", "overlap"})
+  for (const char* k : {"step", "data", "forward", "backward", "exposed_comm", "optimizer",
+                        "step_ms", "total_comm", "overlap"})
     s[k] = nlohmann::json::array();
   for (std::size_t i = 0; i < n; i += window) {
     perf::StepPoint m{a.series[i].step};
@@ -33,7 +34,8 @@ nlohmann::json series_json(const perf::Analysis& a) {
     for (std::size_t k = i; k < end; ++k) {
       const auto& p = a.series[k];
       m.data_ms += p.data_ms, m.forward_ms += p.forward_ms, m.backward_ms += p.backward_ms;
-      m.exposed_comm_ms += p.exposed_comm_ms, m.optimizer_ms += p.optimizer_ms, m.step_ms += p.step_ms;
+      m.exposed_comm_ms += p.exposed_comm_ms, m.optimizer_ms += p.optimizer_ms,
+          m.step_ms += p.step_ms;
       m.total_comm_ms += p.total_comm_ms;
     }
     const double w = static_cast<double>(end - i);
@@ -55,7 +57,8 @@ nlohmann::json series_json(const perf::Analysis& a) {
 nlohmann::json curve_json(const perf::Analysis& a) {
   nlohmann::json c = {{"bytes", nlohmann::json::array()}, {"busbw", nlohmann::json::array()}};
   if (a.buckets.empty() || a.fits.empty()) return c;
-  const double lo = static_cast<double>(a.buckets.back().bytes) / 4, hi = static_cast<double>(a.buckets.front().bytes) * 4;
+  const double lo = static_cast<double>(a.buckets.back().bytes) / 4,
+               hi = static_cast<double>(a.buckets.front().bytes) * 4;
   for (double b = std::max(lo, 4.0); b <= hi; b *= 1.2) {
     const auto p = perf::predict(a, static_cast<std::size_t>(b));
     c["bytes"].push_back(std::round(b));
@@ -69,8 +72,10 @@ nlohmann::json curve_json(const perf::Analysis& a) {
 std::string script_safe(const nlohmann::json& j) {
   std::string out;
   for (char ch : j.dump(-1, ' ', true)) {
-    if (ch == '<') out += "\\u003c";
-    else out += ch;
+    if (ch == '<')
+      out += "\\u003c";
+    else
+      out += ch;
   }
   return out;
 }
@@ -206,28 +211,35 @@ td:first-child, th:first-child { text-align: left; }
 }  // namespace
 
 std::string analysis_report_html(const perf::Analysis& a) {
-  const nlohmann::json data = {{"analysis", perf::to_json(a)}, {"series", series_json(a)}, {"curve", curve_json(a)}};
+  const nlohmann::json data = {
+      {"analysis", perf::to_json(a)}, {"series", series_json(a)}, {"curve", curve_json(a)}};
   std::string h;
-  h += "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>microddp analyze</title>\n<style>";
+  h += "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>microddp "
+       "analyze</title>\n<style>";
   h += asset("vendor/uPlot.min.css");
   h += kStyle;
   h += "</style>\n<script>";
   h += asset("vendor/uPlot.iife.min.js");
-  h += "</script>\n</head><body><main>\n<h1>microddp analyze</h1><p id=\"head\" class=\"muted\"></p>\n"
+  h += "</script>\n</head><body><main>\n<h1>microddp analyze</h1><p id=\"head\" "
+       "class=\"muted\"></p>\n"
        "<p id=\"oversubscribed\" class=\"warn\" hidden></p>\n"
        "<h2>Verdict: <span id=\"verdict\"></span></h2><p id=\"by-shares\" class=\"muted\"></p>"
        "<h3>Evidence</h3><ul id=\"evidence\"></ul>"
        "<h3>Advice</h3><ul id=\"advice\"></ul><ul id=\"notes\" class=\"muted\"></ul>\n"
-       "<section id=\"hosts-section\"><h2>Hosts (compute threads vs CPUs)</h2><table id=\"hosts\"></table></section>\n"
+       "<section id=\"hosts-section\"><h2>Hosts (compute threads vs CPUs)</h2><table "
+       "id=\"hosts\"></table></section>\n"
        "<h2>Phases (ms per step, over every rank and step)</h2><table id=\"phases\"></table>\n"
        "<h2>Communication</h2><p id=\"comm\"></p>\n"
-       "<p class=\"muted\">An all-reduce's time is its shortest span across ranks (the rank that joined last waited "
+       "<p class=\"muted\">An all-reduce's time is its shortest span across ranks (the rank that "
+       "joined last waited "
        "least); busbw = bytes / time &times; 2(n&minus;1)/n.</p><table id=\"allreduces\"></table>\n"
        "<h2>Phases over the steps</h2><div id=\"p-phases\"></div>\n"
        "<h2>Per-rank phase breakdown</h2><div id=\"p-ranks\"></div>\n"
        "<h2>Overlap over the steps</h2><div id=\"p-overlap\"></div>\n"
-       "<h2>Bus bandwidth vs all-reduce size, with the alpha-beta fit</h2><div id=\"p-busbw\"></div>\n"
-       "<h2>Stragglers</h2><p id=\"straggler-note\" class=\"muted\"></p><div id=\"p-stragglers\"></div>\n"
+       "<h2>Bus bandwidth vs all-reduce size, with the alpha-beta fit</h2><div "
+       "id=\"p-busbw\"></div>\n"
+       "<h2>Stragglers</h2><p id=\"straggler-note\" class=\"muted\"></p><div "
+       "id=\"p-stragglers\"></div>\n"
        "</main>\n<script type=\"application/json\" id=\"data\">";
   h += script_safe(data);
   h += "</script>\n<script>";

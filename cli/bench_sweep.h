@@ -21,8 +21,8 @@ inline Bandwidth allreduce_bandwidth(std::size_t bytes, double time_us, int n) {
 }
 
 struct SweepTotals {
-  int64_t wrong = 0;      // elements that differed from the exact result, over all sizes
-  double avg_busbw = 0;   // GB/s, the mean over sizes (what nccl-tests prints)
+  int64_t wrong = 0;     // elements that differed from the exact result, over all sizes
+  double avg_busbw = 0;  // GB/s, the mean over sizes (what nccl-tests prints)
   bool ok() const { return wrong == 0; }
 };
 
@@ -37,7 +37,8 @@ SweepTotals totals_of(const Rows& rows) {
 }
 
 inline void print_footer(const SweepTotals& t) {
-  std::printf("# Out of bounds values : %lld %s\n", static_cast<long long>(t.wrong), t.ok() ? "OK" : "FAILED");
+  std::printf("# Out of bounds values : %lld %s\n", static_cast<long long>(t.wrong),
+              t.ok() ? "OK" : "FAILED");
   std::printf("# Avg bus bandwidth    : %.3f GB/s\n#\n%s\n", t.avg_busbw, t.ok() ? "OK" : "FAILED");
   std::fflush(stdout);
 }

@@ -41,62 +41,84 @@ const char* phase_label(const std::string& name) {
 void print_levels(const perf::LevelSplit& l) {
   const double total = l.host_ms + l.cross_host_ms;
   const auto share = [&](double v) { return total > 0 ? 100 * v / total : 0.0; };
-  std::printf("\nhierarchical all-reduce, per step (mean over ranks, %lld traced steps; %d hosts%s):\n",
-              static_cast<long long>(l.traced_steps), l.hosts,
-              l.ranks_per_host ? str(" x ", l.ranks_per_host, " ranks").c_str() : "");
+  std::printf(
+      "\nhierarchical all-reduce, per step (mean over ranks, %lld traced steps; %d hosts%s):\n",
+      static_cast<long long>(l.traced_steps), l.hosts,
+      l.ranks_per_host ? str(" x ", l.ranks_per_host, " ranks").c_str() : "");
   std::printf("  within hosts  %9.3f ms (%5.1f%%)", l.host_ms, share(l.host_ms));
-  if (l.predicted_host_ms > 0) std::printf("   predicted %9.3f ms (shm ring fit)", l.predicted_host_ms);
-  std::printf("\n  across hosts  %9.3f ms (%5.1f%%), %s sent between hosts", l.cross_host_ms, share(l.cross_host_ms),
-              bytes_str(l.cross_host_bytes).c_str());
-  if (l.predicted_cross_host_ms > 0) std::printf("   predicted %9.3f ms (tcp ring fit)", l.predicted_cross_host_ms);
+  if (l.predicted_host_ms > 0)
+    std::printf("   predicted %9.3f ms (shm ring fit)", l.predicted_host_ms);
+  std::printf("\n  across hosts  %9.3f ms (%5.1f%%), %s sent between hosts", l.cross_host_ms,
+              share(l.cross_host_ms), bytes_str(l.cross_host_bytes).c_str());
+  if (l.predicted_cross_host_ms > 0)
+    std::printf("   predicted %9.3f ms (tcp ring fit)", l.predicted_cross_host_ms);
   std::printf("\n");
 }
 
 void print_text(const perf::Analysis& a, const std::string& report) {
   const auto& c = a.config;
-  std::printf("microddp analyze %s: %d ranks, %lld training steps in the log, %lld complete steps analysed "
-              "(first %lld skipped as warm-up)\n",
-              a.dir.c_str(), c.world_size, static_cast<long long>(a.steps_in_log),
-              static_cast<long long>(a.steps_used), static_cast<long long>(a.warmup_skipped));
-  std::printf("job: ddp %s, transport %s%s, algorithm %s, compress %s, precision %s, global batch %s  [%s]\n",
-              c.ddp.empty() ? "?" : c.ddp.c_str(), c.transport.empty() ? "?" : c.transport.c_str(),
-              c.transport_inferred ? " (inferred)" : "", c.algorithm.c_str(), c.compress.empty() ? "?" : c.compress.c_str(),
-              c.precision.empty() ? "?" : c.precision.c_str(), c.global_batch ? std::to_string(c.global_batch).c_str() : "?", c.source.c_str());
+  std::printf(
+      "microddp analyze %s: %d ranks, %lld training steps in the log, %lld complete steps analysed "
+      "(first %lld skipped as warm-up)\n",
+      a.dir.c_str(), c.world_size, static_cast<long long>(a.steps_in_log),
+      static_cast<long long>(a.steps_used), static_cast<long long>(a.warmup_skipped));
+  std::printf(
+      "job: ddp %s, transport %s%s, algorithm %s, compress %s, precision %s, global batch %s  "
+      "[%s]\n",
+      c.ddp.empty() ? "?" : c.ddp.c_str(), c.transport.empty() ? "?" : c.transport.c_str(),
+      c.transport_inferred ? " (inferred)" : "", c.algorithm.c_str(),
+      c.compress.empty() ? "?" : c.compress.c_str(),
+      c.precision.empty() ? "?" : c.precision.c_str(),
+      c.global_batch ? std::to_string(c.global_batch).c_str() : "?", c.source.c_str());
   if (std::any_of(a.hosts.begin(), a.hosts.end(), [](const auto& h) { return h.cpus_known(); })) {
     std::printf("hosts (compute threads vs the CPUs its ranks may use):\n");
-    for (const auto& h : a.hosts) std::printf("  %s%s\n", h.describe().c_str(), h.oversubscribed() ? "  OVERSUBSCRIBED" : "");
+    for (const auto& h : a.hosts)
+      std::printf("  %s%s\n", h.describe().c_str(), h.oversubscribed() ? "  OVERSUBSCRIBED" : "");
   }
   if (perf::oversubscribed(a))
-    std::printf("\nWARNING: oversubscribed: a host runs more compute threads than it has CPUs, so its ranks take turns;\n"
-                "the exposed comm, all-reduce and straggler figures below are inflated by that CPU sharing (see the verdict).\n");
+    std::printf(
+        "\nWARNING: oversubscribed: a host runs more compute threads than it has CPUs, so its "
+        "ranks take turns;\n"
+        "the exposed comm, all-reduce and straggler figures below are inflated by that CPU sharing "
+        "(see the verdict).\n");
 
   std::printf("\n%-14s %9s %9s %9s %7s   %-22s %s\n", "phase", "mean ms", "median", "p95", "share",
               "rank means (min..max)", "slowest");
   for (const auto& p : a.phases) {
     const auto [lo, hi] = std::minmax_element(p.rank_mean.begin(), p.rank_mean.end());
-    const std::string spread = str(std::round(*lo * 1000) / 1000, "..", std::round(*hi * 1000) / 1000);
-    std::printf("%-14s %9.3f %9.3f %9.3f %6.1f%%   %-22s rank %d\n", phase_label(p.name), p.all.mean, p.all.median,
-                p.all.p95, 100 * p.share, spread.c_str(), p.slowest_rank);
+    const std::string spread =
+        str(std::round(*lo * 1000) / 1000, "..", std::round(*hi * 1000) / 1000);
+    std::printf("%-14s %9.3f %9.3f %9.3f %6.1f%%   %-22s rank %d\n", phase_label(p.name),
+                p.all.mean, p.all.median, p.all.p95, 100 * p.share, spread.c_str(), p.slowest_rank);
   }
-  std::printf("(* on the progress thread, mostly hidden behind backward; not part of the step's sum)\n");
+  std::printf(
+      "(* on the progress thread, mostly hidden behind backward; not part of the step's sum)\n");
 
-  std::printf("\ncommunication: exposed %.3f ms/step (%.1f%% of the step), total %.3f ms/step (%.1f%%), overlap %.1f%%, "
-              "%s all-reduced per step\n",
-              a.phases[perf::kExposedComm].all.mean, 100 * a.exposed_comm_share, a.phases[perf::kTotalComm].all.mean,
-              100 * a.total_comm_share, 100 * a.overlap, bytes_str(a.comm_bytes_per_step).c_str());
+  std::printf(
+      "\ncommunication: exposed %.3f ms/step (%.1f%% of the step), total %.3f ms/step (%.1f%%), "
+      "overlap %.1f%%, "
+      "%s all-reduced per step\n",
+      a.phases[perf::kExposedComm].all.mean, 100 * a.exposed_comm_share,
+      a.phases[perf::kTotalComm].all.mean, 100 * a.total_comm_share, 100 * a.overlap,
+      bytes_str(a.comm_bytes_per_step).c_str());
   if (a.grad_bytes_per_step > 0)
-    std::printf("compression: %s of fp32 gradients per step travel as %s (ratio %.1fx); each rank sent %s per step\n",
-                bytes_str(a.grad_bytes_per_step).c_str(), bytes_str(a.comm_bytes_per_step).c_str(), a.compression_ratio(),
-                bytes_str(a.sent_bytes_per_step).c_str());
-  if (a.samples_per_s > 0) std::printf("throughput: %.0f samples/s (global batch / mean step time)\n", a.samples_per_s);
+    std::printf(
+        "compression: %s of fp32 gradients per step travel as %s (ratio %.1fx); each rank sent %s "
+        "per step\n",
+        bytes_str(a.grad_bytes_per_step).c_str(), bytes_str(a.comm_bytes_per_step).c_str(),
+        a.compression_ratio(), bytes_str(a.sent_bytes_per_step).c_str());
+  if (a.samples_per_s > 0)
+    std::printf("throughput: %.0f samples/s (global batch / mean step time)\n", a.samples_per_s);
 
   if (!a.buckets.empty()) {
-    std::printf("\nall-reduces (time: the shortest span across ranks; busbw = bytes/t x 2(n-1)/n)\n");
-    std::printf("%-11s %8s %-6s %9s %9s %10s %12s %12s %9s\n", "size", "per step", "algo", "median ms", "p95 ms",
-                "busbw GB/s", "predicted ms", "pred. busbw", "meas/pred");
+    std::printf(
+        "\nall-reduces (time: the shortest span across ranks; busbw = bytes/t x 2(n-1)/n)\n");
+    std::printf("%-11s %8s %-6s %9s %9s %10s %12s %12s %9s\n", "size", "per step", "algo",
+                "median ms", "p95 ms", "busbw GB/s", "predicted ms", "pred. busbw", "meas/pred");
     for (const auto& b : a.buckets) {
-      std::printf("%-11s %8.2f %-6s %9.3f %9.3f %10.3f", bytes_str(static_cast<double>(b.bytes)).c_str(), b.per_step,
-                  b.algorithm.c_str(), b.measured_ms.median, b.measured_ms.p95, b.busbw_gbps);
+      std::printf("%-11s %8.2f %-6s %9.3f %9.3f %10.3f",
+                  bytes_str(static_cast<double>(b.bytes)).c_str(), b.per_step, b.algorithm.c_str(),
+                  b.measured_ms.median, b.measured_ms.p95, b.busbw_gbps);
       if (b.fit)
         std::printf(" %12.3f %12.3f %9.2f\n", b.predicted_ms, b.predicted_busbw_gbps,
                     b.predicted_ms > 0 ? b.measured_ms.median / b.predicted_ms : 0.0);
@@ -105,34 +127,38 @@ void print_text(const perf::Analysis& a, const std::string& report) {
     }
     for (const auto& b : a.buckets)
       if (b.fit) {
-        std::printf("fit: %s %s on %d ranks: alpha %.2f us, beta %.3f GB/s (r2 %.3f)\n", b.fit->transport.c_str(),
-                    b.fit->algorithm.c_str(), b.fit->world_size, b.fit->link.alpha_s * 1e6, b.fit->link.beta_Bps * 1e-9,
-                    b.fit->r2);
+        std::printf("fit: %s %s on %d ranks: alpha %.2f us, beta %.3f GB/s (r2 %.3f)\n",
+                    b.fit->transport.c_str(), b.fit->algorithm.c_str(), b.fit->world_size,
+                    b.fit->link.alpha_s * 1e6, b.fit->link.beta_Bps * 1e-9, b.fit->r2);
         break;
       }
     if (a.predicted_comm_ms_per_step > 0)
-      std::printf("predicted total comm %.3f ms/step vs measured %.3f ms/step\n", a.predicted_comm_ms_per_step,
-                  a.phases[perf::kTotalComm].all.mean);
+      std::printf("predicted total comm %.3f ms/step vs measured %.3f ms/step\n",
+                  a.predicted_comm_ms_per_step, a.phases[perf::kTotalComm].all.mean);
   }
   if (a.levels) print_levels(*a.levels);
 
   if (c.world_size > 1) {
     const auto& s = a.stragglers;
-    std::printf("\nstragglers (first bucket ready >= %.2f ms after the median rank's), over %lld steps:%s\n",
-                a.min_late_ms, static_cast<long long>(s.steps), s.ranks.empty() ? " none" : "");
+    std::printf(
+        "\nstragglers (first bucket ready >= %.2f ms after the median rank's), over %lld "
+        "steps:%s\n",
+        a.min_late_ms, static_cast<long long>(s.steps), s.ranks.empty() ? " none" : "");
     for (const auto& r : s.ranks) {
       std::string phases;
-      for (const auto& [phase, n] : r.by_phase) phases += str(phases.empty() ? "" : ", ", phase, " ", n);
+      for (const auto& [phase, n] : r.by_phase)
+        phases += str(phases.empty() ? "" : ", ", phase, " ", n);
       std::printf("  rank %d late in %lld steps (%.1f%%), %.3f ms in all; by phase: %s\n", r.rank,
-                  static_cast<long long>(r.late_steps), s.steps ? 100.0 * r.late_steps / s.steps : 0.0, r.late_ms_total,
-                  phases.c_str());
+                  static_cast<long long>(r.late_steps),
+                  s.steps ? 100.0 * r.late_steps / s.steps : 0.0, r.late_ms_total, phases.c_str());
     }
     if (s.worst) std::printf("  worst: rank %d, %s\n", s.worst->rank, s.worst->phase.c_str());
   }
 
   std::printf("\nverdict: %s\n", a.verdict.kind.c_str());
   if (a.verdict.by_shares != a.verdict.kind)
-    std::printf("  (by the step's shares alone: %s, measured under CPU sharing)\n", a.verdict.by_shares.c_str());
+    std::printf("  (by the step's shares alone: %s, measured under CPU sharing)\n",
+                a.verdict.by_shares.c_str());
   for (const auto& e : a.verdict.evidence) std::printf("  evidence: %s\n", e.c_str());
   for (const auto& e : a.verdict.advice) std::printf("  advice:   %s\n", e.c_str());
   for (const auto& n : a.notes) std::printf("note: %s\n", n.c_str());
@@ -144,20 +170,26 @@ void print_text(const perf::Analysis& a, const std::string& report) {
 nlohmann::json restarts_json(const std::vector<perf::RestartEvent>& restarts) {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& r : restarts)
-    out.push_back({{"attempt", r.attempt}, {"cause", r.cause}, {"rank", r.rank}, {"host", r.host},
-                   {"message", r.message}, {"resumed_from_step", r.resumed_from_step},
-                   {"steps_lost", r.steps_lost}, {"from_world_size", r.from_world_size},
+    out.push_back({{"attempt", r.attempt},
+                   {"cause", r.cause},
+                   {"rank", r.rank},
+                   {"host", r.host},
+                   {"message", r.message},
+                   {"resumed_from_step", r.resumed_from_step},
+                   {"steps_lost", r.steps_lost},
+                   {"from_world_size", r.from_world_size},
                    {"world_size", r.world_size}});
   return out;
 }
 
 void print_restarts(const std::vector<perf::RestartEvent>& restarts) {
   if (restarts.empty()) return;
-  std::printf("\nrestarts: %zu (the records the restarts superseded are left out above)\n", restarts.size());
+  std::printf("\nrestarts: %zu (the records the restarts superseded are left out above)\n",
+              restarts.size());
   for (const auto& r : restarts) {
-    std::printf("  attempt %d: %s; resumed from step %lld, %lld step%s lost", r.attempt, r.message.c_str(),
-                static_cast<long long>(r.resumed_from_step), static_cast<long long>(r.steps_lost),
-                r.steps_lost == 1 ? "" : "s");
+    std::printf("  attempt %d: %s; resumed from step %lld, %lld step%s lost", r.attempt,
+                r.message.c_str(), static_cast<long long>(r.resumed_from_step),
+                static_cast<long long>(r.steps_lost), r.steps_lost == 1 ? "" : "s");
     if (r.world_size > 0 && r.from_world_size > 0 && r.world_size != r.from_world_size)
       std::printf("; the world size changed from %d to %d ranks (--min-nproc)", r.from_world_size,
                   r.world_size);
@@ -174,13 +206,15 @@ void run(AnalyzeArgs& args) {
   }
   if (!args.algorithm.empty()) run.config.algorithm = args.algorithm;
   if (args.batch > 0) run.config.global_batch = args.batch;
-  const std::filesystem::path fits = args.fit_file.empty() ? perf::default_fit_path() : std::filesystem::path(args.fit_file);
+  const std::filesystem::path fits =
+      args.fit_file.empty() ? perf::default_fit_path() : std::filesystem::path(args.fit_file);
   args.options.fits = perf::load_fits(fits);
   const perf::Analysis a = perf::analyze(run, args.options);
 
   std::string report;
   if (!args.no_report) {
-    report = args.report.empty() ? (std::filesystem::path(args.run_dir) / "report.html").string() : args.report;
+    report = args.report.empty() ? (std::filesystem::path(args.run_dir) / "report.html").string()
+                                 : args.report;
     write_analysis_report(a, report);
   }
   if (args.json) {
@@ -198,22 +232,30 @@ void run(AnalyzeArgs& args) {
 
 void register_analyze(CLI::App& app) {
   auto args = std::make_shared<AnalyzeArgs>();
-  auto* cmd = app.add_subcommand("analyze", "Where a run's time went and what limits it, from RUN_DIR/metrics.jsonl");
-  cmd->add_option("run_dir", args->run_dir, "the --run-dir of a `microddp run` or coordinator")->required();
+  auto* cmd = app.add_subcommand(
+      "analyze", "Where a run's time went and what limits it, from RUN_DIR/metrics.jsonl");
+  cmd->add_option("run_dir", args->run_dir, "the --run-dir of a `microddp run` or coordinator")
+      ->required();
   cmd->add_flag("--json", args->json, "print the analysis as JSON instead of the table");
-  cmd->add_option("--report", args->report, "where to write the HTML report (default RUN_DIR/report.html)");
+  cmd->add_option("--report", args->report,
+                  "where to write the HTML report (default RUN_DIR/report.html)");
   cmd->add_flag("--no-report", args->no_report, "do not write the HTML report");
-  cmd->add_option("--fit", args->fit_file, "alpha-beta fits from `microddp bench allreduce --fit` (default: the cache)");
-  cmd->add_option("--transport", args->transport, "the job's transport, when job.json is absent or says auto")
+  cmd->add_option("--fit", args->fit_file,
+                  "alpha-beta fits from `microddp bench allreduce --fit` (default: the cache)");
+  cmd->add_option("--transport", args->transport,
+                  "the job's transport, when job.json is absent or says auto")
       ->check(CLI::IsMember({"tcp", "shm", "nccl"}));
-  cmd->add_option("--algo", args->algorithm, "the job's all-reduce algorithm (default: job.json, else auto)")
+  cmd->add_option("--algo", args->algorithm,
+                  "the job's all-reduce algorithm (default: job.json, else auto)")
       ->check(CLI::IsMember({"auto", "ring", "tree", "naive", "doubling", "hierarchical"}));
-  cmd->add_option("--batch", args->batch, "the job's global batch, for samples/s (default: job.json)")
+  cmd->add_option("--batch", args->batch,
+                  "the job's global batch, for samples/s (default: job.json)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--warmup", args->options.warmup_steps, "complete steps to skip at the start")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  cmd->add_option("--min-late-ms", args->options.min_late_ms, "a rank this much behind the median is late")
+  cmd->add_option("--min-late-ms", args->options.min_late_ms,
+                  "a rank this much behind the median is late")
       ->check(finite_in(0))
       ->capture_default_str();
   cmd->callback([args] { run(*args); });

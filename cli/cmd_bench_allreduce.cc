@@ -37,8 +37,8 @@
 #include "core/comm/communicator.h"
 #include "core/comm/file_store.h"
 #include "core/comm/gloo/gloo.h"
-#include "core/common/half.h"
 #include "core/common/check.h"
+#include "core/common/half.h"
 #include "core/common/timer.h"
 
 namespace mddp::cli {
@@ -116,8 +116,7 @@ void encode(comm::DataType t, float v, void* out) {
     std::memcpy(out, &v, 4);
     return;
   }
-  const uint16_t h =
-      t == comm::DataType::kFloat16 ? float_to_fp16(v) : float_to_bf16(v);
+  const uint16_t h = t == comm::DataType::kFloat16 ? float_to_fp16(v) : float_to_bf16(v);
   std::memcpy(out, &h, 2);
 }
 
@@ -160,8 +159,8 @@ void write_json(const BenchOpts& o, const std::string& transport, int n,
                  "\"algbw_gbps\": %.6f, "
                  "\"busbw_gbps\": %.6f, \"wrong\": %lld, \"cross_host_bytes\": %lld}%s\n",
                  r.bytes, static_cast<long long>(r.count), r.algo.c_str(), r.time_us, r.algbw,
-                 r.busbw, static_cast<long long>(r.wrong), static_cast<long long>(r.cross_host_bytes),
-                 k + 1 < rows.size() ? "," : "");
+                 r.busbw, static_cast<long long>(r.wrong),
+                 static_cast<long long>(r.cross_host_bytes), k + 1 < rows.size() ? "," : "");
   }
   std::fprintf(f, "  ],\n  \"avg_busbw_gbps\": %.6f,\n  \"ok\": %s\n}\n", avg_busbw,
                ok ? "true" : "false");
@@ -180,7 +179,8 @@ int64_t cross_host_bytes(const comm::Communicator& comm, const comm::Work& work)
   const comm::HostTopology& topo = comm.topology();
   int64_t sent = 0;
   for (const comm::AlgoStep& s : work.steps())
-    if (s.send_peer >= 0 && topo.host_of(s.send_peer) != topo.host_of(comm.rank())) sent += s.send_bytes;
+    if (s.send_peer >= 0 && topo.host_of(s.send_peer) != topo.host_of(comm.rank()))
+      sent += s.send_bytes;
   return sent;
 }
 
@@ -190,15 +190,18 @@ void bench_rank(const BenchOpts& o, int rank, comm::Store& store) {
   const auto kind = comm::parse_transport(o.transport);
   const auto sizes = size_sweep(o);
   // --rank: the ranks share no parent; the rendezvous directory names the job.
-  const comm::JobIdentity job{o.rank >= 0 ? str("bench-allreduce-", o.rendezvous) : str("bench-allreduce-", ::getppid()),
-                              0, ""};
+  const comm::JobIdentity job{
+      o.rank >= 0 ? str("bench-allreduce-", o.rendezvous) : str("bench-allreduce-", ::getppid()), 0,
+      ""};
   const std::chrono::milliseconds timeout(o.timeout_ms);
   std::unique_ptr<comm::ProcessGroup> comm;
   if (o.backend == "gloo")
     comm = comm::gloo::connect_gloo(store, rank, o.nproc, {timeout, o.bind_host, "comm"});
   else
-    comm = comm::connect(store, rank, o.nproc, job, kind, comm::CommOptions{algo, timeout}, o.bind_host);
-  const auto* own = dynamic_cast<const comm::Communicator*>(comm.get());  // microddp's: steps and topology
+    comm = comm::connect(store, rank, o.nproc, job, kind, comm::CommOptions{algo, timeout},
+                         o.bind_host);
+  const auto* own =
+      dynamic_cast<const comm::Communicator*>(comm.get());  // microddp's: steps and topology
   const int n = comm->size();
   const bool hosts = own && own->topology().host_count() > 1;
   const std::size_t es = comm::element_size(dtype);
@@ -212,9 +215,11 @@ void bench_rank(const BenchOpts& o, int rank, comm::Store& store) {
     if (hosts) std::printf("# %s\n", own->topology().describe().c_str());
     std::printf("# iters %d, warmup %d; time = slowest rank's mean; busbw = algbw * 2(n-1)/n\n",
                 o.iters, o.warmup);
-    if (hosts) std::printf("# xhost = bytes sent between hosts per all-reduce, all ranks together\n");
-    std::printf("#\n# %12s %12s %6s %6s %12s %12s %12s %12s %8s%s\n", "size(B)", "count", "type", "redop",
-                "algo", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong", hosts ? "     xhost(B)" : "");
+    if (hosts)
+      std::printf("# xhost = bytes sent between hosts per all-reduce, all ranks together\n");
+    std::printf("#\n# %12s %12s %6s %6s %12s %12s %12s %12s %8s%s\n", "size(B)", "count", "type",
+                "redop", "algo", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong",
+                hosts ? "     xhost(B)" : "");
     std::fflush(stdout);
   }
 
@@ -238,7 +243,8 @@ void bench_rank(const BenchOpts& o, int rank, comm::Store& store) {
     // Timed runs on zeros (sums of zeros stay zeros: no overflow to inf
     // across iterations, the same arithmetic cost).
     std::memset(buf.data(), 0, bytes);
-    for (int i = 0; i < o.warmup; ++i) comm->all_reduce(buf.data(), count, dtype, comm::ReduceOp::kSum);
+    for (int i = 0; i < o.warmup; ++i)
+      comm->all_reduce(buf.data(), count, dtype, comm::ReduceOp::kSum);
     comm->barrier()->wait();
     const int64_t t0 = now_ns();
     comm::WorkPtr last;
@@ -256,7 +262,8 @@ void bench_rank(const BenchOpts& o, int rank, comm::Store& store) {
         hosts ? (static_cast<int64_t>(xhost[0]) << 20) + static_cast<int64_t>(xhost[1]) : -1;
 
     const Bandwidth bw = allreduce_bandwidth(bytes, time_us, n);
-    rows.push_back({bytes, count, used, time_us, bw.algbw, bw.busbw, static_cast<int64_t>(wrong), xhost_bytes});
+    rows.push_back({bytes, count, used, time_us, bw.algbw, bw.busbw, static_cast<int64_t>(wrong),
+                    xhost_bytes});
     if (rank == 0) {
       std::printf("  %12zu %12lld %6s %6s %12s %12.2f %12.3f %12.3f %8lld", bytes,
                   static_cast<long long>(count), o.dtype.c_str(), "sum", used.c_str(), time_us,
@@ -294,23 +301,29 @@ void register_bench_allreduce(CLI::App& bench) {
       ->capture_default_str();
   cmd->add_option("--iters", o->iters, "timed all-reduces per size")->capture_default_str();
   cmd->add_option("--warmup", o->warmup, "untimed all-reduces per size")->capture_default_str();
-  cmd->add_option("--algo", o->algo, "ring | naive | tree | doubling | hierarchical | auto")->capture_default_str();
+  cmd->add_option("--algo", o->algo, "ring | naive | tree | doubling | hierarchical | auto")
+      ->capture_default_str();
   cmd->add_option("--transport", o->transport, "tcp | shm | auto (shm on one host)")
       ->capture_default_str();
   cmd->add_option("--dtype", o->dtype, "fp32 | bf16 | fp16 (16-bit on the wire, summed in fp32)")
       ->capture_default_str();
   cmd->add_option("--timeout-ms", o->timeout_ms, "bound on each collective")
-      ->check(CLI::Range(int64_t{1}, kMaxTimeoutMs))->capture_default_str();
+      ->check(CLI::Range(int64_t{1}, kMaxTimeoutMs))
+      ->capture_default_str();
   cmd->add_option("--json", o->json, "also write the results to this file as JSON");
-  cmd->add_option("--rank", o->rank,
-                  "run only this rank, here (the others run elsewhere: other hosts, deploy/netns_lab.sh "
-                  "bench); needs --rendezvous")
+  cmd->add_option(
+         "--rank", o->rank,
+         "run only this rank, here (the others run elsewhere: other hosts, deploy/netns_lab.sh "
+         "bench); needs --rendezvous")
       ->check(CLI::Range(0, kMaxLocalRanks - 1));
-  cmd->add_option("--rendezvous", o->rendezvous,
-                  "with --rank: an empty directory every rank reaches (a shared filesystem), one per run");
-  cmd->add_option("--bind-host", o->bind_host, "this rank's data-plane address (tcp)")->capture_default_str();
+  cmd->add_option(
+      "--rendezvous", o->rendezvous,
+      "with --rank: an empty directory every rank reaches (a shared filesystem), one per run");
+  cmd->add_option("--bind-host", o->bind_host, "this rank's data-plane address (tcp)")
+      ->capture_default_str();
   cmd->add_option("--backend", o->backend,
-                  "cpu (microddp's own) | gloo (Debian's libgloo, its ring over TCP) | nccl (one process per "
+                  "cpu (microddp's own) | gloo (Debian's libgloo, its ring over TCP) | nccl (one "
+                  "process per "
                   "GPU); --algo and --transport are cpu's")
       ->capture_default_str();
   auto fit = add_fit_flags(*cmd);
@@ -324,8 +337,11 @@ void register_bench_allreduce(CLI::App& bench) {
     if (o->rank >= 0 && o->rendezvous.empty())
       throw InputError("--rank needs --rendezvous DIR, the directory the ranks meet in");
     if (o->rank < 0 && !o->rendezvous.empty())
-      throw InputError("--rendezvous is for --rank (one rank here, the others elsewhere); --nproc alone runs every rank here");
-    if (o->rank >= o->nproc) throw InputError(str("--rank ", o->rank, " is not a rank of --nproc ", o->nproc));
+      throw InputError(
+          "--rendezvous is for --rank (one rank here, the others elsewhere); --nproc alone runs "
+          "every rank here");
+    if (o->rank >= o->nproc)
+      throw InputError(str("--rank ", o->rank, " is not a rank of --nproc ", o->nproc));
     std::error_code ec;  // an unreadable or overlong name is "not a directory" too, not a throw
     if (!o->rendezvous.empty() && !std::filesystem::is_directory(o->rendezvous, ec))
       throw InputError(str("--rendezvous ", o->rendezvous, " is not a directory",
@@ -333,15 +349,16 @@ void register_bench_allreduce(CLI::App& bench) {
     if (o->iters < 1 || o->warmup < 0)
       throw InputError("--iters must be at least 1 and --warmup at least 0");
     if (fit->on && o->rank >= 0)
-      throw InputError("--fit runs its own ranks (--fit-netns for the netns lab); leave out --rank");
+      throw InputError(
+          "--fit runs its own ranks (--fit-netns for the netns lab); leave out --rank");
     if (fit->on)  // the per-algorithm sweep and alpha-beta fit: cmd_bench_allreduce_fit.cc
       return run_allreduce_fit(*fit, {o->nproc, size_sweep(*o), o->iters, o->warmup, o->timeout_ms,
                                       o->algo, o->transport, o->json, o->backend});
     if (o->backend != "cpu" && o->backend != "nccl" && o->backend != "gloo")
       throw InputError(str("unknown --backend '", o->backend, "' (use cpu, gloo or nccl)"));
     if (o->backend != "cpu" && (o->algo != "auto" || o->transport != "auto"))
-      throw InputError(str("--algo and --transport choose microddp's own collectives; --backend ", o->backend,
-                           " brings its own: leave them out"));
+      throw InputError(str("--algo and --transport choose microddp's own collectives; --backend ",
+                           o->backend, " brings its own: leave them out"));
     if (!o->json.empty()) {  // fail now, not after the whole sweep
       std::FILE* f = std::fopen(o->json.c_str(), "w");
       if (!f)

@@ -162,14 +162,16 @@ bool report(const FitFlags& f, const FitSweep& s, int n, std::vector<Series>& se
   }
   const std::size_t unfitted = series.size() - fits.size();
   if (unfitted > 0)
-    std::printf("# %zu series not fitted: timings this noisy need more --fit-rounds, a larger "
-                "--fit-budget-s or a sweep to larger sizes (-e)\n",
-                unfitted);
+    std::printf(
+        "# %zu series not fitted: timings this noisy need more --fit-rounds, a larger "
+        "--fit-budget-s or a sweep to larger sizes (-e)\n",
+        unfitted);
   if (!fits.empty()) {
     const std::filesystem::path path =
         f.out.empty() ? perf::default_fit_path() : std::filesystem::path(f.out);
     perf::save_fits(path, fits);
-    std::printf("# saved %zu fit%s to %s\n", fits.size(), fits.size() == 1 ? "" : "s", path.c_str());
+    std::printf("# saved %zu fit%s to %s\n", fits.size(), fits.size() == 1 ? "" : "s",
+                path.c_str());
   }
   if (!s.json.empty()) {
     std::ofstream out(s.json);

@@ -28,7 +28,6 @@ namespace {
 
 using nlohmann::json;
 
-
 double peak_rss_mb() {
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
@@ -43,12 +42,14 @@ double rss_mb() {
     if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
     std::fclose(f);
   }
-  return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) / (1024.0 * 1024.0);
+  return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) /
+         (1024.0 * 1024.0);
 }
 
 // Runs warm-up and timed steps of `step`, returns this rank's measurements.
 json time_steps(const BenchOptions& o, const std::function<train::StepResult()>& step,
-                const std::function<ddp::SyncStats()>& sync_stats, const std::function<void()>& barrier) {
+                const std::function<ddp::SyncStats()>& sync_stats,
+                const std::function<void()>& barrier) {
   for (int i = 0; i < o.warmup; ++i) step();
   barrier();
   double data = 0, fwd = 0, bwd = 0, exposed = 0, opt = 0, comm_total = 0;
@@ -68,30 +69,40 @@ json time_steps(const BenchOptions& o, const std::function<train::StepResult()>&
   const double host_waits = static_cast<double>(tensor::gpu_host_waits() - waits0) / n;
   barrier();
   const double wall_s = (now_ns() - t0) * 1e-9;
-  return {{"wall_s", wall_s},           {"data_ms", data / n},     {"forward_ms", fwd / n},
-          {"backward_ms", bwd / n},     {"exposed_comm_ms", exposed / n},
-          {"total_comm_ms", comm_total / n}, {"optimizer_ms", opt / n},
+  return {{"wall_s", wall_s},
+          {"data_ms", data / n},
+          {"forward_ms", fwd / n},
+          {"backward_ms", bwd / n},
+          {"exposed_comm_ms", exposed / n},
+          {"total_comm_ms", comm_total / n},
+          {"optimizer_ms", opt / n},
           {"overlap", perf::overlap_fraction(exposed, comm_total)},
-          {"peak_rss_mb", peak_rss_mb()},      {"rss_mb", rss_mb()},
+          {"peak_rss_mb", peak_rss_mb()},
+          {"rss_mb", rss_mb()},
           {"host_waits_per_step", host_waits}};
 }
 
 json run_rank(const train::TrainConfig& cfg, const BenchOptions& o, int rank, comm::Store* store) {
   if (o.nproc == 1) {
     train::Trainer t(cfg);
-    return time_steps(o, [&] { return t.step(); }, [] { return ddp::SyncStats{}; }, [] {});
+    return time_steps(
+        o, [&] { return t.step(); }, [] { return ddp::SyncStats{}; }, [] {});
   }
-  train::DistributedTrainer dt(cfg, train::connect_process_group(*store, rank, o.nproc, {"bench-train", 0, ""}, cfg));
-  return time_steps(o, [&] { return dt.step(); }, [&] { return dt.ddp().last_stats(); },
-                    [&] { dt.comm().barrier()->wait(); });
+  train::DistributedTrainer dt(
+      cfg, train::connect_process_group(*store, rank, o.nproc, {"bench-train", 0, ""}, cfg));
+  return time_steps(
+      o, [&] { return dt.step(); }, [&] { return dt.ddp().last_stats(); },
+      [&] { dt.comm().barrier()->wait(); });
 }
 
 }  // namespace
 
-json summarize(const train::TrainConfig& cfg, const BenchOptions& o, const std::vector<json>& ranks) {
+json summarize(const train::TrainConfig& cfg, const BenchOptions& o,
+               const std::vector<json>& ranks) {
   double wall = 0;
   json mean = json::object();
-  for (const char* k : {"data_ms", "forward_ms", "backward_ms", "exposed_comm_ms", "total_comm_ms", "optimizer_ms", "overlap"}) {
+  for (const char* k : {"data_ms", "forward_ms", "backward_ms", "exposed_comm_ms", "total_comm_ms",
+                        "optimizer_ms", "overlap"}) {
     double s = 0;
     for (const auto& r : ranks) s += r[k].get<double>();
     mean[k] = s / static_cast<double>(ranks.size());
@@ -102,10 +113,17 @@ json summarize(const train::TrainConfig& cfg, const BenchOptions& o, const std::
     rss.push_back(r["peak_rss_mb"].get<double>());
   }
   const double sps = o.iters * cfg.batch * cfg.accumulate / wall;
-  return {{"samples_per_s", sps}, {"step_ms", wall * 1e3 / o.iters}, {"nproc", o.nproc},
-          {"ddp", o.nproc > 1 ? cfg.dist.ddp : "none"}, {"bucket_mb", cfg.dist.bucket_mb},
-          {"width", cfg.model.width}, {"depth", cfg.model.depth}, {"batch", cfg.batch},
-          {"phases_ms", mean}, {"peak_rss_mb", rss}, {"ranks", ranks}};
+  return {{"samples_per_s", sps},
+          {"step_ms", wall * 1e3 / o.iters},
+          {"nproc", o.nproc},
+          {"ddp", o.nproc > 1 ? cfg.dist.ddp : "none"},
+          {"bucket_mb", cfg.dist.bucket_mb},
+          {"width", cfg.model.width},
+          {"depth", cfg.model.depth},
+          {"batch", cfg.batch},
+          {"phases_ms", mean},
+          {"peak_rss_mb", rss},
+          {"ranks", ranks}};
 }
 
 namespace {
@@ -114,13 +132,20 @@ void report(const train::TrainConfig& cfg, const BenchOptions& o, const json& j)
   const json& mean = j["phases_ms"];
   const double sps = j["samples_per_s"].get<double>(), step_ms = j["step_ms"].get<double>();
   std::printf("bench train: %s width %lld depth %lld, global batch %lld on %d rank(s), %s",
-              cfg.model.kind.c_str(), static_cast<long long>(cfg.model.width), static_cast<long long>(cfg.model.depth),
-              static_cast<long long>(cfg.batch), o.nproc, o.nproc > 1 ? cfg.dist.ddp.c_str() : "no DDP");
-  if (o.nproc > 1 && (cfg.dist.ddp == "bucketed" || cfg.dist.ddp == "sharded")) std::printf(" (buckets %.3g MiB, first %.3g MiB)", cfg.dist.bucket_mb, cfg.dist.first_bucket_mb);
-  std::printf("\n  samples/s %.1f   step %.2f ms   (%d warm-up + %d timed steps)\n", sps, step_ms, o.warmup, o.iters);
-  std::printf("  per step, mean over ranks (ms): data %.2f  forward %.2f  backward %.2f  exposed comm %.2f  optimizer %.2f\n",
-              mean["data_ms"].get<double>(), mean["forward_ms"].get<double>(), mean["backward_ms"].get<double>(),
-              mean["exposed_comm_ms"].get<double>(), mean["optimizer_ms"].get<double>());
+              cfg.model.kind.c_str(), static_cast<long long>(cfg.model.width),
+              static_cast<long long>(cfg.model.depth), static_cast<long long>(cfg.batch), o.nproc,
+              o.nproc > 1 ? cfg.dist.ddp.c_str() : "no DDP");
+  if (o.nproc > 1 && (cfg.dist.ddp == "bucketed" || cfg.dist.ddp == "sharded"))
+    std::printf(" (buckets %.3g MiB, first %.3g MiB)", cfg.dist.bucket_mb,
+                cfg.dist.first_bucket_mb);
+  std::printf("\n  samples/s %.1f   step %.2f ms   (%d warm-up + %d timed steps)\n", sps, step_ms,
+              o.warmup, o.iters);
+  std::printf(
+      "  per step, mean over ranks (ms): data %.2f  forward %.2f  backward %.2f  exposed comm %.2f "
+      " optimizer %.2f\n",
+      mean["data_ms"].get<double>(), mean["forward_ms"].get<double>(),
+      mean["backward_ms"].get<double>(), mean["exposed_comm_ms"].get<double>(),
+      mean["optimizer_ms"].get<double>());
   if (o.nproc > 1)
     std::printf("  all-reduce: total %.2f ms per step, overlap %.0f%% (hidden behind backward)\n",
                 mean["total_comm_ms"].get<double>(), mean["overlap"].get<double>() * 100);
@@ -153,7 +178,8 @@ json bench_train(const train::TrainConfig& config, const BenchOptions& o) {
     if (rank != 0) return;
     std::vector<json> all;
     for (int r = 0; r < o.nproc; ++r)
-      all.push_back(json::parse(store.get("bench/result/" + std::to_string(r), std::chrono::minutes(10))));
+      all.push_back(
+          json::parse(store.get("bench/result/" + std::to_string(r), std::chrono::minutes(10))));
     std::ofstream(out) << summarize(cfg, o, all).dump();
   });
   if (rc != 0) throw Error(str("bench train failed (a rank exited with status ", rc, ")"));
@@ -175,8 +201,11 @@ void register_bench_train(CLI::App& bench) {
   cfg->optim = {.name = "sgd", .lr = 0.01f};
   cfg->eval = false;
   auto o = std::make_shared<BenchOptions>();
-  auto* cmd = bench.add_subcommand("train", "Training throughput: samples/s, phases, overlap, memory");
-  cmd->add_option("--nproc", o->nproc, "ranks (processes on this host); 1 = no DDP")->check(CLI::Range(1, kMaxLocalRanks))->capture_default_str();
+  auto* cmd =
+      bench.add_subcommand("train", "Training throughput: samples/s, phases, overlap, memory");
+  cmd->add_option("--nproc", o->nproc, "ranks (processes on this host); 1 = no DDP")
+      ->check(CLI::Range(1, kMaxLocalRanks))
+      ->capture_default_str();
   cmd->add_option("--warmup", o->warmup, "untimed steps first")->capture_default_str();
   cmd->add_option("--iters", o->iters, "timed steps")->capture_default_str();
   cmd->add_option("--json", o->json_path, "also write the results as JSON to this file");

@@ -7,12 +7,13 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <atomic>
-#include <cstdlib>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -20,8 +21,6 @@
 #include <optional>
 #include <sstream>
 #include <thread>
-
-#include <spdlog/spdlog.h>
 
 #include "cli/commands.h"
 #include "cli/job_flags.h"
@@ -52,7 +51,6 @@ struct CoordinatorArgs {
   RestartFlags restarts;
   train::TrainConfig train;
 };
-
 
 // The name to dial a listening host by: itself, or this machine's name when
 // listening on every interface.
@@ -152,7 +150,8 @@ std::string lost_output(const coordinator::Job& job) {
   if (lost.count > 0)
     out = str(lost.count, " of ", job.metrics_log().count(), " metrics records are not in ",
               job.metrics_log().path().string(), " (", lost.why, "): ", lost.which);
-  if (const std::string e = job.job_file_error(); !e.empty()) out += str(out.empty() ? "" : "; ", e);
+  if (const std::string e = job.job_file_error(); !e.empty())
+    out += str(out.empty() ? "" : "; ", e);
   return out;
 }
 
@@ -206,8 +205,9 @@ void run_coordinator(CLI::App& cmd, CoordinatorArgs& a) {
   o.job.elastic_wait =
       std::chrono::milliseconds(static_cast<int64_t>(a.restarts.elastic_wait_s * 1000.0));
   if (a.restarts.max_restarts > 0 && (a.train.run_dir.empty() || a.train.checkpoint_every <= 0))
-    std::printf("note: --max-restarts without --run-dir and --checkpoint-every: a restarted job "
-                "starts again from step 0\n");
+    std::printf(
+        "note: --max-restarts without --run-dir and --checkpoint-every: a restarted job "
+        "starts again from step 0\n");
 
   StopSignals signals;
   coordinator::Coordinator c(std::move(o));
@@ -266,8 +266,8 @@ void run_coordinator(CLI::App& cmd, CoordinatorArgs& a) {
     std::printf("dashboard: the job is over (%s); still serving %s for %g s (Ctrl-C to stop)\n",
                 control::to_string(status.state), dash_url.c_str(), a.dashboard.http_linger_s);
     std::fflush(stdout);
-    const auto until = std::chrono::steady_clock::now() +
-                       std::chrono::duration<double>(a.dashboard.http_linger_s);
+    const auto until =
+        std::chrono::steady_clock::now() + std::chrono::duration<double>(a.dashboard.http_linger_s);
     while (std::chrono::steady_clock::now() < until && !watcher.caught())
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
@@ -277,8 +277,9 @@ void run_coordinator(CLI::App& cmd, CoordinatorArgs& a) {
     if (!std::getenv(kNoResumeHintEnv))
       std::fprintf(stderr, "microddp coordinator: %s (and start the workers again)\n",
                    resume_line(own_command_line(), a.train.run_dir).c_str());
-    throw Error(str(status.failure().empty() ? std::string("the job did not finish") : status.failure(),
-                    lost.empty() ? "" : "; also " + lost));
+    throw Error(
+        str(status.failure().empty() ? std::string("the job did not finish") : status.failure(),
+            lost.empty() ? "" : "; also " + lost));
   }
   std::printf("job '%s' succeeded: %d ranks finished, %llu metrics records%s\n", a.job_id.c_str(),
               c.job().world_size(), static_cast<unsigned long long>(records),

@@ -19,9 +19,9 @@ namespace mddp::cli {
 namespace {
 
 struct Checked {
-  std::string stem, path, problem;     // path "" when missing; problem "" when fine
-  std::optional<data::FileSum> sum;    // when the file could be read
-  std::string shape;                   // e.g. "60000x28x28"
+  std::string stem, path, problem;   // path "" when missing; problem "" when fine
+  std::optional<data::FileSum> sum;  // when the file could be read
+  std::string shape;                 // e.g. "60000x28x28"
 };
 
 Checked check_file(const std::string& dir, const std::string& stem) {
@@ -65,18 +65,21 @@ void verify(const std::string& dir) {
       }
     }
     if (c.problem.empty()) {
-      std::printf("ok       %-26s %-12s sha256 %s\n", c.stem.c_str(), c.shape.c_str(), c.sum->sha256.c_str());
+      std::printf("ok       %-26s %-12s sha256 %s\n", c.stem.c_str(), c.shape.c_str(),
+                  c.sum->sha256.c_str());
     } else {
       std::printf("BAD      %-26s %s\n", c.stem.c_str(), c.problem.c_str());
       names += str(bad++ ? ", " : "", c.path.empty() ? c.stem : c.path);
     }
   }
-  if (bad > 0)
-    throw InputError(str(dir, ": ", bad, " of 4 files failed the checks: ", names));
+  if (bad > 0) throw InputError(str(dir, ": ", bad, " of 4 files failed the checks: ", names));
   if (dataset.empty())
-    std::printf("%s: 4 intact IDX files; not a dataset microddp knows, so no SHA-256 sums to compare\n", dir.c_str());
+    std::printf(
+        "%s: 4 intact IDX files; not a dataset microddp knows, so no SHA-256 sums to compare\n",
+        dir.c_str());
   else
-    std::printf("%s: %s, all 4 files intact and matching its known SHA-256 sums\n", dir.c_str(), dataset.c_str());
+    std::printf("%s: %s, all 4 files intact and matching its known SHA-256 sums\n", dir.c_str(),
+                dataset.c_str());
 }
 
 }  // namespace
@@ -84,8 +87,9 @@ void verify(const std::string& dir) {
 void register_data_verify(CLI::App& data) {
   auto dir = std::make_shared<std::string>(data::kFashionMnistDir);
   auto* cmd = data.add_subcommand(
-      "verify", "Check an IDX directory as training would: gzip CRCs and lengths, sizes against the headers, "
-                "and the known SHA-256 sums of Fashion-MNIST and MNIST");
+      "verify",
+      "Check an IDX directory as training would: gzip CRCs and lengths, sizes against the headers, "
+      "and the known SHA-256 sums of Fashion-MNIST and MNIST");
   cmd->add_option("dir", *dir, "the directory (the MNIST file layout)")->capture_default_str();
   cmd->callback([dir] { verify(*dir); });
 }

@@ -165,7 +165,8 @@ void register_demo_collectives(CLI::App& demo) {
   auto o = std::make_shared<Opts>();
   auto* cmd = demo.add_subcommand("collectives",
                                   "Each rank prints its tensor before and after every collective");
-  cmd->add_option("--nproc", o->nproc, "ranks (forked processes on this host)")->check(CLI::Range(1, kMaxLocalRanks))
+  cmd->add_option("--nproc", o->nproc, "ranks (forked processes on this host)")
+      ->check(CLI::Range(1, kMaxLocalRanks))
       ->capture_default_str();
   cmd->add_option("--algo", o->algo, "all_reduce algorithm: ring | naive | tree | doubling | auto")
       ->capture_default_str();

@@ -12,9 +12,9 @@
 #include "cli/commands.h"
 #include "cli/flag_checks.h"
 #include "cli/local_ranks.h"
-#include "core/tensor/device.h"
 #include "core/common/timer.h"
 #include "core/ddp/bucket_assignment.h"
+#include "core/tensor/device.h"
 #include "core/train/distributed.h"
 
 namespace mddp::cli {
@@ -26,7 +26,8 @@ struct Event {
 };
 
 void run_rank(const train::TrainConfig& cfg, int nproc, int rank, comm::Store& store) {
-  train::DistributedTrainer dt(cfg, train::connect_process_group(store, rank, nproc, {"demo-hooks", 0, ""}, cfg));
+  train::DistributedTrainer dt(
+      cfg, train::connect_process_group(store, rank, nproc, {"demo-hooks", 0, ""}, cfg));
   nn::Sequential& model = dt.trainer().model();
   const auto params = model.parameters();
 
@@ -34,7 +35,8 @@ void run_rank(const train::TrainConfig& cfg, int nproc, int rank, comm::Store& s
   std::vector<std::size_t> bytes;
   for (auto* p : params) bytes.push_back(p->grad.bytes());
   const auto mib = [](double mb) { return static_cast<std::size_t>(mb * 1024 * 1024); };
-  const auto buckets = ddp::assign_buckets(bytes, mib(cfg.dist.first_bucket_mb), mib(cfg.dist.bucket_mb));
+  const auto buckets =
+      ddp::assign_buckets(bytes, mib(cfg.dist.first_bucket_mb), mib(cfg.dist.bucket_mb));
   std::vector<int> bucket_of(params.size());
   for (std::size_t b = 0; b < buckets.size(); ++b)
     for (std::size_t i : buckets[b]) bucket_of[i] = static_cast<int>(b);
@@ -43,8 +45,9 @@ void run_rank(const train::TrainConfig& cfg, int nproc, int rank, comm::Store& s
   int64_t t0 = 0;
   model.set_grad_ready_hook([&](nn::Parameter& p) {
     const auto idx = std::find(params.begin(), params.end(), &p) - params.begin();
-    events.push_back({now_ns(), str("grad ready   #", idx, " ", p.name, " ", tensor::shape_str(p.value.shape()),
-                                    "  (bucket ", bucket_of[idx], ")")});
+    events.push_back(
+        {now_ns(), str("grad ready   #", idx, " ", p.name, " ", tensor::shape_str(p.value.shape()),
+                       "  (bucket ", bucket_of[idx], ")")});
     dt.ddp().grad_sync().on_grad_ready(p);
   });
   train::StepHooks hooks;
@@ -59,12 +62,15 @@ void run_rank(const train::TrainConfig& cfg, int nproc, int rank, comm::Store& s
 
   for (const auto& s : dt.ddp().grad_sync().stats().spans) {
     events.push_back({s.launch_ns, str("  bucket ", s.index, " launched (", s.bytes, " bytes)")});
-    events.push_back({s.start_ns, str("    bucket ", s.index, " all-reduce starts on the progress thread")});
+    events.push_back(
+        {s.start_ns, str("    bucket ", s.index, " all-reduce starts on the progress thread")});
     events.push_back({s.end_ns, str("    bucket ", s.index, " all-reduce done")});
   }
-  std::stable_sort(events.begin(), events.end(), [](const Event& a, const Event& b) { return a.t < b.t; });
-  std::printf("%zu parameters in %zu bucket(s) (first bucket %.3g MiB, then %.3g MiB), %d rank(s)\n", params.size(),
-              buckets.size(), cfg.dist.first_bucket_mb, cfg.dist.bucket_mb, nproc);
+  std::stable_sort(events.begin(), events.end(),
+                   [](const Event& a, const Event& b) { return a.t < b.t; });
+  std::printf(
+      "%zu parameters in %zu bucket(s) (first bucket %.3g MiB, then %.3g MiB), %d rank(s)\n",
+      params.size(), buckets.size(), cfg.dist.first_bucket_mb, cfg.dist.bucket_mb, nproc);
   std::printf("rank 0, one step; times from the start of backward:\n");
   for (const auto& e : events) std::printf("%+10.3f ms  %s\n", ns_to_ms(e.t - t0), e.text.c_str());
 }
@@ -80,17 +86,26 @@ void register_demo_hooks(CLI::App& demo) {
   cfg->dist.first_bucket_mb = 0.05;
   cfg->eval = false;
   auto nproc = std::make_shared<int>(2);
-  auto* cmd = demo.add_subcommand("hooks", "The order gradients become ready and when each bucket launches");
-  cmd->add_option("--nproc", *nproc, "ranks on this host")->check(CLI::Range(1, kMaxLocalRanks))->capture_default_str();
-  cmd->add_option("--bucket-mb", cfg->dist.bucket_mb, "bucket cap (MiB)")->check(finite_above(0))->capture_default_str();
-  cmd->add_option("--first-bucket-mb", cfg->dist.first_bucket_mb, "first bucket's cap (MiB)")->check(finite_above(0))->capture_default_str();
+  auto* cmd = demo.add_subcommand("hooks",
+                                  "The order gradients become ready and when each bucket launches");
+  cmd->add_option("--nproc", *nproc, "ranks on this host")
+      ->check(CLI::Range(1, kMaxLocalRanks))
+      ->capture_default_str();
+  cmd->add_option("--bucket-mb", cfg->dist.bucket_mb, "bucket cap (MiB)")
+      ->check(finite_above(0))
+      ->capture_default_str();
+  cmd->add_option("--first-bucket-mb", cfg->dist.first_bucket_mb, "first bucket's cap (MiB)")
+      ->check(finite_above(0))
+      ->capture_default_str();
   cmd->add_option("--width", cfg->model.width, "FullMLP width")->capture_default_str();
   cmd->add_option("--depth", cfg->model.depth, "FullMLP depth")->capture_default_str();
-  cmd->add_option("--device", cfg->device, "cpu, or cuda (local rank r on cuda:r, NCCL between the ranks)")
+  cmd->add_option("--device", cfg->device,
+                  "cpu, or cuda (local rank r on cuda:r, NCCL between the ranks)")
       ->capture_default_str();
   cmd->callback([cfg, nproc] {
     tensor::require_gpu_per_local_rank(cfg->device, *nproc);
-    const int rc = run_local_ranks(*nproc, [&](int rank, comm::Store& store) { run_rank(*cfg, *nproc, rank, store); });
+    const int rc = run_local_ranks(
+        *nproc, [&](int rank, comm::Store& store) { run_rank(*cfg, *nproc, rank, store); });
     if (rc != 0) throw Error("demo hooks failed");
   });
 }

@@ -28,7 +28,8 @@ struct Replica {
   std::unique_ptr<nn::Optimizer> opt;
   nn::CrossEntropyLoss loss;
 
-  explicit Replica(const nn::ModelConfig& cfg, float lr) : model(nn::build_model(cfg, {cfg.width})) {
+  explicit Replica(const nn::ModelConfig& cfg, float lr)
+      : model(nn::build_model(cfg, {cfg.width})) {
     opt = nn::make_optimizer({.name = "adam", .lr = lr}, model->parameters());
   }
   float backward_on(const Tensor& x, const Tensor& y) {
@@ -45,17 +46,20 @@ double max_abs_diff(nn::Module& a, nn::Module& b, bool grads) {
   for (std::size_t i = 0; i < pa.size(); ++i) {
     const auto va = (grads ? pa[i]->grad : pa[i]->value).to_vector();
     const auto vb = (grads ? pb[i]->grad : pb[i]->value).to_vector();
-    for (std::size_t k = 0; k < va.size(); ++k) m = std::max(m, std::abs(static_cast<double>(va[k]) - vb[k]));
+    for (std::size_t k = 0; k < va.size(); ++k)
+      m = std::max(m, std::abs(static_cast<double>(va[k]) - vb[k]));
   }
   return m;
 }
 
 void run(int steps, int batch, uint64_t seed) {
-  if (batch < 2 || batch % 2) throw InputError("--batch must be even (it is split over two replicas)");
+  if (batch < 2 || batch % 2)
+    throw InputError("--batch must be even (it is split over two replicas)");
   const nn::ModelConfig cfg{.kind = "mlp", .width = 128, .depth = 16, .classes = 2, .seed = seed};
   Replica a(cfg, 1e-3f), b(cfg, 1e-3f), whole(cfg, 1e-3f);
   std::printf("two replicas of FullMLP(128, 16): %lld parameters each, seed %llu\n",
-              static_cast<long long>(a.model->num_parameters()), static_cast<unsigned long long>(seed));
+              static_cast<long long>(a.model->num_parameters()),
+              static_cast<unsigned long long>(seed));
 
   // One fixed batch, like the seeds: x ~ N(0, 1), labels 0/1.
   Rng rng(seed + 1);
@@ -73,19 +77,27 @@ void run(int steps, int batch, uint64_t seed) {
     // The all-reduce, by hand: g = (g_a + g_b) / 2 into both replicas.
     ddp::average_replica_gradients({a.model.get(), b.model.get()});
     if (s == 1)
-      std::printf("step 1: max |averaged grad - whole-batch grad| = %.3g (the two are the same gradient)\n",
-                  max_abs_diff(*a.model, *whole.model, true));
+      std::printf(
+          "step 1: max |averaged grad - whole-batch grad| = %.3g (the two are the same gradient)\n",
+          max_abs_diff(*a.model, *whole.model, true));
     a.opt->step();
     b.opt->step();
     whole.opt->step();
     if (s % 5 == 0 || s == 1)
-      std::printf("step %02d | mean loss of the replicas %.6f | whole-batch loss %.6f\n", s, (l0 + l1) / 2, lw);
+      std::printf("step %02d | mean loss of the replicas %.6f | whole-batch loss %.6f\n", s,
+                  (l0 + l1) / 2, lw);
   }
-  const double ab = max_abs_diff(*a.model, *b.model, false), aw = max_abs_diff(*a.model, *whole.model, false);
-  std::printf("after %d steps: max |replica A - replica B| = %.3g, max |replica A - whole-batch model| = %.3g\n", steps,
-              ab, aw);
-  std::printf("%s\n", ab == 0 && aw < 1e-4 ? "OK: two half-batch replicas with averaged gradients = one model on the whole batch"
-                                            : "WRONG: the replicas diverged");
+  const double ab = max_abs_diff(*a.model, *b.model, false),
+               aw = max_abs_diff(*a.model, *whole.model, false);
+  std::printf(
+      "after %d steps: max |replica A - replica B| = %.3g, max |replica A - whole-batch model| = "
+      "%.3g\n",
+      steps, ab, aw);
+  std::printf(
+      "%s\n",
+      ab == 0 && aw < 1e-4
+          ? "OK: two half-batch replicas with averaged gradients = one model on the whole batch"
+          : "WRONG: the replicas diverged");
   if (ab != 0 || aw >= 1e-4) throw Error("demo manual: replicas diverged");
 }
 
@@ -97,7 +109,8 @@ void register_demo_manual(CLI::App& demo) {
     uint64_t seed = 42;
   };
   auto o = std::make_shared<Opts>();
-  auto* cmd = demo.add_subcommand("manual", "Two replicas in one process, gradients averaged by hand");
+  auto* cmd =
+      demo.add_subcommand("manual", "Two replicas in one process, gradients averaged by hand");
   cmd->add_option("--steps", o->steps, "training steps")->capture_default_str();
   cmd->add_option("--batch", o->batch, "whole batch (split in two)")->capture_default_str();
   cmd->add_option("--seed", o->seed, "seed of both replicas")->capture_default_str();

@@ -68,7 +68,8 @@ void guarded(const LabOpts& o, const std::function<void(const LabOpts&)>& body) 
   try {
     body(o);
   } catch (const std::filesystem::filesystem_error& e) {
-    throw InputError(str("cannot use '", e.path1().string(), "': ", e.code().message(), " (check --work-dir)"));
+    throw InputError(
+        str("cannot use '", e.path1().string(), "': ", e.code().message(), " (check --work-dir)"));
   }
 }
 

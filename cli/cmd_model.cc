@@ -47,7 +47,7 @@ struct ModelArgs {
   double bandwidth_gbps = 10,
          latency_ms = 0.1;  // the seeds' defaults (estimate_communication_time)
   std::string algorithm = "ring";
-  int ranks_per_host = 0;  // hierarchical: L
+  int ranks_per_host = 0;                                    // hierarchical: L
   double host_bandwidth_gbps = 80, host_latency_ms = 0.002;  // shared memory (docs/allreduce.md)
   double compute_ms = 0;  // per step at n = 1, or per sample with --batch
   int64_t batch = 0;
@@ -108,10 +108,13 @@ struct Row {
   Regime serial, overlap;
 };
 
-bool hierarchical(const ModelArgs& a) { return a.algorithm == "hierarchical"; }
+bool hierarchical(const ModelArgs& a) {
+  return a.algorithm == "hierarchical";
+}
 
 // The hierarchical all-reduce's host link: flags, or the shm ring fit at L ranks.
-Link host_link(const ModelArgs& a, const std::vector<perf::LinkFit>& fits, const std::string& path) {
+Link host_link(const ModelArgs& a, const std::vector<perf::LinkFit>& fits,
+               const std::string& path) {
   if (!a.use_fit) return {{a.host_latency_ms * 1e-3, a.host_bandwidth_gbps * 1e9 / 8}, "flags"};
   ModelArgs shm = a;
   shm.transport = "shm";
@@ -151,7 +154,8 @@ std::vector<Row> predict(const ModelArgs& a, double bytes, const std::vector<int
                          : Link{link_from_flags(a), "flags"};
     if (hierarchical(a)) {
       const Link host = host_link(a, fits, fit_path.string());
-      r.levels = perf::hierarchical_allreduce_seconds(bytes, hosts, a.ranks_per_host, host.ab, r.link.ab);
+      r.levels =
+          perf::hierarchical_allreduce_seconds(bytes, hosts, a.ranks_per_host, host.ab, r.link.ab);
       r.comm_s = r.levels.total();
       r.flat_ring_s = perf::allreduce_seconds("ring", bytes, n, r.link.ab);
       r.link.source += ", host link " + host.source;
@@ -214,7 +218,8 @@ void print_prediction(const ModelArgs& a, double bytes, const std::vector<Row>& 
   if (hierarchical(a))
     std::printf(
         "# hierarchical, n = H hosts x L = %d ranks: 2(L-1)(a_l + S/(L b_l)) within hosts + "
-        "2(H-1)(a + S/(H b)) across;\n# flat ring = the ring over all n ranks on the network link\n",
+        "2(H-1)(a + S/(H b)) across;\n# flat ring = the ring over all n ranks on the network "
+        "link\n",
         a.ranks_per_host);
   if (compute)
     std::printf(
@@ -235,7 +240,8 @@ void print_prediction(const ModelArgs& a, double bytes, const std::vector<Row>& 
     std::printf("  %4d %9.1f %9.3f %13.3f %11.3f", r.n, r.link.ab.alpha_s * 1e6,
                 r.link.ab.beta_Bps * 1e-9, r.comm_s * 1e3, r.busbw_gbps);
     if (hierarchical(a))
-      std::printf(" %9.3f %10.3f %13.3f", r.levels.host_s * 1e3, r.levels.cross_s * 1e3, r.flat_ring_s * 1e3);
+      std::printf(" %9.3f %10.3f %13.3f", r.levels.host_s * 1e3, r.levels.cross_s * 1e3,
+                  r.flat_ring_s * 1e3);
     if (compute) std::printf(" %11.3f", r.compute_s * 1e3);
     if (compute)
       for (const Regime* g : {&r.serial, &r.overlap})
@@ -408,10 +414,12 @@ void run_model(const ModelArgs& a) {
   const double bytes = a.bytes > 0 ? a.bytes : 4.0 * static_cast<double>(a.params);
   if (hierarchical(a)) {
     if (a.ranks_per_host < 1)
-      throw InputError("--algorithm hierarchical needs --ranks-per-host L (the ranks on each host)");
+      throw InputError(
+          "--algorithm hierarchical needs --ranks-per-host L (the ranks on each host)");
     for (int n : sizes)
       if (n % a.ranks_per_host != 0)
-        throw InputError(str("--world-size ", n, " is not a whole number of hosts of --ranks-per-host ",
+        throw InputError(str("--world-size ", n,
+                             " is not a whole number of hosts of --ranks-per-host ",
                              a.ranks_per_host));
   } else if (a.ranks_per_host > 0) {
     throw InputError("--ranks-per-host applies to --algorithm hierarchical only");
@@ -429,10 +437,12 @@ void register_model(CLI::App& app) {
       "model",
       "What-if calculator of the alpha-beta cost model: all-reduce time, step time, overhead, "
       "speedup and efficiency against world size");
-  cmd->add_option("--bytes", a->bytes, "gradient bytes all-reduced per step")->check(finite_above(0));
+  cmd->add_option("--bytes", a->bytes, "gradient bytes all-reduced per step")
+      ->check(finite_above(0));
   cmd->add_option("--params", a->params, "parameters (fp32: 4 bytes each), instead of --bytes");
   cmd->add_option("--world-size", a->world_sizes, "ranks, or a list: 2,4,8")->capture_default_str();
-  cmd->add_option("--algorithm,--algo", a->algorithm, "ring | tree | naive | doubling | hierarchical")
+  cmd->add_option("--algorithm,--algo", a->algorithm,
+                  "ring | tree | naive | doubling | hierarchical")
       ->check(CLI::IsMember({"ring", "tree", "naive", "doubling", "hierarchical"}))
       ->capture_default_str();
   cmd->add_option("--ranks-per-host", a->ranks_per_host,

@@ -70,7 +70,7 @@ struct RunArgs {
   std::string token, job_id = "local";
   bool tls = false;  // a throw-away CA and certificate: mutual TLS on the control plane, HTTPS
   HealthFlags health{500, 5000, 120};
-  RestartFlags restarts;  // forwarded to the coordinator as typed
+  RestartFlags restarts;     // forwarded to the coordinator as typed
   DashboardFlags dashboard;  // forwarded to the coordinator as typed
   train::TrainConfig train;
 };
@@ -147,7 +147,8 @@ pid_t spawn(const std::vector<std::string>& args, const std::vector<std::string>
   envp.push_back(nullptr);
   int log_fd = -1;
   if (!log.empty()) {  // 0600: the coordinator's log holds the dashboard's login URL
-    log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (append_log ? O_APPEND : O_TRUNC), 0600);
+    log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (append_log ? O_APPEND : O_TRUNC),
+                    0600);
     if (log_fd < 0) throw Error(str("cannot write ", log, ": ", std::strerror(errno)));
   }
   const pid_t parent = ::getpid();
@@ -269,15 +270,14 @@ void run_job(RunArgs& a) {
        {std::string("--world-size"), std::to_string(a.nproc), std::string("--port"),
         std::to_string(a.port), std::string("--token-file"), token_file,
         std::string("--address-file"), address_file, std::string("--http-url-file"), url_file,
-        std::string("--heartbeat-ms"),
-        std::to_string(a.health.heartbeat_ms), std::string("--heartbeat-timeout-ms"),
-        std::to_string(a.health.heartbeat_timeout_ms), std::string("--rendezvous-timeout-s"),
-        std::to_string(a.health.rendezvous_timeout_s)})
+        std::string("--heartbeat-ms"), std::to_string(a.health.heartbeat_ms),
+        std::string("--heartbeat-timeout-ms"), std::to_string(a.health.heartbeat_timeout_ms),
+        std::string("--rendezvous-timeout-s"), std::to_string(a.health.rendezvous_timeout_s)})
     coord_args.push_back(s);
   coord_args.insert(coord_args.end(), coord_tls.begin(), coord_tls.end());
   const std::string coord_log = logs + "/coordinator.log";
-  const std::size_t coord =
-      sup.add({"coordinator", spawn(coord_args, {str(kNoResumeHintEnv, "=1")}, coord_log), coord_log});
+  const std::size_t coord = sup.add(
+      {"coordinator", spawn(coord_args, {str(kNoResumeHintEnv, "=1")}, coord_log), coord_log});
   LogFollower coord_follower(coord_log);
   const auto show_coordinator_warnings = [&coord_follower] {
     coord_follower.poll([](const std::string& line) {
@@ -354,8 +354,10 @@ void run_job(RunArgs& a) {
           restarts[i] >= a.restarts.max_restarts)
         continue;
       ++restarts[i];
-      std::printf("microddp run: %s %s; starting it again (%d of --max-restarts %d)\n", c.name.c_str(),
-                  c.status == kExitRestart ? "left its ended attempt" : str("died (signal ", c.status - 128, ")").c_str(),
+      std::printf("microddp run: %s %s; starting it again (%d of --max-restarts %d)\n",
+                  c.name.c_str(),
+                  c.status == kExitRestart ? "left its ended attempt"
+                                           : str("died (signal ", c.status - 128, ")").c_str(),
                   restarts[i], a.restarts.max_restarts);
       std::fflush(stdout);
       c.pid = start_rank(static_cast<int>(i - 1), true);
@@ -368,8 +370,8 @@ void run_job(RunArgs& a) {
       // Elastic: a worker gone for good ends nothing by itself; the coordinator
       // re-forms the job without it, or fails it (then it exits too).
       const bool coordinator_decides = elastic && i != coord && !sup.child(coord).done;
-      failed = failed || (c.done && c.status != 0 && c.status != kExitRecordsLost &&
-                          !coordinator_decides);
+      failed = failed ||
+               (c.done && c.status != 0 && c.status != kExitRecordsLost && !coordinator_decides);
       if (i != coord) workers_done = workers_done && c.done;
     }
     if (sup.interrupted() && (!stop_workers_at || *stop_workers_at > now)) stop_workers_at = now;
@@ -381,9 +383,10 @@ void run_job(RunArgs& a) {
       stop_all_at = now + 5s + (sup.interrupted() ? 0s : linger);
     }
     if (workers_done && !sup.child(coord).done && linger > 0s && !linger_said) {
-      std::printf("microddp run: the workers are done; the dashboard stays up for %g s "
-                  "(--http-linger; Ctrl-C to stop)\n",
-                  a.dashboard.http_linger_s);
+      std::printf(
+          "microddp run: the workers are done; the dashboard stays up for %g s "
+          "(--http-linger; Ctrl-C to stop)\n",
+          a.dashboard.http_linger_s);
       std::fflush(stdout);
       linger_said = true;
     }
@@ -420,7 +423,8 @@ void run_job(RunArgs& a) {
   for (std::size_t i = 0; i < sup.children().size(); ++i) {
     const Child& c = sup.child(i);
     if (c.status == kExitRecordsLost)
-      lost.push_back(c.log.empty() ? c.name + " (see above)" : str(c.name, ": ", error_line(c.log)));
+      lost.push_back(c.log.empty() ? c.name + " (see above)"
+                                   : str(c.name, ": ", error_line(c.log)));
     else if (c.status != 0)
       (elastic && succeeded && i != coord ? gone : failed)
           .push_back(str(c.name, " (",
@@ -463,7 +467,10 @@ void register_run(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "run", "Run a whole job on this machine: a coordinator and N workers as child processes");
   const char* g = "Run";
-  cmd->add_option("--nproc", a->nproc, "number of workers (ranks) to start")->check(CLI::Range(1, kMaxLocalRanks))->required()->group(g);
+  cmd->add_option("--nproc", a->nproc, "number of workers (ranks) to start")
+      ->check(CLI::Range(1, kMaxLocalRanks))
+      ->required()
+      ->group(g);
   cmd->add_option("--port", a->port, "coordinator port (0: any free port)")
       ->group(g)
       ->capture_default_str();

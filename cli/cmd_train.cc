@@ -17,14 +17,17 @@ void register_train(CLI::App& app) {
   cmd->callback([cfg] {
     train::Trainer trainer(*cfg);
     print_config(trainer.config(), trainer.model().num_parameters(), trainer.model().describe());
-    std::printf("%lld steps (%lld per epoch, %lld samples)\n", static_cast<long long>(trainer.total_steps()),
-                static_cast<long long>(trainer.steps_per_epoch()), static_cast<long long>(trainer.train_set().size()));
+    std::printf("%lld steps (%lld per epoch, %lld samples)\n",
+                static_cast<long long>(trainer.total_steps()),
+                static_cast<long long>(trainer.steps_per_epoch()),
+                static_cast<long long>(trainer.train_set().size()));
     const train::TrainSummary s = train::run_training(trainer);
-    std::printf("done: %lld steps in %.1f s (%.0f samples/s), final train loss %.4f", static_cast<long long>(s.steps),
-                s.seconds, s.samples_per_s, s.final_loss);
+    std::printf("done: %lld steps in %.1f s (%.0f samples/s), final train loss %.4f",
+                static_cast<long long>(s.steps), s.seconds, s.samples_per_s, s.final_loss);
     if (s.eval.accuracy >= 0) std::printf(", test accuracy %.2f%%", s.eval.accuracy * 100);
     std::printf("\n");
-    if (!cfg->run_dir.empty()) std::printf("checkpoint: %s/checkpoint.safetensors\n", cfg->run_dir.c_str());
+    if (!cfg->run_dir.empty())
+      std::printf("checkpoint: %s/checkpoint.safetensors\n", cfg->run_dir.c_str());
     if (!s.lost_records.empty()) throw RecordsLostError("training finished, but " + s.lost_records);
   });
 }

@@ -22,9 +22,9 @@
 #include "cli/train_flags.h"
 #include "core/ddp/compression.h"
 #include "core/tensor/device.h"
+#include "core/train/distributed.h"
 #include "core/train/mixed_precision.h"
 #include "core/train/safetensors.h"
-#include "core/train/distributed.h"
 
 namespace mddp::cli {
 namespace {
@@ -46,15 +46,18 @@ void save_params(nn::Module& m, const std::string& path) {
 bool sixteen_bit_wire(const train::TrainConfig& cfg) {
   const ddp::Compression c = ddp::parse_compression(train::effective_compress(cfg));
   if (c.kind == ddp::CompressionKind::kTopK || c.kind == ddp::CompressionKind::kPowerSgd)
-    throw InputError(str("verify --compress ", cfg.dist.compress,
-                         ": top-k and PowerSGD send less than the gradient by design (error feedback makes it up "
-                         "over later steps), so N ranks cannot match one process within any tolerance; verify "
-                         "checks none, fp16 and bf16 (ddp_compression_test checks top-k and PowerSGD, docs/ddp.md)"));
+    throw InputError(str(
+        "verify --compress ", cfg.dist.compress,
+        ": top-k and PowerSGD send less than the gradient by design (error feedback makes it up "
+        "over later steps), so N ranks cannot match one process within any tolerance; verify "
+        "checks none, fp16 and bf16 (ddp_compression_test checks top-k and PowerSGD, "
+        "docs/ddp.md)"));
   if (c.is_half() && cfg.optim.name == "adam")
-    throw InputError(str("verify --optimizer adam with gradients sent as ", train::effective_compress(cfg),
-                         ": Adam divides each gradient by its own running size, so the 16-bit rounding of a "
-                         "gradient whose shards cancel becomes a whole learning-rate step (0.5 relative error "
-                         "measured on the default model); verify 16-bit gradients with --optimizer sgd"));
+    throw InputError(
+        str("verify --optimizer adam with gradients sent as ", train::effective_compress(cfg),
+            ": Adam divides each gradient by its own running size, so the 16-bit rounding of a "
+            "gradient whose shards cancel becomes a whole learning-rate step (0.5 relative error "
+            "measured on the default model); verify 16-bit gradients with --optimizer sgd"));
   return c.is_half();
 }
 
@@ -67,10 +70,12 @@ bool run(const train::TrainConfig& cfg, int nproc) {
   // that started CUDA could not fork ranks that use it (Note [CUDA and fork]).
   const int single_rc = run_local_ranks(1, [&](int, comm::Store&) {
     train::Trainer single(cfg);
-    std::printf("verify: %s, %lld parameters, %lld steps of %s, global batch %lld on %d ranks vs 1 process\n",
-                single.model().describe().substr(0, 60).c_str(),
-                static_cast<long long>(single.model().num_parameters()), static_cast<long long>(cfg.steps),
-                cfg.optim.name.c_str(), static_cast<long long>(cfg.batch), nproc);
+    std::printf(
+        "verify: %s, %lld parameters, %lld steps of %s, global batch %lld on %d ranks vs 1 "
+        "process\n",
+        single.model().describe().substr(0, 60).c_str(),
+        static_cast<long long>(single.model().num_parameters()), static_cast<long long>(cfg.steps),
+        cfg.optim.name.c_str(), static_cast<long long>(cfg.batch), nproc);
     for (int64_t s = 0; s < cfg.steps; ++s) single.step();
     save_params(single.model(), tmp + "/single.safetensors");
   });
@@ -78,22 +83,28 @@ bool run(const train::TrainConfig& cfg, int nproc) {
   // Parameters are saved sorted by name by the checkpoint format; compare in that order.
   const auto reference = load_params(tmp + "/single.safetensors");
 
-  std::printf("tolerance: relative error <= %g (%s, gradients sent as %s)\n", tol, cfg.optim.name.c_str(),
-              train::effective_compress(cfg) == "none" ? "fp32" : train::effective_compress(cfg).c_str());
-  std::printf("%-10s %-18s %-26s %-12s %s\n", "mode", "ranks identical", "max |p - p_single|", "rel error", "");
+  std::printf(
+      "tolerance: relative error <= %g (%s, gradients sent as %s)\n", tol, cfg.optim.name.c_str(),
+      train::effective_compress(cfg) == "none" ? "fp32" : train::effective_compress(cfg).c_str());
+  std::printf("%-10s %-18s %-26s %-12s %s\n", "mode", "ranks identical", "max |p - p_single|",
+              "rel error", "");
   bool all_ok = true;
   for (const char* mode : {"naive", "hooked", "bucketed", "sharded"}) {
     train::TrainConfig c = cfg;
     c.dist.ddp = mode;
     const int rc = run_local_ranks(nproc, [&](int rank, comm::Store& store) {
-      train::DistributedTrainer dt(c, train::connect_process_group(store, rank, nproc, {"verify", 0, ""}, c));
+      train::DistributedTrainer dt(
+          c, train::connect_process_group(store, rank, nproc, {"verify", 0, ""}, c));
       for (int64_t s = 0; s < c.steps; ++s) dt.step();
-      save_params(dt.trainer().model(), tmp + "/" + mode + "-" + std::to_string(rank) + ".safetensors");
+      save_params(dt.trainer().model(),
+                  tmp + "/" + mode + "-" + std::to_string(rank) + ".safetensors");
     });
     if (rc != 0) throw Error(str("verify: the ", mode, " run failed"));
     const auto rank0 = load_params(tmp + "/" + mode + "-0.safetensors");
     bool identical = true;
-    for (int r = 1; r < nproc; ++r) identical &= load_params(tmp + "/" + mode + "-" + std::to_string(r) + ".safetensors") == rank0;
+    for (int r = 1; r < nproc; ++r)
+      identical &=
+          load_params(tmp + "/" + mode + "-" + std::to_string(r) + ".safetensors") == rank0;
     double max_diff = 0, max_rel = 0;
     for (std::size_t p = 0; p < reference.size(); ++p) {
       double d = 0, scale = 0;
@@ -106,8 +117,8 @@ bool run(const train::TrainConfig& cfg, int nproc) {
     }
     const bool ok = identical && max_rel <= tol;
     all_ok &= ok;
-    std::printf("%-10s %-18s %-26.3g %-12.3g %s\n", mode, identical ? "yes (bitwise)" : "NO", max_diff, max_rel,
-                ok ? "OK" : "FAILED");
+    std::printf("%-10s %-18s %-26.3g %-12.3g %s\n", mode, identical ? "yes (bitwise)" : "NO",
+                max_diff, max_rel, ok ? "OK" : "FAILED");
   }
   std::filesystem::remove_all(tmp);
   return all_ok;
@@ -125,8 +136,12 @@ void register_verify(CLI::App& app) {
   cfg->steps = 10;
   cfg->eval = false;
   auto nproc = std::make_shared<int>(2);
-  auto* cmd = app.add_subcommand("verify", "Check DDP (naive, hooked, bucketed, sharded) against one process on the whole batch");
-  cmd->add_option("--nproc", *nproc, "ranks on this host")->check(CLI::Range(1, kMaxLocalRanks))->capture_default_str();
+  auto* cmd = app.add_subcommand(
+      "verify",
+      "Check DDP (naive, hooked, bucketed, sharded) against one process on the whole batch");
+  cmd->add_option("--nproc", *nproc, "ranks on this host")
+      ->check(CLI::Range(1, kMaxLocalRanks))
+      ->capture_default_str();
   add_training_flags(*cmd, *cfg);
   add_ddp_flags(*cmd, *cfg);
   cmd->callback([cfg, nproc] {

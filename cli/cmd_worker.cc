@@ -57,7 +57,6 @@ struct WorkerArgs {
                   std::strerror(errno), ")"));
 }
 
-
 // Where the coordinator is when --coordinator is not given:
 // MASTER_ADDR:MASTER_PORT (torchrun's variables), else, in a task started by
 // srun, the first node of the allocation (deploy/slurm/ starts it there) at
@@ -66,8 +65,8 @@ void coordinator_from_env(WorkerArgs& a) {
   const std::optional<worker::SlurmTask> slurm = worker::slurm_task();
   if (slurm) {
     a.o.expected_world_size = slurm->ntasks;
-    spdlog::info("SLURM task {} (local {}) of {} on {} node(s)", slurm->rank, slurm->local_rank, slurm->ntasks,
-              slurm->nodes.size());
+    spdlog::info("SLURM task {} (local {}) of {} on {} node(s)", slurm->rank, slurm->local_rank,
+                 slurm->ntasks, slurm->nodes.size());
   }
   if (!a.o.coordinator.empty()) return;
   const char* addr = std::getenv("MASTER_ADDR");
@@ -84,7 +83,8 @@ void run(WorkerArgs& a) {
   coordinator_from_env(a);
   if (a.o.coordinator.empty())
     throw InputError(
-        "give the coordinator's address: --coordinator HOST:PORT (or MASTER_ADDR and MASTER_PORT, or run "
+        "give the coordinator's address: --coordinator HOST:PORT (or MASTER_ADDR and MASTER_PORT, "
+        "or run "
         "under srun, which names the allocation's nodes in SLURM_JOB_NODELIST)");
   if (!a.token_file.empty()) a.o.token = read_token_file(a.token_file);
   a.o.tls = control::load_tls(a.tls, control::TlsRole::kClient);
@@ -110,9 +110,10 @@ void register_worker(CLI::App& app) {
   auto* cmd =
       app.add_subcommand("worker", "Run one rank of a job started by `microddp coordinator`");
   const char* g = "Worker";
-  cmd->add_option("--coordinator", a->o.coordinator,
-                  "HOST:PORT of the coordinator (default: MASTER_ADDR:MASTER_PORT, else under srun the "
-                  "first node of SLURM_JOB_NODELIST at --coordinator-port)")
+  cmd->add_option(
+         "--coordinator", a->o.coordinator,
+         "HOST:PORT of the coordinator (default: MASTER_ADDR:MASTER_PORT, else under srun the "
+         "first node of SLURM_JOB_NODELIST at --coordinator-port)")
       ->group(g);
   cmd->add_option("--coordinator-port", a->coordinator_port,
                   "under srun without --coordinator or MASTER_ADDR: the coordinator's port on the "
@@ -150,8 +151,8 @@ void register_worker(CLI::App& app) {
       ->group(g)
       ->capture_default_str();
   cmd->add_flag("--restart", a->restart,
-               "when the job re-forms after another rank died (coordinator --max-restarts), start "
-               "again and re-join instead of exiting 75")
+                "when the job re-forms after another rank died (coordinator --max-restarts), start "
+                "again and re-join instead of exiting 75")
       ->group(g);
   cmd->add_option("--log-level", a->log_level, "trace, debug, info, warn, error or off")
       ->group(g)

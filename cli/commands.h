@@ -22,8 +22,8 @@ void register_train(CLI::App& app);
 void register_coordinator(CLI::App& app);  // coordinator: the control plane of a job
 void register_worker(CLI::App& app);       // worker: one rank of a job
 void register_run(CLI::App& app);          // run: coordinator + N local workers
-void register_bench(CLI::App& app);  // bench allreduce, bench train, ...
-void register_demo(CLI::App& app);   // demo collectives, demo manual, demo hooks
+void register_bench(CLI::App& app);        // bench allreduce, bench train, ...
+void register_demo(CLI::App& app);         // demo collectives, demo manual, demo hooks
 
 // Sub-commands, registered by their parents.
 void register_bench_train(CLI::App& bench);
@@ -35,12 +35,12 @@ void register_demo_hooks(CLI::App& demo);
 void register_demo_bucketing(CLI::App& demo);
 void register_demo_ring(CLI::App& demo);
 void register_verify(CLI::App& app);
-void register_model(CLI::App& app);  // model: the alpha-beta what-if calculator
-void register_scale(CLI::App& app);  // scale: measured strong/weak scaling study
+void register_model(CLI::App& app);    // model: the alpha-beta what-if calculator
+void register_scale(CLI::App& app);    // scale: measured strong/weak scaling study
 void register_analyze(CLI::App& app);  // analyze: where a run's time went (metrics.jsonl)
 void register_certs(CLI::App& app);    // certs: a CA and per-host TLS certificates for a lab
 void register_data(CLI::App& app);     // data verify, ...
 void register_data_verify(CLI::App& data);
-void register_lab(CLI::App& app);      // lab list|check|reset|solution: the course's Labs
+void register_lab(CLI::App& app);  // lab list|check|reset|solution: the course's Labs
 
 }  // namespace mddp::cli

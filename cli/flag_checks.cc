@@ -21,10 +21,13 @@ double number_of(const std::string& text) {
   }
 }
 
-std::string bound(double v) { return v == kNoLimit ? "inf" : CLI::detail::to_string(v); }
+std::string bound(double v) {
+  return v == kNoLimit ? "inf" : CLI::detail::to_string(v);
+}
 
 CLI::Validator finite_check(double lo, double hi, bool open_low) {
-  const std::string range = (open_low ? "(" : "[") + bound(lo) + ", " + bound(hi) + (hi == kNoLimit ? ")" : "]");
+  const std::string range =
+      (open_low ? "(" : "[") + bound(lo) + ", " + bound(hi) + (hi == kNoLimit ? ")" : "]");
   return CLI::Validator(
       [=](const std::string& text) -> std::string {
         const double v = number_of(text);
@@ -37,8 +40,12 @@ CLI::Validator finite_check(double lo, double hi, bool open_low) {
 
 }  // namespace
 
-CLI::Validator finite_in(double lo, double hi) { return finite_check(lo, hi, false); }
-CLI::Validator finite_above(double lo) { return finite_check(lo, kNoLimit, true); }
+CLI::Validator finite_in(double lo, double hi) {
+  return finite_check(lo, hi, false);
+}
+CLI::Validator finite_above(double lo) {
+  return finite_check(lo, kNoLimit, true);
+}
 
 CLI::Validator compression_spec() {
   return CLI::Validator(

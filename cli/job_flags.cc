@@ -40,24 +40,28 @@ void add_health_flags(CLI::App& cmd, HealthFlags& h, const std::string& group) {
 }
 
 std::string DashboardFlags::token() const {
-  std::string t = http_token_file.empty() ? http_token : read_token_file(http_token_file, "--http-token-file");
+  std::string t =
+      http_token_file.empty() ? http_token : read_token_file(http_token_file, "--http-token-file");
   if (!t.empty()) dashboard::Auth::validate_token(t);
   return t;
 }
 
-void add_restart_flags(CLI::App& cmd, RestartFlags& r, int64_t& min_nproc, const std::string& group) {
-  cmd.add_option("--max-restarts", r.max_restarts,
-                 "when a rank dies, re-form the job up to this many times in all, resuming from the "
-                 "last checkpoint in --run-dir (docs/recovery.md); 0: the job fails")
+void add_restart_flags(CLI::App& cmd, RestartFlags& r, int64_t& min_nproc,
+                       const std::string& group) {
+  cmd.add_option(
+         "--max-restarts", r.max_restarts,
+         "when a rank dies, re-form the job up to this many times in all, resuming from the "
+         "last checkpoint in --run-dir (docs/recovery.md); 0: the job fails")
       ->check(CLI::Range(0, 1000))
       ->group(group)
       ->capture_default_str();
-  cmd.add_option("--min-nproc", min_nproc,
-                 "elastic: an attempt that still lacks ranks after --elastic-wait-s forms with the "
-                 "ones there, at least this many (a host gone for good); the global --batch is kept "
-                 "and split over the ranks, so it must divide by every size from this to the "
-                 "world size. 0: always the full world size, waited for up to "
-                 "--rendezvous-timeout-s")
+  cmd.add_option(
+         "--min-nproc", min_nproc,
+         "elastic: an attempt that still lacks ranks after --elastic-wait-s forms with the "
+         "ones there, at least this many (a host gone for good); the global --batch is kept "
+         "and split over the ranks, so it must divide by every size from this to the "
+         "world size. 0: always the full world size, waited for up to "
+         "--rendezvous-timeout-s")
       ->check(CLI::Range(int64_t{0}, int64_t{std::numeric_limits<int>::max()}))
       ->group(group)
       ->capture_default_str();
@@ -82,11 +86,12 @@ void validate_elastic(const RestartFlags& r, int64_t min_nproc, int world_size, 
     if (lcm > 0) lcm = lcm / std::gcd(lcm, n) > (int64_t{1} << 40) / n ? 0 : std::lcm(lcm, n);
   }
   if (!sizes.empty())
-    throw InputError(str("--batch ", batch, " does not split over ", sizes,
-                         " ranks, which --min-nproc ", min_nproc, " allows: the global batch stays "
-                         "the same when the world size changes, so give a multiple of every size from ",
-                         min_nproc, " to ", world_size,
-                         lcm > 0 ? str(" (of ", lcm, ")") : std::string(), ", or narrow the range"));
+    throw InputError(str(
+        "--batch ", batch, " does not split over ", sizes, " ranks, which --min-nproc ", min_nproc,
+        " allows: the global batch stays "
+        "the same when the world size changes, so give a multiple of every size from ",
+        min_nproc, " to ", world_size, lcm > 0 ? str(" (of ", lcm, ")") : std::string(),
+        ", or narrow the range"));
   if (min_nproc < world_size && r.elastic_wait_s >= h.rendezvous_timeout_s)
     throw InputError(str("--elastic-wait-s ", r.elastic_wait_s,
                          " must be shorter than --rendezvous-timeout-s ", h.rendezvous_timeout_s,
@@ -95,8 +100,9 @@ void validate_elastic(const RestartFlags& r, int64_t min_nproc, int world_size, 
 
 void validate_health(const HealthFlags& h) {
   if (h.heartbeat_timeout_ms <= h.heartbeat_ms)
-    throw InputError(str("--heartbeat-timeout-ms ", h.heartbeat_timeout_ms, " must be longer than --heartbeat-ms ",
-                         h.heartbeat_ms, " (a worker is declared lost after that long without a heartbeat)"));
+    throw InputError(str("--heartbeat-timeout-ms ", h.heartbeat_timeout_ms,
+                         " must be longer than --heartbeat-ms ", h.heartbeat_ms,
+                         " (a worker is declared lost after that long without a heartbeat)"));
 }
 
 void add_dashboard_flags(CLI::App& cmd, DashboardFlags& d) {

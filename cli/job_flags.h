@@ -28,7 +28,8 @@ struct RestartFlags {
 };
 // --max-restarts, --min-nproc (into `min_nproc`), --elastic-wait-s in
 // `group` (Note [Attempts] in coordinator/job.cc).
-void add_restart_flags(CLI::App& cmd, RestartFlags& r, int64_t& min_nproc, const std::string& group);
+void add_restart_flags(CLI::App& cmd, RestartFlags& r, int64_t& min_nproc,
+                       const std::string& group);
 // What the flags' own checks cannot see: --min-nproc at most the world size,
 // the global --batch divisible by every size the job may run on (it is kept
 // when the size changes), the elastic wait shorter than the rendezvous
@@ -44,8 +45,8 @@ void validate_health(const HealthFlags& h);
 struct DashboardFlags {
   int http_port = 0;  // 0: any free port; -1: no dashboard
   std::string http_host = "127.0.0.1";
-  double http_linger_s = 0;  // keep serving this long after the job ended
-  std::string dashboard_dir;  // "": the page compiled into the binary
+  double http_linger_s = 0;                 // keep serving this long after the job ended
+  std::string dashboard_dir;                // "": the page compiled into the binary
   std::string http_token, http_token_file;  // "": no authentication (dashboard/server/auth.h)
   // The token given either way ("" = none), checked (InputError when unusable).
   std::string token() const;

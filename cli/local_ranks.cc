@@ -18,8 +18,10 @@ namespace mddp::cli {
 
 int run_local_ranks(int nproc, const std::function<void(int rank, comm::Store& store)>& fn) {
   if (nproc < 1) throw InputError(str("--nproc must be at least 1, got ", nproc));
-  MDDP_CHECK(!tensor::cuda_started(), "CUDA was started in this process before it forked its ranks, which then "
-             "cannot use it; ask CUDA in a child instead (Note [CUDA and fork] in core/tensor/cuda_status.h)");
+  MDDP_CHECK(!tensor::cuda_started(),
+             "CUDA was started in this process before it forked its ranks, which then "
+             "cannot use it; ask CUDA in a child instead (Note [CUDA and fork] in "
+             "core/tensor/cuda_status.h)");
   const std::string dir = make_temp_dir("microddp-ranks");
   std::fflush(stdout);
   std::fflush(stderr);

@@ -4,15 +4,16 @@
 #include <new>
 
 #include "cli/commands.h"
-#include "core/common/check.h"
 #include "core/comm/nccl/transport_log.h"
+#include "core/common/check.h"
 #include "core/common/log.h"
 #include "mddp/config.h"
 
 int main(int argc, char** argv) {
   // Before any thread starts: it may set NCCL's logging variables.
   mddp::comm::nccl::capture_nccl_log();
-  CLI::App app{"microddp " MDDP_VERSION " - distributed data-parallel training from first principles"};
+  CLI::App app{"microddp " MDDP_VERSION
+               " - distributed data-parallel training from first principles"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "microddp " MDDP_VERSION);
   mddp::log::init("main");
@@ -39,8 +40,10 @@ int main(int argc, char** argv) {
     return 1;
   } catch (const std::bad_alloc&) {
     std::fflush(stdout);
-    std::fprintf(stderr, "microddp: error: out of memory: the sizes asked for (model, batch, dataset) do not fit "
-                         "in this machine's memory; make them smaller\n");
+    std::fprintf(
+        stderr,
+        "microddp: error: out of memory: the sizes asked for (model, batch, dataset) do not fit "
+        "in this machine's memory; make them smaller\n");
     return 1;
   } catch (const mddp::RestartError& e) {
     std::fflush(stdout);

@@ -21,8 +21,10 @@ std::string shell_word(const std::string& arg) {
   if (plain) return arg;
   std::string out = "'";
   for (char c : arg) {
-    if (c == '\'') out += "'\\''";  // end the quote, an escaped quote, quote again
-    else out += c;
+    if (c == '\'')
+      out += "'\\''";  // end the quote, an escaped quote, quote again
+    else
+      out += c;
   }
   out += '\'';
   return out;
@@ -63,10 +65,9 @@ std::string resume_line(const std::vector<std::string>& argv, const std::string&
     }
   }
   if (checkpoint.empty() && !had_resume)
-    return run_dir.empty()
-               ? "no checkpoint to resume from: without --run-dir nothing is saved"
-               : str("no checkpoint to resume from: ", run_dir,
-                     " holds none (--checkpoint-every N writes one every N steps)");
+    return run_dir.empty() ? "no checkpoint to resume from: without --run-dir nothing is saved"
+                           : str("no checkpoint to resume from: ", run_dir,
+                                 " holds none (--checkpoint-every N writes one every N steps)");
   if (checkpoint.empty())  // resumed, and failed before its first checkpoint: the same again
     return str("resume the run (from where it was resumed; no checkpoint since) with: ",
                command_text(argv));

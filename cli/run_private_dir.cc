@@ -42,7 +42,8 @@ int remove_stale_run_dirs() {
   for (const auto& entry : fs::directory_iterator(temp_base(), ec)) {
     const pid_t owner = owner_of(entry.path().filename().string());
     struct stat st {};
-    if (owner == 0 || ::lstat(entry.path().c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::getuid())
+    if (owner == 0 || ::lstat(entry.path().c_str(), &st) != 0 || !S_ISDIR(st.st_mode) ||
+        st.st_uid != ::getuid())
       continue;
     if (::kill(owner, 0) == 0 || errno != ESRCH) continue;  // alive (or not ours to ask about)
     std::error_code rm;
@@ -54,9 +55,11 @@ int remove_stale_run_dirs() {
 
 PrivateRunDir::PrivateRunDir() {
   if (const int n = remove_stale_run_dirs(); n > 0)
-    spdlog::info("removed {} temporary director{} left by runs that no longer exist", n, n == 1 ? "y" : "ies");
+    spdlog::info("removed {} temporary director{} left by runs that no longer exist", n,
+                 n == 1 ? "y" : "ies");
   std::string tmpl = (temp_base() / str(kPrefix, ::getpid(), "-XXXXXX")).string();
-  if (!::mkdtemp(tmpl.data())) throw Error(str("cannot create a temporary directory ", tmpl, ": ", std::strerror(errno)));
+  if (!::mkdtemp(tmpl.data()))
+    throw Error(str("cannot create a temporary directory ", tmpl, ": ", std::strerror(errno)));
   path_ = tmpl;
 }
 

@@ -10,7 +10,8 @@ void add_tls_flags(CLI::App& cmd, control::TlsFlags& f, control::TlsRole role) {
                    "with; it must name the host workers dial (microddp certs)")
         ->group(g);
     cmd.add_option("--tls-key", f.key, "PEM private key of --tls-cert (mode 0600)")->group(g);
-    cmd.add_option("--tls-ca", f.ca, "PEM CA that signed the workers' certificates (--tls-client-auth)")
+    cmd.add_option("--tls-ca", f.ca,
+                   "PEM CA that signed the workers' certificates (--tls-client-auth)")
         ->group(g);
     cmd.add_flag("--tls-client-auth", f.client_auth,
                  "mutual TLS: refuse a worker without a certificate signed by --tls-ca")
@@ -19,8 +20,9 @@ void add_tls_flags(CLI::App& cmd, control::TlsFlags& f, control::TlsRole role) {
     cmd.add_option("--tls-ca", f.ca,
                    "speak TLS to the coordinator and verify its certificate against this PEM CA")
         ->group(g);
-    cmd.add_option("--tls-cert", f.cert,
-                   "PEM certificate this worker presents (when the coordinator has --tls-client-auth)")
+    cmd.add_option(
+           "--tls-cert", f.cert,
+           "PEM certificate this worker presents (when the coordinator has --tls-client-auth)")
         ->group(g);
     cmd.add_option("--tls-key", f.key, "PEM private key of --tls-cert (mode 0600)")->group(g);
   }

@@ -8,49 +8,112 @@ namespace mddp::cli {
 
 void add_training_flags(CLI::App& cmd, train::TrainConfig& cfg) {
   const char* g = "Model";
-  cmd.add_option("--model", cfg.model.kind, "mlp (FullMLP) or cnn")->check(CLI::IsMember({"mlp", "cnn"}))->group(g)->capture_default_str();
+  cmd.add_option("--model", cfg.model.kind, "mlp (FullMLP) or cnn")
+      ->check(CLI::IsMember({"mlp", "cnn"}))
+      ->group(g)
+      ->capture_default_str();
   cmd.add_option("--width", cfg.model.width, "MLP hidden width")->group(g)->capture_default_str();
-  cmd.add_option("--depth", cfg.model.depth, "MLP hidden layers (Linear+ReLU)")->group(g)->capture_default_str();
-  cmd.add_option("--classes", cfg.model.classes, "output classes (0: no head, output = width, for --loss mse)")->group(g)->capture_default_str();
-  cmd.add_option("--channels", cfg.model.channels, "CNN conv channels, one block each")->group(g)->capture_default_str();
-  cmd.add_option("--hidden", cfg.model.hidden, "CNN fully connected width")->group(g)->capture_default_str();
-  cmd.add_option("--loss", cfg.loss, "xent (classification) or mse (regression)")->check(CLI::IsMember({"xent", "mse"}))->group(g)->capture_default_str();
+  cmd.add_option("--depth", cfg.model.depth, "MLP hidden layers (Linear+ReLU)")
+      ->group(g)
+      ->capture_default_str();
+  cmd.add_option("--classes", cfg.model.classes,
+                 "output classes (0: no head, output = width, for --loss mse)")
+      ->group(g)
+      ->capture_default_str();
+  cmd.add_option("--channels", cfg.model.channels, "CNN conv channels, one block each")
+      ->group(g)
+      ->capture_default_str();
+  cmd.add_option("--hidden", cfg.model.hidden, "CNN fully connected width")
+      ->group(g)
+      ->capture_default_str();
+  cmd.add_option("--loss", cfg.loss, "xent (classification) or mse (regression)")
+      ->check(CLI::IsMember({"xent", "mse"}))
+      ->group(g)
+      ->capture_default_str();
 
   g = "Data";
-  cmd.add_option("--dataset", cfg.data.spec, "fashion-mnist, synthetic, synthetic-regression or idx:DIR")->group(g)->capture_default_str();
-  cmd.add_option("--synthetic-size", cfg.data.synthetic_size, "training samples of a synthetic dataset")->group(g)->capture_default_str();
-  cmd.add_option("--batch", cfg.batch, "global batch size (split evenly over ranks)")->group(g)->capture_default_str();
+  cmd.add_option("--dataset", cfg.data.spec,
+                 "fashion-mnist, synthetic, synthetic-regression or idx:DIR")
+      ->group(g)
+      ->capture_default_str();
+  cmd.add_option("--synthetic-size", cfg.data.synthetic_size,
+                 "training samples of a synthetic dataset")
+      ->group(g)
+      ->capture_default_str();
+  cmd.add_option("--batch", cfg.batch, "global batch size (split evenly over ranks)")
+      ->group(g)
+      ->capture_default_str();
 
   g = "Training";
-  cmd.add_option("--steps", cfg.steps, "stop after N steps (0: use --epochs)")->group(g)->capture_default_str();
-  cmd.add_option("--epochs", cfg.epochs, "passes over the training set")->group(g)->capture_default_str();
-  cmd.add_option("--optimizer", cfg.optim.name, "sgd or adam")->check(CLI::IsMember({"sgd", "adam"}))->group(g)->capture_default_str();
-  cmd.add_option("--lr", cfg.optim.lr, "learning rate")->check(finite_in(0))->group(g)->capture_default_str();
-  cmd.add_option("--momentum", cfg.optim.momentum, "SGD momentum")->check(finite_in(0, 1))->group(g)->capture_default_str();
-  cmd.add_option("--weight-decay", cfg.optim.weight_decay, "L2 weight decay")->check(finite_in(0))->group(g)->capture_default_str();
-  cmd.add_option("--seed", cfg.seed, "seed of the initial weights and the data order")->group(g)->capture_default_str();
-  cmd.add_option("--init-from", cfg.init_from,
-                 "start from the weights in this safetensors file: a microddp checkpoint, or a state_dict "
-                 "saved from PyTorch for the same layers (docs/pytorch.md)")
+  cmd.add_option("--steps", cfg.steps, "stop after N steps (0: use --epochs)")
+      ->group(g)
+      ->capture_default_str();
+  cmd.add_option("--epochs", cfg.epochs, "passes over the training set")
+      ->group(g)
+      ->capture_default_str();
+  cmd.add_option("--optimizer", cfg.optim.name, "sgd or adam")
+      ->check(CLI::IsMember({"sgd", "adam"}))
+      ->group(g)
+      ->capture_default_str();
+  cmd.add_option("--lr", cfg.optim.lr, "learning rate")
+      ->check(finite_in(0))
+      ->group(g)
+      ->capture_default_str();
+  cmd.add_option("--momentum", cfg.optim.momentum, "SGD momentum")
+      ->check(finite_in(0, 1))
+      ->group(g)
+      ->capture_default_str();
+  cmd.add_option("--weight-decay", cfg.optim.weight_decay, "L2 weight decay")
+      ->check(finite_in(0))
+      ->group(g)
+      ->capture_default_str();
+  cmd.add_option("--seed", cfg.seed, "seed of the initial weights and the data order")
+      ->group(g)
+      ->capture_default_str();
+  cmd.add_option(
+         "--init-from", cfg.init_from,
+         "start from the weights in this safetensors file: a microddp checkpoint, or a state_dict "
+         "saved from PyTorch for the same layers (docs/pytorch.md)")
       ->group(g);
-  cmd.add_option("--accumulate", cfg.accumulate, "micro-batches of --batch per step (DDP syncs only the last: no_sync)")->group(g)->capture_default_str();
+  cmd.add_option("--accumulate", cfg.accumulate,
+                 "micro-batches of --batch per step (DDP syncs only the last: no_sync)")
+      ->group(g)
+      ->capture_default_str();
   cmd.add_flag("!--no-eval", cfg.eval, "skip the test-set evaluation at each epoch end")->group(g);
   cmd.add_option("--precision", cfg.precision,
-                 "GEMM precision: fp32, bf16 (oneDNN bf16 matmul on AVX-512 BF16 CPUs) or fp16 (with dynamic loss "
-                 "scaling); weights and optimiser state stay fp32, DDP sends 16-bit gradients (docs/ddp.md)")
+                 "GEMM precision: fp32, bf16 (oneDNN bf16 matmul on AVX-512 BF16 CPUs) or fp16 "
+                 "(with dynamic loss "
+                 "scaling); weights and optimiser state stay fp32, DDP sends 16-bit gradients "
+                 "(docs/ddp.md)")
       ->check(CLI::IsMember({"fp32", "bf16", "fp16"}))
       ->group(g)
       ->capture_default_str();
-  cmd.add_option("--loss-scale", cfg.loss_scale.init, "fp16: the initial loss scale")->check(finite_above(0))->group(g)->capture_default_str();
-  cmd.add_option("--loss-scale-window", cfg.loss_scale.window, "fp16: overflow-free steps before the loss scale doubles")->check(CLI::PositiveNumber)->group(g)->capture_default_str();
+  cmd.add_option("--loss-scale", cfg.loss_scale.init, "fp16: the initial loss scale")
+      ->check(finite_above(0))
+      ->group(g)
+      ->capture_default_str();
+  cmd.add_option("--loss-scale-window", cfg.loss_scale.window,
+                 "fp16: overflow-free steps before the loss scale doubles")
+      ->check(CLI::PositiveNumber)
+      ->group(g)
+      ->capture_default_str();
   cmd.add_flag("--allow-nonfinite-loss", cfg.allow_nonfinite_loss,
-               "train on when the loss becomes NaN or inf (by default training stops there, naming the step)")
+               "train on when the loss becomes NaN or inf (by default training stops there, naming "
+               "the step)")
       ->group(g);
 
-  cmd.add_option("--device", cfg.device, "cpu, cuda or cuda:K")->group("Runtime")->capture_default_str();
-  cmd.add_option("--threads", cfg.threads, "compute threads per process")->check(CLI::Range(1, kMaxThreads))->group("Runtime")->capture_default_str();
-  cmd.add_option("--run-dir", cfg.run_dir, "directory for the log and the checkpoint")->group("Runtime");
-  cmd.add_option("--log-every", cfg.log_every, "print every N steps (0: about 20 lines)")->group("Runtime")->capture_default_str();
+  cmd.add_option("--device", cfg.device, "cpu, cuda or cuda:K")
+      ->group("Runtime")
+      ->capture_default_str();
+  cmd.add_option("--threads", cfg.threads, "compute threads per process")
+      ->check(CLI::Range(1, kMaxThreads))
+      ->group("Runtime")
+      ->capture_default_str();
+  cmd.add_option("--run-dir", cfg.run_dir, "directory for the log and the checkpoint")
+      ->group("Runtime");
+  cmd.add_option("--log-every", cfg.log_every, "print every N steps (0: about 20 lines)")
+      ->group("Runtime")
+      ->capture_default_str();
 }
 
 void add_checkpoint_flags(CLI::App& cmd, train::TrainConfig& cfg) {
@@ -62,44 +125,85 @@ void add_checkpoint_flags(CLI::App& cmd, train::TrainConfig& cfg) {
   cmd.add_option("--keep-checkpoints", cfg.keep_checkpoints, "keep the newest K of them (0: all)")
       ->group(g)
       ->capture_default_str();
-  cmd.add_option("--resume", cfg.resume,
-                 "continue from a checkpoint: a run directory (its newest complete checkpoint) or a "
-                 "checkpoint file; with the same flags, the result is bitwise that of an uninterrupted run")
+  cmd.add_option(
+         "--resume", cfg.resume,
+         "continue from a checkpoint: a run directory (its newest complete checkpoint) or a "
+         "checkpoint file; with the same flags, the result is bitwise that of an uninterrupted run")
       ->group(g);
 }
 
 void add_ddp_flags(CLI::App& cmd, train::TrainConfig& cfg) {
   const char* g = "Data parallelism";
-  cmd.add_option("--ddp", cfg.dist.ddp, "naive, hooked, bucketed or sharded (bucketed + ZeRO-1: reduce-scatter, 1/n of the optimiser step and state per rank, all-gather)")->check(CLI::IsMember({"naive", "hooked", "bucketed", "sharded"}))->group(g)->capture_default_str();
-  cmd.add_option("--bucket-mb", cfg.dist.bucket_mb, "bucket cap in MiB (bucketed, sharded)")->check(finite_above(0))->group(g)->capture_default_str();
-  cmd.add_option("--first-bucket-mb", cfg.dist.first_bucket_mb, "cap of the first bucket in MiB")->check(finite_above(0))->group(g)->capture_default_str();
+  cmd.add_option("--ddp", cfg.dist.ddp,
+                 "naive, hooked, bucketed or sharded (bucketed + ZeRO-1: reduce-scatter, 1/n of "
+                 "the optimiser step and state per rank, all-gather)")
+      ->check(CLI::IsMember({"naive", "hooked", "bucketed", "sharded"}))
+      ->group(g)
+      ->capture_default_str();
+  cmd.add_option("--bucket-mb", cfg.dist.bucket_mb, "bucket cap in MiB (bucketed, sharded)")
+      ->check(finite_above(0))
+      ->group(g)
+      ->capture_default_str();
+  cmd.add_option("--first-bucket-mb", cfg.dist.first_bucket_mb, "cap of the first bucket in MiB")
+      ->check(finite_above(0))
+      ->group(g)
+      ->capture_default_str();
   cmd.add_option("--compress", cfg.dist.compress,
-                 "what DDP sends of the gradients: none (fp32), fp16 or bf16 (rounded to 16 bits), topk:RATIO "
-                 "(the largest RATIO of each bucket's entries, e.g. topk:0.01) or powersgd:RANK (low-rank factors); "
+                 "what DDP sends of the gradients: none (fp32), fp16 or bf16 (rounded to 16 bits), "
+                 "topk:RATIO "
+                 "(the largest RATIO of each bucket's entries, e.g. topk:0.01) or powersgd:RANK "
+                 "(low-rank factors); "
                  "the last two keep error-feedback residuals (docs/ddp.md)")
       ->check(compression_spec())
       ->group(g)
       ->capture_default_str();
-  cmd.add_option("--local-sgd", cfg.dist.local_sgd, "average parameters every K steps instead of gradients (0: off)")->group(g)->capture_default_str();
-  cmd.add_option("--algo", cfg.dist.algorithm, "all-reduce algorithm: auto (hierarchical on several hosts with several ranks each, else ring, tree or doubling by size), ring, naive, tree, doubling (recursive doubling) or hierarchical")->check(CLI::IsMember({"auto", "ring", "naive", "tree", "doubling", "hierarchical"}))->group(g)->capture_default_str();
-  cmd.add_option("--backend", cfg.dist.backend, "who runs the collectives: auto (cpu on --device cpu, nccl on cuda), cpu (microddp's own), gloo (Debian's libgloo) or nccl")->check(CLI::IsMember({"auto", "cpu", "gloo", "nccl"}))->group(g)->capture_default_str();
-  cmd.add_option("--transport", cfg.dist.transport, "data plane: auto (shm on one host), tcp or shm")->check(CLI::IsMember({"auto", "tcp", "shm"}))->group(g)->capture_default_str();
-  cmd.add_option("--comm-timeout-ms", cfg.dist.timeout_ms, "fail a collective that waits longer than this")->check(CLI::Range(int64_t{1}, kMaxTimeoutMs))->group(g)->capture_default_str();
+  cmd.add_option("--local-sgd", cfg.dist.local_sgd,
+                 "average parameters every K steps instead of gradients (0: off)")
+      ->group(g)
+      ->capture_default_str();
+  cmd.add_option("--algo", cfg.dist.algorithm,
+                 "all-reduce algorithm: auto (hierarchical on several hosts with several ranks "
+                 "each, else ring, tree or doubling by size), ring, naive, tree, doubling "
+                 "(recursive doubling) or hierarchical")
+      ->check(CLI::IsMember({"auto", "ring", "naive", "tree", "doubling", "hierarchical"}))
+      ->group(g)
+      ->capture_default_str();
+  cmd.add_option("--backend", cfg.dist.backend,
+                 "who runs the collectives: auto (cpu on --device cpu, nccl on cuda), cpu "
+                 "(microddp's own), gloo (Debian's libgloo) or nccl")
+      ->check(CLI::IsMember({"auto", "cpu", "gloo", "nccl"}))
+      ->group(g)
+      ->capture_default_str();
+  cmd.add_option("--transport", cfg.dist.transport,
+                 "data plane: auto (shm on one host), tcp or shm")
+      ->check(CLI::IsMember({"auto", "tcp", "shm"}))
+      ->group(g)
+      ->capture_default_str();
+  cmd.add_option("--comm-timeout-ms", cfg.dist.timeout_ms,
+                 "fail a collective that waits longer than this")
+      ->check(CLI::Range(int64_t{1}, kMaxTimeoutMs))
+      ->group(g)
+      ->capture_default_str();
   cmd.add_option("--straggler", cfg.dist.straggler,
-                 "lab: RANK:PHASE:MS makes that rank sleep MS ms in PHASE (data, forward, backward) of every step")
+                 "lab: RANK:PHASE:MS makes that rank sleep MS ms in PHASE (data, forward, "
+                 "backward) of every step")
       ->group(g);
 }
 
 void print_config(const train::TrainConfig& cfg, int64_t num_parameters, const std::string& model) {
   std::printf("+----------------------+------------------------------------------------+\n");
-  auto row = [](const char* k, const std::string& v) { std::printf("| %-20s | %-46s |\n", k, v.c_str()); };
+  auto row = [](const char* k, const std::string& v) {
+    std::printf("| %-20s | %-46s |\n", k, v.c_str());
+  };
   row("model", model.size() > 46 ? model.substr(0, 43) + "..." : model);
-  row("parameters", std::to_string(num_parameters) + " (" + std::to_string(num_parameters * 4 / 1000) + " kB fp32)");
+  row("parameters", std::to_string(num_parameters) + " (" +
+                        std::to_string(num_parameters * 4 / 1000) + " kB fp32)");
   row("dataset", cfg.data.spec);
   row("loss", cfg.loss);
   row("global batch", std::to_string(cfg.batch));
-  row("optimizer", cfg.optim.name + " lr " + std::to_string(cfg.optim.lr) +
-                       (cfg.optim.name == "sgd" ? " momentum " + std::to_string(cfg.optim.momentum) : ""));
+  row("optimizer",
+      cfg.optim.name + " lr " + std::to_string(cfg.optim.lr) +
+          (cfg.optim.name == "sgd" ? " momentum " + std::to_string(cfg.optim.momentum) : ""));
   row("seed", std::to_string(cfg.seed));
   if (cfg.precision != "fp32") row("precision", cfg.precision);
   row("device / threads", cfg.device + " / " + std::to_string(cfg.threads));

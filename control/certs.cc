@@ -169,8 +169,9 @@ std::pair<X509Ptr, KeyPtr> existing_ca(const std::filesystem::path& cert_path,
 
 void check_host(const std::string& host) {
   const bool fine = !host.empty() && host.size() <= 253 && host != "ca" &&
-                    host.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                           "0123456789.-:_") == std::string::npos &&
+                    host.find_first_not_of(
+                        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                        "0123456789.-:_") == std::string::npos &&
                     host.front() != '.' && host.front() != '-';
   if (!fine)
     throw InputError(str("--hosts: '", host,

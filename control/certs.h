@@ -28,7 +28,8 @@ struct LabCertsOptions {
 // Writes (or completes) the lab's files in `dir` (created when missing).
 // Returns the paths written, CA first. Throws InputError for a bad host name
 // (only letters, digits, '.', '-', ':' and '_'; '+' between one host's
-// names), days out of 1..3650, or an unusable existing CA pair; mddp::Error when a file cannot be written.
+// names), days out of 1..3650, or an unusable existing CA pair; mddp::Error when a file cannot be
+// written.
 std::vector<std::filesystem::path> make_lab_certs(const std::filesystem::path& dir,
                                                   const LabCertsOptions& options);
 

@@ -51,7 +51,10 @@ class Reader {
     if (x) return *x;
     if (!std::is_integral_v<T>) wrong(key, "a number", v);
     if (!v.is_number_integer()) wrong(key, "an integer", v);
-    wrong(key, str("an integer in ", +std::numeric_limits<T>::min(), "..", +std::numeric_limits<T>::max()), v);
+    wrong(
+        key,
+        str("an integer in ", +std::numeric_limits<T>::min(), "..", +std::numeric_limits<T>::max()),
+        v);
   }
   void read(const json& v, const char* key, std::string& out) const {
     if (!v.is_string()) wrong(key, "a string", v);

@@ -50,15 +50,18 @@ std::vector<X509Ptr> parse_certs(const std::string& flag, const std::string& pat
   while (X509* x = PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr)) certs.emplace_back(x);
   ERR_clear_error();  // the end of the file reads as an error
   if (certs.empty())
-    throw InputError(str(flag, " ", path, " holds no PEM certificate (expected a '-----BEGIN "
-                                          "CERTIFICATE-----' block; make one with `microddp certs`)"));
+    throw InputError(str(flag, " ", path,
+                         " holds no PEM certificate (expected a '-----BEGIN "
+                         "CERTIFICATE-----' block; make one with `microddp certs`)"));
   for (const auto& c : certs) {
     if (X509_cmp_current_time(X509_get0_notAfter(c.get())) <= 0)
-      throw InputError(str(flag, " ", path, ": a certificate has expired (make new ones with "
-                                            "`microddp certs`)"));
+      throw InputError(str(flag, " ", path,
+                           ": a certificate has expired (make new ones with "
+                           "`microddp certs`)"));
     if (X509_cmp_current_time(X509_get0_notBefore(c.get())) >= 0)
-      throw InputError(str(flag, " ", path, ": a certificate is not valid yet (is this host's "
-                                            "clock right?)"));
+      throw InputError(str(flag, " ", path,
+                           ": a certificate is not valid yet (is this host's "
+                           "clock right?)"));
   }
   return certs;
 }
@@ -67,8 +70,8 @@ KeyPtr parse_key(const std::string& path, const std::string& pem) {
   BioPtr bio = bio_of(pem);
   KeyPtr key(PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr));
   if (!key)
-    throw InputError(str("--tls-key ", path, " holds no unencrypted PEM private key (",
-                         openssl_reason(), ")"));
+    throw InputError(
+        str("--tls-key ", path, " holds no unencrypted PEM private key (", openssl_reason(), ")"));
   return key;
 }
 

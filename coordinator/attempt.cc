@@ -22,8 +22,8 @@ Attempt::Attempt(int number, Rendezvous::Options rendezvous, Health::Options hea
       on_formed_(std::move(on_formed)),
       rendezvous_(numbered(std::move(rendezvous), number), opened,
                   [this](const std::vector<Member>& members, TimePoint now) {
-                    auto formed = std::make_shared<Formed>(static_cast<int>(members.size()),
-                                                           health_options_);
+                    auto formed =
+                        std::make_shared<Formed>(static_cast<int>(members.size()), health_options_);
                     std::vector<std::string> hosts;
                     std::vector<int64_t> pids;
                     for (const auto& m : members) {

@@ -84,10 +84,13 @@ Coordinator::Coordinator(CoordinatorOptions options)
   impl_->ticker = std::thread([this] { impl_->tick_loop(); });
   spdlog::info("coordinator for job '{}' listening on {} ({} workers expected{})", o.job.job_id,
                address(), o.job.world_size,
-               !o.tls ? "" : o.tls->client_auth ? ", mutual TLS" : ", TLS");
+               !o.tls               ? ""
+               : o.tls->client_auth ? ", mutual TLS"
+                                    : ", TLS");
   if (!o.tls && !is_loopback(o.host))
     spdlog::warn(
-        "the control plane on {} has no TLS: the job token, config and metrics travel in the clear, "
+        "the control plane on {} has no TLS: the job token, config and metrics travel in the "
+        "clear, "
         "so anyone on the path can read the token and join the job. Give --tls-cert and --tls-key "
         "(`microddp certs`), or listen on 127.0.0.1 (docs/security.md)",
         address());

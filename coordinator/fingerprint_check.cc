@@ -61,7 +61,8 @@ void FingerprintCheck::expire(TimePoint now) {
     std::lock_guard lock(mu_);
     fire = take_expired(waiting_, now, [&](const auto& w) {
       return str(w.who, " waited ", format_duration(now - w.since),
-                 " for rank 0's fingerprint: rank 0 has not validated its model (is it still building it, or stuck?)");
+                 " for rank 0's fingerprint: rank 0 has not validated its model (is it still "
+                 "building it, or stuck?)");
     });
   }
   for (auto& [cb, outcome] : fire) cb(outcome);

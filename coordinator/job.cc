@@ -1,10 +1,9 @@
 #include "coordinator/job.h"
 
-#include <algorithm>
-#include <fstream>
-
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "control/limits.h"
@@ -115,8 +114,9 @@ Job::Job(JobOptions options, TimePoint now)
       old.verdict.host = r.value("host", std::string());
       restarts_.push_back(old);
     }
-    Restart r{first, Verdict{.message = str("a new coordinator took over the run in ",
-                                             options_.run_dir.string(), " (attempt ", first, ")")},
+    Restart r{first,
+              Verdict{.message = str("a new coordinator took over the run in ",
+                                     options_.run_dir.string(), " (attempt ", first, ")")},
               unix_ns_now()};
     restarts_.push_back(r);
     nlohmann::json line = verdict_json(r.verdict);
@@ -126,8 +126,9 @@ Job::Job(JobOptions options, TimePoint now)
 }
 
 std::shared_ptr<Attempt> Job::open_attempt(int number, TimePoint now) {
-  Rendezvous::Options rv{options_.job_id, options_.world_size, options_.min_world_size,
-                         options_.elastic_wait, options_.rendezvous_timeout, number};
+  Rendezvous::Options rv{
+      options_.job_id,       options_.world_size,         options_.min_world_size,
+      options_.elastic_wait, options_.rendezvous_timeout, number};
   return std::make_shared<Attempt>(
       number, rv, Health::Options{options_.heartbeat_interval, options_.heartbeat_timeout}, now,
       [this](Attempt& a, const std::vector<Member>& members, TimePoint t) {
@@ -142,8 +143,9 @@ std::shared_ptr<Attempt> Job::current() const {
 
 int Job::restarts_used() const {
   // A new coordinator taking over (attempt first_attempt_) is no restart of its own.
-  return static_cast<int>(std::count_if(restarts_.begin(), restarts_.end(),
-                                        [&](const Restart& r) { return r.attempt > first_attempt_; }));
+  return static_cast<int>(std::count_if(restarts_.begin(), restarts_.end(), [&](const Restart& r) {
+    return r.attempt > first_attempt_;
+  }));
 }
 
 bool Job::restarts_left() const {
@@ -198,11 +200,11 @@ std::optional<Job::Caller> Job::lookup(const std::string& session, Outcome& refu
     if (!m) continue;
     const bool current = it == attempts.rbegin();
     if (!current && !ended_ok) {
-      refusal = Outcome::error(
-          Code::kFailedPrecondition,
-          str("session of attempt ", (*it)->number(), "; the job is in attempt ",
-              attempts.back()->number(), " (rank ", m->rank,
-              "'s attempt ended: join again; nothing of the old attempt is taken)"));
+      refusal =
+          Outcome::error(Code::kFailedPrecondition,
+                         str("session of attempt ", (*it)->number(), "; the job is in attempt ",
+                             attempts.back()->number(), " (rank ", m->rank,
+                             "'s attempt ended: join again; nothing of the old attempt is taken)"));
       return std::nullopt;
     }
     return Caller{*it, (*it)->formed(), *m, current};
@@ -301,14 +303,15 @@ Ticket Job::join(JoinRequest request, TimePoint deadline, TimePoint now,
   spdlog::info("join from {}{}", who,
                request.requested_rank >= 0 ? str(" (asks for rank ", request.requested_rank, ")")
                                            : std::string());
-  join_attempt(std::move(request), deadline, now,
-               [who, done = std::move(done)](JoinResult r) {
-                 if (!r.outcome.ok() && r.outcome.code != Code::kAborted)
-                   spdlog::warn("join from {} refused ({}): {}", who, to_string(r.outcome.code),
-                                r.outcome.message);
-                 done(std::move(r));
-               },
-               ticket.id);
+  join_attempt(
+      std::move(request), deadline, now,
+      [who, done = std::move(done)](JoinResult r) {
+        if (!r.outcome.ok() && r.outcome.code != Code::kAborted)
+          spdlog::warn("join from {} refused ({}): {}", who, to_string(r.outcome.code),
+                       r.outcome.message);
+        done(std::move(r));
+      },
+      ticket.id);
   return ticket;
 }
 
@@ -329,7 +332,8 @@ void Job::join_attempt(JoinRequest request, TimePoint deadline, TimePoint now,
   JoinRequest copy = request;
   attempt->rendezvous().join(
       std::move(request), deadline, now,
-      [this, attempt, copy = std::move(copy), deadline, id, done = std::move(done)](JoinResult r) mutable {
+      [this, attempt, copy = std::move(copy), deadline, id,
+       done = std::move(done)](JoinResult r) mutable {
         // Formed by the others just now, or ended meanwhile: wait for the next attempt.
         const bool retry =
             (r.outcome.code == Code::kResourceExhausted || r.outcome.code == Code::kAborted) &&
@@ -451,10 +455,10 @@ Job::Reply Job::metrics(const std::string& session, int attempt,
   // The attempt just ended may deliver what it has while the next one
   // forms; once that one runs, an old attempt's records are refused.
   if (!c->current && current()->formed()) {
-    reply.outcome = Outcome::error(
-        Code::kFailedPrecondition,
-        str("session of attempt ", c->attempt->number(), "; the job is in attempt ",
-            current()->number(), ": its metrics are no longer taken"));
+    reply.outcome =
+        Outcome::error(Code::kFailedPrecondition,
+                       str("session of attempt ", c->attempt->number(), "; the job is in attempt ",
+                           current()->number(), ": its metrics are no longer taken"));
     return reply;
   }
   if (records.size() > kMaxMetricsBatch) {
@@ -466,15 +470,15 @@ Job::Reply Job::metrics(const std::string& session, int attempt,
   for (const auto& r : records)
     if (r.metrics.buckets.size() > kMaxBucketsPerRecord) {
       reply.outcome = Outcome::error(
-          Code::kInvalidArgument, str("a metrics record of step ", r.metrics.step, " with ",
-                                      r.metrics.buckets.size(), " bucket spans (at most ",
-                                      kMaxBucketsPerRecord, ")"));
+          Code::kInvalidArgument,
+          str("a metrics record of step ", r.metrics.step, " with ", r.metrics.buckets.size(),
+              " bucket spans (at most ", kMaxBucketsPerRecord, ")"));
       return reply;
     }
   if (attempt != c->attempt->number()) {
     reply.outcome = Outcome::error(
-        Code::kInvalidArgument, str("metrics of attempt ", attempt, " on a session of attempt ",
-                                    c->attempt->number()));
+        Code::kInvalidArgument,
+        str("metrics of attempt ", attempt, " on a session of attempt ", c->attempt->number()));
     return reply;
   }
   for (auto& r : records) {
@@ -523,8 +527,8 @@ void Job::cancel(Ticket ticket) {
         attempts = attempts_;
       }
       if (parked)
-        parked->done(JoinResult{Outcome::error(Code::kCancelled, "the worker cancelled its join"),
-                                {}, {}, 0, {}});
+        parked->done(JoinResult{
+            Outcome::error(Code::kCancelled, "the worker cancelled its join"), {}, {}, 0, {}});
       for (const auto& a : attempts) a->rendezvous().cancel(ticket.id);
       break;
     }
@@ -555,8 +559,8 @@ void Job::fail(Verdict verdict, TimePoint now, const std::shared_ptr<Attempt>& a
     return;
   }
   if (restartable(verdict.cause) && options_.max_restarts > 0)
-    verdict.message += str(" (no restart left: all ", options_.max_restarts,
-                           " of --max-restarts used)");
+    verdict.message +=
+        str(" (no restart left: all ", options_.max_restarts, " of --max-restarts used)");
   else if (used > 0)
     verdict.message += str(" (in attempt ", attempt->number(), ", after ", used, " restart",
                            used == 1 ? "" : "s", ")");
@@ -596,9 +600,10 @@ void Job::restart(const std::shared_ptr<Attempt>& ended, Verdict verdict, TimePo
     members_changed_ = true;  // job.json: the restart, the attempt
   }
   state_.restart(next_number);
-  spdlog::warn("{}; restart {} of {} (--max-restarts): attempt {} forms now, every rank joins again "
-               "and resumes from the last checkpoint",
-               why, used, options_.max_restarts, next_number);
+  spdlog::warn(
+      "{}; restart {} of {} (--max-restarts): attempt {} forms now, every rank joins again "
+      "and resumes from the last checkpoint",
+      why, used, options_.max_restarts, next_number);
   nlohmann::json line = verdict_json(verdict);
   line.update({{"kind", "restart"},
                {"attempt", next_number},
@@ -607,7 +612,8 @@ void Job::restart(const std::shared_ptr<Attempt>& ended, Verdict verdict, TimePo
                {"time_unix_ns", unix_ns_now()}});
   note_metrics_error(metrics_log_.event(line));
   notify_watchers(ended->number(), status_for(*ended), true);
-  for (auto& [id, p] : parked) join_attempt(std::move(p.request), p.deadline, now, std::move(p.done), id);
+  for (auto& [id, p] : parked)
+    join_attempt(std::move(p.request), p.deadline, now, std::move(p.done), id);
 }
 
 void Job::notify_watchers(int attempt, const JobStatus& status, bool finished) {
@@ -633,7 +639,8 @@ Job::WatchReply Job::watch(const std::string& session, TimePoint now, WatchCallb
   reply.id = next_ticket_id();
   {
     std::lock_guard lock(mu_);
-    watchers_.emplace(reply.id, Watcher{c->attempt->number(), c->member.rank, std::move(on_change)});
+    watchers_.emplace(reply.id,
+                      Watcher{c->attempt->number(), c->member.rank, std::move(on_change)});
     ++watching_[{c->attempt->number(), c->member.rank}];
   }
   const Clock::duration away = c->formed->health.connected(c->member.rank, now);
@@ -673,8 +680,8 @@ Job::Reply Job::report_peer_fault(const std::string& session, int peer, comm::Pe
   auto c = status_caller(session, reply);
   if (!c) return reply;
   if (c->current) {
-    spdlog::warn("rank {} lost its data-plane connection to rank {} ({}): {}", c->member.rank,
-                 peer, comm::to_string(fault), detail);
+    spdlog::warn("rank {} lost its data-plane connection to rank {} ({}): {}", c->member.rank, peer,
+                 comm::to_string(fault), detail);
     c->formed->health.peer_fault(c->member.rank, peer, fault, detail, now);
   }
   reply.status = status_for(*c->attempt);
@@ -686,14 +693,14 @@ void Job::paused(Clock::duration gap, TimePoint now) {
   if (auto f = attempt->formed()) f->health.forgive(now);
   const auto gave_up = options_.heartbeat_timeout - options_.heartbeat_interval;
   if (state_.status().state == State::kRunning && gap >= gave_up) {
-    fail(Verdict{
-             .cause = Cause::kCoordinatorStalled,
-             .message = str("the coordinator itself did not run for ", format_duration(gap),
-                            " (it was stopped, e.g. by SIGSTOP or a debugger, or starved of CPU): as "
-                            "long as the workers wait for it (heartbeat timeout ",
-                            format_duration(options_.heartbeat_timeout),
-                            "), so they gave up on it; no rank is at fault. Keep the coordinator's "
-                            "host responsive, or raise --heartbeat-timeout-ms")},
+    fail(Verdict{.cause = Cause::kCoordinatorStalled,
+                 .message =
+                     str("the coordinator itself did not run for ", format_duration(gap),
+                         " (it was stopped, e.g. by SIGSTOP or a debugger, or starved of CPU): as "
+                         "long as the workers wait for it (heartbeat timeout ",
+                         format_duration(options_.heartbeat_timeout),
+                         "), so they gave up on it; no rank is at fault. Keep the coordinator's "
+                         "host responsive, or raise --heartbeat-timeout-ms")},
          now, attempt);
     return;
   }
@@ -734,13 +741,14 @@ std::string Job::write_job_file() {
     std::lock_guard lock(mu_);
     started = started_unix_ns_;
     for (const auto& a : attempts_)
-      attempts.push_back({{"attempt", a->number()}, {"world_size", count_or_null(a->world_size())}});
+      attempts.push_back(
+          {{"attempt", a->number()}, {"world_size", count_or_null(a->world_size())}});
     for (const auto& r : restarts_) {
       nlohmann::json j = verdict_json(r.verdict);
       j.update({{"attempt", r.attempt}, {"unix_ns", r.unix_ns}});
       if (auto it = resumed.find(r.attempt); it != resumed.end())
-        j.update({{"resumed_from_step", it->second.from_step},
-                  {"steps_lost", it->second.steps_lost}});
+        j.update(
+            {{"resumed_from_step", it->second.from_step}, {"steps_lost", it->second.steps_lost}});
       restarts.push_back(j);
     }
   }
@@ -801,9 +809,13 @@ void Job::tick(TimePoint now) {
       }
   }
   for (auto& p : late)
-    p.done(JoinResult{Outcome::error(Code::kDeadlineExceeded,
-                                     "gave up waiting for the next attempt (the worker's deadline)"),
-                      {}, {}, 0, {}});
+    p.done(
+        JoinResult{Outcome::error(Code::kDeadlineExceeded,
+                                  "gave up waiting for the next attempt (the worker's deadline)"),
+                   {},
+                   {},
+                   0,
+                   {}});
 
   const std::shared_ptr<Attempt::Formed> formed = attempt->formed();
   const JobStatus status = state_.status();
@@ -840,9 +852,10 @@ void Job::note_metrics_error(const std::string& error) {
   if (error.empty()) return;
   std::lock_guard lock(mu_);
   if (!metrics_write_failed_)
-    spdlog::error("metrics log: {} (the records that do not fit are counted and named at the end; "
-                  "writing goes on as space comes back)",
-                  error);
+    spdlog::error(
+        "metrics log: {} (the records that do not fit are counted and named at the end; "
+        "writing goes on as space comes back)",
+        error);
   metrics_write_failed_ = true;
 }
 

@@ -56,7 +56,7 @@ struct JobOptions {
   // elastic_wait passed since it opened (0: always world_size).
   int min_world_size = 0;
   std::chrono::milliseconds elastic_wait{10'000};
-  int max_restarts = 0;  // attempts after the first, for the whole job
+  int max_restarts = 0;            // attempts after the first, for the whole job
   std::string config_json = "{}";  // handed to every worker at join
   std::chrono::milliseconds heartbeat_interval{1000};
   std::chrono::milliseconds heartbeat_timeout{10000};
@@ -69,8 +69,8 @@ struct JobOptions {
 
 // One restart: an attempt ended and the next one formed.
 struct Restart {
-  int attempt = 0;   // the attempt it started
-  Verdict verdict;   // why the attempt before ended (cause kNone: a new coordinator took over)
+  int attempt = 0;  // the attempt it started
+  Verdict verdict;  // why the attempt before ended (cause kNone: a new coordinator took over)
   int64_t unix_ns = 0;
 };
 
@@ -169,7 +169,7 @@ class Job {
   // given, with "resume_latest" set in the attempts after a restart, so
   // that rank 0 resumes from the newest checkpoint in the run directory.
   std::string config_for(int attempt) const;
-  int joined() const;  // workers waiting in the current attempt's rendezvous
+  int joined() const;              // workers waiting in the current attempt's rendezvous
   std::size_t store_size() const;  // keys in the current attempt's store; 0 while it forms
   const MetricsLog& metrics_log() const { return metrics_log_; }
   // Why <run dir>/job.json is not up to date (its last write failed), or "".
@@ -243,8 +243,8 @@ class Job {
     int attempt, rank;
     WatchCallback on_change;
   };
-  std::map<uint64_t, Watcher> watchers_;                // open Watch streams by id
-  std::map<std::pair<int, int>, int> watching_;         // (attempt, rank) -> its open streams
+  std::map<uint64_t, Watcher> watchers_;         // open Watch streams by id
+  std::map<std::pair<int, int>, int> watching_;  // (attempt, rank) -> its open streams
 };
 
 }  // namespace mddp::coordinator

@@ -102,7 +102,8 @@ void KvStore::expire(TimePoint now) {
     std::lock_guard lock(mu_);
     fire = take_expired(waiters_, now, [&](const auto& w) {
       return str("key '", w.key, "' was not set within ", format_duration(now - w.since),
-                 ": the rank that publishes it has not reached that point (slow start, crashed, or another job?)");
+                 ": the rank that publishes it has not reached that point (slow start, crashed, or "
+                 "another job?)");
     });
   }
   for (auto& [done, outcome] : fire) done(outcome, {});

@@ -94,8 +94,10 @@ bool MetricsLog::duplicate_locked(const MetricsRecord& r, std::optional<nlohmann
     }
   }
   resumes_.push_back(res);
-  resume = nlohmann::json{{"kind", "resume"},         {"attempt", res.attempt},
-                          {"from_step", res.from_step}, {"steps_lost", res.steps_lost},
+  resume = nlohmann::json{{"kind", "resume"},
+                          {"attempt", res.attempt},
+                          {"from_step", res.from_step},
+                          {"steps_lost", res.steps_lost},
                           {"superseded", res.superseded}};
   return false;
 }
@@ -106,14 +108,15 @@ std::string MetricsLog::write_locked(const std::string& lines, std::size_t count
   dirty_ = dirty_ || written > 0;
   if (written == count) return {};
   if (first_error_.empty()) first_error_ = file_->error();
-  return str("writing ", path_.string(), " failed: ", file_->error(), " (", count - written,
-             " of ", count, " lines not written)");
+  return str("writing ", path_.string(), " failed: ", file_->error(), " (", count - written, " of ",
+             count, " lines not written)");
 }
 
 std::string MetricsLog::event(const nlohmann::json& line) {
   std::lock_guard lock(mu_);
   const auto a = line.find("attempt");
-  if (a != line.end() && a->is_number_integer()) last_attempt_ = std::max(last_attempt_, a->get<int>());
+  if (a != line.end() && a->is_number_integer())
+    last_attempt_ = std::max(last_attempt_, a->get<int>());
   std::size_t written = 0;
   return write_locked(file_ ? line.dump() + "\n" : std::string(), 1, written);
 }

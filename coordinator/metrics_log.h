@@ -31,8 +31,8 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <tuple>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "control/metrics_record.h"
@@ -131,7 +131,7 @@ class MetricsLog {
   std::deque<MetricsRecord> tail_;  // superseded records stay (seqs are consecutive), marked
   std::deque<bool> superseded_;     // parallel to tail_
   std::map<std::tuple<int, int, bool>, int64_t> last_step_;  // (attempt, rank, eval) -> step kept
-  std::map<int, int64_t> attempt_max_step_;  // attempt -> its highest training step
+  std::map<int, int64_t> attempt_max_step_;                  // attempt -> its highest training step
   std::vector<Resume> resumes_;
   int last_attempt_ = -1;
   int64_t duplicates_ = 0;

@@ -76,7 +76,8 @@ auto take_expired(Map& waiters, TimePoint now, Why why) {
       ++it;
       continue;
     }
-    fire.emplace_back(std::move(it->second.done), Outcome::error(Code::kDeadlineExceeded, why(it->second)));
+    fire.emplace_back(std::move(it->second.done),
+                      Outcome::error(Code::kDeadlineExceeded, why(it->second)));
     it = waiters.erase(it);
   }
   return fire;

@@ -34,8 +34,9 @@ std::optional<Outcome> Rendezvous::refusal(const JoinRequest& r) const {
   const int n = options_.world_size;
   if (aborted_) return Outcome::error(Code::kAborted, *aborted_);
   if (timed_out_)
-    return Outcome::error(Code::kFailedPrecondition,
-                          "the rendezvous of " + name() + " already timed out; restart the coordinator");
+    return Outcome::error(
+        Code::kFailedPrecondition,
+        "the rendezvous of " + name() + " already timed out; restart the coordinator");
   if (!members_.empty())
     return Outcome::error(
         Code::kResourceExhausted,
@@ -99,12 +100,12 @@ std::vector<Rendezvous::Pending> Rendezvous::complete_locked() {
     std::vector<std::pair<int, int>> order;  // (asked rank or N, position)
     int pos = 0;
     for (const auto& [id, p] : pending_)
-      order.emplace_back(p.request.requested_rank >= 0 ? p.request.requested_rank
-                                                       : options_.world_size,
-                         pos++);
+      order.emplace_back(
+          p.request.requested_rank >= 0 ? p.request.requested_rank : options_.world_size, pos++);
     std::sort(order.begin(), order.end());
     rank_of.resize(static_cast<std::size_t>(n));
-    for (int r = 0; r < n; ++r) rank_of[static_cast<std::size_t>(order[static_cast<std::size_t>(r)].second)] = r;
+    for (int r = 0; r < n; ++r)
+      rank_of[static_cast<std::size_t>(order[static_cast<std::size_t>(r)].second)] = r;
   }
   members_.resize(static_cast<std::size_t>(n));
   std::vector<Pending> ready;
@@ -167,7 +168,8 @@ void Rendezvous::cancel(uint64_t id) {
     done = std::move(it->second.done);
     pending_.erase(it);
   }
-  done(JoinResult{Outcome::error(Code::kCancelled, "the worker cancelled its join"), {}, {}, 0, {}});
+  done(
+      JoinResult{Outcome::error(Code::kCancelled, "the worker cancelled its join"), {}, {}, 0, {}});
 }
 
 std::optional<std::string> Rendezvous::expire(TimePoint now) {
@@ -185,11 +187,10 @@ std::optional<std::string> Rendezvous::expire(TimePoint now) {
     }
     if (now >= window_end_) {
       const int need = options_.min_world_size > 0 ? options_.min_world_size : options_.world_size;
-      const std::string msg =
-          str("rendezvous of ", name(), " timed out after ", format_duration(options_.timeout),
-              ": ", pending_summary(), "; start the missing ",
-              need - static_cast<int>(pending_.size()),
-              " or check --world-size (--rendezvous-timeout-s sets the wait)");
+      const std::string msg = str("rendezvous of ", name(), " timed out after ",
+                                  format_duration(options_.timeout), ": ", pending_summary(),
+                                  "; start the missing ", need - static_cast<int>(pending_.size()),
+                                  " or check --world-size (--rendezvous-timeout-s sets the wait)");
       for (auto& [id, p] : pending_)
         fire.emplace_back(std::move(p.done), Outcome::error(Code::kDeadlineExceeded, msg));
       pending_.clear();

@@ -49,10 +49,10 @@ struct Member {
 
 struct JoinResult {
   Outcome outcome;
-  Member self;                  // when ok
-  int world_size = 0;           // when ok: the ranks formed (Rendezvous::members() lists them)
-  int attempt = 0;              // when ok: the attempt it joined (set by Job)
-  std::string attempt_nonce;    // ... and its nonce (Attempt::nonce)
+  Member self;                // when ok
+  int world_size = 0;         // when ok: the ranks formed (Rendezvous::members() lists them)
+  int attempt = 0;            // when ok: the attempt it joined (set by Job)
+  std::string attempt_nonce;  // ... and its nonce (Attempt::nonce)
 };
 
 class Rendezvous {
@@ -112,7 +112,7 @@ class Rendezvous {
   // Runs the complete hook, then answers the joins of `ready` (not under mu_).
   void finish(std::vector<Pending>& ready, const std::vector<Member>& members, TimePoint now);
   bool elastic_ready_locked(TimePoint now) const;
-  std::string name() const;  // "job 'x'" or "attempt 2 of job 'x'"
+  std::string name() const;             // "job 'x'" or "attempt 2 of job 'x'"
   std::string pending_summary() const;  // "2 of 4 workers joined (host a pid 1, host b pid 2)"
 
   const Options options_;
@@ -120,7 +120,7 @@ class Rendezvous {
   mutable std::mutex mu_;
   std::map<uint64_t, Pending> pending_;  // ticket id -> join, in join order
   const TimePoint opened_, window_end_;
-  std::vector<Member> members_;  // rank order, once complete
+  std::vector<Member> members_;                           // rank order, once complete
   std::unordered_map<std::string, int> rank_of_session_;  // session -> rank, once complete
   bool timed_out_ = false;
   std::optional<std::string> aborted_;

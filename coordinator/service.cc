@@ -112,7 +112,8 @@ class MetricsReader final : public grpc::ServerReadReactor<v1::MetricsBatch> {
         records.back().received_unix_ns = received;
       }
     } catch (const InputError& e) {  // a step's phase this coordinator does not know
-      Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, str("bad metrics record: ", e.what())));
+      Finish(
+          grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, str("bad metrics record: ", e.what())));
       return;
     }
     const auto n = static_cast<int64_t>(records.size());
@@ -175,7 +176,8 @@ class JobWatcher final : public grpc::ServerWriteReactor<v1::JobEvent> {
       return;
     }
     id_ = r.id;
-    post_locked(r.status, r.finished);  // a session of an ended attempt hears RESTARTING, and that is all
+    post_locked(r.status,
+                r.finished);  // a session of an ended attempt hears RESTARTING, and that is all
   }
 
   void OnWriteDone(bool ok) override {
@@ -295,8 +297,8 @@ grpc::ServerUnaryReactor* Service::Join(grpc::CallbackServerContext* ctx,
   const TimePoint now = Clock::now();
   // The rendezvous window bounds the wait (a restart opens another one);
   // the client's deadline may cut it shorter.
-  const TimePoint deadline = deadline_of(
-      ctx, (2 * job_.options().rendezvous_timeout + kDefaultWait).count(), now);
+  const TimePoint deadline =
+      deadline_of(ctx, (2 * job_.options().rendezvous_timeout + kDefaultWait).count(), now);
   JoinRequest request = from_proto(*req);
   request.peer = ctx->peer();
   const Ticket t = job_.join(std::move(request), deadline, now, [this, call, reply](JoinResult r) {

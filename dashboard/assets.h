@@ -9,7 +9,7 @@
 namespace mddp::dashboard {
 
 struct Asset {
-  std::string_view path;          // relative, no leading slash: "index.html", "vendor/uPlot.iife.min.js"
+  std::string_view path;  // relative, no leading slash: "index.html", "vendor/uPlot.iife.min.js"
   std::string_view content_type;  // "text/html; charset=utf-8", ...
   std::string_view body;          // the file's bytes (static storage)
 };

@@ -258,7 +258,8 @@ void record_check(const Lab& lab, const std::string& work_dir, bool passed) {
   std::ofstream out(status_file(work_dir));
   out << status.dump(2) << "\n";
   if (!out.flush())
-    throw InputError(str("cannot write ", status_file(work_dir).string(), " (where `lab list` keeps results)"));
+    throw InputError(
+        str("cannot write ", status_file(work_dir).string(), " (where `lab list` keeps results)"));
 }
 
 }  // namespace mddp::labs

@@ -126,7 +126,8 @@ CoordinatorClient::CoordinatorClient(ClientOptions options)
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   args.SetMaxReceiveMessageSize(static_cast<int>(control::kMaxMessageBytes));
-  impl_->channel = grpc::CreateCustomChannel(options_.address, channel_credentials(options_.tls), args);
+  impl_->channel =
+      grpc::CreateCustomChannel(options_.address, channel_credentials(options_.tls), args);
   impl_->stub = v1::Coordinator::NewStub(impl_->channel);
 }
 
@@ -187,7 +188,7 @@ JoinInfo CoordinatorClient::join(const JoinArgs& a) {
   req.set_client_nonce(random_bytes(kNonceBytes));
   req.set_server_nonce(challenge.server_nonce());
   req.set_proof(control::join_proof(options_.token, options_.job_id, req.server_nonce(),
-                                        req.client_nonce(), a.host, pid));
+                                    req.client_nonce(), a.host, pid));
   v1::JoinReply reply;
   grpc::ClientContext ctx;
   prepare(ctx, a.timeout);
@@ -380,8 +381,9 @@ void CoordinatorClient::wait_connected(Millis timeout) {
         return;  // the coordinator answered (refusing the empty session): connected
       spdlog::debug("connecting to the coordinator at {}: {}", options_.address, s.error_message());
       if (std::string why = tls_mismatch(s.error_message(), options_.tls.has_value()); !why.empty())
-        throw CoordinatorError(str("cannot connect to the coordinator at ", options_.address, ": ", why),
-                               static_cast<int>(grpc::StatusCode::UNAVAILABLE));
+        throw CoordinatorError(
+            str("cannot connect to the coordinator at ", options_.address, ": ", why),
+            static_cast<int>(grpc::StatusCode::UNAVAILABLE));
     }
     if (!impl_->channel->WaitForStateChange(state, deadline))
       throw CoordinatorError(

@@ -46,7 +46,7 @@ class CoordinatorError : public Error {
 struct ClientOptions {
   std::string address;  // HOST:PORT
   std::string job_id = "local";
-  std::string token;  // never sent: join proves it (control/proof.h)
+  std::string token;            // never sent: join proves it (control/proof.h)
   Millis call_timeout{30'000};  // deadline of calls that do not wait on others (Set, Leave, ...)
   // TLS to the coordinator (load_tls(..., kClient)): its certificate is
   // verified against ca_pem and must name the host of `address`; nullopt: plaintext.
@@ -63,8 +63,8 @@ struct JoinInfo {
   std::string session, job_id, job_config_json;
   int rank = -1, world_size = 0;
   Millis heartbeat_interval{1000}, heartbeat_timeout{10000};
-  int attempt = 0;            // the job's attempt this session belongs to
-  std::string data_key;       // the attempt's data-plane key (control::data_plane_key)
+  int attempt = 0;       // the job's attempt this session belongs to
+  std::string data_key;  // the attempt's data-plane key (control::data_plane_key)
 };
 
 struct HeartbeatInfo {
@@ -72,7 +72,7 @@ struct HeartbeatInfo {
   std::string failure;
   int failed_rank = -1;
   control::Verdict verdict;  // when FAILED, or RESTARTING (why this rank's attempt ended)
-  int attempt = 0;               // the job's attempt now
+  int attempt = 0;           // the job's attempt now
   // One round trip: this host's steady clock around the call and the
   // coordinator's wall clock when it received it.
   struct ClockSample {

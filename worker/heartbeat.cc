@@ -90,7 +90,8 @@ void ClockOffset::add(const HeartbeatInfo::ClockSample& s) {
   const auto best = std::min_element(window_, window_ + n, [](const auto& a, const auto& b) {
     return a.reply_ns - a.send_ns < b.reply_ns - b.send_ns;
   });
-  offset_.store(best->coordinator_unix_ns - (best->send_ns + best->reply_ns) / 2, std::memory_order_relaxed);
+  offset_.store(best->coordinator_unix_ns - (best->send_ns + best->reply_ns) / 2,
+                std::memory_order_relaxed);
 }
 
 control::Progress Heartbeat::progress() const {
@@ -138,8 +139,7 @@ void Heartbeat::loop() {
       clock_.add(info.clock);
       if (warned) spdlog::info("the coordinator at {} answers again", client_.address());
       warned = false;
-      if (info.state == control::State::kFailed ||
-          info.state == control::State::kRestarting) {
+      if (info.state == control::State::kFailed || info.state == control::State::kRestarting) {
         control::Verdict v = info.verdict;
         if (v.message.empty()) v.message = info.failure;
         report(from_status(info.state, v));

@@ -73,7 +73,7 @@ struct JobFailure {
   std::string message;  // one line, names the failed rank when one is at fault
   int failed_rank = -1;
   bool coordinator_lost = false;  // the coordinator is gone: don't wait on it to leave
-  control::Verdict verdict;   // the coordinator's, when it gave one
+  control::Verdict verdict;       // the coordinator's, when it gave one
   bool restart = false;           // not a failure: this rank's attempt ended, join the next
 };
 

@@ -6,10 +6,10 @@
 // gone (Note [Who is at fault] in coordinator/health.cc). The coordinator
 // pushes the job's verdict on it the moment the job fails, or this rank's
 // attempt ends (RESTARTING); `on_failure` gets it, so this rank hears of a
-// death elsewhere within milliseconds instead of at its next heartbeat. A stream that breaks while the job runs
-// (connection reset, coordinator restarting) is reopened at once, then with
-// a backoff up to 1 s; whether the coordinator itself is lost is the
-// heartbeat's to judge (worker/heartbeat.h), not this stream's.
+// death elsewhere within milliseconds instead of at its next heartbeat. A stream that breaks while
+// the job runs (connection reset, coordinator restarting) is reopened at once, then with a backoff
+// up to 1 s; whether the coordinator itself is lost is the heartbeat's to judge
+// (worker/heartbeat.h), not this stream's.
 #pragma once
 
 #include <condition_variable>

@@ -6,9 +6,9 @@
 #include <cctype>
 #include <cstring>
 
+#include "core/comm/transport/tcp/socket.h"
 #include "core/common/check.h"
 #include "core/common/timer.h"
-#include "core/comm/transport/tcp/socket.h"
 
 namespace mddp::worker {
 namespace {
@@ -48,7 +48,8 @@ std::string probe_other_protocol(const std::string& host_port, std::chrono::mill
     return "";  // a name that does not resolve, no route: the normal path says so
   }
   if (!wait_for(fd.get(), POLLOUT, deadline) || comm::tcp::connect_error(fd.get()) != 0) return "";
-  if (::send(fd.get(), kPreface, kPrefaceSize, MSG_NOSIGNAL) != static_cast<ssize_t>(kPrefaceSize)) return "";
+  if (::send(fd.get(), kPreface, kPrefaceSize, MSG_NOSIGNAL) != static_cast<ssize_t>(kPrefaceSize))
+    return "";
   std::string got;
   while (got.size() < kFrameHeader && wait_for(fd.get(), POLLIN, deadline)) {
     char buf[256];
@@ -64,7 +65,8 @@ std::string probe_other_protocol(const std::string& host_port, std::chrono::mill
   if (got.empty()) return "";  // silent: perhaps slow; let the normal connect decide
   // An HTTP/2 server's first frame is its SETTINGS (type 0x4 at byte 3).
   if (got.size() >= kFrameHeader && got[3] == 0x04) return "";
-  if (got.starts_with("HTTP/")) return str("an HTTP/1 server (it answered \"", first_line(got), "\")");
+  if (got.starts_with("HTTP/"))
+    return str("an HTTP/1 server (it answered \"", first_line(got), "\")");
   if (got.starts_with("SSH-")) return str("an SSH server (\"", first_line(got), "\")");
   if (static_cast<unsigned char>(got[0]) == 0x15 || static_cast<unsigned char>(got[0]) == 0x16)
     return "a TLS server";

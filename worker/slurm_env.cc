@@ -22,15 +22,19 @@ std::vector<std::string> expand_bracket(std::string_view list, std::string_view 
     const std::string_view lo = item.substr(0, dash);
     const std::string_view hi = dash == std::string_view::npos ? lo : item.substr(dash + 1);
     const auto digits = [](std::string_view s) {
-      return !s.empty() && s.size() <= 9 && s.find_first_not_of("0123456789") == std::string_view::npos;
+      return !s.empty() && s.size() <= 9 &&
+             s.find_first_not_of("0123456789") == std::string_view::npos;
     };
-    if (!digits(lo) || !digits(hi)) bad_nodelist(list, str("'[", body, "]' holds '", item, "', not N or N-M"));
+    if (!digits(lo) || !digits(hi))
+      bad_nodelist(list, str("'[", body, "]' holds '", item, "', not N or N-M"));
     const long a = std::stol(std::string(lo)), b = std::stol(std::string(hi));
     if (b < a) bad_nodelist(list, str("the range ", item, " runs backwards"));
-    if (b - a >= 100'000) bad_nodelist(list, str("the range ", item, " has more than 100000 nodes"));
+    if (b - a >= 100'000)
+      bad_nodelist(list, str("the range ", item, " has more than 100000 nodes"));
     for (long v = a; v <= b; ++v) {
       std::string s = std::to_string(v);
-      if (s.size() < lo.size()) s.insert(0, lo.size() - s.size(), '0');  // node[08-11]: keep the padding
+      if (s.size() < lo.size())
+        s.insert(0, lo.size() - s.size(), '0');  // node[08-11]: keep the padding
       out.push_back(std::move(s));
     }
     start = comma + 1;
@@ -52,7 +56,8 @@ void expand_name(std::string_view list, std::string_view name, std::vector<std::
     if (close == std::string_view::npos) bad_nodelist(list, "a '[' without its ']'");
     std::vector<std::string> next;
     for (const auto& p : partial)
-      for (const auto& n : expand_bracket(list, name.substr(open + 1, close - open - 1))) next.push_back(p + n);
+      for (const auto& n : expand_bracket(list, name.substr(open + 1, close - open - 1)))
+        next.push_back(p + n);
     partial = std::move(next);
     i = close + 1;
   }
@@ -66,7 +71,8 @@ std::optional<int> int_env(const char* var) {
   if (!v || !*v) return std::nullopt;
   char* end = nullptr;
   const long n = std::strtol(v, &end, 10);
-  if (*end != '\0' || n < 0 || n > 10'000'000) throw InputError(str(var, "='", v, "' is not a number (0, 1, ...)"));
+  if (*end != '\0' || n < 0 || n > 10'000'000)
+    throw InputError(str(var, "='", v, "' is not a number (0, 1, ...)"));
   return static_cast<int>(n);
 }
 
@@ -89,7 +95,8 @@ std::vector<std::string> expand_nodelist(std::string_view list) {
 }
 
 std::optional<SlurmTask> slurm_task() {
-  if (const char* launcher_rank = std::getenv("RANK"); launcher_rank && *launcher_rank) return std::nullopt;
+  if (const char* launcher_rank = std::getenv("RANK"); launcher_rank && *launcher_rank)
+    return std::nullopt;
   const std::optional<int> rank = int_env("SLURM_PROCID");
   if (!rank) return std::nullopt;
   SlurmTask t;
@@ -97,12 +104,14 @@ std::optional<SlurmTask> slurm_task() {
   t.local_rank = int_env("SLURM_LOCALID").value_or(0);
   const std::optional<int> ntasks = int_env("SLURM_NTASKS");
   if (!ntasks || *ntasks < 1)
-    throw InputError("SLURM_PROCID is set but SLURM_NTASKS is not (or is 0): start the workers with srun "
-                     "inside an allocation (sbatch, salloc)");
+    throw InputError(
+        "SLURM_PROCID is set but SLURM_NTASKS is not (or is 0): start the workers with srun "
+        "inside an allocation (sbatch, salloc)");
   t.ntasks = *ntasks;
   if (t.rank >= t.ntasks)
     throw InputError(str("SLURM_PROCID=", t.rank, " is not a task of SLURM_NTASKS=", t.ntasks));
-  if (const char* nodes = std::getenv("SLURM_JOB_NODELIST"); nodes && *nodes) t.nodes = expand_nodelist(nodes);
+  if (const char* nodes = std::getenv("SLURM_JOB_NODELIST"); nodes && *nodes)
+    t.nodes = expand_nodelist(nodes);
   return t;
 }
 

@@ -15,9 +15,9 @@
 namespace mddp::worker {
 
 struct SlurmTask {
-  int rank = 0;        // SLURM_PROCID
-  int local_rank = 0;  // SLURM_LOCALID
-  int ntasks = 0;      // SLURM_NTASKS
+  int rank = 0;                    // SLURM_PROCID
+  int local_rank = 0;              // SLURM_LOCALID
+  int ntasks = 0;                  // SLURM_NTASKS
   std::vector<std::string> nodes;  // SLURM_JOB_NODELIST, expanded (empty when unset)
 };
 

@@ -125,7 +125,8 @@ train::TrainConfig rank_config(const JoinInfo& info, const WorkerOptions& o) {
   if (!o.device.empty()) {
     cfg.device = o.device;
   } else if (cfg.device == "cuda") {  // one GPU per local rank, as torchrun does
-    cfg.device = tensor::gpu_of_local_rank(tensor::Device::parse("cuda").index).str();  // cuda:LOCAL_RANK
+    cfg.device =
+        tensor::gpu_of_local_rank(tensor::Device::parse("cuda").index).str();  // cuda:LOCAL_RANK
   }
   // Rank 0 writes the run directory (train.jsonl, checkpoints); the others
   // would only write the same lines again. It alone reads the weights to
@@ -189,7 +190,7 @@ train::TrainSummary train_rank(Session& s) {
   // The token never reaches the data plane: the attempt's key does (control/proof.h).
   const comm::JobIdentity job{s.info.job_id, s.info.attempt, s.info.data_key};
   auto comm = train::connect_process_group(s.client, s.info.rank, s.info.world_size, job, cfg,
-                                          s.data.addr, "comm");
+                                           s.data.addr, "comm");
   spdlog::info("data plane connected: {} transport, {} ranks", comm->transport_name(),
                comm->size());
   s.plane.comm = std::move(comm);
@@ -283,15 +284,17 @@ void run_worker(const WorkerOptions& o) {
   if (const std::string other =
           o.tls ? "" : probe_other_protocol(o.coordinator, std::min<Millis>(o.connect_timeout, 5s));
       !other.empty())
-    throw InputError(str("--coordinator ", o.coordinator, " is not a microddp coordinator: ", other,
-                         ". Give the address the coordinator printed (\"start each worker with: ...\"), "
-                         "not its dashboard's"));
+    throw InputError(
+        str("--coordinator ", o.coordinator, " is not a microddp coordinator: ", other,
+            ". Give the address the coordinator printed (\"start each worker with: ...\"), "
+            "not its dashboard's"));
   client.wait_connected(o.connect_timeout);
   const JoinInfo info = client.join({host, data.addr, o.device, want_rank, o.join_timeout});
   if (o.expected_world_size > 0 && info.world_size != o.expected_world_size) {
-    const std::string why = str("srun started ", o.expected_world_size, " tasks (SLURM_NTASKS) but the job at ",
-                                o.coordinator, " has --world-size ", info.world_size,
-                                ": start the coordinator with --world-size $SLURM_NTASKS");
+    const std::string why =
+        str("srun started ", o.expected_world_size, " tasks (SLURM_NTASKS) but the job at ",
+            o.coordinator, " has --world-size ", info.world_size,
+            ": start the coordinator with --world-size $SLURM_NTASKS");
     client.leave(false, why, 3s);
     throw InputError(why);
   }
@@ -369,7 +372,8 @@ void run_worker(const WorkerOptions& o) {
     std::printf("\n");
     std::fflush(stdout);
   }
-  if (!summary.lost_records.empty()) throw RecordsLostError("rank 0 finished, but " + summary.lost_records);
+  if (!summary.lost_records.empty())
+    throw RecordsLostError("rank 0 finished, but " + summary.lost_records);
 }
 
 }  // namespace mddp::worker

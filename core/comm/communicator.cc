@@ -14,14 +14,15 @@ namespace mddp::comm {
 struct Communicator::Impl {
   std::unique_ptr<Transport> transport;
   CommOptions options;
-  HostTopology topology;                     // world_size() 0: not known
+  HostTopology topology;                      // world_size() 0: not known
   std::unique_ptr<Transport> host_transport;  // among this host's ranks; may be null
   int rank, size;
   Scratch scratch;  // progress thread only
   // Last, so it is destroyed first: its thread uses everything above.
   detail::ProgressQueue queue;
 
-  Impl(std::unique_ptr<Transport> t, CommOptions o, HostTopology topo, std::unique_ptr<Transport> host)
+  Impl(std::unique_ptr<Transport> t, CommOptions o, HostTopology topo,
+       std::unique_ptr<Transport> host)
       : transport(std::move(t)),
         options(o),
         topology(std::move(topo)),
@@ -36,7 +37,8 @@ struct Communicator::Impl {
   // Runs `run` with an AlgoContext over the world's transport.
   WorkPtr submit(std::string op, std::size_t bytes, std::function<void(const AlgoContext&)> run) {
     return queue.submit(std::move(op), bytes, [this, run = std::move(run)](StepTrace& trace) {
-      const AlgoContext ctx{*transport, rank, size, Clock::now() + options.timeout, scratch, &trace};
+      const AlgoContext ctx{*transport, rank,  size, Clock::now() + options.timeout,
+                            scratch,    &trace};
       run(ctx);
     });
   }
@@ -48,18 +50,21 @@ struct Communicator::Impl {
     return topology.local_size(rank) == 1 || topology.single_host() || host_transport != nullptr;
   }
   HostLevels levels() const {
-    Transport* host = host_transport ? host_transport.get() : topology.single_host() ? transport.get() : nullptr;
+    Transport* host = host_transport           ? host_transport.get()
+                      : topology.single_host() ? transport.get()
+                                               : nullptr;
     return HostLevels{topology, host};
   }
 };
 
-Communicator::Communicator(std::unique_ptr<Transport> transport, CommOptions options, HostTopology topology,
-                           std::unique_ptr<Transport> host_transport) {
+Communicator::Communicator(std::unique_ptr<Transport> transport, CommOptions options,
+                           HostTopology topology, std::unique_ptr<Transport> host_transport) {
   MDDP_CHECK(transport != nullptr);
   MDDP_CHECK(options.timeout.count() > 0, "CommOptions::timeout must be positive");
-  MDDP_CHECK(topology.world_size() == 0 || topology.world_size() == transport->size(), "topology of ",
-             topology.world_size(), " ranks for a world of ", transport->size());
-  impl_ = std::make_unique<Impl>(std::move(transport), options, std::move(topology), std::move(host_transport));
+  MDDP_CHECK(topology.world_size() == 0 || topology.world_size() == transport->size(),
+             "topology of ", topology.world_size(), " ranks for a world of ", transport->size());
+  impl_ = std::make_unique<Impl>(std::move(transport), options, std::move(topology),
+                                 std::move(host_transport));
 }
 
 Communicator::~Communicator() = default;
@@ -82,7 +87,8 @@ const HostTopology& Communicator::topology() const {
 std::vector<CollectiveRecord> Communicator::history() const {
   return impl_->queue.history();
 }
-void Communicator::set_step_observer(std::function<void(const AlgoStep&, const void* data)> observer) {
+void Communicator::set_step_observer(
+    std::function<void(const AlgoStep&, const void* data)> observer) {
   impl_->queue.set_step_observer(std::move(observer));
 }
 void Communicator::abort(const std::string& reason) {
@@ -110,12 +116,14 @@ WorkPtr Communicator::all_reduce(void* data, int64_t count, DataType dtype, Redu
                     ? Algorithm::kHierarchical
                     : choose_all_reduce_algorithm(bytes, size());
   if (algorithm == Algorithm::kHierarchical) {
-    MDDP_CHECK(impl_->has_levels(), "rank ", rank(),
-               ": the hierarchical all-reduce needs the host topology and a transport within the host: "
-               "make the communicator with connect() and CommOptions::algorithm auto or hierarchical");
-    return impl_->submit("all_reduce(hierarchical)", bytes, [=, levels = impl_->levels()](const AlgoContext& ctx) {
-      all_reduce_hierarchical(ctx, levels, data, count, dtype, op);
-    });
+    MDDP_CHECK(
+        impl_->has_levels(), "rank ", rank(),
+        ": the hierarchical all-reduce needs the host topology and a transport within the host: "
+        "make the communicator with connect() and CommOptions::algorithm auto or hierarchical");
+    return impl_->submit("all_reduce(hierarchical)", bytes,
+                         [=, levels = impl_->levels()](const AlgoContext& ctx) {
+                           all_reduce_hierarchical(ctx, levels, data, count, dtype, op);
+                         });
   }
   const AllReduceFn fn = flat_all_reduce(algorithm);
   return impl_->submit(str("all_reduce(", to_string(algorithm), ")"), bytes,

@@ -28,8 +28,8 @@
 namespace mddp::comm {
 
 struct CommOptions {
-  Algorithm algorithm = Algorithm::kAuto;        // all_reduce's default algorithm
-  std::chrono::milliseconds timeout{300'000};    // bound on every wait of a collective
+  Algorithm algorithm = Algorithm::kAuto;      // all_reduce's default algorithm
+  std::chrono::milliseconds timeout{300'000};  // bound on every wait of a collective
 };
 
 // The CPU backend of ProcessGroup (process_group.h): buffers are host memory.
@@ -39,8 +39,8 @@ class Communicator : public ProcessGroup {
   // The hierarchical all-reduce also needs the job's `topology` and, where
   // this rank shares a host with others on a multi-host job,
   // `host_transport` among them (numbered by local rank); connect() makes both.
-  Communicator(std::unique_ptr<Transport> transport, CommOptions options, HostTopology topology = {},
-               std::unique_ptr<Transport> host_transport = nullptr);
+  Communicator(std::unique_ptr<Transport> transport, CommOptions options,
+               HostTopology topology = {}, std::unique_ptr<Transport> host_transport = nullptr);
   ~Communicator() override;  // drains nothing: pending work fails with AbortedError
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
@@ -62,7 +62,8 @@ class Communicator : public ProcessGroup {
   WorkPtr all_reduce(void* data, int64_t count, DataType dtype, ReduceOp op, Algorithm algorithm);
   // process_group.h's contract; in place it is the first half of the ring
   // all-reduce (ring_reduce_scatter_inplace).
-  WorkPtr reduce_scatter(const void* in, void* out, int64_t count, DataType dtype, ReduceOp op) override;
+  WorkPtr reduce_scatter(const void* in, void* out, int64_t count, DataType dtype,
+                         ReduceOp op) override;
   // in[count] on every rank; out[count * size] holds rank r's block at r*count.
   WorkPtr all_gather(const void* in, void* out, int64_t count, DataType dtype) override;
   WorkPtr broadcast(void* data, int64_t count, DataType dtype, int root) override;
@@ -111,8 +112,9 @@ std::unique_ptr<Communicator> connect(Store& store, int rank, int size, const Jo
 // The same with this rank's host identity given instead of read from this
 // machine (transport/connect.h's host_identity()): tests emulate several
 // hosts with the threads of one process.
-std::unique_ptr<Communicator> connect_as_host(Store& store, int rank, int size, const JobIdentity& job,
-                                              TransportKind kind, CommOptions options, const std::string& host_id,
+std::unique_ptr<Communicator> connect_as_host(Store& store, int rank, int size,
+                                              const JobIdentity& job, TransportKind kind,
+                                              CommOptions options, const std::string& host_id,
                                               const std::string& bind_host = "127.0.0.1",
                                               const std::string& prefix = "comm");
 

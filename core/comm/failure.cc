@@ -14,14 +14,16 @@ const char* peer_hint(PeerFault fault) {
     case PeerFault::kDied:
       return "the peer's process is gone (crashed or killed): its log or exit status says why";
     case PeerFault::kClosed:
-      return "the peer closed its end: it exited or failed first, and its own log has the first error";
+      return "the peer closed its end: it exited or failed first, and its own log has the first "
+             "error";
     case PeerFault::kReset:
       return "the connection broke: the peer's process died, or the network between the two ranks "
              "failed; the coordinator's verdict says which";
     case PeerFault::kUnknown:
       break;
   }
-  return "the two ranks disagree on the protocol or the collective: check they run the same build and job";
+  return "the two ranks disagree on the protocol or the collective: check they run the same build "
+         "and job";
 }
 
 }  // namespace

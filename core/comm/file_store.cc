@@ -86,8 +86,9 @@ std::string FileStore::get(const std::string& key, std::chrono::milliseconds tim
     }
     auto now = Clock::now();
     if (now >= deadline)
-      throw TimeoutError(str("store: key '", key, "' was not set within ", timeout.count(), " ms (file store in ",
-                             dir_, "; a rank that should publish it is missing or late)"));
+      throw TimeoutError(str("store: key '", key, "' was not set within ", timeout.count(),
+                             " ms (file store in ", dir_,
+                             "; a rank that should publish it is missing or late)"));
     std::this_thread::sleep_for(std::min<Clock::duration>(pause, deadline - now));
     pause = std::min(pause * 2, std::chrono::milliseconds(10));
   }

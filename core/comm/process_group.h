@@ -73,7 +73,8 @@ class ProcessGroup {
   // (NCCL's convention); otherwise out must not overlap in. The other
   // blocks of an in-place buffer are left unspecified. ZeRO-1 (--ddp
   // sharded) reduce-scatters gradients with it.
-  virtual WorkPtr reduce_scatter(const void* in, void* out, int64_t count, DataType dtype, ReduceOp op) = 0;
+  virtual WorkPtr reduce_scatter(const void* in, void* out, int64_t count, DataType dtype,
+                                 ReduceOp op) = 0;
   // in[count] on every rank; out[count * size] holds rank r's block at r*count.
   // In place when in == out + rank*count.
   virtual WorkPtr all_gather(const void* in, void* out, int64_t count, DataType dtype) = 0;

@@ -24,7 +24,8 @@ struct ProgressQueue::Impl {
   struct EntryTrace final : StepTrace {
     WorkImpl& work;
     const std::function<void(const AlgoStep&, const void*)>& observer;
-    EntryTrace(WorkImpl& w, const std::function<void(const AlgoStep&, const void*)>& o) : work(w), observer(o) {}
+    EntryTrace(WorkImpl& w, const std::function<void(const AlgoStep&, const void*)>& o)
+        : work(w), observer(o) {}
     void record(const AlgoStep& step, const void* data) override {
       work.add_step(step);
       if (observer) observer(step, data);
@@ -109,7 +110,8 @@ struct ProgressQueue::Impl {
       EntryTrace trace(*e.work, step_observer);
       e.run(trace);
     } catch (...) {
-      error = describe_failure(rank, label(e), std::current_exception(), timeout, history.snapshot());
+      error =
+          describe_failure(rank, label(e), std::current_exception(), timeout, history.snapshot());
     }
     // A failure first ends the queue and stops the engine, then wakes the
     // waiter, who may destroy the engine. If stopping blocks (gloo's, once
@@ -187,16 +189,23 @@ WorkPtr ProgressQueue::submit(std::string op, std::size_t bytes, Task task) {
   return impl_->submit(std::move(op), bytes, std::move(task));
 }
 
-void ProgressQueue::abort(const std::string& reason) { impl_->abort(reason); }
+void ProgressQueue::abort(const std::string& reason) {
+  impl_->abort(reason);
+}
 
-void ProgressQueue::abandon(std::exception_ptr error) { impl_->abandon(std::move(error)); }
+void ProgressQueue::abandon(std::exception_ptr error) {
+  impl_->abandon(std::move(error));
+}
 
-void ProgressQueue::set_step_observer(std::function<void(const AlgoStep&, const void* data)> observer) {
+void ProgressQueue::set_step_observer(
+    std::function<void(const AlgoStep&, const void* data)> observer) {
   // Under mu: the next submit() takes mu too, which publishes it to the progress thread.
   std::lock_guard lock(impl_->mu);
   impl_->step_observer = std::move(observer);
 }
 
-std::vector<CollectiveRecord> ProgressQueue::history() const { return impl_->history.snapshot(); }
+std::vector<CollectiveRecord> ProgressQueue::history() const {
+  return impl_->history.snapshot();
+}
 
 }  // namespace mddp::comm::detail

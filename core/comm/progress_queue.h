@@ -32,7 +32,8 @@ class ProgressQueue {
   // on_failure(reason) stops the engine's I/O so that every blocked call
   // returns at once (a transport's abort); it may be called more than once.
   // `timeout` is only quoted in error hints.
-  ProgressQueue(int rank, std::chrono::milliseconds timeout, std::function<void(const std::string&)> on_failure);
+  ProgressQueue(int rank, std::chrono::milliseconds timeout,
+                std::function<void(const std::string&)> on_failure);
   // Pending work fails with AbortedError; then the thread is joined.
   ~ProgressQueue();
   ProgressQueue(const ProgressQueue&) = delete;

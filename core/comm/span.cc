@@ -6,9 +6,12 @@ namespace mddp::comm {
 
 const char* to_string(SpanOp op) {
   switch (op) {
-    case SpanOp::kAllReduce: return "all_reduce";
-    case SpanOp::kAllGather: return "all_gather";
-    case SpanOp::kReduceScatter: return "reduce_scatter";
+    case SpanOp::kAllReduce:
+      return "all_reduce";
+    case SpanOp::kAllGather:
+      return "all_gather";
+    case SpanOp::kReduceScatter:
+      return "reduce_scatter";
   }
   return "?";
 }

@@ -23,8 +23,8 @@ HostTopology HostTopology::from_identities(const std::vector<std::string>& ident
 }
 
 bool HostTopology::multi_host_multi_rank() const {
-  return host_count() > 1 &&
-         std::any_of(hosts_.begin(), hosts_.end(), [](const std::vector<int>& h) { return h.size() > 1; });
+  return host_count() > 1 && std::any_of(hosts_.begin(), hosts_.end(),
+                                         [](const std::vector<int>& h) { return h.size() > 1; });
 }
 
 std::string HostTopology::describe() const {
@@ -36,8 +36,8 @@ std::string HostTopology::describe() const {
   return str(host_count(), host_count() == 1 ? " host: " : " hosts: ", split, " ranks");
 }
 
-HostTopology exchange_topology(Store& store, int rank, int size, const std::string& identity, Deadline deadline,
-                               const std::string& prefix) {
+HostTopology exchange_topology(Store& store, int rank, int size, const std::string& identity,
+                               Deadline deadline, const std::string& prefix) {
   store.set(str(prefix, "/host/", rank), identity);
   std::vector<std::string> identities(static_cast<std::size_t>(size));
   for (int r = 0; r < size; ++r) {
@@ -45,12 +45,14 @@ HostTopology exchange_topology(Store& store, int rank, int size, const std::stri
       identities[static_cast<std::size_t>(r)] = identity;
       continue;
     }
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     try {
       identities[static_cast<std::size_t>(r)] =
           store.get(str(prefix, "/host/", r), std::max(left, std::chrono::milliseconds(0)));
     } catch (const TimeoutError& e) {
-      throw TimeoutError(str("rank ", rank, ": rank ", r, " never joined the data plane (", e.what(), ")"));
+      throw TimeoutError(
+          str("rank ", rank, ": rank ", r, " never joined the data plane (", e.what(), ")"));
     }
   }
   return HostTopology::from_identities(identities);

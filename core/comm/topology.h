@@ -28,7 +28,9 @@ class HostTopology {
   int host_count() const { return static_cast<int>(hosts_.size()); }
   int host_of(int rank) const { return host_of_.at(static_cast<std::size_t>(rank)); }
   // The ranks of host h, ascending: its local ranks in order.
-  const std::vector<int>& ranks_of(int host) const { return hosts_.at(static_cast<std::size_t>(host)); }
+  const std::vector<int>& ranks_of(int host) const {
+    return hosts_.at(static_cast<std::size_t>(host));
+  }
   int local_rank(int rank) const { return local_rank_.at(static_cast<std::size_t>(rank)); }
   int local_size(int rank) const { return static_cast<int>(ranks_of(host_of(rank)).size()); }
 
@@ -48,7 +50,7 @@ class HostTopology {
 // Collective: publishes `identity` under "<prefix>/host/<rank>", reads every
 // rank's, and returns the topology. TimeoutError names a rank that never
 // published by the deadline.
-HostTopology exchange_topology(Store& store, int rank, int size, const std::string& identity, Deadline deadline,
-                               const std::string& prefix);
+HostTopology exchange_topology(Store& store, int rank, int size, const std::string& identity,
+                               Deadline deadline, const std::string& prefix);
 
 }  // namespace mddp::comm

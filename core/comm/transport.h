@@ -35,8 +35,9 @@ class Transport {
   // in flight at once: the step of every ring, which would deadlock as two
   // blocking calls when both neighbours send large messages. A peer of
   // kNoPeer leaves that side out: send() and recv() are this call, one-sided.
-  virtual void send_recv(int send_peer, const void* send_data, std::size_t send_bytes, int recv_peer,
-                         void* recv_data, std::size_t recv_bytes, Deadline deadline) = 0;
+  virtual void send_recv(int send_peer, const void* send_data, std::size_t send_bytes,
+                         int recv_peer, void* recv_data, std::size_t recv_bytes,
+                         Deadline deadline) = 0;
   static constexpr int kNoPeer = -1;
 
   // Thread-safe, callable from any thread: every blocked and future call
@@ -47,8 +48,8 @@ class Transport {
   // The checks every implementation makes on each side of a send_recv():
   // `peer` is another rank of this world, and a non-empty message has a buffer.
   void check_message(int peer, const void* data, std::size_t bytes) const {
-    MDDP_CHECK(peer >= 0 && peer < size() && peer != rank(), "rank ", rank(), " cannot talk to rank ", peer,
-               " (world size ", size(), ")");
+    MDDP_CHECK(peer >= 0 && peer < size() && peer != rank(), "rank ", rank(),
+               " cannot talk to rank ", peer, " (world size ", size(), ")");
     MDDP_CHECK(bytes == 0 || data != nullptr, "null buffer for ", bytes, " bytes");
   }
 };

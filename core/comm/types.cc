@@ -1,10 +1,10 @@
 #include "core/comm/types.h"
 
-#include "core/comm/algo_step.h"
-
 #include <array>
 #include <string_view>
 #include <utility>
+
+#include "core/comm/algo_step.h"
 
 namespace mddp::comm {
 namespace {
@@ -12,20 +12,24 @@ namespace {
 // One table per enum: the command-line spelling of each value, in enum order.
 constexpr std::array<std::pair<DataType, const char*>, 3> kDtypes{
     {{DataType::kFloat32, "fp32"}, {DataType::kFloat16, "fp16"}, {DataType::kBFloat16, "bf16"}}};
-constexpr std::array<std::pair<ReduceOp, const char*>, 4> kOps{
-    {{ReduceOp::kSum, "sum"}, {ReduceOp::kAvg, "avg"}, {ReduceOp::kMax, "max"}, {ReduceOp::kMin, "min"}}};
-constexpr std::array<std::pair<Algorithm, const char*>, 6> kAlgorithms{{{Algorithm::kAuto, "auto"},
-                                                                        {Algorithm::kRing, "ring"},
-                                                                        {Algorithm::kNaive, "naive"},
-                                                                        {Algorithm::kTree, "tree"},
-                                                                        {Algorithm::kDoubling, "doubling"},
-                                                                        {Algorithm::kHierarchical, "hierarchical"}}};
+constexpr std::array<std::pair<ReduceOp, const char*>, 4> kOps{{{ReduceOp::kSum, "sum"},
+                                                                {ReduceOp::kAvg, "avg"},
+                                                                {ReduceOp::kMax, "max"},
+                                                                {ReduceOp::kMin, "min"}}};
+constexpr std::array<std::pair<Algorithm, const char*>, 6> kAlgorithms{
+    {{Algorithm::kAuto, "auto"},
+     {Algorithm::kRing, "ring"},
+     {Algorithm::kNaive, "naive"},
+     {Algorithm::kTree, "tree"},
+     {Algorithm::kDoubling, "doubling"},
+     {Algorithm::kHierarchical, "hierarchical"}}};
 constexpr std::array<std::pair<TransportKind, const char*>, 3> kTransports{
     {{TransportKind::kAuto, "auto"}, {TransportKind::kTcp, "tcp"}, {TransportKind::kShm, "shm"}}};
-constexpr std::array<std::pair<StepPhase, const char*>, 4> kPhases{{{StepPhase::kReduceScatter, "reduce-scatter"},
-                                                                    {StepPhase::kAllGather, "all-gather"},
-                                                                    {StepPhase::kReduce, "reduce"},
-                                                                    {StepPhase::kBroadcast, "broadcast"}}};
+constexpr std::array<std::pair<StepPhase, const char*>, 4> kPhases{
+    {{StepPhase::kReduceScatter, "reduce-scatter"},
+     {StepPhase::kAllGather, "all-gather"},
+     {StepPhase::kReduce, "reduce"},
+     {StepPhase::kBroadcast, "broadcast"}}};
 
 template <typename E, std::size_t N>
 const char* name_of(const std::array<std::pair<E, const char*>, N>& table, E value) {
@@ -35,7 +39,8 @@ const char* name_of(const std::array<std::pair<E, const char*>, N>& table, E val
 }
 
 template <typename E, std::size_t N>
-E parse(const std::array<std::pair<E, const char*>, N>& table, const std::string& s, const char* what) {
+E parse(const std::array<std::pair<E, const char*>, N>& table, const std::string& s,
+        const char* what) {
   for (const auto& [v, name] : table)
     if (s == name) return v;
   std::string choices;
@@ -47,35 +52,61 @@ E parse(const std::array<std::pair<E, const char*>, N>& table, const std::string
 
 std::size_t element_size(DataType t) {
   switch (t) {
-    case DataType::kFloat32: return 4;
+    case DataType::kFloat32:
+      return 4;
     case DataType::kFloat16:
-    case DataType::kBFloat16: return 2;
+    case DataType::kBFloat16:
+      return 2;
   }
   MDDP_CHECK(false, "unknown DataType ", static_cast<int>(t));
   return 0;
 }
 
-const char* to_string(DataType t) { return name_of(kDtypes, t); }
-const char* to_string(ReduceOp op) { return name_of(kOps, op); }
-const char* to_string(Algorithm a) { return name_of(kAlgorithms, a); }
-const char* to_string(TransportKind k) { return name_of(kTransports, k); }
-const char* to_string(StepPhase p) { return name_of(kPhases, p); }
+const char* to_string(DataType t) {
+  return name_of(kDtypes, t);
+}
+const char* to_string(ReduceOp op) {
+  return name_of(kOps, op);
+}
+const char* to_string(Algorithm a) {
+  return name_of(kAlgorithms, a);
+}
+const char* to_string(TransportKind k) {
+  return name_of(kTransports, k);
+}
+const char* to_string(StepPhase p) {
+  return name_of(kPhases, p);
+}
 
 const char* to_string(PeerFault f) {
   switch (f) {
-    case PeerFault::kClosed: return "closed";
-    case PeerFault::kReset: return "reset";
-    case PeerFault::kDied: return "died";
-    case PeerFault::kUnknown: break;
+    case PeerFault::kClosed:
+      return "closed";
+    case PeerFault::kReset:
+      return "reset";
+    case PeerFault::kDied:
+      return "died";
+    case PeerFault::kUnknown:
+      break;
   }
   return "unknown";
 }
 
-DataType parse_dtype(const std::string& s) { return parse(kDtypes, s, "data type"); }
-ReduceOp parse_reduce_op(const std::string& s) { return parse(kOps, s, "reduce op"); }
-Algorithm parse_algorithm(const std::string& s) { return parse(kAlgorithms, s, "algorithm"); }
-TransportKind parse_transport(const std::string& s) { return parse(kTransports, s, "transport"); }
-StepPhase parse_step_phase(const std::string& s) { return parse(kPhases, s, "step phase"); }
+DataType parse_dtype(const std::string& s) {
+  return parse(kDtypes, s, "data type");
+}
+ReduceOp parse_reduce_op(const std::string& s) {
+  return parse(kOps, s, "reduce op");
+}
+Algorithm parse_algorithm(const std::string& s) {
+  return parse(kAlgorithms, s, "algorithm");
+}
+TransportKind parse_transport(const std::string& s) {
+  return parse(kTransports, s, "transport");
+}
+StepPhase parse_step_phase(const std::string& s) {
+  return parse(kPhases, s, "step phase");
+}
 
 namespace {
 // The level's prefix in a phase name ("" for the world).

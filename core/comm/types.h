@@ -68,9 +68,10 @@ class AbortedError : public CommError {
 // coordinator weighs to tell a dead process from a broken network link.
 enum class PeerFault {
   kUnknown,  // an invalid frame, a failed handshake: neither death nor a cut link
-  kClosed,   // the peer closed its end (TCP EOF, shm closed flag): it exited or closed its transport
-  kReset,    // the connection broke (reset, aborted, broken pipe): the peer died, or the network failed
-  kDied,     // the peer's process is gone, seen directly (same host: its pid has exited)
+  kClosed,  // the peer closed its end (TCP EOF, shm closed flag): it exited or closed its transport
+  kReset,   // the connection broke (reset, aborted, broken pipe): the peer died, or the network
+            // failed
+  kDied,    // the peer's process is gone, seen directly (same host: its pid has exited)
 };
 const char* to_string(PeerFault f);  // "unknown", "closed", "reset", "died"
 
@@ -79,7 +80,8 @@ const char* to_string(PeerFault f);  // "unknown", "closed", "reset", "died"
 // other rank (-1: not known) and fault() what was seen of it.
 class PeerError : public CommError {
  public:
-  explicit PeerError(const std::string& message, int peer = -1, PeerFault fault = PeerFault::kUnknown)
+  explicit PeerError(const std::string& message, int peer = -1,
+                     PeerFault fault = PeerFault::kUnknown)
       : CommError(message), peer_(peer), fault_(fault) {}
   int peer() const { return peer_; }
   PeerFault fault() const { return fault_; }

@@ -25,7 +25,9 @@ class WorkImpl final : public Work {
   const std::vector<AlgoStep>& steps() const override { return steps_; }
 
   void mark_started(int64_t ns) { start_ns_.store(ns, std::memory_order_release); }
-  void add_step(const AlgoStep& step) { steps_.push_back(step); }  // progress thread, before finish()
+  void add_step(const AlgoStep& step) {
+    steps_.push_back(step);
+  }  // progress thread, before finish()
   // Completes the work (error null: success) and wakes every waiter. Call once.
   void finish(std::exception_ptr error, int64_t end_ns);
 

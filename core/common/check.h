@@ -46,7 +46,8 @@ class RestartError : public Error {
 inline constexpr int kExitRestart = 75;
 
 namespace detail {
-[[noreturn]] void check_failed(const char* expr, const char* file, int line, const std::string& msg);
+[[noreturn]] void check_failed(const char* expr, const char* file, int line,
+                               const std::string& msg);
 
 inline void append(std::ostringstream&) {}
 template <typename T, typename... Rest>
@@ -74,17 +75,17 @@ std::string str(const Args&... args) {
 
 }  // namespace mddp
 
-#define MDDP_CHECK(cond, ...)                                                           \
-  do {                                                                                  \
-    if (!(cond)) [[unlikely]]                                                           \
+#define MDDP_CHECK(cond, ...)                                                            \
+  do {                                                                                   \
+    if (!(cond)) [[unlikely]]                                                            \
       ::mddp::detail::check_failed(#cond, __FILE__, __LINE__, ::mddp::str(__VA_ARGS__)); \
   } while (0)
 
-#define MDDP_CHECK_EQ(a, b, ...)                                                         \
-  do {                                                                                   \
-    const auto& mddp_a_ = (a);                                                           \
-    const auto& mddp_b_ = (b);                                                           \
-    if (!(mddp_a_ == mddp_b_)) [[unlikely]]                                              \
-      ::mddp::detail::check_failed(#a " == " #b, __FILE__, __LINE__,                     \
+#define MDDP_CHECK_EQ(a, b, ...)                                                               \
+  do {                                                                                         \
+    const auto& mddp_a_ = (a);                                                                 \
+    const auto& mddp_b_ = (b);                                                                 \
+    if (!(mddp_a_ == mddp_b_)) [[unlikely]]                                                    \
+      ::mddp::detail::check_failed(#a " == " #b, __FILE__, __LINE__,                           \
                                    ::mddp::str(mddp_a_, " vs ", mddp_b_, " ", ##__VA_ARGS__)); \
   } while (0)

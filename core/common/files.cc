@@ -38,7 +38,8 @@ void make_dirs(const std::string& dir, const char* flag) {
   if (dir.empty()) throw InputError(str(flag, " is empty: give a directory"));
   std::filesystem::create_directories(dir, ec);
   if (ec || !std::filesystem::is_directory(dir))
-    throw InputError(str("cannot create ", flag, " '", dir, "': ", ec ? ec.message() : "not a directory"));
+    throw InputError(
+        str("cannot create ", flag, " '", dir, "': ", ec ? ec.message() : "not a directory"));
 }
 
 }  // namespace mddp

@@ -23,18 +23,22 @@ void narrow_scalar(const float* src, std::size_t n, uint16_t* dst) {
 // Compiled for F16C (and the AVX it needs) whatever the build's baseline;
 // only called when the CPU says it has both. The tail of fewer than 8 goes
 // through the scalar loop.
-__attribute__((target("avx,f16c"))) void widen_f16c(const uint16_t* src, std::size_t n, float* dst) {
+__attribute__((target("avx,f16c"))) void widen_f16c(const uint16_t* src, std::size_t n,
+                                                    float* dst) {
   std::size_t i = 0;
   for (; i + 8 <= n; i += 8)
-    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
+    _mm256_storeu_ps(dst + i,
+                     _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
   widen_scalar(src + i, n - i, dst + i);
 }
 
-__attribute__((target("avx,f16c"))) void narrow_f16c(const float* src, std::size_t n, uint16_t* dst) {
+__attribute__((target("avx,f16c"))) void narrow_f16c(const float* src, std::size_t n,
+                                                     uint16_t* dst) {
   std::size_t i = 0;
   for (; i + 8 <= n; i += 8)
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i),
-                     _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    _mm_storeu_si128(
+        reinterpret_cast<__m128i*>(dst + i),
+        _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
   narrow_scalar(src + i, n - i, dst + i);
 }
 
@@ -48,7 +52,9 @@ bool cpu_has_f16c() {
   return __builtin_cpu_supports("avx") && (ecx & bit_F16C) != 0;
 }
 #else
-bool cpu_has_f16c() { return false; }
+bool cpu_has_f16c() {
+  return false;
+}
 #endif
 
 // Decided once, on first use (a function-local static: thread-safe).
@@ -73,6 +79,8 @@ void float_to_fp16_n(const float* src, std::size_t n, uint16_t* dst) {
   narrow_scalar(src, n, dst);
 }
 
-bool fp16_uses_f16c() { return use_f16c(); }
+bool fp16_uses_f16c() {
+  return use_f16c();
+}
 
 }  // namespace mddp

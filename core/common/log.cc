@@ -16,7 +16,8 @@ void init(const std::string& role) {
 void set_level(const std::string& level) {
   auto lvl = spdlog::level::from_str(level);
   if (lvl == spdlog::level::off && level != "off")
-    throw InputError("unknown log level '" + level + "' (use trace, debug, info, warn, error or off)");
+    throw InputError("unknown log level '" + level +
+                     "' (use trace, debug, info, warn, error or off)");
   spdlog::set_level(lvl);
 }
 

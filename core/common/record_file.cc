@@ -18,7 +18,8 @@ namespace {
 off_t end_of_last_record(int fd, off_t size) {
   std::vector<char> buf(1 << 16);
   for (off_t end = size; end > 0;) {
-    const off_t begin = end > static_cast<off_t>(buf.size()) ? end - static_cast<off_t>(buf.size()) : 0;
+    const off_t begin =
+        end > static_cast<off_t>(buf.size()) ? end - static_cast<off_t>(buf.size()) : 0;
     const ssize_t got = ::pread(fd, buf.data(), static_cast<std::size_t>(end - begin), begin);
     if (got <= 0) return size;  // unreadable: leave the file as it is
     for (ssize_t i = got - 1; i >= 0; --i)
@@ -32,13 +33,14 @@ off_t end_of_last_record(int fd, off_t size) {
 
 RecordFile::RecordFile(std::filesystem::path path) : path_(std::move(path)) {
   fd_ = ::open(path_.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-  if (fd_ < 0) throw Error(str("cannot open ", path_.string(), " for appending: ", std::strerror(errno)));
+  if (fd_ < 0)
+    throw Error(str("cannot open ", path_.string(), " for appending: ", std::strerror(errno)));
   struct stat st {};
   if (::fstat(fd_, &st) == 0 && st.st_size > 0) {
     const off_t whole = end_of_last_record(fd_, st.st_size);
     if (whole < st.st_size && ::ftruncate(fd_, whole) == 0)
-      spdlog::warn("{}: cut off a torn last record ({} bytes) left by an earlier writer", path_.string(),
-                   st.st_size - whole);
+      spdlog::warn("{}: cut off a torn last record ({} bytes) left by an earlier writer",
+                   path_.string(), st.st_size - whole);
   }
 }
 
@@ -95,7 +97,8 @@ void LostRecords::add(int rank, int64_t step, bool eval) {
   auto& ranges = steps_[rank];
   const auto next = ranges.upper_bound(step);  // the first range starting after `step`
   const auto prev = next == ranges.begin() ? ranges.end() : std::prev(next);
-  if (prev != ranges.end() && step <= prev->second) return;  // already counted (a record sent twice)
+  if (prev != ranges.end() && step <= prev->second)
+    return;  // already counted (a record sent twice)
   ++count_;
   int64_t first = step, last = step;  // merged with the ranges it touches
   if (next != ranges.end() && next->first == step + 1) {
@@ -116,9 +119,11 @@ std::string LostRecords::describe() const {
     for (const auto& [first, last] : ranges)
       list += str(list.empty() ? "" : ", ", first, first == last ? "" : str("-", last));
     out += str(out.empty() ? "" : "; ", rank >= 0 ? str("rank ", rank, " ") : "", "step",
-               ranges.size() == 1 && ranges.begin()->first == ranges.begin()->second ? " " : "s ", list);
+               ranges.size() == 1 && ranges.begin()->first == ranges.begin()->second ? " " : "s ",
+               list);
   }
-  if (evals_ > 0) out += str(out.empty() ? "" : " and ", evals_, " evaluation", evals_ == 1 ? "" : "s");
+  if (evals_ > 0)
+    out += str(out.empty() ? "" : " and ", evals_, " evaluation", evals_ == 1 ? "" : "s");
   return out;
 }
 

@@ -6,7 +6,9 @@
 
 namespace mddp {
 namespace {
-EVP_MD_CTX* md(void* p) { return static_cast<EVP_MD_CTX*>(p); }
+EVP_MD_CTX* md(void* p) {
+  return static_cast<EVP_MD_CTX*>(p);
+}
 }  // namespace
 
 Sha256::Sha256() : ctx_(EVP_MD_CTX_new()) {
@@ -14,7 +16,9 @@ Sha256::Sha256() : ctx_(EVP_MD_CTX_new()) {
              "OpenSSL: cannot start a SHA-256 digest");
 }
 
-Sha256::~Sha256() { EVP_MD_CTX_free(md(ctx_)); }
+Sha256::~Sha256() {
+  EVP_MD_CTX_free(md(ctx_));
+}
 
 void Sha256::update(const void* data, std::size_t n) {
   MDDP_CHECK(EVP_DigestUpdate(md(ctx_), data, n) == 1, "OpenSSL: SHA-256 update failed");

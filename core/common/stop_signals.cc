@@ -31,7 +31,9 @@ StopSignals::~StopSignals() {
   ::sigaction(SIGTERM, &g_old_term, nullptr);
 }
 
-int StopSignals::pending() const { return g_signal; }
+int StopSignals::pending() const {
+  return g_signal;
+}
 
 int StopSignals::take() {
   const int sig = g_signal;

@@ -13,6 +13,8 @@ inline int64_t now_ns() {
       .count();
 }
 
-inline double ns_to_ms(int64_t ns) { return static_cast<double>(ns) * 1e-6; }
+inline double ns_to_ms(int64_t ns) {
+  return static_cast<double>(ns) * 1e-6;
+}
 
 }  // namespace mddp

@@ -32,7 +32,8 @@ class Dataset {
   virtual InputEncoding input_encoding() const { return {}; }
   // Fills x [B, sample_shape...] and y ([B] class indices, or [B, target_dim])
   // with the samples at `indices` (B = indices.size()); x and y are preallocated.
-  virtual void get_batch(std::span<const int64_t> indices, tensor::Tensor& x, tensor::Tensor& y) const = 0;
+  virtual void get_batch(std::span<const int64_t> indices, tensor::Tensor& x,
+                         tensor::Tensor& y) const = 0;
 };
 
 }  // namespace mddp::data

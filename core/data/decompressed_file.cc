@@ -19,7 +19,8 @@ DecompressedFile::DecompressedFile(const std::string& path) : path_(path), in_(k
   if (std::filesystem::is_directory(path, ec))
     throw InputError(str(path, ": is a directory, expected an IDX file"));
   file_ = std::fopen(path.c_str(), "rb");
-  if (file_ == nullptr) throw InputError(str(path, ": cannot open for reading (", std::strerror(errno), ")"));
+  if (file_ == nullptr)
+    throw InputError(str(path, ": cannot open for reading (", std::strerror(errno), ")"));
   refill();
   gzip_ = z_.avail_in >= 2 && std::memcmp(z_.next_in, kGzipMagic, 2) == 0;
   // 16 + MAX_WBITS: gzip framing, so inflate checks each member's CRC-32 and length.
@@ -41,7 +42,8 @@ void DecompressedFile::corrupt(const std::string& why) const {
 bool DecompressedFile::refill() {
   if (z_.avail_in > 0) return true;
   const std::size_t got = std::fread(in_.data(), 1, in_.size(), file_);
-  if (got == 0 && std::ferror(file_)) throw InputError(str(path_, ": read error (", std::strerror(errno), ")"));
+  if (got == 0 && std::ferror(file_))
+    throw InputError(str(path_, ": read error (", std::strerror(errno), ")"));
   z_.next_in = in_.data();
   z_.avail_in = static_cast<uInt>(got);
   return got > 0;
@@ -57,7 +59,8 @@ int64_t DecompressedFile::inflate_some(unsigned char* dst, int64_t n) {
     }
     if (!member_open_) {
       // A new member starts here: anything else after the last one is garbage.
-      if (z_.avail_in >= 2 ? std::memcmp(z_.next_in, kGzipMagic, 2) != 0 : z_.next_in[0] != kGzipMagic[0])
+      if (z_.avail_in >= 2 ? std::memcmp(z_.next_in, kGzipMagic, 2) != 0
+                           : z_.next_in[0] != kGzipMagic[0])
         corrupt("bytes after the end of the gzip data that are not another gzip member");
       inflateReset(&z_);
       member_open_ = true;
@@ -84,7 +87,8 @@ int64_t DecompressedFile::read_some(unsigned char* dst, int64_t n) {
     z_.avail_in -= static_cast<uInt>(got);
     if (got == 0) {
       got = static_cast<int64_t>(std::fread(dst, 1, static_cast<std::size_t>(n), file_));
-      if (got == 0 && std::ferror(file_)) throw InputError(str(path_, ": read error (", std::strerror(errno), ")"));
+      if (got == 0 && std::ferror(file_))
+        throw InputError(str(path_, ": read error (", std::strerror(errno), ")"));
     }
   }
   sha_.update(dst, static_cast<std::size_t>(got));
@@ -93,8 +97,8 @@ int64_t DecompressedFile::read_some(unsigned char* dst, int64_t n) {
 
 void DecompressedFile::read_exact(void* dst, int64_t n, const char* what) {
   if (const int64_t done = read_up_to(dst, n); done < n)
-    throw InputError(str(path_, ": truncated file: the ", what, " needs ", n, " bytes but only ", done,
-                         " are there (re-download or re-extract it)"));
+    throw InputError(str(path_, ": truncated file: the ", what, " needs ", n, " bytes but only ",
+                         done, " are there (re-download or re-extract it)"));
 }
 
 int64_t DecompressedFile::read_up_to(void* dst, int64_t n) {
@@ -107,9 +111,11 @@ int64_t DecompressedFile::read_up_to(void* dst, int64_t n) {
 void DecompressedFile::expect_end(const std::string& described) {
   std::vector<unsigned char> scratch(kInputChunk);
   int64_t extra = 0;
-  for (int64_t got; (got = read_some(scratch.data(), static_cast<int64_t>(scratch.size()))) > 0;) extra += got;
+  for (int64_t got; (got = read_some(scratch.data(), static_cast<int64_t>(scratch.size()))) > 0;)
+    extra += got;
   if (extra > 0)
-    corrupt(str(extra, " more byte", extra == 1 ? "" : "s", gzip_ ? " (decompressed)" : "", " after ", described));
+    corrupt(str(extra, " more byte", extra == 1 ? "" : "s", gzip_ ? " (decompressed)" : "",
+                " after ", described));
 }
 
 }  // namespace mddp::data

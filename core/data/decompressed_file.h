@@ -9,12 +9,12 @@
 // has the same one). Errors are InputError naming the file.
 #pragma once
 
+#include <zlib.h>
+
 #include <cstdint>
 #include <cstdio>
 #include <string>
 #include <vector>
-
-#include <zlib.h>
 
 #include "core/common/sha256.h"
 

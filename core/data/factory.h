@@ -23,12 +23,13 @@ inline constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mni
 
 struct DatasetConfig {
   std::string spec = "synthetic";
-  int64_t synthetic_size = 8192;    // training samples of synthetic data
-  int64_t synthetic_test_size = 0;  // test samples; 0 = a quarter of synthetic_size (2048 by default)
-  int64_t input_dim = 128;          // synthetic input width
-  int64_t classes = 10;             // synthetic classification classes
-  int64_t target_dim = 0;           // synthetic regression target width; 0 = input_dim
-  float noise = 0.1f;               // synthetic regression noise std
+  int64_t synthetic_size = 8192;  // training samples of synthetic data
+  int64_t synthetic_test_size =
+      0;                    // test samples; 0 = a quarter of synthetic_size (2048 by default)
+  int64_t input_dim = 128;  // synthetic input width
+  int64_t classes = 10;     // synthetic classification classes
+  int64_t target_dim = 0;   // synthetic regression target width; 0 = input_dim
+  float noise = 0.1f;       // synthetic regression noise std
   uint64_t seed = 0;
 };
 

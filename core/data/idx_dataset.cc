@@ -17,18 +17,22 @@ std::string find_idx_file(const std::string& dir, const std::string& stem) {
   std::error_code ec;
   if (fs::is_regular_file(plain, ec)) return plain.string();
   if (fs::is_regular_file(gz, ec)) return gz.string();
-  throw InputError(str(dir, ": neither ", stem, " nor ", stem, ".gz found (expected the MNIST file layout)"));
+  throw InputError(
+      str(dir, ": neither ", stem, " nor ", stem, ".gz found (expected the MNIST file layout)"));
 }
 
 IdxDataset::IdxDataset(const std::string& dir, Split split, std::string name, int64_t num_classes,
                        const std::string& known, IdxNormalization norm)
-    : name_(name.empty() ? str("idx:", dir, "/", split_name(split)) : std::move(name)), norm_(norm) {
+    : name_(name.empty() ? str("idx:", dir, "/", split_name(split)) : std::move(name)),
+      norm_(norm) {
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec))
     throw InputError(str(dir, ": no such directory (expected IDX files in the MNIST layout)"));
-  if (!(norm.std > 0.0f)) throw InputError(str(dir, ": normalisation std must be > 0 (got ", norm.std, ")"));
+  if (!(norm.std > 0.0f))
+    throw InputError(str(dir, ": normalisation std must be > 0 (got ", norm.std, ")"));
 
-  const std::string prefix = split == Split::kTrain ? "train" : "t10k";  // MNIST's names for the splits
+  const std::string prefix =
+      split == Split::kTrain ? "train" : "t10k";  // MNIST's names for the splits
   const std::string images_path = find_idx_file(dir, prefix + "-images-idx3-ubyte");
   const std::string labels_path = find_idx_file(dir, prefix + "-labels-idx1-ubyte");
 
@@ -39,8 +43,9 @@ IdxDataset::IdxDataset(const std::string& dir, Split split, std::string name, in
                    known);
   labels_ = std::move(labels.labels);
   if (static_cast<int64_t>(labels_.size()) != images.count)
-    throw InputError(str(images_path, " holds ", images.count, " images but ", labels_path, " holds ",
-                         labels_.size(), " labels; the two files must come from the same split"));
+    throw InputError(str(images_path, " holds ", images.count, " images but ", labels_path,
+                         " holds ", labels_.size(),
+                         " labels; the two files must come from the same split"));
   if (images.count == 0) throw InputError(str(images_path, ": holds no images"));
   if (images.rows == 0 || images.cols == 0)
     throw InputError(str(images_path, ": images of size ", images.rows, "x", images.cols));
@@ -49,14 +54,17 @@ IdxDataset::IdxDataset(const std::string& dir, Split split, std::string name, in
   rows_ = images.rows;
   cols_ = images.cols;
   pixels_ = std::move(images.pixels);
-  num_classes_ = num_classes > 0 ? num_classes : int64_t{*std::max_element(labels_.begin(), labels_.end())} + 1;
+  num_classes_ = num_classes > 0 ? num_classes
+                                 : int64_t{*std::max_element(labels_.begin(), labels_.end())} + 1;
   for (int p = 0; p < 256; ++p) lut_[p] = (static_cast<float>(p) / 255.0f - norm.mean) / norm.std;
 }
 
-void IdxDataset::get_batch(std::span<const int64_t> indices, tensor::Tensor& x, tensor::Tensor& y) const {
+void IdxDataset::get_batch(std::span<const int64_t> indices, tensor::Tensor& x,
+                           tensor::Tensor& y) const {
   const auto batch = static_cast<int64_t>(indices.size());
   const int64_t pixels_per_image = rows_ * cols_;
-  for (int64_t i : indices) MDDP_CHECK(i >= 0 && i < count_, "sample index ", i, " out of range [0, ", count_, ")");
+  for (int64_t i : indices)
+    MDDP_CHECK(i >= 0 && i < count_, "sample index ", i, " out of range [0, ", count_, ")");
 
   detail::fill_host(x, batch * pixels_per_image, "x", [&](std::span<float> out) {
     for (int64_t b = 0; b < batch; ++b) {

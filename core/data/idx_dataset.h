@@ -44,7 +44,8 @@ class IdxDataset final : public Dataset {
   std::string name() const override { return name_; }
   InputEncoding input_encoding() const override { return {"uint8", 255.0f, norm_.mean, norm_.std}; }
   // x [B, 1, rows, cols] normalised pixels, y [B] class indices as floats.
-  void get_batch(std::span<const int64_t> indices, tensor::Tensor& x, tensor::Tensor& y) const override;
+  void get_batch(std::span<const int64_t> indices, tensor::Tensor& x,
+                 tensor::Tensor& y) const override;
 
   // The raw label of sample i (for tests and class histograms).
   int label(int64_t i) const { return labels_.at(static_cast<std::size_t>(i)); }
@@ -53,8 +54,8 @@ class IdxDataset final : public Dataset {
   std::string name_;
   IdxNormalization norm_;
   int64_t count_ = 0, rows_ = 0, cols_ = 0, num_classes_ = 0;
-  std::vector<uint8_t> pixels_;  // [count, rows, cols]
-  std::vector<uint8_t> labels_;  // [count]
+  std::vector<uint8_t> pixels_;   // [count, rows, cols]
+  std::vector<uint8_t> labels_;   // [count]
   std::array<float, 256> lut_{};  // byte -> normalised float, so every batch maps identically
 };
 

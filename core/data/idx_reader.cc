@@ -49,7 +49,8 @@ IdxArray read_idx(const std::string& path) {
     // Checked before multiplying: 2^34 times a dimension of up to 2^32 would
     // overflow (found by tests/fuzz/idx).
     if (dim != 0 && total > kMaxIdxBytes / dim)
-      throw InputError(str(path, ": header claims more than ", kMaxIdxBytes, " bytes of data; corrupt file?"));
+      throw InputError(
+          str(path, ": header claims more than ", kMaxIdxBytes, " bytes of data; corrupt file?"));
     total *= dim;
   }
   for (int64_t done = 0; done < total;) {
@@ -58,8 +59,8 @@ IdxArray read_idx(const std::string& path) {
     const int64_t got = in.read_up_to(out.data.data() + done, want);
     done += got;
     if (got < want)
-      throw InputError(str(path, ": truncated file: the data needs ", total, " bytes but only ", done,
-                           " are there (re-download or re-extract it)"));
+      throw InputError(str(path, ": truncated file: the data needs ", total, " bytes but only ",
+                           done, " are there (re-download or re-extract it)"));
   }
   in.expect_end(str("the ", 4 * (ndims + 1) + total, " bytes its header describes"));
   out.sha256 = in.sha256();
@@ -88,8 +89,8 @@ IdxLabels read_idx_labels(const std::string& path, int64_t num_classes) {
   if (num_classes > 0) {
     for (std::size_t i = 0; i < a.data.size(); ++i) {
       if (a.data[i] >= num_classes)
-        throw InputError(str(path, ": label ", int{a.data[i]}, " at index ", i, " is out of range [0, ",
-                             num_classes, ")"));
+        throw InputError(str(path, ": label ", int{a.data[i]}, " at index ", i,
+                             " is out of range [0, ", num_classes, ")"));
     }
   }
   return {std::move(a.data), std::move(a.sha256)};

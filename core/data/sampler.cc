@@ -9,19 +9,26 @@
 
 namespace mddp::data {
 
-GlobalBatchSampler::GlobalBatchSampler(int64_t dataset_size, int64_t global_batch, int rank, int world_size,
-                                       uint64_t seed, bool shuffle)
-    : n_(dataset_size), global_batch_(global_batch), rank_(rank), world_size_(world_size), seed_(seed),
+GlobalBatchSampler::GlobalBatchSampler(int64_t dataset_size, int64_t global_batch, int rank,
+                                       int world_size, uint64_t seed, bool shuffle)
+    : n_(dataset_size),
+      global_batch_(global_batch),
+      rank_(rank),
+      world_size_(world_size),
+      seed_(seed),
       shuffle_(shuffle) {
-  MDDP_CHECK(world_size > 0 && rank >= 0 && rank < world_size, "rank ", rank, " of world size ", world_size);
-  if (dataset_size <= 0) throw InputError(str("the dataset is empty (", dataset_size, " samples); nothing to train on"));
+  MDDP_CHECK(world_size > 0 && rank >= 0 && rank < world_size, "rank ", rank, " of world size ",
+             world_size);
+  if (dataset_size <= 0)
+    throw InputError(str("the dataset is empty (", dataset_size, " samples); nothing to train on"));
   if (global_batch <= 0) throw InputError(str("--batch ", global_batch, " must be > 0"));
   if (global_batch > dataset_size)
     throw InputError(str("--batch ", global_batch, " is larger than the dataset (", dataset_size,
                          " samples); use --batch ", dataset_size, " or less"));
   if (global_batch % world_size != 0)
     throw InputError(str("--batch ", global_batch, " is not divisible by ", world_size,
-                         " ranks; the global batch is split evenly, so pick a multiple of ", world_size));
+                         " ranks; the global batch is split evenly, so pick a multiple of ",
+                         world_size));
 }
 
 std::span<const int64_t> GlobalBatchSampler::permutation(int64_t epoch) {
@@ -44,10 +51,12 @@ std::span<const int64_t> GlobalBatchSampler::permutation(int64_t epoch) {
 }
 
 std::span<const int64_t> GlobalBatchSampler::indices(int64_t epoch, int64_t step) {
-  MDDP_CHECK(step >= 0 && step < steps_per_epoch(), "step ", step, " of ", steps_per_epoch(), " per epoch");
+  MDDP_CHECK(step >= 0 && step < steps_per_epoch(), "step ", step, " of ", steps_per_epoch(),
+             " per epoch");
   const std::span<const int64_t> perm = permutation(epoch);
   const int64_t local = local_batch();
-  return perm.subspan(static_cast<std::size_t>(step * global_batch_ + rank_ * local), static_cast<std::size_t>(local));
+  return perm.subspan(static_cast<std::size_t>(step * global_batch_ + rank_ * local),
+                      static_cast<std::size_t>(local));
 }
 
 }  // namespace mddp::data

@@ -30,8 +30,8 @@ class GlobalBatchSampler {
  public:
   // Throws InputError when global_batch is not in [1, dataset_size] or not
   // divisible by world_size. rank must be in [0, world_size).
-  GlobalBatchSampler(int64_t dataset_size, int64_t global_batch, int rank, int world_size, uint64_t seed,
-                     bool shuffle = true);
+  GlobalBatchSampler(int64_t dataset_size, int64_t global_batch, int rank, int world_size,
+                     uint64_t seed, bool shuffle = true);
 
   int64_t dataset_size() const { return n_; }
   int64_t global_batch() const { return global_batch_; }

@@ -7,6 +7,8 @@ namespace mddp::data {
 
 enum class Split { kTrain, kTest };
 
-inline std::string split_name(Split split) { return split == Split::kTrain ? "train" : "test"; }
+inline std::string split_name(Split split) {
+  return split == Split::kTrain ? "train" : "test";
+}
 
 }  // namespace mddp::data

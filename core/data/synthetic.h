@@ -32,7 +32,8 @@ class SyntheticRegression final : public Dataset {
   int64_t num_classes() const override { return 0; }
   std::string name() const override { return "synthetic-regression"; }
   // x [B, in_dim], y [B, out_dim].
-  void get_batch(std::span<const int64_t> indices, tensor::Tensor& x, tensor::Tensor& y) const override;
+  void get_batch(std::span<const int64_t> indices, tensor::Tensor& x,
+                 tensor::Tensor& y) const override;
 
   const std::vector<float>& teacher() const { return w_; }  // W* [in_dim, out_dim], row-major
 
@@ -56,7 +57,8 @@ class SyntheticClassification final : public Dataset {
   int64_t num_classes() const override { return classes_; }
   std::string name() const override { return "synthetic"; }
   // x [B, in_dim], y [B] class indices as floats.
-  void get_batch(std::span<const int64_t> indices, tensor::Tensor& x, tensor::Tensor& y) const override;
+  void get_batch(std::span<const int64_t> indices, tensor::Tensor& x,
+                 tensor::Tensor& y) const override;
 
   const std::vector<float>& teacher() const { return w_; }  // W* [in_dim, classes], row-major
   int label(int64_t i) const { return labels_.at(static_cast<std::size_t>(i)); }

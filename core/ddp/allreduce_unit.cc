@@ -17,11 +17,11 @@ comm::DataType wire_type(const Compression& c) {
 
 AllReduceUnit::AllReduceUnit(int index, tensor::Tensor region, Compression compress)
     : index_(index), region_(std::move(region)), compress_(compress) {
-  MDDP_CHECK(compress_.kind == CompressionKind::kNone || compress_.is_half(), "AllReduceUnit got --compress ",
-             to_string(compress_));
+  MDDP_CHECK(compress_.kind == CompressionKind::kNone || compress_.is_half(),
+             "AllReduceUnit got --compress ", to_string(compress_));
   if (compress_.is_half())
-    wire_ = std::make_unique<tensor::Storage>(static_cast<std::size_t>(region_.numel()) * sizeof(uint16_t),
-                                              region_.device());
+    wire_ = std::make_unique<tensor::Storage>(
+        static_cast<std::size_t>(region_.numel()) * sizeof(uint16_t), region_.device());
 }
 
 void AllReduceUnit::launch(comm::ProcessGroup& comm) {
@@ -30,7 +30,8 @@ void AllReduceUnit::launch(comm::ProcessGroup& comm) {
   round_ = begin_round(index_, 0, SpanOp::kAllReduce, bytes, region_.bytes(), comm);
   launched_ = true;
   if (!wire_) {
-    round_.work = comm.all_reduce(region_.data(), n, comm::DataType::kFloat32, comm::ReduceOp::kAvg);
+    round_.work =
+        comm.all_reduce(region_.data(), n, comm::DataType::kFloat32, comm::ReduceOp::kAvg);
     return;
   }
   tensor::round_to_half(region_, half_format(compress_), wire());

@@ -3,9 +3,10 @@
 namespace mddp::ddp {
 
 std::vector<std::vector<std::size_t>> assign_buckets(const std::vector<std::size_t>& param_bytes,
-                                                     std::size_t first_cap_bytes, std::size_t cap_bytes) {
+                                                     std::size_t first_cap_bytes,
+                                                     std::size_t cap_bytes) {
   std::vector<std::vector<std::size_t>> buckets;
-  std::size_t filled = 0;  // bytes in buckets.back()
+  std::size_t filled = 0;                               // bytes in buckets.back()
   for (std::size_t k = param_bytes.size(); k-- > 0;) {  // reverse registration order
     const std::size_t cap = buckets.size() == 1 ? first_cap_bytes : cap_bytes;  // of buckets.back()
     if (buckets.empty() || filled + param_bytes[k] > cap) {

@@ -24,7 +24,8 @@ namespace mddp::ddp {
 // parameter larger than the cap gets a bucket of its own. Every parameter is
 // in exactly one bucket.
 std::vector<std::vector<std::size_t>> assign_buckets(const std::vector<std::size_t>& param_bytes,
-                                                     std::size_t first_cap_bytes, std::size_t cap_bytes);
+                                                     std::size_t first_cap_bytes,
+                                                     std::size_t cap_bytes);
 
 // The flush rule (Note [Bucket order]): buckets [0, next) are launched, and
 // pending[b] counts the gradients bucket b still waits for. Calls launch(b)

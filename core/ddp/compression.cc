@@ -50,11 +50,16 @@ Compression parse_compression(const std::string& text) {
 
 std::string to_string(const Compression& c) {
   switch (c.kind) {
-    case CompressionKind::kNone: return "none";
-    case CompressionKind::kFp16: return "fp16";
-    case CompressionKind::kBf16: return "bf16";
-    case CompressionKind::kTopK: return str("topk:", c.ratio);
-    case CompressionKind::kPowerSgd: return str("powersgd:", c.rank);
+    case CompressionKind::kNone:
+      return "none";
+    case CompressionKind::kFp16:
+      return "fp16";
+    case CompressionKind::kBf16:
+      return "bf16";
+    case CompressionKind::kTopK:
+      return str("topk:", c.ratio);
+    case CompressionKind::kPowerSgd:
+      return str("powersgd:", c.rank);
   }
   return "?";
 }

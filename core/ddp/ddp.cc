@@ -12,7 +12,8 @@ namespace {
 // "name:[d0, d1]" per parameter, in registration order.
 std::vector<std::string> fingerprint(nn::Module& model) {
   std::vector<std::string> out;
-  for (nn::Parameter* p : model.parameters()) out.push_back(p->name + ":" + tensor::shape_str(p->value.shape()));
+  for (nn::Parameter* p : model.parameters())
+    out.push_back(p->name + ":" + tensor::shape_str(p->value.shape()));
   return out;
 }
 
@@ -24,12 +25,15 @@ std::string join(const std::vector<std::string>& v) {
 
 }  // namespace
 
-DistributedDataParallel::DistributedDataParallel(nn::Module& model, comm::ProcessGroup& comm, DdpOptions options)
+DistributedDataParallel::DistributedDataParallel(nn::Module& model, comm::ProcessGroup& comm,
+                                                 DdpOptions options)
     : model_(model), comm_(comm), options_(options) {
   if (options_.local_sgd < 0) throw InputError("--local-sgd must be >= 0");
   if (options_.local_sgd > 0 && options_.sync.mode == Mode::kSharded)
-    throw InputError("--local-sgd averages whole replicas, and --ddp sharded keeps 1/n of the optimiser state per "
-                     "rank: use one or the other (e.g. --ddp bucketed with --local-sgd)");
+    throw InputError(
+        "--local-sgd averages whole replicas, and --ddp sharded keeps 1/n of the optimiser state "
+        "per "
+        "rank: use one or the other (e.g. --ddp bucketed with --local-sgd)");
   check_same_model();
   broadcast_parameters(model_, comm_);
   sync_ = make_grad_sync(options_.sync, model_.parameters(), comm_);
@@ -38,7 +42,9 @@ DistributedDataParallel::DistributedDataParallel(nn::Module& model, comm::Proces
   });
 }
 
-DistributedDataParallel::~DistributedDataParallel() { model_.set_grad_ready_hook({}); }
+DistributedDataParallel::~DistributedDataParallel() {
+  model_.set_grad_ready_hook({});
+}
 
 // Every rank contributes its fingerprint (fixed-size, zero-padded) to an
 // all_gather; each rank then compares all of them with rank 0's, so every
@@ -48,9 +54,12 @@ void DistributedDataParallel::check_same_model() {
   const std::string text = join(mine);
   constexpr int64_t kWords = 4096;  // 16 KiB of text per rank is plenty for a fingerprint
   std::vector<float> in(kWords, 0.0f), out(kWords * comm_.size());
-  std::memcpy(in.data(), text.data(), std::min<std::size_t>(text.size(), kWords * sizeof(float) - 1));
+  std::memcpy(in.data(), text.data(),
+              std::min<std::size_t>(text.size(), kWords * sizeof(float) - 1));
   comm_.all_gather(in.data(), out.data(), kWords, comm::DataType::kFloat32)->wait();
-  const auto text_of = [&](int r) { return std::string(reinterpret_cast<const char*>(out.data() + r * kWords)); };
+  const auto text_of = [&](int r) {
+    return std::string(reinterpret_cast<const char*>(out.data() + r * kWords));
+  };
   const std::string ref = text_of(0);
   for (int r = 1; r < comm_.size(); ++r) {
     const std::string other = text_of(r);
@@ -63,9 +72,10 @@ void DistributedDataParallel::check_same_model() {
       const std::string e = s.substr(from, s.find(';', from) - from);
       return e.empty() ? std::string("(no more parameters)") : e;
     };
-    throw InputError(str("rank ", r, " built a different model than rank 0: first difference at parameter '",
-                         entry(ref), "' on rank 0 vs '", entry(other), "' on rank ", r,
-                         " (check that every rank got the same --model/--width/--depth/--channels flags)"));
+    throw InputError(
+        str("rank ", r, " built a different model than rank 0: first difference at parameter '",
+            entry(ref), "' on rank 0 vs '", entry(other), "' on rank ", r,
+            " (check that every rank got the same --model/--width/--depth/--channels flags)"));
   }
 }
 
@@ -89,7 +99,8 @@ void DistributedDataParallel::after_optimizer(int64_t step) {
   if (options_.local_sgd == 0 || step % options_.local_sgd != 0) return;
   std::vector<comm::WorkPtr> works;
   for (nn::Parameter* p : model_.parameters())
-    works.push_back(comm_.all_reduce(p->value.data(), p->value.numel(), comm::DataType::kFloat32, comm::ReduceOp::kAvg));
+    works.push_back(comm_.all_reduce(p->value.data(), p->value.numel(), comm::DataType::kFloat32,
+                                     comm::ReduceOp::kAvg));
   for (auto& w : works) w->wait();
 }
 
@@ -99,6 +110,8 @@ double DistributedDataParallel::mean_over_ranks(double value) {
   return v;
 }
 
-const SyncStats& DistributedDataParallel::last_stats() const { return synced_this_step_ ? sync_->stats() : empty_; }
+const SyncStats& DistributedDataParallel::last_stats() const {
+  return synced_this_step_ ? sync_->stats() : empty_;
+}
 
 }  // namespace mddp::ddp

@@ -16,34 +16,45 @@ Mode parse_mode(const std::string& s) {
 
 const char* to_string(Mode m) {
   switch (m) {
-    case Mode::kNaive: return "naive";
-    case Mode::kHooked: return "hooked";
-    case Mode::kBucketed: return "bucketed";
-    case Mode::kSharded: return "sharded";
+    case Mode::kNaive:
+      return "naive";
+    case Mode::kHooked:
+      return "hooked";
+    case Mode::kBucketed:
+      return "bucketed";
+    case Mode::kSharded:
+      return "sharded";
   }
   return "?";
 }
 
-std::vector<std::unique_ptr<SyncUnit>> units_per_parameter(const std::vector<nn::Parameter*>& params,
-                                                           const Compression& compress) {
+std::vector<std::unique_ptr<SyncUnit>> units_per_parameter(
+    const std::vector<nn::Parameter*>& params, const Compression& compress) {
   std::vector<std::unique_ptr<SyncUnit>> units;
   for (std::size_t i = 0; i < params.size(); ++i)
-    units.push_back(make_sync_unit(static_cast<int>(i), params[i]->grad, {params[i]->grad}, compress));
+    units.push_back(
+        make_sync_unit(static_cast<int>(i), params[i]->grad, {params[i]->grad}, compress));
   return units;
 }
 
-std::unique_ptr<GradSync> make_grad_sync(const SyncOptions& options, std::vector<nn::Parameter*> params,
+std::unique_ptr<GradSync> make_grad_sync(const SyncOptions& options,
+                                         std::vector<nn::Parameter*> params,
                                          comm::ProcessGroup& comm) {
   switch (options.mode) {
-    case Mode::kNaive: return std::make_unique<NaiveSync>(std::move(params), options.compress, comm);
-    case Mode::kHooked: return std::make_unique<HookedSync>(std::move(params), options.compress, comm);
-    case Mode::kBucketed: return make_bucketed_sync(options, std::move(params), comm, BucketRules{});
-    case Mode::kSharded: return std::make_unique<ShardedSync>(std::move(params), options, comm);
+    case Mode::kNaive:
+      return std::make_unique<NaiveSync>(std::move(params), options.compress, comm);
+    case Mode::kHooked:
+      return std::make_unique<HookedSync>(std::move(params), options.compress, comm);
+    case Mode::kBucketed:
+      return make_bucketed_sync(options, std::move(params), comm, BucketRules{});
+    case Mode::kSharded:
+      return std::make_unique<ShardedSync>(std::move(params), options, comm);
   }
   return nullptr;
 }
 
-std::unique_ptr<GradSync> make_bucketed_sync(const SyncOptions& options, std::vector<nn::Parameter*> params,
+std::unique_ptr<GradSync> make_bucketed_sync(const SyncOptions& options,
+                                             std::vector<nn::Parameter*> params,
                                              comm::ProcessGroup& comm, BucketRules rules) {
   return std::make_unique<Reducer>(std::move(params), options, comm, rules);
 }

@@ -39,9 +39,9 @@ using comm::SpanOp;
 
 // What one synchronisation cost (sums over its spans).
 struct SyncStats {
-  double exposed_ms = 0;  // the training thread waited this long after backward
-  double total_ms = 0;    // sum of the collectives' spans (progress thread or comm stream)
-  std::size_t bytes = 0;  // messages handed to collectives
+  double exposed_ms = 0;       // the training thread waited this long after backward
+  double total_ms = 0;         // sum of the collectives' spans (progress thread or comm stream)
+  std::size_t bytes = 0;       // messages handed to collectives
   std::size_t grad_bytes = 0;  // fp32 gradient bytes synchronised
   std::size_t sent_bytes = 0;  // bytes this rank sent
   std::vector<CommSpan> spans;
@@ -69,10 +69,12 @@ struct SyncOptions {
 
 // Builds the strategy for `params` (registration order). Bucketed mode
 // re-points each parameter's grad to a view into its bucket's flat buffer.
-std::unique_ptr<GradSync> make_grad_sync(const SyncOptions& options, std::vector<nn::Parameter*> params,
+std::unique_ptr<GradSync> make_grad_sync(const SyncOptions& options,
+                                         std::vector<nn::Parameter*> params,
                                          comm::ProcessGroup& comm);
 // Bucketed mode with the given rules (bucket_assignment.h; the course's Lab 7).
-std::unique_ptr<GradSync> make_bucketed_sync(const SyncOptions& options, std::vector<nn::Parameter*> params,
+std::unique_ptr<GradSync> make_bucketed_sync(const SyncOptions& options,
+                                             std::vector<nn::Parameter*> params,
                                              comm::ProcessGroup& comm, BucketRules rules);
 
 }  // namespace mddp::ddp

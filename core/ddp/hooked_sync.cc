@@ -10,7 +10,8 @@
 
 namespace mddp::ddp {
 
-HookedSync::HookedSync(std::vector<nn::Parameter*> params, const Compression& compress, comm::ProcessGroup& comm)
+HookedSync::HookedSync(std::vector<nn::Parameter*> params, const Compression& compress,
+                       comm::ProcessGroup& comm)
     : comm_(comm), units_(units_per_parameter(params, compress)) {
   for (std::size_t i = 0; i < params.size(); ++i) index_of_[params[i]] = i;
 }
@@ -27,7 +28,8 @@ void HookedSync::on_grad_ready(nn::Parameter& p) {
 
 void HookedSync::finish() {
   stats_ = {};
-  MDDP_CHECK(launch_order_.size() == units_.size(), "only ", launch_order_.size(), " of ", units_.size(),
+  MDDP_CHECK(launch_order_.size() == units_.size(), "only ", launch_order_.size(), " of ",
+             units_.size(),
              " parameters got a gradient in this backward (unused parameters are not supported)");
   const int64_t t0 = now_ns();
   for (std::size_t i : launch_order_) units_[i]->advance(comm_);

@@ -7,7 +7,8 @@
 
 namespace mddp::ddp {
 
-NaiveSync::NaiveSync(std::vector<nn::Parameter*> params, const Compression& compress, comm::ProcessGroup& comm)
+NaiveSync::NaiveSync(std::vector<nn::Parameter*> params, const Compression& compress,
+                     comm::ProcessGroup& comm)
     : comm_(comm), units_(units_per_parameter(params, compress)) {}
 
 void NaiveSync::on_grad_ready(nn::Parameter&) {}

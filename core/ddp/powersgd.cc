@@ -36,7 +36,8 @@ void orthonormalize_columns(float* a, int64_t rows, int64_t cols) {
   }
 }
 
-PowerSgdUnit::PowerSgdUnit(int index, tensor::Tensor region, std::vector<tensor::Tensor> parts, const Compression& c)
+PowerSgdUnit::PowerSgdUnit(int index, tensor::Tensor region, std::vector<tensor::Tensor> parts,
+                           const Compression& c)
     : index_(index), region_(std::move(region)) {
   MDDP_CHECK(c.rank >= 1, "powersgd rank ", c.rank);
   int64_t dense_total = 0, p_total = 0, q_total = 0, covered = 0;
@@ -48,8 +49,9 @@ PowerSgdUnit::PowerSgdUnit(int index, tensor::Tensor region, std::vector<tensor:
     const int64_t n = part.ndim() >= 2 ? part.dim(0) : 0;
     const int64_t m = n > 0 ? part.numel() / n : 0;
     const int64_t r = std::min<int64_t>({c.rank, n, m});
-    const bool compress = n > 0 && m > 0 && static_cast<double>((n + m) * r) * c.min_compression_rate <
-                                                 static_cast<double>(n * m);
+    const bool compress =
+        n > 0 && m > 0 &&
+        static_cast<double>((n + m) * r) * c.min_compression_rate < static_cast<double>(n * m);
     if (compress) {
       matrices_.push_back({offset, n, m, r, p_total, q_total});
       p_total += n * r;
@@ -59,7 +61,8 @@ PowerSgdUnit::PowerSgdUnit(int index, tensor::Tensor region, std::vector<tensor:
       dense_total += part.numel();
     }
   }
-  MDDP_CHECK(covered == region_.numel(), "PowerSGD parts cover ", covered, " of ", region_.numel(), " entries");
+  MDDP_CHECK(covered == region_.numel(), "PowerSGD parts cover ", covered, " of ", region_.numel(),
+             " entries");
   for (Matrix& x : matrices_) x.p_offset += dense_total;
   residual_ = tensor::Tensor::zeros({region_.numel()});
   p_ = tensor::Tensor::zeros({dense_total + p_total});
@@ -74,22 +77,26 @@ PowerSgdUnit::PowerSgdUnit(int index, tensor::Tensor region, std::vector<tensor:
 }
 
 void PowerSgdUnit::launch(comm::ProcessGroup& comm) {
-  const tensor::PrecisionScope fp32(tensor::Precision::kFp32);  // the factors in fp32 (Note [Autocast])
+  const tensor::PrecisionScope fp32(
+      tensor::Precision::kFp32);           // the factors in fp32 (Note [Autocast])
   tensor::axpy(1.0f, residual_, region_);  // M = g + e
   tensor::copy(region_, residual_);        // keep M: e is computed from it at the end
   for (const Dense& d : dense_)
-    std::copy(region_.data() + d.offset, region_.data() + d.offset + d.numel, p_.data() + d.p_offset);
+    std::copy(region_.data() + d.offset, region_.data() + d.offset + d.numel,
+              p_.data() + d.p_offset);
   for (const Matrix& x : matrices_) {
     tensor::Tensor p = p_of(x);
     tensor::gemm(false, false, 1.0f, matrix_of(region_, x), q_of(x), 0.0f, p);  // P = M Q
   }
   p_round_ = begin_round(index_, 0, SpanOp::kAllReduce, p_.bytes(), region_.bytes(), comm);
   launched_ = true;
-  p_round_.work = comm.all_reduce(p_.data(), p_.numel(), comm::DataType::kFloat32, comm::ReduceOp::kAvg);
+  p_round_.work =
+      comm.all_reduce(p_.data(), p_.numel(), comm::DataType::kFloat32, comm::ReduceOp::kAvg);
 }
 
 void PowerSgdUnit::advance(comm::ProcessGroup& comm) {
-  const tensor::PrecisionScope fp32(tensor::Precision::kFp32);  // the factors in fp32 (Note [Autocast])
+  const tensor::PrecisionScope fp32(
+      tensor::Precision::kFp32);  // the factors in fp32 (Note [Autocast])
   wait_round(p_round_);
   for (const Dense& d : dense_)
     std::copy(p_.data() + d.p_offset, p_.data() + d.p_offset + d.numel, region_.data() + d.offset);
@@ -100,11 +107,13 @@ void PowerSgdUnit::advance(comm::ProcessGroup& comm) {
     tensor::gemm(true, false, 1.0f, matrix_of(residual_, x), p, 0.0f, q);  // Q = M^T P
   }
   q_round_ = begin_round(index_, 1, SpanOp::kAllReduce, q_.bytes(), 0, comm);
-  q_round_.work = comm.all_reduce(q_.data(), q_.numel(), comm::DataType::kFloat32, comm::ReduceOp::kAvg);
+  q_round_.work =
+      comm.all_reduce(q_.data(), q_.numel(), comm::DataType::kFloat32, comm::ReduceOp::kAvg);
 }
 
 void PowerSgdUnit::complete(SyncStats& stats) {
-  const tensor::PrecisionScope fp32(tensor::Precision::kFp32);  // the factors in fp32 (Note [Autocast])
+  const tensor::PrecisionScope fp32(
+      tensor::Precision::kFp32);  // the factors in fp32 (Note [Autocast])
   MDDP_CHECK(p_round_.span.end_ns != 0 || p_round_.work == nullptr, "PowerSGD bucket ", index_,
              " completed without advance()");
   report_round(p_round_, stats);
@@ -112,7 +121,8 @@ void PowerSgdUnit::complete(SyncStats& stats) {
     wait_round(q_round_);
     for (const Matrix& x : matrices_) {
       tensor::Tensor m = matrix_of(region_, x);
-      tensor::gemm(false, true, 1.0f, p_of(x), q_of(x), 0.0f, m);  // the average's approximation P Q^T
+      tensor::gemm(false, true, 1.0f, p_of(x), q_of(x), 0.0f,
+                   m);  // the average's approximation P Q^T
     }
     report_round(q_round_, stats);
   }

@@ -42,7 +42,8 @@ void orthonormalize_columns(float* a, int64_t rows, int64_t cols);
 class PowerSgdUnit : public SyncUnit {
  public:
   // `parts`: views of `region` with the parameters' shapes (sync_unit.h).
-  PowerSgdUnit(int index, tensor::Tensor region, std::vector<tensor::Tensor> parts, const Compression& c);
+  PowerSgdUnit(int index, tensor::Tensor region, std::vector<tensor::Tensor> parts,
+               const Compression& c);
   void launch(comm::ProcessGroup& comm) override;
   void advance(comm::ProcessGroup& comm) override;
   void complete(SyncStats& stats) override;
@@ -52,13 +53,15 @@ class PowerSgdUnit : public SyncUnit {
 
  private:
   struct Matrix {
-    int64_t offset, n, m, r;  // M = region[offset, offset + n m) as [n, m]
+    int64_t offset, n, m, r;     // M = region[offset, offset + n m) as [n, m]
     int64_t p_offset, q_offset;  // P in p_, Q in q_
   };
   struct Dense {
     int64_t offset, numel, p_offset;  // region[offset, offset + numel) travels at p_[p_offset]
   };
-  tensor::Tensor matrix_of(const tensor::Tensor& t, const Matrix& x) const { return t.view(x.offset, {x.n, x.m}); }
+  tensor::Tensor matrix_of(const tensor::Tensor& t, const Matrix& x) const {
+    return t.view(x.offset, {x.n, x.m});
+  }
   tensor::Tensor p_of(const Matrix& x) const { return p_.view(x.p_offset, {x.n, x.r}); }
   tensor::Tensor q_of(const Matrix& x) const { return q_.view(x.q_offset, {x.m, x.r}); }
 

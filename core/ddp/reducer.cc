@@ -27,7 +27,8 @@ namespace {
 
 // The assignment's contract (bucket_assignment.h), checked because the rule
 // is replaceable: every parameter in exactly one bucket, no empty bucket.
-void check_assignment(const std::vector<std::vector<std::size_t>>& buckets, std::size_t num_params) {
+void check_assignment(const std::vector<std::vector<std::size_t>>& buckets,
+                      std::size_t num_params) {
   std::vector<int> seen(num_params, 0);
   for (std::size_t b = 0; b < buckets.size(); ++b) {
     MDDP_CHECK(!buckets[b].empty(), "bucket ", b, " of the assignment is empty");
@@ -36,20 +37,22 @@ void check_assignment(const std::vector<std::vector<std::size_t>>& buckets, std:
       MDDP_CHECK(seen[i]++ == 0, "parameter ", i, " is in two buckets");
     }
   }
-  for (std::size_t i = 0; i < num_params; ++i) MDDP_CHECK(seen[i] == 1, "parameter ", i, " is in no bucket");
+  for (std::size_t i = 0; i < num_params; ++i)
+    MDDP_CHECK(seen[i] == 1, "parameter ", i, " is in no bucket");
 }
 
 }  // namespace
 
-Reducer::Reducer(std::vector<nn::Parameter*> params, const SyncOptions& options, comm::ProcessGroup& comm,
-                 BucketRules rules)
+Reducer::Reducer(std::vector<nn::Parameter*> params, const SyncOptions& options,
+                 comm::ProcessGroup& comm, BucketRules rules)
     : Reducer(std::move(params), options, comm, rules, 1,
               [&options](int index, tensor::Tensor flat, std::vector<tensor::Tensor> views) {
                 return make_sync_unit(index, std::move(flat), std::move(views), options.compress);
               }) {}
 
-Reducer::Reducer(std::vector<nn::Parameter*> params, const SyncOptions& options, comm::ProcessGroup& comm,
-                 BucketRules rules, int64_t pad_to, const MakeUnit& make_unit)
+Reducer::Reducer(std::vector<nn::Parameter*> params, const SyncOptions& options,
+                 comm::ProcessGroup& comm, BucketRules rules, int64_t pad_to,
+                 const MakeUnit& make_unit)
     : comm_(comm), rules_(rules) {
   std::vector<std::size_t> bytes;
   for (nn::Parameter* p : params) bytes.push_back(p->grad.bytes());
@@ -64,7 +67,8 @@ Reducer::Reducer(std::vector<nn::Parameter*> params, const SyncOptions& options,
     for (std::size_t i : assignment_[b]) numel += params[i]->grad.numel();
     const int64_t padded = (numel + pad_to - 1) / pad_to * pad_to;  // the padding stays zero
     const tensor::Device device = params[assignment_[b].front()]->grad.device();
-    tensor::Tensor flat = padded == numel ? tensor::Tensor::empty({numel}, device) : tensor::Tensor::zeros({padded}, device);
+    tensor::Tensor flat = padded == numel ? tensor::Tensor::empty({numel}, device)
+                                          : tensor::Tensor::zeros({padded}, device);
     int64_t offset = 0;
     std::vector<tensor::Tensor> views;
     for (std::size_t i : assignment_[b]) {
@@ -90,7 +94,8 @@ void Reducer::on_grad_ready(nn::Parameter& p) {
   MDDP_CHECK(pending_[b] > 0, "parameter ", p.name, " became ready twice in one backward");
   if (--pending_[b] == 0) units_[b]->mark_ready(now_ns());
   next_to_launch_ = rules_.flush(pending_, next_to_launch_, [this](std::size_t k) {
-    MDDP_CHECK(k < units_.size() && !units_[k]->launched(), "bucket ", k, " launched twice or does not exist");
+    MDDP_CHECK(k < units_.size() && !units_[k]->launched(), "bucket ", k,
+               " launched twice or does not exist");
     units_[k]->launch(comm_);
   });
 }
@@ -99,7 +104,8 @@ void Reducer::finish() {
   stats_ = {};
   if (next_to_launch_ != units_.size()) {
     const std::size_t b = next_to_launch_;
-    throw Error(str("DDP: bucket ", b, " was never launched: ", pending_[b], " of its ", bucket_size_[b],
+    throw Error(str("DDP: bucket ", b, " was never launched: ", pending_[b], " of its ",
+                    bucket_size_[b],
                     " gradients did not arrive in this backward (a parameter unused in forward?)"));
   }
   const int64_t t0 = now_ns();

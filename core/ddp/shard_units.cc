@@ -18,9 +18,11 @@ void ShardUnit::launch(comm::ProcessGroup& comm) {
   launched_ = true;
   if (half_ == SpanOp::kReduceScatter) {
     round_ = begin_round(index_, 0, half_, region_.bytes(), region_.bytes(), comm);
-    round_.work = comm.reduce_scatter(base, mine, shard, comm::DataType::kFloat32, comm::ReduceOp::kAvg);
+    round_.work =
+        comm.reduce_scatter(base, mine, shard, comm::DataType::kFloat32, comm::ReduceOp::kAvg);
   } else {  // parameters, not gradients: no grad_bytes
-    round_ = begin_round(index_, 1, half_, static_cast<std::size_t>(shard) * sizeof(float), 0, comm);
+    round_ =
+        begin_round(index_, 1, half_, static_cast<std::size_t>(shard) * sizeof(float), 0, comm);
     round_.work = comm.all_gather(mine, base, shard, comm::DataType::kFloat32);
   }
 }

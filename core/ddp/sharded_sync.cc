@@ -7,26 +7,30 @@
 namespace mddp::ddp {
 namespace {
 
-std::unique_ptr<SyncUnit> reduce_scatter_unit(int index, tensor::Tensor flat, std::vector<tensor::Tensor>) {
+std::unique_ptr<SyncUnit> reduce_scatter_unit(int index, tensor::Tensor flat,
+                                              std::vector<tensor::Tensor>) {
   return std::make_unique<ShardUnit>(index, std::move(flat), SpanOp::kReduceScatter);
 }
 
 const SyncOptions& checked(const SyncOptions& options) {
   if (options.compress.kind != CompressionKind::kNone)
-    throw InputError(str("--ddp sharded reduce-scatters fp32 gradients: --compress ", to_string(options.compress),
+    throw InputError(str("--ddp sharded reduce-scatters fp32 gradients: --compress ",
+                         to_string(options.compress),
                          " is not supported with it (use --ddp bucketed to compress)"));
   return options;
 }
 
 }  // namespace
 
-ShardedSync::ShardedSync(std::vector<nn::Parameter*> params, const SyncOptions& options, comm::ProcessGroup& comm)
+ShardedSync::ShardedSync(std::vector<nn::Parameter*> params, const SyncOptions& options,
+                         comm::ProcessGroup& comm)
     : Reducer(params, checked(options), comm, BucketRules{}, comm.size(), reduce_scatter_unit) {
   const int n = comm.size();
   for (std::size_t b = 0; b < buckets().size(); ++b) {
     ShardedBucket& s = sharded_.emplace_back();
     s.grads = flat_grads(b);
-    s.values = tensor::Tensor::zeros({s.grads.numel()}, s.grads.device());  // zero padding (Note [Sharded buckets])
+    s.values = tensor::Tensor::zeros({s.grads.numel()},
+                                     s.grads.device());  // zero padding (Note [Sharded buckets])
     s.shard_numel = s.grads.numel() / n;
     s.shard_begin = s.shard_numel * comm.rank();
     int64_t offset = 0;
@@ -38,18 +42,21 @@ ShardedSync::ShardedSync(std::vector<nn::Parameter*> params, const SyncOptions& 
       s.params.emplace_back(p, offset);
       offset += view.numel();
     }
-    gathers_.push_back(std::make_unique<ShardUnit>(static_cast<int>(b), s.values, SpanOp::kAllGather));
+    gathers_.push_back(
+        std::make_unique<ShardUnit>(static_cast<int>(b), s.values, SpanOp::kAllGather));
   }
 }
 
 void ShardedSync::gather(std::size_t b) {
-  MDDP_CHECK(b < gathers_.size() && !gathers_[b]->launched(), "bucket ", b, " gathered twice or does not exist");
+  MDDP_CHECK(b < gathers_.size() && !gathers_[b]->launched(), "bucket ", b,
+             " gathered twice or does not exist");
   gathers_[b]->launch(comm_);
 }
 
 void ShardedSync::finish_gather() {
   for (auto& g : gathers_) {
-    MDDP_CHECK(g->launched(), "finish_gather: a bucket's parameters were not gathered in this step");
+    MDDP_CHECK(g->launched(),
+               "finish_gather: a bucket's parameters were not gathered in this step");
     g->complete(stats_);
   }
 }

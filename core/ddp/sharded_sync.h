@@ -35,10 +35,12 @@ namespace mddp::ddp {
 
 // One bucket as the sharded optimiser sees it.
 struct ShardedBucket {
-  tensor::Tensor values, grads;  // [n * shard] flat buffers the parameters and their gradients are views of
-  int64_t shard_begin = 0;       // this rank's shard: elements [shard_begin, shard_begin + shard_numel)
+  tensor::Tensor values,
+      grads;  // [n * shard] flat buffers the parameters and their gradients are views of
+  int64_t shard_begin = 0;  // this rank's shard: elements [shard_begin, shard_begin + shard_numel)
   int64_t shard_numel = 0;
-  std::vector<std::pair<nn::Parameter*, int64_t>> params;  // each parameter and its offset in the bucket
+  std::vector<std::pair<nn::Parameter*, int64_t>>
+      params;  // each parameter and its offset in the bucket
 };
 
 class ShardedSync : public Reducer {
@@ -46,7 +48,8 @@ class ShardedSync : public Reducer {
   // Re-points every parameter's value and grad into its bucket's buffers.
   // Throws InputError for --compress other than none (a compressed shard
   // would be a different algorithm).
-  ShardedSync(std::vector<nn::Parameter*> params, const SyncOptions& options, comm::ProcessGroup& comm);
+  ShardedSync(std::vector<nn::Parameter*> params, const SyncOptions& options,
+              comm::ProcessGroup& comm);
 
   const std::vector<ShardedBucket>& sharded_buckets() const { return sharded_; }
   // After the optimiser updated bucket b's shard: starts its all-gather.

@@ -12,12 +12,13 @@
 namespace mddp::ddp {
 
 // One unit per parameter, in registration order (naive and hooked mode).
-std::vector<std::unique_ptr<SyncUnit>> units_per_parameter(const std::vector<nn::Parameter*>& params,
-                                                           const Compression& compress);
+std::vector<std::unique_ptr<SyncUnit>> units_per_parameter(
+    const std::vector<nn::Parameter*>& params, const Compression& compress);
 
 class NaiveSync : public GradSync {
  public:
-  NaiveSync(std::vector<nn::Parameter*> params, const Compression& compress, comm::ProcessGroup& comm);
+  NaiveSync(std::vector<nn::Parameter*> params, const Compression& compress,
+            comm::ProcessGroup& comm);
   void on_grad_ready(nn::Parameter& p) override;
   void finish() override;
 
@@ -28,7 +29,8 @@ class NaiveSync : public GradSync {
 
 class HookedSync : public GradSync {
  public:
-  HookedSync(std::vector<nn::Parameter*> params, const Compression& compress, comm::ProcessGroup& comm);
+  HookedSync(std::vector<nn::Parameter*> params, const Compression& compress,
+             comm::ProcessGroup& comm);
   void on_grad_ready(nn::Parameter& p) override;
   void finish() override;
 
@@ -70,10 +72,10 @@ class Reducer : public GradSync {
   };
   BucketRules rules_;
   std::vector<std::vector<std::size_t>> assignment_;
-  std::vector<tensor::Tensor> flat_;       // one flat buffer per bucket
+  std::vector<tensor::Tensor> flat_;              // one flat buffer per bucket
   std::vector<std::unique_ptr<SyncUnit>> units_;  // one per bucket
-  std::vector<std::size_t> pending_;       // gradients still missing, per bucket
-  std::vector<std::size_t> bucket_size_;   // parameters per bucket
+  std::vector<std::size_t> pending_;              // gradients still missing, per bucket
+  std::vector<std::size_t> bucket_size_;          // parameters per bucket
   std::unordered_map<const nn::Parameter*, Slot> slot_of_;
   std::size_t next_to_launch_ = 0;
 };

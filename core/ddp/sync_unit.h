@@ -67,7 +67,8 @@ class SyncUnit {
 // region holds, in order, as views of it with their parameters' shapes
 // (PowerSGD compresses each matrix separately; the others ignore them).
 // Throws InputError when the compression cannot run on the region's device.
-std::unique_ptr<SyncUnit> make_sync_unit(int index, tensor::Tensor region, std::vector<tensor::Tensor> parts,
+std::unique_ptr<SyncUnit> make_sync_unit(int index, tensor::Tensor region,
+                                         std::vector<tensor::Tensor> parts,
                                          const Compression& compress);
 
 }  // namespace mddp::ddp

@@ -17,17 +17,20 @@ int64_t top_k_count(int64_t n, double ratio) {
 
 namespace {
 
-float magnitude(float v) { return std::isnan(v) ? std::numeric_limits<float>::infinity() : std::fabs(v); }
+float magnitude(float v) {
+  return std::isnan(v) ? std::numeric_limits<float>::infinity() : std::fabs(v);
+}
 
 // The k largest magnitudes among the entries `candidates` names (ascending
 // indices, every entry of magnitude >= the k-th largest among them): the
 // k-th largest is the threshold; take everything above it, then as many
 // entries equal to it as are still missing, lowest index first.
-void pick_among(const float* x, const std::vector<int32_t>& candidates, int64_t k, std::vector<int32_t>& out,
-                std::vector<float>& scratch) {
+void pick_among(const float* x, const std::vector<int32_t>& candidates, int64_t k,
+                std::vector<int32_t>& out, std::vector<float>& scratch) {
   scratch.resize(candidates.size());
   for (std::size_t j = 0; j < candidates.size(); ++j) scratch[j] = magnitude(x[candidates[j]]);
-  std::nth_element(scratch.begin(), scratch.begin() + (k - 1), scratch.end(), std::greater<float>());
+  std::nth_element(scratch.begin(), scratch.begin() + (k - 1), scratch.end(),
+                   std::greater<float>());
   const float threshold = scratch[k - 1];
   int64_t above = 0;
   for (int32_t i : candidates) above += magnitude(x[i]) > threshold;
@@ -50,7 +53,8 @@ constexpr int64_t kSample = 4096;
 
 }  // namespace
 
-void select_top_k(const float* x, int64_t n, int64_t k, std::vector<int32_t>& out, std::vector<float>& scratch) {
+void select_top_k(const float* x, int64_t n, int64_t k, std::vector<int32_t>& out,
+                  std::vector<float>& scratch) {
   MDDP_CHECK(k >= 1 && k <= n, "top-k of ", k, " from ", n);
   out.clear();
   std::vector<int32_t> candidates;
@@ -78,8 +82,8 @@ void select_top_k(const float* x, int64_t n, int64_t k, std::vector<int32_t>& ou
 
 TopKUnit::TopKUnit(int index, tensor::Tensor region, double ratio)
     : index_(index), region_(std::move(region)), k_(top_k_count(region_.numel(), ratio)) {
-  MDDP_CHECK(region_.numel() <= std::numeric_limits<int32_t>::max(), "a top-k region of ", region_.numel(),
-             " entries does not fit int32 indices");
+  MDDP_CHECK(region_.numel() <= std::numeric_limits<int32_t>::max(), "a top-k region of ",
+             region_.numel(), " entries does not fit int32 indices");
   residual_ = tensor::Tensor::zeros({region_.numel()});
   send_.resize(static_cast<std::size_t>(2 * k_));
 }
@@ -93,12 +97,14 @@ void TopKUnit::launch(comm::ProcessGroup& comm) {
   std::copy(a, a + n, e);  // e = a, less what is sent:
   for (int64_t j = 0; j < k_; ++j) {
     const int32_t i = picked_[j];
-    std::memcpy(&send_[j], &i, sizeof i);  // an all-gather copies bytes: the index travels as its bits
+    std::memcpy(&send_[j], &i,
+                sizeof i);  // an all-gather copies bytes: the index travels as its bits
     send_[k_ + j] = a[i];
     e[i] = 0.0f;
   }
   gathered_.resize(send_.size() * static_cast<std::size_t>(comm.size()));
-  round_ = begin_round(index_, 0, SpanOp::kAllGather, send_.size() * sizeof(float), region_.bytes(), comm);
+  round_ = begin_round(index_, 0, SpanOp::kAllGather, send_.size() * sizeof(float), region_.bytes(),
+                       comm);
   launched_ = true;
   round_.work = comm.all_gather(send_.data(), gathered_.data(), 2 * k_, comm::DataType::kFloat32);
 }
@@ -115,8 +121,9 @@ void TopKUnit::complete(SyncStats& stats) {
       int32_t i;
       std::memcpy(&i, &part[j], sizeof i);
       if (i < 0 || i >= n)
-        throw comm::CommError(str("top-k bucket ", index_, ": rank ", r, " sent index ", i, " outside the bucket's ",
-                                  n, " entries (ranks built different buckets?)"));
+        throw comm::CommError(str("top-k bucket ", index_, ": rank ", r, " sent index ", i,
+                                  " outside the bucket's ", n,
+                                  " entries (ranks built different buckets?)"));
       out[i] += part[k_ + j];
     }
   }

@@ -30,7 +30,8 @@ int64_t top_k_count(int64_t n, double ratio);
 
 // The k indices of the largest |x[i]| (NaN as +inf; ties to the lower
 // index), ascending, into `out` (resized to k). `scratch` is reused memory.
-void select_top_k(const float* x, int64_t n, int64_t k, std::vector<int32_t>& out, std::vector<float>& scratch);
+void select_top_k(const float* x, int64_t n, int64_t k, std::vector<int32_t>& out,
+                  std::vector<float>& scratch);
 
 class TopKUnit : public SyncUnit {
  public:

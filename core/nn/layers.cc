@@ -116,7 +116,11 @@ std::string Conv2d::describe() const {
 LayerSpec Conv2d::spec() const {
   const auto& w = weight.value;
   return {"Conv2d",
-          {{"in_channels", w.dim(1)}, {"out_channels", w.dim(0)}, {"kernel_size", k_}, {"stride", 1}, {"padding", k_ / 2}}};
+          {{"in_channels", w.dim(1)},
+           {"out_channels", w.dim(0)},
+           {"kernel_size", k_},
+           {"stride", 1},
+           {"padding", k_ / 2}}};
 }
 
 void Conv2d::collect_parameters(std::vector<Parameter*>& out) {
@@ -140,7 +144,9 @@ const Tensor& MaxPool2d::backward(const Tensor& dy, bool need_dx) {
   return dx_;
 }
 
-std::string MaxPool2d::describe() const { return str("MaxPool2d(", k_, ")"); }
+std::string MaxPool2d::describe() const {
+  return str("MaxPool2d(", k_, ")");
+}
 
 const Tensor& Flatten::forward(const Tensor& x) {
   in_shape_ = x.shape();

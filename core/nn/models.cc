@@ -7,7 +7,8 @@
 namespace mddp::nn {
 namespace {
 
-std::unique_ptr<Sequential> build_mlp(const ModelConfig& cfg, int64_t in, Rng& rng, tensor::Device dev) {
+std::unique_ptr<Sequential> build_mlp(const ModelConfig& cfg, int64_t in, Rng& rng,
+                                      tensor::Device dev) {
   if (cfg.width < 1 || cfg.depth < 1) throw InputError("--width and --depth must be at least 1");
   auto m = std::make_unique<Sequential>();
   if (cfg.classes > 0) m->add(std::make_unique<Flatten>());
@@ -19,8 +20,8 @@ std::unique_ptr<Sequential> build_mlp(const ModelConfig& cfg, int64_t in, Rng& r
   return m;
 }
 
-std::unique_ptr<Sequential> build_cnn(const ModelConfig& cfg, const std::vector<int64_t>& shape, Rng& rng,
-                                      tensor::Device dev) {
+std::unique_ptr<Sequential> build_cnn(const ModelConfig& cfg, const std::vector<int64_t>& shape,
+                                      Rng& rng, tensor::Device dev) {
   if (shape.size() != 3)
     throw InputError("--model cnn needs image inputs [C, H, W]; this dataset gives " +
                      tensor::shape_str(shape) + " (use --model mlp, or an image dataset)");
@@ -28,7 +29,9 @@ std::unique_ptr<Sequential> build_cnn(const ModelConfig& cfg, const std::vector<
   auto m = std::make_unique<Sequential>();
   int64_t c = shape[0], h = shape[1], w = shape[2];
   for (int64_t out : cfg.channels) {
-    if (h < 2 || w < 2) throw InputError(str("--channels: too many conv blocks for a ", shape[1], "x", shape[2], " image"));
+    if (h < 2 || w < 2)
+      throw InputError(
+          str("--channels: too many conv blocks for a ", shape[1], "x", shape[2], " image"));
     m->add(std::make_unique<Conv2d>(c, out, 3, rng, dev));
     m->add(std::make_unique<ReLU>());
     m->add(std::make_unique<MaxPool2d>(2));
@@ -45,7 +48,8 @@ std::unique_ptr<Sequential> build_cnn(const ModelConfig& cfg, const std::vector<
 
 }  // namespace
 
-std::unique_ptr<Sequential> build_model(const ModelConfig& cfg, const std::vector<int64_t>& sample_shape,
+std::unique_ptr<Sequential> build_model(const ModelConfig& cfg,
+                                        const std::vector<int64_t>& sample_shape,
                                         tensor::Device device) {
   Rng rng(cfg.seed);
   if (cfg.kind == "mlp") return build_mlp(cfg, tensor::numel_of(sample_shape), rng, device);
@@ -71,7 +75,8 @@ void require_model_fits(const ModelConfig& cfg, int64_t input_features) {
     flags = str("--width ", cfg.width, " and --depth ", cfg.depth);
   }
   // fp32 values, gradients and at least one optimiser buffer each.
-  const std::string count = params < 1e18 ? std::to_string(static_cast<int64_t>(params)) : str(params);
+  const std::string count =
+      params < 1e18 ? std::to_string(static_cast<int64_t>(params)) : str(params);
   require_memory(params * 4.0 * 3.0, str("a model of ", count, " parameters (", flags, ")"));
 }
 

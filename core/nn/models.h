@@ -19,7 +19,8 @@ struct ModelConfig {
   int64_t width = 256;
   int64_t depth = 2;
   int64_t classes = 10;
-  // CNN: per entry, Conv3x3(c) + ReLU + MaxPool2; then Flatten, Linear(hidden) + ReLU, Linear(classes).
+  // CNN: per entry, Conv3x3(c) + ReLU + MaxPool2; then Flatten, Linear(hidden) + ReLU,
+  // Linear(classes).
   std::vector<int64_t> channels = {32, 64, 128};
   int64_t hidden = 512;
   uint64_t seed = 42;
@@ -28,7 +29,8 @@ struct ModelConfig {
 // Builds the model for inputs of `sample_shape` ({features} or {C, H, W});
 // same config and seed give bitwise the same initial parameters. Throws
 // InputError on a config that cannot work (e.g. a CNN on flat vectors).
-std::unique_ptr<Sequential> build_model(const ModelConfig& cfg, const std::vector<int64_t>& sample_shape,
+std::unique_ptr<Sequential> build_model(const ModelConfig& cfg,
+                                        const std::vector<int64_t>& sample_shape,
                                         tensor::Device device = {});
 
 // Before anything is built or loaded: InputError naming --width/--depth or

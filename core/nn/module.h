@@ -29,7 +29,7 @@ using tensor::Tensor;
 struct Parameter {
   std::string name;  // "3.weight": index in the Sequential, then the role
   Tensor value;
-  Tensor grad;       // same shape; may be re-pointed to a view (DDP buckets)
+  Tensor grad;  // same shape; may be re-pointed to a view (DDP buckets)
 };
 
 using GradReadyHook = std::function<void(Parameter&)>;

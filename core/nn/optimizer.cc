@@ -8,21 +8,24 @@ namespace {
 
 class Sgd : public Optimizer {
  public:
-  Sgd(const OptimizerConfig& cfg, std::vector<Parameter*> params) : cfg_(cfg), params_(std::move(params)) {
+  Sgd(const OptimizerConfig& cfg, std::vector<Parameter*> params)
+      : cfg_(cfg), params_(std::move(params)) {
     if (cfg_.momentum != 0.0f)
-      for (Parameter* p : params_) bufs_.push_back(Tensor::zeros(p->value.shape(), p->value.device()));
+      for (Parameter* p : params_)
+        bufs_.push_back(Tensor::zeros(p->value.shape(), p->value.device()));
   }
   void step() override {
     for (std::size_t i = 0; i < params_.size(); ++i) {
       Tensor none;
-      tensor::sgd_update(params_[i]->value, params_[i]->grad, bufs_.empty() ? none : bufs_[i], cfg_.lr,
-                         cfg_.momentum, cfg_.weight_decay, steps_ == 0);
+      tensor::sgd_update(params_[i]->value, params_[i]->grad, bufs_.empty() ? none : bufs_[i],
+                         cfg_.lr, cfg_.momentum, cfg_.weight_decay, steps_ == 0);
     }
     ++steps_;
   }
   std::vector<std::pair<std::string, Tensor>> state() override {
     std::vector<std::pair<std::string, Tensor>> out;
-    for (std::size_t i = 0; i < bufs_.size(); ++i) out.emplace_back(params_[i]->name + ".momentum_buffer", bufs_[i]);
+    for (std::size_t i = 0; i < bufs_.size(); ++i)
+      out.emplace_back(params_[i]->name + ".momentum_buffer", bufs_[i]);
     return out;
   }
 
@@ -34,7 +37,8 @@ class Sgd : public Optimizer {
 
 class Adam : public Optimizer {
  public:
-  Adam(const OptimizerConfig& cfg, std::vector<Parameter*> params) : cfg_(cfg), params_(std::move(params)) {
+  Adam(const OptimizerConfig& cfg, std::vector<Parameter*> params)
+      : cfg_(cfg), params_(std::move(params)) {
     for (Parameter* p : params_) {
       m_.push_back(Tensor::zeros(p->value.shape(), p->value.device()));
       v_.push_back(Tensor::zeros(p->value.shape(), p->value.device()));
@@ -63,7 +67,8 @@ class Adam : public Optimizer {
 
 }  // namespace
 
-std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& cfg, std::vector<Parameter*> params) {
+std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& cfg,
+                                          std::vector<Parameter*> params) {
   if (cfg.lr <= 0.0f) throw InputError(str("--lr must be positive, got ", cfg.lr));
   if (cfg.name == "sgd") {
     if (cfg.momentum < 0.0f || cfg.momentum >= 1.0f)

@@ -13,7 +13,7 @@ namespace mddp::nn {
 struct OptimizerConfig {
   std::string name = "sgd";  // sgd | adam
   float lr = 0.01f;
-  float momentum = 0.0f;      // sgd
+  float momentum = 0.0f;  // sgd
   float weight_decay = 0.0f;
   float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;  // adam
 };
@@ -36,6 +36,7 @@ class Optimizer {
   int64_t steps_ = 0;
 };
 
-std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& cfg, std::vector<Parameter*> params);
+std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& cfg,
+                                          std::vector<Parameter*> params);
 
 }  // namespace mddp::nn

@@ -22,13 +22,15 @@ const Tensor& Sequential::forward(const Tensor& x) {
 const Tensor& Sequential::backward(const Tensor& dy, bool need_dx) {
   MDDP_CHECK(!children_.empty(), "empty Sequential");
   const Tensor* g = &dy;
-  for (std::size_t i = children_.size(); i-- > 0;) g = &children_[i]->backward(*g, i > 0 || need_dx);
+  for (std::size_t i = children_.size(); i-- > 0;)
+    g = &children_[i]->backward(*g, i > 0 || need_dx);
   return *g;
 }
 
 std::string Sequential::describe() const {
   std::string s;
-  for (std::size_t i = 0; i < children_.size(); ++i) s += (i ? " -> " : "") + children_[i]->describe();
+  for (std::size_t i = 0; i < children_.size(); ++i)
+    s += (i ? " -> " : "") + children_[i]->describe();
   return s;
 }
 

@@ -20,11 +20,13 @@ struct PhaseField {
   double StepMetrics::*field;
 };
 // In PhaseIndex order: the step's phases, then the step and the progress thread's total.
-constexpr PhaseField kPhases[] = {
-    {"data", &StepMetrics::data_ms},         {"forward", &StepMetrics::forward_ms},
-    {"backward", &StepMetrics::backward_ms}, {"exposed_comm", &StepMetrics::exposed_comm_ms},
-    {"optimizer", &StepMetrics::optimizer_ms}, {"step", &StepMetrics::step_ms},
-    {"total_comm", &StepMetrics::total_comm_ms}};
+constexpr PhaseField kPhases[] = {{"data", &StepMetrics::data_ms},
+                                  {"forward", &StepMetrics::forward_ms},
+                                  {"backward", &StepMetrics::backward_ms},
+                                  {"exposed_comm", &StepMetrics::exposed_comm_ms},
+                                  {"optimizer", &StepMetrics::optimizer_ms},
+                                  {"step", &StepMetrics::step_ms},
+                                  {"total_comm", &StepMetrics::total_comm_ms}};
 
 using Steps = std::vector<std::vector<StepMetrics>>;  // complete steps, records sorted by rank
 
@@ -38,7 +40,8 @@ void add_phases(Analysis& a, const Steps& steps, int world) {
         ps.rank_mean[r.rank] += r.*p.field / static_cast<double>(steps.size());
       }
     ps.all = summarize(std::move(all));
-    ps.slowest_rank = static_cast<int>(std::max_element(ps.rank_mean.begin(), ps.rank_mean.end()) - ps.rank_mean.begin());
+    ps.slowest_rank = static_cast<int>(std::max_element(ps.rank_mean.begin(), ps.rank_mean.end()) -
+                                       ps.rank_mean.begin());
     a.phases.push_back(std::move(ps));
   }
   const double step_mean = a.phases[kStep].all.mean;
@@ -62,8 +65,8 @@ void add_comm_and_series(Analysis& a, const Steps& steps) {
       sent_bytes += static_cast<double>(r.sent_bytes);
     }
     const double n = static_cast<double>(step.size());
-    for (double* v : {&pt.data_ms, &pt.forward_ms, &pt.backward_ms, &pt.exposed_comm_ms, &pt.optimizer_ms,
-                      &pt.step_ms, &pt.total_comm_ms})
+    for (double* v : {&pt.data_ms, &pt.forward_ms, &pt.backward_ms, &pt.exposed_comm_ms,
+                      &pt.optimizer_ms, &pt.step_ms, &pt.total_comm_ms})
       *v /= n;
     pt.overlap = overlap_fraction(pt.exposed_comm_ms, pt.total_comm_ms);
     exposed += pt.exposed_comm_ms;
@@ -78,7 +81,8 @@ void add_comm_and_series(Analysis& a, const Steps& steps) {
   const double step_ms = a.phases[kStep].all.mean;
   a.exposed_comm_share = a.phases[kExposedComm].share;
   a.total_comm_share = step_ms > 0 ? a.phases[kTotalComm].all.mean / step_ms : 0;
-  if (a.config.global_batch > 0 && step_ms > 0) a.samples_per_s = a.config.global_batch * 1e3 / step_ms;
+  if (a.config.global_batch > 0 && step_ms > 0)
+    a.samples_per_s = a.config.global_batch * 1e3 / step_ms;
 }
 
 // Note [Measured all-reduce time]. An all-reduce cannot finish before the
@@ -107,7 +111,8 @@ void add_buckets(Analysis& a, const Steps& steps, const AnalyzeOptions& o) {
         mine[{b.index, b.round}] = {b.bytes, ms};
       }
       for (const auto& b : r.buckets)
-        if (const auto it = mine.find({b.index, b.round}); it != mine.end() && b.op == comm::SpanOp::kReduceScatter)
+        if (const auto it = mine.find({b.index, b.round});
+            it != mine.end() && b.op == comm::SpanOp::kReduceScatter)
           it->second.second += gathers[b.index];
       for (const auto& [key, v] : mine) {
         auto [it, fresh] = shortest.try_emplace(key, v);
@@ -125,13 +130,15 @@ void add_buckets(Analysis& a, const Steps& steps, const AnalyzeOptions& o) {
     b.bytes = it->first;
     b.per_step = static_cast<double>(it->second.size()) / static_cast<double>(steps.size());
     b.measured_ms = summarize(it->second);
-    b.busbw_gbps = bus_bandwidth_gbps(static_cast<double>(b.bytes), b.measured_ms.median * 1e-3, world);
+    b.busbw_gbps =
+        bus_bandwidth_gbps(static_cast<double>(b.bytes), b.measured_ms.median * 1e-3, world);
     b.algorithm = resolve_algorithm(a.config.algorithm, b.bytes, world);
     if (const auto p = predict(a, b.bytes)) {
       b.fit = p->fit;
       b.predicted_ms = p->ms;
       b.predicted_busbw_gbps = p->busbw_gbps;
-      b.latency_share = p->ms > 0 ? allreduce_seconds(b.algorithm, 0, world, p->fit.link) * 1e3 / p->ms : 0;
+      b.latency_share =
+          p->ms > 0 ? allreduce_seconds(b.algorithm, 0, world, p->fit.link) * 1e3 / p->ms : 0;
       a.predicted_comm_ms_per_step += b.predicted_ms * b.per_step;
     } else {
       all_predicted = false;
@@ -165,18 +172,20 @@ void add_levels(Analysis& a, const Steps& steps, const std::vector<RankPlacement
     s.cross_host_bytes += bytes;
   }
   if (s.traced_steps == 0) return;
-  for (double* v : {&s.host_ms, &s.cross_host_ms, &s.cross_host_bytes}) *v /= static_cast<double>(s.traced_steps);
+  for (double* v : {&s.host_ms, &s.cross_host_ms, &s.cross_host_bytes})
+    *v /= static_cast<double>(s.traced_steps);
   const auto hosts = host_loads(members);
   s.hosts = static_cast<int>(hosts.size());
-  if (s.hosts > 0 && std::all_of(hosts.begin(), hosts.end(),
-                                 [&](const HostLoad& h) { return h.ranks.size() == hosts.front().ranks.size(); }))
+  if (s.hosts > 0 && std::all_of(hosts.begin(), hosts.end(), [&](const HostLoad& h) {
+        return h.ranks.size() == hosts.front().ranks.size();
+      }))
     s.ranks_per_host = static_cast<int>(hosts.front().ranks.size());
   const auto shm = find_fit(o.fits, "shm", "ring", s.ranks_per_host);
   const auto tcp = find_fit(o.fits, "tcp", "ring", s.hosts);
   if (s.ranks_per_host > 1 && shm && tcp)
     for (const auto& b : steps.front().front().buckets) {
-      const auto t = hierarchical_allreduce_seconds(static_cast<double>(b.bytes), s.hosts, s.ranks_per_host,
-                                                    shm->link, tcp->link);
+      const auto t = hierarchical_allreduce_seconds(static_cast<double>(b.bytes), s.hosts,
+                                                    s.ranks_per_host, shm->link, tcp->link);
       s.predicted_host_ms += t.host_s * 1e3;
       s.predicted_cross_host_ms += t.cross_s * 1e3;
     }
@@ -193,33 +202,46 @@ void add_notes(Analysis& a, const AnalyzeOptions& o, int64_t incomplete) {
     std::string unknown;
     for (const auto& [what, value] : {std::pair{"ddp mode", c.ddp}, {"compression", c.compress}})
       if (value.empty()) unknown += str(unknown.empty() ? "" : ", ", what);
-    if (c.global_batch == 0) unknown += str(unknown.empty() ? "" : ", ", "global batch (--batch, for samples/s)");
-    a.notes.push_back(str("no job.json in the run directory: the world size is the ranks seen in the log",
-                          unknown.empty() ? "" : "; unknown: " + unknown));
+    if (c.global_batch == 0)
+      unknown += str(unknown.empty() ? "" : ", ", "global batch (--batch, for samples/s)");
+    a.notes.push_back(
+        str("no job.json in the run directory: the world size is the ranks seen in the log",
+            unknown.empty() ? "" : "; unknown: " + unknown));
   }
   if (c.transport_inferred)
-    a.notes.push_back(str("transport auto taken as ", c.transport, ": the ranks ran on ",
-                          c.transport == "shm" ? "one host" : "several hosts",
-                          c.source == "job.json" ? " (job.json's members)" : " (by their clock offsets)"));
+    a.notes.push_back(
+        str("transport auto taken as ", c.transport, ": the ranks ran on ",
+            c.transport == "shm" ? "one host" : "several hosts",
+            c.source == "job.json" ? " (job.json's members)" : " (by their clock offsets)"));
   if (incomplete > 0)
-    a.notes.push_back(str(incomplete, " step(s) lack some rank's record (a job cut short?) and are left out"));
-  if (!a.hosts.empty() && std::none_of(a.hosts.begin(), a.hosts.end(), [](const HostLoad& h) { return h.cpus_known(); }))
-    a.notes.push_back("job.json records no CPU counts (a run of an older microddp): oversubscription (more compute "
-                      "threads than CPUs on a host) was not checked");
+    a.notes.push_back(
+        str(incomplete, " step(s) lack some rank's record (a job cut short?) and are left out"));
+  if (!a.hosts.empty() && std::none_of(a.hosts.begin(), a.hosts.end(),
+                                       [](const HostLoad& h) { return h.cpus_known(); }))
+    a.notes.push_back(
+        "job.json records no CPU counts (a run of an older microddp): oversubscription (more "
+        "compute "
+        "threads than CPUs on a host) was not checked");
   if (a.config.world_size > 1 && !a.buckets.empty() && a.predicted_comm_ms_per_step == 0) {
     if (c.algorithm == "hierarchical")
-      a.notes.push_back(a.levels && a.levels->predicted_host_ms > 0
-                            ? "the hierarchical all-reduce is predicted level by level (above), not per size"
-                            : "no prediction of the hierarchical all-reduce: it needs the shm ring fit at the ranks per "
-                              "host and the tcp ring fit at the hosts (`microddp bench allreduce --fit` on each), and "
-                              "an even layout");
+      a.notes.push_back(
+          a.levels && a.levels->predicted_host_ms > 0
+              ? "the hierarchical all-reduce is predicted level by level (above), not per size"
+              : "no prediction of the hierarchical all-reduce: it needs the shm ring fit at the "
+                "ranks per "
+                "host and the tcp ring fit at the hosts (`microddp bench allreduce --fit` on "
+                "each), and "
+                "an even layout");
     else if (c.transport.empty() || c.transport == "auto")
       a.notes.push_back("no prediction: the transport is unknown (pass --transport tcp|shm)");
     else if (o.fits.empty())
-      a.notes.push_back("no prediction: no alpha-beta fits (run `microddp bench allreduce --fit`, or pass --fit FILE)");
+      a.notes.push_back(
+          "no prediction: no alpha-beta fits (run `microddp bench allreduce --fit`, or pass --fit "
+          "FILE)");
     else
-      a.notes.push_back(str("no prediction for some sizes: no fit for transport ", c.transport, " and ",
-                            a.config.world_size, " ranks (run `microddp bench allreduce --fit` with that setup)"));
+      a.notes.push_back(str("no prediction for some sizes: no fit for transport ", c.transport,
+                            " and ", a.config.world_size,
+                            " ranks (run `microddp bench allreduce --fit` with that setup)"));
   }
 }
 
@@ -290,8 +312,8 @@ Analysis analyze(const RunLog& run, const AnalyzeOptions& o) {
       continue;
     }
     if (r.rank >= world)
-      throw InputError(str(run.dir.string(), ": a record of rank ", r.rank, " in a world of ", world,
-                           " (job.json and metrics.jsonl disagree?)"));
+      throw InputError(str(run.dir.string(), ": a record of rank ", r.rank, " in a world of ",
+                           world, " (job.json and metrics.jsonl disagree?)"));
     ++a.records;
     steps.insert(r.step);
   }
@@ -322,15 +344,17 @@ Analysis analyze(const RunLog& run, const AnalyzeOptions& o) {
   a.hosts = host_loads(run.members);
   add_notes(a, o, incomplete);
   if (run.other_size_records > 0)
-    a.notes.push_back(str("the world size changed (an elastic job, --min-nproc): the ", run.other_size_records,
-                          " records of the attempts with another number of ranks are left out; this is the ",
-                          world, "-rank part of the run"));
+    a.notes.push_back(
+        str("the world size changed (an elastic job, --min-nproc): the ", run.other_size_records,
+            " records of the attempts with another number of ranks are left out; this is the ",
+            world, "-rank part of the run"));
   a.verdict = classify(a);
   return a;
 }
 
 bool oversubscribed(const Analysis& a) {
-  return std::any_of(a.hosts.begin(), a.hosts.end(), [](const HostLoad& h) { return h.oversubscribed(); });
+  return std::any_of(a.hosts.begin(), a.hosts.end(),
+                     [](const HostLoad& h) { return h.oversubscribed(); });
 }
 
 }  // namespace mddp::perf

@@ -32,15 +32,15 @@ namespace mddp::perf {
 // "unknown": the metrics log alone has no config; job.json in the run
 // directory, when present, or the analyze flags fill it in.
 struct RunConfig {
-  int world_size = 0;         // from job.json, else the ranks seen in the log
-  std::string transport;      // tcp | shm | auto | ""
+  int world_size = 0;               // from job.json, else the ranks seen in the log
+  std::string transport;            // tcp | shm | auto | ""
   bool transport_inferred = false;  // `auto`/unknown resolved from the clock offsets
-  std::string algorithm;      // ring | tree | naive | doubling | hierarchical | auto | ""
-  std::string ddp;            // naive | hooked | bucketed | sharded | ""
-  std::string compress;       // none | fp16 | bf16 | topk:R | powersgd:R | "" (what was sent)
-  std::string precision;      // fp32 | bf16 | fp16 | "" (--precision: the GEMMs)
-  int64_t global_batch = 0;   // samples per step over all ranks
-  std::string source;         // where the above came from, for the report
+  std::string algorithm;            // ring | tree | naive | doubling | hierarchical | auto | ""
+  std::string ddp;                  // naive | hooked | bucketed | sharded | ""
+  std::string compress;             // none | fp16 | bf16 | topk:R | powersgd:R | "" (what was sent)
+  std::string precision;            // fp32 | bf16 | fp16 | "" (--precision: the GEMMs)
+  int64_t global_batch = 0;         // samples per step over all ranks
+  std::string source;               // where the above came from, for the report
 };
 
 // One restart of the job, from metrics.jsonl's "restart" and "resume" lines.
@@ -105,15 +105,15 @@ struct PhaseStats {
 
 // The all-reduces of one size (a bucket, or a parameter in hooked mode).
 struct BucketStats {
-  std::size_t bytes = 0;        // on the wire
-  double per_step = 0;          // how many of this size a step launches
-  std::string algorithm;        // as run: `auto` resolved by size ("" unknown)
-  Stats measured_ms;            // per (step, bucket): Note [Measured all-reduce time]
-  double busbw_gbps = 0;        // of the median time
-  std::optional<LinkFit> fit;   // the fit for (transport, algorithm, world), if any
-  double predicted_ms = 0;      // 0 without a fit
+  std::size_t bytes = 0;       // on the wire
+  double per_step = 0;         // how many of this size a step launches
+  std::string algorithm;       // as run: `auto` resolved by size ("" unknown)
+  Stats measured_ms;           // per (step, bucket): Note [Measured all-reduce time]
+  double busbw_gbps = 0;       // of the median time
+  std::optional<LinkFit> fit;  // the fit for (transport, algorithm, world), if any
+  double predicted_ms = 0;     // 0 without a fit
   double predicted_busbw_gbps = 0;
-  double latency_share = 0;     // of the prediction, the alpha (per-message) part
+  double latency_share = 0;  // of the prediction, the alpha (per-message) part
 };
 
 // Means across ranks of one complete step, for the plots over time.
@@ -156,34 +156,45 @@ struct Verdict {
 };
 
 // Positions in Analysis::phases.
-enum PhaseIndex : std::size_t { kData, kForward, kBackward, kExposedComm, kOptimizer, kStep, kTotalComm, kNumPhases };
+enum PhaseIndex : std::size_t {
+  kData,
+  kForward,
+  kBackward,
+  kExposedComm,
+  kOptimizer,
+  kStep,
+  kTotalComm,
+  kNumPhases
+};
 
 struct AnalyzeOptions {
-  int64_t warmup_steps = 5;  // complete steps skipped at the start (at most a quarter of them)
-  double min_late_ms = 0.5;  // a step's late rank counts as a straggler from this much
-  std::vector<LinkFit> fits; // alpha-beta fits to predict the all-reduces from
+  int64_t warmup_steps = 5;   // complete steps skipped at the start (at most a quarter of them)
+  double min_late_ms = 0.5;   // a step's late rank counts as a straggler from this much
+  std::vector<LinkFit> fits;  // alpha-beta fits to predict the all-reduces from
 };
 
 struct Analysis {
   std::filesystem::path dir;
   RunConfig config;
-  int64_t records = 0;          // training records in the log
-  int64_t steps_in_log = 0;     // distinct training steps
-  int64_t steps_used = 0;       // complete steps after the warm-up
+  int64_t records = 0;       // training records in the log
+  int64_t steps_in_log = 0;  // distinct training steps
+  int64_t steps_used = 0;    // complete steps after the warm-up
   int64_t warmup_skipped = 0;
   std::vector<PhaseStats> phases;  // kNumPhases, by PhaseIndex
   double exposed_comm_share = 0, total_comm_share = 0;
-  double overlap = 0;           // 1 - sum(exposed) / sum(total) over the steps used
+  double overlap = 0;              // 1 - sum(exposed) / sum(total) over the steps used
   double comm_bytes_per_step = 0;  // messages handed to collectives (per rank)
   // fp32 gradient bytes those messages stand for, and what a rank really
   // sent (Note [Wire bytes] in core/comm/span.h); 0 in an older log.
   double grad_bytes_per_step = 0, sent_bytes_per_step = 0;
-  double compression_ratio() const { return comm_bytes_per_step > 0 ? grad_bytes_per_step / comm_bytes_per_step : 0; }
-  double samples_per_s = 0;     // 0 when the global batch is unknown
-  std::vector<BucketStats> buckets;   // by size, largest first
-  std::optional<LevelSplit> levels;   // when the hierarchical all-reduce ran
-  std::vector<LinkFit> fits;    // the fits of this run's transport and world size
-  double predicted_comm_ms_per_step = 0;     // 0 unless every size has a fit
+  double compression_ratio() const {
+    return comm_bytes_per_step > 0 ? grad_bytes_per_step / comm_bytes_per_step : 0;
+  }
+  double samples_per_s = 0;               // 0 when the global batch is unknown
+  std::vector<BucketStats> buckets;       // by size, largest first
+  std::optional<LevelSplit> levels;       // when the hierarchical all-reduce ran
+  std::vector<LinkFit> fits;              // the fits of this run's transport and world size
+  double predicted_comm_ms_per_step = 0;  // 0 unless every size has a fit
   StragglerSummary stragglers;
   double min_late_ms = 0;       // the straggler threshold used
   std::vector<HostLoad> hosts;  // from job.json's members (host_load.h); empty without them

@@ -5,13 +5,18 @@ namespace mddp::perf {
 namespace {
 
 nlohmann::json stats_json(const Stats& s) {
-  return {{"n", s.n}, {"mean", s.mean}, {"median", s.median}, {"p95", s.p95}, {"min", s.min}, {"max", s.max}};
+  return {{"n", s.n},     {"mean", s.mean}, {"median", s.median},
+          {"p95", s.p95}, {"min", s.min},   {"max", s.max}};
 }
 
 nlohmann::json fit_json(const std::optional<LinkFit>& f) {
   if (!f) return nullptr;
-  return {{"transport", f->transport}, {"algorithm", f->algorithm}, {"world_size", f->world_size},
-          {"alpha_us", f->link.alpha_s * 1e6}, {"beta_gbps", f->link.beta_Bps * 1e-9}, {"r2", f->r2}};
+  return {{"transport", f->transport},
+          {"algorithm", f->algorithm},
+          {"world_size", f->world_size},
+          {"alpha_us", f->link.alpha_s * 1e6},
+          {"beta_gbps", f->link.beta_Bps * 1e-9},
+          {"r2", f->r2}};
 }
 
 }  // namespace
@@ -28,15 +33,17 @@ nlohmann::json to_json(const Analysis& a) {
   }
   nlohmann::json buckets = nlohmann::json::array();
   for (const auto& b : a.buckets)
-    buckets.push_back({{"bytes", b.bytes},
-                       {"per_step", b.per_step},
-                       {"algorithm", b.algorithm},
-                       {"measured_ms", stats_json(b.measured_ms)},
-                       {"busbw_gbps", b.busbw_gbps},
-                       {"predicted_ms", b.fit ? nlohmann::json(b.predicted_ms) : nlohmann::json(nullptr)},
-                       {"predicted_busbw_gbps", b.fit ? nlohmann::json(b.predicted_busbw_gbps) : nlohmann::json(nullptr)},
-                       {"latency_share", b.fit ? nlohmann::json(b.latency_share) : nlohmann::json(nullptr)},
-                       {"fit", fit_json(b.fit)}});
+    buckets.push_back(
+        {{"bytes", b.bytes},
+         {"per_step", b.per_step},
+         {"algorithm", b.algorithm},
+         {"measured_ms", stats_json(b.measured_ms)},
+         {"busbw_gbps", b.busbw_gbps},
+         {"predicted_ms", b.fit ? nlohmann::json(b.predicted_ms) : nlohmann::json(nullptr)},
+         {"predicted_busbw_gbps",
+          b.fit ? nlohmann::json(b.predicted_busbw_gbps) : nlohmann::json(nullptr)},
+         {"latency_share", b.fit ? nlohmann::json(b.latency_share) : nlohmann::json(nullptr)},
+         {"fit", fit_json(b.fit)}});
   nlohmann::json hosts = nlohmann::json::array();
   bool cpus_known = false;
   for (const auto& h : a.hosts) {
@@ -50,10 +57,13 @@ nlohmann::json to_json(const Analysis& a) {
   }
   nlohmann::json levels;  // null unless the hierarchical all-reduce ran
   if (const auto& l = a.levels) {
-    const auto predicted = [&](double v) { return v > 0 ? nlohmann::json(v) : nlohmann::json(nullptr); };
+    const auto predicted = [&](double v) {
+      return v > 0 ? nlohmann::json(v) : nlohmann::json(nullptr);
+    };
     levels = {{"traced_steps", l->traced_steps},
               {"hosts", l->hosts},
-              {"ranks_per_host", l->ranks_per_host ? nlohmann::json(l->ranks_per_host) : nlohmann::json(nullptr)},
+              {"ranks_per_host",
+               l->ranks_per_host ? nlohmann::json(l->ranks_per_host) : nlohmann::json(nullptr)},
               {"host_ms_per_step", l->host_ms},
               {"cross_host_ms_per_step", l->cross_host_ms},
               {"cross_host_bytes_per_step", l->cross_host_bytes},
@@ -61,9 +71,12 @@ nlohmann::json to_json(const Analysis& a) {
               {"predicted_cross_host_ms_per_step", predicted(l->predicted_cross_host_ms)}};
   }
   nlohmann::json evals = nlohmann::json::array();
-  for (const auto& e : a.evals) 
-    evals.push_back({{"step", e.step}, {"loss", e.loss}, {"accuracy", e.accuracy},
-                     {"train_s", e.train_s > 0 ? nlohmann::json(e.train_s) : nlohmann::json(nullptr)}});
+  for (const auto& e : a.evals)
+    evals.push_back(
+        {{"step", e.step},
+         {"loss", e.loss},
+         {"accuracy", e.accuracy},
+         {"train_s", e.train_s > 0 ? nlohmann::json(e.train_s) : nlohmann::json(nullptr)}});
   return {
       {"run_dir", a.dir.string()},
       {"config",
@@ -91,9 +104,11 @@ nlohmann::json to_json(const Analysis& a) {
         {"grad_bytes_per_step", a.grad_bytes_per_step},
         {"sent_bytes_per_step", a.sent_bytes_per_step},
         {"compression_ratio", a.compression_ratio()},
-        {"predicted_ms_per_step", a.predicted_comm_ms_per_step > 0 ? nlohmann::json(a.predicted_comm_ms_per_step)
-                                                                   : nlohmann::json(nullptr)}}},
-      {"samples_per_s", a.samples_per_s > 0 ? nlohmann::json(a.samples_per_s) : nlohmann::json(nullptr)},
+        {"predicted_ms_per_step", a.predicted_comm_ms_per_step > 0
+                                      ? nlohmann::json(a.predicted_comm_ms_per_step)
+                                      : nlohmann::json(nullptr)}}},
+      {"samples_per_s",
+       a.samples_per_s > 0 ? nlohmann::json(a.samples_per_s) : nlohmann::json(nullptr)},
       {"allreduces", buckets},
       {"hierarchical", levels},
       {"stragglers", to_json(a.stragglers)},

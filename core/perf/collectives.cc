@@ -27,7 +27,8 @@ int phase_order(comm::StepPhase p) {
   return 4;
 }
 int step_order(const comm::AlgoStep& a) {
-  const int stage = a.level == comm::StepLevel::kHost ? (a.phase == comm::StepPhase::kAllGather ? 2 : 0) : 1;
+  const int stage =
+      a.level == comm::StepLevel::kHost ? (a.phase == comm::StepPhase::kAllGather ? 2 : 0) : 1;
   return stage * 8 + phase_order(a.phase);
 }
 
@@ -65,7 +66,8 @@ StepCollectives build_collectives(const std::vector<StepMetrics>& step_records, 
       v.start_ms = std::min(v.start_ms, ms(b.start_ns));
       v.end_ms = std::max(v.end_ms, ms(b.end_ns));
       for (const comm::AlgoStep& a : b.steps) {
-        if (a.level != comm::StepLevel::kWorld) v.algorithm = "hierarchical";  // `auto` chose it by topology
+        if (a.level != comm::StepLevel::kWorld)
+          v.algorithm = "hierarchical";  // `auto` chose it by topology
         CollectiveStep& s = steps[b.index][{step_order(a), a.index}];
         s.phase = comm::phase_name(a);
         s.index = a.index;
@@ -87,7 +89,8 @@ StepCollectives build_collectives(const std::vector<StepMetrics>& step_records, 
       }
       v.steps.push_back(std::move(s));
     }
-    if (fit && v.algorithm != "hierarchical")  // its two levels need two links: no one-fit prediction
+    if (fit &&
+        v.algorithm != "hierarchical")  // its two levels need two links: no one-fit prediction
       v.predicted_ms =
           allreduce_seconds(v.algorithm, static_cast<double>(v.bytes), world_size, fit->link) * 1e3;
     out.collectives.push_back(std::move(v));

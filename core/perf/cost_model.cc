@@ -36,15 +36,16 @@ Shape shape_of(const std::string& algorithm, int n) {
 
 }  // namespace
 
-double allreduce_seconds(const std::string& algorithm, double bytes, int world_size, const AlphaBeta& link) {
+double allreduce_seconds(const std::string& algorithm, double bytes, int world_size,
+                         const AlphaBeta& link) {
   const Shape s = shape_of(algorithm, world_size);
   if (s.messages == 0) return 0;
   if (link.beta_Bps <= 0) throw InputError("the link bandwidth must be positive");
   return s.messages * link.alpha_s + s.bytes_factor * bytes / link.beta_Bps;
 }
 
-TwoLevelTime hierarchical_allreduce_seconds(double bytes, int hosts, int ranks_per_host, const AlphaBeta& host_link,
-                                            const AlphaBeta& network) {
+TwoLevelTime hierarchical_allreduce_seconds(double bytes, int hosts, int ranks_per_host,
+                                            const AlphaBeta& host_link, const AlphaBeta& network) {
   MDDP_CHECK(hosts >= 1 && ranks_per_host >= 1, hosts, " hosts of ", ranks_per_host, " ranks");
   // The host level is a ring over L ranks moving S; the cross level's L
   // rings each move S/L over H ranks at once through one link of beta_g,
@@ -81,13 +82,16 @@ double dense_compute_seconds(double params, double samples, double flops_per_s) 
 // least squares weighted by 1/t^2, i.e. on relative error: unweighted, the
 // largest sizes (seconds) would swamp the smallest (microseconds), and the
 // intercept, which is all of alpha, would be noise.
-AlphaBeta fit_alpha_beta(const std::string& algorithm, int world_size, const std::vector<TimingSample>& samples) {
+AlphaBeta fit_alpha_beta(const std::string& algorithm, int world_size,
+                         const std::vector<TimingSample>& samples) {
   const Shape s = shape_of(algorithm, world_size);
   if (s.messages == 0) throw InputError("an all-reduce on one rank sends nothing: nothing to fit");
-  if (samples.size() < 2) throw InputError("fitting alpha and beta needs timings of at least two sizes");
+  if (samples.size() < 2)
+    throw InputError("fitting alpha and beta needs timings of at least two sizes");
   double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
   for (const auto& p : samples) {
-    if (p.seconds <= 0) throw InputError(str("a timing of ", p.bytes, " bytes is not positive: ", p.seconds, " s"));
+    if (p.seconds <= 0)
+      throw InputError(str("a timing of ", p.bytes, " bytes is not positive: ", p.seconds, " s"));
     const double w = 1.0 / (p.seconds * p.seconds);
     sw += w;
     sx += w * p.bytes;
@@ -96,16 +100,18 @@ AlphaBeta fit_alpha_beta(const std::string& algorithm, int world_size, const std
     sxy += w * p.bytes * p.seconds;
   }
   const double det = sw * sxx - sx * sx;
-  if (det <= 0) throw InputError("fitting alpha and beta needs timings of at least two different sizes");
+  if (det <= 0)
+    throw InputError("fitting alpha and beta needs timings of at least two different sizes");
   const double slope = (sw * sxy - sx * sy) / det;
   const double intercept = (sy - slope * sx) / sw;
-  if (slope <= 0) throw InputError("the timings do not grow with the message size: no bandwidth to fit");
+  if (slope <= 0)
+    throw InputError("the timings do not grow with the message size: no bandwidth to fit");
   // A negative intercept is noise around a latency too small to resolve: 0.
   return {std::max(0.0, intercept) / s.messages, s.bytes_factor / slope};
 }
 
-double fit_r2(const std::string& algorithm, int world_size, const std::vector<TimingSample>& samples,
-              const AlphaBeta& link) {
+double fit_r2(const std::string& algorithm, int world_size,
+              const std::vector<TimingSample>& samples, const AlphaBeta& link) {
   double sw = 0, mean = 0;
   for (const auto& p : samples) {
     const double w = 1.0 / (p.seconds * p.seconds);
@@ -126,7 +132,8 @@ double fit_r2(const std::string& algorithm, int world_size, const std::vector<Ti
 
 std::filesystem::path default_fit_path() {
   if (const char* f = std::getenv("MICRODDP_FIT_FILE"); f && *f) return f;
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::filesystem::path(x) / "microddp/alpha_beta.json";
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x)
+    return std::filesystem::path(x) / "microddp/alpha_beta.json";
   const char* home = std::getenv("HOME");
   return std::filesystem::path(home && *home ? home : ".") / ".cache/microddp/alpha_beta.json";
 }
@@ -134,19 +141,23 @@ std::filesystem::path default_fit_path() {
 std::vector<LinkFit> load_fits(const std::filesystem::path& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
-    throw InputError(str(path.string(), ": is a directory, not a fit file of `microddp bench allreduce --fit`"));
+    throw InputError(
+        str(path.string(), ": is a directory, not a fit file of `microddp bench allreduce --fit`"));
   std::ifstream in(path);
   if (!in) return {};
   std::vector<LinkFit> fits;
   try {
     const nlohmann::json j = nlohmann::json::parse(in);
     for (const auto& f : j.at("fits"))
-      fits.push_back({f.at("transport").get<std::string>(), f.at("algorithm").get<std::string>(),
-                      f.at("world_size").get<int>(),
-                      {f.at("alpha_us").get<double>() * 1e-6, f.at("beta_gbps").get<double>() * 1e9},
-                      f.value("r2", 0.0)});
+      fits.push_back(
+          {f.at("transport").get<std::string>(),
+           f.at("algorithm").get<std::string>(),
+           f.at("world_size").get<int>(),
+           {f.at("alpha_us").get<double>() * 1e-6, f.at("beta_gbps").get<double>() * 1e9},
+           f.value("r2", 0.0)});
   } catch (const nlohmann::json::exception& e) {
-    throw InputError(str(path.string(), ": not a fit file of `microddp bench allreduce --fit` (", e.what(), ")"));
+    throw InputError(str(path.string(), ": not a fit file of `microddp bench allreduce --fit` (",
+                         e.what(), ")"));
   }
   return fits;
 }
@@ -155,14 +166,19 @@ void save_fits(const std::filesystem::path& path, const std::vector<LinkFit>& fi
   std::vector<LinkFit> all = load_fits(path);
   for (const auto& f : fits) {
     std::erase_if(all, [&](const LinkFit& o) {
-      return o.transport == f.transport && o.algorithm == f.algorithm && o.world_size == f.world_size;
+      return o.transport == f.transport && o.algorithm == f.algorithm &&
+             o.world_size == f.world_size;
     });
     all.push_back(f);
   }
   nlohmann::json j{{"fits", nlohmann::json::array()}};
   for (const auto& f : all)
-    j["fits"].push_back({{"transport", f.transport}, {"algorithm", f.algorithm}, {"world_size", f.world_size},
-                         {"alpha_us", f.link.alpha_s * 1e6}, {"beta_gbps", f.link.beta_Bps * 1e-9}, {"r2", f.r2}});
+    j["fits"].push_back({{"transport", f.transport},
+                         {"algorithm", f.algorithm},
+                         {"world_size", f.world_size},
+                         {"alpha_us", f.link.alpha_s * 1e6},
+                         {"beta_gbps", f.link.beta_Bps * 1e-9},
+                         {"r2", f.r2}});
   if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
   std::ofstream out(path);
   out << j.dump(2) << "\n";
@@ -172,7 +188,8 @@ void save_fits(const std::filesystem::path& path, const std::vector<LinkFit>& fi
 std::optional<LinkFit> find_fit(const std::vector<LinkFit>& fits, const std::string& transport,
                                 const std::string& algorithm, int world_size) {
   for (const auto& f : fits)
-    if (f.transport == transport && f.algorithm == algorithm && f.world_size == world_size) return f;
+    if (f.transport == transport && f.algorithm == algorithm && f.world_size == world_size)
+      return f;
   return std::nullopt;
 }
 

@@ -23,13 +23,14 @@
 namespace mddp::perf {
 
 struct AlphaBeta {
-  double alpha_s = 0;     // seconds per message
-  double beta_Bps = 0;    // bytes per second
+  double alpha_s = 0;   // seconds per message
+  double beta_Bps = 0;  // bytes per second
 };
 
 // Predicted all-reduce time (seconds) of `bytes` on `world_size` ranks with
 // `algorithm` = ring | tree | naive | doubling. 0 when world_size <= 1.
-double allreduce_seconds(const std::string& algorithm, double bytes, int world_size, const AlphaBeta& link);
+double allreduce_seconds(const std::string& algorithm, double bytes, int world_size,
+                         const AlphaBeta& link);
 
 // The hierarchical all-reduce's two parts (seconds): within hosts over
 // `host_link`, across them over `network` (each host's link, shared by its
@@ -38,8 +39,8 @@ struct TwoLevelTime {
   double host_s = 0, cross_s = 0;
   double total() const { return host_s + cross_s; }
 };
-TwoLevelTime hierarchical_allreduce_seconds(double bytes, int hosts, int ranks_per_host, const AlphaBeta& host_link,
-                                            const AlphaBeta& network);
+TwoLevelTime hierarchical_allreduce_seconds(double bytes, int hosts, int ranks_per_host,
+                                            const AlphaBeta& host_link, const AlphaBeta& network);
 
 // busbw in GB/s (1e9 bytes/s) of an all-reduce of `bytes` taking `seconds` on
 // `world_size` ranks; 0 when seconds <= 0 or world_size <= 1.
@@ -75,11 +76,12 @@ struct TimingSample {
   double bytes = 0;
   double seconds = 0;
 };
-AlphaBeta fit_alpha_beta(const std::string& algorithm, int world_size, const std::vector<TimingSample>& samples);
+AlphaBeta fit_alpha_beta(const std::string& algorithm, int world_size,
+                         const std::vector<TimingSample>& samples);
 // How well `link` explains the samples: 1 - weighted residual / weighted
 // variance, with the fit's weights (1/t^2, i.e. relative error). 1 is perfect.
-double fit_r2(const std::string& algorithm, int world_size, const std::vector<TimingSample>& samples,
-              const AlphaBeta& link);
+double fit_r2(const std::string& algorithm, int world_size,
+              const std::vector<TimingSample>& samples, const AlphaBeta& link);
 
 // One stored fit: what `microddp bench allreduce --fit` writes and
 // `microddp analyze` / the dashboard read.

@@ -41,7 +41,8 @@ int count_or_0(const nlohmann::json& j, const char* key) {
 // [{"rank", "host", "device", "threads", "cpus", ...}]}. Read leniently: the
 // analysis needs a few keys and must not break when the file grows; threads
 // and cpus are absent in the runs of older versions.
-void read_job(const std::filesystem::path& path, RunConfig& c, std::vector<RankPlacement>& members) {
+void read_job(const std::filesystem::path& path, RunConfig& c,
+              std::vector<RankPlacement>& members) {
   std::ifstream in(path);
   if (!in) return;
   nlohmann::json j;
@@ -70,10 +71,12 @@ void read_job(const std::filesystem::path& path, RunConfig& c, std::vector<RankP
   if (j.contains("members") && j["members"].is_array())
     for (const auto& m : j["members"])
       if (const auto rank = m.is_object() ? number_at<int>(m, "rank") : std::nullopt)
-        members.push_back({*rank, str_or(m, "host"), count_or_0(m, "threads"), count_or_0(m, "cpus")});
+        members.push_back(
+            {*rank, str_or(m, "host"), count_or_0(m, "threads"), count_or_0(m, "cpus")});
   // `auto` picks shm exactly when every rank is on one host
   // (core/comm/transport/connect.cc): the members' hosts say whether they were.
-  if (c.transport == "auto" && j.contains("members") && j["members"].is_array() && !j["members"].empty()) {
+  if (c.transport == "auto" && j.contains("members") && j["members"].is_array() &&
+      !j["members"].empty()) {
     std::set<std::string> hosts;
     for (const auto& m : j["members"]) hosts.insert(str_or(m, "host"));
     if (!hosts.count("")) {
@@ -90,8 +93,9 @@ std::string infer_transport(const std::vector<StepMetrics>& records) {
   for (const auto& r : records)
     if (r.clock_offset_ns != 0) offset.emplace(r.rank, r.clock_offset_ns);
   if (offset.size() < 2) return "";
-  const auto [lo, hi] = std::minmax_element(offset.begin(), offset.end(),
-                                            [](const auto& a, const auto& b) { return a.second < b.second; });
+  const auto [lo, hi] =
+      std::minmax_element(offset.begin(), offset.end(),
+                          [](const auto& a, const auto& b) { return a.second < b.second; });
   return static_cast<double>(hi->second - lo->second) * 1e-6 < kSameHostOffsetMs ? "shm" : "tcp";
 }
 
@@ -107,13 +111,14 @@ bool is_event(const nlohmann::json& j) {
 // A resume from step S supersedes the records of earlier attempts past S:
 // they stay in the file, and readers leave them out.
 // `world_size`: the size of the last attempt that formed, kept from line to line.
-void apply_event(const nlohmann::json& j, std::vector<StepMetrics>& out, std::vector<int>& attempt_of,
-                 std::vector<RestartEvent>* restarts, int& world_size) {
+void apply_event(const nlohmann::json& j, std::vector<StepMetrics>& out,
+                 std::vector<int>& attempt_of, std::vector<RestartEvent>* restarts,
+                 int& world_size) {
   const std::string kind = str_or(j, "kind");
   const int attempt = j.value("attempt", 0);
   if (kind == "restart" && restarts)
-    restarts->push_back({attempt, str_or(j, "cause"), j.value("rank", -1), str_or(j, "host"), str_or(j, "message"),
-                         -1, 0, world_size, 0});
+    restarts->push_back({attempt, str_or(j, "cause"), j.value("rank", -1), str_or(j, "host"),
+                         str_or(j, "message"), -1, 0, world_size, 0});
   if (kind == "attempt") {
     world_size = j.value("world_size", 0);
     if (restarts)
@@ -157,15 +162,18 @@ std::vector<StepMetrics> parse_metrics(std::istream& in, const std::string& name
       // mid-record, or a full disk before microddp wrote whole records): the
       // records before it stand. A bad line anywhere else is an error.
       if (in.eof()) {
-        spdlog::warn("{}:{}: the last line is torn (a write cut short: a crash or a full disk); the {} whole "
-                     "records before it are used",
-                     name, n, out.size());
+        spdlog::warn(
+            "{}:{}: the last line is torn (a write cut short: a crash or a full disk); the {} "
+            "whole "
+            "records before it are used",
+            name, n, out.size());
         break;
       }
       // nlohmann's message repeats the whole line; the position is enough.
       throw InputError(str(name, ":", n, ": not a JSON object (a truncated or corrupted line?)"));
     }
-    if (!j.is_object()) throw InputError(str(name, ":", n, ": expected a JSON object, got ", j.type_name()));
+    if (!j.is_object())
+      throw InputError(str(name, ":", n, ": expected a JSON object, got ", j.type_name()));
     if (is_event(j)) {
       apply_event(j, out, attempt_of, restarts, world_size);
       if (str_or(j, "kind") == "attempt") size_of[j.value("attempt", 0)] = world_size;
@@ -180,8 +188,10 @@ std::vector<StepMetrics> parse_metrics(std::istream& in, const std::string& name
     } catch (const nlohmann::json::exception& e) {
       throw InputError(str(name, ":", n, ": ", e.what()));
     }
-    if (out.back().rank < 0) throw InputError(str(name, ":", n, ": negative rank ", out.back().rank));
-    attempt_of.push_back(j.contains("attempt") && j["attempt"].is_number_integer() ? j["attempt"].get<int>() : 0);
+    if (out.back().rank < 0)
+      throw InputError(str(name, ":", n, ": negative rank ", out.back().rank));
+    attempt_of.push_back(
+        j.contains("attempt") && j["attempt"].is_number_integer() ? j["attempt"].get<int>() : 0);
   }
   // An elastic job that changed size: the steps of one size only, the last.
   const auto other = [&](std::size_t i) {
@@ -201,7 +211,8 @@ std::vector<StepMetrics> parse_metrics(std::istream& in, const std::string& name
 
 RunLog load_run(const std::filesystem::path& dir) {
   if (!std::filesystem::is_directory(dir))
-    throw InputError(str("no run directory ", dir.string(), " (give the --run-dir of a microddp run)"));
+    throw InputError(
+        str("no run directory ", dir.string(), " (give the --run-dir of a microddp run)"));
   const auto metrics = dir / "metrics.jsonl";
   std::ifstream in(metrics);
   if (!in)

@@ -17,7 +17,9 @@ bool traced_step(int64_t step, int world_size) {
   return step % kStepTraceEvery == 0 && world_size <= kStepTraceMaxRanks;
 }
 
-double StepMetrics::overlap() const { return overlap_fraction(exposed_comm_ms, total_comm_ms); }
+double StepMetrics::overlap() const {
+  return overlap_fraction(exposed_comm_ms, total_comm_ms);
+}
 
 double StepMetrics::compression_ratio() const {
   return comm_bytes > 0 ? static_cast<double>(grad_bytes) / static_cast<double>(comm_bytes) : 0;
@@ -27,14 +29,17 @@ namespace {
 
 // Times are measured in whole nanoseconds: printing more digits of their
 // millisecond form only repeats floating-point noise (0.72419099999999991).
-double ns_precision(double ms) { return std::round(ms * 1e6) / 1e6; }
+double ns_precision(double ms) {
+  return std::round(ms * 1e6) / 1e6;
+}
 
 // The compact form of step_metrics.h: one array per step, times after the bucket's start.
 nlohmann::json steps_json(const comm::CommSpan& b) {
   nlohmann::json out = nlohmann::json::array();
   for (const comm::AlgoStep& s : b.steps)
-    out.push_back({comm::phase_name(s), s.index, s.send_peer, s.send_block, s.recv_peer, s.recv_block,
-                   s.send_bytes, s.recv_bytes, s.start_ns - b.start_ns, s.end_ns - b.start_ns});
+    out.push_back({comm::phase_name(s), s.index, s.send_peer, s.send_block, s.recv_peer,
+                   s.recv_block, s.send_bytes, s.recv_bytes, s.start_ns - b.start_ns,
+                   s.end_ns - b.start_ns});
   return out;
 }
 
@@ -42,26 +47,40 @@ nlohmann::json steps_json(const comm::CommSpan& b) {
 
 nlohmann::json StepMetrics::to_json() const {
   if (eval)
-    return {{"kind", "eval"}, {"rank", rank}, {"step", step}, {"eval_loss", eval_loss}, {"eval_accuracy", eval_accuracy}};
+    return {{"kind", "eval"},
+            {"rank", rank},
+            {"step", step},
+            {"eval_loss", eval_loss},
+            {"eval_accuracy", eval_accuracy}};
   nlohmann::json spans = nlohmann::json::array();
   for (const auto& b : buckets) {
-    nlohmann::json span = {{"index", b.index}, {"bytes", b.bytes}, {"ready_ns", b.ready_ns}, {"launch_ns", b.launch_ns},
-                           {"start_ns", b.start_ns}, {"end_ns", b.end_ns}, {"grad_bytes", b.grad_bytes},
-                           {"sent_bytes", b.sent_bytes}};
+    nlohmann::json span = {{"index", b.index},           {"bytes", b.bytes},
+                           {"ready_ns", b.ready_ns},     {"launch_ns", b.launch_ns},
+                           {"start_ns", b.start_ns},     {"end_ns", b.end_ns},
+                           {"grad_bytes", b.grad_bytes}, {"sent_bytes", b.sent_bytes}};
     if (b.op != comm::SpanOp::kAllReduce) span["op"] = comm::to_string(b.op);
     if (b.round != 0) span["round"] = b.round;
     if (!b.steps.empty()) span["steps"] = steps_json(b);
     spans.push_back(std::move(span));
   }
-  return {{"kind", "step"},         {"rank", rank},
-          {"step", step},           {"loss", static_cast<float>(loss)},
-          {"data_ms", ns_precision(data_ms)},     {"forward_ms", ns_precision(forward_ms)},
-          {"backward_ms", ns_precision(backward_ms)}, {"exposed_comm_ms", ns_precision(exposed_comm_ms)},
-          {"total_comm_ms", ns_precision(total_comm_ms)}, {"optimizer_ms", ns_precision(optimizer_ms)},
-          {"step_ms", ns_precision(step_ms)},     {"overlap", ns_precision(overlap())},
-          {"comm_bytes", comm_bytes}, {"grad_bytes", grad_bytes},
-          {"sent_bytes", sent_bytes}, {"start_ns", start_ns},
-          {"clock_offset_ns", clock_offset_ns}, {"buckets", spans}};
+  return {{"kind", "step"},
+          {"rank", rank},
+          {"step", step},
+          {"loss", static_cast<float>(loss)},
+          {"data_ms", ns_precision(data_ms)},
+          {"forward_ms", ns_precision(forward_ms)},
+          {"backward_ms", ns_precision(backward_ms)},
+          {"exposed_comm_ms", ns_precision(exposed_comm_ms)},
+          {"total_comm_ms", ns_precision(total_comm_ms)},
+          {"optimizer_ms", ns_precision(optimizer_ms)},
+          {"step_ms", ns_precision(step_ms)},
+          {"overlap", ns_precision(overlap())},
+          {"comm_bytes", comm_bytes},
+          {"grad_bytes", grad_bytes},
+          {"sent_bytes", sent_bytes},
+          {"start_ns", start_ns},
+          {"clock_offset_ns", clock_offset_ns},
+          {"buckets", spans}};
 }
 
 namespace {
@@ -75,15 +94,17 @@ void read(const nlohmann::json& j, const char* key, T& out) {
   const std::optional<T> v = json_number<T>(*it);
   if (!v)
     throw InputError(str("metrics record: '", key, "' should be ",
-                         std::is_integral_v<T> ? "an integer in range" : "a number", ", not ", it->dump()));
+                         std::is_integral_v<T> ? "an integer in range" : "a number", ", not ",
+                         it->dump()));
   out = *v;
 }
 
 std::vector<comm::AlgoStep> steps_from_json(const nlohmann::json& j, int64_t bucket_start_ns) {
   const auto bad = [&](const nlohmann::json& v) {
-    return InputError(str("metrics record: a bucket step should be [phase, index, send_peer, send_block, "
-                          "recv_peer, recv_block, send_bytes, recv_bytes, start, end], not ",
-                          v.dump()));
+    return InputError(
+        str("metrics record: a bucket step should be [phase, index, send_peer, send_block, "
+            "recv_peer, recv_block, send_bytes, recv_bytes, start, end], not ",
+            v.dump()));
   };
   if (!j.is_array()) throw bad(j);
   std::vector<comm::AlgoStep> out;
@@ -110,13 +131,16 @@ std::vector<comm::AlgoStep> steps_from_json(const nlohmann::json& j, int64_t buc
 }  // namespace
 
 StepMetrics StepMetrics::from_json(const nlohmann::json& j) {
-  if (!j.is_object()) throw InputError(str("metrics record: expected a JSON object, not ", j.dump()));
+  if (!j.is_object())
+    throw InputError(str("metrics record: expected a JSON object, not ", j.dump()));
   StepMetrics m;
   std::string kind = "step";
   if (j.contains("kind")) {
-    if (!j["kind"].is_string()) throw InputError(str("metrics record: 'kind' should be \"step\" or \"eval\""));
+    if (!j["kind"].is_string())
+      throw InputError(str("metrics record: 'kind' should be \"step\" or \"eval\""));
     kind = j["kind"].get<std::string>();
-    if (kind != "step" && kind != "eval") throw InputError(str("metrics record: unknown kind '", kind, "'"));
+    if (kind != "step" && kind != "eval")
+      throw InputError(str("metrics record: unknown kind '", kind, "'"));
   }
   m.eval = kind == "eval";
   read(j, "rank", m.rank);
@@ -139,7 +163,8 @@ StepMetrics StepMetrics::from_json(const nlohmann::json& j) {
   if (const auto it = j.find("buckets"); it != j.end()) {
     if (!it->is_array()) throw InputError(str("metrics record: 'buckets' should be an array"));
     for (const auto& b : *it) {
-      if (!b.is_object()) throw InputError(str("metrics record: a bucket should be an object, not ", b.dump()));
+      if (!b.is_object())
+        throw InputError(str("metrics record: a bucket should be an object, not ", b.dump()));
       comm::CommSpan s;
       read(b, "index", s.index);
       read(b, "bytes", s.bytes);
@@ -151,10 +176,13 @@ StepMetrics StepMetrics::from_json(const nlohmann::json& j) {
       read(b, "sent_bytes", s.sent_bytes);
       read(b, "round", s.round);
       if (const auto op = b.find("op"); op != b.end()) {
-        if (!op->is_string()) throw InputError(str("metrics record: a bucket's 'op' should be a string, not ", op->dump()));
+        if (!op->is_string())
+          throw InputError(
+              str("metrics record: a bucket's 'op' should be a string, not ", op->dump()));
         s.op = comm::parse_span_op(op->get<std::string>());
       }
-      if (const auto steps = b.find("steps"); steps != b.end()) s.steps = steps_from_json(*steps, s.start_ns);
+      if (const auto steps = b.find("steps"); steps != b.end())
+        s.steps = steps_from_json(*steps, s.start_ns);
       m.buckets.push_back(s);
     }
   }

@@ -31,7 +31,8 @@ struct StepMetrics {
   int rank = 0;
   int64_t step = 0;
   double loss = 0;
-  double data_ms = 0, forward_ms = 0, backward_ms = 0, exposed_comm_ms = 0, optimizer_ms = 0, step_ms = 0;
+  double data_ms = 0, forward_ms = 0, backward_ms = 0, exposed_comm_ms = 0, optimizer_ms = 0,
+         step_ms = 0;
   double total_comm_ms = 0;
   // Bytes of the step's synchronisation (Note [Wire bytes] in core/comm/span.h):
   // the messages handed to collectives, the fp32 gradients they stand for,
@@ -42,7 +43,8 @@ struct StepMetrics {
   std::size_t sent_bytes = 0;
   // Per bucket (or parameter): ready, launch, start, end; on traced steps
   // also its algorithm's steps, in JSON as arrays
-  //   [phase, index, send_peer, send_block, recv_peer, recv_block, send_bytes, recv_bytes, start, end]
+  //   [phase, index, send_peer, send_block, recv_peer, recv_block, send_bytes, recv_bytes, start,
+  //   end]
   // with start and end in ns after the bucket's start_ns.
   std::vector<comm::CommSpan> buckets;
   int64_t start_ns = 0;         // steady clock when the step began (its data phase)
@@ -52,7 +54,7 @@ struct StepMetrics {
   bool eval = false;
   double eval_loss = 0, eval_accuracy = -1;
 
-  double overlap() const;  // in [0, 1]; 0 when nothing was communicated
+  double overlap() const;            // in [0, 1]; 0 when nothing was communicated
   double compression_ratio() const;  // grad_bytes / comm_bytes; 0 when nothing was communicated
   nlohmann::json to_json() const;
   // The inverse of to_json (extra keys are ignored; a missing key keeps its

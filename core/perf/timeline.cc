@@ -12,11 +12,15 @@ namespace {
 // of its buffer, half an all-reduce's traffic; an all-gather's `bytes` is
 // one rank's part of the n gathered.
 double span_busbw_gbps(const comm::CommSpan& b, int world) {
-  const double s = static_cast<double>(b.end_ns - b.start_ns) * 1e-9, bytes = static_cast<double>(b.bytes);
+  const double s = static_cast<double>(b.end_ns - b.start_ns) * 1e-9,
+               bytes = static_cast<double>(b.bytes);
   switch (b.op) {
-    case comm::SpanOp::kReduceScatter: return bus_bandwidth_gbps(bytes, s, world) / 2;
-    case comm::SpanOp::kAllGather: return bus_bandwidth_gbps(bytes * world, s, world) / 2;
-    case comm::SpanOp::kAllReduce: break;
+    case comm::SpanOp::kReduceScatter:
+      return bus_bandwidth_gbps(bytes, s, world) / 2;
+    case comm::SpanOp::kAllGather:
+      return bus_bandwidth_gbps(bytes * world, s, world) / 2;
+    case comm::SpanOp::kAllReduce:
+      break;
   }
   return bus_bandwidth_gbps(bytes, s, world);
 }
@@ -38,19 +42,24 @@ struct Arrival {
 };
 
 Arrival arrival_of(const StepMetrics& m, int64_t origin) {
-  const auto first = std::min_element(m.buckets.begin(), m.buckets.end(),
-                                      [](const auto& a, const auto& b) { return a.ready_ns < b.ready_ns; });
+  const auto first =
+      std::min_element(m.buckets.begin(), m.buckets.end(),
+                       [](const auto& a, const auto& b) { return a.ready_ns < b.ready_ns; });
   const double start_ms = ns_to_ms_since(m.start_ns + m.clock_offset_ns, origin);
   const double ready_ms = ns_to_ms_since(first->ready_ns + m.clock_offset_ns, origin);
   const double backward_start = start_ms + m.data_ms + m.forward_ms;
   return {ready_ms,
-          {{"start", start_ms}, {"data", m.data_ms}, {"forward", m.forward_ms},
+          {{"start", start_ms},
+           {"data", m.data_ms},
+           {"forward", m.forward_ms},
            {"backward", std::max(0.0, ready_ms - backward_start)}}};
 }
 
 }  // namespace
 
-double ns_to_ms_since(int64_t ns, int64_t origin_ns) { return static_cast<double>(ns - origin_ns) * 1e-6; }
+double ns_to_ms_since(int64_t ns, int64_t origin_ns) {
+  return static_cast<double>(ns - origin_ns) * 1e-6;
+}
 
 // The late rank is compared with the median of the *other* ranks, so that
 // with two ranks the reference is the punctual one rather than the midpoint.
@@ -61,8 +70,9 @@ std::optional<Straggler> find_straggler(const std::vector<StepMetrics>& records,
     if (m.buckets.empty()) return std::nullopt;
     arrivals.push_back(arrival_of(m, origin));
   }
-  const auto late = std::max_element(arrivals.begin(), arrivals.end(),
-                                     [](const Arrival& a, const Arrival& b) { return a.arrival_ms < b.arrival_ms; });
+  const auto late = std::max_element(
+      arrivals.begin(), arrivals.end(),
+      [](const Arrival& a, const Arrival& b) { return a.arrival_ms < b.arrival_ms; });
   const std::size_t late_i = static_cast<std::size_t>(late - arrivals.begin());
   std::vector<double> others;
   for (std::size_t i = 0; i < arrivals.size(); ++i)
@@ -89,12 +99,15 @@ StepTimeline build_timeline(const std::vector<StepMetrics>& step_records, int wo
   if (step_records.empty()) return t;
   t.step = step_records.front().step;
   t.origin_unix_ns = step_records.front().start_ns + step_records.front().clock_offset_ns;
-  for (const auto& m : step_records) t.origin_unix_ns = std::min(t.origin_unix_ns, m.start_ns + m.clock_offset_ns);
+  for (const auto& m : step_records)
+    t.origin_unix_ns = std::min(t.origin_unix_ns, m.start_ns + m.clock_offset_ns);
   const int64_t origin = t.origin_unix_ns;
   for (const auto& m : step_records) {
     RankTimeline r;
     r.rank = m.rank;
-    const auto at = [&](int64_t steady_ns) { return ns_to_ms_since(steady_ns + m.clock_offset_ns, origin); };
+    const auto at = [&](int64_t steady_ns) {
+      return ns_to_ms_since(steady_ns + m.clock_offset_ns, origin);
+    };
     r.start_ms = at(m.start_ns);
     double cursor = r.start_ms;
     // The phases run one after another on the training thread.
@@ -109,16 +122,18 @@ StepTimeline build_timeline(const std::vector<StepMetrics>& step_records, int wo
     }
     r.end_ms = std::max(cursor, r.start_ms + m.step_ms);
     for (const auto& b : m.buckets)
-      r.buckets.push_back({b.index, b.bytes, at(b.ready_ns), at(b.launch_ns), at(b.start_ns), at(b.end_ns),
-                           span_busbw_gbps(b, world_size), b.op});
+      r.buckets.push_back({b.index, b.bytes, at(b.ready_ns), at(b.launch_ns), at(b.start_ns),
+                           at(b.end_ns), span_busbw_gbps(b, world_size), b.op});
     t.ranks.push_back(std::move(r));
   }
-  std::sort(t.ranks.begin(), t.ranks.end(), [](const auto& a, const auto& b) { return a.rank < b.rank; });
+  std::sort(t.ranks.begin(), t.ranks.end(),
+            [](const auto& a, const auto& b) { return a.rank < b.rank; });
   t.straggler = find_straggler(step_records, origin);
   return t;
 }
 
-std::vector<std::vector<StepMetrics>> complete_steps(const std::vector<StepMetrics>& records, int world_size) {
+std::vector<std::vector<StepMetrics>> complete_steps(const std::vector<StepMetrics>& records,
+                                                     int world_size) {
   std::map<int64_t, std::vector<StepMetrics>> by_step;
   std::set<std::pair<int64_t, int>> seen;  // (step, rank): delivery is at-least-once
   for (const auto& m : records)
@@ -151,8 +166,9 @@ StragglerSummary summarize_stragglers(const std::vector<StepTimeline>& steps, do
             [](const auto& a, const auto& b) { return a.late_ms_total > b.late_ms_total; });
   if (!s.ranks.empty()) {
     const StragglerRank& w = s.ranks.front();
-    const auto phase = std::max_element(w.by_phase.begin(), w.by_phase.end(),
-                                        [](const auto& a, const auto& b) { return a.second < b.second; });
+    const auto phase =
+        std::max_element(w.by_phase.begin(), w.by_phase.end(),
+                         [](const auto& a, const auto& b) { return a.second < b.second; });
     s.worst = Straggler{w.rank, phase->first, w.late_ms_total, {}};
   }
   return s;
@@ -166,12 +182,21 @@ nlohmann::json to_json(const StepTimeline& t) {
   nlohmann::json ranks = nlohmann::json::array();
   for (const auto& r : t.ranks) {
     nlohmann::json phases = nlohmann::json::array(), buckets = nlohmann::json::array();
-    for (const auto& p : r.phases) phases.push_back({{"name", p.name}, {"start_ms", p.start_ms}, {"end_ms", p.end_ms}});
+    for (const auto& p : r.phases)
+      phases.push_back({{"name", p.name}, {"start_ms", p.start_ms}, {"end_ms", p.end_ms}});
     for (const auto& b : r.buckets)
-      buckets.push_back({{"index", b.index}, {"bytes", b.bytes}, {"ready_ms", b.ready_ms},
-                         {"launch_ms", b.launch_ms}, {"start_ms", b.start_ms}, {"end_ms", b.end_ms},
-                         {"busbw_gbps", b.busbw_gbps}, {"op", comm::to_string(b.op)}});
-    ranks.push_back({{"rank", r.rank}, {"start_ms", r.start_ms}, {"end_ms", r.end_ms}, {"phases", phases},
+      buckets.push_back({{"index", b.index},
+                         {"bytes", b.bytes},
+                         {"ready_ms", b.ready_ms},
+                         {"launch_ms", b.launch_ms},
+                         {"start_ms", b.start_ms},
+                         {"end_ms", b.end_ms},
+                         {"busbw_gbps", b.busbw_gbps},
+                         {"op", comm::to_string(b.op)}});
+    ranks.push_back({{"rank", r.rank},
+                     {"start_ms", r.start_ms},
+                     {"end_ms", r.end_ms},
+                     {"phases", phases},
                      {"buckets", buckets}});
   }
   return {{"step", t.step},
@@ -183,7 +208,9 @@ nlohmann::json to_json(const StepTimeline& t) {
 nlohmann::json to_json(const StragglerSummary& s) {
   nlohmann::json ranks = nlohmann::json::array();
   for (const auto& r : s.ranks)
-    ranks.push_back({{"rank", r.rank}, {"late_steps", r.late_steps}, {"late_ms_total", r.late_ms_total},
+    ranks.push_back({{"rank", r.rank},
+                     {"late_steps", r.late_steps},
+                     {"late_ms_total", r.late_ms_total},
                      {"by_phase", r.by_phase}});
   nlohmann::json worst = nullptr;
   if (s.worst) worst = {{"rank", s.worst->rank}, {"phase", s.worst->phase}};

@@ -44,8 +44,8 @@ struct RankTimeline {
 
 struct Straggler {
   int rank = -1;
-  std::string phase;   // start | data | forward | backward
-  double late_ms = 0;  // first bucket ready this much after the median rank's
+  std::string phase;                        // start | data | forward | backward
+  double late_ms = 0;                       // first bucket ready this much after the median rank's
   std::map<std::string, double> excess_ms;  // per phase: this rank minus the median rank
 };
 
@@ -62,7 +62,8 @@ double ns_to_ms_since(int64_t ns, int64_t origin_ns);
 // Who arrived late at the first all-reduce of one step, and in which phase
 // (the records of all ranks of that step). nullopt for one rank, or when a
 // rank communicated nothing. `origin` is the common-clock zero of the *_ms.
-std::optional<Straggler> find_straggler(const std::vector<StepMetrics>& step_records, int64_t origin);
+std::optional<Straggler> find_straggler(const std::vector<StepMetrics>& step_records,
+                                        int64_t origin);
 
 // The timeline of one step from the records of all its ranks (training
 // records of the same step, one per rank, any order).
@@ -71,7 +72,8 @@ StepTimeline build_timeline(const std::vector<StepMetrics>& step_records, int wo
 // The steps whose records are complete (world_size training records), in
 // step order, each with its records sorted by rank. Eval records are skipped;
 // a duplicate (rank, step) keeps the first.
-std::vector<std::vector<StepMetrics>> complete_steps(const std::vector<StepMetrics>& records, int world_size);
+std::vector<std::vector<StepMetrics>> complete_steps(const std::vector<StepMetrics>& records,
+                                                     int world_size);
 
 struct StragglerRank {
   int rank = 0;
@@ -87,7 +89,8 @@ struct StragglerSummary {
 };
 // Counts who was late in each timeline. A step counts when its late rank was
 // at least `min_late_ms` behind the median (noise below that is ignored).
-StragglerSummary summarize_stragglers(const std::vector<StepTimeline>& steps, double min_late_ms = 0.5);
+StragglerSummary summarize_stragglers(const std::vector<StepTimeline>& steps,
+                                      double min_late_ms = 0.5);
 
 nlohmann::json to_json(const Straggler& s);
 nlohmann::json to_json(const StepTimeline& t);

@@ -3,14 +3,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <algorithm>
 #include <filesystem>
-#include <string_view>
 #include <fstream>
+#include <string_view>
 
 #include "core/common/check.h"
 #include "mddp/config.h"
@@ -73,7 +73,8 @@ bool nvidia_gpu_present(const std::string& root) {
   const auto is_gpu_node = [](const std::string& name) {
     constexpr std::string_view prefix = "nvidia";
     return name.size() > prefix.size() && name.compare(0, prefix.size(), prefix) == 0 &&
-           std::all_of(name.begin() + prefix.size(), name.end(), [](char c) { return c >= '0' && c <= '9'; });
+           std::all_of(name.begin() + prefix.size(), name.end(),
+                       [](char c) { return c >= '0' && c <= '9'; });
   };
   for (const auto& e : fs::directory_iterator(base / "dev", ec))
     if (is_gpu_node(e.path().filename().string())) return true;

@@ -22,9 +22,11 @@ void require_usable(const Device& device, const CudaStatus& status) {
                      "present, or use --device cpu)");
   if (status.broken()) throw InputError("--device " + device.str() + ": " + status.problem);
   if (status.devices == 0)
-    throw InputError("--device " + device.str() + ": no CUDA GPU found on this machine (use --device cpu)");
+    throw InputError("--device " + device.str() +
+                     ": no CUDA GPU found on this machine (use --device cpu)");
   if (device.index >= status.devices)
-    throw InputError(str("--device ", device.str(), ": only ", status.devices, " CUDA device(s) present"));
+    throw InputError(
+        str("--device ", device.str(), ": only ", status.devices, " CUDA device(s) present"));
 }
 
 // Local rank r of a `--device cuda` job gets cuda:r (torchrun's rule).
@@ -32,8 +34,9 @@ Device gpu_of_local_rank(int local_rank, const CudaStatus& status) {
   const Device device{DeviceType::kCuda, local_rank};
   // Without a usable GPU require_usable gives the clearer message.
   if (status.devices > 0 && local_rank >= status.devices)
-    throw InputError(str("--device cuda gives local rank ", local_rank, " cuda:", local_rank, ", but this host has ",
-                         status.devices, " GPU(s): NCCL needs a GPU per rank, so start at most ", status.devices,
+    throw InputError(str("--device cuda gives local rank ", local_rank, " cuda:", local_rank,
+                         ", but this host has ", status.devices,
+                         " GPU(s): NCCL needs a GPU per rank, so start at most ", status.devices,
                          " rank(s) on this host"));
   require_usable(device, status);
   return device;
@@ -43,7 +46,8 @@ Device gpu_of_local_rank(int local_rank, const CudaStatus& status) {
 
 Device Device::parse(const std::string& text) {
   if (text == "cpu") return {};
-  if (text == "cuda") return {DeviceType::kCuda, local_gpu([](const char* var) { return std::getenv(var); }).index};
+  if (text == "cuda")
+    return {DeviceType::kCuda, local_gpu([](const char* var) { return std::getenv(var); }).index};
   if (text.rfind("cuda:", 0) == 0) {
     const std::string idx = text.substr(5);
     if (!idx.empty() && idx.size() < 6 && idx.find_first_not_of("0123456789") == std::string::npos)
@@ -52,9 +56,13 @@ Device Device::parse(const std::string& text) {
   throw InputError("unknown device '" + text + "' (use cpu, cuda or cuda:K)");
 }
 
-std::string Device::str() const { return is_cpu() ? "cpu" : "cuda:" + std::to_string(index); }
+std::string Device::str() const {
+  return is_cpu() ? "cpu" : "cuda:" + std::to_string(index);
+}
 
-int cuda_device_count() { return cuda_status().devices; }
+int cuda_device_count() {
+  return cuda_status().devices;
+}
 
 int64_t gpu_host_waits() {
 #if MDDP_HAVE_CUDA
@@ -83,6 +91,8 @@ void require_gpu_per_local_rank(const std::string& device_text, int local_ranks)
     require_usable(device, status);
 }
 
-Device gpu_of_local_rank(int local_rank) { return gpu_of_local_rank(local_rank, cuda_status()); }
+Device gpu_of_local_rank(int local_rank) {
+  return gpu_of_local_rank(local_rank, cuda_status());
+}
 
 }  // namespace mddp::tensor

@@ -38,19 +38,23 @@ Device op_device(const char* op, std::initializer_list<const Tensor*> ts) {
                       "; move them to one device first (copy)"));
   }
   if (dev.is_cuda() && !kHaveCuda)
-    throw InputError(str("op '", op, "' got a ", dev.str(),
-                         " tensor, but this build has no CUDA support; rebuild with the CUDA toolkit "
-                         "installed (or use --device cpu)"));
+    throw InputError(
+        str("op '", op, "' got a ", dev.str(),
+            " tensor, but this build has no CUDA support; rebuild with the CUDA toolkit "
+            "installed (or use --device cpu)"));
   return dev;
 }
 
 // The CPU GEMM at the calling thread's precision (Note [Autocast] in precision.h).
-void cpu_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, const float* b,
-              float beta, float* c) {
+void cpu_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+              const float* b, float beta, float* c) {
   switch (gemm_precision()) {
-    case Precision::kFp32: return cpu::gemm(ta, tb, m, n, k, alpha, a, b, beta, c);
-    case Precision::kBf16: return cpu::gemm_half(HalfFormat::kBf16, ta, tb, m, n, k, alpha, a, b, beta, c);
-    case Precision::kFp16: return cpu::gemm_half(HalfFormat::kFp16, ta, tb, m, n, k, alpha, a, b, beta, c);
+    case Precision::kFp32:
+      return cpu::gemm(ta, tb, m, n, k, alpha, a, b, beta, c);
+    case Precision::kBf16:
+      return cpu::gemm_half(HalfFormat::kBf16, ta, tb, m, n, k, alpha, a, b, beta, c);
+    case Precision::kFp16:
+      return cpu::gemm_half(HalfFormat::kFp16, ta, tb, m, n, k, alpha, a, b, beta, c);
   }
 }
 
@@ -60,7 +64,8 @@ void require_same_numel(const char* op, const Tensor& a, const Tensor& b) {
 
 // [N, C] -> (N, C, 1); [N, C, H, W] -> (N, C, H*W)
 void split_nc(const Tensor& t, int64_t& n, int64_t& c, int64_t& inner) {
-  MDDP_CHECK(t.ndim() == 2 || t.ndim() == 4, "expected [N, C] or [N, C, H, W], got ", shape_str(t.shape()));
+  MDDP_CHECK(t.ndim() == 2 || t.ndim() == 4, "expected [N, C] or [N, C, H, W], got ",
+             shape_str(t.shape()));
   n = t.dim(0);
   c = t.dim(1);
   inner = t.ndim() == 4 ? t.dim(2) * t.dim(3) : 1;
@@ -78,7 +83,9 @@ const char* gemm_backend_name(int64_t m, int64_t n, int64_t k) {
   return cpu::gemm_backend_name(cpu::gemm_backend(m, n, k));
 }
 
-int num_threads() { return omp_get_max_threads(); }
+int num_threads() {
+  return omp_get_max_threads();
+}
 
 void gemm(bool trans_a, bool trans_b, float alpha, const Tensor& a, const Tensor& b, float beta,
           Tensor& c) {
@@ -93,7 +100,8 @@ void gemm(bool trans_a, bool trans_b, float alpha, const Tensor& a, const Tensor
              shape_str(c.shape()));
   if (dev.is_cuda()) {
     if constexpr (kHaveCuda)
-      cuda::gemm(dev.index, gemm_precision(), trans_a, trans_b, m, n, k, alpha, a.data(), b.data(), beta, c.data());
+      cuda::gemm(dev.index, gemm_precision(), trans_a, trans_b, m, n, k, alpha, a.data(), b.data(),
+                 beta, c.data());
     return;
   }
   cpu_gemm(trans_a, trans_b, m, n, k, alpha, a.data(), b.data(), beta, c.data());
@@ -144,7 +152,8 @@ void axpy(float alpha, const Tensor& x, Tensor& y) {
 void round_to_half(const Tensor& x, HalfFormat format, uint16_t* bits) {
   const Device dev = op_device("round_to_half", {&x});
   if (dev.is_cuda()) {
-    if constexpr (kHaveCuda) cuda::round_to_half(dev.index, x.data(), x.numel(), format == HalfFormat::kBf16, bits);
+    if constexpr (kHaveCuda)
+      cuda::round_to_half(dev.index, x.data(), x.numel(), format == HalfFormat::kBf16, bits);
     return;
   }
   cpu::round_to_half(x.data(), x.numel(), format, bits);
@@ -153,7 +162,8 @@ void round_to_half(const Tensor& x, HalfFormat format, uint16_t* bits) {
 void widen_from_half(const uint16_t* bits, HalfFormat format, Tensor& x) {
   const Device dev = op_device("widen_from_half", {&x});
   if (dev.is_cuda()) {
-    if constexpr (kHaveCuda) cuda::widen_from_half(dev.index, bits, x.numel(), format == HalfFormat::kBf16, x.data());
+    if constexpr (kHaveCuda)
+      cuda::widen_from_half(dev.index, bits, x.numel(), format == HalfFormat::kBf16, x.data());
     return;
   }
   cpu::widen_from_half(bits, x.numel(), format, x.data());
@@ -198,11 +208,13 @@ void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx) {
   require_same_numel("relu_backward", y, dx);
   const Device dev = op_device("relu_backward", {&y, &dy, &dx});
   if (dev.is_cuda()) {
-    if constexpr (kHaveCuda) cuda::relu_backward(dev.index, y.data(), dy.data(), dx.data(), y.numel());
+    if constexpr (kHaveCuda)
+      cuda::relu_backward(dev.index, y.data(), dy.data(), dx.data(), y.numel());
     return;
   }
   cpu::relu_backward(y.data(), dy.data(), dx.data(), y.numel());
-  if (test_mutation("relu_mask_inverted")) {  // planted bug: dx = dy - dx keeps dy where the mask is off
+  if (test_mutation(
+          "relu_mask_inverted")) {  // planted bug: dx = dy - dx keeps dy where the mask is off
     cpu::scale(dx.data(), dx.numel(), -1.0f);
     cpu::axpy(1.0f, dy.data(), dx.data(), dx.numel());
   }
@@ -210,9 +222,10 @@ void relu_backward(const Tensor& y, const Tensor& dy, Tensor& dx) {
 
 namespace {
 conv::Dims conv_dims(const Tensor& x, const Tensor& w, int pad) {
-  MDDP_CHECK(x.ndim() == 4 && w.ndim() == 4, "conv2d: x ", shape_str(x.shape()), " w ", shape_str(w.shape()));
-  MDDP_CHECK(w.dim(1) == x.dim(1) && w.dim(2) == w.dim(3), "conv2d: x ", shape_str(x.shape()), " w ",
+  MDDP_CHECK(x.ndim() == 4 && w.ndim() == 4, "conv2d: x ", shape_str(x.shape()), " w ",
              shape_str(w.shape()));
+  MDDP_CHECK(w.dim(1) == x.dim(1) && w.dim(2) == w.dim(3), "conv2d: x ", shape_str(x.shape()),
+             " w ", shape_str(w.shape()));
   conv::Dims d{x.dim(0), x.dim(1), x.dim(2), x.dim(3), w.dim(0), w.dim(2), pad, 0, 0};
   d.ho = d.h + 2 * pad - d.k + 1;
   d.wo = d.w + 2 * pad - d.k + 1;
@@ -228,8 +241,8 @@ struct CpuConvKernels {
   void col2im_add(const float* col, const conv::Dims& d, float* dx) const {
     cpu::col2im(col, d.c, d.h, d.w, static_cast<int>(d.k), d.pad, dx);
   }
-  void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a, const float* b,
-            float beta, float* c) const {
+  void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+            const float* b, float beta, float* c) const {
     cpu_gemm(ta, tb, m, n, k, alpha, a, b, beta, c);
   }
   void bias_add(float* y, const float* bias, int64_t n, int64_t c, int64_t inner) const {
@@ -266,7 +279,8 @@ void conv2d_backward_params(const Tensor& x, const Tensor& dy, int pad, Tensor& 
   MDDP_CHECK_EQ(db.numel(), d.o, "conv2d bias grad");
   if (dev.is_cuda()) {
     if constexpr (kHaveCuda)
-      cuda::conv2d_backward_params(dev.index, d, x.data(), dy.data(), col.data(), dw.data(), db.data());
+      cuda::conv2d_backward_params(dev.index, d, x.data(), dy.data(), col.data(), dw.data(),
+                                   db.data());
     return;
   }
   conv::backward_params(CpuConvKernels{}, d, x.data(), dy.data(), col.data(), dw.data(), db.data());
@@ -292,7 +306,8 @@ void maxpool2d_forward(const Tensor& x, int k, Tensor& y) {
              shape_str(y.shape()));
   if (dev.is_cuda()) {
     if constexpr (kHaveCuda)
-      cuda::maxpool2d_forward(dev.index, x.data(), x.dim(0) * x.dim(1), x.dim(2), x.dim(3), k, y.data());
+      cuda::maxpool2d_forward(dev.index, x.data(), x.dim(0) * x.dim(1), x.dim(2), x.dim(3), k,
+                              y.data());
     return;
   }
   cpu::maxpool2d_forward(x.data(), x.dim(0) * x.dim(1), x.dim(2), x.dim(3), k, y.data());
@@ -302,15 +317,16 @@ void maxpool2d_backward(const Tensor& x, const Tensor& dy, int k, Tensor& dx) {
   const Device dev = op_device("maxpool2d_backward", {&x, &dy, &dx});
   require_same_numel("maxpool2d dx", x, dx);
   MDDP_CHECK(x.ndim() == 4 && k >= 1, "maxpool2d: x ", shape_str(x.shape()), " k ", k);
-  MDDP_CHECK(dy.shape() == (Shape{x.dim(0), x.dim(1), x.dim(2) / k, x.dim(3) / k}), "maxpool2d: dy ",
-             shape_str(dy.shape()));
+  MDDP_CHECK(dy.shape() == (Shape{x.dim(0), x.dim(1), x.dim(2) / k, x.dim(3) / k}),
+             "maxpool2d: dy ", shape_str(dy.shape()));
   if (dev.is_cuda()) {
     if constexpr (kHaveCuda)
-      cuda::maxpool2d_backward(dev.index, x.data(), dy.data(), x.dim(0) * x.dim(1), x.dim(2), x.dim(3), k,
-                               dx.data());
+      cuda::maxpool2d_backward(dev.index, x.data(), dy.data(), x.dim(0) * x.dim(1), x.dim(2),
+                               x.dim(3), k, dx.data());
     return;
   }
-  cpu::maxpool2d_backward(x.data(), dy.data(), x.dim(0) * x.dim(1), x.dim(2), x.dim(3), k, dx.data());
+  cpu::maxpool2d_backward(x.data(), dy.data(), x.dim(0) * x.dim(1), x.dim(2), x.dim(3), k,
+                          dx.data());
 }
 
 namespace {
@@ -322,7 +338,8 @@ void check_label_shape(const Tensor& logits, const Tensor& labels) {
 // Labels must be class indices; on the CPU they are checked here, on a GPU by
 // the kernels, which report the first bad row for this same message.
 void check_label_row(const Tensor& logits, float label, int64_t row) {
-  MDDP_CHECK(label >= 0 && label < logits.dim(1) && label == static_cast<float>(static_cast<int64_t>(label)),
+  MDDP_CHECK(label >= 0 && label < logits.dim(1) &&
+                 label == static_cast<float>(static_cast<int64_t>(label)),
              "label ", label, " at row ", row, " is not a class index below ", logits.dim(1));
 }
 
@@ -345,31 +362,34 @@ float softmax_xent_forward(const Tensor& logits, const Tensor& labels, Tensor& p
     float loss = 0.0f;
     if constexpr (kHaveCuda) {
       int64_t bad_row = -1;
-      loss = cuda::softmax_xent_forward(dev.index, logits.data(), labels.data(), logits.dim(0), logits.dim(1),
-                                        probs.data(), bad_row);
+      loss = cuda::softmax_xent_forward(dev.index, logits.data(), labels.data(), logits.dim(0),
+                                        logits.dim(1), probs.data(), bad_row);
       report_bad_row(logits, labels, bad_row);
     }
     return loss;
   }
   check_labels_cpu(logits, labels);
-  return cpu::softmax_xent_forward(logits.data(), labels.data(), logits.dim(0), logits.dim(1), probs.data());
+  return cpu::softmax_xent_forward(logits.data(), labels.data(), logits.dim(0), logits.dim(1),
+                                   probs.data());
 }
 
-void softmax_xent_backward(const Tensor& probs, const Tensor& labels, Tensor& dlogits, bool labels_checked) {
+void softmax_xent_backward(const Tensor& probs, const Tensor& labels, Tensor& dlogits,
+                           bool labels_checked) {
   const Device dev = op_device("softmax_xent_backward", {&probs, &labels, &dlogits});
   check_label_shape(probs, labels);
   require_same_numel("softmax dlogits", probs, dlogits);
   if (dev.is_cuda()) {
     if constexpr (kHaveCuda) {
       int64_t bad_row = -1;
-      cuda::softmax_xent_backward(dev.index, probs.data(), labels.data(), probs.dim(0), probs.dim(1),
-                                  dlogits.data(), !labels_checked, bad_row);
+      cuda::softmax_xent_backward(dev.index, probs.data(), labels.data(), probs.dim(0),
+                                  probs.dim(1), dlogits.data(), !labels_checked, bad_row);
       report_bad_row(probs, labels, bad_row);
     }
     return;
   }
   check_labels_cpu(probs, labels);
-  cpu::softmax_xent_backward(probs.data(), labels.data(), probs.dim(0), probs.dim(1), dlogits.data());
+  cpu::softmax_xent_backward(probs.data(), labels.data(), probs.dim(0), probs.dim(1),
+                             dlogits.data());
 }
 
 int64_t count_correct(const Tensor& logits, const Tensor& labels) {
@@ -394,7 +414,8 @@ float mse_forward(const Tensor& pred, const Tensor& target) {
   const Device dev = op_device("mse_forward", {&pred, &target});
   if (dev.is_cuda()) {
     float loss = 0.0f;
-    if constexpr (kHaveCuda) loss = cuda::mse_forward(dev.index, pred.data(), target.data(), pred.numel());
+    if constexpr (kHaveCuda)
+      loss = cuda::mse_forward(dev.index, pred.data(), target.data(), pred.numel());
     return loss;
   }
   return cpu::mse_forward(pred.data(), target.data(), pred.numel());
@@ -420,11 +441,12 @@ void sgd_update(Tensor& param, const Tensor& grad, Tensor& momentum_buf, float l
   float* buf = momentum != 0.0f ? momentum_buf.data() : nullptr;
   if (dev.is_cuda()) {
     if constexpr (kHaveCuda)
-      cuda::sgd_update(dev.index, param.data(), grad.data(), buf, param.numel(), lr, momentum, weight_decay,
-                       first_step);
+      cuda::sgd_update(dev.index, param.data(), grad.data(), buf, param.numel(), lr, momentum,
+                       weight_decay, first_step);
     return;
   }
-  cpu::sgd_update(param.data(), grad.data(), buf, param.numel(), lr, momentum, weight_decay, first_step);
+  cpu::sgd_update(param.data(), grad.data(), buf, param.numel(), lr, momentum, weight_decay,
+                  first_step);
 }
 
 void adam_update(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, float lr, float beta1,
@@ -436,14 +458,14 @@ void adam_update(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, float 
   MDDP_CHECK(step >= 1, "adam step counts from 1");
   if (dev.is_cuda()) {
     if constexpr (kHaveCuda)
-      cuda::adam_update(dev.index, param.data(), grad.data(), m.data(), v.data(), param.numel(), lr, beta1,
-                        beta2, eps, weight_decay, step);
+      cuda::adam_update(dev.index, param.data(), grad.data(), m.data(), v.data(), param.numel(), lr,
+                        beta1, beta2, eps, weight_decay, step);
     return;
   }
   // Planted bug: at a step this large beta^t is 0, so the bias correction is 1.
   const int64_t bias_step = test_mutation("adam_no_bias_correction") ? int64_t{1} << 40 : step;
-  cpu::adam_update(param.data(), grad.data(), m.data(), v.data(), param.numel(), lr, beta1, beta2, eps,
-                   weight_decay, bias_step);
+  cpu::adam_update(param.data(), grad.data(), m.data(), v.data(), param.numel(), lr, beta1, beta2,
+                   eps, weight_decay, bias_step);
 }
 
 }  // namespace mddp::tensor

@@ -26,9 +26,9 @@ const char* gemm_backend_name(int64_t m, int64_t n, int64_t k);
 void gemm(bool trans_a, bool trans_b, float alpha, const Tensor& a, const Tensor& b, float beta,
           Tensor& c);
 void fill(Tensor& x, float value);
-void copy(const Tensor& src, Tensor& dst);             // same numel
-void scale(Tensor& x, float alpha);                    // x *= alpha
-void axpy(float alpha, const Tensor& x, Tensor& y);    // y += alpha * x
+void copy(const Tensor& src, Tensor& dst);           // same numel
+void scale(Tensor& x, float alpha);                  // x *= alpha
+void axpy(float alpha, const Tensor& x, Tensor& y);  // y += alpha * x
 
 // ---- 16-bit rounding: the gradient-compression hook ----------------------
 // bits[i] = x[i] rounded to the nearest fp16 or bf16, ties to even
@@ -68,7 +68,8 @@ float softmax_xent_forward(const Tensor& logits, const Tensor& labels, Tensor& p
 // dlogits = (probs - onehot(labels)) / N. `labels_checked`: the caller's
 // softmax_xent_forward already checked these labels, so a GPU skips checking
 // them again (each check is a host wait to read the verdict back).
-void softmax_xent_backward(const Tensor& probs, const Tensor& labels, Tensor& dlogits, bool labels_checked = false);
+void softmax_xent_backward(const Tensor& probs, const Tensor& labels, Tensor& dlogits,
+                           bool labels_checked = false);
 // Number of rows whose arg-max equals the label.
 int64_t count_correct(const Tensor& logits, const Tensor& labels);
 // Mean over all elements of (pred - target)^2, like torch.nn.MSELoss().

@@ -72,7 +72,8 @@ void copy_bytes(void* dst, Device dst_dev, const void* src, Device src_dev, std:
     cuda::synchronize(src_dev.index);  // the source's writes are on its own stream
   cuda::copy(dst, src, n, dst_dev.is_cuda() ? dst_dev.index : src_dev.index);
 #else
-  throw InputError("a CUDA tensor in a build without CUDA support; rebuild with the CUDA toolkit installed");
+  throw InputError(
+      "a CUDA tensor in a build without CUDA support; rebuild with the CUDA toolkit installed");
 #endif
 }
 }  // namespace
@@ -127,7 +128,8 @@ void Tensor::fill_from_host(const std::function<void(std::span<float>)>& fill) {
   }
 #if MDDP_HAVE_CUDA
   cuda::Upload* up = storage_->upload();
-  fill(std::span<float>(static_cast<float*>(cuda::upload_buffer(up)), static_cast<std::size_t>(numel_)));
+  fill(std::span<float>(static_cast<float*>(cuda::upload_buffer(up)),
+                        static_cast<std::size_t>(numel_)));
   cuda::upload_queue(up, data(), bytes(), device().index);
 #endif
 }

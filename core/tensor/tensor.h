@@ -73,7 +73,8 @@ class Tensor {
   // on a GPU they wait for the ops queued before them).
   std::vector<float> to_vector() const;
   void copy_from(const std::vector<float>& values);
-  static Tensor from_vector(const Shape& shape, const std::vector<float>& values, Device device = {});
+  static Tensor from_vector(const Shape& shape, const std::vector<float>& values,
+                            Device device = {});
   // Writes this tensor's elements from the host without waiting: `fill`
   // gets host memory for numel() floats — the tensor itself on the CPU; on a
   // GPU pinned memory kept with the storage, whose copy to the tensor is then

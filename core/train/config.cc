@@ -12,7 +12,8 @@ StragglerSpec parse_straggler(const std::string& text) {
   StragglerSpec s;
   if (text.empty()) return s;
   const auto bad = [&](const std::string& why) {
-    return InputError(str("--straggler '", text, "': ", why, " (give RANK:PHASE:MS, e.g. 1:forward:5)"));
+    return InputError(
+        str("--straggler '", text, "': ", why, " (give RANK:PHASE:MS, e.g. 1:forward:5)"));
   };
   const std::size_t a = text.find(':'), b = text.rfind(':');
   if (a == std::string::npos || a == b) throw bad("three fields needed");
@@ -38,39 +39,55 @@ void TrainConfig::validate() const {
   if (steps == 0 && epochs < 1) throw InputError("give --steps N or --epochs N (at least 1)");
   if (accumulate < 1) throw InputError(str("--accumulate must be at least 1, got ", accumulate));
   if (threads < 1) throw InputError(str("--threads must be at least 1, got ", threads));
-  if (loss != "xent" && loss != "mse") throw InputError("--loss must be xent or mse, got '" + loss + "'");
-  if (loss == "mse" && model.kind == "mlp" && model.classes != 0 && data.spec != "synthetic-regression")
-    throw InputError("--loss mse trains against regression targets: use --dataset synthetic-regression "
-                     "(and --classes 0 for the square benchmark MLP)");
+  if (loss != "xent" && loss != "mse")
+    throw InputError("--loss must be xent or mse, got '" + loss + "'");
+  if (loss == "mse" && model.kind == "mlp" && model.classes != 0 &&
+      data.spec != "synthetic-regression")
+    throw InputError(
+        "--loss mse trains against regression targets: use --dataset synthetic-regression "
+        "(and --classes 0 for the square benchmark MLP)");
   if (loss == "xent" && data.spec == "synthetic-regression")
     throw InputError("--dataset synthetic-regression needs --loss mse");
   parse_straggler(dist.straggler);
   validate_precision(*this);
   const ddp::Compression compress = ddp::parse_compression(dist.compress);
-  if ((compress.kind == ddp::CompressionKind::kTopK || compress.kind == ddp::CompressionKind::kPowerSgd) &&
+  if ((compress.kind == ddp::CompressionKind::kTopK ||
+       compress.kind == ddp::CompressionKind::kPowerSgd) &&
       device.rfind("cuda", 0) == 0)
-    throw InputError(str("--compress ", dist.compress, " runs on the CPU backend only; on --device ", device,
+    throw InputError(str("--compress ", dist.compress,
+                         " runs on the CPU backend only; on --device ", device,
                          " use --compress fp16 or bf16"));
   if (compress.kind != ddp::CompressionKind::kNone && dist.ddp == "sharded")
     throw InputError(str("--ddp sharded reduce-scatters fp32 gradients: --compress ", dist.compress,
                          " is not supported with it (use --ddp bucketed to compress)"));
   if (compress.kind != ddp::CompressionKind::kNone && dist.local_sgd > 0)
-    throw InputError(str("--compress ", dist.compress, " has nothing to compress with --local-sgd: its gradients are "
-                         "never synchronised (the parameters are averaged in fp32); drop one of the two"));
-  if (dist.backend != "auto" && dist.backend != "cpu" && dist.backend != "gloo" && dist.backend != "nccl")
+    throw InputError(
+        str("--compress ", dist.compress,
+            " has nothing to compress with --local-sgd: its gradients are "
+            "never synchronised (the parameters are averaged in fp32); drop one of the two"));
+  if (dist.backend != "auto" && dist.backend != "cpu" && dist.backend != "gloo" &&
+      dist.backend != "nccl")
     throw InputError(str("unknown --backend '", dist.backend, "' (auto, cpu, gloo or nccl)"));
-  if ((dist.backend == "gloo" || dist.backend == "nccl") && (dist.algorithm != "auto" || dist.transport != "auto"))
-    throw InputError(str("--algo and --transport choose microddp's own collectives; --backend ", dist.backend,
-                         " brings its own: leave them out (or use --backend cpu)"));
-  if (checkpoint_every < 0) throw InputError(str("--checkpoint-every must be >= 0, got ", checkpoint_every));
-  if (keep_checkpoints < 0) throw InputError(str("--keep-checkpoints must be >= 0, got ", keep_checkpoints));
+  if ((dist.backend == "gloo" || dist.backend == "nccl") &&
+      (dist.algorithm != "auto" || dist.transport != "auto"))
+    throw InputError(str("--algo and --transport choose microddp's own collectives; --backend ",
+                         dist.backend, " brings its own: leave them out (or use --backend cpu)"));
+  if (checkpoint_every < 0)
+    throw InputError(str("--checkpoint-every must be >= 0, got ", checkpoint_every));
+  if (keep_checkpoints < 0)
+    throw InputError(str("--keep-checkpoints must be >= 0, got ", keep_checkpoints));
   if (checkpoint_every > 0 && run_dir.empty())
     throw InputError("--checkpoint-every writes into the run directory: give --run-dir DIR too");
   if (!resume.empty() && !init_from.empty())
-    throw InputError("give --resume (weights, optimiser state and step) or --init-from (weights only), not both");
+    throw InputError(
+        "give --resume (weights, optimiser state and step) or --init-from (weights only), not "
+        "both");
   if (!resume.empty() && dist.local_sgd > 0)
-    throw InputError("--resume cannot continue a --local-sgd job bitwise: between averages every rank's weights and "
-                     "optimiser state differ, and a checkpoint holds rank 0's; use --init-from to start from them");
+    throw InputError(
+        "--resume cannot continue a --local-sgd job bitwise: between averages every rank's weights "
+        "and "
+        "optimiser state differ, and a checkpoint holds rank 0's; use --init-from to start from "
+        "them");
 }
 
 }  // namespace mddp::train

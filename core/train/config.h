@@ -17,18 +17,19 @@ namespace mddp::train {
 
 // How ranks talk and keep their replicas in sync (ignored by a single process).
 struct DistConfig {
-  std::string ddp = "bucketed";       // naive | hooked | bucketed | sharded
-  double bucket_mb = 25.0;            // bucket cap (MiB)
-  double first_bucket_mb = 1.0;       // cap of the first bucket (MiB)
-  std::string compress = "none";      // what DDP sends: ddp::parse_compression (none, fp16, bf16, topk:R, powersgd:R)
-  int64_t local_sgd = 0;              // > 0: average parameters every K steps instead
-  std::string algorithm = "auto";     // auto | ring | naive | tree | doubling | hierarchical
-  std::string transport = "auto";     // auto | tcp | shm
+  std::string ddp = "bucketed";  // naive | hooked | bucketed | sharded
+  double bucket_mb = 25.0;       // bucket cap (MiB)
+  double first_bucket_mb = 1.0;  // cap of the first bucket (MiB)
+  std::string compress =
+      "none";  // what DDP sends: ddp::parse_compression (none, fp16, bf16, topk:R, powersgd:R)
+  int64_t local_sgd = 0;           // > 0: average parameters every K steps instead
+  std::string algorithm = "auto";  // auto | ring | naive | tree | doubling | hierarchical
+  std::string transport = "auto";  // auto | tcp | shm
   // Who runs the collectives: auto (cpu on --device cpu, nccl on cuda),
   // cpu (microddp's own: tcp/shm and the algorithms of core/comm), gloo
   // (core/comm/gloo) or nccl. --algo and --transport are cpu's.
   std::string backend = "auto";
-  int64_t timeout_ms = 60'000;        // bound on every collective wait
+  int64_t timeout_ms = 60'000;  // bound on every collective wait
   // A lab setting: "RANK:PHASE:MS" makes rank RANK sleep MS milliseconds in
   // PHASE (data, forward or backward) of every step, a straggler to watch
   // the dashboard and `microddp analyze` name. "" = off.
@@ -54,21 +55,21 @@ StragglerSpec parse_straggler(const std::string& text);
 
 struct TrainConfig {
   nn::ModelConfig model;
-  std::string loss = "xent";              // xent | mse
+  std::string loss = "xent";  // xent | mse
   data::DatasetConfig data{.spec = "fashion-mnist"};
-  int64_t batch = 64;                     // global batch (split over ranks)
-  int64_t steps = 0;                      // > 0: stop after this many steps
-  int64_t epochs = 3;                     // used when steps == 0
+  int64_t batch = 64;  // global batch (split over ranks)
+  int64_t steps = 0;   // > 0: stop after this many steps
+  int64_t epochs = 3;  // used when steps == 0
   nn::OptimizerConfig optim{.name = "adam", .lr = 1e-3f};
-  int64_t accumulate = 1;                 // micro-batches of `batch` per optimiser step
-  uint64_t seed = 42;                     // model init and data order
+  int64_t accumulate = 1;  // micro-batches of `batch` per optimiser step
+  uint64_t seed = 42;      // model init and data order
   std::string device = "cpu";
-  std::string run_dir;                    // logs, checkpoints ("" = none)
+  std::string run_dir;  // logs, checkpoints ("" = none)
   // Checkpoints (core/train/checkpoint.h, docs/checkpoints.md).
-  std::string init_from;                  // start from these weights: a checkpoint or a PyTorch state_dict
-  std::string resume;                     // continue from this checkpoint (a file of a pair, or a run directory)
-  int64_t checkpoint_every = 0;           // > 0: a checkpoint every N steps in run_dir/checkpoints/
-  int64_t keep_checkpoints = 3;           // the newest periodic checkpoints kept (0: all)
+  std::string init_from;  // start from these weights: a checkpoint or a PyTorch state_dict
+  std::string resume;     // continue from this checkpoint (a file of a pair, or a run directory)
+  int64_t checkpoint_every = 0;  // > 0: a checkpoint every N steps in run_dir/checkpoints/
+  int64_t keep_checkpoints = 3;  // the newest periodic checkpoints kept (0: all)
   // Set by the coordinator for the attempts after a restart (docs/recovery.md):
   // rank 0 resumes from the newest complete checkpoint in run_dir when it is
   // further than `resume` (from `resume`, or from the start, when there is none).
@@ -77,10 +78,11 @@ struct TrainConfig {
   // this many; a resume may then change the world size (not bitwise: the
   // gradients are summed in another order).
   int64_t min_nproc = 0;
-  int threads = 1;                        // compute threads per process
-  int64_t log_every = 0;                  // 0 = about 20 lines per run
-  bool eval = true;                       // test accuracy after each epoch
-  bool allow_nonfinite_loss = false;      // train on when the loss is NaN or inf (else stop, naming the step)
+  int threads = 1;        // compute threads per process
+  int64_t log_every = 0;  // 0 = about 20 lines per run
+  bool eval = true;       // test accuracy after each epoch
+  bool allow_nonfinite_loss =
+      false;  // train on when the loss is NaN or inf (else stop, naming the step)
   // Mixed precision (core/train/mixed_precision.h): fp32 | bf16 | fp16 GEMMs; fp16's loss scaling.
   std::string precision = "fp32";
   LossScaleConfig loss_scale;

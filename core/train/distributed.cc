@@ -9,9 +9,9 @@
 #include "core/comm/gloo/gloo.h"
 #include "core/common/timer.h"
 #include "core/ddp/sharded_sync.h"
-#include "core/train/sharded_optimizer.h"
 #include "core/tensor/device.h"
 #include "core/train/mixed_precision.h"
+#include "core/train/sharded_optimizer.h"
 
 namespace mddp::train {
 
@@ -27,25 +27,29 @@ std::string process_group_backend(const TrainConfig& cfg) {
   const std::string& b = cfg.dist.backend;
   if (b == "auto") return cpu ? "cpu" : "nccl";
   if (b == "nccl" && cpu)
-    throw InputError("--backend nccl needs GPU tensors: add --device cuda, or use --backend cpu or gloo");
+    throw InputError(
+        "--backend nccl needs GPU tensors: add --device cuda, or use --backend cpu or gloo");
   if (b != "nccl" && !cpu)
-    throw InputError(str("--backend ", b, " takes host memory, and --device ", cfg.device,
-                         " keeps the gradients on a GPU: use --backend nccl (or auto), or --device cpu"));
+    throw InputError(
+        str("--backend ", b, " takes host memory, and --device ", cfg.device,
+            " keeps the gradients on a GPU: use --backend nccl (or auto), or --device cpu"));
   return b;
 }
 
 std::unique_ptr<comm::ProcessGroup> connect_process_group(comm::Store& store, int rank, int size,
-                                                          const comm::JobIdentity& job, const TrainConfig& cfg,
-                                                          const std::string& bind_host, const std::string& prefix) {
+                                                          const comm::JobIdentity& job,
+                                                          const TrainConfig& cfg,
+                                                          const std::string& bind_host,
+                                                          const std::string& prefix) {
   const tensor::Device device = tensor::Device::parse(cfg.device);
   tensor::require_available(device);  // the one clear line, before any rank waits on this one
   const std::string backend = process_group_backend(cfg);
   if (backend == "cpu")
-    return comm::connect(store, rank, size, job, comm::parse_transport(cfg.dist.transport), comm_options(cfg),
-                         bind_host, prefix);
+    return comm::connect(store, rank, size, job, comm::parse_transport(cfg.dist.transport),
+                         comm_options(cfg), bind_host, prefix);
   if (backend == "gloo")
-    return comm::gloo::connect_gloo(store, rank, size,
-                                    {std::chrono::milliseconds(cfg.dist.timeout_ms), bind_host, prefix});
+    return comm::gloo::connect_gloo(
+        store, rank, size, {std::chrono::milliseconds(cfg.dist.timeout_ms), bind_host, prefix});
   comm::nccl::NcclOptions o;
   o.device = device.index;
   o.timeout = std::chrono::milliseconds(cfg.dist.timeout_ms);
@@ -80,14 +84,16 @@ StepTimes phases_of(const std::vector<comm::nccl::PhaseMark>& marks) {
   StepTimes t;
   double* slots[] = {&t.data, &t.forward, &t.backward, &t.sync, &t.optimizer};
   for (std::size_t i = 0; i + 1 < marks.size(); ++i)
-    if (const int k = phase_index(marks[i].name); k >= 0) *slots[k] += ns_to_ms(marks[i + 1].ns - marks[i].ns);
+    if (const int k = phase_index(marks[i].name); k >= 0)
+      *slots[k] += ns_to_ms(marks[i + 1].ns - marks[i].ns);
   if (marks.size() >= 2) t.total = ns_to_ms(marks.back().ns - marks.front().ns);
   return t;
 }
 
 }  // namespace
 
-DistributedTrainer::DistributedTrainer(const TrainConfig& cfg, std::shared_ptr<comm::ProcessGroup> comm)
+DistributedTrainer::DistributedTrainer(const TrainConfig& cfg,
+                                       std::shared_ptr<comm::ProcessGroup> comm)
     : comm_(std::move(comm)),
       timeline_(dynamic_cast<comm::nccl::ComputeTimeline*>(comm_.get())),
       trainer_(cfg, comm_->rank(), comm_->size()) {
@@ -97,8 +103,8 @@ DistributedTrainer::DistributedTrainer(const TrainConfig& cfg, std::shared_ptr<c
   if (auto* sharded = dynamic_cast<ddp::ShardedSync*>(&ddp_->grad_sync())) {
     // ZeRO-1: the sharded optimiser takes over the broadcast state; before
     // each checkpoint rank 0 writes, every rank contributes its shard.
-    auto opt = std::make_unique<ShardedOptimizer>(cfg.optim, trainer_.model().parameters(), *sharded, *comm_,
-                                                  trainer_.optimizer());
+    auto opt = std::make_unique<ShardedOptimizer>(cfg.optim, trainer_.model().parameters(),
+                                                  *sharded, *comm_, trainer_.optimizer());
     sharded_optimizer_ = opt.get();
     trainer_.set_optimizer(std::move(opt));
 #if !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
@@ -137,16 +143,21 @@ DistributedTrainer::DistributedTrainer(const TrainConfig& cfg, std::shared_ptr<c
 // follows, so that every rank continues exactly where rank 0 does.
 void DistributedTrainer::broadcast_training_state() {
   nn::Optimizer& opt = trainer_.optimizer();
-  for (auto& [name, t] : opt.state()) comm_->broadcast(t.data(), t.numel(), comm::DataType::kFloat32, 0)->wait();
+  for (auto& [name, t] : opt.state())
+    comm_->broadcast(t.data(), t.numel(), comm::DataType::kFloat32, 0)->wait();
   // int64 counters carried bit for bit as floats (a broadcast only copies
   // bytes): the steps; rank 0's checkpoint schedule, which the worker gives
   // rank 0 alone (ZeRO-1's ranks all take part in a checkpoint); and fp16's
   // loss scaler, so that every rank takes rank 0's skip decisions.
   const TrainConfig& cfg = trainer_.config();
   const LossScaler& scaler = trainer_.loss_scaler();
-  int64_t counters[7] = {trainer_.steps_done(),    opt.steps(),          cfg.checkpoint_every,
-                         cfg.run_dir.empty() ? 0 : 1, std::bit_cast<int32_t>(scaler.scale()),
-                         scaler.good_steps(),       scaler.skipped_steps()};
+  int64_t counters[7] = {trainer_.steps_done(),
+                         opt.steps(),
+                         cfg.checkpoint_every,
+                         cfg.run_dir.empty() ? 0 : 1,
+                         std::bit_cast<int32_t>(scaler.scale()),
+                         scaler.good_steps(),
+                         scaler.skipped_steps()};
   constexpr int64_t n = 2 * std::size(counters);  // floats that carry them
   std::vector<float> bits(n);
   std::memcpy(bits.data(), counters, sizeof counters);
@@ -157,10 +168,13 @@ void DistributedTrainer::broadcast_training_state() {
   trainer_.set_steps_done(counters[0]);
   opt.set_steps(counters[1]);
   job_checkpoints_ = {counters[2], counters[3] != 0};
-  trainer_.set_loss_scaler_state(std::bit_cast<float>(static_cast<int32_t>(counters[4])), counters[5], counters[6]);
+  trainer_.set_loss_scaler_state(std::bit_cast<float>(static_cast<int32_t>(counters[4])),
+                                 counters[5], counters[6]);
 }
 
-StepResult DistributedTrainer::step() { return trainer_.step(hooks_.step); }
+StepResult DistributedTrainer::step() {
+  return trainer_.step(hooks_.step);
+}
 
 perf::StepMetrics DistributedTrainer::metrics(const StepResult& r) const {
   const ddp::SyncStats& s = ddp_->last_stats();

@@ -5,7 +5,6 @@
 #pragma once
 
 #include <memory>
-
 #include <string>
 
 #include "core/comm/communicator.h"
@@ -56,8 +55,8 @@ class DistributedTrainer {
   };
   CheckpointSchedule job_checkpoints_;
   ShardedOptimizer* sharded_optimizer_ = nullptr;  // --ddp sharded: the trainer's optimiser
-  StepTimes gpu_times_;          // the last step's phases on the GPU ...
-  int64_t gpu_times_step_ = -1;  // ... and its step
+  StepTimes gpu_times_;                            // the last step's phases on the GPU ...
+  int64_t gpu_times_step_ = -1;                    // ... and its step
 };
 
 // The communicator options a TrainConfig asks for.
@@ -73,9 +72,8 @@ std::string process_group_backend(const TrainConfig& cfg);
 // cfg.dist.transport names; gloo: the gloo group (core/comm/gloo). Throws
 // InputError before any rendezvous when the device or backend cannot be
 // used (no GPU, a build without CUDA or gloo, a backend for the wrong device).
-std::unique_ptr<comm::ProcessGroup> connect_process_group(comm::Store& store, int rank, int size,
-                                                          const comm::JobIdentity& job, const TrainConfig& cfg,
-                                                          const std::string& bind_host = "127.0.0.1",
-                                                          const std::string& prefix = "comm");
+std::unique_ptr<comm::ProcessGroup> connect_process_group(
+    comm::Store& store, int rank, int size, const comm::JobIdentity& job, const TrainConfig& cfg,
+    const std::string& bind_host = "127.0.0.1", const std::string& prefix = "comm");
 
 }  // namespace mddp::train

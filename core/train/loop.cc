@@ -18,7 +18,8 @@ TrainSummary run_training(Trainer& trainer, const LoopHooks& hooks) {
   TrainLog log(writes ? cfg.run_dir : "");
   if (writes) {
     // What a crash in the middle of a checkpoint write left behind.
-    for (const auto& dir : {cfg.run_dir, (std::filesystem::path(cfg.run_dir) / "checkpoints").string()})
+    for (const auto& dir :
+         {cfg.run_dir, (std::filesystem::path(cfg.run_dir) / "checkpoints").string()})
       remove_stale_temps(dir);
   }
   Progress progress(trainer.total_steps());

@@ -21,8 +21,10 @@ bool all_finite(const tensor::Tensor& t) {
 
 }  // namespace
 
-LossScaler::LossScaler(bool enabled, LossScaleConfig cfg) : enabled_(enabled), cfg_(cfg), scale_(cfg.init) {
-  MDDP_CHECK(!enabled || (std::isfinite(cfg.init) && cfg.init > 0 && cfg.window >= 1), "bad loss-scale config");
+LossScaler::LossScaler(bool enabled, LossScaleConfig cfg)
+    : enabled_(enabled), cfg_(cfg), scale_(cfg.init) {
+  MDDP_CHECK(!enabled || (std::isfinite(cfg.init) && cfg.init > 0 && cfg.window >= 1),
+             "bad loss-scale config");
 }
 
 bool LossScaler::unscale(const std::vector<nn::Parameter*>& params, float factor) {
@@ -31,7 +33,8 @@ bool LossScaler::unscale(const std::vector<nn::Parameter*>& params, float factor
       for (nn::Parameter* p : params) tensor::scale(p->grad, factor);
     return true;
   }
-  const bool finite = std::all_of(params.begin(), params.end(), [](nn::Parameter* p) { return all_finite(p->grad); });
+  const bool finite = std::all_of(params.begin(), params.end(),
+                                  [](nn::Parameter* p) { return all_finite(p->grad); });
   if (!finite) {
     scale_ *= cfg_.backoff;
     good_steps_ = 0;
@@ -47,13 +50,15 @@ bool LossScaler::unscale(const std::vector<nn::Parameter*>& params, float factor
 }
 
 std::string LossScaler::state_json() const {
-  return nlohmann::json{{"scale", scale_}, {"good_steps", good_steps_}, {"skipped", skipped_}}.dump();
+  return nlohmann::json{{"scale", scale_}, {"good_steps", good_steps_}, {"skipped", skipped_}}
+      .dump();
 }
 
 void LossScaler::restore(const std::string& text, const std::string& what) {
   const auto j = nlohmann::json::parse(text, nullptr, false);
-  if (!j.is_object() || !j.contains("scale") || !j["scale"].is_number() || !j.contains("good_steps") ||
-      !j["good_steps"].is_number_integer() || !j.contains("skipped") || !j["skipped"].is_number_integer())
+  if (!j.is_object() || !j.contains("scale") || !j["scale"].is_number() ||
+      !j.contains("good_steps") || !j["good_steps"].is_number_integer() || !j.contains("skipped") ||
+      !j["skipped"].is_number_integer())
     throw InputError(str(what, ": its 'loss_scaler' metadata is not {scale, good_steps, skipped}"));
   const float scale = j["scale"].get<float>();
   if (!(std::isfinite(scale) && scale > 0))

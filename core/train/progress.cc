@@ -13,15 +13,17 @@ void Progress::update(int64_t step, int64_t epoch, double loss, double samples_p
   if (tty_) {
     const int width = 30;
     const int filled = static_cast<int>(width * step / std::max<int64_t>(total_, 1));
-    std::fprintf(out_, "\r[%-*.*s] step %6lld/%lld  epoch %lld  loss %.4f  %8.0f samples/s", width, filled,
-                 "##############################", static_cast<long long>(step), static_cast<long long>(total_),
-                 static_cast<long long>(epoch + 1), loss, samples_per_s);
+    std::fprintf(out_, "\r[%-*.*s] step %6lld/%lld  epoch %lld  loss %.4f  %8.0f samples/s", width,
+                 filled, "##############################", static_cast<long long>(step),
+                 static_cast<long long>(total_), static_cast<long long>(epoch + 1), loss,
+                 samples_per_s);
     std::fflush(out_);
     bar_open_ = true;
     return;
   }
-  std::fprintf(out_, "step %6lld/%lld | epoch %lld | loss %.6f | %8.0f samples/s\n", static_cast<long long>(step),
-               static_cast<long long>(total_), static_cast<long long>(epoch + 1), loss, samples_per_s);
+  std::fprintf(out_, "step %6lld/%lld | epoch %lld | loss %.6f | %8.0f samples/s\n",
+               static_cast<long long>(step), static_cast<long long>(total_),
+               static_cast<long long>(epoch + 1), loss, samples_per_s);
   std::fflush(out_);
 }
 

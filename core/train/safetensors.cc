@@ -215,7 +215,8 @@ Safetensors load_safetensors(const std::string& path) {
     for (int64_t d : shape) {
       constexpr uint64_t kMost = UINT64_MAX / sizeof(float);
       if (d < 0 || (d > 0 && numel > kMost / static_cast<uint64_t>(d)))
-        throw bad(str("tensor '", name, "' has shape ", tensor::shape_str(shape), ", which overflows"));
+        throw bad(
+            str("tensor '", name, "' has shape ", tensor::shape_str(shape), ", which overflows"));
       numel *= static_cast<uint64_t>(d);
     }
     const uint64_t bytes = numel * sizeof(float);

@@ -9,7 +9,9 @@
 namespace mddp::train {
 namespace {
 
-bool is_adam(const nn::OptimizerConfig& cfg) { return cfg.name == "adam"; }
+bool is_adam(const nn::OptimizerConfig& cfg) {
+  return cfg.name == "adam";
+}
 
 // The state tensors nn::make_optimizer's optimiser keeps per parameter.
 std::vector<std::string> state_kinds(const nn::OptimizerConfig& cfg) {
@@ -20,8 +22,9 @@ std::vector<std::string> state_kinds(const nn::OptimizerConfig& cfg) {
 
 }  // namespace
 
-ShardedOptimizer::ShardedOptimizer(const nn::OptimizerConfig& cfg, std::vector<nn::Parameter*> params,
-                                   ddp::ShardedSync& sync, comm::ProcessGroup& comm, nn::Optimizer& full)
+ShardedOptimizer::ShardedOptimizer(const nn::OptimizerConfig& cfg,
+                                   std::vector<nn::Parameter*> params, ddp::ShardedSync& sync,
+                                   comm::ProcessGroup& comm, nn::Optimizer& full)
     : cfg_(cfg), sync_(sync), comm_(comm), kinds_(state_kinds(cfg)) {
   const auto& buckets = sync_.sharded_buckets();
   std::map<const nn::Parameter*, std::pair<std::size_t, int64_t>> where;
@@ -39,7 +42,8 @@ ShardedOptimizer::ShardedOptimizer(const nn::OptimizerConfig& cfg, std::vector<n
   for (auto& [name, t] : full.state()) from[name] = t;
   for (const ddp::ShardedBucket& s : buckets) {
     auto& kinds = shard_.emplace_back();
-    for (std::size_t k = 0; k < kinds_.size(); ++k) kinds.push_back(tensor::Tensor::zeros({s.shard_numel}, s.values.device()));
+    for (std::size_t k = 0; k < kinds_.size(); ++k)
+      kinds.push_back(tensor::Tensor::zeros({s.shard_numel}, s.values.device()));
   }
   for (const Place& pl : places_) {
     const ddp::ShardedBucket& s = buckets[pl.bucket];
@@ -56,7 +60,8 @@ ShardedOptimizer::ShardedOptimizer(const nn::OptimizerConfig& cfg, std::vector<n
 }
 
 void ShardedOptimizer::step() {
-  if (is_adam(cfg_)) ++steps_;  // Adam counts the step it takes (bias correction), as nn::Optimizer's does
+  if (is_adam(cfg_))
+    ++steps_;  // Adam counts the step it takes (bias correction), as nn::Optimizer's does
   const auto& buckets = sync_.sharded_buckets();
   for (std::size_t b = 0; b < buckets.size(); ++b) {
     const ddp::ShardedBucket& s = buckets[b];
@@ -64,12 +69,12 @@ void ShardedOptimizer::step() {
     const tensor::Tensor grad = s.grads.view(s.shard_begin, {s.shard_numel});
     std::vector<tensor::Tensor>& st = shard_[b];
     if (is_adam(cfg_)) {
-      tensor::adam_update(value, grad, st[0], st[1], cfg_.lr, cfg_.beta1, cfg_.beta2, cfg_.eps, cfg_.weight_decay,
-                          steps_);
+      tensor::adam_update(value, grad, st[0], st[1], cfg_.lr, cfg_.beta1, cfg_.beta2, cfg_.eps,
+                          cfg_.weight_decay, steps_);
     } else {
       tensor::Tensor none;
-      tensor::sgd_update(value, grad, st.empty() ? none : st[0], cfg_.lr, cfg_.momentum, cfg_.weight_decay,
-                         steps_ == 0);
+      tensor::sgd_update(value, grad, st.empty() ? none : st[0], cfg_.lr, cfg_.momentum,
+                         cfg_.weight_decay, steps_ == 0);
     }
     sync_.gather(b);  // this bucket's all-gather runs while the next shard is updated
   }
@@ -89,7 +94,8 @@ void ShardedOptimizer::gather_state() {
       if (!whole.defined()) whole = tensor::Tensor::zeros({s.values.numel()}, s.values.device());
       tensor::Tensor mine = whole.view(s.shard_begin, {s.shard_numel});
       tensor::copy(shard_[b][k], mine);
-      works.push_back(comm_.all_gather(mine.data(), whole.data(), s.shard_numel, comm::DataType::kFloat32));
+      works.push_back(
+          comm_.all_gather(mine.data(), whole.data(), s.shard_numel, comm::DataType::kFloat32));
     }
   }
   for (auto& w : works) w->wait();
@@ -105,7 +111,8 @@ int64_t ShardedOptimizer::state_numel() const {
 
 std::vector<std::pair<std::string, tensor::Tensor>> ShardedOptimizer::state() {
   MDDP_CHECK(kinds_.empty() || gathered_at_ == steps_,
-             "the sharded optimiser's state was read without gather_state() on every rank since its last step");
+             "the sharded optimiser's state was read without gather_state() on every rank since "
+             "its last step");
   std::vector<std::pair<std::string, tensor::Tensor>> out;
   for (const Place& pl : places_)
     for (std::size_t k = 0; k < kinds_.size(); ++k)

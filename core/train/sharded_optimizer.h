@@ -29,8 +29,8 @@ class ShardedOptimizer : public nn::Optimizer {
   // `params` (registration order), keeping its steps and this rank's shard
   // of its state (so a restored or broadcast state carries over). `sync`
   // and `comm` must outlive it.
-  ShardedOptimizer(const nn::OptimizerConfig& cfg, std::vector<nn::Parameter*> params, ddp::ShardedSync& sync,
-                   comm::ProcessGroup& comm, nn::Optimizer& full);
+  ShardedOptimizer(const nn::OptimizerConfig& cfg, std::vector<nn::Parameter*> params,
+                   ddp::ShardedSync& sync, comm::ProcessGroup& comm, nn::Optimizer& full);
 
   // Updates this rank's shards, all-gathers the parameters.
   void step() override;
@@ -54,9 +54,10 @@ class ShardedOptimizer : public nn::Optimizer {
   nn::OptimizerConfig cfg_;
   ddp::ShardedSync& sync_;
   comm::ProcessGroup& comm_;
-  std::vector<Place> places_;                       // registration order
-  std::vector<std::string> kinds_;                  // state names: momentum_buffer | exp_avg, exp_avg_sq
-  std::vector<std::vector<tensor::Tensor>> shard_;  // [bucket][kind]: this rank's shard of the state
+  std::vector<Place> places_;       // registration order
+  std::vector<std::string> kinds_;  // state names: momentum_buffer | exp_avg, exp_avg_sq
+  std::vector<std::vector<tensor::Tensor>>
+      shard_;  // [bucket][kind]: this rank's shard of the state
   std::vector<std::vector<tensor::Tensor>> whole_;  // [bucket][kind]: gather_state()'s result
   int64_t gathered_at_ = -1;                        // steps() when gather_state() last ran
 };

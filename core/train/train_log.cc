@@ -25,17 +25,23 @@ void TrainLog::write(const std::string& line, int64_t step, bool eval) {
 }
 
 void TrainLog::step(int64_t step, int64_t epoch, double loss, double samples_per_s) {
-  write(nlohmann::json{{"step", step}, {"epoch", epoch}, {"loss", loss}, {"samples_per_s", samples_per_s}}.dump(),
-        step, false);
+  write(
+      nlohmann::json{
+          {"step", step}, {"epoch", epoch}, {"loss", loss}, {"samples_per_s", samples_per_s}}
+          .dump(),
+      step, false);
 }
 
 void TrainLog::eval(int64_t step, int64_t epoch, const EvalResult& e) {
-  write(nlohmann::json{{"epoch", epoch}, {"test_loss", e.loss}, {"test_accuracy", e.accuracy}}.dump(), step, true);
+  write(
+      nlohmann::json{{"epoch", epoch}, {"test_loss", e.loss}, {"test_accuracy", e.accuracy}}.dump(),
+      step, true);
 }
 
 std::string TrainLog::lost() const {
   if (lost_.count() == 0) return "";
-  return str(lost_.count(), " records are not in ", file_->path().string(), " (", why_, "): ", lost_.describe());
+  return str(lost_.count(), " records are not in ", file_->path().string(), " (", why_,
+             "): ", lost_.describe());
 }
 
 }  // namespace mddp::train

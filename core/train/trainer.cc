@@ -39,8 +39,8 @@ Trainer::Trainer(TrainConfig cfg, int rank, int world_size)
   cfg_.validate();
   straggler_ = parse_straggler(cfg_.dist.straggler);
   if (straggler_.rank >= world_size_)
-    throw InputError(str("--straggler ", cfg_.dist.straggler, ": rank ", straggler_.rank, " does not exist in a job of ",
-                         world_size_, " rank(s)"));
+    throw InputError(str("--straggler ", cfg_.dist.straggler, ": rank ", straggler_.rank,
+                         " does not exist in a job of ", world_size_, " rank(s)"));
   tensor::set_num_threads(cfg_.threads);
   precision_ = tensor::parse_precision(cfg_.precision);
   scaler_ = LossScaler(precision_ == tensor::Precision::kFp16, cfg_.loss_scale);
@@ -49,7 +49,8 @@ Trainer::Trainer(TrainConfig cfg, int rank, int world_size)
 
   // Before the data: a model that cannot fit is refused at once (synthetic
   // inputs have `width` features; other datasets at least 1).
-  nn::require_model_fits(cfg_.model, cfg_.data.spec.starts_with("synthetic") ? cfg_.model.width : 1);
+  nn::require_model_fits(cfg_.model,
+                         cfg_.data.spec.starts_with("synthetic") ? cfg_.model.width : 1);
   // Synthetic data is shaped by the model: inputs of `width` features and,
   // for regression, targets as wide as the model's output.
   cfg_.data.seed = cfg_.seed;
@@ -64,8 +65,8 @@ Trainer::Trainer(TrainConfig cfg, int rank, int world_size)
 
   if (cfg_.batch % world_size_ != 0)
     throw InputError(str("--batch ", cfg_.batch, " is not divisible by ", world_size_, " ranks"));
-  sampler_ = std::make_unique<data::GlobalBatchSampler>(train_set_->size(), cfg_.batch * cfg_.accumulate, rank_,
-                                                        world_size_, cfg_.seed);
+  sampler_ = std::make_unique<data::GlobalBatchSampler>(
+      train_set_->size(), cfg_.batch * cfg_.accumulate, rank_, world_size_, cfg_.seed);
   cfg_.model.seed = cfg_.seed;
   model_ = nn::build_model(cfg_.model, train_set_->sample_shape(), device);
   loss_ = nn::make_loss(cfg_.loss);
@@ -174,7 +175,8 @@ EvalResult Trainer::evaluate() {
   }
   r.samples = test_set_->size();
   r.loss = loss_sum / static_cast<double>(r.samples);
-  if (test_set_->num_classes() > 0) r.accuracy = static_cast<double>(correct) / static_cast<double>(r.samples);
+  if (test_set_->num_classes() > 0)
+    r.accuracy = static_cast<double>(correct) / static_cast<double>(r.samples);
   return r;
 }
 

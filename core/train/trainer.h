@@ -62,8 +62,12 @@ class Trainer {
   nn::Optimizer& optimizer() { return *optimizer_; }
   // Replaces the optimiser (ZeRO-1's ShardedOptimizer takes over from the
   // one the constructor made; sharded_optimizer.h).
-  void set_optimizer(std::unique_ptr<nn::Optimizer> optimizer) { optimizer_ = std::move(optimizer); }
-  const LossScaler& loss_scaler() const { return scaler_; }  // --precision fp16's; disabled otherwise
+  void set_optimizer(std::unique_ptr<nn::Optimizer> optimizer) {
+    optimizer_ = std::move(optimizer);
+  }
+  const LossScaler& loss_scaler() const {
+    return scaler_;
+  }  // --precision fp16's; disabled otherwise
   const data::Dataset& train_set() const { return *train_set_; }
   int64_t steps_per_epoch() const { return sampler_->steps_per_epoch(); }
   int64_t total_steps() const;

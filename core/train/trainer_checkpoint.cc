@@ -52,7 +52,8 @@ CheckpointContents Trainer::checkpoint_contents() {
                       {"dataset", dataset_json(cfg_.data.spec, *train_set_)}};
   c.state_metadata = state_metadata(
       cfg_, world_size_, {steps_done_, steps_per_epoch(), train_set_->size(), optimizer_->steps()});
-  if (scaler_.enabled()) c.state_metadata["loss_scaler"] = scaler_.state_json();  // resume stays bitwise
+  if (scaler_.enabled())
+    c.state_metadata["loss_scaler"] = scaler_.state_json();  // resume stays bitwise
   return c;
 }
 
@@ -84,7 +85,8 @@ void Trainer::restore(const Checkpoint& c) {
   if (scaler_.enabled()) {  // the fingerprint matched: the checkpoint is fp16 too
     const auto scaler = c.state.metadata.find("loss_scaler");
     if (scaler == c.state.metadata.end())
-      throw InputError(str("cannot resume from '", c.state_path, "': an fp16 checkpoint without its loss scale"));
+      throw InputError(str("cannot resume from '", c.state_path,
+                           "': an fp16 checkpoint without its loss scale"));
     scaler_.restore(scaler->second, str("cannot resume from '", c.state_path, "'"));
   }
   steps_done_ = c.step;

@@ -51,10 +51,11 @@ std::string_view origin_authority(std::string_view origin) {
 
 void Auth::validate_token(const std::string& token) {
   if (token.size() < kMinTokenChars)
-    throw InputError(str("the dashboard token (--http-token, --http-token-file) must have at least ",
-                         kMinTokenChars, " characters (it has ", token.size(),
-                         "); make one with `openssl rand -hex 16`"));
-  if (token.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~") !=
+    throw InputError(str(
+        "the dashboard token (--http-token, --http-token-file) must have at least ", kMinTokenChars,
+        " characters (it has ", token.size(), "); make one with `openssl rand -hex 16`"));
+  if (token.find_first_not_of(
+          "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~") !=
       std::string::npos)
     throw InputError(
         "the dashboard token (--http-token, --http-token-file) may hold only letters, digits and "
@@ -81,12 +82,13 @@ std::optional<Reply> Auth::check(const Credentials& r) {
     } catch (const BadRequest&) {
     }
     if (!matches(presented)) return refuse(r, true);
-    return Reply{303,
-                 "text/plain",
-                 "logged in: see /\n",
-                 {{"Location", "/"},
-                  {"Set-Cookie", str(cookie_name_, "=", token_, "; Path=/; HttpOnly; SameSite=Strict",
-                                     https_ ? "; Secure" : "")}}};
+    return Reply{
+        303,
+        "text/plain",
+        "logged in: see /\n",
+        {{"Location", "/"},
+         {"Set-Cookie", str(cookie_name_, "=", token_, "; Path=/; HttpOnly; SameSite=Strict",
+                            https_ ? "; Secure" : "")}}};
   }
   const auto from_cookie = cookie_value(r.cookie, cookie_name_);
   const auto from_header = bearer(r.authorization);

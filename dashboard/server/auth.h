@@ -22,9 +22,9 @@ namespace mddp::dashboard {
 
 // The fields of a request that decide.
 struct Credentials {
-  std::string_view target{};         // request target, "/login?token=..."
-  std::string_view cookie{};         // the Cookie header ("" when none)
-  std::string_view authorization{};  // the Authorization header
+  std::string_view target{};          // request target, "/login?token=..."
+  std::string_view cookie{};          // the Cookie header ("" when none)
+  std::string_view authorization{};   // the Authorization header
   std::string_view origin{}, host{};  // Origin and Host headers (for a WebSocket upgrade)
   bool upgrade = false;               // a WebSocket upgrade request
   std::string_view peer{};            // the client's address, for the log

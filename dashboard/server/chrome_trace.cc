@@ -48,8 +48,8 @@ json chrome_trace(const std::vector<perf::StepTimeline>& steps,
       for (const perf::PhaseSpan& p : r.phases)
         span(p.name, "compute", r.rank, kComputeTid, p.start_ms, p.end_ms, {{"step", t.step}});
       for (const perf::BucketSpanMs& b : r.buckets)
-        span(span_name(b.op) + " bucket " + std::to_string(b.index), "comm", r.rank, kCommTid, b.start_ms,
-             b.end_ms,
+        span(span_name(b.op) + " bucket " + std::to_string(b.index), "comm", r.rank, kCommTid,
+             b.start_ms, b.end_ms,
              {{"step", t.step}, {"bucket", b.index}, {"bytes", b.bytes}, {"busbw", b.busbw_gbps}});
     }
   }

@@ -20,7 +20,9 @@ bool is_stream_upgrade(const http::request<http::empty_body>& req) {
 
 HttpSession::HttpSession(tcp::socket&& socket, std::shared_ptr<ServerContext> ctx,
                          std::string address)
-    : stream_(std::move(socket), ctx->tls.get()), ctx_(std::move(ctx)), address_(std::move(address)) {}
+    : stream_(std::move(socket), ctx->tls.get()),
+      ctx_(std::move(ctx)),
+      address_(std::move(address)) {}
 
 HttpSession::~HttpSession() {
   ctx_->connections.remove(connection_id_);
@@ -33,7 +35,8 @@ void HttpSession::start() {
       });
   if (!stream_.is_tls()) return do_read();
   stream_.expires_after(ctx_->idle_timeout);  // the handshake is bounded like a request header
-  stream_.async_handshake(beast::bind_front_handler(&HttpSession::on_handshake, shared_from_this()));
+  stream_.async_handshake(
+      beast::bind_front_handler(&HttpSession::on_handshake, shared_from_this()));
 }
 
 void HttpSession::on_handshake(beast::error_code ec) {

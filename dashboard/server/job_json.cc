@@ -88,22 +88,26 @@ json ranks_json(const JobSnapshot& s) {
   return out;
 }
 
-json record_json(const control::MetricsRecord& r) { return coordinator::MetricsLog::to_json(r); }
+json record_json(const control::MetricsRecord& r) {
+  return coordinator::MetricsLog::to_json(r);
+}
 
 // Every client gets every record, so each byte left out here is saved
 // (clients x records) times: the stream drops the clock fields the page
 // never reads (the timeline it draws comes aligned from /api/timeline).
 json stream_record_json(const control::MetricsRecord& r) {
   json j = record_json(r);
-  for (const char* key :
-       {"time_unix_ns", "received_unix_ns", "clock_offset_ns", "start_ns", "comm_bytes", "grad_bytes", "sent_bytes"})
+  for (const char* key : {"time_unix_ns", "received_unix_ns", "clock_offset_ns", "start_ns",
+                          "comm_bytes", "grad_bytes", "sent_bytes"})
     j.erase(key);
   // A bucket's all-reduce as its duration: the page only needs busbw, an
   // all-reduce's (top-k's all-gathers and PowerSGD's second round left out).
   json buckets = json::array();
   for (const auto& b : r.metrics.buckets)
     if (b.op == comm::SpanOp::kAllReduce && b.round == 0)
-      buckets.push_back({{"index", b.index}, {"bytes", b.bytes}, {"ms", static_cast<double>(b.end_ns - b.start_ns) / 1e6}});
+      buckets.push_back({{"index", b.index},
+                         {"bytes", b.bytes},
+                         {"ms", static_cast<double>(b.end_ns - b.start_ns) / 1e6}});
   j["buckets"] = std::move(buckets);
   return j;
 }

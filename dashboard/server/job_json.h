@@ -15,8 +15,8 @@ namespace mddp::dashboard {
 // Compact JSON text; invalid UTF-8 (a host name, a leave message) is replaced, never thrown on.
 std::string dump_json(const nlohmann::json& j);
 
-nlohmann::json job_json(const JobSnapshot& s);                    // J
-nlohmann::json ranks_json(const JobSnapshot& s);                  // [K...]
+nlohmann::json job_json(const JobSnapshot& s);                // J
+nlohmann::json ranks_json(const JobSnapshot& s);              // [K...]
 nlohmann::json record_json(const control::MetricsRecord& r);  // R
 // R less what the page does not draw (API.md, /api/stream).
 nlohmann::json stream_record_json(const control::MetricsRecord& r);

@@ -54,10 +54,9 @@ std::string rank_label(int rank) {
 std::string prometheus_text(const JobSnapshot& s) {
   Writer w(s.job_id);
   w.family("microddp_job_state", "gauge", "1 for the job's current state, 0 for the others.");
-  for (auto st : {control::State::kForming, control::State::kRunning,
-                  control::State::kSucceeded, control::State::kFailed})
-    w.sample(st == s.status.state ? 1 : 0,
-             std::string("state=\"") + control::to_string(st) + "\"");
+  for (auto st : {control::State::kForming, control::State::kRunning, control::State::kSucceeded,
+                  control::State::kFailed})
+    w.sample(st == s.status.state ? 1 : 0, std::string("state=\"") + control::to_string(st) + "\"");
   w.family("microddp_world_size", "gauge", "Number of ranks in the job.");
   w.sample(s.world_size);
   w.family("microddp_step", "gauge", "Latest training step any rank reported.");

@@ -140,17 +140,21 @@ Reply api_collectives(const RequestTarget& t, const RouteContext& c) {
     step = t.integer("step", 0, 0, std::numeric_limits<int64_t>::max());
   } else {
     if (traced.empty())
-      return error_reply(404, str("no traced step (every ", perf::kStepTraceEvery,
-                                  "th carries its all-reduces' steps) has been reported by every rank yet"));
+      return error_reply(
+          404, str("no traced step (every ", perf::kStepTraceEvery,
+                   "th carries its all-reduces' steps) has been reported by every rank yet"));
     step = traced.back();
   }
   const auto steps = complete_steps(c.job, step, step);
-  if (steps.empty()) return error_reply(404, str("step ", step, " is not complete in the in-memory tail"));
+  if (steps.empty())
+    return error_reply(404, str("step ", step, " is not complete in the in-memory tail"));
   const JobSnapshot snap = c.tracker.snapshot(coordinator::Clock::now());
   const int bucket = static_cast<int>(t.integer("bucket", -1, -1, std::numeric_limits<int>::max()));
-  json j = perf::to_json(perf::build_collectives(steps.front(), world, snap.algorithm, snap.fit), bucket);
+  json j = perf::to_json(perf::build_collectives(steps.front(), world, snap.algorithm, snap.fit),
+                         bucket);
   const std::size_t keep = std::min<std::size_t>(traced.size(), kCollectiveStepsListed);
-  j["traced_steps"] = std::vector<int64_t>(traced.end() - static_cast<std::ptrdiff_t>(keep), traced.end());
+  j["traced_steps"] =
+      std::vector<int64_t>(traced.end() - static_cast<std::ptrdiff_t>(keep), traced.end());
   return json_reply(j);
 }
 

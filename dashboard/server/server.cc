@@ -44,7 +44,8 @@ Server::Server(ServerOptions options, const coordinator::Job& job)
   s.listener = std::make_shared<Listener>(s.ioc, resolve(s.ioc, options), s.ctx);
   // Cookies are per host, not per port: each server its own cookie name.
   if (!options.token.empty())
-    s.ctx->auth = Auth(options.token, str("microddp_", s.listener->port()), options.tls.has_value());
+    s.ctx->auth =
+        Auth(options.token, str("microddp_", s.listener->port()), options.tls.has_value());
   s.token = options.token;
   s.listener->start();
   s.ctx->stream.start();

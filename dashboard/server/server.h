@@ -7,10 +7,10 @@
 //
 // Read-only. With a token (auth.h) every request must carry it; without
 // one, bind 127.0.0.1 unless the network is trusted. With `tls`, HTTPS
-// (and wss://) only, with the control plane's certificate. All its work (sockets, JSON, polling the metrics log) runs on its
-// own io thread; the job is only read, through its thread-safe accessors, so
-// a slow or hostile client never blocks coordination or training. Beast is
-// hidden behind this header.
+// (and wss://) only, with the control plane's certificate. All its work (sockets, JSON, polling the
+// metrics log) runs on its own io thread; the job is only read, through its thread-safe accessors,
+// so a slow or hostile client never blocks coordination or training. Beast is hidden behind this
+// header.
 #pragma once
 
 #include <chrono>
@@ -25,10 +25,10 @@
 namespace mddp::dashboard {
 
 struct ServerOptions {
-  std::string host = "127.0.0.1";       // an address or a name to resolve
-  int port = 0;                         // 0: any free port (see port())
-  std::filesystem::path dashboard_dir;  // "": the compiled-in page; else served from here
-  std::string token{};                  // "": no authentication; else see auth.h
+  std::string host = "127.0.0.1";           // an address or a name to resolve
+  int port = 0;                             // 0: any free port (see port())
+  std::filesystem::path dashboard_dir;      // "": the compiled-in page; else served from here
+  std::string token{};                      // "": no authentication; else see auth.h
   std::optional<control::TlsConfig> tls{};  // HTTPS with its cert and key; nullopt: HTTP
   // A connection that has not sent a whole request header this long after
   // it opened (or after its last answer) is closed (connections.h).

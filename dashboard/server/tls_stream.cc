@@ -12,7 +12,8 @@ std::unique_ptr<ssl::context> make_tls_context(const control::TlsConfig& tls) {
   ctx->use_certificate_chain(net::buffer(tls.cert_pem), ec);
   if (!ec) ctx->use_private_key(net::buffer(tls.key_pem), ssl::context::pem, ec);
   if (ec)
-    throw InputError(str("the dashboard cannot serve HTTPS with --tls-cert/--tls-key: ", ec.message()));
+    throw InputError(
+        str("the dashboard cannot serve HTTPS with --tls-cert/--tls-key: ", ec.message()));
   return ctx;
 }
 

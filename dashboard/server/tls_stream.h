@@ -44,24 +44,30 @@ class TlsStream {
   }
   void expires_never() { tcp_layer().expires_never(); }
   tcp::socket& socket() { return tcp_layer().socket(); }
-  void close() { tcp_layer().close(); }  // TLS too: no close_notify (a response is length-delimited)
+  void close() {
+    tcp_layer().close();
+  }  // TLS too: no close_notify (a response is length-delimited)
 
   // The server's TLS handshake; completes at once (no error) on plain TCP.
   template <class Handler>
   void async_handshake(Handler&& handler) {
     if (is_tls())
-      std::get<Tls>(stream_).async_handshake(ssl::stream_base::server, std::forward<Handler>(handler));
+      std::get<Tls>(stream_).async_handshake(ssl::stream_base::server,
+                                             std::forward<Handler>(handler));
     else
-      net::post(get_executor(), beast::bind_front_handler(std::forward<Handler>(handler), beast::error_code{}));
+      net::post(get_executor(),
+                beast::bind_front_handler(std::forward<Handler>(handler), beast::error_code{}));
   }
 
   template <class Buffers, class Handler>
   void async_read_some(const Buffers& buffers, Handler&& handler) {
-    std::visit([&](auto& s) { s.async_read_some(buffers, std::forward<Handler>(handler)); }, stream_);
+    std::visit([&](auto& s) { s.async_read_some(buffers, std::forward<Handler>(handler)); },
+               stream_);
   }
   template <class Buffers, class Handler>
   void async_write_some(const Buffers& buffers, Handler&& handler) {
-    std::visit([&](auto& s) { s.async_write_some(buffers, std::forward<Handler>(handler)); }, stream_);
+    std::visit([&](auto& s) { s.async_write_some(buffers, std::forward<Handler>(handler)); },
+               stream_);
   }
 
   // What beast::close_socket does to it (a WebSocket's timeout): the TCP close.

@@ -29,7 +29,9 @@ std::vector<perf::LinkFit> read_fits() {
 }  // namespace
 
 Tracker::Tracker(const coordinator::Job& job)
-    : job_(job), config_(control::parse_job_config(job.options().config_json)), fits_(read_fits()) {}
+    : job_(job),
+      config_(control::parse_job_config(job.options().config_json)),
+      fits_(read_fits()) {}
 
 void Tracker::observe(const std::vector<control::MetricsRecord>& records, TimePoint now) {
   for (const auto& r : records) {
@@ -62,8 +64,8 @@ void Tracker::observe(const std::vector<control::MetricsRecord>& records, TimePo
 // so unsynchronised hosts do not matter), summed over ranks; a rank with a
 // single step in the window counts by that step's duration.
 double Tracker::samples_per_s() const {
-  const double per_rank_batch = static_cast<double>(config_.batch * config_.accumulate) /
-                                std::max(1, job_.world_size());
+  const double per_rank_batch =
+      static_cast<double>(config_.batch * config_.accumulate) / std::max(1, job_.world_size());
   double rate = 0;
   for (const auto& [rank, w] : ranks_) {
     if (w.last.empty()) continue;
@@ -81,11 +83,10 @@ double Tracker::samples_per_s() const {
   return rate;
 }
 
-std::string Tracker::rank_state(const coordinator::RankHealth& h,
-                                const control::JobStatus& status, TimePoint now) const {
+std::string Tracker::rank_state(const coordinator::RankHealth& h, const control::JobStatus& status,
+                                TimePoint now) const {
   if (h.left) return h.left_ok ? "done" : "failed";
-  if (status.state == control::State::kFailed && status.failed_rank() == h.rank)
-    return "failed";
+  if (status.state == control::State::kFailed && status.failed_rank() == h.rank) return "failed";
   return now - h.last_seen > 2 * job_.options().heartbeat_interval ? "silent" : "running";
 }
 
@@ -99,7 +100,8 @@ JobSnapshot Tracker::snapshot(TimePoint now) const {
   s.transport = config_.dist.transport;
   s.algorithm = config_.dist.algorithm;
   s.ddp = config_.dist.ddp;
-  s.compress = train::effective_compress(config_);  // what DDP sends, --precision's default included
+  s.compress =
+      train::effective_compress(config_);  // what DDP sends, --precision's default included
   s.precision = config_.precision;
   uint64_t bytes = 0, grad_bytes = 0;
   for (const auto& [rank, w] : ranks_) {
@@ -163,11 +165,13 @@ JobSnapshot Tracker::snapshot(TimePoint now) const {
   if (!members.empty() && !fits_.empty()) {
     std::string transport = config_.dist.transport;
     if (transport == "auto")
-      transport = std::all_of(members.begin(), members.end(), [&](const auto& m) { return m.host == members[0].host; })
+      transport = std::all_of(members.begin(), members.end(),
+                              [&](const auto& m) { return m.host == members[0].host; })
                       ? "shm"
                       : "tcp";
     if (s.backend == "nccl") transport = "nccl";
-    const std::string algorithm = config_.dist.algorithm == "auto" ? "ring" : config_.dist.algorithm;
+    const std::string algorithm =
+        config_.dist.algorithm == "auto" ? "ring" : config_.dist.algorithm;
     s.fit = perf::find_fit(fits_, transport, algorithm, s.world_size);
   }
   if (s.total_steps > 0 && s.samples_per_s > 0 && !s.status.terminal())

@@ -50,14 +50,15 @@ struct JobSnapshot {
   int world_size = 0;      // of the attempt now (elastic: may be below the most)
   int max_world_size = 0;  // --world-size / --nproc
   std::string backend, transport, algorithm, ddp, compress, precision, model;
-  double compression_ratio = 0;  // fp32 gradient bytes / bytes sent as, every record so far (0: none)
+  double compression_ratio =
+      0;  // fp32 gradient bytes / bytes sent as, every record so far (0: none)
   int64_t global_batch = 0, step = 0, total_steps = 0;
   std::optional<double> loss, eta_s;
   double samples_per_s = 0, elapsed_s = 0;
   std::vector<EvalPoint> evals;
   std::vector<RankSnapshot> ranks;  // empty while forming
   uint64_t records_total = 0;
-  int attempt = 0;  // the job's attempt now (0: never restarted)
+  int attempt = 0;                             // the job's attempt now (0: never restarted)
   std::vector<coordinator::Restart> restarts;  // why each attempt after the first formed
   // Where each attempt after a restart resumed, once its first record came
   // (the loss chart's restart markers).

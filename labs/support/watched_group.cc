@@ -54,8 +54,8 @@ comm::WorkPtr WatchedGroup::all_gather(const void* in, void* out, int64_t count,
                                        comm::DataType dtype) {
   return watch("all_gather", count, inner_.all_gather(in, out, count, dtype));
 }
-comm::WorkPtr WatchedGroup::reduce_scatter(const void* in, void* out, int64_t count, comm::DataType dtype,
-                                           comm::ReduceOp op) {
+comm::WorkPtr WatchedGroup::reduce_scatter(const void* in, void* out, int64_t count,
+                                           comm::DataType dtype, comm::ReduceOp op) {
   return watch("reduce_scatter", count, inner_.reduce_scatter(in, out, count, dtype, op));
 }
 comm::WorkPtr WatchedGroup::broadcast(void* data, int64_t count, comm::DataType dtype, int root) {

@@ -29,9 +29,9 @@ void feed_ring(coordinator::Job& job,
       m.start_ns = s * 10'000'000;
       m.step_ms = 8;
       comm::CommSpan b{.index = 0,
-                      .bytes = 1 << 20,
-                      .start_ns = m.start_ns + 1'000'000,
-                      .end_ns = m.start_ns + 1'200'000};
+                       .bytes = 1 << 20,
+                       .start_ns = m.start_ns + 1'000'000,
+                       .end_ns = m.start_ns + 1'200'000};
       if (perf::traced_step(s, DashboardTest::kWorld)) {
         for (int k = 0; k < 2; ++k)
           b.steps.push_back(

@@ -53,7 +53,10 @@ DashboardTest::~DashboardTest() {
 void DashboardTest::serve(const std::filesystem::path& dir,
                           std::chrono::milliseconds idle_timeout) {
   server_.reset();
-  server_ = std::make_unique<Server>(ServerOptions{.host = "127.0.0.1", .port = 0, .dashboard_dir = dir, .idle_timeout = idle_timeout}, job_);
+  server_ = std::make_unique<Server>(
+      ServerOptions{
+          .host = "127.0.0.1", .port = 0, .dashboard_dir = dir, .idle_timeout = idle_timeout},
+      job_);
 }
 
 void DashboardTest::feed(int64_t first, int64_t count, int only_rank) {

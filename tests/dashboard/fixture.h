@@ -19,7 +19,6 @@ class DashboardTest : public ::testing::Test {
   static constexpr int kWorld = 2;
 
  protected:
-
   DashboardTest();
   ~DashboardTest() override;
 

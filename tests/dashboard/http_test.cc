@@ -85,8 +85,7 @@ TEST_F(DashboardTest, RanksCarryWhatEachWorkerRunsOn) {
   const auto now = coordinator::Clock::now();
   ASSERT_TRUE(
       job_.heartbeat(sessions_[1], {}, now, control::Resources{"cuda:1", 2, 16}).outcome.ok());
-  ASSERT_TRUE(
-      job_.heartbeat(sessions_[0], {}, now, control::Resources{"cpu", 4, 2}).outcome.ok());
+  ASSERT_TRUE(job_.heartbeat(sessions_[0], {}, now, control::Resources{"cpu", 4, 2}).outcome.ok());
   ranks = json::parse(request(port(), "/api/ranks").body());
   EXPECT_EQ(ranks[1]["device"], "cuda:1");
   EXPECT_EQ(ranks[1]["threads"], 2);
@@ -100,7 +99,8 @@ TEST_F(DashboardTest, RanksCarryWhatEachWorkerRunsOn) {
 TEST_F(DashboardTest, JobCarriesTheFitOfItsLink) {
   EXPECT_TRUE(json::parse(request(port(), "/api/job").body())["fit"].is_null());
   // The two ranks are on two hosts, so transport auto means tcp; algorithm auto means ring.
-  const fs::path file = fs::temp_directory_path() / ("mddp-fit-" + std::to_string(::getpid()) + ".json");
+  const fs::path file =
+      fs::temp_directory_path() / ("mddp-fit-" + std::to_string(::getpid()) + ".json");
   perf::save_fits(file, {{"shm", "ring", kWorld, {1e-6, 10e9}, 0.99},
                          {"tcp", "ring", kWorld, {12e-6, 3e9}, 0.98},
                          {"tcp", "ring", 4, {1, 1}, 0.5}});
@@ -213,8 +213,10 @@ TEST_F(DashboardTest, HundredConcurrentClientsAreAllServed) {
     req.set(http::field::host, "127.0.0.1");  // HTTP/1.1: the connection stays open
     beast::flat_buffer buffer;
     http::response<http::string_body> res;
-    beast::error_code error = run_async(ioc, [&](auto done) { http::async_write(stream, req, done); });
-    if (!error) error = run_async(ioc, [&](auto done) { http::async_read(stream, buffer, res, done); });
+    beast::error_code error =
+        run_async(ioc, [&](auto done) { http::async_write(stream, req, done); });
+    if (!error)
+      error = run_async(ioc, [&](auto done) { http::async_read(stream, buffer, res, done); });
     ASSERT_FALSE(error) << "client " << i << " of " << kClients
                         << " (asking in the reverse order of connecting) got no answer within 8 s: "
                         << error.message()

@@ -62,7 +62,8 @@ TEST(BucketAssignment, RespectsCapsAndFillsGreedily) {
       EXPECT_GT(sum + bytes[buckets[i + 1].front()], c) << "bucket " << i << " closed early";
     }
   }
-  // Hand-computed: reverse order 20,10,900 | ... first cap 150 -> {7,6} then 900+100 = 1000 fits -> {5,4}, ...
+  // Hand-computed: reverse order 20,10,900 | ... first cap 150 -> {7,6} then 900+100 = 1000 fits ->
+  // {5,4}, ...
   ASSERT_GE(buckets.size(), 2u);
   EXPECT_EQ(buckets[0], (std::vector<std::size_t>{7, 6}));
   EXPECT_EQ(buckets[1], (std::vector<std::size_t>{5, 4}));
@@ -78,7 +79,9 @@ TEST(BucketAssignment, SmallFirstBucket) {
   EXPECT_EQ(buckets[2].size(), 3u);
 }
 
-TEST(BucketAssignment, EmptyModel) { EXPECT_TRUE(assign_buckets({}, 10, 10).empty()); }
+TEST(BucketAssignment, EmptyModel) {
+  EXPECT_TRUE(assign_buckets({}, 10, 10).empty());
+}
 
 }  // namespace
 }  // namespace mddp::ddp

@@ -28,8 +28,10 @@ namespace {
 using ddp::Compression;
 using ddp::CompressionKind;
 
-std::unique_ptr<comm::Communicator> connect(comm::Store& store, int rank, int world, const std::string& name) {
-  auto t = comm::connect_transport(store, rank, world, {name, 0, ""}, comm::TransportKind::kTcp, std::chrono::seconds(20));
+std::unique_ptr<comm::Communicator> connect(comm::Store& store, int rank, int world,
+                                            const std::string& name) {
+  auto t = comm::connect_transport(store, rank, world, {name, 0, ""}, comm::TransportKind::kTcp,
+                                   std::chrono::seconds(20));
   return std::make_unique<comm::Communicator>(std::move(t), comm::CommOptions{});
 }
 
@@ -62,7 +64,9 @@ struct KeepCase {
   }
 };
 
-void PrintTo(const KeepCase& c, std::ostream* os) { *os << c.name(); }
+void PrintTo(const KeepCase& c, std::ostream* os) {
+  *os << c.name();
+}
 
 class KeepEverything : public ::testing::TestWithParam<KeepCase> {};
 
@@ -80,33 +84,41 @@ TEST_P(KeepEverything, GradientsAreTheUncompressedAverage) {
         std::vector<nn::Parameter> params(kShapes.size());
         std::vector<nn::Parameter*> ptrs;
         for (std::size_t i = 0; i < kShapes.size(); ++i) {
-          params[i] = {str(i), tensor::Tensor::zeros(kShapes[i]), tensor::Tensor::zeros(kShapes[i])};
+          params[i] = {str(i), tensor::Tensor::zeros(kShapes[i]),
+                       tensor::Tensor::zeros(kShapes[i])};
           ptrs.push_back(&params[i]);
         }
         auto comm = connect(store, rank, world, "keep-" + c.name());
-        ddp::SyncOptions o{.mode = ddp::parse_mode(c.mode), .bucket_mb = c.bucket_mb,
-                           .first_bucket_mb = c.bucket_mb, .compress = keep_everything(c.kind)};
+        ddp::SyncOptions o{.mode = ddp::parse_mode(c.mode),
+                           .bucket_mb = c.bucket_mb,
+                           .first_bucket_mb = c.bucket_mb,
+                           .compress = keep_everything(c.kind)};
         auto sync = ddp::make_grad_sync(o, ptrs, *comm);
-        for (std::size_t i = 0; i < params.size(); ++i) {  // after make_grad_sync: buckets re-point grads
+        for (std::size_t i = 0; i < params.size();
+             ++i) {  // after make_grad_sync: buckets re-point grads
           local[rank].push_back(random_values(params[i].grad.numel(), 100 * rank + i));
           std::copy(local[rank][i].begin(), local[rank][i].end(), params[i].grad.data());
         }
-        for (std::size_t i = params.size(); i-- > 0;) sync->on_grad_ready(params[i]);  // backward order
+        for (std::size_t i = params.size(); i-- > 0;)
+          sync->on_grad_ready(params[i]);  // backward order
         sync->finish();
         for (const auto& p : params) synced[rank].push_back(p.grad.to_vector());
         for (const auto& s : sync->stats().spans) second_rounds[rank] += s.round == 1;
       },
       std::chrono::seconds(60));
   if (c.kind == CompressionKind::kPowerSgd) {
-    EXPECT_GT(second_rounds[0], 0u) << "no matrix went through PowerSGD's factors; the test would be vacuous";
+    EXPECT_GT(second_rounds[0], 0u)
+        << "no matrix went through PowerSGD's factors; the test would be vacuous";
   }
   for (std::size_t p = 0; p < kShapes.size(); ++p) {
     std::vector<float> mean(local[0][p].size(), 0.0f);
     for (int r = 0; r < world; ++r)
-      for (std::size_t i = 0; i < mean.size(); ++i) mean[i] += local[r][p][i] / static_cast<float>(world);
+      for (std::size_t i = 0; i < mean.size(); ++i)
+        mean[i] += local[r][p][i] / static_cast<float>(world);
     for (int r = 0; r < world; ++r) {
       EXPECT_LE(rel_error(synced[r][p], mean), 1e-5) << "parameter " << p << " on rank " << r;
-      EXPECT_EQ(synced[r][p], synced[0][p]) << "parameter " << p << ": rank " << r << " differs from rank 0";
+      EXPECT_EQ(synced[r][p], synced[0][p])
+          << "parameter " << p << ": rank " << r << " differs from rank 0";
     }
   }
 }
@@ -133,8 +145,10 @@ TEST(DdpTopK, KeepingEverythingTrainsLikeOneProcess) {
     cfg.dist.compress = "topk:1";
     const auto ranks = train_ranks(cfg, 2, comm::TransportKind::kTcp, 4);
     for (std::size_t p = 0; p < ranks[0].size(); ++p) {
-      EXPECT_EQ(ranks[1][p], ranks[0][p]) << mode << ": parameter " << p << " differs between ranks";
-      EXPECT_LE(rel_error(ranks[0][p], train_single(cfg, 4)[p]), 1e-5) << mode << ": parameter " << p;
+      EXPECT_EQ(ranks[1][p], ranks[0][p])
+          << mode << ": parameter " << p << " differs between ranks";
+      EXPECT_LE(rel_error(ranks[0][p], train_single(cfg, 4)[p]), 1e-5)
+          << mode << ": parameter " << p;
     }
   }
 }
@@ -214,7 +228,8 @@ TEST(DdpPowerSgd, ResidualsPlusTheAverageAreTheSumOfWhatWasOwed) {
           unit.advance(*comm);
           ddp::SyncStats stats;
           unit.complete(stats);
-          EXPECT_EQ(stats.bytes, static_cast<std::size_t>((16 + 10) * 2) * sizeof(float));  // P then Q
+          EXPECT_EQ(stats.bytes,
+                    static_cast<std::size_t>((16 + 10) * 2) * sizeof(float));  // P then Q
           e = unit.residual().to_vector();
         }
         residual[rank] = e;
@@ -267,7 +282,8 @@ TEST(DdpPowerSgd, ARankOneGradientComesThroughRankOne) {
       std::chrono::seconds(60));
   EXPECT_LE(rel_error(got[0], m), 1e-5);
   EXPECT_LE(rel_error(got[1], m), 1e-5);
-  EXPECT_LE(max_abs(residual[0]) / max_abs(m), 1e-5) << "rank 0 still owes part of a rank-1 gradient";
+  EXPECT_LE(max_abs(residual[0]) / max_abs(m), 1e-5)
+      << "rank 0 still owes part of a rank-1 gradient";
 }
 
 // Ranks as real processes (fork, FileStore, the transport a job picks):
@@ -285,23 +301,28 @@ TEST(DdpCompressedProcesses, EveryRankHoldsTheSameParametersAfterEveryStep) {
           world,
           [&](int rank) {
             comm::FileStore store(dir.path());
-            train::DistributedTrainer dt(cfg, train::connect_process_group(store, rank, world, {"cmp", 0, ""}, cfg));
+            train::DistributedTrainer dt(
+                cfg, train::connect_process_group(store, rank, world, {"cmp", 0, ""}, cfg));
             for (int s = 0; s < steps; ++s) {
               dt.step();
-              std::ofstream out(dir.path() + "/r" + std::to_string(rank) + "s" + std::to_string(s), std::ios::binary);
+              std::ofstream out(dir.path() + "/r" + std::to_string(rank) + "s" + std::to_string(s),
+                                std::ios::binary);
               for (const auto& p : snapshot(dt.trainer().model()))
-                out.write(reinterpret_cast<const char*>(p.data()), static_cast<std::streamsize>(p.size() * sizeof(float)));
+                out.write(reinterpret_cast<const char*>(p.data()),
+                          static_cast<std::streamsize>(p.size() * sizeof(float)));
             }
           },
           std::chrono::seconds(120));
       const auto read = [&](int r, int s) {
-        std::ifstream in(dir.path() + "/r" + std::to_string(r) + "s" + std::to_string(s), std::ios::binary);
+        std::ifstream in(dir.path() + "/r" + std::to_string(r) + "s" + std::to_string(s),
+                         std::ios::binary);
         return std::string(std::istreambuf_iterator<char>(in), {});
       };
       for (int s = 0; s < steps; ++s) {
         const std::string rank0 = read(0, s);
         ASSERT_FALSE(rank0.empty()) << "step " << s;
-        for (int r = 1; r < world; ++r) EXPECT_TRUE(read(r, s) == rank0) << "rank " << r << " step " << s;
+        for (int r = 1; r < world; ++r)
+          EXPECT_TRUE(read(r, s) == rank0) << "rank " << r << " step " << s;
       }
       EXPECT_FALSE(read(0, 0) == read(0, steps - 1)) << "the parameters did not move";
     }

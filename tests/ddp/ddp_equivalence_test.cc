@@ -22,12 +22,14 @@ struct EqCase {
   std::string model;
   comm::TransportKind transport;
   std::string name() const {
-    return model + "_w" + std::to_string(world) + "_" + mode + "_" + std::to_string(static_cast<int>(bucket_mb * 1e6)) +
-           "B_" + comm::to_string(transport);
+    return model + "_w" + std::to_string(world) + "_" + mode + "_" +
+           std::to_string(static_cast<int>(bucket_mb * 1e6)) + "B_" + comm::to_string(transport);
   }
 };
 
-void PrintTo(const EqCase& c, std::ostream* os) { *os << c.name(); }
+void PrintTo(const EqCase& c, std::ostream* os) {
+  *os << c.name();
+}
 
 class DdpEquivalenceTest : public ::testing::TestWithParam<EqCase> {};
 
@@ -48,8 +50,10 @@ std::vector<EqCase> eq_cases() {
         cases.push_back({world, "hooked", 25, model, transport});
         cases.push_back({world, "bucketed", 25, model, transport});
         cases.push_back({world, "bucketed", 0.001, model, transport});
-        cases.push_back({world, "bucketed", 0.000001, model, transport});  // every parameter its own bucket
-        cases.push_back({world, "sharded", 25, model, transport});  // ZeRO-1 (ddp_sharded_test.cc: the rest)
+        cases.push_back(
+            {world, "bucketed", 0.000001, model, transport});  // every parameter its own bucket
+        cases.push_back(
+            {world, "sharded", 25, model, transport});  // ZeRO-1 (ddp_sharded_test.cc: the rest)
         cases.push_back({world, "sharded", 0.001, model, transport});
       }
   return cases;
@@ -104,7 +108,8 @@ TEST(DdpLocalSgd, ReplicasAgreeAfterEachAverage) {
   const auto odd = train_ranks(cfg, 2, comm::TransportKind::kTcp, 3);
   bool differ = false;
   for (std::size_t p = 0; p < odd[0].size(); ++p) differ |= rel_error(odd[1][p], odd[0][p]) > 0;
-  EXPECT_TRUE(differ) << "after a non-averaging step the replicas should differ (each used its own gradient)";
+  EXPECT_TRUE(differ)
+      << "after a non-averaging step the replicas should differ (each used its own gradient)";
 }
 
 // Ranks that built different models are refused at start, with the difference.
@@ -115,9 +120,10 @@ TEST(DdpModelCheck, MismatchedModelsAreRefusedWithTheDifference) {
       [&](int rank) {
         train::TrainConfig cfg = mlp_config();
         if (rank == 1) cfg.model.width = 13;
-        auto t = comm::connect_transport(store, rank, 2, {"mismatch", 0, ""}, comm::TransportKind::kTcp,
-                                         std::chrono::seconds(20));
-        train::DistributedTrainer dt(cfg, std::make_unique<comm::Communicator>(std::move(t), train::comm_options(cfg)));
+        auto t = comm::connect_transport(store, rank, 2, {"mismatch", 0, ""},
+                                         comm::TransportKind::kTcp, std::chrono::seconds(20));
+        train::DistributedTrainer dt(
+            cfg, std::make_unique<comm::Communicator>(std::move(t), train::comm_options(cfg)));
       },
       std::chrono::seconds(60));
   for (int r = 0; r < 2; ++r) {

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -21,8 +21,8 @@ namespace mddp::test {
 namespace {
 
 void put_be32(std::ofstream& out, uint32_t v) {
-  const char b[4] = {static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8),
-                     static_cast<char>(v)};
+  const char b[4] = {static_cast<char>(v >> 24), static_cast<char>(v >> 16),
+                     static_cast<char>(v >> 8), static_cast<char>(v)};
   out.write(b, 4);
 }
 
@@ -50,7 +50,9 @@ void write_split(const std::string& dir, const std::string& prefix, int n, uint6
 
 std::string tiny_image_dataset() {
   static const std::string dir = [] {
-    std::string d = (std::filesystem::temp_directory_path() / ("mddp-ddp-test-" + std::to_string(getpid()))).string();
+    std::string d =
+        (std::filesystem::temp_directory_path() / ("mddp-ddp-test-" + std::to_string(getpid())))
+            .string();
     std::filesystem::create_directories(d);
     write_split(d, "train", 64, 1);
     write_split(d, "t10k", 16, 2);
@@ -98,7 +100,8 @@ Params snapshot(nn::Module& model) {
   return out;
 }
 
-std::vector<Params> train_ranks(const train::TrainConfig& cfg, int world, comm::TransportKind kind, int steps) {
+std::vector<Params> train_ranks(const train::TrainConfig& cfg, int world, comm::TransportKind kind,
+                                int steps) {
   static std::atomic<int> job_counter{0};
   comm::MemoryStore store;
   const std::string prefix = "job" + std::to_string(job_counter++);
@@ -108,10 +111,12 @@ std::vector<Params> train_ranks(const train::TrainConfig& cfg, int world, comm::
       [&](int rank) {
         std::unique_ptr<comm::ProcessGroup> c;
         if (cfg.dist.backend == "gloo") {
-          c = comm::gloo::connect_gloo(store, rank, world, {std::chrono::seconds(20), "127.0.0.1", prefix});
+          c = comm::gloo::connect_gloo(store, rank, world,
+                                       {std::chrono::seconds(20), "127.0.0.1", prefix});
         } else {
-          auto transport = comm::connect_transport(store, rank, world, {"ddp-test", 0, "secret"}, kind,
-                                                   std::chrono::seconds(20), "127.0.0.1", prefix);
+          auto transport =
+              comm::connect_transport(store, rank, world, {"ddp-test", 0, "secret"}, kind,
+                                      std::chrono::seconds(20), "127.0.0.1", prefix);
           c = std::make_unique<comm::Communicator>(std::move(transport), train::comm_options(cfg));
         }
         train::DistributedTrainer dt(cfg, std::move(c));
@@ -143,7 +148,9 @@ double rel_error(const std::vector<float>& a, const std::vector<float>& b) {
 void expect_identical_across_ranks(const std::vector<Params>& ranks) {
   for (std::size_t r = 1; r < ranks.size(); ++r)
     for (std::size_t p = 0; p < ranks[0].size(); ++p)
-      ASSERT_EQ(std::memcmp(ranks[r][p].data(), ranks[0][p].data(), ranks[0][p].size() * sizeof(float)), 0)
+      ASSERT_EQ(
+          std::memcmp(ranks[r][p].data(), ranks[0][p].data(), ranks[0][p].size() * sizeof(float)),
+          0)
           << "rank " << r << " parameter " << p << " differs from rank 0";
 }
 

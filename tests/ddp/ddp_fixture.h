@@ -18,7 +18,8 @@ using Params = std::vector<std::vector<float>>;  // one vector per parameter, re
 // binary; returns its "idx:DIR" spec.
 std::string tiny_image_dataset();
 
-train::TrainConfig mlp_config();  // synthetic classification, FullMLP width 12 depth 3, SGD + momentum
+train::TrainConfig
+mlp_config();  // synthetic classification, FullMLP width 12 depth 3, SGD + momentum
 train::TrainConfig cnn_config();  // tiny IDX images, CNN channels {3, 4}, hidden 10
 // mlp_config() or cnn_config() (model "mlp" or "cnn") synchronised by `mode`
 // (naive | hooked | bucketed | sharded), every bucket, the first too, capped at bucket_mb.
@@ -29,7 +30,8 @@ Params snapshot(nn::Module& model);
 // Trains `steps` steps on `world` ranks (threads, MemoryStore rendezvous,
 // the given transport; over gloo when cfg.dist.backend is "gloo") and
 // returns every rank's final parameters.
-std::vector<Params> train_ranks(const train::TrainConfig& cfg, int world, comm::TransportKind kind, int steps);
+std::vector<Params> train_ranks(const train::TrainConfig& cfg, int world, comm::TransportKind kind,
+                                int steps);
 // The reference: one process, whole global batch (cfg.batch * cfg.accumulate).
 Params train_single(const train::TrainConfig& cfg, int steps);
 

@@ -23,12 +23,14 @@ struct GlooCase {
   double bucket_mb;
   std::string model;
   std::string name() const {
-    return model + "_w" + std::to_string(world) + "_" + mode + "_" + std::to_string(static_cast<int>(bucket_mb * 1e6)) +
-           "B";
+    return model + "_w" + std::to_string(world) + "_" + mode + "_" +
+           std::to_string(static_cast<int>(bucket_mb * 1e6)) + "B";
   }
 };
 
-void PrintTo(const GlooCase& c, std::ostream* os) { *os << c.name(); }
+void PrintTo(const GlooCase& c, std::ostream* os) {
+  *os << c.name();
+}
 
 class DdpGlooTest : public ::testing::TestWithParam<GlooCase> {};
 

@@ -20,11 +20,14 @@ struct GradCase {
   double bucket_mb;
   std::string model;  // mlp | cnn
   std::string name() const {
-    return model + "_w" + std::to_string(world) + "_" + mode + "_" + std::to_string(static_cast<int>(bucket_mb * 1e6)) + "B";
+    return model + "_w" + std::to_string(world) + "_" + mode + "_" +
+           std::to_string(static_cast<int>(bucket_mb * 1e6)) + "B";
   }
 };
 
-void PrintTo(const GradCase& c, std::ostream* os) { *os << c.name(); }
+void PrintTo(const GradCase& c, std::ostream* os) {
+  *os << c.name();
+}
 
 class DdpGradTest : public ::testing::TestWithParam<GradCase> {};
 
@@ -49,9 +52,10 @@ TEST_P(DdpGradTest, EveryGradientIsTheAverageOfTheLocalGradients) {
         capture.after_backward = [&] { local[rank] = grads_of(plain.model()); };
         plain.step(capture);
 
-        auto t = comm::connect_transport(store, rank, c.world, {"grad-test", 0, ""}, comm::TransportKind::kTcp,
-                                         std::chrono::seconds(20));
-        train::DistributedTrainer dt(cfg, std::make_unique<comm::Communicator>(std::move(t), train::comm_options(cfg)));
+        auto t = comm::connect_transport(store, rank, c.world, {"grad-test", 0, ""},
+                                         comm::TransportKind::kTcp, std::chrono::seconds(20));
+        train::DistributedTrainer dt(
+            cfg, std::make_unique<comm::Communicator>(std::move(t), train::comm_options(cfg)));
         train::StepHooks hooks = dt.loop_hooks().step;
         hooks.after_backward = [&, wait = hooks.after_backward] {
           wait();
@@ -64,21 +68,24 @@ TEST_P(DdpGradTest, EveryGradientIsTheAverageOfTheLocalGradients) {
   const std::size_t n_params = local[0].size();
   // The test could not fail if every rank had the same gradient: make sure they differ.
   double spread = 0;
-  for (std::size_t p = 0; p < n_params; ++p) spread = std::max(spread, rel_error(local[1][p], local[0][p]));
+  for (std::size_t p = 0; p < n_params; ++p)
+    spread = std::max(spread, rel_error(local[1][p], local[0][p]));
   ASSERT_GT(spread, 1e-3) << "ranks' local gradients are identical; the check would be vacuous";
 
   int wrong = 0;
   for (std::size_t p = 0; p < n_params; ++p) {
     std::vector<float> mean(local[0][p].size(), 0.0f);
     for (int r = 0; r < c.world; ++r)
-      for (std::size_t i = 0; i < mean.size(); ++i) mean[i] += local[r][p][i] / static_cast<float>(c.world);
+      for (std::size_t i = 0; i < mean.size(); ++i)
+        mean[i] += local[r][p][i] / static_cast<float>(c.world);
     for (int r = 0; r < c.world; ++r) {
       const double err = rel_error(synced[r][p], mean);
       if (err > 1e-5) ++wrong;
       EXPECT_LE(err, 1e-5) << "parameter " << p << " on rank " << r << " is not the average";
     }
   }
-  EXPECT_EQ(wrong, 0) << wrong << " of " << n_params * c.world << " (parameter, rank) gradients not averaged";
+  EXPECT_EQ(wrong, 0) << wrong << " of " << n_params * c.world
+                      << " (parameter, rank) gradients not averaged";
 }
 
 std::vector<GradCase> grad_cases() {

@@ -28,7 +28,9 @@ struct PrecisionCase {
   std::string name() const { return precision + "_" + model + "_w" + std::to_string(world); }
 };
 
-void PrintTo(const PrecisionCase& c, std::ostream* os) { *os << c.name(); }
+void PrintTo(const PrecisionCase& c, std::ostream* os) {
+  *os << c.name();
+}
 
 class DdpPrecisionTest : public ::testing::TestWithParam<PrecisionCase> {};
 
@@ -47,13 +49,16 @@ TEST_P(DdpPrecisionTest, MatchesOneProcessAtTheSamePrecision) {
   fp32.precision = "fp32";
   const Params reference = train_single(fp32, kSteps);
   double worst = 0;
-  for (std::size_t p = 0; p < single.size(); ++p) worst = std::max(worst, rel_error(single[p], reference[p]));
+  for (std::size_t p = 0; p < single.size(); ++p)
+    worst = std::max(worst, rel_error(single[p], reference[p]));
   EXPECT_GT(worst, 1e-5) << c.precision << " trained bitwise like fp32";
 }
 
 INSTANTIATE_TEST_SUITE_P(Precisions, DdpPrecisionTest,
-                         ::testing::Values(PrecisionCase{"bf16", "mlp", 2}, PrecisionCase{"bf16", "mlp", 3},
-                                           PrecisionCase{"bf16", "cnn", 2}, PrecisionCase{"fp16", "mlp", 2},
+                         ::testing::Values(PrecisionCase{"bf16", "mlp", 2},
+                                           PrecisionCase{"bf16", "mlp", 3},
+                                           PrecisionCase{"bf16", "cnn", 2},
+                                           PrecisionCase{"fp16", "mlp", 2},
                                            PrecisionCase{"fp16", "cnn", 3}),
                          [](const auto& info) { return info.param.name(); });
 

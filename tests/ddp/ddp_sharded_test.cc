@@ -56,7 +56,8 @@ TEST(DdpSharded, EveryOptimiserWithAccumulationMatchesOneProcess) {
   for (const Optim& o : every_optimiser())
     for (int k : {1, 3})
       for (double bucket_mb : {25.0, 0.001}) {  // one bucket; several
-        const std::string what = o.name + " accumulate " + std::to_string(k) + " bucket " + std::to_string(bucket_mb);
+        const std::string what =
+            o.name + " accumulate " + std::to_string(k) + " bucket " + std::to_string(bucket_mb);
         SCOPED_TRACE(what);
         train::TrainConfig cfg = sharded_config(o.cfg);
         cfg.accumulate = k;
@@ -94,9 +95,10 @@ TEST(DdpSharded, EachRankKeepsOneNthOfTheOptimiserState) {
   run_threads(
       world,
       [&](int rank) {
-        auto t = comm::connect_transport(store, rank, world, {"state", 0, ""}, kTcp, std::chrono::seconds(20));
-        train::DistributedTrainer dt(cfg,
-                                     std::make_unique<comm::Communicator>(std::move(t), train::comm_options(cfg)));
+        auto t = comm::connect_transport(store, rank, world, {"state", 0, ""}, kTcp,
+                                         std::chrono::seconds(20));
+        train::DistributedTrainer dt(
+            cfg, std::make_unique<comm::Communicator>(std::move(t), train::comm_options(cfg)));
         auto* opt = dynamic_cast<train::ShardedOptimizer*>(&dt.trainer().optimizer());
         ASSERT_NE(opt, nullptr) << "--ddp sharded did not install the sharded optimiser";
         held[rank] = opt->state_numel();
@@ -121,10 +123,10 @@ Params run_job(train::TrainConfig cfg, int world) {
           mine.checkpoint_every = 0;
           mine.resume.clear();
         }
-        auto t = comm::connect_transport(store, rank, world, {"ckpt", 0, ""}, kTcp, std::chrono::seconds(20),
-                                         "127.0.0.1", prefix);
-        train::DistributedTrainer dt(mine,
-                                     std::make_unique<comm::Communicator>(std::move(t), train::comm_options(mine)));
+        auto t = comm::connect_transport(store, rank, world, {"ckpt", 0, ""}, kTcp,
+                                         std::chrono::seconds(20), "127.0.0.1", prefix);
+        train::DistributedTrainer dt(
+            mine, std::make_unique<comm::Communicator>(std::move(t), train::comm_options(mine)));
         train::LoopHooks hooks = dt.loop_hooks();
         hooks.print = rank == 0 && !mine.run_dir.empty();
         train::run_training(dt.trainer(), hooks);
@@ -160,11 +162,13 @@ TEST(DdpSharded, CheckpointHoldsTheWholeStateAndResumesBitwiseShardedOrNot) {
     bucketed_first.run_dir = bucketed_dir;
     run_job(bucketed_first, 2);
     const train::Checkpoint sharded_ckpt = train::read_checkpoint(train::find_checkpoint(dir));
-    const train::Checkpoint bucketed_ckpt = train::read_checkpoint(train::find_checkpoint(bucketed_dir));
+    const train::Checkpoint bucketed_ckpt =
+        train::read_checkpoint(train::find_checkpoint(bucketed_dir));
     ASSERT_EQ(sharded_ckpt.state.tensors.size(), bucketed_ckpt.state.tensors.size());
     for (std::size_t i = 0; i < sharded_ckpt.state.tensors.size(); ++i) {
       EXPECT_EQ(sharded_ckpt.state.tensors[i].name, bucketed_ckpt.state.tensors[i].name);
-      EXPECT_EQ(sharded_ckpt.state.tensors[i].value.to_vector(), bucketed_ckpt.state.tensors[i].value.to_vector())
+      EXPECT_EQ(sharded_ckpt.state.tensors[i].value.to_vector(),
+                bucketed_ckpt.state.tensors[i].value.to_vector())
           << sharded_ckpt.state.tensors[i].name;
     }
 
@@ -186,9 +190,10 @@ TEST(DdpSharded, RefusesCompressionAndLocalSgd) {
     const auto errors = run_threads_collect(
         2,
         [&](int rank) {
-          auto t = comm::connect_transport(store, rank, 2, {"refuse", 0, ""}, kTcp, std::chrono::seconds(20));
-          train::DistributedTrainer dt(cfg,
-                                       std::make_unique<comm::Communicator>(std::move(t), train::comm_options(cfg)));
+          auto t = comm::connect_transport(store, rank, 2, {"refuse", 0, ""}, kTcp,
+                                           std::chrono::seconds(20));
+          train::DistributedTrainer dt(
+              cfg, std::make_unique<comm::Communicator>(std::move(t), train::comm_options(cfg)));
         },
         std::chrono::seconds(60));
     for (int r = 0; r < 2; ++r) {

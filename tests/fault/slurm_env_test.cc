@@ -29,13 +29,15 @@ TEST(ExpandNodelist, SeveralBracketsInOneNameGiveEveryCombination) {
 }
 
 TEST(ExpandNodelist, MalformedListsAreInputErrorsQuotingTheList) {
-  for (const char* bad : {"", "node[1-3", "node]1[", "node[]", "node[3-1]", "node[a-b]", "a,,b", "node[1-2]]",
-                          "n[[1]]", "n[1-2000000]"}) {
+  for (const char* bad : {"", "node[1-3", "node]1[", "node[]", "node[3-1]", "node[a-b]", "a,,b",
+                          "node[1-2]]", "n[[1]]", "n[1-2000000]"}) {
     try {
       expand_nodelist(bad);
       ADD_FAILURE() << "accepted '" << bad << "'";
     } catch (const InputError& e) {
-      EXPECT_NE(std::string(e.what()).find(str("SLURM_JOB_NODELIST='", bad, "'")), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(str("SLURM_JOB_NODELIST='", bad, "'")),
+                std::string::npos)
+          << e.what();
     }
   }
 }
@@ -44,12 +46,16 @@ TEST(ExpandNodelist, MalformedListsAreInputErrorsQuotingTheList) {
 class SlurmVars : public ::testing::Test {
  protected:
   void TearDown() override {
-    for (const char* v : {"SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS", "SLURM_JOB_NODELIST", "RANK"}) ::unsetenv(v);
+    for (const char* v :
+         {"SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS", "SLURM_JOB_NODELIST", "RANK"})
+      ::unsetenv(v);
   }
   static void set(const char* var, const char* value) { ::setenv(var, value, 1); }
 };
 
-TEST_F(SlurmVars, NoProcidIsNotAnSrunTask) { EXPECT_FALSE(slurm_task().has_value()); }
+TEST_F(SlurmVars, NoProcidIsNotAnSrunTask) {
+  EXPECT_FALSE(slurm_task().has_value());
+}
 
 TEST_F(SlurmVars, ReadsTheTask) {
   set("SLURM_PROCID", "5");

@@ -17,8 +17,8 @@
 #include "coordinator/coordinator.h"
 #include "core/comm/communicator.h"
 #include "core/comm/memory_store.h"
-#include "core/common/timer.h"
 #include "core/comm/transport/connect.h"
+#include "core/common/timer.h"
 #include "proto/microddp.grpc.pb.h"
 #include "worker/coordinator_client.h"
 #include "worker/cpus.h"
@@ -61,8 +61,8 @@ TEST(CoordinatorClient, IsTheStoreUnderTheDataPlane) {
     CoordinatorClient client(client_options(c.address()));
     const JoinInfo info = client.join(join_args());
     auto comm =
-        comm::connect(client, info.rank, info.world_size, {"job", info.attempt, info.data_key}, comm::TransportKind::kTcp,
-                      comm::CommOptions{.timeout = 20s}, "127.0.0.1");
+        comm::connect(client, info.rank, info.world_size, {"job", info.attempt, info.data_key},
+                      comm::TransportKind::kTcp, comm::CommOptions{.timeout = 20s}, "127.0.0.1");
     float v = static_cast<float>(info.rank + 1);
     comm->all_reduce(&v, 1, comm::DataType::kFloat32, comm::ReduceOp::kSum)->wait();
     client.leave(true, "", 5s);
@@ -170,11 +170,13 @@ TEST(Heartbeat, EstimatesTheOffsetToTheCoordinatorsClock) {
   Heartbeat hb(client, board, {50ms, 1000ms});
   hb.start();
   const auto deadline = std::chrono::steady_clock::now() + 5s;
-  while (hb.clock_offset_ns() == 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(10ms);
+  while (hb.clock_offset_ns() == 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(10ms);
   // Same host: steady + offset must be the wall clock, to within the loopback
   // round trip (generously bounded: the machine may be loaded).
   const auto unix_now = [] {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
         .count();
   };
   const int64_t error_ns = now_ns() + hb.clock_offset_ns() - unix_now();

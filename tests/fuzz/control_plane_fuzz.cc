@@ -53,7 +53,8 @@ struct Replay {
       case 1: {
         v1::ValidateRequest m;
         if (parse(m, data, size))
-          job.validate(session(m.session()), from_proto(m.fingerprint()), soon(), now, [](Outcome) {});
+          job.validate(session(m.session()), from_proto(m.fingerprint()), soon(), now,
+                       [](Outcome) {});
         break;
       }
       case 2: {
@@ -111,7 +112,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Replay replay{fixture, fixture.now};
   for (std::size_t at = 1; at + 3 <= size;) {
     const int kind = data[at] % 9;
-    const std::size_t len = std::min<std::size_t>(data[at + 1] | (data[at + 2] << 8), size - at - 3);
+    const std::size_t len =
+        std::min<std::size_t>(data[at + 1] | (data[at + 2] << 8), size - at - 3);
     replay.apply(kind, data + at + 3, len);
     at += 3 + len;
     replay.now += std::chrono::milliseconds(1);

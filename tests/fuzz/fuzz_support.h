@@ -18,7 +18,8 @@ namespace mddp::fuzz {
 // memfd, named by its /proc/self/fd path, gone when this is.
 class InputFile {
  public:
-  InputFile(const uint8_t* data, std::size_t size) : fd_(::memfd_create("fuzz-input", MFD_CLOEXEC)) {
+  InputFile(const uint8_t* data, std::size_t size)
+      : fd_(::memfd_create("fuzz-input", MFD_CLOEXEC)) {
     MDDP_CHECK(fd_ >= 0, "memfd_create failed");
     for (std::size_t done = 0; done < size;) {
       const ssize_t n = ::write(fd_, data + done, size - done);
@@ -49,8 +50,8 @@ void refusals_allowed(F&& f) {
 }
 
 // A property the target asserts (a round trip, a bound): a finding when false.
-#define MDDP_FUZZ_ASSERT(cond) \
-  do {                         \
+#define MDDP_FUZZ_ASSERT(cond)     \
+  do {                             \
     if (!(cond)) __builtin_trap(); \
   } while (0)
 

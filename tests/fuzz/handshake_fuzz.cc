@@ -5,10 +5,9 @@
 // challenge a connecting rank reads back and the confirm an acceptor reads.
 // A hello that decodes must encode to the same bytes, and a challenge or
 // confirm that decodes must too.
-#include "core/comm/transport/tcp/handshake.h"
-
 #include <algorithm>
 
+#include "core/comm/transport/tcp/handshake.h"
 #include "tests/fuzz/fuzz_support.h"
 
 using namespace mddp::comm;
@@ -35,12 +34,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (int rank : {0, 2}) {
       Challenge c;
       if (decode_challenge(data, rank, 4, c).empty())
-        MDDP_FUZZ_ASSERT(encode_challenge(c) == std::string(reinterpret_cast<const char*>(data), kChallengeBytes));
+        MDDP_FUZZ_ASSERT(encode_challenge(c) ==
+                         std::string(reinterpret_cast<const char*>(data), kChallengeBytes));
     }
   if (size >= kConfirmBytes) {
     std::string mac;
     if (decode_confirm(data, mac).empty())
-      MDDP_FUZZ_ASSERT(encode_confirm(mac) == std::string(reinterpret_cast<const char*>(data), kConfirmBytes));
+      MDDP_FUZZ_ASSERT(encode_confirm(mac) ==
+                       std::string(reinterpret_cast<const char*>(data), kConfirmBytes));
   }
   return 0;
 }

@@ -3,7 +3,6 @@
 // file; anything else (a crash, a huge allocation, an internal check) is a
 // finding. What it returns has exactly the bytes its dimensions say.
 #include "core/data/idx_reader.h"
-
 #include "tests/fuzz/fuzz_support.h"
 
 using namespace mddp;
@@ -21,7 +20,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     MDDP_FUZZ_ASSERT(static_cast<int64_t>(im.pixels.size()) == im.count * im.rows * im.cols);
   });
   fuzz::refusals_allowed([&] {
-    for (uint8_t label : data::read_idx_labels(file.path(), 10).labels) MDDP_FUZZ_ASSERT(label < 10);
+    for (uint8_t label : data::read_idx_labels(file.path(), 10).labels)
+      MDDP_FUZZ_ASSERT(label < 10);
   });
   return 0;
 }

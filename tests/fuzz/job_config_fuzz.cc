@@ -3,7 +3,6 @@
 // validation the coordinator applies. What parses must survive a round trip
 // (dump, parse, dump gives the same text).
 #include "control/job_config_json.h"
-
 #include "tests/fuzz/fuzz_support.h"
 
 using namespace mddp;

@@ -38,8 +38,8 @@ struct JobFixture {
       req.requested_rank = r;
       req.server_nonce = job.hello(req.job_id, req.protocol_version, "fuzz", now).server_nonce;
       req.client_nonce = std::string(32, static_cast<char>('a' + r));
-      req.proof = control::join_proof("a-token", req.job_id, req.server_nonce,
-                                          req.client_nonce, req.host, req.pid);
+      req.proof = control::join_proof("a-token", req.job_id, req.server_nonce, req.client_nonce,
+                                      req.host, req.pid);
       job.join(req, now + std::chrono::seconds(10), now,
                [this](coordinator::JoinResult res) { sessions.push_back(res.self.session); });
     }
@@ -55,8 +55,8 @@ inline void read_dashboard(const coordinator::Job& job, coordinator::TimePoint n
   dashboard::Tracker tracker(job);
   tracker.observe(job.metrics_log().since(0, 100000), now);
   const dashboard::RouteContext ctx{job, tracker, files};
-  for (const char* target : {"/api/job", "/api/ranks", "/api/metrics", "/api/timeline", "/api/stragglers",
-                             "/api/trace", "/metrics"})
+  for (const char* target : {"/api/job", "/api/ranks", "/api/metrics", "/api/timeline",
+                             "/api/stragglers", "/api/trace", "/metrics"})
     (void)dashboard::route(target, ctx);
 }
 

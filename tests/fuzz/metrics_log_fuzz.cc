@@ -23,13 +23,15 @@ const std::filesystem::path& run_dir() {
 }
 
 void write(const std::filesystem::path& p, const char* data, std::size_t size) {
-  std::ofstream(p, std::ios::binary | std::ios::trunc).write(data, static_cast<std::streamsize>(size));
+  std::ofstream(p, std::ios::binary | std::ios::trunc)
+      .write(data, static_cast<std::streamsize>(size));
 }
 
 constexpr const char kMetrics[] =
     "{\"kind\":\"step\",\"rank\":0,\"step\":1,\"step_ms\":2.0,\"forward_ms\":1.0}\n"
     "{\"kind\":\"step\",\"rank\":1,\"step\":1,\"step_ms\":2.5,\"forward_ms\":1.5}\n";
-constexpr const char kJob[] = "{\"job_id\":\"local\",\"world_size\":2,\"config\":{},\"members\":[]}";
+constexpr const char kJob[] =
+    "{\"job_id\":\"local\",\"world_size\":2,\"config\":{},\"members\":[]}";
 
 }  // namespace
 

@@ -2,7 +2,6 @@
 // file: any header length, any JSON, any offsets. A refusal is an
 // InputError; what loads has tensors whose bytes match their shapes.
 #include "core/train/safetensors.h"
-
 #include "tests/fuzz/fuzz_support.h"
 
 using namespace mddp;
@@ -13,7 +12,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fuzz::refusals_allowed([&] {
     const train::Safetensors st = train::load_safetensors(file.path());
     std::size_t bytes = 0;
-    for (const auto& t : st.tensors) bytes += static_cast<std::size_t>(t.value.numel()) * sizeof(float);
+    for (const auto& t : st.tensors)
+      bytes += static_cast<std::size_t>(t.value.numel()) * sizeof(float);
     MDDP_FUZZ_ASSERT(bytes <= size);
   });
   return 0;

@@ -29,7 +29,8 @@ TEST(Cublas, OpensOnFirstUseWithEveryEntryPoint) {
   EXPECT_NE(c.set_math_mode, nullptr);
   EXPECT_NE(c.sgemm, nullptr);
   ASSERT_NE(c.status_string, nullptr);
-  EXPECT_NE(std::string(c.status_string(CUBLAS_STATUS_NOT_INITIALIZED)).find("not initialized"), std::string::npos);
+  EXPECT_NE(std::string(c.status_string(CUBLAS_STATUS_NOT_INITIALIZED)).find("not initialized"),
+            std::string::npos);
   EXPECT_EQ(&cublas(), &c) << "loaded once";
 }
 

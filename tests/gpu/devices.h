@@ -31,8 +31,9 @@ inline std::string gpu_test_gate(const tensor::CudaStatus& status, int needed, b
                                  const std::string& what) {
   if (status.broken()) return "FAIL: " + status.problem;
   if (!built_with_cuda)
-    return "SKIP: no CUDA device: this build has no CUDA support (configure with the CUDA toolkit); " + what +
-           " is untested here";
+    return "SKIP: no CUDA device: this build has no CUDA support (configure with the CUDA "
+           "toolkit); " +
+           what + " is untested here";
   if (status.devices < needed)
     return "SKIP: needs " + std::to_string(needed) + " CUDA GPU(s), this machine has " +
            std::to_string(status.devices) + ": " + what + " is untested here";
@@ -40,12 +41,12 @@ inline std::string gpu_test_gate(const tensor::CudaStatus& status, int needed, b
 }
 
 // In a TEST body: skips or fails as gpu_test_gate says.
-#define MDDP_REQUIRE_CUDA_DEVICES(n, what)                                                                    \
-  do {                                                                                                        \
-    const std::string gate_ = ::mddp::test::gpu_test_gate(::mddp::tensor::cuda_status(), (n), MDDP_HAVE_CUDA, \
-                                                          (what));                                            \
-    if (gate_.rfind("FAIL: ", 0) == 0) GTEST_FAIL() << gate_.substr(6);                                       \
-    if (!gate_.empty()) GTEST_SKIP() << gate_.substr(6);                                                      \
+#define MDDP_REQUIRE_CUDA_DEVICES(n, what)                                                       \
+  do {                                                                                           \
+    const std::string gate_ =                                                                    \
+        ::mddp::test::gpu_test_gate(::mddp::tensor::cuda_status(), (n), MDDP_HAVE_CUDA, (what)); \
+    if (gate_.rfind("FAIL: ", 0) == 0) GTEST_FAIL() << gate_.substr(6);                          \
+    if (!gate_.empty()) GTEST_SKIP() << gate_.substr(6);                                         \
   } while (0)
 
 class DeviceTest : public ::testing::TestWithParam<tensor::Device> {

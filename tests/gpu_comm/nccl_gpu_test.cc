@@ -19,11 +19,11 @@
 #include <thread>
 #include <vector>
 
-#include "core/common/half.h"
 #include "core/comm/memory_store.h"
 #include "core/comm/nccl/nccl.h"
 #include "core/comm/nccl/transport_log.h"
 #include "core/comm/reduce_kernels.h"
+#include "core/common/half.h"
 #include "core/tensor/device.h"
 #include "core/tensor/ops.h"
 #include "core/tensor/tensor.h"
@@ -51,7 +51,8 @@ std::string next_prefix() {
 }
 
 // Runs fn(group, rank) on n thread-ranks, rank r on cuda:r.
-void with_groups(int n, const std::function<void(ProcessGroup&, int)>& fn, std::chrono::milliseconds timeout = 20s) {
+void with_groups(int n, const std::function<void(ProcessGroup&, int)>& fn,
+                 std::chrono::milliseconds timeout = 20s) {
   MemoryStore store;
   const std::string prefix = next_prefix();
   mddp::test::run_threads(
@@ -114,14 +115,18 @@ class DeviceBuffer {
   tensor::Tensor dev_, host_;
 };
 
-float value(int rank, int64_t i) { return static_cast<float>((rank + i) % 5) - 2.0f; }
+float value(int rank, int64_t i) {
+  return static_cast<float>((rank + i) % 5) - 2.0f;
+}
 
 // The CPU reference of one element reduced over n ranks.
 float reference(ReduceOp op, int n, int64_t i) {
   float acc = value(0, i);
   for (int r = 1; r < n; ++r) {
     const float v = value(r, i);
-    acc = op == ReduceOp::kMax ? std::max(acc, v) : op == ReduceOp::kMin ? std::min(acc, v) : acc + v;
+    acc = op == ReduceOp::kMax   ? std::max(acc, v)
+          : op == ReduceOp::kMin ? std::min(acc, v)
+                                 : acc + v;
   }
   return op == ReduceOp::kAvg ? acc / static_cast<float>(n) : acc;
 }
@@ -135,7 +140,8 @@ TEST(NcclGpu, AllReduceMatchesTheCpuReference) {
       for (DataType t : {DataType::kFloat32, DataType::kBFloat16, DataType::kFloat16})
         for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kMax})
           for (int64_t count : {int64_t{0}, int64_t{1}, int64_t{1031}, int64_t{1} << 20}) {
-            SCOPED_TRACE(str(n, " ranks, ", to_string(t), " ", to_string(op), ", ", count, " elements"));
+            SCOPED_TRACE(
+                str(n, " ranks, ", to_string(t), " ", to_string(op), ", ", count, " elements"));
             DeviceBuffer buf(t, count, rank);
             std::vector<float> v(count);
             for (int64_t i = 0; i < count; ++i) v[i] = value(rank, i);
@@ -153,7 +159,9 @@ TEST(NcclGpu, AllReduceMatchesTheCpuReference) {
             for (int64_t i = 0; i < count; ++i) {
               const float want = reference(op, n, i);
               if (std::abs(got[i] - want) > tol) {
-                if (wrong++ < 5) ADD_FAILURE() << "rank " << rank << " element " << i << ": " << got[i] << " != " << want;
+                if (wrong++ < 5)
+                  ADD_FAILURE() << "rank " << rank << " element " << i << ": " << got[i]
+                                << " != " << want;
               }
             }
             EXPECT_EQ(wrong, 0);
@@ -195,11 +203,14 @@ TEST(NcclGpu, InPlaceReduceScatterThenAllGather) {
     for (int64_t i = 0; i < shard * n; ++i) mine[i] = static_cast<float>(rank * 100 + i);
     b.set(mine);
     // The mean over ranks q of q*100 + i.
-    const auto mean = [&](int64_t i) { return 50.0f * static_cast<float>(n - 1) + static_cast<float>(i); };
+    const auto mean = [&](int64_t i) {
+      return 50.0f * static_cast<float>(n - 1) + static_cast<float>(i);
+    };
     auto* base = static_cast<float*>(b.data());
     g.reduce_scatter(base, base + shard * rank, shard, DataType::kFloat32, ReduceOp::kAvg)->wait();
     std::vector<float> got = b.get();
-    for (int64_t i = 0; i < shard; ++i) ASSERT_FLOAT_EQ(got[shard * rank + i], mean(shard * rank + i));
+    for (int64_t i = 0; i < shard; ++i)
+      ASSERT_FLOAT_EQ(got[shard * rank + i], mean(shard * rank + i));
     g.all_gather(base + shard * rank, base, shard, DataType::kFloat32)->wait();
     got = b.get();
     for (int64_t i = 0; i < shard * n; ++i) ASSERT_FLOAT_EQ(got[i], mean(i));
@@ -232,7 +243,8 @@ TEST(NcclGpu, AbortUnblocksAWaitOnAPeerThatNeverIssues) {
     // itself, which then waits for rank 1 until the abort.
     rank0 = &g;
     const auto t0 = std::chrono::steady_clock::now();
-    EXPECT_THROW(g.all_reduce(b.data(), 1024, DataType::kFloat32, ReduceOp::kSum)->wait(), AbortedError);
+    EXPECT_THROW(g.all_reduce(b.data(), 1024, DataType::kFloat32, ReduceOp::kSum)->wait(),
+                 AbortedError);
     EXPECT_LT(std::chrono::steady_clock::now() - t0, 10s);
     EXPECT_THROW(g.barrier(), AbortedError);  // one failure ends the group
   });
@@ -248,13 +260,18 @@ TEST(NcclGpu, AnAbortAfterAWarmUpCollectiveMakesWaitThrow) {
   with_groups(1, [&](ProcessGroup& g, int rank) {
     const tensor::Device gpu{tensor::DeviceType::kCuda, rank};
     DeviceBuffer b(DataType::kFloat32, 1024, rank);
-    g.all_reduce(b.data(), 1024, DataType::kFloat32, ReduceOp::kSum)->wait();  // warm-up: connected, healthy
-    tensor::Tensor a = tensor::Tensor::zeros({1024, 1024}, gpu), c = tensor::Tensor::zeros({1024, 1024}, gpu);
-    for (int i = 0; i < 200; ++i) tensor::gemm(false, false, 1.0f, a, a, 0.0f, c);  // ~0.4 TFLOP queued
-    WorkPtr w = g.all_reduce(b.data(), 1024, DataType::kFloat32, ReduceOp::kSum);  // waits for the gemms
+    g.all_reduce(b.data(), 1024, DataType::kFloat32, ReduceOp::kSum)
+        ->wait();  // warm-up: connected, healthy
+    tensor::Tensor a = tensor::Tensor::zeros({1024, 1024}, gpu),
+                   c = tensor::Tensor::zeros({1024, 1024}, gpu);
+    for (int i = 0; i < 200; ++i)
+      tensor::gemm(false, false, 1.0f, a, a, 0.0f, c);  // ~0.4 TFLOP queued
+    WorkPtr w =
+        g.all_reduce(b.data(), 1024, DataType::kFloat32, ReduceOp::kSum);  // waits for the gemms
     g.abort("test: the job failed elsewhere");
     EXPECT_THROW(w->wait(), AbortedError);
-    EXPECT_THROW(w->wait(), AbortedError) << "a second wait must not turn the failure into a success";
+    EXPECT_THROW(w->wait(), AbortedError)
+        << "a second wait must not turn the failure into a success";
   });
 }
 
@@ -268,13 +285,15 @@ TEST(NcclGpu, ACollectiveSeesEveryKernelQueuedBeforeIt) {
     const tensor::Device gpu{tensor::DeviceType::kCuda, rank};
     constexpr int64_t kCount = int64_t{1} << 20;
     tensor::Tensor acc = tensor::Tensor::zeros({kCount}, gpu);
-    const tensor::Tensor one = tensor::Tensor::from_vector({kCount}, std::vector<float>(kCount, 1.0f)).to(gpu);
+    const tensor::Tensor one =
+        tensor::Tensor::from_vector({kCount}, std::vector<float>(kCount, 1.0f)).to(gpu);
     for (int i = 0; i < 300; ++i) tensor::axpy(1.0f, one, acc);  // queued, not run yet
     g.all_reduce(acc.data(), kCount, DataType::kFloat32, ReduceOp::kSum)->wait();
     const std::vector<float> got = acc.to_vector();
     int64_t wrong = 0;
     for (int64_t i = 0; i < kCount; ++i)
-      if (got[i] != 300.0f * n && wrong++ < 5) ADD_FAILURE() << "rank " << rank << " element " << i << ": " << got[i];
+      if (got[i] != 300.0f * n && wrong++ < 5)
+        ADD_FAILURE() << "rank " << rank << " element " << i << ": " << got[i];
     EXPECT_EQ(wrong, 0);
   });
 }
@@ -286,7 +305,9 @@ TEST(NcclGpu, ACollectiveSeesEveryKernelQueuedBeforeIt) {
 TEST(NcclGpu, SixteenBitAveragesHaveNoBiasAtWorldThree) {
   REQUIRE_GPUS(3);
   constexpr int64_t kCount = int64_t{1} << 20;
-  const auto input = [](int rank, int64_t i) { return 1.0f + static_cast<float>((i * 7919 + rank * 104729) % 4093) / 4093.0f; };
+  const auto input = [](int rank, int64_t i) {
+    return 1.0f + static_cast<float>((i * 7919 + rank * 104729) % 4093) / 4093.0f;
+  };
   with_groups(3, [&](ProcessGroup& g, int rank) {
     for (DataType t : {DataType::kBFloat16, DataType::kFloat16}) {
       SCOPED_TRACE(to_string(t));
@@ -297,7 +318,8 @@ TEST(NcclGpu, SixteenBitAveragesHaveNoBiasAtWorldThree) {
       g.all_reduce(buf.data(), kCount, t, ReduceOp::kAvg)->wait();
       const std::vector<float> got = buf.get();
       const auto round16 = [&](float x) {
-        return t == DataType::kBFloat16 ? bf16_to_float(float_to_bf16(x)) : fp16_to_float(float_to_fp16(x));
+        return t == DataType::kBFloat16 ? bf16_to_float(float_to_bf16(x))
+                                        : fp16_to_float(float_to_fp16(x));
       };
       double signed_rel = 0;
       for (int64_t i = 0; i < kCount; ++i) {
@@ -307,7 +329,8 @@ TEST(NcclGpu, SixteenBitAveragesHaveNoBiasAtWorldThree) {
         signed_rel += (got[i] - exact) / exact;
       }
       const double bias = signed_rel / kCount;
-      EXPECT_LT(std::abs(bias), 2e-4) << "mean relative error " << bias << " (ncclAvg's bf16 bias: +1.95e-3)";
+      EXPECT_LT(std::abs(bias), 2e-4)
+          << "mean relative error " << bias << " (ncclAvg's bf16 bias: +1.95e-3)";
     }
   });
 }
@@ -325,7 +348,8 @@ std::vector<mddp::test::Params> train_on_gpus(const train::TrainConfig& cfg, int
       [&](int rank) {
         train::TrainConfig c = cfg;
         c.device = str("cuda:", rank);
-        auto group = train::connect_process_group(store, rank, world, {"gpu-test", 0, ""}, c, "127.0.0.1", prefix);
+        auto group = train::connect_process_group(store, rank, world, {"gpu-test", 0, ""}, c,
+                                                  "127.0.0.1", prefix);
         train::DistributedTrainer dt(c, std::move(group));
         for (int s = 0; s < steps; ++s) {
           const train::StepResult r = dt.step();
@@ -342,10 +366,12 @@ std::vector<mddp::test::Params> train_on_gpus(const train::TrainConfig& cfg, int
   return got;
 }
 
-void expect_all_close(const std::vector<mddp::test::Params>& got, const mddp::test::Params& want, double tol) {
+void expect_all_close(const std::vector<mddp::test::Params>& got, const mddp::test::Params& want,
+                      double tol) {
   for (std::size_t r = 0; r < got.size(); ++r)
     for (std::size_t p = 0; p < want.size(); ++p)
-      EXPECT_LE(mddp::test::rel_error(got[r][p], want[p]), tol) << "rank " << r << " parameter " << p;
+      EXPECT_LE(mddp::test::rel_error(got[r][p], want[p]), tol)
+          << "rank " << r << " parameter " << p;
 }
 
 // DDP over NCCL on N GPUs trains the same model as one CPU process on the
@@ -380,7 +406,8 @@ TEST(NcclGpu, CompressedGradientsStayCloseToOneCpuProcess) {
     cfg.dist.bucket_mb = 0.001;
     const std::vector<mddp::test::Params> got = train_on_gpus(cfg, kSteps);
     expect_all_close(got, mddp::test::train_single(cfg, kSteps), tol);
-    for (std::size_t r = 1; r < got.size(); ++r) EXPECT_EQ(got[r], got[0]) << "rank " << r << " differs from rank 0";
+    for (std::size_t r = 1; r < got.size(); ++r)
+      EXPECT_EQ(got[r], got[0]) << "rank " << r << " differs from rank 0";
   }
 }
 

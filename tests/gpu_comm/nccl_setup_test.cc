@@ -2,11 +2,10 @@
 // a MemoryStore (threads) and a FileStore (processes), and the refusals a
 // user sees when the GPU cannot be used. They run everywhere (label unit).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
-#include <unistd.h>
-
 #include <cstdlib>
 #include <filesystem>
 #include <sstream>
@@ -56,10 +55,13 @@ TEST(UniqueId, ThreadsGetRankZerosIdThroughAMemoryStore) {
   mddp::test::run_threads(
       kRanks,
       [&](int rank) {
-        got[rank] = exchange_unique_id(store, rank, "job/nccl/unique_id", 128, [&] {
-          ++created;
-          return fake_id(7);
-        }, 10s);
+        got[rank] = exchange_unique_id(
+            store, rank, "job/nccl/unique_id", 128,
+            [&] {
+              ++created;
+              return fake_id(7);
+            },
+            10s);
       },
       30s);
   EXPECT_EQ(created.load(), 1) << "only rank 0 creates the id";
@@ -67,13 +69,15 @@ TEST(UniqueId, ThreadsGetRankZerosIdThroughAMemoryStore) {
 }
 
 TEST(UniqueId, ProcessesGetRankZerosIdThroughAFileStore) {
-  const auto dir = std::filesystem::temp_directory_path() / ("mddp-nccl-id-" + std::to_string(::getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("mddp-nccl-id-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   mddp::test::run_processes(
       3,
       [&](int rank) {
         FileStore store(dir.string());
-        const std::string id = exchange_unique_id(store, rank, "nccl/unique_id", 128, [] { return fake_id(3); }, 10s);
+        const std::string id = exchange_unique_id(
+            store, rank, "nccl/unique_id", 128, [] { return fake_id(3); }, 10s);
         if (id != fake_id(3)) throw Error(str("rank ", rank, " got a different id"));
       },
       60s);
@@ -84,17 +88,20 @@ TEST(UniqueId, AWrongSizedValueIsRefusedWithTheKey) {
   MemoryStore store;
   store.set("k", to_hex("short"));
   try {
-    exchange_unique_id(store, 1, "k", 128, [] { return std::string(); }, 1s);
+    exchange_unique_id(
+        store, 1, "k", 128, [] { return std::string(); }, 1s);
     FAIL() << "expected CommError";
   } catch (const CommError& e) {
-    EXPECT_NE(std::string(e.what()).find("'k' has 5 bytes, expected 128"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("'k' has 5 bytes, expected 128"), std::string::npos)
+        << e.what();
   }
 }
 
 TEST(UniqueId, AMissingRankZeroTimesOutNamingTheKey) {
   MemoryStore store;
   try {
-    exchange_unique_id(store, 2, "job7/nccl/unique_id", 128, [] { return std::string(); }, 100ms);
+    exchange_unique_id(
+        store, 2, "job7/nccl/unique_id", 128, [] { return std::string(); }, 100ms);
     FAIL() << "expected TimeoutError";
   } catch (const TimeoutError& e) {
     EXPECT_NE(std::string(e.what()).find("job7/nccl/unique_id"), std::string::npos) << e.what();
@@ -127,9 +134,12 @@ TEST(NcclRefusal, DeviceCudaFailsBeforeTheRendezvous) {
   MemoryStore store;
   train::TrainConfig cfg;
   cfg.device = "cuda:0";
-  const std::string msg =
-      refusal_of([&] { train::connect_process_group(store, 0, 2, {"job", 0, ""}, cfg, "127.0.0.1", "comm"); });
-  EXPECT_NE(msg.find(MDDP_HAVE_CUDA ? "no CUDA GPU found" : "built without CUDA"), std::string::npos) << msg;
+  const std::string msg = refusal_of([&] {
+    train::connect_process_group(store, 0, 2, {"job", 0, ""}, cfg, "127.0.0.1", "comm");
+  });
+  EXPECT_NE(msg.find(MDDP_HAVE_CUDA ? "no CUDA GPU found" : "built without CUDA"),
+            std::string::npos)
+      << msg;
 }
 
 // NCCL's INFO lines (the format of NCCL 2.2x) -> the transports by channel
@@ -146,7 +156,9 @@ TEST(NcclTransportLog, SummarisesTheTransportsOfNcclsLog) {
       "gpu1:1234:1250 [0] NCCL INFO Connected all rings, use ring PXN 0 GDR 0\n"
       "gpu1:1234:1250 [0] NCCL INFO a line that says via but no channel\n");
   EXPECT_EQ(summarize_nccl_transports(log), "NET/Socket/0 (2), P2P/CUMEM/read (2); network Socket");
-  std::istringstream one_rank("gpu1:1:1 [0] NCCL INFO Using network Socket\ngpu1:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 1\n");
+  std::istringstream one_rank(
+      "gpu1:1:1 [0] NCCL INFO Using network Socket\ngpu1:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks "
+      "1\n");
   EXPECT_EQ(summarize_nccl_transports(one_rank), "");
   std::istringstream empty("");
   EXPECT_EQ(summarize_nccl_transports(empty), "");
@@ -163,7 +175,8 @@ TEST(NcclTransportLog, CapturesNcclsLogUnlessTheUserSetNcclDebug) {
         ::unsetenv("MDDP_NCCL_LOG");
         capture_nccl_log();
         const std::string path = nccl_log_path();
-        const bool ok = path.find("microddp-nccl-" + std::to_string(::getpid()) + ".log") != std::string::npos &&
+        const bool ok = path.find("microddp-nccl-" + std::to_string(::getpid()) + ".log") !=
+                            std::string::npos &&
                         std::string(std::getenv("NCCL_DEBUG")) == "INFO" &&
                         std::string(std::getenv("NCCL_DEBUG_FILE")).find("%p") != std::string::npos;
         capture_nccl_log();  // idempotent
@@ -175,7 +188,8 @@ TEST(NcclTransportLog, CapturesNcclsLogUnlessTheUserSetNcclDebug) {
         ::setenv("NCCL_DEBUG", "WARN", 1);
         ::unsetenv("MDDP_NCCL_LOG");
         capture_nccl_log();
-        std::exit(nccl_log_path().empty() && std::string(std::getenv("NCCL_DEBUG")) == "WARN" ? 0 : 1);
+        std::exit(nccl_log_path().empty() && std::string(std::getenv("NCCL_DEBUG")) == "WARN" ? 0
+                                                                                              : 1);
       },
       ::testing::ExitedWithCode(0), "");
 }

@@ -35,7 +35,8 @@ TEST_P(CollectivesTest, ReduceScatter) {
                               [&, e = Expected(t, op, n)](int64_t i) { return e(r * count + i); }));
           // In place (out == in + r*count, NCCL's convention; --ddp
           // sharded's gradients): block r of the buffer becomes the result.
-          auto* block_r = static_cast<std::byte*>(in.data()) + static_cast<std::size_t>(r * count) * element_size(t);
+          auto* block_r = static_cast<std::byte*>(in.data()) +
+                          static_cast<std::size_t>(r * count) * element_size(t);
           comm.reduce_scatter(in.data(), block_r, count, t, op)->wait();
           ASSERT_TRUE(matches(in, r * count, count,
                               [&, e = Expected(t, op, n)](int64_t i) { return e(r * count + i); }));

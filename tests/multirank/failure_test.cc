@@ -12,10 +12,10 @@
 namespace mddp::comm::test {
 namespace {
 
-
 // Runs fn on rank 0 of a 2-rank world whose rank 1 stays connected but takes
 // part in nothing until fn has returned: the peer that never answers.
-void with_silent_peer(TransportKind kind, const std::function<void(Communicator&)>& fn, CommOptions options) {
+void with_silent_peer(TransportKind kind, const std::function<void(Communicator&)>& fn,
+                      CommOptions options) {
   std::atomic<bool> done{false};
   with_comms(
       kind, 2,

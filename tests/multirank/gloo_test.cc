@@ -3,11 +3,12 @@
 // thread-ranks; and its failures mapped to microddp's: a silent peer is a
 // TimeoutError, a peer that leaves a PeerError, abort() an AbortedError at
 // once (not the timeout), and the first failure ends the group.
+#include "core/comm/gloo/gloo.h"
+
 #include <atomic>
 #include <cstdlib>
 #include <thread>
 
-#include "core/comm/gloo/gloo.h"
 #include "tests/multirank/harness.h"
 
 namespace mddp::comm::test {
@@ -15,7 +16,8 @@ namespace {
 
 using gloo::connect_gloo;
 
-void with_gloo(int n, const std::function<void(ProcessGroup&)>& fn, std::chrono::milliseconds timeout = 20s) {
+void with_gloo(int n, const std::function<void(ProcessGroup&)>& fn,
+               std::chrono::milliseconds timeout = 20s) {
   MemoryStore store;
   mddp::test::run_threads(
       n,
@@ -49,7 +51,8 @@ TEST_P(GlooTest, AllReduceMatchesTheReference) {
           Buffer b = make_input(t, count, g.rank());
           g.all_reduce(b.data(), count, t, op)->wait();
           EXPECT_TRUE(matches(b, 0, count, Expected(t, op, n)))
-              << "rank " << g.rank() << " " << to_string(t) << " " << to_string(op) << " count " << count;
+              << "rank " << g.rank() << " " << to_string(t) << " " << to_string(op) << " count "
+              << count;
         }
   });
 }
@@ -68,7 +71,8 @@ TEST_P(GlooTest, ReduceScatterMatchesTheReference) {
           const auto want = [&, e = Expected(t, op, n)](int64_t i) { return e(r * count + i); };
           g.reduce_scatter(in.data(), out.data(), count, t, op)->wait();
           EXPECT_TRUE(matches(out, 0, count, want));
-          auto* block_r = static_cast<std::byte*>(in.data()) + static_cast<std::size_t>(r * count) * element_size(t);
+          auto* block_r = static_cast<std::byte*>(in.data()) +
+                          static_cast<std::size_t>(r * count) * element_size(t);
           g.reduce_scatter(in.data(), block_r, count, t, op)->wait();
           EXPECT_TRUE(matches(in, r * count, count, want));
         }
@@ -91,7 +95,8 @@ TEST_P(GlooTest, AllGatherBroadcastAndBarrier) {
         auto data = pattern(g.rank(), static_cast<std::size_t>(count) * 2, 2);
         g.broadcast(data.data(), count, DataType::kBFloat16, root)->wait();
         const auto want = pattern(root, data.size(), 2);
-        EXPECT_TRUE(same_bytes(data.data(), want.data(), want.size())) << "root " << root << " count " << count;
+        EXPECT_TRUE(same_bytes(data.data(), want.data(), want.size()))
+            << "root " << root << " count " << count;
       }
     }
     g.barrier()->wait();
@@ -114,7 +119,8 @@ TEST(GlooFailure, ASilentPeerIsATimeoutAndEndsTheGroup) {
           return;
         }
         float x[1000] = {};
-        const std::string what = expect_error<TimeoutError>(g.all_reduce(x, 1000, DataType::kFloat32, ReduceOp::kSum));
+        const std::string what =
+            expect_error<TimeoutError>(g.all_reduce(x, 1000, DataType::kFloat32, ReduceOp::kSum));
         EXPECT_TRUE(contains(what, "rank 0: all_reduce(gloo ring) #1")) << what;
         EXPECT_TRUE(contains(what, "Timed out")) << what;
         EXPECT_TRUE(contains(what, "hint:")) << what;
@@ -136,10 +142,12 @@ TEST(GlooFailure, APeerThatLeavesIsAPeerErrorNamingIt) {
         if (g.rank() == 1) return;
         std::this_thread::sleep_for(100ms);
         std::vector<float> x(1 << 16);
-        const PeerError e =
-            peer_error_of(g.all_reduce(x.data(), static_cast<int64_t>(x.size()), DataType::kFloat32, ReduceOp::kSum));
+        const PeerError e = peer_error_of(g.all_reduce(x.data(), static_cast<int64_t>(x.size()),
+                                                       DataType::kFloat32, ReduceOp::kSum));
         const std::string what = e.what();
-        EXPECT_TRUE(contains(what, "rank 0: all_reduce(gloo ring) #1: gloo, with rank 1 at [127.0.0.1]:")) << what;
+        EXPECT_TRUE(
+            contains(what, "rank 0: all_reduce(gloo ring) #1: gloo, with rank 1 at [127.0.0.1]:"))
+            << what;
         EXPECT_EQ(e.peer(), 1) << what;
         EXPECT_NE(e.fault(), PeerFault::kUnknown) << what;
       },
@@ -161,7 +169,8 @@ TEST(GlooFailure, AbortFailsABlockedCollectiveWithAbortedError) {
           return;
         }
         std::vector<float> x(1 << 16);
-        auto blocked = g.all_reduce(x.data(), static_cast<int64_t>(x.size()), DataType::kFloat32, ReduceOp::kSum);
+        auto blocked = g.all_reduce(x.data(), static_cast<int64_t>(x.size()), DataType::kFloat32,
+                                    ReduceOp::kSum);
         auto queued = g.barrier();
         std::thread aborter([&] {
           std::this_thread::sleep_for(200ms);
@@ -190,16 +199,19 @@ TEST(GlooFailure, AnExceptionOnGloosDeviceThreadFailsTheRunningCollective) {
       2,
       [&](ProcessGroup& g) {
         std::vector<float> x(1 << 10, 1.0f);
-        g.all_reduce(x.data(), static_cast<int64_t>(x.size()), DataType::kFloat32, ReduceOp::kSum)->wait();
+        g.all_reduce(x.data(), static_cast<int64_t>(x.size()), DataType::kFloat32, ReduceOp::kSum)
+            ->wait();
         EXPECT_EQ(x[0], 2.0f);
         if (g.rank() == 1) {
           wait_for(done);
           return;
         }
-        const PeerError e =
-            peer_error_of(g.all_reduce(x.data(), static_cast<int64_t>(x.size()), DataType::kFloat32, ReduceOp::kSum));
+        const PeerError e = peer_error_of(g.all_reduce(x.data(), static_cast<int64_t>(x.size()),
+                                                       DataType::kFloat32, ReduceOp::kSum));
         const std::string what = e.what();
-        EXPECT_TRUE(contains(what, "rank 0: all_reduce(gloo ring) #2: gloo, with rank 1 at [127.0.0.1]:")) << what;
+        EXPECT_TRUE(
+            contains(what, "rank 0: all_reduce(gloo ring) #2: gloo, with rank 1 at [127.0.0.1]:"))
+            << what;
         EXPECT_TRUE(contains(what, "its device thread ended")) << what;
         EXPECT_EQ(e.peer(), 1) << what;
         EXPECT_EQ(e.fault(), PeerFault::kReset) << what;

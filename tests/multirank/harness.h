@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "core/comm/communicator.h"
-#include "core/common/half.h"
 #include "core/comm/memory_store.h"
+#include "core/common/half.h"
 #include "tests/support/ranks.h"
 
 namespace mddp::comm::test {
@@ -207,7 +207,9 @@ inline std::string world_name(const ::testing::TestParamInfo<WorldParam>& info) 
 }
 
 // ---- failure tests (failure_test.cc, gloo_test.cc) ---------------------------
-inline bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+inline bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
 
 // Waits (bounded) until `flag` is set: how a rank that must not take part
 // stays connected until the others have seen their error.

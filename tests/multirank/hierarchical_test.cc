@@ -7,11 +7,11 @@
 // cross-host bytes against the spec's formula, computed here; and what
 // `auto` picks. The same over real processes in network namespaces:
 // tests/fault/netns_hier_test.sh.
+#include <spdlog/spdlog.h>
+
 #include <map>
 #include <mutex>
 #include <numeric>
-
-#include <spdlog/spdlog.h>
 
 #include "core/comm/algorithms/algorithms.h"
 #include "core/comm/transport/connect.h"
@@ -45,7 +45,8 @@ void with_hosts(const std::vector<std::string>& hosts, Algorithm algorithm,
 std::vector<std::string> layout(const std::vector<int>& ranks_per_host) {
   std::vector<std::string> hosts;
   for (std::size_t h = 0; h < ranks_per_host.size(); ++h)
-    hosts.insert(hosts.end(), static_cast<std::size_t>(ranks_per_host[h]), std::string(1, static_cast<char>('a' + h)));
+    hosts.insert(hosts.end(), static_cast<std::size_t>(ranks_per_host[h]),
+                 std::string(1, static_cast<char>('a' + h)));
   return hosts;
 }
 
@@ -59,12 +60,21 @@ struct Layout {
   std::vector<std::string> hosts;
 };
 // Names the parameter in test names and failures ("aabbb"), not its bytes.
-void PrintTo(const Layout& l, std::ostream* os) { *os << describe(l.hosts); }
+void PrintTo(const Layout& l, std::ostream* os) {
+  *os << describe(l.hosts);
+}
 
 std::vector<Layout> layouts() {
-  return {{layout({2, 2})},    {layout({2, 2, 2})}, {layout({2, 3})}, {layout({3, 2})},
-          {layout({1, 3})},    {layout({3, 1, 2})}, {layout({4})},    {layout({1, 1, 1})},
-          {{"a", "b", "a", "b"}},  // interleaved: the topology comes from the identities, not the rank order
+  return {{layout({2, 2})},
+          {layout({2, 2, 2})},
+          {layout({2, 3})},
+          {layout({3, 2})},
+          {layout({1, 3})},
+          {layout({3, 1, 2})},
+          {layout({4})},
+          {layout({1, 1, 1})},
+          {{"a", "b", "a",
+            "b"}},  // interleaved: the topology comes from the identities, not the rank order
           {{"b", "a", "a", "c", "b", "a"}}};
 }
 
@@ -77,11 +87,13 @@ TEST_P(HierarchicalTest, MatchesTheReferenceForEveryOpTypeAndCount) {
     for (DataType t : {DataType::kFloat32, DataType::kBFloat16, DataType::kFloat16})
       for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAvg, ReduceOp::kMax, ReduceOp::kMin}) {
         if (t != DataType::kFloat32 && op != ReduceOp::kSum && op != ReduceOp::kAvg) continue;
-        for (int64_t count : {int64_t{0}, int64_t{1}, int64_t{5}, int64_t{7}, int64_t{1000}, int64_t{300007}}) {
+        for (int64_t count :
+             {int64_t{0}, int64_t{1}, int64_t{5}, int64_t{7}, int64_t{1000}, int64_t{300007}}) {
           Buffer b = make_input(t, count, c.rank());
           c.all_reduce(b.data(), count, t, op, Algorithm::kHierarchical)->wait();
           EXPECT_TRUE(matches(b, 0, count, Expected(t, op, n)))
-              << "rank " << c.rank() << " " << to_string(t) << " " << to_string(op) << " count " << count;
+              << "rank " << c.rank() << " " << to_string(t) << " " << to_string(op) << " count "
+              << count;
         }
       }
   });
@@ -104,14 +116,16 @@ TEST_P(HierarchicalTest, StepsRunWithinHostsThenAcrossThenWithin) {
       const int peer = s.send_peer >= 0 ? s.send_peer : s.recv_peer;
       ASSERT_GE(peer, 0);
       if (s.level == StepLevel::kHost) {
-        EXPECT_EQ(topo.host_of(peer), topo.host_of(r)) << "rank " << r << ": a host step to rank " << peer;
+        EXPECT_EQ(topo.host_of(peer), topo.host_of(r))
+            << "rank " << r << ": a host step to rank " << peer;
         const int want = s.phase == StepPhase::kReduceScatter ? 0 : 2;
         EXPECT_GE(want, stage) << "rank " << r << ": " << phase_name(s) << " out of order";
         stage = want;
         (s.phase == StepPhase::kReduceScatter ? host_rs : host_ag)++;
       } else {
         EXPECT_EQ(s.level, StepLevel::kCrossHost);
-        EXPECT_NE(topo.host_of(peer), topo.host_of(r)) << "rank " << r << ": a cross-host step to rank " << peer;
+        EXPECT_NE(topo.host_of(peer), topo.host_of(r))
+            << "rank " << r << ": a cross-host step to rank " << peer;
         EXPECT_LE(stage, 1) << "rank " << r << ": a cross-host step after the host all-gather";
         stage = 1;
         ++cross;
@@ -177,8 +191,11 @@ INSTANTIATE_TEST_SUITE_P(Layouts, HierarchicalTest, ::testing::ValuesIn(layouts(
 // `auto` is hierarchical exactly on several hosts with several ranks on one;
 // elsewhere the flat rule's choice.
 TEST(HierarchicalAuto, PicksHierarchicalOnlyWhereHostsShareRanks) {
-  for (const auto& [hosts, want] : std::vector<std::pair<std::vector<std::string>, bool>>{
-           {layout({2, 2}), true}, {layout({1, 2}), true}, {layout({3}), false}, {layout({1, 1, 1}), false}}) {
+  for (const auto& [hosts, want] :
+       std::vector<std::pair<std::vector<std::string>, bool>>{{layout({2, 2}), true},
+                                                              {layout({1, 2}), true},
+                                                              {layout({3}), false},
+                                                              {layout({1, 1, 1}), false}}) {
     with_hosts(hosts, Algorithm::kAuto, [&](Communicator& c) {
       float x = 1;
       c.all_reduce(&x, 1, DataType::kFloat32, ReduceOp::kSum)->wait();
@@ -195,16 +212,19 @@ TEST(HierarchicalAuto, WithoutTheTopologyItIsRefusedWithTheFix) {
   mddp::test::run_threads(
       2,
       [&](int rank) {
-        Communicator c(connect_transport(store, rank, 2, kJob, TransportKind::kTcp, 20s), CommOptions{});
+        Communicator c(connect_transport(store, rank, 2, kJob, TransportKind::kTcp, 20s),
+                       CommOptions{});
         float x = 1;
         try {
           c.all_reduce(&x, 1, DataType::kFloat32, ReduceOp::kSum, Algorithm::kHierarchical);
           ADD_FAILURE() << "rank " << rank << ": accepted without a topology";
         } catch (const std::exception& e) {
-          EXPECT_NE(std::string(e.what()).find("make the communicator with connect()"), std::string::npos)
+          EXPECT_NE(std::string(e.what()).find("make the communicator with connect()"),
+                    std::string::npos)
               << e.what();
         }
-        c.all_reduce(&x, 1, DataType::kFloat32, ReduceOp::kSum)->wait();  // auto: the flat ring, as before
+        c.all_reduce(&x, 1, DataType::kFloat32, ReduceOp::kSum)
+            ->wait();  // auto: the flat ring, as before
         EXPECT_EQ(x, 2.0f);
       },
       60s);

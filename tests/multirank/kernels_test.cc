@@ -11,9 +11,9 @@
 #include <limits>
 #include <vector>
 
+#include "core/comm/reduce_kernels.h"
 #include "core/common/half.h"
 #include "core/common/half_convert.h"
-#include "core/comm/reduce_kernels.h"
 
 namespace mddp::comm {
 namespace {
@@ -65,7 +65,8 @@ TEST(HalfTest, FloatToFp16MatchesHardwareRounding) {
 TEST(HalfTest, BufferConversionsAgreeWithTheScalarOnes) {
   std::printf("fp16 buffers convert with %s\n", fp16_uses_f16c() ? "F16C" : "the scalar loop");
   std::vector<uint16_t> halves(1 + 65536 + 5);
-  for (std::size_t i = 0; i < halves.size(); ++i) halves[i] = static_cast<uint16_t>(i * 40503u);  // odd: a permutation
+  for (std::size_t i = 0; i < halves.size(); ++i)
+    halves[i] = static_cast<uint16_t>(i * 40503u);  // odd: a permutation
   std::vector<float> widened(halves.size());
   fp16_to_float_n(halves.data() + 1, halves.size() - 1, widened.data() + 1);
   for (std::size_t i = 1; i < halves.size(); ++i) {
@@ -73,7 +74,8 @@ TEST(HalfTest, BufferConversionsAgreeWithTheScalarOnes) {
     if (std::isnan(want)) {
       ASSERT_TRUE(std::isnan(widened[i])) << std::hex << halves[i];
     } else {
-      ASSERT_EQ(std::bit_cast<uint32_t>(widened[i]), std::bit_cast<uint32_t>(want)) << std::hex << halves[i];
+      ASSERT_EQ(std::bit_cast<uint32_t>(widened[i]), std::bit_cast<uint32_t>(want))
+          << std::hex << halves[i];
     }
   }
   std::vector<float> floats;
@@ -83,9 +85,11 @@ TEST(HalfTest, BufferConversionsAgreeWithTheScalarOnes) {
   float_to_fp16_n(floats.data() + 1, floats.size() - 1, narrowed.data() + 1);
   for (std::size_t i = 1; i < floats.size(); ++i) {
     if (std::isnan(floats[i])) {
-      ASSERT_TRUE(std::isnan(fp16_to_float(narrowed[i]))) << std::hex << std::bit_cast<uint32_t>(floats[i]);
+      ASSERT_TRUE(std::isnan(fp16_to_float(narrowed[i])))
+          << std::hex << std::bit_cast<uint32_t>(floats[i]);
     } else {
-      ASSERT_EQ(narrowed[i], float_to_fp16(floats[i])) << std::hex << std::bit_cast<uint32_t>(floats[i]);
+      ASSERT_EQ(narrowed[i], float_to_fp16(floats[i]))
+          << std::hex << std::bit_cast<uint32_t>(floats[i]);
     }
   }
 }

@@ -11,7 +11,9 @@ namespace {
 
 const std::string kToken = "0123456789abcdef-token";
 
-Auth auth(bool https = false) { return Auth(kToken, "microddp_8080", https); }
+Auth auth(bool https = false) {
+  return Auth(kToken, "microddp_8080", https);
+}
 
 int status(Auth& a, Credentials c) {
   const auto r = a.check(c);
@@ -22,12 +24,16 @@ TEST(DashboardAuth, WithoutATokenEverythingPasses) {
   Auth open;
   EXPECT_FALSE(open.enabled());
   EXPECT_EQ(status(open, {.target = "/api/job"}), 200);
-  EXPECT_EQ(status(open, {.target = "/api/stream", .origin = "https://evil", .host = "h:1", .upgrade = true}), 200);
+  EXPECT_EQ(
+      status(open,
+             {.target = "/api/stream", .origin = "https://evil", .host = "h:1", .upgrade = true}),
+      200);
 }
 
 TEST(DashboardAuth, NoTokenIsRefusedWithBearerChallengeAndNoData) {
   Auth a = auth();
-  for (const char* target : {"/", "/api/job", "/metrics", "/app.js", "/api/stream", "/login", "/login?x=1"}) {
+  for (const char* target :
+       {"/", "/api/job", "/metrics", "/app.js", "/api/stream", "/login", "/login?x=1"}) {
     const auto r = a.check({.target = target});
     ASSERT_TRUE(r) << target;
     EXPECT_EQ(r->status, 401) << target;
@@ -91,7 +97,8 @@ TEST(DashboardAuth, LoginSetsAStrictHttpOnlyCookieAndRedirects) {
 TEST(DashboardAuth, StreamUpgradeNeedsThePagesOwnOrigin) {
   Auth a = auth();
   const std::string cookie = "microddp_8080=" + kToken;
-  Credentials c{.target = "/api/stream", .cookie = cookie, .host = "127.0.0.1:8080", .upgrade = true};
+  Credentials c{
+      .target = "/api/stream", .cookie = cookie, .host = "127.0.0.1:8080", .upgrade = true};
   EXPECT_EQ(status(a, c), 200);  // no Origin: not a browser
   c.origin = "http://127.0.0.1:8080";
   EXPECT_EQ(status(a, c), 200);

@@ -33,7 +33,8 @@ TEST(JsonNumber, TakesOnlyValuesThatFit) {
   EXPECT_FALSE(json_number<int>(json(2.5)));
   EXPECT_FALSE(json_number<int>(json("7")));
   EXPECT_FALSE(json_number<uint64_t>(json(-1)));
-  EXPECT_EQ(json_number<uint64_t>(json(std::numeric_limits<uint64_t>::max())), std::numeric_limits<uint64_t>::max());
+  EXPECT_EQ(json_number<uint64_t>(json(std::numeric_limits<uint64_t>::max())),
+            std::numeric_limits<uint64_t>::max());
   EXPECT_FALSE(json_number<int64_t>(json(std::numeric_limits<uint64_t>::max())));
   EXPECT_EQ(json_number<double>(json(3)), 3.0);
   EXPECT_FALSE(json_number<float>(json(1e300)));
@@ -42,14 +43,19 @@ TEST(JsonNumber, TakesOnlyValuesThatFit) {
 
 TEST(HostileMetricsRecord, AFloatTooLargeForAnIntegerFieldIsRefused) {
   // (tests/fuzz/metrics_log: 1.8e30 into the int64 start_ns was undefined behaviour.)
-  EXPECT_TRUE(refused([] { perf::StepMetrics::from_json(json::parse(R"({"rank":0,"step":1,"start_ns":1.8e30})")); },
-                      "'start_ns' should be an integer in range"));
+  EXPECT_TRUE(refused(
+      [] { perf::StepMetrics::from_json(json::parse(R"({"rank":0,"step":1,"start_ns":1.8e30})")); },
+      "'start_ns' should be an integer in range"));
   EXPECT_TRUE(refused([] { perf::StepMetrics::from_json(json::parse(R"({"rank":0,"step":2.5})")); },
                       "'step' should be an integer"));
-  EXPECT_TRUE(refused([] { perf::StepMetrics::from_json(json::parse(R"({"rank":4294967296,"step":1})")); },
-                      "'rank'"));
+  EXPECT_TRUE(
+      refused([] { perf::StepMetrics::from_json(json::parse(R"({"rank":4294967296,"step":1})")); },
+              "'rank'"));
   EXPECT_TRUE(refused(
-      [] { perf::StepMetrics::from_json(json::parse(R"({"rank":0,"step":1,"buckets":[{"bytes":-1}]})")); },
+      [] {
+        perf::StepMetrics::from_json(
+            json::parse(R"({"rank":0,"step":1,"buckets":[{"bytes":-1}]})"));
+      },
       "'bytes'"));
   EXPECT_EQ(perf::StepMetrics::from_json(json::parse(R"({"rank":1,"step":7,"loss":0.5})")).step, 7);
 }
@@ -61,7 +67,8 @@ TEST(HostileJobConfig, NumbersTooLargeAreRefusedNotThrownThrough) {
                       "'batch' must be an integer in"));
   EXPECT_TRUE(refused([] { control::parse_job_config(R"({"threads": 4294967296})"); },
                       "'threads' must be an integer in -2147483648..2147483647"));
-  EXPECT_TRUE(refused([] { control::parse_job_config(R"({"optim": {"lr": 1e300}})"); }, "'optim.lr'"));
+  EXPECT_TRUE(
+      refused([] { control::parse_job_config(R"({"optim": {"lr": 1e300}})"); }, "'optim.lr'"));
 }
 
 }  // namespace

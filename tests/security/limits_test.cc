@@ -4,9 +4,10 @@
 // batch (records, and bucket spans per record). Over real gRPC where the
 // refusal happens there; the store's key count on the class itself (131,072
 // Set calls over gRPC would only make the test slow).
+#include "control/limits.h"
+
 #include <gtest/gtest.h>
 
-#include "control/limits.h"
 #include "coordinator/coordinator.h"
 #include "coordinator/kv_store.h"
 #include "service/client.h"
@@ -16,7 +17,9 @@ namespace {
 
 using namespace std::chrono_literals;
 
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
 
 // A coordinator of one rank, joined by a test client.
 class LimitsTest : public ::testing::Test {
@@ -40,10 +43,11 @@ class LimitsTest : public ::testing::Test {
     for (std::size_t s = 0; s < records; ++s) {
       auto* m = batch.add_steps();
       m->set_step(static_cast<int64_t>(s + 1));
-      for (std::size_t b = 0; b < buckets; ++b) m->add_buckets()->set_index(static_cast<int32_t>(b));
+      for (std::size_t b = 0; b < buckets; ++b)
+        m->add_buckets()->set_index(static_cast<int32_t>(b));
     }
-    auto stub =
-        v1::Coordinator::NewStub(grpc::CreateChannel(coordinator_.address(), grpc::InsecureChannelCredentials()));
+    auto stub = v1::Coordinator::NewStub(
+        grpc::CreateChannel(coordinator_.address(), grpc::InsecureChannelCredentials()));
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + test::kCallDeadline);
     v1::MetricsAck ack;
@@ -58,7 +62,9 @@ class LimitsTest : public ::testing::Test {
     v1::HeartbeatReply reply;
     return client_.heartbeat(&reply).ok() && reply.state() == v1::JOB_STATE_RUNNING;
   }
-  grpc::Status set(const std::string& key, const std::string& value) { return client_.set(key, value); }
+  grpc::Status set(const std::string& key, const std::string& value) {
+    return client_.set(key, value);
+  }
 
   Coordinator coordinator_;
   test::TestClient client_;
@@ -101,7 +107,8 @@ TEST_F(LimitsTest, AMetricsBatchOverTheLimitIsRefusedAndNothingOfItLogged) {
   const uint64_t logged = coordinator_.job().metrics_log().count();
   auto [refused, none] = stream(kMaxMetricsBatch + 1, 1);
   EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-  EXPECT_EQ(refused.error_message(), "a metrics batch of 4097 records (at most 4096 in one message)");
+  EXPECT_EQ(refused.error_message(),
+            "a metrics batch of 4097 records (at most 4096 in one message)");
   EXPECT_EQ(coordinator_.job().metrics_log().count(), logged);
   EXPECT_TRUE(alive());
 }
@@ -109,7 +116,8 @@ TEST_F(LimitsTest, AMetricsBatchOverTheLimitIsRefusedAndNothingOfItLogged) {
 TEST_F(LimitsTest, AMetricsRecordWithTooManyBucketSpansIsRefused) {
   auto [refused, none] = stream(1, kMaxBucketsPerRecord + 1);
   EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-  EXPECT_EQ(refused.error_message(), "a metrics record of step 1 with 65537 bucket spans (at most 65536)");
+  EXPECT_EQ(refused.error_message(),
+            "a metrics record of step 1 with 65537 bucket spans (at most 65536)");
   EXPECT_EQ(coordinator_.job().metrics_log().count(), 0u);
   EXPECT_TRUE(alive());
 }

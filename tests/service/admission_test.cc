@@ -18,15 +18,18 @@ const TimePoint t0 = Clock::now();
 
 // hmac.new(key, b"".join(struct.pack("<I", len(p)) + p for p in parts), hashlib.sha256)
 TEST(Proof, MatchesAnIndependentHmacSha256) {
-  EXPECT_EQ(to_hex(hmac_sha256("key", "The quick brown fox jumps over the lazy dog")),
-            "f7bc83f430538424b13298e6aa6fb143ef4d59a14946175997479dbc2d1a3cd8");  // RFC 4231 style vector
-  EXPECT_EQ(to_hex(join_proof("tok", "job", std::string(32, 'S'), std::string(32, 'C'), "host-a", 4242)),
-            "ce61735d7c8bef52ed9b4ecc491e1f8c3c8a34f9a2c6413b1067db3a811b0340");
+  EXPECT_EQ(
+      to_hex(hmac_sha256("key", "The quick brown fox jumps over the lazy dog")),
+      "f7bc83f430538424b13298e6aa6fb143ef4d59a14946175997479dbc2d1a3cd8");  // RFC 4231 style vector
+  EXPECT_EQ(
+      to_hex(join_proof("tok", "job", std::string(32, 'S'), std::string(32, 'C'), "host-a", 4242)),
+      "ce61735d7c8bef52ed9b4ecc491e1f8c3c8a34f9a2c6413b1067db3a811b0340");
   EXPECT_EQ(to_hex(data_plane_key("tok", "job", std::string(32, 'N'))),
             "2f9f69936bb339f03e3b347ba68154440c2da2ce48ff8f865237bee97ff05c73");
   // Length-prefixed: moving a byte between parts changes the transcript.
   EXPECT_NE(transcript({"ab", "c"}), transcript({"a", "bc"}));
-  EXPECT_NE(data_plane_key("tok", "job", std::string(32, 'N')), data_plane_key("tok", "job", std::string(32, 'M')))
+  EXPECT_NE(data_plane_key("tok", "job", std::string(32, 'N')),
+            data_plane_key("tok", "job", std::string(32, 'M')))
       << "a key of one attempt is useless in the next";
   EXPECT_TRUE(constant_time_equal("abc", "abc"));
   EXPECT_FALSE(constant_time_equal("abc", "abd"));
@@ -44,7 +47,8 @@ Admission admission() {
 }
 
 // A join of `host` proven with `token` over a fresh nonce from `a`.
-JoinRequest proven(Admission& a, const std::string& token, TimePoint now, const std::string& host = "h") {
+JoinRequest proven(Admission& a, const std::string& token, TimePoint now,
+                   const std::string& host = "h") {
   const Admission::Challenge c = a.hello("job", 2, now);
   EXPECT_TRUE(c.outcome.ok()) << c.outcome.message;
   JoinRequest r;
@@ -72,7 +76,8 @@ TEST(Admission, WrongMissingExpiredAndMadeUpProofsAreRefused) {
   const Outcome wrong = a.admit(proven(a, "guess", t0), t0);
   EXPECT_EQ(wrong.code, Code::kUnauthenticated);
   EXPECT_NE(wrong.message.find("wrong token"), std::string::npos) << wrong.message;
-  EXPECT_EQ(wrong.message.find("'job'"), std::string::npos) << "a stranger does not learn the job id";
+  EXPECT_EQ(wrong.message.find("'job'"), std::string::npos)
+      << "a stranger does not learn the job id";
   const Outcome none = a.admit(proven(a, "", t0), t0);
   EXPECT_EQ(none.code, Code::kUnauthenticated);
   EXPECT_NE(none.message.find("no token given"), std::string::npos) << none.message;
@@ -107,7 +112,8 @@ TEST(Admission, AnotherProtocolVersionOrJobIsRefused) {
   other.proof = join_proof("secret", "other", other.server_nonce, other.client_nonce, "h", 77);
   const Outcome o = a.admit(other, t0);
   EXPECT_EQ(o.code, Code::kFailedPrecondition);
-  EXPECT_NE(o.message.find("job 'other' but this coordinator runs job 'job'"), std::string::npos) << o.message;
+  EXPECT_NE(o.message.find("job 'other' but this coordinator runs job 'job'"), std::string::npos)
+      << o.message;
 }
 
 // A flood of Hellos keeps at most max_nonces outstanding: the oldest go first.

@@ -286,8 +286,7 @@ TEST(CoordinatorGrpc, SilentRankFailsTheJobAndTheOthersHearItInTheirHeartbeat) {
   ASSERT_EQ(hb.state(), v1::JOB_STATE_FAILED);
   EXPECT_EQ(hb.failed_rank(), 1);
   const std::string host1 = w[1]->host();
-  const std::string who1 =
-      "rank 1 (host " + host1 + ", pid " + std::to_string(::getpid()) + ")";
+  const std::string who1 = "rank 1 (host " + host1 + ", pid " + std::to_string(::getpid()) + ")";
   EXPECT_NE(hb.failure().find(who1 + " stopped sending heartbeats"), std::string::npos)
       << hb.failure();
   EXPECT_EQ(hb.verdict().cause(), v1::FAILURE_CAUSE_HEARTBEAT_TIMEOUT);
@@ -393,7 +392,8 @@ TEST(CoordinatorGrpc, MetricsStreamsArePersistedOneLinePerRankAndStep) {
 // A bucket's algorithm steps reach metrics.jsonl; a step whose phase the
 // coordinator does not know ends that stream with INVALID_ARGUMENT, nothing else.
 TEST(CoordinatorGrpc, AlgorithmStepsAreLoggedAndAnUnknownPhaseRefused) {
-  const fs::path dir = fs::temp_directory_path() / ("mddp_grpc_steps_" + std::to_string(::getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("mddp_grpc_steps_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   CoordinatorOptions o = options(1);
   o.job.run_dir = dir;
@@ -423,7 +423,8 @@ TEST(CoordinatorGrpc, AlgorithmStepsAreLoggedAndAnUnknownPhaseRefused) {
   };
   const grpc::Status bad = send("sideways");
   EXPECT_EQ(bad.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-  EXPECT_NE(bad.error_message().find("unknown step phase 'sideways'"), std::string::npos) << bad.error_message();
+  EXPECT_NE(bad.error_message().find("unknown step phase 'sideways'"), std::string::npos)
+      << bad.error_message();
   ASSERT_TRUE(send("reduce-scatter").ok());
   EXPECT_EQ(c.job().metrics_log().count(), 1u);
   c.shutdown();

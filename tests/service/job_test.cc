@@ -100,8 +100,10 @@ TEST(Job, EveryWorkerOfALargeJobMayHoldAHelloNonceAtOnce) {
   std::string first_refusal;
   for (auto& r : joins)
     job.join(std::move(r), t0 + 1h, t0, [&](JoinResult res) {
-      if (res.outcome.ok()) ++joined;
-      else if (first_refusal.empty()) first_refusal = res.outcome.message;
+      if (res.outcome.ok())
+        ++joined;
+      else if (first_refusal.empty())
+        first_refusal = res.outcome.message;
     });
   EXPECT_EQ(joined, n) << first_refusal;
   EXPECT_EQ(job.status().state, State::kRunning);
@@ -300,9 +302,11 @@ TEST(Job, ADeadRankEndsTheAttemptAndTheJobReformsWithinItsBudget) {
   JoinResult second;
   auto s2 = form(job, 2, t0 + 2s, &second);
   EXPECT_EQ(second.attempt, 1);
-  EXPECT_NE(second.attempt_nonce, first.attempt_nonce) << "a key of attempt 0 is useless in attempt 1";
+  EXPECT_NE(second.attempt_nonce, first.attempt_nonce)
+      << "a key of attempt 0 is useless in attempt 1";
   EXPECT_EQ(job.status().state, State::kRunning);
-  EXPECT_NE(job.config_for(1).find("\"resume_latest\":true"), std::string::npos) << job.config_for(1);
+  EXPECT_NE(job.config_for(1).find("\"resume_latest\":true"), std::string::npos)
+      << job.config_for(1);
   EXPECT_EQ(job.metrics(s[0], 0, {r}).outcome.code, Code::kFailedPrecondition)
       << "an old attempt's records are not mixed into the new one";
   EXPECT_TRUE(job.set(s2[0], "k", "v").ok());
@@ -310,7 +314,8 @@ TEST(Job, ADeadRankEndsTheAttemptAndTheJobReformsWithinItsBudget) {
   job.heartbeat(s2[0], {}, t0 + 2900ms);
   job.tick(t0 + 3500ms);  // rank 1 of attempt 1 silent too: no restart left
   EXPECT_EQ(job.status().state, State::kFailed);
-  EXPECT_NE(job.status().failure().find("no restart left: all 1 of --max-restarts used"), std::string::npos)
+  EXPECT_NE(job.status().failure().find("no restart left: all 1 of --max-restarts used"),
+            std::string::npos)
       << job.status().failure();
 }
 

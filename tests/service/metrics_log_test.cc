@@ -222,7 +222,8 @@ TEST(MetricsLog, KeepsOneRecordPerAttemptRankAndStepAndSupersedesWhatARestartRed
     EXPECT_EQ(log.resumes()[0].superseded, 10);
     std::map<std::pair<int, int64_t>, int> seen;
     for (const auto& r : log.since(0, 1000)) ++seen[{r.metrics.rank, r.metrics.step}];
-    for (const auto& [key, n] : seen) EXPECT_EQ(n, 1) << "rank " << key.first << " step " << key.second;
+    for (const auto& [key, n] : seen)
+      EXPECT_EQ(n, 1) << "rank " << key.first << " step " << key.second;
     EXPECT_EQ(seen.size(), 13u);  // steps 1..5 of both ranks, 6 of both, 7 of rank 0
     EXPECT_EQ(log.last_attempt(), 1);
   }

@@ -37,7 +37,8 @@ namespace mddp::test {
 // Runs fn(0) .. fn(n-1) on n threads; returns once all finished. Returns each
 // rank's exception (null when it succeeded) for tests that expect failures;
 // tests that expect none use run_threads.
-inline std::vector<std::exception_ptr> run_threads_collect(int n, const std::function<void(int rank)>& fn,
+inline std::vector<std::exception_ptr> run_threads_collect(int n,
+                                                           const std::function<void(int rank)>& fn,
                                                            std::chrono::seconds timeout) {
   std::vector<std::exception_ptr> errors(static_cast<std::size_t>(n));
   std::vector<bool> done(static_cast<std::size_t>(n), false);
@@ -66,8 +67,10 @@ inline std::vector<std::exception_ptr> run_threads_collect(int n, const std::fun
       std::string hung;
       for (int r = 0; r < n; ++r)
         if (!done[static_cast<std::size_t>(r)]) hung.append(" ").append(std::to_string(r));
-      std::fprintf(stderr, "run_threads: rank(s)%s still running after %lld s: a wait has no deadline; aborting\n",
-                   hung.c_str(), static_cast<long long>(timeout.count()));
+      std::fprintf(
+          stderr,
+          "run_threads: rank(s)%s still running after %lld s: a wait has no deadline; aborting\n",
+          hung.c_str(), static_cast<long long>(timeout.count()));
       std::fflush(stderr);
       std::abort();
     }
@@ -77,12 +80,13 @@ inline std::vector<std::exception_ptr> run_threads_collect(int n, const std::fun
 }
 
 // Runs fn on n threads; every rank that throws is reported as a test failure.
-inline void run_threads(int n, const std::function<void(int rank)>& fn, std::chrono::seconds timeout) {
+inline void run_threads(int n, const std::function<void(int rank)>& fn,
+                        std::chrono::seconds timeout) {
   auto errors = run_threads_collect(n, fn, timeout);
   for (int r = 0; r < n; ++r)
     if (errors[static_cast<std::size_t>(r)])
-      ADD_FAILURE() << "rank " << r << " of " << n << " failed: "
-                    << what_of(errors[static_cast<std::size_t>(r)]);
+      ADD_FAILURE() << "rank " << r << " of " << n
+                    << " failed: " << what_of(errors[static_cast<std::size_t>(r)]);
 }
 
 // How one forked rank ended.
@@ -147,7 +151,8 @@ inline std::vector<ProcessStatus> spawn_processes(int n, const std::function<voi
     bool any = false;
     for (int r = 0; r < n; ++r) {
       int ws = 0;
-      if (reaped[static_cast<std::size_t>(r)] || ::waitpid(pids[static_cast<std::size_t>(r)], &ws, WNOHANG) <= 0)
+      if (reaped[static_cast<std::size_t>(r)] ||
+          ::waitpid(pids[static_cast<std::size_t>(r)], &ws, WNOHANG) <= 0)
         continue;
       auto& s = status[static_cast<std::size_t>(r)];
       if (WIFEXITED(ws)) s.exit_code = WEXITSTATUS(ws);
@@ -168,11 +173,13 @@ inline std::vector<ProcessStatus> spawn_processes(int n, const std::function<voi
 }
 
 // Forks n ranks; every rank that did not exit 0 is reported as a test failure.
-inline void run_processes(int n, const std::function<void(int rank)>& fn, std::chrono::seconds timeout) {
+inline void run_processes(int n, const std::function<void(int rank)>& fn,
+                          std::chrono::seconds timeout) {
   auto status = spawn_processes(n, fn, timeout);
   for (int r = 0; r < n; ++r)
     if (!status[static_cast<std::size_t>(r)].ok())
-      ADD_FAILURE() << "rank " << r << " of " << n << " (process) " << status[static_cast<std::size_t>(r)].describe();
+      ADD_FAILURE() << "rank " << r << " of " << n << " (process) "
+                    << status[static_cast<std::size_t>(r)].describe();
 }
 
 // A fresh directory under $TMPDIR (or /tmp), removed with everything in it

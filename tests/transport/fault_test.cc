@@ -57,7 +57,8 @@ TEST_P(FaultTest, PeerKilledMidTransferEndsOthersWithPeerError) {
           if (kind == TransportKind::kShm)
             EXPECT_EQ(e.fault(), PeerFault::kDied) << e.what();
           else
-            EXPECT_TRUE(e.fault() == PeerFault::kClosed || e.fault() == PeerFault::kReset) << e.what();
+            EXPECT_TRUE(e.fault() == PeerFault::kClosed || e.fault() == PeerFault::kReset)
+                << e.what();
         }
         EXPECT_LT(Clock::now() - start, 30s);
       },
@@ -87,7 +88,8 @@ TEST_P(FaultTest, MissingRankTimesOutTheRendezvousNamingIt) {
       60s);
 }
 
-INSTANTIATE_TEST_SUITE_P(Kinds, FaultTest, ::testing::Values(TransportKind::kTcp, TransportKind::kShm), kind_name);
+INSTANTIATE_TEST_SUITE_P(Kinds, FaultTest,
+                         ::testing::Values(TransportKind::kTcp, TransportKind::kShm), kind_name);
 
 }  // namespace
 }  // namespace mddp::comm::test

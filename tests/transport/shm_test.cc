@@ -6,12 +6,13 @@
 // else can use]).
 #include <fcntl.h>
 #include <gtest/gtest.h>
-#include <atomic>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <atomic>
 
 #include "core/comm/memory_store.h"
 #include "core/comm/transport/shm/shm_transport.h"
@@ -25,7 +26,8 @@ using mddp::test::run_threads;
 
 std::unique_ptr<ShmTransport> connect_shm(Store& store, int rank, int size, ShmOptions options,
                                           std::chrono::milliseconds timeout = 30s) {
-  return ShmTransport::connect(store, rank, size, {"test-job", 0, "s3cret-key"}, timeout, "comm", options);
+  return ShmTransport::connect(store, rank, size, {"test-job", 0, "s3cret-key"}, timeout, "comm",
+                               options);
 }
 
 const std::string kTag(shm::kSegmentTagBytes, 't');
@@ -51,7 +53,8 @@ TEST_P(ShmPathTest, AllToAllExactBytesAtAwkwardSizes) {
               auto out = pattern(rank, to, bytes, round);
               std::vector<uint8_t> got(bytes);
               t->send_recv(to, out.data(), bytes, from, got.data(), bytes, in(30s));
-              EXPECT_TRUE(same_bytes(got, pattern(from, rank, bytes, round))) << from << "->" << rank << " " << bytes;
+              EXPECT_TRUE(same_bytes(got, pattern(from, rank, bytes, round)))
+                  << from << "->" << rank << " " << bytes;
             }
       },
       120s);
@@ -73,7 +76,8 @@ TEST_P(ShmPathTest, RingOf64MiBBothWays) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Paths, ShmPathTest,
-                         ::testing::Values(Config{"tiny_ring", {4096, 0}}, Config{"ring_only", {1 << 20, 0}},
+                         ::testing::Values(Config{"tiny_ring", {4096, 0}},
+                                           Config{"ring_only", {1 << 20, 0}},
                                            Config{"single_copy", {1 << 20, 4096}}),
                          [](const auto& info) { return info.param.name; });
 
@@ -93,7 +97,9 @@ TEST(ShmTest, NoSegmentLeftWhenARankNeverArrives) {
 // leaves it in /dev/shm; remove_orphans() takes out those of dead creators
 // only, never a live process's, nor a name of another form.
 TEST(ShmTest, OrphanedSegmentsOfDeadCreatorsAreRemovedOthersKept) {
-  auto exists = [](const std::string& name) { return ::access(("/dev/shm" + name).c_str(), F_OK) == 0; };
+  auto exists = [](const std::string& name) {
+    return ::access(("/dev/shm" + name).c_str(), F_OK) == 0;
+  };
   int pipe_fds[2];
   ASSERT_EQ(::pipe(pipe_fds), 0);
   const pid_t child = ::fork();
@@ -115,7 +121,8 @@ TEST(ShmTest, OrphanedSegmentsOfDeadCreatorsAreRemovedOthersKept) {
   ASSERT_TRUE(WIFSIGNALED(status));
   ASSERT_TRUE(exists(orphan)) << orphan << ": the killed creator could not unlink it";
 
-  auto live = shm::Segment::create(shm::Segment::make_name(42, 1), 1, 2, 42, 4096, kTag);  // ours: alive
+  auto live =
+      shm::Segment::create(shm::Segment::make_name(42, 1), 1, 2, 42, 4096, kTag);  // ours: alive
   const std::string foreign = "/mddp-not-one-of-ours";
   const int fd = ::shm_open(foreign.c_str(), O_CREAT | O_RDWR, 0600);
   ASSERT_GE(fd, 0);

@@ -62,7 +62,8 @@ TEST_P(StoreTest, GetWaitsForALaterSetFromAnotherThread) {
       [&](int rank) {
         store->set("k/" + std::to_string(rank), std::string(1000, static_cast<char>('a' + rank)));
         for (int peer = 0; peer < 4; ++peer)
-          EXPECT_EQ(store->get("k/" + std::to_string(peer), 10s), std::string(1000, static_cast<char>('a' + peer)));
+          EXPECT_EQ(store->get("k/" + std::to_string(peer), 10s),
+                    std::string(1000, static_cast<char>('a' + peer)));
       },
       30s);
 }

@@ -1,6 +1,6 @@
 // The TCP handshake refuses strangers (no key, a replayed confirm, another job,
-// an earlier attempt, another version, garbage bytes, silence) with a logged reason, while the real ranks still
-// connect and exchange; plus the handshake codec on its own.
+// an earlier attempt, another version, garbage bytes, silence) with a logged reason, while the real
+// ranks still connect and exchange; plus the handshake codec on its own.
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -92,7 +92,13 @@ std::string read_exactly(const Fd& fd, std::size_t n) {
 const JobIdentity kJob{"test-job", 2, "s3cret-key"};  // attempt 2: attempts 0 and 1 came before
 
 tcp::Hello hello_from(int rank, int size, int target, int attempt, std::string job) {
-  return {tcp::kProtocolVersion, rank, size, target, attempt, std::move(job), random_bytes(tcp::kHandshakeNonceBytes)};
+  return {tcp::kProtocolVersion,
+          rank,
+          size,
+          target,
+          attempt,
+          std::move(job),
+          random_bytes(tcp::kHandshakeNonceBytes)};
 }
 
 // Sends `h` and reads the challenge: what a peer sees before it must prove itself.
@@ -102,7 +108,9 @@ tcp::Challenge challenged(const Fd& fd, const tcp::Hello& h, int size) {
   tcp::Challenge c;
   EXPECT_EQ(bytes.size(), tcp::kChallengeBytes) << "no challenge came back";
   if (bytes.size() == tcp::kChallengeBytes) {
-    EXPECT_EQ(tcp::decode_challenge(reinterpret_cast<const uint8_t*>(bytes.data()), h.target, size, c), "");
+    EXPECT_EQ(
+        tcp::decode_challenge(reinterpret_cast<const uint8_t*>(bytes.data()), h.target, size, c),
+        "");
   }
   return c;
 }
@@ -116,7 +124,8 @@ TEST(TcpHandshakeTest, StrangersAreRefusedAndTheJobGoesOn) {
   run_threads(
       4,
       [&](int rank) {
-        if (rank == 3) {  // not a rank: the strangers, all knocking on rank 0 before ranks 1 and 2 start
+        if (rank ==
+            3) {  // not a rank: the strangers, all knocking on rank 0 before ranks 1 and 2 start
           const std::string addr = store.get("comm/addr/0", 30s);
           tcp::Hello old_build = hello_from(1, 3, 0, 2, "test-job");
           old_build.version = 1;
@@ -143,10 +152,12 @@ TEST(TcpHandshakeTest, StrangersAreRefusedAndTheJobGoesOn) {
           // answered another nonce): useless here, the acceptor's nonce differs.
           {
             Fd first = dial(addr), second = dial(addr);
-            const tcp::Hello h1 = hello_from(1, 3, 0, 2, "test-job"), h2 = hello_from(1, 3, 0, 2, "test-job");
+            const tcp::Hello h1 = hello_from(1, 3, 0, 2, "test-job"),
+                             h2 = hello_from(1, 3, 0, 2, "test-job");
             const tcp::Challenge c1 = challenged(first, h1, 3);
             challenged(second, h2, 3);
-            send_all(second, tcp::encode_confirm(tcp::handshake_mac(kJob.key, "connect", h1, c1.nonce)));
+            send_all(second,
+                     tcp::encode_confirm(tcp::handshake_mac(kJob.key, "connect", h1, c1.nonce)));
             EXPECT_TRUE(closed_without_answer(second)) << "a replayed confirm was taken";
           }
           silent = dial(addr);  // says nothing; must not stop the real ranks
@@ -166,11 +177,13 @@ TEST(TcpHandshakeTest, StrangersAreRefusedAndTheJobGoesOn) {
         }
       },
       60s);
-  EXPECT_TRUE(closed_without_answer(silent)) << "the silent stranger was not dropped once the mesh was up";
+  EXPECT_TRUE(closed_without_answer(silent))
+      << "the silent stranger was not dropped once the mesh was up";
   const std::string text = log.text();
-  for (const char* reason : {"job id 'other-job'", "it is of attempt 1, this is attempt 2 (a late peer",
-                             "protocol version 1", "claims rank 0", "bad magic",
-                             "could not prove it holds the attempt's key", "did not complete the handshake"})
+  for (const char* reason :
+       {"job id 'other-job'", "it is of attempt 1, this is attempt 2 (a late peer",
+        "protocol version 1", "claims rank 0", "bad magic",
+        "could not prove it holds the attempt's key", "did not complete the handshake"})
     EXPECT_TRUE(contains(text, reason)) << "log lacks '" << reason << "':\n" << text;
 }
 

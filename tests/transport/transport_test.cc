@@ -2,13 +2,12 @@
 // between every pair for sizes 0, 1, 7 and 1e6+3, world sizes 1..8; a ring of
 // 64 MiB send_recvs; deadlines, abort and frame validation.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <functional>
 #include <future>
 #include <thread>
-
-#include <unistd.h>
 
 #include "core/comm/memory_store.h"
 #include "support/ranks.h"
@@ -42,7 +41,8 @@ void with_transports(TransportKind kind, int n, const std::function<void(int ran
 
 // Runs fn on rank `actor`'s transport while the other ranks stay connected,
 // and silent, until it returns.
-void with_silent_peers(TransportKind kind, int n, int actor, const std::function<void(Transport&)>& fn) {
+void with_silent_peers(TransportKind kind, int n, int actor,
+                       const std::function<void(Transport&)>& fn) {
   std::promise<void> done;
   auto done_future = done.get_future().share();
   with_transports(kind, n, [&](int rank, Transport& t) {
@@ -79,7 +79,8 @@ TEST_P(ExchangeTest, EveryPairSendRecvExactBytes) {
                 t.recv(peer, got.data(), bytes, in(30s));
                 t.send(peer, out.data(), bytes, in(30s));
               }
-              EXPECT_TRUE(same_bytes(got, pattern(peer, rank, bytes))) << rank << " <- " << peer << " " << bytes;
+              EXPECT_TRUE(same_bytes(got, pattern(peer, rank, bytes)))
+                  << rank << " <- " << peer << " " << bytes;
             }
       },
       120s);
@@ -97,7 +98,8 @@ TEST_P(ExchangeTest, AllToAllSendRecvExactBytes) {
             auto out = pattern(rank, to, bytes, k);
             std::vector<uint8_t> got(bytes);
             t.send_recv(to, out.data(), bytes, from, got.data(), bytes, in(30s));
-            EXPECT_TRUE(same_bytes(got, pattern(from, rank, bytes, k))) << rank << " <- " << from << " " << bytes;
+            EXPECT_TRUE(same_bytes(got, pattern(from, rank, bytes, k)))
+                << rank << " <- " << from << " " << bytes;
           }
       },
       120s);
@@ -109,9 +111,11 @@ std::vector<Case> exchange_cases() {
     for (int n : {1, 2, 3, 4, 8}) cases.push_back({kind, n});
   return cases;
 }
-INSTANTIATE_TEST_SUITE_P(Kinds, ExchangeTest, ::testing::ValuesIn(exchange_cases()), [](const auto& info) {
-  return std::string(to_string(info.param.kind)) + "_" + std::to_string(info.param.size) + "ranks";
-});
+INSTANTIATE_TEST_SUITE_P(Kinds, ExchangeTest, ::testing::ValuesIn(exchange_cases()),
+                         [](const auto& info) {
+                           return std::string(to_string(info.param.kind)) + "_" +
+                                  std::to_string(info.param.size) + "ranks";
+                         });
 
 class TransportTest : public ::testing::TestWithParam<TransportKind> {};
 
@@ -228,17 +232,21 @@ TEST(ConnectTest, AutoPicksShmOnOneHostAndLeavesNothingInDevShm) {
 
 TEST(ConnectTest, AutoPicksTcpWhenHostsDiffer) {
   MemoryStore store;
-  store.set("comm/host/1", "elsewhere/boot-id");  // rank 1 claims another host; only rank 0 runs here
+  store.set("comm/host/1",
+            "elsewhere/boot-id");  // rank 1 claims another host; only rank 0 runs here
   run_threads(
       2,
       [&](int rank) {
         if (rank == 0) {
-          auto t = connect_transport(store, 0, 2, {"test-job", 0, "s3cret-key"}, TransportKind::kAuto, 30s);
+          auto t = connect_transport(store, 0, 2, {"test-job", 0, "s3cret-key"},
+                                     TransportKind::kAuto, 30s);
           EXPECT_EQ(t->name(), "tcp");
           char c = 0;
           t->send(1, &c, 1, in(30s));
-        } else {  // rank 1 skips the host exchange (it already "published") and joins over tcp directly
-          auto t = connect_transport(store, 1, 2, {"test-job", 0, "s3cret-key"}, TransportKind::kTcp, 30s);
+        } else {  // rank 1 skips the host exchange (it already "published") and joins over tcp
+                  // directly
+          auto t = connect_transport(store, 1, 2, {"test-job", 0, "s3cret-key"},
+                                     TransportKind::kTcp, 30s);
           char c = 1;
           t->recv(0, &c, 1, in(30s));
           EXPECT_EQ(c, 0);
@@ -275,7 +283,8 @@ TEST_P(TransportTest, PeerThatClosesEndsAWaitingRecvWithPeerError) {
       60s);
 }
 
-INSTANTIATE_TEST_SUITE_P(Kinds, TransportTest, ::testing::Values(TransportKind::kTcp, TransportKind::kShm), kind_name);
+INSTANTIATE_TEST_SUITE_P(Kinds, TransportTest,
+                         ::testing::Values(TransportKind::kTcp, TransportKind::kShm), kind_name);
 
 }  // namespace
 }  // namespace mddp::comm::test

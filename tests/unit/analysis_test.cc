@@ -9,16 +9,15 @@
 
 #include <algorithm>
 #include <fstream>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "core/common/check.h"
 
 namespace mddp::perf {
 namespace {
 
-constexpr int64_t kMs = 1'000'000;             // ns
+constexpr int64_t kMs = 1'000'000;                      // ns
 constexpr int64_t kOffset = 1'700'000'000'000'000'000;  // steady -> Unix ns, one host
 
 // A job to simulate: every rank's phase times, the buckets that become ready
@@ -53,7 +52,9 @@ std::vector<StepMetrics> make_log(const Plan& p) {
     std::vector<int64_t> bwd_start(p.world);
     for (int r = 0; r < p.world; ++r) {
       auto& m = step[r];
-      const auto slow = [&](const char* phase) { return r == p.slow_rank && p.slow_phase == phase ? p.slow_ms : 0.0; };
+      const auto slow = [&](const char* phase) {
+        return r == p.slow_rank && p.slow_phase == phase ? p.slow_ms : 0.0;
+      };
       m.rank = r;
       m.step = s;
       m.data_ms = p.data + slow("data");
@@ -69,7 +70,8 @@ std::vector<StepMetrics> make_log(const Plan& p) {
       int64_t last_start = 0;
       for (int r = 0; r < p.world; ++r) {
         comm::CommSpan b{k, p.bucket_bytes};
-        b.ready_ns = bwd_start[r] + static_cast<int64_t>(step[r].backward_ms * kMs * (k + 1) / p.buckets);
+        b.ready_ns =
+            bwd_start[r] + static_cast<int64_t>(step[r].backward_ms * kMs * (k + 1) / p.buckets);
         b.launch_ns = b.ready_ns;
         b.start_ns = std::max(b.ready_ns, prev_end);
         last_start = std::max(last_start, b.start_ns);
@@ -81,8 +83,10 @@ std::vector<StepMetrics> make_log(const Plan& p) {
     for (int r = 0; r < p.world; ++r) {
       auto& m = step[r];
       const int64_t bwd_end = bwd_start[r] + static_cast<int64_t>(m.backward_ms * kMs);
-      m.exposed_comm_ms = p.buckets ? std::max<double>(0, static_cast<double>(prev_end - bwd_end) / kMs) : 0;
-      for (const auto& b : m.buckets) m.total_comm_ms += static_cast<double>(b.end_ns - b.start_ns) / kMs;
+      m.exposed_comm_ms =
+          p.buckets ? std::max<double>(0, static_cast<double>(prev_end - bwd_end) / kMs) : 0;
+      for (const auto& b : m.buckets)
+        m.total_comm_ms += static_cast<double>(b.end_ns - b.start_ns) / kMs;
       m.comm_bytes = p.bucket_bytes * p.buckets;
       m.step_ms = m.data_ms + m.forward_ms + m.backward_ms + m.exposed_comm_ms + m.optimizer_ms;
       out.push_back(m);
@@ -108,7 +112,8 @@ std::string joined(const std::vector<std::string>& v) {
 }
 
 std::filesystem::path temp_dir(const std::string& name) {
-  const auto d = std::filesystem::temp_directory_path() / ("microddp-analysis-" + name + "-" + std::to_string(::getpid()));
+  const auto d = std::filesystem::temp_directory_path() /
+                 ("microddp-analysis-" + name + "-" + std::to_string(::getpid()));
   std::filesystem::remove_all(d);
   std::filesystem::create_directories(d);
   return d;
@@ -159,7 +164,8 @@ TEST(Analysis, PlantedStragglerIsNamedWithItsPhase) {
   EXPECT_EQ(a.stragglers.ranks.front().rank, 2);
   EXPECT_EQ(a.stragglers.ranks.front().late_steps, a.steps_used);
   EXPECT_EQ(a.phases[kForward].slowest_rank, 2);
-  EXPECT_NE(joined(a.verdict.evidence).find("rank 2 was late"), std::string::npos) << joined(a.verdict.evidence);
+  EXPECT_NE(joined(a.verdict.evidence).find("rank 2 was late"), std::string::npos)
+      << joined(a.verdict.evidence);
   EXPECT_NE(joined(a.verdict.advice).find("rank 2"), std::string::npos);
   // The fast ranks wait in the all-reduce; its time is still the transfer's.
   EXPECT_NEAR(a.buckets.front().measured_ms.median, p.transfer_ms, 1e-6);
@@ -174,7 +180,8 @@ TEST(Analysis, AStragglerThatExplainsTheExposedCommIsAdvisedFirst) {
   EXPECT_EQ(a.verdict.kind, "communication-bound");
   EXPECT_EQ(a.stragglers.worst->phase, "data");
   ASSERT_FALSE(a.verdict.advice.empty());
-  EXPECT_NE(a.verdict.advice.front().find("look at rank 1"), std::string::npos) << joined(a.verdict.advice);
+  EXPECT_NE(a.verdict.advice.front().find("look at rank 1"), std::string::npos)
+      << joined(a.verdict.advice);
 }
 
 TEST(Analysis, NoStragglerInABalancedJob) {
@@ -192,7 +199,8 @@ TEST(Analysis, CommunicationBoundLog) {
   EXPECT_LT(a.overlap, 0.5);
   EXPECT_NE(joined(a.verdict.advice).find("bigger per-rank batch"), std::string::npos);
   // 1 MiB buckets with no fit are bandwidth-bound: compression and a faster link.
-  EXPECT_NE(joined(a.verdict.advice).find("--compress"), std::string::npos) << joined(a.verdict.advice);
+  EXPECT_NE(joined(a.verdict.advice).find("--compress"), std::string::npos)
+      << joined(a.verdict.advice);
 }
 
 // A compressed job's log: the ratio is the fp32 gradient bytes over the
@@ -226,7 +234,8 @@ TEST(Analysis, CommunicationBoundBySmallBucketsAdvisesLargerOnes) {
   p.transfer_ms = 0.4;
   const Analysis a = analyze_plan(p);
   EXPECT_EQ(a.verdict.kind, "communication-bound");
-  EXPECT_NE(joined(a.verdict.advice).find("larger buckets"), std::string::npos) << joined(a.verdict.advice);
+  EXPECT_NE(joined(a.verdict.advice).find("larger buckets"), std::string::npos)
+      << joined(a.verdict.advice);
 }
 
 TEST(Analysis, InputBoundLog) {
@@ -283,7 +292,9 @@ TEST(Analysis, PredictedMatchesALogTimedByTheSameFit) {
   EXPECT_EQ(b.fit->world_size, 2);
   EXPECT_NEAR(b.predicted_ms, p.transfer_ms, 1e-9);
   EXPECT_NEAR(b.measured_ms.median / b.predicted_ms, 1.0, 1e-5);  // the log rounds to ns
-  EXPECT_NEAR(b.busbw_gbps, bus_bandwidth_gbps(static_cast<double>(p.bucket_bytes), p.transfer_ms * 1e-3, 2), 1e-3);
+  EXPECT_NEAR(b.busbw_gbps,
+              bus_bandwidth_gbps(static_cast<double>(p.bucket_bytes), p.transfer_ms * 1e-3, 2),
+              1e-3);
   EXPECT_NEAR(b.predicted_busbw_gbps, b.busbw_gbps, 1e-3);
   EXPECT_DOUBLE_EQ(b.per_step, 2);
   EXPECT_NEAR(a.predicted_comm_ms_per_step, 2 * p.transfer_ms, 1e-9);
@@ -298,7 +309,8 @@ TEST(Analysis, NoFitNoPredictionAndANote) {
   const Analysis a = analyze_plan(Plan{});
   EXPECT_FALSE(a.buckets.front().fit.has_value());
   EXPECT_EQ(a.predicted_comm_ms_per_step, 0);
-  EXPECT_NE(joined(a.notes).find("microddp bench allreduce --fit"), std::string::npos) << joined(a.notes);
+  EXPECT_NE(joined(a.notes).find("microddp bench allreduce --fit"), std::string::npos)
+      << joined(a.notes);
   EXPECT_TRUE(to_json(a)["allreduces"][0]["predicted_ms"].is_null());
 }
 
@@ -365,7 +377,8 @@ TEST(Analysis, MissingOrEmptyRunDirIsAClearError) {
     analyze(run, {});
     FAIL() << "no error";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("no complete training step"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("no complete training step"), std::string::npos)
+        << e.what();
   }
   std::filesystem::remove_all(dir);
 }
@@ -441,7 +454,8 @@ TEST(Analysis, LoadRunReadsTheLogAndJobJson) {
   const Analysis a = analyze(run, {});
   EXPECT_GT(a.samples_per_s, 0);
   EXPECT_EQ(to_json(a)["config"]["compress"], "fp16");
-  std::ofstream(dir / "job.json") << R"({"world_size": 2, "config": {"dist": {"transport": "shm"}}})";
+  std::ofstream(dir / "job.json")
+      << R"({"world_size": 2, "config": {"dist": {"transport": "shm"}}})";
   run = load_run(dir);
   EXPECT_EQ(run.config.transport, "shm");
   EXPECT_FALSE(run.config.transport_inferred);
@@ -451,14 +465,17 @@ TEST(Analysis, LoadRunReadsTheLogAndJobJson) {
 }
 
 TEST(HostLoad, SumsThreadsPerHostAndTakesTheLargestCpuCount) {
-  const auto hosts = host_loads({{3, "b", 2, 8}, {0, "a", 1, 2}, {2, "a", 1, 2}, {1, "b", 0, 4}, {4, "a", 1, 2}});
+  const auto hosts =
+      host_loads({{3, "b", 2, 8}, {0, "a", 1, 2}, {2, "a", 1, 2}, {1, "b", 0, 4}, {4, "a", 1, 2}});
   ASSERT_EQ(hosts.size(), 2u);
   EXPECT_EQ(hosts[0].host, "a");  // the host of rank 0 first
   EXPECT_EQ(hosts[0].ranks, (std::vector<int>{0, 2, 4}));
   EXPECT_EQ(hosts[0].threads, 3);
   EXPECT_EQ(hosts[0].cpus, 2);
   EXPECT_TRUE(hosts[0].oversubscribed());
-  EXPECT_EQ(hosts[0].describe(), "host a: 3 ranks (0, 2, 4) x 1 compute thread = 3 threads on 2 CPUs, 1.5x oversubscribed");
+  EXPECT_EQ(
+      hosts[0].describe(),
+      "host a: 3 ranks (0, 2, 4) x 1 compute thread = 3 threads on 2 CPUs, 1.5x oversubscribed");
   // Rank 1 did not report its threads: it counts as one.
   EXPECT_EQ(hosts[1].threads, 3);
   EXPECT_EQ(hosts[1].cpus, 8);
@@ -475,17 +492,20 @@ TEST(HostLoad, SumsThreadsPerHostAndTakesTheLargestCpuCount) {
 // A run directory as the coordinator leaves it: metrics.jsonl of `p` and a
 // job.json whose members are all on host "a", with `members_extra` added to
 // each member object (the CPU fields, or none as an older microddp wrote).
-std::filesystem::path write_run_dir(const std::string& name, const Plan& p, const std::string& members_extra) {
+std::filesystem::path write_run_dir(const std::string& name, const Plan& p,
+                                    const std::string& members_extra) {
   const auto dir = temp_dir(name);
   std::ofstream out(dir / "metrics.jsonl");
   for (const auto& m : make_log(p)) out << m.to_json().dump() << "\n";
   std::string members;
   for (int r = 0; r < p.world; ++r)
-    members += str(r ? ", " : "", R"({"rank": )", r, R"(, "host": "a", "device": "cpu", "pid": )", 100 + r,
-                   members_extra, "}");
-  std::ofstream(dir / "job.json") << str(R"({"world_size": )", p.world,
-                                         R"(, "config": {"batch": 128, "dist": {"ddp": "bucketed", "transport": "auto",
-                                         "algorithm": "ring", "compress": "none"}}, "members": [)", members, "]}");
+    members += str(r ? ", " : "", R"({"rank": )", r, R"(, "host": "a", "device": "cpu", "pid": )",
+                   100 + r, members_extra, "}");
+  std::ofstream(dir / "job.json") << str(
+      R"({"world_size": )", p.world,
+      R"(, "config": {"batch": 128, "dist": {"ddp": "bucketed", "transport": "auto",
+                                         "algorithm": "ring", "compress": "none"}}, "members": [)",
+      members, "]}");
   return dir;
 }
 
@@ -498,7 +518,8 @@ Plan four_ranks_waiting() {
 }
 
 TEST(Analysis, FourRanksOnTwoCpusAreOversubscribed) {
-  const auto dir = write_run_dir("oversubscribed", four_ranks_waiting(), R"(, "threads": 1, "cpus": 2)");
+  const auto dir =
+      write_run_dir("oversubscribed", four_ranks_waiting(), R"(, "threads": 1, "cpus": 2)");
   const Analysis a = analyze(load_run(dir), {});
   ASSERT_EQ(a.hosts.size(), 1u);
   EXPECT_EQ(a.hosts[0].threads, 4);
@@ -507,13 +528,18 @@ TEST(Analysis, FourRanksOnTwoCpusAreOversubscribed) {
   EXPECT_EQ(a.verdict.kind, "oversubscribed") << joined(a.verdict.evidence);
   EXPECT_EQ(a.verdict.by_shares, "communication-bound");
   const std::string evidence = joined(a.verdict.evidence);
-  EXPECT_NE(evidence.find("host a: 4 ranks (0-3) x 1 compute thread = 4 threads on 2 CPUs, 2x oversubscribed"),
-            std::string::npos) << evidence;
+  EXPECT_NE(
+      evidence.find(
+          "host a: 4 ranks (0-3) x 1 compute thread = 4 threads on 2 CPUs, 2x oversubscribed"),
+      std::string::npos)
+      << evidence;
   EXPECT_NE(evidence.find("inflated by the CPU sharing"), std::string::npos) << evidence;
   EXPECT_NE(evidence.find("would say communication-bound"), std::string::npos) << evidence;
   // The advice is about the CPUs, not the network.
   const std::string advice = joined(a.verdict.advice);
-  EXPECT_NE(advice.find("its 2 CPUs fit 2 ranks of 1 compute thread (--nproc 2 there)"), std::string::npos) << advice;
+  EXPECT_NE(advice.find("its 2 CPUs fit 2 ranks of 1 compute thread (--nproc 2 there)"),
+            std::string::npos)
+      << advice;
   EXPECT_EQ(advice.find("--compress"), std::string::npos) << advice;
   const auto j = to_json(a);
   EXPECT_EQ(j["oversubscribed"], true);
@@ -533,13 +559,15 @@ TEST(Analysis, ManyThreadsPerRankAreAdvisedFewerThreads) {
   const auto dir = write_run_dir("threads", p, R"(, "threads": 4, "cpus": 4)");
   const Analysis a = analyze(load_run(dir), {});
   EXPECT_EQ(a.verdict.kind, "oversubscribed");
-  EXPECT_NE(joined(a.verdict.advice).find("--threads 2 fits 2 ranks in its 4 CPUs"), std::string::npos)
+  EXPECT_NE(joined(a.verdict.advice).find("--threads 2 fits 2 ranks in its 4 CPUs"),
+            std::string::npos)
       << joined(a.verdict.advice);
   std::filesystem::remove_all(dir);
 }
 
 TEST(Analysis, TheSameLogOnEightCpusIsNotOversubscribed) {
-  const auto dir = write_run_dir("enough-cpus", four_ranks_waiting(), R"(, "threads": 1, "cpus": 8)");
+  const auto dir =
+      write_run_dir("enough-cpus", four_ranks_waiting(), R"(, "threads": 1, "cpus": 8)");
   const Analysis a = analyze(load_run(dir), {});
   ASSERT_EQ(a.hosts.size(), 1u);
   EXPECT_FALSE(a.hosts[0].oversubscribed());
@@ -565,7 +593,8 @@ TEST(Analysis, ARunDirWithoutCpuCountsMakesNoOversubscriptionClaim) {
   EXPECT_TRUE(j["hosts"][0]["cpus"].is_null());
   // Nulls (what the coordinator writes before a rank reported) read the same.
   std::filesystem::remove_all(dir);
-  const auto nulls = write_run_dir("null-cpus", four_ranks_waiting(), R"(, "threads": null, "cpus": null)");
+  const auto nulls =
+      write_run_dir("null-cpus", four_ranks_waiting(), R"(, "threads": null, "cpus": null)");
   EXPECT_FALSE(oversubscribed(analyze(load_run(nulls), {})));
   std::filesystem::remove_all(nulls);
   // And no job.json at all: no hosts.
@@ -589,8 +618,14 @@ TEST(Analysis, TheHierarchicalAllReduceIsSplitIntoItsLevels) {
     auto& b = m.buckets.front();
     int64_t t = b.start_ns;
     const auto add = [&](comm::StepLevel level, comm::StepPhase phase, double ms, int64_t bytes) {
-      b.steps.push_back({.phase = phase, .send_peer = 0, .recv_peer = 0, .send_bytes = bytes, .recv_bytes = bytes,
-                         .start_ns = t, .end_ns = t + static_cast<int64_t>(ms * kMs), .level = level});
+      b.steps.push_back({.phase = phase,
+                         .send_peer = 0,
+                         .recv_peer = 0,
+                         .send_bytes = bytes,
+                         .recv_bytes = bytes,
+                         .start_ns = t,
+                         .end_ns = t + static_cast<int64_t>(ms * kMs),
+                         .level = level});
       t += static_cast<int64_t>(ms * kMs);
     };
     add(comm::StepLevel::kHost, comm::StepPhase::kReduceScatter, 0.5, 10);
@@ -627,7 +662,6 @@ TEST(Analysis, TheHierarchicalAllReduceIsSplitIntoItsLevels) {
   EXPECT_FALSE(analyze_plan(p).levels.has_value());
 }
 
-
 // An elastic job that shrank from 3 to 2 ranks (docs/recovery.md): the
 // restart names both sizes, and only the steps of the last size are kept
 // (attempt 0's steps up to the resume, by 3 ranks, are left out and counted;
@@ -645,11 +679,16 @@ TEST(Analysis, ParseKeepsTheLastWorldSizeOfAnElasticJob) {
         text << j.dump() << "\n";
       }
   };
-  text << R"({"kind":"attempt","attempt":0,"world_size":3})" << "\n";
+  text << R"({"kind":"attempt","attempt":0,"world_size":3})"
+       << "\n";
   records(3, 1, 6, 0);
-  text << R"({"kind":"restart","attempt":1,"cause":"died","rank":1,"host":"h","message":"rank 1 died"})" << "\n"
-       << R"({"kind":"attempt","attempt":1,"world_size":2})" << "\n"
-       << R"({"kind":"resume","attempt":1,"from_step":4,"steps_lost":2})" << "\n";
+  text
+      << R"({"kind":"restart","attempt":1,"cause":"died","rank":1,"host":"h","message":"rank 1 died"})"
+      << "\n"
+      << R"({"kind":"attempt","attempt":1,"world_size":2})"
+      << "\n"
+      << R"({"kind":"resume","attempt":1,"from_step":4,"steps_lost":2})"
+      << "\n";
   records(2, 5, 8, 1);
   std::istringstream in(text.str());
   std::vector<RestartEvent> restarts;
@@ -668,9 +707,11 @@ TEST(Analysis, ParseKeepsTheLastWorldSizeOfAnElasticJob) {
   // One size, one resume: every record stays whole (none is moved onto itself).
   std::ostringstream plain_text;
   text.swap(plain_text);
-  text << R"({"kind":"attempt","attempt":0,"world_size":2})" << "\n";
+  text << R"({"kind":"attempt","attempt":0,"world_size":2})"
+       << "\n";
   records(2, 1, 6, 0);
-  text << R"({"kind":"resume","attempt":1,"from_step":6,"steps_lost":0})" << "\n";
+  text << R"({"kind":"resume","attempt":1,"from_step":6,"steps_lost":0})"
+       << "\n";
   std::istringstream plain(text.str());
   const auto all = parse_metrics(plain, "m.jsonl", nullptr, &other);
   EXPECT_EQ(other, 0);

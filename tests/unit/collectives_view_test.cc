@@ -20,11 +20,11 @@ StepMetrics ring_rank(int r, int64_t start_us, int64_t offset_us) {
   m.start_ns = start_us * kUs;
   m.clock_offset_ns = offset_us * kUs;
   comm::CommSpan b{.index = 0,
-                  .bytes = 8,
-                  .ready_ns = m.start_ns,
-                  .launch_ns = m.start_ns,
-                  .start_ns = m.start_ns,
-                  .end_ns = m.start_ns + 20 * kUs};
+                   .bytes = 8,
+                   .ready_ns = m.start_ns,
+                   .launch_ns = m.start_ns,
+                   .start_ns = m.start_ns,
+                   .end_ns = m.start_ns + 20 * kUs};
   const int other = 1 - r;
   b.steps.push_back({.phase = comm::StepPhase::kReduceScatter,
                      .index = 0,

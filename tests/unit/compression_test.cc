@@ -2,6 +2,8 @@
 // references: the spelling, top-k selection (against a full sort), and
 // PowerSGD's orthonormalisation (against Gram-Schmidt in double precision).
 // The collectives' side is in tests/ddp/ddp_compression_test.cc.
+#include "core/ddp/compression.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,7 +14,6 @@
 
 #include "core/common/check.h"
 #include "core/common/rng.h"
-#include "core/ddp/compression.h"
 #include "core/ddp/powersgd.h"
 #include "core/ddp/topk.h"
 
@@ -33,8 +34,9 @@ TEST(CompressionSpec, ReadsEveryKindAndPrintsItBack) {
 }
 
 TEST(CompressionSpec, RefusesBadSpellingsNamingTheFlag) {
-  for (const char* bad : {"", "topk", "topk:", "topk:0", "topk:1.5", "topk:-0.1", "topk:nan", "topk:0.1x",
-                          "powersgd:0", "powersgd:2.5", "powersgd:", "powersgd:99999", "zip", "fp16:2"}) {
+  for (const char* bad :
+       {"", "topk", "topk:", "topk:0", "topk:1.5", "topk:-0.1", "topk:nan", "topk:0.1x",
+        "powersgd:0", "powersgd:2.5", "powersgd:", "powersgd:99999", "zip", "fp16:2"}) {
     try {
       parse_compression(bad);
       ADD_FAILURE() << "accepted '" << bad << "'";
@@ -123,13 +125,15 @@ std::vector<double> reference_orthonormal(std::vector<double> a, int64_t rows, i
 
 TEST(PowerSgd, OrthonormalisationMatchesADoublePrecisionReference) {
   Rng rng(11);
-  for (auto [rows, cols] : {std::pair{64, 1}, std::pair{64, 4}, std::pair{300, 8}, std::pair{9, 9}}) {
+  for (auto [rows, cols] :
+       {std::pair{64, 1}, std::pair{64, 4}, std::pair{300, 8}, std::pair{9, 9}}) {
     std::vector<float> a(static_cast<std::size_t>(rows * cols));
     for (float& v : a) v = rng.normal();
     // Nearly dependent columns, as a gradient's P often has: the last column
     // is the first plus a little noise.
     if (cols > 1)
-      for (int64_t i = 0; i < rows; ++i) a[i * cols + cols - 1] = a[i * cols] + 1e-3f * rng.normal();
+      for (int64_t i = 0; i < rows; ++i)
+        a[i * cols + cols - 1] = a[i * cols] + 1e-3f * rng.normal();
     const std::vector<double> want =
         reference_orthonormal(std::vector<double>(a.begin(), a.end()), rows, cols);
     orthonormalize_columns(a.data(), rows, cols);
@@ -140,8 +144,10 @@ TEST(PowerSgd, OrthonormalisationMatchesADoublePrecisionReference) {
     for (int64_t p = 0; p < cols; ++p)
       for (int64_t q = 0; q < cols; ++q) {
         double dot = 0;
-        for (int64_t i = 0; i < rows; ++i) dot += static_cast<double>(a[i * cols + p]) * a[i * cols + q];
-        EXPECT_NEAR(dot, p == q ? 1.0 : 0.0, 1e-5) << rows << "x" << cols << " columns " << p << ", " << q;
+        for (int64_t i = 0; i < rows; ++i)
+          dot += static_cast<double>(a[i * cols + p]) * a[i * cols + q];
+        EXPECT_NEAR(dot, p == q ? 1.0 : 0.0, 1e-5)
+            << rows << "x" << cols << " columns " << p << ", " << q;
       }
   }
 }

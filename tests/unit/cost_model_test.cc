@@ -52,7 +52,8 @@ TEST(CostModel, HierarchicalByHand) {
   EXPECT_NEAR(t.cross_s, 2 * (1e-4 + 50e6 / 1.25e9), 1e-12);
   EXPECT_NEAR(t.total(), t.host_s + t.cross_s, 1e-15);
   const double flat = allreduce_seconds("ring", 100e6, 4, kSeedLink);
-  EXPECT_NEAR((flat - 6e-4) / (t.cross_s - 2e-4), 1.5, 1e-9);  // the bandwidth terms: 1.5 S against 1.0 S
+  EXPECT_NEAR((flat - 6e-4) / (t.cross_s - 2e-4), 1.5,
+              1e-9);  // the bandwidth terms: 1.5 S against 1.0 S
   // One host: only the host level; one rank per host: only the cross level.
   EXPECT_EQ(hierarchical_allreduce_seconds(1e6, 1, 4, host, kSeedLink).cross_s, 0.0);
   EXPECT_EQ(hierarchical_allreduce_seconds(1e6, 4, 1, host, kSeedLink).host_s, 0.0);

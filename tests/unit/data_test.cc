@@ -37,17 +37,19 @@ void expect_input_error(const std::function<void()>& fn, const std::vector<std::
     ADD_FAILURE() << "expected an InputError";
   } catch (const InputError& e) {
     const std::string msg = e.what();
-    for (const auto& p : pieces) EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' not in: " << msg;
+    for (const auto& p : pieces)
+      EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' not in: " << msg;
   }
 }
 
 std::vector<uint8_t> be32(uint32_t v) {
-  return {static_cast<uint8_t>(v >> 24), static_cast<uint8_t>(v >> 16), static_cast<uint8_t>(v >> 8),
-          static_cast<uint8_t>(v)};
+  return {static_cast<uint8_t>(v >> 24), static_cast<uint8_t>(v >> 16),
+          static_cast<uint8_t>(v >> 8), static_cast<uint8_t>(v)};
 }
 
 // IDX bytes: magic, dims, then `payload` (which may be shorter than the dims say).
-std::vector<uint8_t> idx_bytes(uint32_t magic, const std::vector<uint32_t>& dims, const std::vector<uint8_t>& payload) {
+std::vector<uint8_t> idx_bytes(uint32_t magic, const std::vector<uint32_t>& dims,
+                               const std::vector<uint8_t>& payload) {
   std::vector<uint8_t> out = be32(magic);
   for (uint32_t d : dims) {
     const auto b = be32(d);
@@ -61,10 +63,12 @@ void write_file(const fs::path& path, const std::vector<uint8_t>& bytes, bool gz
   if (gzip) {
     gzFile f = gzopen(path.c_str(), "wb");
     ASSERT_NE(f, nullptr);
-    ASSERT_EQ(gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size())), static_cast<int>(bytes.size()));
+    ASSERT_EQ(gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size())),
+              static_cast<int>(bytes.size()));
     gzclose(f);
   } else {
-    std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+    std::ofstream(path, std::ios::binary)
+        .write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
   }
 }
 
@@ -80,7 +84,8 @@ class DataFiles : public ::testing::Test {
  protected:
   void SetUp() override {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() / ("mddp_data_test_" + std::to_string(getpid()) + "_" + info->name());
+    dir_ = fs::temp_directory_path() /
+           ("mddp_data_test_" + std::to_string(getpid()) + "_" + info->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -115,7 +120,10 @@ TEST_F(DataFiles, BadFilesNameTheFile) {
   // Truncated: the header promises 3x2x4 bytes, the file has fewer.
   for (bool gz : {false, true}) {
     const std::string p = path(gz ? "short.gz" : "short");
-    write_file(p, idx_bytes(kIdxImagesMagic, {3, 2, 4}, std::vector<uint8_t>(kPixels.begin(), kPixels.begin() + 10)), gz);
+    write_file(p,
+               idx_bytes(kIdxImagesMagic, {3, 2, 4},
+                         std::vector<uint8_t>(kPixels.begin(), kPixels.begin() + 10)),
+               gz);
     expect_input_error([&] { read_idx_images(p); }, {p, "truncated"});
   }
   const std::string header_only = path("header_only");
@@ -127,9 +135,11 @@ TEST_F(DataFiles, BadFilesNameTheFile) {
   write_file(huge, {0, 0, 8, 1, 0xff, 0xff, 0xff, 0xff, 1, 2, 3}, false);
   rusage before{}, after{};
   ::getrusage(RUSAGE_SELF, &before);
-  expect_input_error([&] { read_idx(huge); }, {huge, "truncated", "needs 4294967295 bytes but only 3"});
+  expect_input_error([&] { read_idx(huge); },
+                     {huge, "truncated", "needs 4294967295 bytes but only 3"});
   ::getrusage(RUSAGE_SELF, &after);
-  EXPECT_LT(after.ru_maxrss - before.ru_maxrss, 512 * 1024) << "KiB of peak memory for a 11-byte file";
+  EXPECT_LT(after.ru_maxrss - before.ru_maxrss, 512 * 1024)
+      << "KiB of peak memory for a 11-byte file";
 
   // Wrong magic: a labels file read as images, and a file that is not IDX at all.
   const std::string labels = path("labels");
@@ -147,7 +157,8 @@ TEST_F(DataFiles, BadFilesNameTheFile) {
 
 // Raw bytes appended to a file.
 void append_bytes(const fs::path& path, const std::vector<uint8_t>& bytes) {
-  std::ofstream(path, std::ios::binary | std::ios::app).write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  std::ofstream(path, std::ios::binary | std::ios::app)
+      .write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
 }
 
 std::vector<uint8_t> file_bytes(const fs::path& path) {
@@ -170,13 +181,15 @@ TEST_F(DataFiles, GzipIsReadToItsEndAndChecked) {
   for (bool gz : {false, true}) {
     const std::string p = path(gz ? "long.gz" : "long");
     write_file(p, longer, gz);
-    expect_input_error([&] { read_idx_labels(p); }, {p, "corrupt", "1 more byte", "the 11 bytes its header describes"});
+    expect_input_error([&] { read_idx_labels(p); },
+                       {p, "corrupt", "1 more byte", "the 11 bytes its header describes"});
   }
   // Bytes after the gzip data that are not another member.
   const std::string garbage = path("garbage.gz");
   write_file(garbage, labels, true);
   append_bytes(garbage, {'j', 'u', 'n', 'k'});
-  expect_input_error([&] { read_idx_labels(garbage); }, {garbage, "corrupt", "not another gzip member"});
+  expect_input_error([&] { read_idx_labels(garbage); },
+                     {garbage, "corrupt", "not another gzip member"});
 
   // A damaged CRC-32 in the trailer: the data inflates, the check fails.
   const std::string crc = path("crc.gz");
@@ -190,7 +203,8 @@ TEST_F(DataFiles, GzipIsReadToItsEndAndChecked) {
   write_file(cut, labels, true);
   bytes = file_bytes(cut);
   ASSERT_GT(bytes.size(), 4u);
-  bytes.erase(bytes.end() - 4, bytes.end());  // (resize(size() - 4) trips GCC 12's -Wstringop-overflow under ASan)
+  bytes.erase(bytes.end() - 4,
+              bytes.end());  // (resize(size() - 4) trips GCC 12's -Wstringop-overflow under ASan)
   write_file(cut, bytes, false);
   expect_input_error([&] { read_idx_labels(cut); }, {cut, "corrupt", "middle of a member"});
 }
@@ -203,20 +217,27 @@ TEST_F(DataFiles, Sha256IsOfTheUncompressedFile) {
   write_file(path("l.gz"), labels, true);
   const std::string want = "a17906d734a55ed6080e2c7e9d9bc740b29491d201019c7bcf23acf1d9eb244a";
   EXPECT_EQ(read_idx_labels(path("l")).sha256, read_idx_labels(path("l.gz")).sha256);
-  EXPECT_EQ(read_idx_labels(path("l")).sha256, want) << "sha256sum of the 11 bytes 00 00 08 01 00 00 00 03 02 00 09";
+  EXPECT_EQ(read_idx_labels(path("l")).sha256, want)
+      << "sha256sum of the 11 bytes 00 00 08 01 00 00 00 03 02 00 09";
 }
 
 TEST(KnownFiles, NamesTheFileThatDoesNotMatch) {
-  const std::string fashion_labels = "bad3541b69d912435c50bb6ba87bec294ff4f6a2e1246121d8633921760443d9";
+  const std::string fashion_labels =
+      "bad3541b69d912435c50bb6ba87bec294ff4f6a2e1246121d8633921760443d9";
   const FileSum labels{"/d/train-labels-idx1-ubyte.gz", "train-labels-idx1-ubyte", fashion_labels};
-  const FileSum images{"/d/train-images-idx3-ubyte.gz", "train-images-idx3-ubyte", std::string(64, 'a')};
+  const FileSum images{"/d/train-images-idx3-ubyte.gz", "train-images-idx3-ubyte",
+                       std::string(64, 'a')};
   EXPECT_EQ(known_dataset_of(labels), "Fashion-MNIST");
   EXPECT_EQ(known_dataset_of(images), "");
   // One file of Fashion-MNIST makes the directory Fashion-MNIST: the other must match too.
-  expect_input_error([&] { check_known_sums({labels, images}); },
-                     {"/d/train-images-idx3-ubyte.gz", "Fashion-MNIST", "c59f468a2f67", std::string(64, 'a')});
+  expect_input_error(
+      [&] {
+        check_known_sums({labels, images});
+      },
+      {"/d/train-images-idx3-ubyte.gz", "Fashion-MNIST", "c59f468a2f67", std::string(64, 'a')});
   // Asked for by name (--dataset fashion-mnist): even a lone unknown file must match.
-  expect_input_error([&] { check_known_sums({images}, "Fashion-MNIST"); }, {"/d/train-images-idx3-ubyte.gz"});
+  expect_input_error([&] { check_known_sums({images}, "Fashion-MNIST"); },
+                     {"/d/train-images-idx3-ubyte.gz"});
   // Files of no known dataset pass (a dataset of one's own).
   EXPECT_EQ(check_known_sums({images}), "");
   EXPECT_EQ(check_known_sums({labels}), "Fashion-MNIST");
@@ -225,7 +246,8 @@ TEST(KnownFiles, NamesTheFileThatDoesNotMatch) {
 // ---- IdxDataset -------------------------------------------------------------
 
 TEST_F(DataFiles, IdxDatasetNormalisesAndBatches) {
-  write_file(path("train-images-idx3-ubyte"), idx_bytes(kIdxImagesMagic, {3, 2, 4}, kPixels), false);
+  write_file(path("train-images-idx3-ubyte"), idx_bytes(kIdxImagesMagic, {3, 2, 4}, kPixels),
+             false);
   write_file(path("train-labels-idx1-ubyte.gz"), idx_bytes(kIdxLabelsMagic, {3}, kLabels), true);
   const IdxDataset ds(dir_.string(), Split::kTrain);
   EXPECT_EQ(ds.size(), 3);
@@ -247,14 +269,16 @@ TEST_F(DataFiles, IdxDatasetNormalisesAndBatches) {
   EXPECT_EQ(y.to_vector(), (std::vector<float>{9.0f, 2.0f}));
 
   // The test split is missing: the error names the directory and the file.
-  expect_input_error([&] { IdxDataset(dir_.string(), Split::kTest); }, {dir_.string(), "t10k-images-idx3-ubyte"});
+  expect_input_error([&] { IdxDataset(dir_.string(), Split::kTest); },
+                     {dir_.string(), "t10k-images-idx3-ubyte"});
 }
 
 TEST_F(DataFiles, IdxDatasetRejectsCountMismatch) {
   write_file(path("t10k-images-idx3-ubyte"), idx_bytes(kIdxImagesMagic, {3, 2, 4}, kPixels), false);
   write_file(path("t10k-labels-idx1-ubyte"), idx_bytes(kIdxLabelsMagic, {2}, {1, 1}), false);
-  expect_input_error([&] { IdxDataset(dir_.string(), Split::kTest); },
-                     {path("t10k-images-idx3-ubyte"), path("t10k-labels-idx1-ubyte"), "3 images", "2 labels"});
+  expect_input_error(
+      [&] { IdxDataset(dir_.string(), Split::kTest); },
+      {path("t10k-images-idx3-ubyte"), path("t10k-labels-idx1-ubyte"), "3 images", "2 labels"});
 }
 
 TEST(FashionMnist, LoadsBothSplits) {
@@ -307,8 +331,10 @@ TEST(Sampler, RankShardsUnionIsTheSingleProcessBatch) {
           joined.insert(joined.end(), part.begin(), part.end());
         }
         const auto whole = single.indices(epoch, step);
-        ASSERT_EQ(joined, std::vector<int64_t>(whole.begin(), whole.end())) << "world " << world << " step " << step;
-        EXPECT_EQ(std::set<int64_t>(joined.begin(), joined.end()).size(), joined.size()) << "shards overlap";
+        ASSERT_EQ(joined, std::vector<int64_t>(whole.begin(), whole.end()))
+            << "world " << world << " step " << step;
+        EXPECT_EQ(std::set<int64_t>(joined.begin(), joined.end()).size(), joined.size())
+            << "shards overlap";
       }
     }
   }
@@ -350,8 +376,10 @@ TEST(Sampler, EpochsShuffleDifferentlyAndReproducibly) {
 }
 
 TEST(Sampler, RejectsBadBatches) {
-  expect_input_error([] { GlobalBatchSampler(1000, 250, 0, 4, 0); }, {"--batch 250", "not divisible by 4 ranks"});
-  expect_input_error([] { GlobalBatchSampler(100, 128, 0, 1, 0); }, {"--batch 128", "larger than the dataset"});
+  expect_input_error([] { GlobalBatchSampler(1000, 250, 0, 4, 0); },
+                     {"--batch 250", "not divisible by 4 ranks"});
+  expect_input_error([] { GlobalBatchSampler(100, 128, 0, 1, 0); },
+                     {"--batch 128", "larger than the dataset"});
   expect_input_error([] { GlobalBatchSampler(100, 0, 0, 1, 0); }, {"--batch 0"});
 }
 
@@ -364,17 +392,22 @@ std::pair<std::vector<float>, std::vector<float>> whole(const Dataset& ds) {
   tensor::Shape xs = ds.sample_shape();
   xs.insert(xs.begin(), ds.size());
   Tensor x = Tensor::empty(xs);
-  Tensor y = ds.target_dim() > 0 ? Tensor::empty({ds.size(), ds.target_dim()}) : Tensor::empty({ds.size()});
+  Tensor y = ds.target_dim() > 0 ? Tensor::empty({ds.size(), ds.target_dim()})
+                                 : Tensor::empty({ds.size()});
   ds.get_batch(idx, x, y);
   return {x.to_vector(), y.to_vector()};
 }
 }  // namespace
 
 TEST(Synthetic, DeterministicFromTheSeed) {
-  EXPECT_EQ(whole(SyntheticRegression(64, 16, 4, 0.1f, 5)), whole(SyntheticRegression(64, 16, 4, 0.1f, 5)));
-  EXPECT_NE(whole(SyntheticRegression(64, 16, 4, 0.1f, 5)).first, whole(SyntheticRegression(64, 16, 4, 0.1f, 6)).first);
-  EXPECT_EQ(whole(SyntheticClassification(64, 16, 5, 5)), whole(SyntheticClassification(64, 16, 5, 5)));
-  EXPECT_NE(whole(SyntheticClassification(64, 16, 5, 5)).first, whole(SyntheticClassification(64, 16, 5, 6)).first);
+  EXPECT_EQ(whole(SyntheticRegression(64, 16, 4, 0.1f, 5)),
+            whole(SyntheticRegression(64, 16, 4, 0.1f, 5)));
+  EXPECT_NE(whole(SyntheticRegression(64, 16, 4, 0.1f, 5)).first,
+            whole(SyntheticRegression(64, 16, 4, 0.1f, 6)).first);
+  EXPECT_EQ(whole(SyntheticClassification(64, 16, 5, 5)),
+            whole(SyntheticClassification(64, 16, 5, 5)));
+  EXPECT_NE(whole(SyntheticClassification(64, 16, 5, 5)).first,
+            whole(SyntheticClassification(64, 16, 5, 6)).first);
 }
 
 TEST(Synthetic, RegressionFollowsTheTeacher) {
@@ -391,8 +424,8 @@ TEST(Synthetic, RegressionFollowsTheTeacher) {
       resid_sq += (y[i * out + c] - clean) * (y[i * out + c] - clean);
       clean_sq += clean * clean;
     }
-  EXPECT_NEAR(std::sqrt(resid_sq / (n * out)), noise, 0.02);   // the residual is the noise
-  EXPECT_NEAR(std::sqrt(clean_sq / (n * out)), 1.0, 0.15);     // W* ~ N(0, 1/in) keeps unit scale
+  EXPECT_NEAR(std::sqrt(resid_sq / (n * out)), noise, 0.02);  // the residual is the noise
+  EXPECT_NEAR(std::sqrt(clean_sq / (n * out)), 1.0, 0.15);    // W* ~ N(0, 1/in) keeps unit scale
 }
 
 TEST(Synthetic, ClassificationLabelsInRangeAndAllUsed) {
@@ -424,7 +457,8 @@ TEST(Factory, SyntheticSplitsShareTheTeacher) {
   EXPECT_EQ(tr.teacher(), te.teacher());
   const auto tr_x = whole(tr).first;
   const auto te_x = whole(te).first;
-  EXPECT_FALSE(std::equal(te_x.begin(), te_x.end(), tr_x.begin())) << "train and test drew the same samples";
+  EXPECT_FALSE(std::equal(te_x.begin(), te_x.end(), tr_x.begin()))
+      << "train and test drew the same samples";
 
   cfg.spec = "synthetic";
   cfg.synthetic_size = 1000;
@@ -446,7 +480,8 @@ TEST(Factory, UnknownSpecListsTheChoices) {
 }
 
 TEST(Batches, DeviceTensorsGetTheSameValuesAsHostOnes) {
-  if (tensor::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device: the staged copy path is not exercised";
+  if (tensor::cuda_device_count() == 0)
+    GTEST_SKIP() << "no CUDA device: the staged copy path is not exercised";
   const SyntheticClassification ds(64, 8, 3, 1);
   const std::vector<int64_t> idx = {5, 63, 0, 17};
   Tensor hx = Tensor::empty({4, 8}), hy = Tensor::empty({4});

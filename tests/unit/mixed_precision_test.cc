@@ -2,6 +2,8 @@
 // reference on 16-bit-rounded inputs, the thread-local autocast scope, the
 // loss scaler's rules with a planted overflow (unit and in a training step),
 // and bf16 training on Fashion-MNIST within 0.5 % of fp32's test accuracy.
+#include "core/train/mixed_precision.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -16,7 +18,6 @@
 #include "core/tensor/ops.h"
 #include "core/tensor/precision.h"
 #include "core/train/loss_scaler.h"
-#include "core/train/mixed_precision.h"
 #include "core/train/trainer.h"
 
 namespace mddp {
@@ -30,15 +31,16 @@ float round_to(HalfFormat f, float v) {
 }
 
 // c = alpha op(a) op(b) + beta c0 in double, the inputs first rounded to `f` (or not, without f).
-std::vector<double> reference(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const std::vector<float>& a,
-                              const std::vector<float>& b, float beta, const std::vector<float>& c0,
-                              const HalfFormat* f) {
+std::vector<double> reference(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
+                              const std::vector<float>& a, const std::vector<float>& b, float beta,
+                              const std::vector<float>& c0, const HalfFormat* f) {
   const auto in = [&](float v) { return static_cast<double>(f ? round_to(*f, v) : v); };
   std::vector<double> c(static_cast<size_t>(m * n));
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) {
       double s = 0;
-      for (int64_t p = 0; p < k; ++p) s += in(a[ta ? p * m + i : i * k + p]) * in(b[tb ? j * k + p : p * n + j]);
+      for (int64_t p = 0; p < k; ++p)
+        s += in(a[ta ? p * m + i : i * k + p]) * in(b[tb ? j * k + p : p * n + j]);
       c[i * n + j] = alpha * s + beta * static_cast<double>(c0[i * n + j]);
     }
   return c;
@@ -63,9 +65,11 @@ TEST_P(HalfGemm, IsTheExactProductOfRoundedInputs) {
   const GemmCase g = GetParam();
   const HalfFormat f = g.precision == Precision::kBf16 ? HalfFormat::kBf16 : HalfFormat::kFp16;
   Rng rng(7);
-  for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{1, 1, 1}, {7, 5, 3}, {33, 17, 65}, {64, 10, 784}})
+  for (auto [m, n, k] :
+       {std::tuple<int64_t, int64_t, int64_t>{1, 1, 1}, {7, 5, 3}, {33, 17, 65}, {64, 10, 784}})
     for (auto [alpha, beta] : {std::pair{1.0f, 0.0f}, {1.0f, 1.0f}, {0.5f, -2.0f}}) {
-      const auto a = random_vector(m * k, rng), b = random_vector(k * n, rng), c0 = random_vector(m * n, rng);
+      const auto a = random_vector(m * k, rng), b = random_vector(k * n, rng),
+                 c0 = random_vector(m * n, rng);
       Tensor ta = Tensor::from_vector(g.ta ? tensor::Shape{k, m} : tensor::Shape{m, k}, a);
       Tensor tb = Tensor::from_vector(g.tb ? tensor::Shape{n, k} : tensor::Shape{k, n}, b);
       Tensor tc = Tensor::from_vector({m, n}, c0);
@@ -78,7 +82,8 @@ TEST_P(HalfGemm, IsTheExactProductOfRoundedInputs) {
       const auto unrounded = reference(g.ta, g.tb, m, n, k, alpha, a, b, beta, c0, nullptr);
       double worst = 0, off = 0;
       for (size_t i = 0; i < got.size(); ++i) {
-        // fp32 accumulation of k products of magnitude <= 4: k * 2^-23 * 4 per term, and c0's rounding.
+        // fp32 accumulation of k products of magnitude <= 4: k * 2^-23 * 4 per term, and c0's
+        // rounding.
         const double tol = 1e-6 * (4.0 * static_cast<double>(k) + 4.0);
         worst = std::max(worst, std::abs(got[i] - want[i]) / tol);
         off = std::max(off, std::abs(got[i] - unrounded[i]));
@@ -86,18 +91,22 @@ TEST_P(HalfGemm, IsTheExactProductOfRoundedInputs) {
       EXPECT_LE(worst, 1.0) << "m=" << m << " n=" << n << " k=" << k << ": the error is " << worst
                             << " times the tolerance";
       if (k >= 3) {
-        EXPECT_GT(off, 1e-4) << "m=" << m << " n=" << n << " k=" << k << ": the inputs were not rounded";
+        EXPECT_GT(off, 1e-4) << "m=" << m << " n=" << n << " k=" << k
+                             << ": the inputs were not rounded";
       }
     }
 }
 
 INSTANTIATE_TEST_SUITE_P(PrecisionsAndTransposes, HalfGemm,
-                         ::testing::Values(GemmCase{Precision::kBf16, false, false}, GemmCase{Precision::kBf16, false, true},
-                                           GemmCase{Precision::kBf16, true, false}, GemmCase{Precision::kBf16, true, true},
-                                           GemmCase{Precision::kFp16, false, false}, GemmCase{Precision::kFp16, true, true}),
+                         ::testing::Values(GemmCase{Precision::kBf16, false, false},
+                                           GemmCase{Precision::kBf16, false, true},
+                                           GemmCase{Precision::kBf16, true, false},
+                                           GemmCase{Precision::kBf16, true, true},
+                                           GemmCase{Precision::kFp16, false, false},
+                                           GemmCase{Precision::kFp16, true, true}),
                          [](const auto& info) {
-                           return std::string(tensor::to_string(info.param.precision)) + (info.param.ta ? "_T" : "_N") +
-                                  (info.param.tb ? "T" : "N");
+                           return std::string(tensor::to_string(info.param.precision)) +
+                                  (info.param.ta ? "_T" : "_N") + (info.param.tb ? "T" : "N");
                          });
 
 // fp16's range ends at 65504: a larger input becomes infinity, as on hardware.
@@ -156,7 +165,8 @@ TEST(LossScaler, PlantedOverflowSkipsAndHalvesGoodStepsGrow) {
     EXPECT_FALSE(s.unscale(bad.ptrs, 1.0f));
     EXPECT_EQ(s.scale(), before / 2);
     EXPECT_EQ(s.good_steps(), 0);
-    EXPECT_EQ(bad.storage[0].grad.to_vector(), (std::vector<float>{1.0f, 2.0f})) << "gradients left alone";
+    EXPECT_EQ(bad.storage[0].grad.to_vector(), (std::vector<float>{1.0f, 2.0f}))
+        << "gradients left alone";
   }
   EXPECT_EQ(s.skipped_steps(), 2);
   for (int i = 0; i < 3; ++i) {
@@ -170,7 +180,8 @@ TEST(LossScaler, PlantedOverflowSkipsAndHalvesGoodStepsGrow) {
   copy.restore(s.state_json(), "test");
   EXPECT_EQ(copy.scale(), s.scale());
   EXPECT_EQ(copy.skipped_steps(), 2);
-  EXPECT_THROW(copy.restore("{\"scale\": -1, \"good_steps\": 0, \"skipped\": 0}", "test"), InputError);
+  EXPECT_THROW(copy.restore("{\"scale\": -1, \"good_steps\": 0, \"skipped\": 0}", "test"),
+               InputError);
 
   train::LossScaler off(false, {});  // fp32/bf16: no scaling, no skipping
   Grads inf(std::vector<std::vector<float>>{{std::numeric_limits<float>::infinity()}});
@@ -212,7 +223,8 @@ TEST(LossScaling, APlantedOverflowSkipsTheStepAndLowersTheScale) {
     ++steps;
   }
   EXPECT_LT(t.loss_scaler().skipped_steps(), steps) << "the scale never came down far enough";
-  EXPECT_EQ(t.loss_scaler().scale(), std::ldexp(1.0f, 40 - static_cast<int>(t.loss_scaler().skipped_steps())))
+  EXPECT_EQ(t.loss_scaler().scale(),
+            std::ldexp(1.0f, 40 - static_cast<int>(t.loss_scaler().skipped_steps())))
       << "halved once per skipped step, not grown (the window is 2000 steps)";
   EXPECT_NE(weights(t), before) << "the first step that fits moved the weights";
   // DDP sends fp16 gradients by default under fp16, fp32 under fp32.
@@ -241,7 +253,8 @@ TEST(MixedPrecision, ShardedKeepsFp32GradientsAndRefusesFp16) {
 // bf16 GEMMs train the default MLP on Fashion-MNIST to within 0.5 % (points)
 // of fp32's test accuracy after the same steps from the same seed.
 TEST(MixedPrecision, Bf16MatchesFp32AccuracyOnFashionMnist) {
-  if (!std::filesystem::exists(data::kFashionMnistDir)) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  if (!std::filesystem::exists(data::kFashionMnistDir))
+    GTEST_SKIP() << "dataset-fashion-mnist is not installed";
   const auto accuracy = [](const std::string& precision) {
     train::TrainConfig c;  // the defaults: Fashion-MNIST, FullMLP, Adam
     c.steps = 600;

@@ -69,14 +69,15 @@ std::vector<std::vector<double>> zeros_like(const std::vector<std::vector<double
 
 // After `step`: parameter p holds the reference values...
 void expect_value(int step, const Parameter& p, const std::vector<double>& ref) {
-  EXPECT_TRUE(all_close(str("step ", step, " ", p.name), ref, p.value.to_vector(), kRtol, kAtolFrac));
+  EXPECT_TRUE(
+      all_close(str("step ", step, " ", p.name), ref, p.value.to_vector(), kRtol, kAtolFrac));
 }
 
 // ...and the optimiser's state tensor "<p.name>.<key>" the reference state.
 void expect_state(nn::Optimizer& opt, int step, const Parameter& p, const std::string& key,
                   const std::vector<double>& ref) {
-  EXPECT_TRUE(all_close(str("step ", step, " ", p.name, ".", key), ref, state_of(opt, p.name + "." + key), kRtol,
-                        kAtolFrac));
+  EXPECT_TRUE(all_close(str("step ", step, " ", p.name, ".", key), ref,
+                        state_of(opt, p.name + "." + key), kRtol, kAtolFrac));
 }
 
 // One SGD case in double, PyTorch's rule:

@@ -2,6 +2,8 @@
 // a failed write cut back to the last whole record, writing resumed when
 // space comes back. The failed writes are real ones: RLIMIT_FSIZE makes the
 // kernel refuse bytes past a size (EFBIG), as a full disk refuses them.
+#include "core/common/record_file.h"
+
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -13,7 +15,6 @@
 #include <string>
 
 #include "core/common/check.h"
-#include "core/common/record_file.h"
 
 namespace fs = std::filesystem;
 using mddp::LostRecords;
@@ -31,8 +32,9 @@ std::string read_all(const fs::path& p) {
 class RecordFileTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("mddp_record_file_" + std::to_string(getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() /
+           ("mddp_record_file_" + std::to_string(getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -87,7 +89,8 @@ TEST_F(RecordFileTest, AFailedWriteKeepsWholeRecordsAndResumesWhenSpaceReturns) 
     FileSizeLimit limit(30);  // room for 19 more bytes: one record of 11, then 8 of the next
     EXPECT_EQ(f.append("aaaaaaaaaa\nbbbbbbbbbb\ncccccccccc\n"), 1u);
     EXPECT_NE(f.error(), "");
-    EXPECT_EQ(read_all(dir_ / "r.jsonl"), "0123456789\naaaaaaaaaa\n") << "the torn 'bbbbbbbb' must be cut";
+    EXPECT_EQ(read_all(dir_ / "r.jsonl"), "0123456789\naaaaaaaaaa\n")
+        << "the torn 'bbbbbbbb' must be cut";
     EXPECT_EQ(f.append("dddddddddd\n"), 0u);  // still no room: nothing, not half
     EXPECT_EQ(read_all(dir_ / "r.jsonl"), "0123456789\naaaaaaaaaa\n");
   }

@@ -61,8 +61,9 @@ class ResumeTest : public ::testing::Test {
   fs::path dir_;
 };
 
-class Resume : public ResumeTest,
-               public ::testing::WithParamInterface<std::tuple<std::string, std::string, std::string>> {};
+class Resume
+    : public ResumeTest,
+      public ::testing::WithParamInterface<std::tuple<std::string, std::string, std::string>> {};
 
 TEST_P(Resume, HalfThenTheRestIsBitwiseTheWholeRun) {
   const auto& [model, optimizer, precision] = GetParam();

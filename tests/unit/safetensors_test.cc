@@ -17,7 +17,8 @@ namespace mddp::train {
 namespace {
 
 std::string temp_path(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / (name + "-" + std::to_string(getpid()))).string();
+  return (std::filesystem::temp_directory_path() / (name + "-" + std::to_string(getpid())))
+      .string();
 }
 
 // What we write reads back: names, shapes, values, metadata.
@@ -40,7 +41,8 @@ TEST(Safetensors, RoundTrip) {
 // u64 little-endian header length, JSON header, then raw little-endian f32.
 TEST(Safetensors, FollowsTheSafetensorsLayout) {
   const std::string path = temp_path("ckpt-layout.safetensors");
-  save_safetensors(path, {{"w", tensor::Tensor::from_vector({2}, {1.5f, -2.0f})}}, {{"format", "x"}});
+  save_safetensors(path, {{"w", tensor::Tensor::from_vector({2}, {1.5f, -2.0f})}},
+                   {{"format", "x"}});
   std::ifstream in(path, std::ios::binary);
   std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(in)), {});
   uint64_t n = 0;
@@ -91,7 +93,8 @@ void write_raw(const std::string& path, const std::string& json, std::size_t dat
 // the file cannot back (a shape whose size overflows, offsets outside the file).
 TEST(Safetensors, HostileHeadersAreRefusedWithTheReason) {
   const std::string path = temp_path("st-hostile.safetensors");
-  const auto refused_because = [&](const std::string& json, std::size_t data, const std::string& why) {
+  const auto refused_because = [&](const std::string& json, std::size_t data,
+                                   const std::string& why) {
     write_raw(path, json, data);
     try {
       load_safetensors(path);
@@ -100,16 +103,19 @@ TEST(Safetensors, HostileHeadersAreRefusedWithTheReason) {
       EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
     }
   };
-  refused_because(R"({"w":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,0]}})", 16,
-                  "which overflows");
+  refused_because(R"({"w":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,0]}})",
+                  16, "which overflows");
   refused_because(R"({"w":{"dtype":"F32","shape":[1073741824],"data_offsets":[0,4294967296]}})", 16,
                   "truncated");
-  refused_because(R"({"w":{"dtype":"F64","shape":[2],"data_offsets":[0,16]}})", 16, "microddp reads F32 only");
+  refused_because(R"({"w":{"dtype":"F64","shape":[2],"data_offsets":[0,16]}})", 16,
+                  "microddp reads F32 only");
   refused_because(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[8,16]}})", 8, "truncated");
-  refused_because(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,4]}})", 8, "do not match its shape");
+  refused_because(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,4]}})", 8,
+                  "do not match its shape");
   refused_because(R"({"w":{"dtype":"F32","shape":"two","data_offsets":[0,8]}})", 8, "malformed");
-  refused_because(R"({"__metadata__":{"step":7},"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", 8,
-                  "metadata 'step' is not a string");
+  refused_because(
+      R"({"__metadata__":{"step":7},"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", 8,
+      "metadata 'step' is not a string");
   refused_because(R"([1, 2])", 0, "not a JSON object");
   std::filesystem::remove(path);
 }

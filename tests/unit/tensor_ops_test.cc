@@ -91,14 +91,29 @@ TEST_P(Ops, FillCopyScaleAxpy) {
 // On a GPU this compares CUDA's conversion intrinsics with half.h bit for bit.
 TEST_P(Ops, RoundToHalfAndWidenMatchHalfH) {
   const float inf = std::numeric_limits<float>::infinity();
-  std::vector<float> x = {0.0f, -0.0f, 1.0f, -2.5f, 65504.0f, 65520.0f, 70000.0f, -1e30f, 3.4e38f,
-                          6.1e-5f, 5.96e-8f, 2.98e-8f, 1e-9f, inf, -inf, std::nanf(""),
+  std::vector<float> x = {0.0f,
+                          -0.0f,
+                          1.0f,
+                          -2.5f,
+                          65504.0f,
+                          65520.0f,
+                          70000.0f,
+                          -1e30f,
+                          3.4e38f,
+                          6.1e-5f,
+                          5.96e-8f,
+                          2.98e-8f,
+                          1e-9f,
+                          inf,
+                          -inf,
+                          std::nanf(""),
                           1.0f + 1.0f / 2048,  // fp16 tie between 1 and 1+2^-10: to even (1)
                           1.0f + 3.0f / 2048,  // fp16 tie: to even (1+2^-9)
                           1.0f + 1.0f / 256,   // bf16 tie: to even (1)
                           1.0f + 3.0f / 256};  // bf16 tie: to even (1+2^-6)
   Rng rng(7);
-  for (int i = 0; i < 1000; ++i) x.push_back(static_cast<float>(rng.normal()) * std::ldexp(1.0f, i % 40 - 20));
+  for (int i = 0; i < 1000; ++i)
+    x.push_back(static_cast<float>(rng.normal()) * std::ldexp(1.0f, i % 40 - 20));
   const int64_t n = static_cast<int64_t>(x.size());  // even: the 16-bit buffer is n/2 floats
   ASSERT_EQ(n % 2, 0);
   Tensor src = put(Tensor::from_vector({n}, x)), back = put(Tensor::zeros({n}));
@@ -119,7 +134,8 @@ TEST_P(Ops, RoundToHalfAndWidenMatchHalfH) {
         continue;
       }
       ASSERT_EQ(bits[i], want) << "x[" << i << "] = " << x[i];
-      ASSERT_EQ(std::memcmp(&widened[i], &want_back, sizeof(float)), 0) << "x[" << i << "] = " << x[i];
+      ASSERT_EQ(std::memcmp(&widened[i], &want_back, sizeof(float)), 0)
+          << "x[" << i << "] = " << x[i];
     }
   }
 }
@@ -155,7 +171,8 @@ void gemm_ref(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha,
 // The shapes with a side over 384 go to the other CPU library on AVX2-only
 // CPUs (core/tensor/cpu/gemm.cc), so both libraries are checked there.
 TEST_P(Gemm, MatchesNaiveReferenceAllTransposes) {
-  const GemmCase cases[] = {{1, 1, 1}, {3, 5, 7}, {17, 1, 33}, {64, 130, 31}, {2, 9, 1}, {3, 400, 5}, {390, 2, 17}};
+  const GemmCase cases[] = {{1, 1, 1}, {3, 5, 7},   {17, 1, 33}, {64, 130, 31},
+                            {2, 9, 1}, {3, 400, 5}, {390, 2, 17}};
   const std::pair<float, float> scalars[] = {
       {1.0f, 0.0f}, {1.0f, 1.0f}, {0.5f, 1.0f}, {-1.5f, 0.25f}, {0.0f, 2.0f}};
   Rng rng(7);
@@ -262,7 +279,8 @@ TEST_P(Relu, ForwardBackwardMatchDefinition) {
   Tensor x = Tensor::from_vector({7}, xv, device()), y = Tensor::empty({7}, device());
   ops::relu_forward(x, y);
   EXPECT_EQ(y.to_vector(), (std::vector<float>{0, 0, 0, 1e-30f, 3.5f, 0, 7}));
-  Tensor dy = Tensor::from_vector({7}, {1, 2, 3, 4, 5, 6, 7}, device()), dx = Tensor::empty({7}, device());
+  Tensor dy = Tensor::from_vector({7}, {1, 2, 3, 4, 5, 6, 7}, device()),
+         dx = Tensor::empty({7}, device());
   ops::relu_backward(y, dy, dx);
   EXPECT_EQ(dx.to_vector(), (std::vector<float>{0, 0, 0, 4, 5, 0, 7}));
 }
@@ -272,7 +290,9 @@ TEST_P(Relu, ForwardBackwardMatchDefinition) {
 struct ConvCase {
   int64_t n, c, h, w, o, k;
   int pad;
-  std::string name() const { return str("N=", n, " C=", c, " H=", h, " W=", w, " O=", o, " K=", k, " pad=", pad); }
+  std::string name() const {
+    return str("N=", n, " C=", c, " H=", h, " W=", w, " O=", o, " K=", k, " pad=", pad);
+  }
 };
 
 int64_t out_size(int64_t in, int64_t k, int pad) {
@@ -300,8 +320,8 @@ TEST_P(Conv2d, ForwardMatchesDirectConvolution) {
     Tensor x = put(random_tensor({d.n, d.c, d.h, d.w}, rng));
     Tensor w = put(random_tensor({d.o, d.c, d.k, d.k}, rng)), b = put(random_tensor({d.o}, rng));
     Tensor col = Tensor::empty({d.c * d.k * d.k, ho * wo}, device());
-    Tensor y = Tensor::from_vector({d.n, d.o, ho, wo},
-                                   std::vector<float>(d.n * d.o * ho * wo, std::nanf("")), device());
+    Tensor y = Tensor::from_vector(
+        {d.n, d.o, ho, wo}, std::vector<float>(d.n * d.o * ho * wo, std::nanf("")), device());
     ops::conv2d_forward(x, w, b, d.pad, col, y);
 
     const auto xv = x.to_vector(), wv = w.to_vector(), bv = b.to_vector();
@@ -465,7 +485,8 @@ TEST_P(SoftmaxXent, MatchesDoubleFormulas) {
     SCOPED_TRACE(str("N=", cs.n, " classes=", cs.classes, " scale=", cs.scale));
     Tensor logits = put(random_tensor({cs.n, cs.classes}, rng, -cs.scale, cs.scale));
     Tensor labels = put(random_labels(cs.n, cs.classes, rng));
-    Tensor probs = Tensor::empty(logits.shape(), device()), dlogits = Tensor::empty(logits.shape(), device());
+    Tensor probs = Tensor::empty(logits.shape(), device()),
+           dlogits = Tensor::empty(logits.shape(), device());
     const float loss = ops::softmax_xent_forward(logits, labels, probs);
     ops::softmax_xent_backward(probs, labels, dlogits);
 
@@ -490,10 +511,12 @@ TEST_P(SoftmaxXent, MatchesDoubleFormulas) {
 
 // count_correct counts rows whose first arg-max equals the label (ties go to the lower index).
 TEST_P(SoftmaxXent, CountCorrectUsesFirstArgMax) {
-  Tensor logits = Tensor::from_vector({4, 3}, {1, 3, 3,   // tie: class 1 wins, not 2
-                                               3, 3, 0,   // tie: class 0 wins, not 1
-                                               5, -1, 0,  // plain maximum
-                                               -2, -1, -3}, device());
+  Tensor logits = Tensor::from_vector({4, 3},
+                                      {1, 3, 3,   // tie: class 1 wins, not 2
+                                       3, 3, 0,   // tie: class 0 wins, not 1
+                                       5, -1, 0,  // plain maximum
+                                       -2, -1, -3},
+                                      device());
   Tensor labels = Tensor::from_vector({4}, {1, 0, 0, 2}, device());
   EXPECT_EQ(ops::count_correct(logits, labels), 3);  // last-max would count 1
   Rng rng(42);
@@ -546,8 +569,7 @@ TEST_P(Errors, MismatchedShapesThrow) {
   EXPECT_THROW(ops::axpy(1, a, c), std::logic_error);
   EXPECT_THROW(ops::copy(a, c), std::logic_error);
 
-  Tensor x = zeros({1, 2, 5, 5}), w = zeros({3, 1, 3, 3}),
-         bias = zeros({3});
+  Tensor x = zeros({1, 2, 5, 5}), w = zeros({3, 1, 3, 3}), bias = zeros({3});
   Tensor col = zeros({18, 25}), y = zeros({1, 3, 5, 5});
   EXPECT_THROW(ops::conv2d_forward(x, w, bias, 1, col, y), std::logic_error);  // C 2 vs 1
   Tensor w2 = zeros({3, 2, 3, 3}), y_bad = zeros({1, 3, 4, 4});
@@ -642,7 +664,8 @@ TEST_P(Optimizers, SgdAndAdamMatchDoubleFormulas) {
     const double gi = gv[i] + double{wd} * p0[i];
     m_want[i] = b1 * m0[i] + (1 - b1) * gi;
     v_want[i] = b2 * v0[i] + (1 - b2) * gi * gi;
-    const double m_hat = m_want[i] / (1 - std::pow(b1, step)), v_hat = v_want[i] / (1 - std::pow(b2, step));
+    const double m_hat = m_want[i] / (1 - std::pow(b1, step)),
+                 v_hat = v_want[i] / (1 - std::pow(b2, step));
     p_want[i] = p0[i] - 1e-3 * m_hat / (std::sqrt(v_hat) + eps);
   }
   EXPECT_TRUE(all_close("adam m", m_want, m.to_vector(), 1e-5, 1e-6));
@@ -667,7 +690,8 @@ TEST_P(Ops, TransfersAreExact) {
   EXPECT_TRUE(bitwise_equal(back.to_vector(), host.to_vector()));
   Tensor view = on_dev.view(7, {2, 7});  // rows 1..2, through a window
   const std::vector<float> hv = host.to_vector();
-  EXPECT_EQ(view.to(tensor::Device{}).to_vector(), std::vector<float>(hv.begin() + 7, hv.begin() + 21));
+  EXPECT_EQ(view.to(tensor::Device{}).to_vector(),
+            std::vector<float>(hv.begin() + 7, hv.begin() + 21));
 }
 
 }  // namespace

@@ -14,8 +14,8 @@ constexpr int64_t kMs = 1'000'000;  // ns
 // clock) and its phases take the given times; one bucket becomes ready 1 ms
 // into backward and is all-reduced for 2 ms from the moment the last rank
 // can join (`allreduce_start_ms`, on the common clock).
-StepMetrics record(int rank, int64_t step, double start_ms, double data, double forward, double backward,
-                   int64_t offset_ns = 0, double allreduce_start_ms = 50) {
+StepMetrics record(int rank, int64_t step, double start_ms, double data, double forward,
+                   double backward, int64_t offset_ns = 0, double allreduce_start_ms = 50) {
   StepMetrics m;
   m.rank = rank;
   m.step = step;
@@ -57,7 +57,8 @@ TEST(Timeline, ALateStartIsNamedAsSuch) {
 TEST(Timeline, AlignsRanksWhoseSteadyClocksDiffer) {
   // Rank 1's steady clock is 1 hour behind; its offset puts it back.
   const int64_t hour = 3600LL * 1000 * kMs;
-  std::vector<StepMetrics> step = {record(0, 3, 0, 2, 10, 10, 5 * kMs), record(1, 3, 0, 2, 10, 10, hour)};
+  std::vector<StepMetrics> step = {record(0, 3, 0, 2, 10, 10, 5 * kMs),
+                                   record(1, 3, 0, 2, 10, 10, hour)};
   const StepTimeline t = build_timeline(step, 2);
   ASSERT_EQ(t.ranks.size(), 2u);
   EXPECT_NEAR(t.ranks[0].start_ms, 0, 1e-9);
@@ -86,8 +87,9 @@ TEST(Timeline, CompleteStepsSkipsPartialDuplicateAndEvalRecords) {
   StepMetrics eval;
   eval.eval = true;
   eval.step = 1;
-  std::vector<StepMetrics> records = {record(1, 2, 0, 1, 1, 1), record(0, 1, 0, 1, 1, 1), eval,
-                                      record(1, 1, 0, 1, 1, 1),  record(1, 1, 9, 1, 1, 1), record(0, 3, 0, 1, 1, 1)};
+  std::vector<StepMetrics> records = {
+      record(1, 2, 0, 1, 1, 1), record(0, 1, 0, 1, 1, 1), eval,
+      record(1, 1, 0, 1, 1, 1), record(1, 1, 9, 1, 1, 1), record(0, 3, 0, 1, 1, 1)};
   const auto steps = complete_steps(records, 2);
   ASSERT_EQ(steps.size(), 1u);  // step 2 and 3 lack a rank
   ASSERT_EQ(steps[0].size(), 2u);
@@ -99,8 +101,10 @@ TEST(Timeline, CompleteStepsSkipsPartialDuplicateAndEvalRecords) {
 TEST(Timeline, SummaryCountsLateStepsAndIgnoresNoise) {
   std::vector<StepTimeline> t;
   for (int s = 0; s < 10; ++s)
-    t.push_back(build_timeline({record(0, s, 0, 1, 10, 10), record(1, s, 0, s < 7 ? 4 : 1, 10, 10)}, 2));
-  t.push_back(build_timeline({record(0, 11, 0, 1, 10.1, 10), record(1, 11, 0, 1, 10, 10)}, 2));  // 0.1 ms: noise
+    t.push_back(
+        build_timeline({record(0, s, 0, 1, 10, 10), record(1, s, 0, s < 7 ? 4 : 1, 10, 10)}, 2));
+  t.push_back(build_timeline({record(0, 11, 0, 1, 10.1, 10), record(1, 11, 0, 1, 10, 10)},
+                             2));  // 0.1 ms: noise
   const StragglerSummary s = summarize_stragglers(t, 0.5);
   EXPECT_EQ(s.steps, 11);
   ASSERT_EQ(s.ranks.size(), 1u);

@@ -49,12 +49,14 @@ TEST(Trainer, AccumulationEqualsALargerBatch) {
   big.batch = 32;
   const auto a = train_params(k2, 6), b = train_params(big, 6);
   for (std::size_t p = 0; p < a.size(); ++p)
-    for (std::size_t i = 0; i < a[p].size(); ++i) EXPECT_NEAR(a[p][i], b[p][i], 1e-5f * (1 + std::abs(b[p][i])));
+    for (std::size_t i = 0; i < a[p].size(); ++i)
+      EXPECT_NEAR(a[p][i], b[p][i], 1e-5f * (1 + std::abs(b[p][i])));
 }
 
 // The loss on Fashion-MNIST goes down and the test accuracy rises far above chance.
 TEST(Trainer, LearnsFashionMnist) {
-  if (!std::filesystem::exists(data::kFashionMnistDir)) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  if (!std::filesystem::exists(data::kFashionMnistDir))
+    GTEST_SKIP() << "dataset-fashion-mnist is not installed";
   TrainConfig c;  // the defaults: Fashion-MNIST, FullMLP, Adam
   c.steps = 300;
   Trainer t(c);
@@ -101,8 +103,8 @@ TEST(Trainer, RejectsBadConfigs) {
   c = small_config();
   c.device = "tpu";
   EXPECT_NE(message(c).find("unknown device"), std::string::npos);
-  for (const char* bad : {"1", "1:forward", "x:forward:5", "1:optimizer:5", "1:forward:0", "1:forward:5ms", "-1:data:5",
-                          "0:backward:1e9"}) {
+  for (const char* bad : {"1", "1:forward", "x:forward:5", "1:optimizer:5", "1:forward:0",
+                          "1:forward:5ms", "-1:data:5", "0:backward:1e9"}) {
     c = small_config();
     c.dist.straggler = bad;
     EXPECT_NE(message(c).find("--straggler '" + std::string(bad) + "'"), std::string::npos) << bad;
@@ -120,7 +122,9 @@ TEST(Trainer, StragglerSleepsInTheNamedPhaseOfTheNamedRank) {
     c.dist.straggler = std::string("1:") + phase + ":40";
     Trainer straggler(c, /*rank=*/1, /*world_size=*/2);
     const StepTimes t = straggler.step().times;
-    const double in_phase = std::string(phase) == "data" ? t.data : std::string(phase) == "forward" ? t.forward : t.backward;
+    const double in_phase = std::string(phase) == "data"      ? t.data
+                            : std::string(phase) == "forward" ? t.forward
+                                                              : t.backward;
     EXPECT_GE(in_phase, 40.0) << phase;
     EXPECT_GE(t.total, in_phase) << phase;
   }

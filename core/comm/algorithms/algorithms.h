@@ -41,8 +41,8 @@ struct HostLevels {
   const HostTopology& topology;
   Transport* host;
 };
-void all_reduce_hierarchical(const AlgoContext& ctx, const HostLevels& levels, void* data, int64_t count,
-                             DataType t, ReduceOp op);
+void all_reduce_hierarchical(const AlgoContext& ctx, const HostLevels& levels, void* data,
+                             int64_t count, DataType t, ReduceOp op);
 // A piece of the buffer (elements [begin, begin + count)) and its owner on
 // each host (owners[h], a world rank), in increasing order: the spec's words.
 struct HostPiece {

@@ -24,7 +24,9 @@ void AlgoContext::exchange(int send_peer, const void* send_data, std::size_t sen
   }
 }
 
-int64_t AlgoContext::step_clock() const { return trace != nullptr ? now_ns() : 0; }
+int64_t AlgoContext::step_clock() const {
+  return trace != nullptr ? now_ns() : 0;
+}
 
 void AlgoContext::traced(AlgoStep step, int64_t t0, const void* data) const {
   if (trace == nullptr) return;

@@ -54,7 +54,8 @@ std::vector<HostPiece> host_pieces(const HostTopology& topology, int64_t count) 
   std::vector<int64_t> cuts;  // every host's block boundaries
   for (int h = 0; h < topology.host_count(); ++h) {
     const Blocks blocks{count, static_cast<int>(topology.ranks_of(h).size())};
-    for (int b = 0; b <= blocks.parts; ++b) cuts.push_back(b < blocks.parts ? blocks.begin(b) : count);
+    for (int b = 0; b <= blocks.parts; ++b)
+      cuts.push_back(b < blocks.parts ? blocks.begin(b) : count);
   }
   std::sort(cuts.begin(), cuts.end());
   cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
@@ -74,8 +75,8 @@ std::vector<HostPiece> host_pieces(const HostTopology& topology, int64_t count) 
   return pieces;
 }
 
-void all_reduce_hierarchical(const AlgoContext& ctx, const HostLevels& levels, void* data, int64_t count,
-                             DataType t, ReduceOp op) {
+void all_reduce_hierarchical(const AlgoContext& ctx, const HostLevels& levels, void* data,
+                             int64_t count, DataType t, ReduceOp op) {
   if (count == 0) return;
   const HostTopology& topo = levels.topology;
   MDDP_CHECK_EQ(topo.world_size(), ctx.size);

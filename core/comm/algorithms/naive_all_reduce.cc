@@ -46,7 +46,8 @@ void all_reduce_naive(const AlgoContext& ctx, void* data, int64_t count, DataTyp
     } else {
       reduce(data, data, incoming, elems, t, op);
     }
-    ctx.traced({.phase = StepPhase::kReduce, .index = q - 1, .recv_peer = q, .recv_bytes = b}, t0, data);
+    ctx.traced({.phase = StepPhase::kReduce, .index = q - 1, .recv_peer = q, .recv_bytes = b}, t0,
+               data);
   }
   const float divisor = op == ReduceOp::kAvg ? static_cast<float>(n) : 1.0f;
   if (wide) {
@@ -57,7 +58,8 @@ void all_reduce_naive(const AlgoContext& ctx, void* data, int64_t count, DataTyp
   for (int q = 1; q < n; ++q) {
     const int64_t t0 = ctx.step_clock();
     ctx.send(q, data, bytes);
-    ctx.traced({.phase = StepPhase::kBroadcast, .index = q - 1, .send_peer = q, .send_bytes = b}, t0, data);
+    ctx.traced({.phase = StepPhase::kBroadcast, .index = q - 1, .send_peer = q, .send_bytes = b},
+               t0, data);
   }
 }
 

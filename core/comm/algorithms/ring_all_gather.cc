@@ -35,8 +35,12 @@ void ring_all_gather_inplace(const AlgoContext& ctx, void* data, Blocks blocks, 
     const int64_t t0 = ctx.step_clock();
     ctx.exchange(ctx.right(), at(base, blocks.begin(send_b), t), send_bytes, ctx.left(),
                  at(base, blocks.begin(recv_b), t), recv_bytes);
-    ctx.traced({.phase = StepPhase::kAllGather, .index = s, .send_peer = ctx.right(),
-                .recv_peer = ctx.left(), .send_block = send_b, .recv_block = recv_b,
+    ctx.traced({.phase = StepPhase::kAllGather,
+                .index = s,
+                .send_peer = ctx.right(),
+                .recv_peer = ctx.left(),
+                .send_block = send_b,
+                .recv_block = recv_b,
                 .send_bytes = static_cast<int64_t>(send_bytes),
                 .recv_bytes = static_cast<int64_t>(recv_bytes)},
                t0, data);

@@ -71,9 +71,14 @@ void run_ring(const AlgoContext& ctx, const std::byte* contrib, std::byte* work,
                static_cast<std::size_t>(rn), t, op);
       }
     }
-    ctx.traced({.phase = StepPhase::kReduceScatter, .index = s, .send_peer = ctx.right(),
-                .recv_peer = ctx.left(), .send_block = send_b, .recv_block = recv_b,
-                .send_bytes = send_n * es, .recv_bytes = recv_n * es},
+    ctx.traced({.phase = StepPhase::kReduceScatter,
+                .index = s,
+                .send_peer = ctx.right(),
+                .recv_peer = ctx.left(),
+                .send_block = send_b,
+                .recv_block = recv_b,
+                .send_bytes = send_n * es,
+                .recv_bytes = recv_n * es},
                t0, work);
   }
   // The spec's claim: the block received last, fully reduced, is block r.

@@ -6,19 +6,21 @@ namespace mddp::comm {
 
 SubTransport::SubTransport(Transport& base, const std::vector<int>& members, int group_rank)
     : base_(base), members_(members), group_rank_(group_rank) {
-  MDDP_CHECK(group_rank >= 0 && group_rank < static_cast<int>(members.size()), "group rank ", group_rank, " of ",
-             members.size());
+  MDDP_CHECK(group_rank >= 0 && group_rank < static_cast<int>(members.size()), "group rank ",
+             group_rank, " of ", members.size());
   MDDP_CHECK_EQ(members[static_cast<std::size_t>(group_rank)], base.rank());
 }
 
-void SubTransport::send_recv(int send_peer, const void* send_data, std::size_t send_bytes, int recv_peer,
-                             void* recv_data, std::size_t recv_bytes, Deadline deadline) {
+void SubTransport::send_recv(int send_peer, const void* send_data, std::size_t send_bytes,
+                             int recv_peer, void* recv_data, std::size_t recv_bytes,
+                             Deadline deadline) {
   const auto world = [&](int g) {
     if (g == kNoPeer) return kNoPeer;
     check_message(g, nullptr, 0);
     return members_[static_cast<std::size_t>(g)];
   };
-  base_.send_recv(world(send_peer), send_data, send_bytes, world(recv_peer), recv_data, recv_bytes, deadline);
+  base_.send_recv(world(send_peer), send_data, send_bytes, world(recv_peer), recv_data, recv_bytes,
+                  deadline);
 }
 
 void LevelTrace::begin_group(const std::vector<int>& members) {

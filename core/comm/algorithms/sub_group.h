@@ -23,8 +23,8 @@ class SubTransport final : public Transport {
   int rank() const override { return group_rank_; }
   int size() const override { return static_cast<int>(members_.size()); }
   std::string name() const override { return base_.name(); }
-  void send_recv(int send_peer, const void* send_data, std::size_t send_bytes, int recv_peer, void* recv_data,
-                 std::size_t recv_bytes, Deadline deadline) override;
+  void send_recv(int send_peer, const void* send_data, std::size_t send_bytes, int recv_peer,
+                 void* recv_data, std::size_t recv_bytes, Deadline deadline) override;
   void abort(const std::string& reason) override { base_.abort(reason); }
 
  private:
@@ -54,8 +54,10 @@ class LevelTrace final : public StepTrace {
 
 // The context of a group's run: `transport` numbers the group's ranks, the
 // deadline and scratch are the whole collective's.
-inline AlgoContext group_context(const AlgoContext& world, Transport& transport, LevelTrace& trace) {
-  return AlgoContext{transport, transport.rank(), transport.size(), world.deadline, world.scratch, trace.get()};
+inline AlgoContext group_context(const AlgoContext& world, Transport& transport,
+                                 LevelTrace& trace) {
+  return AlgoContext{transport,      transport.rank(), transport.size(),
+                     world.deadline, world.scratch,    trace.get()};
 }
 
 }  // namespace mddp::comm

@@ -35,7 +35,9 @@ void broadcast_tree(const AlgoContext& ctx, void* data, int64_t count, DataType 
       const int64_t t0 = ctx.step_clock();
       const int parent = ctx.real(v - mask, root);
       ctx.recv(parent, data, bytes);
-      ctx.traced({.phase = StepPhase::kBroadcast, .index = round(mask), .recv_peer = parent,
+      ctx.traced({.phase = StepPhase::kBroadcast,
+                  .index = round(mask),
+                  .recv_peer = parent,
                   .recv_bytes = static_cast<int64_t>(bytes)},
                  t0, data);
       break;
@@ -46,7 +48,9 @@ void broadcast_tree(const AlgoContext& ctx, void* data, int64_t count, DataType 
     const int64_t t0 = ctx.step_clock();
     const int child = ctx.real(v + mask, root);
     ctx.send(child, data, bytes);
-    ctx.traced({.phase = StepPhase::kBroadcast, .index = round(mask), .send_peer = child,
+    ctx.traced({.phase = StepPhase::kBroadcast,
+                .index = round(mask),
+                .send_peer = child,
                 .send_bytes = static_cast<int64_t>(bytes)},
                t0, data);
   }

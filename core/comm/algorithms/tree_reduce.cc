@@ -53,8 +53,10 @@ void reduce_tree(const AlgoContext& ctx, void* data, int64_t count, DataType t, 
       reduce(data, data, incoming, elems, t, op);
     }
     ++children;
-    ctx.traced({.phase = StepPhase::kReduce, .index = std::countr_zero(static_cast<unsigned>(mask)),
-                .recv_peer = child, .recv_bytes = static_cast<int64_t>(bytes)},
+    ctx.traced({.phase = StepPhase::kReduce,
+                .index = std::countr_zero(static_cast<unsigned>(mask)),
+                .recv_peer = child,
+                .recv_bytes = static_cast<int64_t>(bytes)},
                t0, data);
   }
 
@@ -68,8 +70,10 @@ void reduce_tree(const AlgoContext& ctx, void* data, int64_t count, DataType t, 
     const int64_t t0 = ctx.step_clock();
     const int parent = ctx.real(v - mask, root);  // mask is v's lowest set bit
     ctx.send(parent, data, bytes);
-    ctx.traced({.phase = StepPhase::kReduce, .index = std::countr_zero(static_cast<unsigned>(mask)),
-                .send_peer = parent, .send_bytes = static_cast<int64_t>(bytes)},
+    ctx.traced({.phase = StepPhase::kReduce,
+                .index = std::countr_zero(static_cast<unsigned>(mask)),
+                .send_peer = parent,
+                .send_bytes = static_cast<int64_t>(bytes)},
                t0, data);
   } else {
     // The spec's claim: the root heard from one child per round.

@@ -67,7 +67,8 @@ namespace {
 // thread that died is no longer watched.
 std::mutex watched_mu;
 std::map<std::thread::id, DeviceThread::Probe*>& watched() {
-  static auto* m = new std::map<std::thread::id, DeviceThread::Probe*>();  // never destroyed: used at exit
+  static auto* m =
+      new std::map<std::thread::id, DeviceThread::Probe*>();  // never destroyed: used at exit
   return *m;
 }
 std::terminate_handler previous_handler = nullptr;
@@ -90,7 +91,8 @@ std::terminate_handler previous_handler = nullptr;
 
 DeviceThread::DeviceThread(std::shared_ptr<::gloo::transport::Device> device, OnDeath on_death,
                            std::chrono::milliseconds timeout)
-    : device_(std::dynamic_pointer_cast<::gloo::transport::tcp::Device>(device)), probe_(std::make_unique<Probe>()) {
+    : device_(std::dynamic_pointer_cast<::gloo::transport::tcp::Device>(device)),
+      probe_(std::make_unique<Probe>()) {
   static std::once_flag installed;
   std::call_once(installed, [] { previous_handler = std::set_terminate(on_terminate); });
   MDDP_CHECK(device_ != nullptr, "gloo's device is not a tcp device");

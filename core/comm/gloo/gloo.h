@@ -43,7 +43,8 @@ struct GlooOptions {
 // Collective: every rank of the job calls it with the same store, size and
 // prefix. Blocks until the full mesh is connected; TimeoutError when a rank
 // did not join within the timeout.
-std::unique_ptr<ProcessGroup> connect_gloo(Store& store, int rank, int size, const GlooOptions& options);
+std::unique_ptr<ProcessGroup> connect_gloo(Store& store, int rank, int size,
+                                           const GlooOptions& options);
 
 // "gloo 0.5.0", or why there is none in this build.
 std::string gloo_version();

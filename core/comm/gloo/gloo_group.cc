@@ -33,12 +33,11 @@
 #include <gloo/math.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/transport/tcp/device.h>
-
 #include <netdb.h>
 
 #include <atomic>
-#include <csignal>
 #include <cctype>
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -89,7 +88,8 @@ int rank_named(const std::string& what, const std::vector<std::string>& addresse
     if (a.empty()) continue;
     for (std::size_t at = what.find(a); at != std::string::npos; at = what.find(a, at + 1)) {
       const std::size_t end = at + a.size();
-      if (end == what.size() || !std::isdigit(static_cast<unsigned char>(what[end]))) return static_cast<int>(r);
+      if (end == what.size() || !std::isdigit(static_cast<unsigned char>(what[end])))
+        return static_cast<int>(r);
     }
   }
   int by_host = -1;
@@ -127,13 +127,15 @@ int64_t device_throw_for_tests(int rank) {
 class GlooGroup final : public ProcessGroup {
  public:
   // peer_addresses[r]: rank r's listening address (Note [Naming gloo's peers]).
-  GlooGroup(std::shared_ptr<::gloo::Context> context, std::shared_ptr<::gloo::transport::Device> device,
+  GlooGroup(std::shared_ptr<::gloo::Context> context,
+            std::shared_ptr<::gloo::transport::Device> device,
             std::vector<std::string> peer_addresses, std::chrono::milliseconds timeout)
       : context_(std::move(context)),
         peer_addresses_(std::move(peer_addresses)),
         timeout_(timeout),
         queue_(context_->rank, timeout, [this](const std::string& reason) { stop(reason); }),
-        device_thread_(std::move(device), [this](std::exception_ptr e) { device_thread_died(e); }, timeout),
+        device_thread_(
+            std::move(device), [this](std::exception_ptr e) { device_thread_died(e); }, timeout),
         throw_at_(device_throw_for_tests(context_->rank)) {}
 
   // Note [gloo's device thread dies]: then this group is never destroyed.
@@ -154,18 +156,22 @@ class GlooGroup final : public ProcessGroup {
   // Gloo's options API has no reduce-scatter: all-reduce a copy of the
   // whole buffer (this group's own all_reduce, run inline), keep block
   // `rank`. Twice a ring reduce-scatter's bytes; the result is the same.
-  WorkPtr reduce_scatter(const void* in, void* out, int64_t count, DataType dtype, ReduceOp op) override {
+  WorkPtr reduce_scatter(const void* in, void* out, int64_t count, DataType dtype,
+                         ReduceOp op) override {
     check(in, count, "reduce_scatter");
     check(out, count, "reduce_scatter");
-    return submit("reduce_scatter(gloo all_reduce)", bytes_of(count * size(), dtype), [=, this](uint32_t tag) {
-      if (count == 0) return;  // (no buffers: null pointers may come)
-      const std::size_t block = bytes_of(count, dtype);
-      std::vector<std::byte> whole(static_cast<const std::byte*>(in),
-                                   static_cast<const std::byte*>(in) + block * static_cast<std::size_t>(size()));
-      run_all_reduce(whole.data(), count * size(), dtype, op, tag);
-      std::memcpy(out, whole.data() + block * static_cast<std::size_t>(rank()), block);
-      finish_avg(out, count, dtype, op);
-    });
+    return submit(
+        "reduce_scatter(gloo all_reduce)", bytes_of(count * size(), dtype),
+        [=, this](uint32_t tag) {
+          if (count == 0) return;  // (no buffers: null pointers may come)
+          const std::size_t block = bytes_of(count, dtype);
+          std::vector<std::byte> whole(
+              static_cast<const std::byte*>(in),
+              static_cast<const std::byte*>(in) + block * static_cast<std::size_t>(size()));
+          run_all_reduce(whole.data(), count * size(), dtype, op, tag);
+          std::memcpy(out, whole.data() + block * static_cast<std::size_t>(rank()), block);
+          finish_avg(out, count, dtype, op);
+        });
   }
 
   WorkPtr all_gather(const void* in, void* out, int64_t count, DataType dtype) override {
@@ -193,15 +199,16 @@ class GlooGroup final : public ProcessGroup {
   WorkPtr broadcast(void* data, int64_t count, DataType dtype, int root) override {
     check(data, count, "broadcast");
     MDDP_CHECK(root >= 0 && root < size(), "broadcast: root ", root, " is not a rank of ", size());
-    return submit(str("broadcast(root ", root, ")"), bytes_of(count, dtype), [=, this](uint32_t tag) {
-      if (count == 0 || size() == 1) return;
-      ::gloo::BroadcastOptions o(context_);
-      o.setOutput(static_cast<uint8_t*>(data), bytes_of(count, dtype));
-      o.setRoot(root);
-      o.setTag(tag);
-      o.setTimeout(timeout_);
-      ::gloo::broadcast(o);
-    });
+    return submit(str("broadcast(root ", root, ")"), bytes_of(count, dtype),
+                  [=, this](uint32_t tag) {
+                    if (count == 0 || size() == 1) return;
+                    ::gloo::BroadcastOptions o(context_);
+                    o.setOutput(static_cast<uint8_t*>(data), bytes_of(count, dtype));
+                    o.setRoot(root);
+                    o.setTag(tag);
+                    o.setTimeout(timeout_);
+                    ::gloo::broadcast(o);
+                  });
   }
 
   WorkPtr barrier() override {
@@ -280,21 +287,25 @@ class GlooGroup final : public ProcessGroup {
   // The seam's throw: what gloo says of a write to the next rank that failed.
   void throw_on_device_thread() {
     const std::string& peer = peer_addresses_[static_cast<std::size_t>((rank() + 1) % size())];
-    device_thread_.throw_for_test(str("[gloo/transport/tcp/pair.cc] writev ", peer,
-                                      ": Software caused connection abort (MDDP_TEST_GLOO_DEVICE_THROW)"));
+    device_thread_.throw_for_test(
+        str("[gloo/transport/tcp/pair.cc] writev ", peer,
+            ": Software caused connection abort (MDDP_TEST_GLOO_DEVICE_THROW)"));
   }
 
   // `where`: said before gloo's words.
-  [[noreturn]] void rethrow_as_comm_error(const ::gloo::Exception& e, const char* where = "") const {
+  [[noreturn]] void rethrow_as_comm_error(const ::gloo::Exception& e,
+                                          const char* where = "") const {
     if (aborted_.load()) throw AbortedError(str("rank ", rank(), ": aborted: ", abort_reason()));
     const std::string gloo_says = str(where, e.what());
     const int peer = rank_named(gloo_says, peer_addresses_);
     const std::string what = peer < 0 ? str("rank ", rank(), ": gloo: ", gloo_says)
                                       : str("rank ", rank(), ": gloo, with rank ", peer, " at ",
                                             peer_addresses_[peer], ": ", gloo_says);
-    if (gloo_says.find("Timed out") != std::string::npos || gloo_says.find("timeout") != std::string::npos)
+    if (gloo_says.find("Timed out") != std::string::npos ||
+        gloo_says.find("timeout") != std::string::npos)
       throw TimeoutError(what);
-    if (dynamic_cast<const ::gloo::IoException*>(&e)) throw PeerError(what, peer, fault_of(gloo_says));
+    if (dynamic_cast<const ::gloo::IoException*>(&e))
+      throw PeerError(what, peer, fault_of(gloo_says));
     throw CommError(what);
   }
 
@@ -351,7 +362,8 @@ class KeptIfDeviceDied final : public ProcessGroup {
   WorkPtr all_reduce(void* data, int64_t count, DataType dtype, ReduceOp op) override {
     return group_->all_reduce(data, count, dtype, op);
   }
-  WorkPtr reduce_scatter(const void* in, void* out, int64_t count, DataType dtype, ReduceOp op) override {
+  WorkPtr reduce_scatter(const void* in, void* out, int64_t count, DataType dtype,
+                         ReduceOp op) override {
     return group_->reduce_scatter(in, out, count, dtype, op);
   }
   WorkPtr all_gather(const void* in, void* out, int64_t count, DataType dtype) override {
@@ -374,7 +386,8 @@ std::string gloo_version() {
   return str("gloo ", GLOO_VERSION_MAJOR, ".", GLOO_VERSION_MINOR, ".", GLOO_VERSION_PATCH);
 }
 
-std::unique_ptr<ProcessGroup> connect_gloo(Store& store, int rank, int size, const GlooOptions& options) {
+std::unique_ptr<ProcessGroup> connect_gloo(Store& store, int rank, int size,
+                                           const GlooOptions& options) {
   MDDP_CHECK(size >= 1 && rank >= 0 && rank < size, "rank ", rank, " of world size ", size);
   // gloo's TCP pairs write without MSG_NOSIGNAL: a write to a connection the
   // peer reset would raise SIGPIPE and end this process without a word (seen
@@ -387,15 +400,18 @@ std::unique_ptr<ProcessGroup> connect_gloo(Store& store, int rank, int size, con
   try {
     tcp::resolve(options.bind_host, 0, true);
   } catch (const CommError& e) {
-    throw InputError(str("gloo cannot use the data-plane address ", options.bind_host, ": ", e.what()));
+    throw InputError(
+        str("gloo cannot use the data-plane address ", options.bind_host, ": ", e.what()));
   }
   ::gloo::transport::tcp::attr attr;
   attr.hostname = options.bind_host;
   std::shared_ptr<::gloo::transport::Device> device;
   try {
     device = ::gloo::transport::tcp::CreateDevice(attr);
-  } catch (const std::exception& e) {  // gloo::Exception, or GLOO_ENFORCE's EnforceNotMet for an unknown name
-    throw InputError(str("gloo cannot use the data-plane address ", options.bind_host, ": ", e.what()));
+  } catch (const std::exception&
+               e) {  // gloo::Exception, or GLOO_ENFORCE's EnforceNotMet for an unknown name
+    throw InputError(
+        str("gloo cannot use the data-plane address ", options.bind_host, ": ", e.what()));
   }
   auto context = std::make_shared<::gloo::rendezvous::Context>(rank, size);
   context->setTimeout(options.timeout);
@@ -409,12 +425,15 @@ std::unique_ptr<ProcessGroup> connect_gloo(Store& store, int rank, int size, con
   std::vector<std::string> addresses(static_cast<std::size_t>(size));
   if (size > 1) {
     const std::string key = options.prefix + "/gloo/listen/";
-    store.set(key + std::to_string(rank), listen_address(context->getPair((rank + 1) % size)->address()));
+    store.set(key + std::to_string(rank),
+              listen_address(context->getPair((rank + 1) % size)->address()));
     for (int r = 0; r < size; ++r)
-      if (r != rank) addresses[static_cast<std::size_t>(r)] = store.get(key + std::to_string(r), options.timeout);
+      if (r != rank)
+        addresses[static_cast<std::size_t>(r)] =
+            store.get(key + std::to_string(r), options.timeout);
   }
-  return std::make_unique<KeptIfDeviceDied>(
-      std::make_unique<GlooGroup>(std::move(context), std::move(device), std::move(addresses), options.timeout));
+  return std::make_unique<KeptIfDeviceDied>(std::make_unique<GlooGroup>(
+      std::move(context), std::move(device), std::move(addresses), options.timeout));
 }
 
 }  // namespace mddp::comm::gloo

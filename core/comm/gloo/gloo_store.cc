@@ -15,10 +15,12 @@ std::vector<char> StoreAdapter::get(const std::string& key) {
   return {v.begin(), v.end()};
 }
 
-void StoreAdapter::wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) {
+void StoreAdapter::wait(const std::vector<std::string>& keys,
+                        const std::chrono::milliseconds& timeout) {
   const Deadline deadline = Clock::now() + timeout;
   for (const auto& key : keys) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     store_.get(prefix_ + key, std::max(left, std::chrono::milliseconds(0)));
   }
 }

@@ -12,8 +12,8 @@ std::string Where::str() const {
 
 std::exception_ptr cuda_error(cudaError_t err, const char* call, const Where& where) {
   cudaGetLastError();  // clear a non-sticky error so the next call does not report it again
-  return std::make_exception_ptr(CommError(
-      str(where.str(), ": ", call, " failed: ", cudaGetErrorName(err), ": ", cudaGetErrorString(err))));
+  return std::make_exception_ptr(CommError(str(
+      where.str(), ": ", call, " failed: ", cudaGetErrorName(err), ": ", cudaGetErrorString(err))));
 }
 
 void check_cuda(cudaError_t err, const char* call, const Where& where) {
@@ -27,32 +27,42 @@ std::exception_ptr nccl_error(ncclResult_t result, const std::string& call, nccl
   if (last && *last) message += str(" (", last, ")");
   switch (result) {
     case ncclRemoteError:
-      return std::make_exception_ptr(
-          PeerError(message + "\n  hint: another rank failed or its process died; its own error names the cause"));
+      return std::make_exception_ptr(PeerError(
+          message +
+          "\n  hint: another rank failed or its process died; its own error names the cause"));
     case ncclSystemError:
-      return std::make_exception_ptr(CommError(
-          message + "\n  hint: a network or system call failed; rerun with NCCL_DEBUG=INFO (and "
+      return std::make_exception_ptr(
+          CommError(message +
+                    "\n  hint: a network or system call failed; rerun with NCCL_DEBUG=INFO (and "
                     "NCCL_SOCKET_IFNAME=<interface> if the hosts have several networks)"));
     default:
-      return std::make_exception_ptr(CommError(message + "\n  hint: rerun with NCCL_DEBUG=INFO for NCCL's log"));
+      return std::make_exception_ptr(
+          CommError(message + "\n  hint: rerun with NCCL_DEBUG=INFO for NCCL's log"));
   }
 }
 
 ncclDataType_t to_nccl(DataType t) {
   switch (t) {
-    case DataType::kFloat32: return ncclFloat32;
-    case DataType::kFloat16: return ncclFloat16;
-    case DataType::kBFloat16: return ncclBfloat16;
+    case DataType::kFloat32:
+      return ncclFloat32;
+    case DataType::kFloat16:
+      return ncclFloat16;
+    case DataType::kBFloat16:
+      return ncclBfloat16;
   }
   throw Error(str("no NCCL type for ", to_string(t)));
 }
 
 ncclRedOp_t to_nccl(ReduceOp op) {
   switch (op) {
-    case ReduceOp::kSum: return ncclSum;
-    case ReduceOp::kAvg: return ncclAvg;
-    case ReduceOp::kMax: return ncclMax;
-    case ReduceOp::kMin: return ncclMin;
+    case ReduceOp::kSum:
+      return ncclSum;
+    case ReduceOp::kAvg:
+      return ncclAvg;
+    case ReduceOp::kMax:
+      return ncclMax;
+    case ReduceOp::kMin:
+      return ncclMin;
   }
   throw Error(str("no NCCL op for ", to_string(op)));
 }

@@ -37,7 +37,7 @@ namespace mddp::comm::nccl {
 // stream] in core/tensor/cuda/context.h) — always that one, so no caller can
 // order them after another stream, or the legacy default stream, by mistake.
 struct NcclOptions {
-  int device = 0;  // this rank's GPU (cuda:device)
+  int device = 0;                              // this rank's GPU (cuda:device)
   std::chrono::milliseconds timeout{300'000};  // bound on set-up and on every wait
   std::string prefix = "nccl";                 // store key prefix of the unique id
 };
@@ -45,7 +45,8 @@ struct NcclOptions {
 // Collective: joins this rank (of `size`) to a new NCCL communicator. Throws
 // InputError when the GPU cannot be used (no GPU, no such device, no CUDA in
 // this build), TimeoutError when not every rank joined within the timeout.
-std::unique_ptr<ProcessGroup> connect_nccl(Store& store, int rank, int size, const NcclOptions& options);
+std::unique_ptr<ProcessGroup> connect_nccl(Store& store, int rank, int size,
+                                           const NcclOptions& options);
 
 // Phases of the compute stream timed with CUDA events — a host clock would
 // only time the kernel launches. The NCCL group implements it (it owns the

@@ -51,14 +51,15 @@ class NcclGroup final : public ProcessGroup, public ComputeTimeline {
  public:
   NcclGroup(std::shared_ptr<GroupState> state, cudaStream_t compute)
       : state_(std::move(state)), where_(state_->where), compute_(compute) {
-    check_cuda(cudaStreamCreateWithFlags(&state_->comm_stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags",
-               where_);
-    check_cuda(cudaStreamCreateWithFlags(&state_->aux_stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags",
-               where_);
+    check_cuda(cudaStreamCreateWithFlags(&state_->comm_stream, cudaStreamNonBlocking),
+               "cudaStreamCreateWithFlags", where_);
+    check_cuda(cudaStreamCreateWithFlags(&state_->aux_stream, cudaStreamNonBlocking),
+               "cudaStreamCreateWithFlags", where_);
     comm_stream_ = state_->comm_stream;
     aux_stream_ = state_->aux_stream;
     check_cuda(cudaMalloc(&barrier_word_, sizeof(float)), "cudaMalloc", where_);
-    check_cuda(cudaMemset(barrier_word_, 0, sizeof(float)), "cudaMemset", where_);  // a sum of zeros, never garbage
+    check_cuda(cudaMemset(barrier_word_, 0, sizeof(float)), "cudaMemset",
+               where_);  // a sum of zeros, never garbage
     anchor_ = std::make_shared<const ClockAnchor>(aux_stream_, where_);
     name_ = str("nccl ", nccl_version(), " (cuda:", where_.device, ")");
   }
@@ -71,7 +72,8 @@ class NcclGroup final : public ProcessGroup, public ComputeTimeline {
       std::unique_lock lock(state_->mu);
       if (state_->comm) {
         const ncclResult_t r = ncclCommFinalize(state_->comm);
-        if (r != ncclSuccess && r != ncclInProgress) state_->fail_locked(nccl_error(r, "ncclCommFinalize", state_->comm, where_));
+        if (r != ncclSuccess && r != ncclInProgress)
+          state_->fail_locked(nccl_error(r, "ncclCommFinalize", state_->comm, where_));
         state_->await_call(lock, "ncclCommFinalize");
         ncclCommDestroy(state_->comm);
         state_->comm = nullptr;
@@ -79,7 +81,8 @@ class NcclGroup final : public ProcessGroup, public ComputeTimeline {
     } catch (const CommError& e) {
       spdlog::warn("{}: NCCL teardown: {}", where_.str(), e.what());
     }
-    state_->fail(std::make_exception_ptr(AbortedError(str(where_.str(), ": the NCCL group was destroyed"))));
+    state_->fail(
+        std::make_exception_ptr(AbortedError(str(where_.str(), ": the NCCL group was destroyed"))));
     last_.reset();
     marks_.clear();
     for (cudaEvent_t e : mark_events_) cudaEventDestroy(e);
@@ -109,9 +112,11 @@ class NcclGroup final : public ProcessGroup, public ComputeTimeline {
 
   // ncclReduceScatter is in place when out == in + rank*count, the same
   // convention as ProcessGroup's.
-  WorkPtr reduce_scatter(const void* in, void* out, int64_t count, DataType dtype, ReduceOp op) override {
+  WorkPtr reduce_scatter(const void* in, void* out, int64_t count, DataType dtype,
+                         ReduceOp op) override {
     const std::size_t bytes = bytes_of(count, dtype, "reduce_scatter");
-    const bool avg16 = op == ReduceOp::kAvg && dtype != DataType::kFloat32;  // Note [Averaging in 16 bits]
+    const bool avg16 =
+        op == ReduceOp::kAvg && dtype != DataType::kFloat32;  // Note [Averaging in 16 bits]
     const Epilogue scale = [&](void* o, cudaStream_t s) {
       scale_16bit(o, count, dtype == DataType::kBFloat16, 1.0f / static_cast<float>(size()), s);
       check_cuda(cudaGetLastError(), "launch of the 16-bit averaging kernel", where_);
@@ -119,16 +124,18 @@ class NcclGroup final : public ProcessGroup, public ComputeTimeline {
     return issue(
         "reduce_scatter", in, out, bytes * size(), bytes,
         [&](const void* i, void* o, ncclComm_t c, cudaStream_t s) {
-          return ncclReduceScatter(i, o, count, to_nccl(dtype), avg16 ? ncclSum : to_nccl(op), c, s);
+          return ncclReduceScatter(i, o, count, to_nccl(dtype), avg16 ? ncclSum : to_nccl(op), c,
+                                   s);
         },
         avg16 ? scale : Epilogue{});
   }
 
   WorkPtr all_gather(const void* in, void* out, int64_t count, DataType dtype) override {
     const std::size_t bytes = bytes_of(count, dtype, "all_gather");
-    return issue("all_gather", in, out, bytes, bytes * size(), [&](const void* i, void* o, ncclComm_t c, cudaStream_t s) {
-      return ncclAllGather(i, o, count, to_nccl(dtype), c, s);
-    });
+    return issue("all_gather", in, out, bytes, bytes * size(),
+                 [&](const void* i, void* o, ncclComm_t c, cudaStream_t s) {
+                   return ncclAllGather(i, o, count, to_nccl(dtype), c, s);
+                 });
   }
 
   WorkPtr broadcast(void* data, int64_t count, DataType dtype, int root) override {
@@ -201,8 +208,8 @@ class NcclGroup final : public ProcessGroup, public ComputeTimeline {
   bool on_device(const void* p, const std::string& op) const {
     int device = -1;
     const bool dev = is_device_memory(p, &device, where_);
-    MDDP_CHECK(!dev || device == where_.device, op, ": buffer on cuda:", device, " but this rank's NCCL group is on cuda:",
-               where_.device);
+    MDDP_CHECK(!dev || device == where_.device, op, ": buffer on cuda:", device,
+               " but this rank's NCCL group is on cuda:", where_.device);
     return dev;
   }
 
@@ -210,10 +217,11 @@ class NcclGroup final : public ProcessGroup, public ComputeTimeline {
   // to a stream-ordered device allocation first, after the collectives
   // already issued finished: a copy from pageable memory synchronises the
   // stream, which must not block on a peer without the timeout.
-  WorkPtr issue(const std::string& op, const void* in, void* out, std::size_t in_bytes, std::size_t out_bytes,
-                const Launch& launch, const Epilogue& epilogue = {}) {
+  WorkPtr issue(const std::string& op, const void* in, void* out, std::size_t in_bytes,
+                std::size_t out_bytes, const Launch& launch, const Epilogue& epilogue = {}) {
     const bool device = in_bytes == 0 || on_device(in, op);
-    MDDP_CHECK(out_bytes == 0 || on_device(out, op) == device, op, ": mixes host and device buffers");
+    MDDP_CHECK(out_bytes == 0 || on_device(out, op) == device, op,
+               ": mixes host and device buffers");
     if (!device && last_) last_->wait();
 
     std::unique_lock lock(state_->mu);
@@ -222,9 +230,11 @@ class NcclGroup final : public ProcessGroup, public ComputeTimeline {
     state_->history.issued(seq, op + "(nccl)", std::max(in_bytes, out_bytes));
     if (state_->first_error)
       std::rethrow_exception(detail::same_type(
-          state_->first_error, str(label, ": not run: this NCCL group failed earlier and is unusable (recreate it on "
-                                          "every rank); first error: ",
-                                   what_of(state_->first_error))));
+          state_->first_error,
+          str(label,
+              ": not run: this NCCL group failed earlier and is unusable (recreate it on "
+              "every rank); first error: ",
+              what_of(state_->first_error))));
     try {
       check_cuda(cudaSetDevice(where_.device), "cudaSetDevice", where_);
       auto work = std::make_shared<NcclWork>(state_, current_anchor(), seq, label);
@@ -234,20 +244,24 @@ class NcclGroup final : public ProcessGroup, public ComputeTimeline {
         // In place (all_reduce, broadcast) shares one device copy; otherwise out follows in.
         const bool in_place = in == out;
         const std::size_t offset = in_place ? 0 : in_bytes;
-        check_cuda(cudaMallocAsync(&work->staged, offset + out_bytes, comm_stream_), "cudaMallocAsync", where_);
-        check_cuda(cudaMemcpyAsync(work->staged, in, in_bytes, cudaMemcpyHostToDevice, comm_stream_),
-                   "cudaMemcpyAsync (host buffer to device)", where_);
+        check_cuda(cudaMallocAsync(&work->staged, offset + out_bytes, comm_stream_),
+                   "cudaMallocAsync", where_);
+        check_cuda(
+            cudaMemcpyAsync(work->staged, in, in_bytes, cudaMemcpyHostToDevice, comm_stream_),
+            "cudaMemcpyAsync (host buffer to device)", where_);
         work->staged_offset = offset;
         work->staged_bytes = out_bytes;
         work->host_out = out;
         src = work->staged;
         dst = static_cast<std::byte*>(work->staged) + offset;
       }
-      check_cuda(cudaEventRecord(work->ready, compute_), "cudaEventRecord (compute stream)", where_);
+      check_cuda(cudaEventRecord(work->ready, compute_), "cudaEventRecord (compute stream)",
+                 where_);
       check_cuda(cudaStreamWaitEvent(comm_stream_, work->ready, 0), "cudaStreamWaitEvent", where_);
       check_cuda(cudaEventRecord(work->start, comm_stream_), "cudaEventRecord", where_);
       const ncclResult_t r = launch(src, dst, state_->comm, comm_stream_);
-      if (r != ncclSuccess && r != ncclInProgress) std::rethrow_exception(nccl_error(r, label, state_->comm, where_));
+      if (r != ncclSuccess && r != ncclInProgress)
+        std::rethrow_exception(nccl_error(r, label, state_->comm, where_));
       // Nonblocking: the call may still be enqueueing; anything queued after
       // it (the epilogue, `end`) must wait until it is on the stream.
       if (r == ncclInProgress) state_->await_call(lock, label);
@@ -282,7 +296,9 @@ void require_gpu(int device) {
   const tensor::CudaStatus s = tensor::cuda_status();
   if (s.broken()) throw InputError("NCCL cannot run: " + s.problem);
   if (s.devices == 0)
-    throw InputError("NCCL needs a CUDA GPU and none was found on this machine; use --device cpu / --backend cpu");
+    throw InputError(
+        "NCCL needs a CUDA GPU and none was found on this machine; use --device cpu / --backend "
+        "cpu");
   if (device < 0 || device >= s.devices)
     throw InputError(str("cuda:", device, " does not exist: this machine has ", s.devices,
                          " GPU(s); run one rank per GPU (LOCAL_RANK picks the GPU)"));
@@ -311,18 +327,22 @@ void log_setup(const Where& where, int size, const std::string& nccl_log) {
   if (cudaGetDeviceProperties(&prop, where.device) != cudaSuccess) cudaGetLastError();
   if (cudaDeviceGetPCIBusId(bus, sizeof bus, where.device) != cudaSuccess) cudaGetLastError();
   std::string env;
-  for (const char* var : {"NCCL_DEBUG", "NCCL_SOCKET_IFNAME", "NCCL_IB_DISABLE", "NCCL_IB_HCA", "NCCL_P2P_DISABLE",
-                          "NCCL_SHM_DISABLE", "NCCL_NET", "NCCL_ALGO", "NCCL_PROTO"})
+  for (const char* var :
+       {"NCCL_DEBUG", "NCCL_SOCKET_IFNAME", "NCCL_IB_DISABLE", "NCCL_IB_HCA", "NCCL_P2P_DISABLE",
+        "NCCL_SHM_DISABLE", "NCCL_NET", "NCCL_ALGO", "NCCL_PROTO"})
     if (const char* v = std::getenv(var)) env += str(" ", var, "=", v);
-  spdlog::info("NCCL {}: rank {} of {} on cuda:{} ({}, PCI {}){}{}", nccl_version(), where.rank, size, where.device,
-               prop.name, bus, env.empty() ? "" : ";", env);
+  spdlog::info("NCCL {}: rank {} of {} on cuda:{} ({}, PCI {}){}{}", nccl_version(), where.rank,
+               size, where.device, prop.name, bus, env.empty() ? "" : ";", env);
   if (!nccl_log.empty())
-    spdlog::info("NCCL's INFO log goes to {}; the transport it chose is logged after the first collective", nccl_log);
+    spdlog::info(
+        "NCCL's INFO log goes to {}; the transport it chose is logged after the first collective",
+        nccl_log);
 }
 
 }  // namespace
 
-std::unique_ptr<ProcessGroup> connect_nccl(Store& store, int rank, int size, const NcclOptions& options) {
+std::unique_ptr<ProcessGroup> connect_nccl(Store& store, int rank, int size,
+                                           const NcclOptions& options) {
   MDDP_CHECK(rank >= 0 && rank < size, "rank ", rank, " of ", size);
   MDDP_CHECK(options.timeout.count() > 0, "NcclOptions::timeout must be positive");
   require_gpu(options.device);
@@ -339,7 +359,8 @@ std::unique_ptr<ProcessGroup> connect_nccl(Store& store, int rank, int size, con
       [&] {
         ncclUniqueId id;
         const ncclResult_t r = ncclGetUniqueId(&id);
-        if (r != ncclSuccess) std::rethrow_exception(nccl_error(r, "ncclGetUniqueId", nullptr, state->where));
+        if (r != ncclSuccess)
+          std::rethrow_exception(nccl_error(r, "ncclGetUniqueId", nullptr, state->where));
         return std::string(id.internal, sizeof id.internal);
       },
       options.timeout);
@@ -362,7 +383,8 @@ std::unique_ptr<ProcessGroup> connect_nccl(Store& store, int rank, int size, con
   log_setup(state->where, size, state->nccl_log);
   try {
     // The tensors' compute stream of this GPU: the one the gradients are computed on.
-    return std::make_unique<NcclGroup>(state, static_cast<cudaStream_t>(tensor::cuda::compute_stream(options.device)));
+    return std::make_unique<NcclGroup>(
+        state, static_cast<cudaStream_t>(tensor::cuda::compute_stream(options.device)));
   } catch (const CommError&) {
     state->fail(std::current_exception());
     throw;

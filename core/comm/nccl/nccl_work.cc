@@ -52,7 +52,10 @@ void GroupState::log_transport_once() {
     std::ifstream in(nccl_log);
     const std::string via = summarize_nccl_transports(in);
     spdlog::info("NCCL transport between the ranks: {} (NCCL's log: {})",
-                 !via.empty() ? via : size == 1 ? "none (one rank)" : "not named in NCCL's log", nccl_log);
+                 !via.empty() ? via
+                 : size == 1  ? "none (one rank)"
+                              : "not named in NCCL's log",
+                 nccl_log);
   });
 }
 
@@ -61,7 +64,8 @@ std::exception_ptr GroupState::check() {
   if (first_error || !comm) return first_error;
   ncclResult_t async = ncclSuccess;
   const ncclResult_t r = ncclCommGetAsyncError(comm, &async);
-  if (r != ncclSuccess) fail_locked(nccl_error(r, "ncclCommGetAsyncError", comm, where));
+  if (r != ncclSuccess)
+    fail_locked(nccl_error(r, "ncclCommGetAsyncError", comm, where));
   else if (async != ncclSuccess && async != ncclInProgress)
     fail_locked(nccl_error(async, "an NCCL operation (asynchronous error)", comm, where));
   return first_error;
@@ -93,8 +97,8 @@ void GroupState::await_call(std::unique_lock<std::mutex>& lock, const std::strin
   }
 }
 
-NcclWork::NcclWork(std::shared_ptr<GroupState> state, std::shared_ptr<const ClockAnchor> anchor, uint64_t seq,
-                   std::string label)
+NcclWork::NcclWork(std::shared_ptr<GroupState> state, std::shared_ptr<const ClockAnchor> anchor,
+                   uint64_t seq, std::string label)
     : state_(std::move(state)), anchor_(std::move(anchor)), seq_(seq), label_(std::move(label)) {
   for (cudaEvent_t* e : {&ready, &start, &end})
     check_cuda(cudaEventCreate(e), "cudaEventCreate", state_->where);
@@ -127,11 +131,12 @@ void NcclWork::wait() {
     if (q != cudaErrorNotReady) state_->fail(cuda_error(q, "cudaEventQuery", state_->where));
     if (std::exception_ptr e = state_->check()) fail(e);
     if (Clock::now() - since > state_->timeout) {
-      state_->fail(std::make_exception_ptr(TimeoutError(
-          str(label_, ": timed out after ", state_->timeout.count(), " ms on ", state_->where.str(),
-              ": a peer is slow, stopped or dead, or the ranks issued different collectives; the NCCL "
-              "communicator was aborted\n  hint: raise the timeout only if a step is "
-              "legitimately this slow (--comm-timeout-ms); NCCL_DEBUG=INFO shows which peer NCCL waits for"))));
+      state_->fail(std::make_exception_ptr(TimeoutError(str(
+          label_, ": timed out after ", state_->timeout.count(), " ms on ", state_->where.str(),
+          ": a peer is slow, stopped or dead, or the ranks issued different collectives; the NCCL "
+          "communicator was aborted\n  hint: raise the timeout only if a step is "
+          "legitimately this slow (--comm-timeout-ms); NCCL_DEBUG=INFO shows which peer NCCL waits "
+          "for"))));
       fail(state_->check());
     }
     back_off(since);
@@ -151,8 +156,8 @@ void NcclWork::wait() {
 void NcclWork::finish() {
   if (staged) {
     const Where& w = state_->where;
-    check_cuda(cudaMemcpyAsync(host_out, static_cast<std::byte*>(staged) + staged_offset, staged_bytes,
-                               cudaMemcpyDeviceToHost, state_->aux_stream),
+    check_cuda(cudaMemcpyAsync(host_out, static_cast<std::byte*>(staged) + staged_offset,
+                               staged_bytes, cudaMemcpyDeviceToHost, state_->aux_stream),
                "cudaMemcpyAsync (staged result to host)", w);
     check_cuda(cudaFreeAsync(staged, state_->aux_stream), "cudaFreeAsync", w);
     staged = nullptr;

@@ -65,8 +65,8 @@ struct GroupState {
 // host buffers, the device copy the result comes back from.
 class NcclWork final : public Work {
  public:
-  NcclWork(std::shared_ptr<GroupState> state, std::shared_ptr<const ClockAnchor> anchor, uint64_t seq,
-           std::string label);
+  NcclWork(std::shared_ptr<GroupState> state, std::shared_ptr<const ClockAnchor> anchor,
+           uint64_t seq, std::string label);
   ~NcclWork() override;
   NcclWork(const NcclWork&) = delete;
   NcclWork& operator=(const NcclWork&) = delete;

@@ -14,7 +14,8 @@ constexpr const char* kCapturedMarker = "MDDP_NCCL_LOG";
 }  // namespace
 
 void capture_nccl_log() {
-  if (std::getenv("NCCL_DEBUG") && !std::getenv(kCapturedMarker)) return;  // the user's own log stands
+  if (std::getenv("NCCL_DEBUG") && !std::getenv(kCapturedMarker))
+    return;                                  // the user's own log stands
   if (std::getenv(kCapturedMarker)) return;  // inherited from a microddp parent: already in place
   const char* tmp = std::getenv("TMPDIR");
   ::setenv("NCCL_DEBUG", "INFO", 1);
@@ -27,7 +28,8 @@ std::string nccl_log_path() {
   const char* file = std::getenv("NCCL_DEBUG_FILE");
   if (!std::getenv(kCapturedMarker) || !file) return "";
   std::string path(file);
-  if (const std::size_t at = path.find("%p"); at != std::string::npos) path.replace(at, 2, std::to_string(::getpid()));
+  if (const std::size_t at = path.find("%p"); at != std::string::npos)
+    path.replace(at, 2, std::to_string(::getpid()));
   return path;
 }
 
@@ -35,14 +37,17 @@ std::string summarize_nccl_transports(std::istream& log) {
   std::map<std::string, int> via;  // transport -> channel connections
   std::string network, line;
   while (std::getline(log, line)) {
-    if (const std::size_t at = line.find(" via "); at != std::string::npos && line.find("Channel") != std::string::npos) {
+    if (const std::size_t at = line.find(" via ");
+        at != std::string::npos && line.find("Channel") != std::string::npos) {
       const std::size_t begin = at + 5;
       const std::size_t end = line.find_first_of(" \t\r", begin);
-      const std::string name = line.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+      const std::string name =
+          line.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
       if (!name.empty()) ++via[name];
     } else if (const std::size_t net = line.find("Using network "); net != std::string::npos) {
       network = line.substr(net + 14);
-      while (!network.empty() && (network.back() == '\r' || network.back() == ' ')) network.pop_back();
+      while (!network.empty() && (network.back() == '\r' || network.back() == ' '))
+        network.pop_back();
     }
   }
   if (via.empty()) return "";

@@ -1,6 +1,5 @@
 // connect_nccl in a build without CUDA (MICRODDP_CUDA=OFF, or no toolkit).
 #include "core/comm/nccl/nccl.h"
-
 #include "core/common/check.h"
 
 namespace mddp::comm::nccl {

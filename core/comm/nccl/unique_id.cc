@@ -26,11 +26,13 @@ int nibble(char c) {
 }  // namespace
 
 std::string from_hex(const std::string& hex, const std::string& what) {
-  if (hex.size() % 2 != 0) throw CommError(str(what, ": odd-length hex string (", hex.size(), " characters)"));
+  if (hex.size() % 2 != 0)
+    throw CommError(str(what, ": odd-length hex string (", hex.size(), " characters)"));
   std::string bytes(hex.size() / 2, '\0');
   for (std::size_t i = 0; i < bytes.size(); ++i) {
     const int hi = nibble(hex[2 * i]), lo = nibble(hex[2 * i + 1]);
-    if (hi < 0 || lo < 0) throw CommError(str(what, ": not a hex string (bad character at ", 2 * i, ")"));
+    if (hi < 0 || lo < 0)
+      throw CommError(str(what, ": not a hex string (bad character at ", 2 * i, ")"));
     bytes[i] = static_cast<char>(hi << 4 | lo);
   }
   return bytes;

@@ -16,7 +16,9 @@ AbortSignal::AbortSignal() {
   if (fd_ < 0) throw CommError(str("eventfd failed: ", std::strerror(errno)));
 }
 
-AbortSignal::~AbortSignal() { ::close(fd_); }
+AbortSignal::~AbortSignal() {
+  ::close(fd_);
+}
 
 void AbortSignal::abort(const std::string& reason) {
   {

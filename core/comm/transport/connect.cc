@@ -19,14 +19,17 @@ std::string host_identity() {
   return std::string(name) + "/" + boot;
 }
 
-std::unique_ptr<Transport> connect_transport(Store& store, int rank, int size, const JobIdentity& job,
-                                             TransportKind kind, std::chrono::milliseconds timeout,
-                                             const std::string& bind_host, const std::string& prefix) {
+std::unique_ptr<Transport> connect_transport(Store& store, int rank, int size,
+                                             const JobIdentity& job, TransportKind kind,
+                                             std::chrono::milliseconds timeout,
+                                             const std::string& bind_host,
+                                             const std::string& prefix) {
   MDDP_CHECK(size >= 1 && rank >= 0 && rank < size, "rank ", rank, " of world size ", size);
   const Deadline deadline = Clock::now() + timeout;
   if (kind == TransportKind::kAuto)
-    kind = exchange_topology(store, rank, size, host_identity(), deadline, prefix).single_host() ? TransportKind::kShm
-                                                                                                 : TransportKind::kTcp;
+    kind = exchange_topology(store, rank, size, host_identity(), deadline, prefix).single_host()
+               ? TransportKind::kShm
+               : TransportKind::kTcp;
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
   switch (kind) {
     case TransportKind::kShm:

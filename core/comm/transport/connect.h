@@ -21,8 +21,9 @@ namespace mddp::comm {
 // pick the same kind. bind_host is the
 // address the TCP listener binds to and publishes (unused by shm). World
 // size 1 gives a transport with no peers.
-std::unique_ptr<Transport> connect_transport(Store& store, int rank, int size, const JobIdentity& job,
-                                             TransportKind kind, std::chrono::milliseconds timeout,
+std::unique_ptr<Transport> connect_transport(Store& store, int rank, int size,
+                                             const JobIdentity& job, TransportKind kind,
+                                             std::chrono::milliseconds timeout,
                                              const std::string& bind_host = "127.0.0.1",
                                              const std::string& prefix = "comm");
 

@@ -44,18 +44,22 @@ inline void encode(uint8_t* p, const Header& h) {
   store_le(p + 8, h.length, 8);
 }
 inline Header decode(const uint8_t* p) {
-  return {static_cast<uint32_t>(load_le(p, 4)), static_cast<uint32_t>(load_le(p + 4, 4)), load_le(p + 8, 8)};
+  return {static_cast<uint32_t>(load_le(p, 4)), static_cast<uint32_t>(load_le(p + 4, 4)),
+          load_le(p + 8, 8)};
 }
 
 // Why header `h` from rank `from` is not frame #seq of `bytes` bytes, the one
 // rank `me` expects next, or "" when it is. `known_magic`: whether h.magic is
 // one this transport sends (shm has two kinds of frame).
-inline std::string mismatch(const Header& h, bool known_magic, int from, int me, uint32_t seq, uint64_t bytes) {
-  if (!known_magic) return str("rank ", from, " sent a corrupt frame header (bad magic 0x", std::hex, h.magic, ")");
-  if (h.seq != seq) return str("rank ", from, " sent frame #", h.seq, " where #", seq, " was expected");
+inline std::string mismatch(const Header& h, bool known_magic, int from, int me, uint32_t seq,
+                            uint64_t bytes) {
+  if (!known_magic)
+    return str("rank ", from, " sent a corrupt frame header (bad magic 0x", std::hex, h.magic, ")");
+  if (h.seq != seq)
+    return str("rank ", from, " sent frame #", h.seq, " where #", seq, " was expected");
   if (h.length != bytes)
-    return str("rank ", from, " sent a message of ", h.length, " bytes but rank ", me, " expected ", bytes,
-               " bytes: the ranks are running different collectives or sizes");
+    return str("rank ", from, " sent a message of ", h.length, " bytes but rank ", me, " expected ",
+               bytes, " bytes: the ranks are running different collectives or sizes");
   return "";
 }
 

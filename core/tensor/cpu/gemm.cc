@@ -19,8 +19,8 @@
 // MICRODDP_GEMM=onednn or =openblas overrides the choice (for benchmarks).
 // Both take row-major matrices, like our tensors.
 #include <cblas.h>
-#include <oneapi/dnnl/dnnl.h>
 #include <omp.h>
+#include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -69,32 +69,37 @@ const char* gemm_backend_name(GemmBackend b) {
 std::string gemm_policy() {
   if (const auto fixed = fixed_backend()) return gemm_backend_name(*fixed);
   const char* blas = gemm_backend_name(GemmBackend::kOpenBlas);
-  return str(gemm_backend_name(GemmBackend::kOneDnn), " up to ", kAvx2OneDnnMaxSide, " on a side, ", blas,
-             " above (with one compute thread; with more, ", blas, ")");
+  return str(gemm_backend_name(GemmBackend::kOneDnn), " up to ", kAvx2OneDnnMaxSide, " on a side, ",
+             blas, " above (with one compute thread; with more, ", blas, ")");
 }
 
-void set_blas_threads(int n) { openblas_set_num_threads(n); }  // oneDNN follows OpenMP's setting
+void set_blas_threads(int n) {
+  openblas_set_num_threads(n);
+}  // oneDNN follows OpenMP's setting
 
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
           const float* b, float beta, float* c) {
   if (m == 0 || n == 0) return;
   if (k == 0) {  // c = beta * c; the libraries reject or special-case k == 0
-    if (beta == 0.0f) fill(c, m * n, 0.0f);
-    else scale(c, m * n, beta);
+    if (beta == 0.0f)
+      fill(c, m * n, 0.0f);
+    else
+      scale(c, m * n, beta);
     return;
   }
   const int64_t lda = trans_a ? m : k;
   const int64_t ldb = trans_b ? k : n;
   if (gemm_backend(m, n, k) == GemmBackend::kOpenBlas) {
-    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
-                static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k), alpha, a,
-                static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c, static_cast<blasint>(n));
+    cblas_sgemm(
+        CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
+        static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k), alpha, a,
+        static_cast<blasint>(lda), b, static_cast<blasint>(ldb), beta, c, static_cast<blasint>(n));
     return;
   }
-  const dnnl_status_t st = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb,
-                                      beta, c, n);
-  MDDP_CHECK(st == dnnl_success, "dnnl_sgemm failed with status ", static_cast<int>(st), " for m=", m, " n=", n,
-             " k=", k);
+  const dnnl_status_t st = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a,
+                                      lda, b, ldb, beta, c, n);
+  MDDP_CHECK(st == dnnl_success, "dnnl_sgemm failed with status ", static_cast<int>(st),
+             " for m=", m, " n=", n, " k=", k);
 }
 
 }  // namespace mddp::tensor::cpu

@@ -7,12 +7,11 @@
 //  * fallback: a and b are rounded to 16 bits and back to fp32, then
 //    multiplied by the fp32 GEMM (gemm.cc). Exact products of the rounded
 //    inputs, so only the order of the fp32 additions differs from native.
-#include <oneapi/dnnl/dnnl.hpp>
-
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <oneapi/dnnl/dnnl.hpp>
 #include <tuple>
 #include <vector>
 
@@ -35,7 +34,8 @@ bool forced_fallback() {
 }
 
 // x [n] rounded to `format` and back, into `out` (resized).
-void round_trip(const float* x, int64_t n, HalfFormat format, std::vector<uint16_t>& bits, std::vector<float>& out) {
+void round_trip(const float* x, int64_t n, HalfFormat format, std::vector<uint16_t>& bits,
+                std::vector<float>& out) {
   bits.resize(static_cast<size_t>(n));
   out.resize(static_cast<size_t>(n));
   round_to_half(x, n, format, bits.data());
@@ -57,8 +57,8 @@ Onednn& onednn() {
   return o;
 }
 
-void native_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
-                 const float* b, float beta, float* c) {
+void native_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                 const float* a, const float* b, float beta, float* c) {
   using dnnl::memory;
   thread_local std::vector<uint16_t> a16, b16;
   a16.resize(static_cast<size_t>(m * k));
@@ -66,8 +66,10 @@ void native_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, fl
   round_to_half(a, m * k, HalfFormat::kBf16, a16.data());  // bf16 bits are oneDNN's bf16 layout
   round_to_half(b, k * n, HalfFormat::kBf16, b16.data());
   // Row-major buffers; a transposed operand is the same buffer with swapped strides.
-  const memory::desc a_md({m, k}, memory::data_type::bf16, trans_a ? memory::dims{1, m} : memory::dims{k, 1});
-  const memory::desc b_md({k, n}, memory::data_type::bf16, trans_b ? memory::dims{1, k} : memory::dims{n, 1});
+  const memory::desc a_md({m, k}, memory::data_type::bf16,
+                          trans_a ? memory::dims{1, m} : memory::dims{k, 1});
+  const memory::desc b_md({k, n}, memory::data_type::bf16,
+                          trans_b ? memory::dims{1, k} : memory::dims{n, 1});
   const memory::desc c_md({m, n}, memory::data_type::f32, memory::dims{n, 1});
   Onednn& o = onednn();
   const MatmulKey key{trans_a, trans_b, m, n, k, alpha, beta};
@@ -106,8 +108,8 @@ const char* bf16_fallback_reason() {
   return "none";
 }
 
-void gemm_half(HalfFormat format, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
-               const float* a, const float* b, float beta, float* c) {
+void gemm_half(HalfFormat format, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+               float alpha, const float* a, const float* b, float beta, float* c) {
   if (m == 0 || n == 0 || k == 0) return gemm(trans_a, trans_b, m, n, k, alpha, a, b, beta, c);
   if (format == HalfFormat::kBf16 && native_bf16_gemm()) {
     try {

@@ -15,8 +15,8 @@
 // same values: the loops are element-wise (no reassociation) and AVX2 alone
 // does not contract a*b+c into FMA. Off under the sanitizers: their runtimes
 // are not ready when ifunc resolvers run at load time (TSan crashes).
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__) && \
-    !defined(__SANITIZE_ADDRESS__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+    !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
 #define MDDP_VECTOR_KERNEL __attribute__((target_clones("avx2", "default")))
 #else
 #define MDDP_VECTOR_KERNEL
@@ -25,7 +25,8 @@
 namespace mddp::tensor::cpu {
 
 MDDP_VECTOR_KERNEL void bias_add(float* y, const float* bias, int64_t n, int64_t c, int64_t inner) {
-  if (inner == 1) {  // [N, C] (Linear): add the bias row to each row, a loop contiguous in c that vectorises
+  if (inner ==
+      1) {  // [N, C] (Linear): add the bias row to each row, a loop contiguous in c that vectorises
     for (int64_t i = 0; i < n; ++i) {
       float* row = y + i * c;
       for (int64_t j = 0; j < c; ++j) row[j] += bias[j];
@@ -65,7 +66,8 @@ MDDP_VECTOR_KERNEL void relu_backward(const float* y, const float* dy, float* dx
 
 // col row r = (ci, ky, kx) holds, for each output pixel (oy, ox), the input
 // pixel x[ci, oy + ky - pad, ox + kx - pad] (0 outside the image).
-MDDP_VECTOR_KERNEL void im2col(const float* x, int64_t c, int64_t h, int64_t w, int k, int pad, float* col) {
+MDDP_VECTOR_KERNEL void im2col(const float* x, int64_t c, int64_t h, int64_t w, int k, int pad,
+                               float* col) {
   const int64_t ho = h + 2 * pad - k + 1, wo = w + 2 * pad - k + 1;
   for (int64_t ci = 0; ci < c; ++ci)
     for (int ky = 0; ky < k; ++ky)
@@ -87,7 +89,8 @@ MDDP_VECTOR_KERNEL void im2col(const float* x, int64_t c, int64_t h, int64_t w, 
       }
 }
 
-MDDP_VECTOR_KERNEL void col2im(const float* col, int64_t c, int64_t h, int64_t w, int k, int pad, float* dx) {
+MDDP_VECTOR_KERNEL void col2im(const float* col, int64_t c, int64_t h, int64_t w, int k, int pad,
+                               float* dx) {
   const int64_t ho = h + 2 * pad - k + 1, wo = w + 2 * pad - k + 1;
   for (int64_t ci = 0; ci < c; ++ci)
     for (int ky = 0; ky < k; ++ky)
@@ -156,8 +159,8 @@ float softmax_xent_forward(const float* logits, const float* labels, int64_t n, 
   return n ? static_cast<float>(total / n) : 0.0f;
 }
 
-MDDP_VECTOR_KERNEL void softmax_xent_backward(const float* probs, const float* labels, int64_t n, int64_t classes,
-                           float* dlogits) {
+MDDP_VECTOR_KERNEL void softmax_xent_backward(const float* probs, const float* labels, int64_t n,
+                                              int64_t classes, float* dlogits) {
   const float inv_n = 1.0f / static_cast<float>(n);
   for (int64_t i = 0; i < n; ++i) {
     for (int64_t j = 0; j < classes; ++j) dlogits[i * classes + j] = probs[i * classes + j] * inv_n;
@@ -183,13 +186,14 @@ float mse_forward(const float* pred, const float* target, int64_t n) {
   return n ? static_cast<float>(s / n) : 0.0f;
 }
 
-MDDP_VECTOR_KERNEL void mse_backward(const float* pred, const float* target, int64_t n, float* dpred) {
+MDDP_VECTOR_KERNEL void mse_backward(const float* pred, const float* target, int64_t n,
+                                     float* dpred) {
   const float k = 2.0f / static_cast<float>(n);
   for (int64_t i = 0; i < n; ++i) dpred[i] = k * (pred[i] - target[i]);
 }
 
-MDDP_VECTOR_KERNEL void sgd_update(float* p, const float* g, float* buf, int64_t n, float lr, float momentum,
-                float weight_decay, bool first_step) {
+MDDP_VECTOR_KERNEL void sgd_update(float* p, const float* g, float* buf, int64_t n, float lr,
+                                   float momentum, float weight_decay, bool first_step) {
   for (int64_t i = 0; i < n; ++i) {
     const float gi = g[i] + weight_decay * p[i];
     if (momentum == 0.0f) {
@@ -201,8 +205,9 @@ MDDP_VECTOR_KERNEL void sgd_update(float* p, const float* g, float* buf, int64_t
   }
 }
 
-MDDP_VECTOR_KERNEL void adam_update(float* p, const float* g, float* m, float* v, int64_t n, float lr, float beta1,
-                 float beta2, float eps, float weight_decay, int64_t step) {
+MDDP_VECTOR_KERNEL void adam_update(float* p, const float* g, float* m, float* v, int64_t n,
+                                    float lr, float beta1, float beta2, float eps,
+                                    float weight_decay, int64_t step) {
   const float bc1 = 1.0f - std::pow(beta1, static_cast<float>(step));
   const float bc2 = 1.0f - std::pow(beta2, static_cast<float>(step));
   const float step_size = lr / bc1;
@@ -215,7 +220,9 @@ MDDP_VECTOR_KERNEL void adam_update(float* p, const float* g, float* m, float* v
   }
 }
 
-void fill(float* x, int64_t n, float value) { std::fill(x, x + n, value); }
+void fill(float* x, int64_t n, float value) {
+  std::fill(x, x + n, value);
+}
 
 MDDP_VECTOR_KERNEL void scale(float* x, int64_t n, float alpha) {
   for (int64_t i = 0; i < n; ++i) x[i] *= alpha;
@@ -227,14 +234,16 @@ MDDP_VECTOR_KERNEL void axpy(float alpha, const float* x, float* y, int64_t n) {
 
 // fp16 through the buffer conversions (F16C where the CPU has it); bf16 is
 // a shift and a rounding add, a loop the compiler vectorises.
-MDDP_VECTOR_KERNEL void round_to_half(const float* x, int64_t n, HalfFormat format, uint16_t* bits) {
+MDDP_VECTOR_KERNEL void round_to_half(const float* x, int64_t n, HalfFormat format,
+                                      uint16_t* bits) {
   if (format == HalfFormat::kFp16)
     float_to_fp16_n(x, static_cast<std::size_t>(n), bits);
   else
     for (int64_t i = 0; i < n; ++i) bits[i] = float_to_bf16(x[i]);
 }
 
-MDDP_VECTOR_KERNEL void widen_from_half(const uint16_t* bits, int64_t n, HalfFormat format, float* x) {
+MDDP_VECTOR_KERNEL void widen_from_half(const uint16_t* bits, int64_t n, HalfFormat format,
+                                        float* x) {
   if (format == HalfFormat::kFp16)
     fp16_to_float_n(bits, static_cast<std::size_t>(n), x);
   else

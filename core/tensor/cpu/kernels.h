@@ -22,9 +22,9 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alp
           const float* b, float beta, float* c);
 // The same with a and b rounded to `format` (gemm_half.cc: oneDNN's bf16
 // matmul where native_bf16_gemm(), else rounded inputs through gemm()).
-void gemm_half(HalfFormat format, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
-               const float* a, const float* b, float beta, float* c);
-bool native_bf16_gemm();            // AVX-512 BF16 here and MICRODDP_BF16_GEMM is not "emulate"
+void gemm_half(HalfFormat format, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+               float alpha, const float* a, const float* b, float beta, float* c);
+bool native_bf16_gemm();             // AVX-512 BF16 here and MICRODDP_BF16_GEMM is not "emulate"
 const char* bf16_fallback_reason();  // why not, in a few words
 
 void bias_add(float* y, const float* bias, int64_t n, int64_t c, int64_t inner);
@@ -32,7 +32,8 @@ void bias_grad(const float* dy, float* dbias, int64_t n, int64_t c, int64_t inne
 void relu_forward(const float* x, float* y, int64_t n);
 void relu_backward(const float* y, const float* dy, float* dx, int64_t n);
 
-// One image: x [C, H, W] -> col [C*K*K, Ho*Wo]; col2im adds back into dx [C, H, W] (zeroed by caller).
+// One image: x [C, H, W] -> col [C*K*K, Ho*Wo]; col2im adds back into dx [C, H, W] (zeroed by
+// caller).
 void im2col(const float* x, int64_t c, int64_t h, int64_t w, int k, int pad, float* col);
 void col2im(const float* col, int64_t c, int64_t h, int64_t w, int k, int pad, float* dx);
 void maxpool2d_forward(const float* x, int64_t nc, int64_t h, int64_t w, int k, float* y);

@@ -3,10 +3,10 @@
 #include <mutex>
 
 #include "core/common/check.h"
-#include "core/tensor/cuda_status.h"
 #include "core/tensor/cuda/check.cuh"
 #include "core/tensor/cuda/context.cuh"
 #include "core/tensor/cuda/cublas.cuh"
+#include "core/tensor/cuda_status.h"
 
 namespace mddp::tensor::cuda {
 namespace {
@@ -83,7 +83,11 @@ namespace {
 std::atomic<int64_t> g_host_waits{0};
 }  // namespace
 
-int64_t host_waits() { return g_host_waits.load(std::memory_order_relaxed); }
-void note_host_wait() { g_host_waits.fetch_add(1, std::memory_order_relaxed); }
+int64_t host_waits() {
+  return g_host_waits.load(std::memory_order_relaxed);
+}
+void note_host_wait() {
+  g_host_waits.fetch_add(1, std::memory_order_relaxed);
+}
 
 }  // namespace mddp::tensor::cuda

@@ -15,14 +15,17 @@ void* open_cublas() {
   if (void* lib = dlopen(soname.c_str(), RTLD_NOW | RTLD_LOCAL)) return lib;
   const std::string first_error = dlerror();
   if (void* lib = dlopen(MDDP_CUBLAS_PATH, RTLD_NOW | RTLD_LOCAL)) return lib;
-  throw Error(str("cannot load cuBLAS (", soname, ": ", first_error, "; ", MDDP_CUBLAS_PATH, ": ", dlerror(),
-                  "): install the CUDA toolkit's libraries or add their folder to LD_LIBRARY_PATH"));
+  throw Error(str(
+      "cannot load cuBLAS (", soname, ": ", first_error, "; ", MDDP_CUBLAS_PATH, ": ", dlerror(),
+      "): install the CUDA toolkit's libraries or add their folder to LD_LIBRARY_PATH"));
 }
 
 template <class Fn>
 void bind(void* lib, Fn& fn, const char* name) {
   fn = reinterpret_cast<Fn>(dlsym(lib, name));
-  if (!fn) throw Error(str("cuBLAS lacks ", name, ": ", dlerror(), " (a cuBLAS older than the one built against?)"));
+  if (!fn)
+    throw Error(str("cuBLAS lacks ", name, ": ", dlerror(),
+                    " (a cuBLAS older than the one built against?)"));
 }
 
 Cublas load() {

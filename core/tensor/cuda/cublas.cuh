@@ -16,9 +16,10 @@ struct Cublas {
   decltype(&cublasSetMathMode) set_math_mode = nullptr;
   decltype(&cublasSgemm_v2) sgemm = nullptr;
   // --precision bf16/fp16: the tensor-op GEMM (spelled out: C++ overloads cublasGemmEx)
-  cublasStatus_t (*gemm_ex)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void*,
-                            const void*, cudaDataType, int, const void*, cudaDataType, int, const void*, void*,
-                            cudaDataType, int, cublasComputeType_t, cublasGemmAlgo_t) = nullptr;
+  cublasStatus_t (*gemm_ex)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
+                            const void*, const void*, cudaDataType, int, const void*, cudaDataType,
+                            int, const void*, void*, cudaDataType, int, cublasComputeType_t,
+                            cublasGemmAlgo_t) = nullptr;
   decltype(&cublasGetStatusString) status_string = nullptr;
 };
 

@@ -34,7 +34,8 @@ class CurrentDevice {
 
 }  // namespace
 
-CudaStart query_devices(int* devices, std::string* error, int* driver_version, int* runtime_version) {
+CudaStart query_devices(int* devices, std::string* error, int* driver_version,
+                        int* runtime_version) {
   note_cuda_started();
   *devices = 0;
   *driver_version = *runtime_version = 0;
@@ -46,9 +47,12 @@ CudaStart query_devices(int* devices, std::string* error, int* driver_version, i
   *error = str(cudaGetErrorName(err), ": ", cudaGetErrorString(err));
   cudaGetLastError();  // clear the sticky "no driver" error
   switch (err) {
-    case cudaErrorNoDevice: return CudaStart::kNoDevice;
-    case cudaErrorInsufficientDriver: return CudaStart::kInsufficientDriver;
-    default: return CudaStart::kFailed;
+    case cudaErrorNoDevice:
+      return CudaStart::kNoDevice;
+    case cudaErrorInsufficientDriver:
+      return CudaStart::kInsufficientDriver;
+    default:
+      return CudaStart::kFailed;
   }
 }
 

@@ -14,7 +14,8 @@ namespace mddp::tensor::cuda {
 
 // cudaGetDeviceCount, classified (never throws): `devices` on kOk, else
 // CUDA's error text in `error`; the driver's and this build's CUDA versions.
-CudaStart query_devices(int* devices, std::string* error, int* driver_version, int* runtime_version);
+CudaStart query_devices(int* devices, std::string* error, int* driver_version,
+                        int* runtime_version);
 // Allocation and copies keep the calling thread's current device as it was.
 void* allocate(std::size_t bytes, int device);
 void free(void* ptr, int device) noexcept;

@@ -56,7 +56,9 @@ struct RoundToFp16 {
 struct RoundToBf16 {
   const float* x;
   uint16_t* bits;
-  __device__ void operator()(int64_t i) const { bits[i] = __bfloat16_as_ushort(__float2bfloat16_rn(x[i])); }
+  __device__ void operator()(int64_t i) const {
+    bits[i] = __bfloat16_as_ushort(__float2bfloat16_rn(x[i]));
+  }
 };
 struct WidenFp16 {
   const uint16_t* bits;
@@ -66,7 +68,9 @@ struct WidenFp16 {
 struct WidenBf16 {
   const uint16_t* bits;
   float* x;
-  __device__ void operator()(int64_t i) const { x[i] = __bfloat162float(__ushort_as_bfloat16(bits[i])); }
+  __device__ void operator()(int64_t i) const {
+    x[i] = __bfloat162float(__ushort_as_bfloat16(bits[i]));
+  }
 };
 
 struct MseBackward {

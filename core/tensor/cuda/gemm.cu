@@ -14,8 +14,8 @@
 
 namespace mddp::tensor::cuda {
 
-void gemm(int device, Precision precision, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
-          float alpha, const float* a, const float* b, float beta, float* c) {
+void gemm(int device, Precision precision, bool trans_a, bool trans_b, int64_t m, int64_t n,
+          int64_t k, float alpha, const float* a, const float* b, float beta, float* c) {
   if (m == 0 || n == 0) return;
   if (k == 0) {  // empty product: c = beta * c, and beta = 0 must not read c (it may hold NaN)
     if (beta == 0.0f)
@@ -29,10 +29,12 @@ void gemm(int device, Precision precision, bool trans_a, bool trans_b, int64_t m
   const Context& ctx = context(device);
   const int lda = static_cast<int>(trans_a ? m : k);
   const int ldb = static_cast<int>(trans_b ? k : n);
-  const cublasOperation_t op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+                          op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   if (precision == Precision::kFp32) {
     MDDP_CUBLAS_CHECK(cublas().sgemm(ctx.blas, op_b, op_a, static_cast<int>(n), static_cast<int>(m),
-                                     static_cast<int>(k), &alpha, b, ldb, a, lda, &beta, c, static_cast<int>(n)));
+                                     static_cast<int>(k), &alpha, b, ldb, a, lda, &beta, c,
+                                     static_cast<int>(n)));
     return;
   }
   // fp32 in and out; the _FAST_ compute types let cuBLAS round the inputs to
@@ -40,8 +42,9 @@ void gemm(int device, Precision precision, bool trans_a, bool trans_b, int64_t m
   const cublasComputeType_t compute =
       precision == Precision::kBf16 ? CUBLAS_COMPUTE_32F_FAST_16BF : CUBLAS_COMPUTE_32F_FAST_16F;
   MDDP_CUBLAS_CHECK(cublas().gemm_ex(ctx.blas, op_b, op_a, static_cast<int>(n), static_cast<int>(m),
-                                     static_cast<int>(k), &alpha, b, CUDA_R_32F, ldb, a, CUDA_R_32F, lda, &beta, c,
-                                     CUDA_R_32F, static_cast<int>(n), compute, CUBLAS_GEMM_DEFAULT));
+                                     static_cast<int>(k), &alpha, b, CUDA_R_32F, ldb, a, CUDA_R_32F,
+                                     lda, &beta, c, CUDA_R_32F, static_cast<int>(n), compute,
+                                     CUBLAS_GEMM_DEFAULT));
 }
 
 }  // namespace mddp::tensor::cuda

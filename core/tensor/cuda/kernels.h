@@ -15,8 +15,8 @@ namespace mddp::tensor::cuda {
 // cuBLAS GEMM on fp32 buffers, row-major like ops.h: SGEMM for kFp32; for
 // kBf16/kFp16 cublasGemmEx with the inputs rounded to 16 bits on the tensor
 // cores and fp32 accumulation (Note [Autocast] in ../precision.h).
-void gemm(int device, Precision precision, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
-          float alpha, const float* a, const float* b, float beta, float* c);
+void gemm(int device, Precision precision, bool trans_a, bool trans_b, int64_t m, int64_t n,
+          int64_t k, float alpha, const float* a, const float* b, float beta, float* c);
 
 void fill(int device, float* x, int64_t n, float value);
 void copy_on_device(int device, const float* src, float* dst, int64_t n);

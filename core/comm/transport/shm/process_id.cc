@@ -26,9 +26,9 @@ bool read_stat(int pid, Stat& out) {
   if (paren == std::string::npos) return false;
   std::istringstream fields(line.substr(paren + 1));
   std::string skip;
-  fields >> out.state;                           // field 3
+  fields >> out.state;                          // field 3
   for (int f = 4; f < 22; ++f) fields >> skip;  // fields 4..21
-  fields >> out.start_ticks;                     // field 22
+  fields >> out.start_ticks;                    // field 22
   return static_cast<bool>(fields);
 }
 
@@ -50,9 +50,11 @@ ProcessId self_process_id() {
 
 Liveness liveness(const ProcessId& p) {
   static const uint64_t ours = own_pid_ns();
-  if (p.pid <= 0 || p.pid_ns == 0 || p.pid_ns != ours || p.start_ticks == 0) return Liveness::kUnknown;
+  if (p.pid <= 0 || p.pid_ns == 0 || p.pid_ns != ours || p.start_ticks == 0)
+    return Liveness::kUnknown;
   Stat s;
-  if (!read_stat(p.pid, s)) return ::access("/proc/self/stat", F_OK) == 0 ? Liveness::kGone : Liveness::kUnknown;
+  if (!read_stat(p.pid, s))
+    return ::access("/proc/self/stat", F_OK) == 0 ? Liveness::kGone : Liveness::kUnknown;
   if (s.state == 'Z' || s.state == 'X' || s.start_ticks != p.start_ticks) return Liveness::kGone;
   return Liveness::kAlive;
 }

@@ -8,9 +8,10 @@
 namespace mddp::comm::shm {
 
 struct ProcessId {
-  uint64_t pid_ns = 0;       // inode of /proc/self/ns/pid (0: unknown)
+  uint64_t pid_ns = 0;  // inode of /proc/self/ns/pid (0: unknown)
   int32_t pid = 0;
-  uint64_t start_ticks = 0;  // start time, clock ticks after boot (/proc/PID/stat field 22; 0: unknown)
+  uint64_t start_ticks =
+      0;  // start time, clock ticks after boot (/proc/PID/stat field 22; 0: unknown)
 };
 
 // This process.

@@ -20,9 +20,11 @@ namespace mddp::comm::shm {
 namespace {
 
 [[noreturn]] void fail(const std::string& what, const std::string& name) {
-  const char* hint = errno == ENOSPC || errno == ENOMEM ? " (is /dev/shm full? try --transport tcp)"
-                     : errno == ENOENT ? " (ranks in different containers do not share /dev/shm: use --transport tcp)"
-                                       : "";
+  const char* hint =
+      errno == ENOSPC || errno == ENOMEM ? " (is /dev/shm full? try --transport tcp)"
+      : errno == ENOENT
+          ? " (ranks in different containers do not share /dev/shm: use --transport tcp)"
+          : "";
   throw CommError(str("shared memory: ", what, " '", name, "': ", std::strerror(errno), hint));
 }
 
@@ -54,8 +56,8 @@ bool creator_of(const std::string& name, ProcessId& id) {
 
 std::string Segment::make_name(uint64_t job_hash, int rank) {
   const ProcessId me = self_process_id();
-  return str("/", kPrefix, std::hex, job_hash & 0xffffffffu, std::dec, "-", me.pid_ns, "-", me.pid, "-",
-             me.start_ticks, "-", to_hex(random_bytes(16)), "-r", rank);
+  return str("/", kPrefix, std::hex, job_hash & 0xffffffffu, std::dec, "-", me.pid_ns, "-", me.pid,
+             "-", me.start_ticks, "-", to_hex(random_bytes(16)), "-r", rank);
 }
 
 int Segment::remove_orphans() {
@@ -64,7 +66,8 @@ int Segment::remove_orphans() {
   std::vector<std::string> orphans;
   while (const dirent* e = ::readdir(dir)) {
     ProcessId creator;
-    if (creator_of(e->d_name, creator) && liveness(creator) == Liveness::kGone) orphans.emplace_back(e->d_name);
+    if (creator_of(e->d_name, creator) && liveness(creator) == Liveness::kGone)
+      orphans.emplace_back(e->d_name);
   }
   ::closedir(dir);
   int removed = 0;
@@ -72,13 +75,14 @@ int Segment::remove_orphans() {
   return removed;
 }
 
-Segment Segment::create(const std::string& name, int rank, int size, uint64_t job_hash, uint64_t ring_capacity,
-                        const std::string& tag) {
+Segment Segment::create(const std::string& name, int rank, int size, uint64_t job_hash,
+                        uint64_t ring_capacity, const std::string& tag) {
   MDDP_CHECK_EQ(tag.size(), kSegmentTagBytes);
   int fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
   if (fd < 0 && errno == EEXIST)
     throw CommError(str("shared memory: a segment named '", name,
-                        "' exists already: refused, never used. Its name has 128 random bits, so it was not chance: "
+                        "' exists already: refused, never used. Its name has 128 random bits, so "
+                        "it was not chance: "
                         "another process made it first (see who owns it: ls -l /dev/shm)"));
   if (fd < 0) fail("cannot create", name);
   Segment s;
@@ -110,7 +114,8 @@ Segment Segment::create(const std::string& name, int rank, int size, uint64_t jo
   return s;
 }
 
-Segment Segment::attach(const std::string& name, int rank, int size, uint64_t job_hash, const std::string& tag) {
+Segment Segment::attach(const std::string& name, int rank, int size, uint64_t job_hash,
+                        const std::string& tag) {
   int fd = ::shm_open(name.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0);
   if (fd < 0) fail(str("cannot open rank ", rank, "'s segment"), name);
   struct stat st {};
@@ -121,9 +126,10 @@ Segment Segment::attach(const std::string& name, int rank, int size, uint64_t jo
   // Note [Segments nobody else can use]: made by this user, for this user only.
   if (st.st_uid != ::geteuid() || (st.st_mode & 077) != 0) {
     ::close(fd);
-    throw CommError(str("shared memory: refused rank ", rank, "'s segment '", name, "': it is owned by uid ",
-                        st.st_uid, " with mode ", std::oct, (st.st_mode & 0777), std::dec,
-                        ", not by this user (uid ", ::geteuid(), ") alone: not made by a rank of this job"));
+    throw CommError(str("shared memory: refused rank ", rank, "'s segment '", name,
+                        "': it is owned by uid ", st.st_uid, " with mode ", std::oct,
+                        (st.st_mode & 0777), std::dec, ", not by this user (uid ", ::geteuid(),
+                        ") alone: not made by a rank of this job"));
   }
   Segment s;
   s.bytes_ = static_cast<std::size_t>(st.st_size);
@@ -139,15 +145,19 @@ Segment Segment::attach(const std::string& name, int rank, int size, uint64_t jo
       s.bytes_ != bytes_for(size, h->ring_capacity))
     throw CommError(str("shared memory: segment '", name, "' is not rank ", rank, " of ", size,
                         " of this job (stale name in the store, or a different microddp build?)"));
-  if (!constant_time_equal(std::string_view(reinterpret_cast<const char*>(h->tag), kSegmentTagBytes), tag))
-    throw CommError(str("shared memory: refused segment '", name, "': it does not carry the tag of rank ", rank,
-                        " of this attempt (made without the attempt's key: a rank of an earlier attempt, or "
-                        "another program)"));
+  if (!constant_time_equal(
+          std::string_view(reinterpret_cast<const char*>(h->tag), kSegmentTagBytes), tag))
+    throw CommError(
+        str("shared memory: refused segment '", name, "': it does not carry the tag of rank ", rank,
+            " of this attempt (made without the attempt's key: a rank of an earlier attempt, or "
+            "another program)"));
   return s;
 }
 
 Segment::Segment(Segment&& o) noexcept
-    : base_(std::exchange(o.base_, nullptr)), bytes_(std::exchange(o.bytes_, 0)), name_(std::move(o.name_)) {
+    : base_(std::exchange(o.base_, nullptr)),
+      bytes_(std::exchange(o.bytes_, 0)),
+      name_(std::move(o.name_)) {
   o.name_.clear();
 }
 
@@ -162,7 +172,9 @@ Segment& Segment::operator=(Segment&& o) noexcept {
   return *this;
 }
 
-Segment::~Segment() { release(); }
+Segment::~Segment() {
+  release();
+}
 
 void Segment::release() {
   unlink();
@@ -178,7 +190,8 @@ void Segment::unlink() {
 RingHeader* Segment::ring(int sender) const {
   const int owner = header()->rank;
   const int slot = sender < owner ? sender : sender - 1;
-  auto* p = static_cast<uint8_t*>(base_) + kPage + static_cast<std::size_t>(slot) * (kPage + header()->ring_capacity);
+  auto* p = static_cast<uint8_t*>(base_) + kPage +
+            static_cast<std::size_t>(slot) * (kPage + header()->ring_capacity);
   return reinterpret_cast<RingHeader*>(p);
 }
 

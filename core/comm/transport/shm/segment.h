@@ -25,7 +25,7 @@ struct SegmentHeader {
   std::atomic<uint64_t> magic;  // set last by the creator (release): the segment is ready
   uint32_t version;
   int32_t rank, size;
-  int32_t pid;  // of the owner (owner.pid), for process_vm_readv
+  int32_t pid;      // of the owner (owner.pid), for process_vm_readv
   ProcessId owner;  // to tell when the owner has died (liveness())
   uint64_t job_hash;
   uint64_t ring_capacity;
@@ -37,7 +37,8 @@ struct SegmentHeader {
   // read it with process_vm_readv may read the owner's buffers directly.
   std::atomic<uint64_t> probe_addr;
   alignas(64) std::atomic<uint32_t> closed;  // 1 once the owner destroyed its transport
-  std::atomic<uint32_t> reads_direct;        // 1 when the owner can read every peer's memory (single copy)
+  std::atomic<uint32_t>
+      reads_direct;  // 1 when the owner can read every peer's memory (single copy)
   // Bumped by whoever made progress possible for the owner (data into its
   // rings, space freed in the rings it writes); it sleeps on it with a futex.
   alignas(64) std::atomic<uint32_t> doorbell;
@@ -54,7 +55,8 @@ struct RingHeader {
   alignas(64) std::atomic<uint64_t> acked;
 };
 
-static_assert(std::atomic<uint64_t>::is_always_lock_free && std::atomic<uint32_t>::is_always_lock_free,
+static_assert(std::atomic<uint64_t>::is_always_lock_free &&
+                  std::atomic<uint32_t>::is_always_lock_free,
               "shared-memory atomics must be lock-free to work across processes");
 
 // One mapped segment. The creator unlinks the name once every rank has
@@ -87,12 +89,13 @@ class Segment {
   static int remove_orphans();
   // Creates and maps a new segment named `name` (make_name()), owner only,
   // with `tag` in its header; refuses (CommError) a name that exists already.
-  static Segment create(const std::string& name, int rank, int size, uint64_t job_hash, uint64_t ring_capacity,
-                        const std::string& tag);
+  static Segment create(const std::string& name, int rank, int size, uint64_t job_hash,
+                        uint64_t ring_capacity, const std::string& tag);
   // Maps an existing segment and checks it belongs to rank `rank` of this
   // job and attempt: owned by this user, no permission for others, and
   // carrying `tag` (compared in constant time). Throws CommError otherwise.
-  static Segment attach(const std::string& name, int rank, int size, uint64_t job_hash, const std::string& tag);
+  static Segment attach(const std::string& name, int rank, int size, uint64_t job_hash,
+                        const std::string& tag);
   Segment() = default;
   Segment(Segment&& o) noexcept;
   Segment& operator=(Segment&& o) noexcept;
@@ -104,7 +107,7 @@ class Segment {
   uint8_t* ring_data(int sender) const { return reinterpret_cast<uint8_t*>(ring(sender)) + kPage; }
   uint64_t capacity() const { return header()->ring_capacity; }
   const std::string& name() const { return name_; }  // "" once unlinked, or when attached
-  void unlink();  // removes the name (creator only); idempotent
+  void unlink();                                     // removes the name (creator only); idempotent
 
   static constexpr std::size_t kPage = 4096;
   static std::size_t bytes_for(int size, uint64_t ring_capacity) {

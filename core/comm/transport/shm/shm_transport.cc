@@ -61,11 +61,10 @@
 
 #include <linux/futex.h>
 #include <sched.h>
+#include <spdlog/spdlog.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
-
-#include <spdlog/spdlog.h>
 
 #include <cerrno>
 #include <climits>
@@ -84,7 +83,8 @@ using shm::RingHeader;
 using shm::SegmentHeader;
 
 constexpr uint32_t kFrameMagic = frame::kMagic;  // bytes 'M' 'D' 'D' 'F': payload in the ring
-constexpr uint32_t kDirectMagic = 0x4344444d;    // bytes 'M' 'D' 'D' 'C': payload read from the sender
+constexpr uint32_t kDirectMagic =
+    0x4344444d;  // bytes 'M' 'D' 'D' 'C': payload read from the sender
 constexpr std::size_t kHeaderBytes = frame::kHeaderBytes, kDirectHeaderBytes = 32;
 constexpr std::size_t kChunk = 256 << 10;
 constexpr std::size_t kDirectChunk = 4 << 20;
@@ -113,7 +113,8 @@ uint64_t fnv1a(const std::string& s) {
 // What a segment's header carries to prove its creator holds the attempt's
 // key (Note [Segments nobody else can use] in shm/segment.h).
 std::string segment_tag(const JobIdentity& job, int rank, int size, const std::string& name) {
-  const std::string attempt = std::to_string(job.attempt), r = std::to_string(rank), n = std::to_string(size);
+  const std::string attempt = std::to_string(job.attempt), r = std::to_string(rank),
+                    n = std::to_string(size);
   return hmac_sha256(job.key, transcript({"microddp-shm-v2", job.job_id, attempt, r, n, name}));
 }
 
@@ -215,15 +216,21 @@ struct ShmTransport::Op {
   bool needs_ring() const { return header_done < header_bytes || (!direct && done < bytes); }
 };
 
-std::unique_ptr<ShmTransport> ShmTransport::connect(Store& store, int rank, int size, const JobIdentity& job,
-                                                    std::chrono::milliseconds timeout, const std::string& prefix,
+std::unique_ptr<ShmTransport> ShmTransport::connect(Store& store, int rank, int size,
+                                                    const JobIdentity& job,
+                                                    std::chrono::milliseconds timeout,
+                                                    const std::string& prefix,
                                                     const ShmOptions& options) {
   MDDP_CHECK(size >= 1 && rank >= 0 && rank < size, "rank ", rank, " of ", size);
-  const std::size_t ring_bytes = options.ring_bytes != 0 ? options.ring_bytes : size <= 8 ? (4u << 20) : (1u << 20);
+  const std::size_t ring_bytes = options.ring_bytes != 0 ? options.ring_bytes
+                                 : size <= 8             ? (4u << 20)
+                                                         : (1u << 20);
   MDDP_CHECK(ring_bytes >= 4096 && (ring_bytes & (ring_bytes - 1)) == 0,
              "ring capacity must be a power of two >= 4096, got ", ring_bytes);
   std::vector<shm::Segment> segments(static_cast<std::size_t>(size));
-  if (size == 1) return std::unique_ptr<ShmTransport>(new ShmTransport(rank, size, std::move(segments), options));
+  if (size == 1)
+    return std::unique_ptr<ShmTransport>(
+        new ShmTransport(rank, size, std::move(segments), options));
 
   const Deadline deadline = Clock::now() + timeout;
   auto get = [&](const std::string& key, int r, const char* what) {
@@ -231,20 +238,24 @@ std::unique_ptr<ShmTransport> ShmTransport::connect(Store& store, int rank, int 
     try {
       return store.get(key, std::max(left, 0ms));
     } catch (const TimeoutError& e) {
-      throw TimeoutError(str("rank ", rank, ": rank ", r, " never ", what, " its shared-memory segment (", e.what(),
+      throw TimeoutError(str("rank ", rank, ": rank ", r, " never ", what,
+                             " its shared-memory segment (", e.what(),
                              "); did it start, on this host?"));
     }
   };
   // Names left by creators that died in an earlier set-up on this host (Note [Orphaned segments]).
   if (const int n = shm::Segment::remove_orphans(); n > 0)
-    spdlog::info("removed {} shared-memory segment{} left in /dev/shm by processes that died during set-up", n,
-                 n == 1 ? "" : "s");
+    spdlog::info(
+        "removed {} shared-memory segment{} left in /dev/shm by processes that died during set-up",
+        n, n == 1 ? "" : "s");
   const uint64_t job_hash = fnv1a(job.job_id);  // names the job in segment names: no secret
   auto& mine = segments[static_cast<std::size_t>(rank)];
   const std::string my_name = shm::Segment::make_name(job_hash, rank);
-  mine = shm::Segment::create(my_name, rank, size, job_hash, ring_bytes, segment_tag(job, rank, size, my_name));
+  mine = shm::Segment::create(my_name, rank, size, job_hash, ring_bytes,
+                              segment_tag(job, rank, size, my_name));
   try {
-    mine.header()->probe_addr.store(reinterpret_cast<uint64_t>(&probe_word), std::memory_order_release);
+    mine.header()->probe_addr.store(reinterpret_cast<uint64_t>(&probe_word),
+                                    std::memory_order_release);
     store.set(str(prefix, "/shm/seg/", rank), mine.name());
     pause_for_tests();
     bool reads_direct = options.single_copy_min_bytes > 0;
@@ -253,8 +264,9 @@ std::unique_ptr<ShmTransport> ShmTransport::connect(Store& store, int rank, int 
       auto& theirs = segments[static_cast<std::size_t>(r)];
       const std::string name = get(str(prefix, "/shm/seg/", r), r, "published");
       theirs = shm::Segment::attach(name, r, size, job_hash, segment_tag(job, r, size, name));
-      reads_direct = reads_direct && can_read_directly(theirs.header()->pid,
-                                                       theirs.header()->probe_addr.load(std::memory_order_acquire));
+      reads_direct = reads_direct &&
+                     can_read_directly(theirs.header()->pid,
+                                       theirs.header()->probe_addr.load(std::memory_order_acquire));
     }
     mine.header()->reads_direct.store(reads_direct ? 1 : 0, std::memory_order_release);
     store.set(str(prefix, "/shm/attached/", rank), "1");
@@ -270,8 +282,14 @@ std::unique_ptr<ShmTransport> ShmTransport::connect(Store& store, int rank, int 
   return std::unique_ptr<ShmTransport>(new ShmTransport(rank, size, std::move(segments), options));
 }
 
-ShmTransport::ShmTransport(int rank, int size, std::vector<shm::Segment> segments, const ShmOptions& options)
-    : rank_(rank), size_(size), options_(options), segments_(std::move(segments)), out_(size), in_(size) {
+ShmTransport::ShmTransport(int rank, int size, std::vector<shm::Segment> segments,
+                           const ShmOptions& options)
+    : rank_(rank),
+      size_(size),
+      options_(options),
+      segments_(std::move(segments)),
+      out_(size),
+      in_(size) {
   for (int p = 0; p < size; ++p) {
     if (p == rank) continue;
     const auto& theirs = segments_[static_cast<std::size_t>(p)];
@@ -283,7 +301,8 @@ ShmTransport::ShmTransport(int rank, int size, std::vector<shm::Segment> segment
     out->cap = theirs.capacity();
     out->peer_header = theirs.header();
     out->owner = theirs.header()->owner;
-    out->direct = options.single_copy_min_bytes > 0 && theirs.header()->reads_direct.load(std::memory_order_acquire);
+    out->direct = options.single_copy_min_bytes > 0 &&
+                  theirs.header()->reads_direct.load(std::memory_order_acquire);
     auto in = std::make_unique<Channel>(*out);
     in->direct = false;
     in->ring = mine.ring(p);
@@ -306,8 +325,9 @@ void ShmTransport::abort(const std::string& reason) {
   if (size_ > 1) ring_doorbell(segments_[static_cast<std::size_t>(rank_)].header());
 }
 
-void ShmTransport::send_recv(int send_peer, const void* send_data, std::size_t send_bytes, int recv_peer,
-                             void* recv_data, std::size_t recv_bytes, Deadline deadline) {
+void ShmTransport::send_recv(int send_peer, const void* send_data, std::size_t send_bytes,
+                             int recv_peer, void* recv_data, std::size_t recv_bytes,
+                             Deadline deadline) {
   Op ops[2];
   int count = 0;
   auto add = [&](int peer, bool sending, const void* data, std::size_t bytes) {
@@ -324,7 +344,7 @@ void ShmTransport::send_recv(int send_peer, const void* send_data, std::size_t s
       frame::store_le(op.header + 16, reinterpret_cast<uint64_t>(data), 8);
     }
   };
-  if (send_peer != kNoPeer) add(send_peer, true, send_data, send_bytes);  // else recv() alone
+  if (send_peer != kNoPeer) add(send_peer, true, send_data, send_bytes);   // else recv() alone
   if (recv_peer != kNoPeer) add(recv_peer, false, recv_data, recv_bytes);  // else send() alone
   run(ops, count, deadline);
 }
@@ -351,7 +371,8 @@ bool ShmTransport::advance_send(Op& op) {
     copy_in(c.data, c.cap, c.pos, op.header + op.header_done, h);
     c.pos += h;
     op.header_done += h;
-    std::size_t n = op.direct ? 0 : std::min(std::min<std::size_t>(room - h, op.bytes - op.done), kChunk);
+    std::size_t n =
+        op.direct ? 0 : std::min(std::min<std::size_t>(room - h, op.bytes - op.done), kChunk);
     copy_in(c.data, c.cap, c.pos, op.data + op.done, n);
     c.pos += n;
     op.done += n;
@@ -360,7 +381,8 @@ bool ShmTransport::advance_send(Op& op) {
     progressed = true;
     if (op.direct && op.header_done == op.header_bytes) op.ack_target = ++c.direct_frames;
   }
-  if (op.direct && !op.needs_ring() && c.ring->acked.load(std::memory_order_acquire) >= op.ack_target)
+  if (op.direct && !op.needs_ring() &&
+      c.ring->acked.load(std::memory_order_acquire) >= op.ack_target)
     op.done = op.bytes;
   if (!op.needs_ring() && op.done == op.bytes) {
     op.finished = true;
@@ -389,13 +411,14 @@ bool ShmTransport::advance_recv(Op& op) {
       op.header_done += h;
       if (h > 0 && op.header_done == kHeaderBytes) {  // the common part: check before anything else
         const frame::Header f = frame::decode(op.header);
-        const std::string wrong = frame::mismatch(f, f.magic == kFrameMagic || f.magic == kDirectMagic, c.peer,
-                                                  rank_, c.seq, op.bytes);
+        const std::string wrong = frame::mismatch(
+            f, f.magic == kFrameMagic || f.magic == kDirectMagic, c.peer, rank_, c.seq, op.bytes);
         if (!wrong.empty()) fail(c, wrong, PeerFault::kUnknown);
         op.direct = f.magic == kDirectMagic;
         op.header_bytes = op.direct ? kDirectHeaderBytes : kHeaderBytes;
       }
-      if (op.direct && op.header_done == op.header_bytes) op.remote = frame::load_le(op.header + 16, 8);
+      if (op.direct && op.header_done == op.header_bytes)
+        op.remote = frame::load_le(op.header + 16, 8);
       std::size_t n = 0;
       if (op.header_done == op.header_bytes && !op.direct)
         n = std::min(std::min<std::size_t>(avail - h, op.bytes - op.done), kChunk);
@@ -413,8 +436,9 @@ bool ShmTransport::advance_recv(Op& op) {
       if (got < 0 && errno == EINTR) continue;
       if (got <= 0)
         fail(c,
-             str("cannot read ", n, " bytes from rank ", c.peer, "'s buffer (pid ", c.owner.pid, "): ",
-                 got < 0 ? std::strerror(errno) : "nothing read", got < 0 && errno == ESRCH ? " (it died)" : ""),
+             str("cannot read ", n, " bytes from rank ", c.peer, "'s buffer (pid ", c.owner.pid,
+                 "): ", got < 0 ? std::strerror(errno) : "nothing read",
+                 got < 0 && errno == ESRCH ? " (it died)" : ""),
              got < 0 && errno == ESRCH ? PeerFault::kDied : PeerFault::kUnknown);
       op.done += static_cast<std::size_t>(got);
       progressed = true;
@@ -435,7 +459,8 @@ bool ShmTransport::could_advance(const Op& op) const {
   const Channel& c = *op.ch;
   if (op.finished) return false;
   // seq_cst loads: the waiter's half of Note [Doorbell].
-  if (!op.needs_ring()) return !op.sending || c.ring->acked.load(std::memory_order_seq_cst) >= op.ack_target;
+  if (!op.needs_ring())
+    return !op.sending || c.ring->acked.load(std::memory_order_seq_cst) >= op.ack_target;
   if (op.sending) return c.pos - c.ring->tail.load(std::memory_order_seq_cst) < c.cap;
   return c.ring->head.load(std::memory_order_seq_cst) != c.pos;
 }
@@ -444,14 +469,17 @@ void ShmTransport::run(Op* ops, int count, Deadline deadline) {
   const auto start = Clock::now();
   for (int i = 0; i < count; ++i)
     if (!ops[i].ch->broken.empty())
-      throw PeerError(ops[i].ch->broken + " (an earlier call failed)", ops[i].ch->peer, ops[i].ch->broken_fault);
+      throw PeerError(ops[i].ch->broken + " (an earlier call failed)", ops[i].ch->peer,
+                      ops[i].ch->broken_fault);
   Clock::time_point idle_since{}, next_liveness_check{};
   uint32_t idle_rounds = 0;
   while (true) {
-    if (abort_.aborted()) throw AbortedError(str("rank ", rank_, ": communication aborted: ", abort_.reason()));
+    if (abort_.aborted())
+      throw AbortedError(str("rank ", rank_, ": communication aborted: ", abort_.reason()));
     bool progressed = false, all = true;
     for (int i = 0; i < count; ++i) {
-      if (!ops[i].finished) progressed = (ops[i].sending ? advance_send(ops[i]) : advance_recv(ops[i])) || progressed;
+      if (!ops[i].finished)
+        progressed = (ops[i].sending ? advance_send(ops[i]) : advance_recv(ops[i])) || progressed;
       all = all && ops[i].finished;
     }
     if (all) return;
@@ -469,14 +497,15 @@ void ShmTransport::run(Op* ops, int count, Deadline deadline) {
       std::string pending;
       for (int i = 0; i < count; ++i)
         if (!ops[i].finished)
-          pending += str(pending.empty() ? "" : " and ", ops[i].sending ? "sending " : "receiving ", ops[i].bytes,
-                         " bytes ", ops[i].sending ? "to" : "from", " rank ", ops[i].ch->peer, " (", ops[i].done,
-                         " done)");
+          pending += str(pending.empty() ? "" : " and ", ops[i].sending ? "sending " : "receiving ",
+                         ops[i].bytes, " bytes ", ops[i].sending ? "to" : "from", " rank ",
+                         ops[i].ch->peer, " (", ops[i].done, " done)");
       auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now - start).count();
       std::string what = str("rank ", rank_, ": timed out after ", ms, " ms ", pending,
                              "; is that rank alive, and running the same collective?");
       for (int i = 0; i < count; ++i)
-        if (!ops[i].finished && ops[i].header_done > 0) ops[i].ch->broken = what + " (the frame was cut short)";
+        if (!ops[i].finished && ops[i].header_done > 0)
+          ops[i].ch->broken = what + " (the frame was cut short)";
       throw TimeoutError(what);
     }
     if (now - idle_since < kSpin) continue;
@@ -500,7 +529,8 @@ void ShmTransport::sleep(Op* ops, int count, Deadline deadline) {
   for (int i = 0; i < count; ++i) ready = ready || could_advance(ops[i]);
   if (!ready) {
     auto left = std::min<Clock::duration>(deadline - Clock::now(), kSleepSlice);
-    auto ns = std::max<int64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(left).count(), 0);
+    auto ns =
+        std::max<int64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(left).count(), 0);
     timespec ts{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
     futex(&me->doorbell, FUTEX_WAIT, seen, &ts);
   }
@@ -514,13 +544,14 @@ void ShmTransport::check_peers_alive(Op* ops, int count) {
     const char* doing = ops[i].sending ? "sending" : "receiving";
     if (c.peer_header->closed.load(std::memory_order_acquire))
       fail(c,
-           str("rank ", c.peer, " closed its transport while rank ", rank_, " was ", doing, " ", ops[i].bytes,
-               " bytes (", ops[i].done, " done): it exited or left the collective early"),
+           str("rank ", c.peer, " closed its transport while rank ", rank_, " was ", doing, " ",
+               ops[i].bytes, " bytes (", ops[i].done,
+               " done): it exited or left the collective early"),
            PeerFault::kClosed);
     if (shm::liveness(c.owner) == shm::Liveness::kGone)
       fail(c,
-           str("rank ", c.peer, " (pid ", c.owner.pid, ") died while rank ", rank_, " was ", doing, " ",
-               ops[i].bytes, " bytes (", ops[i].done, " done); see its log or exit status"),
+           str("rank ", c.peer, " (pid ", c.owner.pid, ") died while rank ", rank_, " was ", doing,
+               " ", ops[i].bytes, " bytes (", ops[i].done, " done); see its log or exit status"),
            PeerFault::kDied);
   }
 }

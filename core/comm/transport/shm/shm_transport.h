@@ -28,8 +28,10 @@ class ShmTransport : public Transport {
   // Creates this rank's segment, attaches every peer's, and waits until all
   // ranks attached before unlinking its own name (so nothing is left in
   // /dev/shm). Collective; TimeoutError names the missing ranks.
-  static std::unique_ptr<ShmTransport> connect(Store& store, int rank, int size, const JobIdentity& job,
-                                               std::chrono::milliseconds timeout, const std::string& prefix = "comm",
+  static std::unique_ptr<ShmTransport> connect(Store& store, int rank, int size,
+                                               const JobIdentity& job,
+                                               std::chrono::milliseconds timeout,
+                                               const std::string& prefix = "comm",
                                                const ShmOptions& options = {});
   ~ShmTransport() override;
 
@@ -38,8 +40,8 @@ class ShmTransport : public Transport {
   std::string name() const override { return "shm"; }
   // Thread-safety: abort() from any thread; otherwise at most one thread at
   // a time sends to a given peer and one receives from it.
-  void send_recv(int send_peer, const void* send_data, std::size_t send_bytes, int recv_peer, void* recv_data,
-                 std::size_t recv_bytes, Deadline deadline) override;
+  void send_recv(int send_peer, const void* send_data, std::size_t send_bytes, int recv_peer,
+                 void* recv_data, std::size_t recv_bytes, Deadline deadline) override;
   void abort(const std::string& reason) override;
 
   struct Channel;  // one direction with one peer (shm_transport.cc)

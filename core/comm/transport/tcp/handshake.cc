@@ -19,8 +19,12 @@ uint64_t get(const uint8_t* p, int bytes) {
   for (int i = 0; i < bytes; ++i) v |= static_cast<uint64_t>(p[i]) << (8 * i);
   return v;
 }
-int32_t get_i32(const uint8_t* p) { return static_cast<int32_t>(static_cast<uint32_t>(get(p, 4))); }
-std::string get_bytes(const uint8_t* p, std::size_t n) { return std::string(reinterpret_cast<const char*>(p), n); }
+int32_t get_i32(const uint8_t* p) {
+  return static_cast<int32_t>(static_cast<uint32_t>(get(p, 4)));
+}
+std::string get_bytes(const uint8_t* p, std::size_t n) {
+  return std::string(reinterpret_cast<const char*>(p), n);
+}
 
 void put_prefix(std::string& out, uint16_t kind) {
   put(out, kHandshakeMagic, 4);
@@ -30,11 +34,13 @@ void put_prefix(std::string& out, uint16_t kind) {
 
 // Checks magic, version and kind of a handshake message; "" when fine.
 std::string check_prefix(const uint8_t* p, std::size_t have, uint16_t kind) {
-  if (have >= 4 && get(p, 4) != kHandshakeMagic) return "not a microddp data-plane handshake (bad magic bytes)";
+  if (have >= 4 && get(p, 4) != kHandshakeMagic)
+    return "not a microddp data-plane handshake (bad magic bytes)";
   if (have >= 6 && get(p + 4, 2) != kProtocolVersion)
     return str("protocol version ", get(p + 4, 2), ", this build speaks version ", kProtocolVersion,
                " (mixed microddp builds?)");
-  if (have >= 8 && get(p + 6, 2) != kind) return str("unexpected handshake message kind ", get(p + 6, 2));
+  if (have >= 8 && get(p + 6, 2) != kind)
+    return str("unexpected handshake message kind ", get(p + 6, 2));
   return "";
 }
 
@@ -65,7 +71,8 @@ std::size_t hello_bytes_needed(const uint8_t* data, std::size_t have, std::strin
     refusal = str("job id longer than ", kMaxIdBytes, " bytes");
     return 0;
   }
-  if (get(data + 26, 2) != 0) {  // reserved: a hello means one thing only (found by tests/fuzz/handshake)
+  if (get(data + 26, 2) !=
+      0) {  // reserved: a hello means one thing only (found by tests/fuzz/handshake)
     refusal = "a reserved field of the hello is not zero";
     return 0;
   }
@@ -95,15 +102,17 @@ std::string check_hello(const Hello& h, const JobIdentity& job, int my_rank, int
   if (h.size != size) return str("world size ", h.size, ", this job has ", size);
   if (h.target != my_rank) return str("it wanted rank ", h.target, ", this is rank ", my_rank);
   if (h.rank <= my_rank || h.rank >= size)
-    return str("it claims rank ", h.rank, ", but only ranks ", my_rank + 1, "..", size - 1, " connect to rank ",
-               my_rank);
+    return str("it claims rank ", h.rank, ", but only ranks ", my_rank + 1, "..", size - 1,
+               " connect to rank ", my_rank);
   return "";
 }
 
-std::string handshake_mac(std::string_view key, std::string_view role, const Hello& h, std::string_view nonce_a) {
+std::string handshake_mac(std::string_view key, std::string_view role, const Hello& h,
+                          std::string_view nonce_a) {
   const std::string attempt = std::to_string(h.attempt), connector = std::to_string(h.rank),
                     acceptor = std::to_string(h.target), size = std::to_string(h.size);
-  return hmac_sha256(key, transcript({kLabel, role, h.job_id, attempt, connector, acceptor, size, h.nonce, nonce_a}));
+  return hmac_sha256(key, transcript({kLabel, role, h.job_id, attempt, connector, acceptor, size,
+                                      h.nonce, nonce_a}));
 }
 
 std::string encode_challenge(const Challenge& c) {
@@ -121,8 +130,8 @@ std::string decode_challenge(const uint8_t* data, int expected_rank, int size, C
   out.rank = get_i32(data + 8);
   out.size = get_i32(data + 12);
   if (out.rank != expected_rank || out.size != size)
-    return str("the listener is rank ", out.rank, " of ", out.size, ", expected rank ", expected_rank, " of ", size,
-               " (a stale address in the store?)");
+    return str("the listener is rank ", out.rank, " of ", out.size, ", expected rank ",
+               expected_rank, " of ", size, " (a stale address in the store?)");
   out.nonce = get_bytes(data + 16, kHandshakeNonceBytes);
   out.mac = get_bytes(data + 16 + kHandshakeNonceBytes, kHandshakeMacBytes);
   return "";

@@ -2,12 +2,12 @@
 
 #include <netinet/in.h>
 #include <poll.h>
+#include <spdlog/spdlog.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdint>
-#include <spdlog/spdlog.h>
 
 #include "core/comm/transport/tcp/handshake.h"
 #include "core/common/hmac.h"
@@ -27,7 +27,14 @@ struct Outgoing {
   std::string host;
   int port = 0;
   Fd fd;
-  enum { kIdle, kConnecting, kSendingHello, kReadingChallenge, kSendingConfirm, kDone } state = kIdle;
+  enum {
+    kIdle,
+    kConnecting,
+    kSendingHello,
+    kReadingChallenge,
+    kSendingConfirm,
+    kDone
+  } state = kIdle;
   Clock::time_point retry_at{};
   Hello hello;
   std::string out;
@@ -89,7 +96,12 @@ ssize_t write_some(int fd, const std::string& s, std::size_t from) {
 class Mesh {
  public:
   Mesh(int rank, int size, const JobIdentity& job, Deadline deadline)
-      : rank_(rank), size_(size), job_(job), deadline_(deadline), start_(Clock::now()), fds_(size) {}
+      : rank_(rank),
+        size_(size),
+        job_(job),
+        deadline_(deadline),
+        start_(Clock::now()),
+        fds_(size) {}
 
   std::vector<Fd> run(Store& store, const std::string& bind_host, const std::string& prefix);
 
@@ -128,13 +140,20 @@ std::vector<Fd> Mesh::run(Store& store, const std::string& bind_host, const std:
     try {
       addr = store.get(str(prefix, "/addr/", j), std::max(left, milliseconds(0)));
     } catch (const TimeoutError& e) {
-      throw TimeoutError(str("rank ", rank_, ": rank ", j, " never published its data-plane address (", e.what(),
+      throw TimeoutError(str("rank ", rank_, ": rank ", j,
+                             " never published its data-plane address (", e.what(),
                              "); did it start?"));
     }
     Outgoing o;
     o.peer = j;
     std::tie(o.host, o.port) = split_host_port(addr);
-    o.hello = Hello{kProtocolVersion, rank_, size_, j, job_.attempt, job_.job_id, random_bytes(kHandshakeNonceBytes)};
+    o.hello = Hello{kProtocolVersion,
+                    rank_,
+                    size_,
+                    j,
+                    job_.attempt,
+                    job_.job_id,
+                    random_bytes(kHandshakeNonceBytes)};
     o.out = encode_hello(o.hello);
     outgoing_.push_back(std::move(o));
   }
@@ -156,14 +175,20 @@ std::vector<Fd> Mesh::run(Store& store, const std::string& bind_host, const std:
           o.state == Outgoing::kSendingConfirm)
         pfds.push_back({o.fd.get(), POLLOUT, 0});
       if (o.state == Outgoing::kReadingChallenge) pfds.push_back({o.fd.get(), POLLIN, 0});
-      if (o.state == Outgoing::kIdle) poll_timeout = std::min(poll_timeout, o.retry_at - Clock::now());
+      if (o.state == Outgoing::kIdle)
+        poll_timeout = std::min(poll_timeout, o.retry_at - Clock::now());
     }
     for (auto& c : incoming_)
-      pfds.push_back({c.fd.get(), static_cast<short>(c.state == Incoming::kSendingChallenge ? POLLOUT : POLLIN), 0});
-    auto ms = std::chrono::ceil<milliseconds>(std::max(poll_timeout, Clock::duration::zero())).count();
+      pfds.push_back({c.fd.get(),
+                      static_cast<short>(c.state == Incoming::kSendingChallenge ? POLLOUT : POLLIN),
+                      0});
+    auto ms =
+        std::chrono::ceil<milliseconds>(std::max(poll_timeout, Clock::duration::zero())).count();
     int n = ::poll(pfds.data(), pfds.size(), static_cast<int>(std::min<int64_t>(ms, 1000)));
-    if (n < 0 && errno != EINTR) throw CommError(str("rank ", rank_, ": poll failed: ", errno_string(errno)));
-    // Each state handler tries its socket without blocking, so stepping all is correct (if not minimal).
+    if (n < 0 && errno != EINTR)
+      throw CommError(str("rank ", rank_, ": poll failed: ", errno_string(errno)));
+    // Each state handler tries its socket without blocking, so stepping all is correct (if not
+    // minimal).
     for (auto& o : outgoing_)
       if (o.state != Outgoing::kIdle && o.state != Outgoing::kDone) step_outgoing(o);
     if (accepted_ < size_ - 1 - rank_) accept_new();
@@ -186,8 +211,8 @@ void Mesh::step_outgoing(Outgoing& o) {
     if (int err = connect_error(o.fd.get()); err != 0) {
       // The address was published after listen(), so a refusal means the
       // peer is restarting or the address is stale: retry until the deadline.
-      spdlog::debug("rank {}: connect to rank {} at {}: {}; retrying", rank_, o.peer, join_host_port(o.host, o.port),
-                    errno_string(err));
+      spdlog::debug("rank {}: connect to rank {} at {}: {}; retrying", rank_, o.peer,
+                    join_host_port(o.host, o.port), errno_string(err));
       o.fd.reset();
       o.state = Outgoing::kIdle;
       o.retry_at = Clock::now() + milliseconds(50);
@@ -199,8 +224,8 @@ void Mesh::step_outgoing(Outgoing& o) {
   const auto send = [&](decltype(o.state) next) {
     ssize_t n = write_some(o.fd.get(), o.out, o.sent);
     if (n < 0)
-      throw PeerError(str("rank ", rank_, ": sending the handshake to rank ", o.peer, " failed: ",
-                          errno_string(errno)));
+      throw PeerError(str("rank ", rank_, ": sending the handshake to rank ", o.peer,
+                          " failed: ", errno_string(errno)));
     o.sent += static_cast<std::size_t>(n);
     if (o.sent == o.out.size()) o.state = next;
   };
@@ -208,19 +233,22 @@ void Mesh::step_outgoing(Outgoing& o) {
   if (o.state == Outgoing::kReadingChallenge) {
     std::string why;
     if (!fill(o.fd.get(), o.in, kChallengeBytes, o.got, why))
-      throw PeerError(str("rank ", rank_, ": rank ", o.peer, " at ", join_host_port(o.host, o.port),
-                          " closed the connection during the handshake: it refused us. Do all ranks use the same "
-                          "job id, token, attempt and microddp build? See rank ",
-                          o.peer, "'s log for the reason"));
+      throw PeerError(str(
+          "rank ", rank_, ": rank ", o.peer, " at ", join_host_port(o.host, o.port),
+          " closed the connection during the handshake: it refused us. Do all ranks use the same "
+          "job id, token, attempt and microddp build? See rank ",
+          o.peer, "'s log for the reason"));
     if (o.got < kChallengeBytes) return;
     Challenge c;
     if (std::string bad = decode_challenge(o.in, o.peer, size_, c); !bad.empty())
-      throw PeerError(str("rank ", rank_, ": bad handshake answer from ", join_host_port(o.host, o.port), ": ", bad));
+      throw PeerError(str("rank ", rank_, ": bad handshake answer from ",
+                          join_host_port(o.host, o.port), ": ", bad));
     // The listener proves it holds this attempt's key; then we do.
     if (!constant_time_equal(c.mac, handshake_mac(job_.key, "accept", o.hello, c.nonce)))
       throw PeerError(str("rank ", rank_, ": the listener at ", join_host_port(o.host, o.port),
-                          " could not prove it is rank ", o.peer, " of attempt ", job_.attempt, " of job '",
-                          job_.job_id, "' (wrong key): a stale address in the store, or an impostor"));
+                          " could not prove it is rank ", o.peer, " of attempt ", job_.attempt,
+                          " of job '", job_.job_id,
+                          "' (wrong key): a stale address in the store, or an impostor"));
     o.out = encode_confirm(handshake_mac(job_.key, "connect", o.hello, c.nonce));
     o.sent = 0;
     o.state = Outgoing::kSendingConfirm;
@@ -271,7 +299,8 @@ bool Mesh::step_incoming(Incoming& c) {
       return false;
     }
     c.nonce = random_bytes(kHandshakeNonceBytes);
-    c.out = encode_challenge({rank_, size_, c.nonce, handshake_mac(job_.key, "accept", c.hello, c.nonce)});
+    c.out = encode_challenge(
+        {rank_, size_, c.nonce, handshake_mac(job_.key, "accept", c.hello, c.nonce)});
     c.state = Incoming::kSendingChallenge;
   }
   if (c.state == Incoming::kSendingChallenge) {
@@ -297,9 +326,11 @@ bool Mesh::step_incoming(Incoming& c) {
     return false;
   }
   if (!constant_time_equal(mac, handshake_mac(job_.key, "connect", c.hello, c.nonce))) {
-    refuse(c, str("it claims rank ", c.hello.rank, " of attempt ", c.hello.attempt,
-                  " but could not prove it holds the attempt's key (a stranger, another job's rank, or a "
-                  "rank of an earlier attempt)"));
+    refuse(
+        c,
+        str("it claims rank ", c.hello.rank, " of attempt ", c.hello.attempt,
+            " but could not prove it holds the attempt's key (a stranger, another job's rank, or a "
+            "rank of an earlier attempt)"));
     return false;
   }
   tune_data_socket(c.fd.get());
@@ -323,14 +354,16 @@ void Mesh::time_out() {
     if (!fds_[static_cast<std::size_t>(j)].valid())
       missing += str(missing.empty() ? "" : ", ", "rank ", j, " (it never connected to us)");
   auto ms = std::chrono::duration_cast<milliseconds>(Clock::now() - start_).count();
-  throw TimeoutError(str("rank ", rank_, ": timed out after ", ms, " ms connecting the data plane; still waiting for ",
-                         missing, ". Did every rank start, with the same job id and token?"));
+  throw TimeoutError(str("rank ", rank_, ": timed out after ", ms,
+                         " ms connecting the data plane; still waiting for ", missing,
+                         ". Did every rank start, with the same job id and token?"));
 }
 
 }  // namespace
 
-std::vector<Fd> connect_mesh(Store& store, int rank, int size, const JobIdentity& job, Deadline deadline,
-                             const std::string& bind_host, const std::string& prefix) {
+std::vector<Fd> connect_mesh(Store& store, int rank, int size, const JobIdentity& job,
+                             Deadline deadline, const std::string& bind_host,
+                             const std::string& prefix) {
   MDDP_CHECK(size >= 1 && rank >= 0 && rank < size, "rank ", rank, " of ", size);
   Mesh mesh(rank, size, job, deadline);
   return mesh.run(store, bind_host, prefix);

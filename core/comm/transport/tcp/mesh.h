@@ -23,7 +23,8 @@ namespace mddp::comm::tcp {
 // Returns one connected, handshaken, non-blocking socket per rank (invalid
 // for `rank` itself). Throws TimeoutError naming the ranks still missing at
 // the deadline, PeerError when a peer refuses us.
-std::vector<Fd> connect_mesh(Store& store, int rank, int size, const JobIdentity& job, Deadline deadline,
-                             const std::string& bind_host, const std::string& prefix);
+std::vector<Fd> connect_mesh(Store& store, int rank, int size, const JobIdentity& job,
+                             Deadline deadline, const std::string& bind_host,
+                             const std::string& prefix);
 
 }  // namespace mddp::comm::tcp

@@ -69,14 +69,17 @@ void Fd::reset() {
   fd_ = -1;
 }
 
-std::string errno_string(int err) { return std::strerror(err); }
+std::string errno_string(int err) {
+  return std::strerror(err);
+}
 
 std::pair<std::string, int> split_host_port(const std::string& addr) {
   auto colon = addr.rfind(':');
   if (colon == std::string::npos || colon + 1 == addr.size())
     throw InputError(str("malformed address '", addr, "' (expected host:port)"));
   std::string host = addr.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
   int port = 0;
   try {
     std::size_t used = 0;
@@ -101,9 +104,10 @@ std::pair<Fd, int> listen_ephemeral(const std::string& host) {
   if (!fd.valid()) throw CommError(str("socket() failed: ", errno_string(errno)));
   set_buffers(fd.get());  // accepted sockets inherit them
   if (::bind(fd.get(), a->ai_addr, a->ai_addrlen) != 0)
-    throw CommError(str("cannot bind the data-plane listener to '", host, "': ", errno_string(errno),
-                        " (is it an address of this host?)"));
-  if (::listen(fd.get(), SOMAXCONN) != 0) throw CommError(str("listen() failed: ", errno_string(errno)));
+    throw CommError(str("cannot bind the data-plane listener to '", host,
+                        "': ", errno_string(errno), " (is it an address of this host?)"));
+  if (::listen(fd.get(), SOMAXCONN) != 0)
+    throw CommError(str("listen() failed: ", errno_string(errno)));
   set_flags(fd.get());
   sockaddr_storage ss{};
   socklen_t len = sizeof ss;
@@ -120,7 +124,8 @@ Fd start_connect(const std::string& host, int port) {
   if (!fd.valid()) throw CommError(str("socket() failed: ", errno_string(errno)));
   set_buffers(fd.get());
   if (::connect(fd.get(), a->ai_addr, a->ai_addrlen) != 0 && errno != EINPROGRESS)
-    throw CommError(str("connect to ", join_host_port(host, port), " failed: ", errno_string(errno)));
+    throw CommError(
+        str("connect to ", join_host_port(host, port), " failed: ", errno_string(errno)));
   return fd;
 }
 

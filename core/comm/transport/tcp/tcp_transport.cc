@@ -32,11 +32,11 @@
 //
 // Failures: EOF mid-message (the peer closed its end: PeerFault::kClosed)
 // or a reset, aborted or broken connection (the peer died, or the network
-// between the two failed: kReset) is a PeerError naming the peer; the deadline is a TimeoutError naming the peers still pending;
-// abort() makes the eventfd readable and every call throws AbortedError. A
-// call that fails halfway through a frame leaves that connection out of
-// step, so every later call on it throws the same error.
-// MSG_NOSIGNAL everywhere, so a dead peer never raises SIGPIPE.
+// between the two failed: kReset) is a PeerError naming the peer; the deadline is a TimeoutError
+// naming the peers still pending; abort() makes the eventfd readable and every call throws
+// AbortedError. A call that fails halfway through a frame leaves that connection out of step, so
+// every later call on it throws the same error. MSG_NOSIGNAL everywhere, so a dead peer never
+// raises SIGPIPE.
 #include "core/comm/transport/tcp/tcp_transport.h"
 
 #include <poll.h>
@@ -71,14 +71,17 @@ struct TcpTransport::Op {
   bool finished = false;
 };
 
-std::unique_ptr<TcpTransport> TcpTransport::connect(Store& store, int rank, int size, const JobIdentity& job,
-                                                    std::chrono::milliseconds timeout, const std::string& bind_host,
+std::unique_ptr<TcpTransport> TcpTransport::connect(Store& store, int rank, int size,
+                                                    const JobIdentity& job,
+                                                    std::chrono::milliseconds timeout,
+                                                    const std::string& bind_host,
                                                     const std::string& prefix) {
   auto fds = tcp::connect_mesh(store, rank, size, job, Clock::now() + timeout, bind_host, prefix);
   return std::make_unique<TcpTransport>(rank, size, std::move(fds));
 }
 
-TcpTransport::TcpTransport(int rank, int size, std::vector<tcp::Fd> fds) : rank_(rank), size_(size) {
+TcpTransport::TcpTransport(int rank, int size, std::vector<tcp::Fd> fds)
+    : rank_(rank), size_(size) {
   MDDP_CHECK(static_cast<int>(fds.size()) == size, "one socket per rank");
   for (int r = 0; r < size; ++r) {
     auto p = std::make_unique<Peer>();
@@ -91,10 +94,13 @@ TcpTransport::TcpTransport(int rank, int size, std::vector<tcp::Fd> fds) : rank_
 
 TcpTransport::~TcpTransport() = default;
 
-void TcpTransport::abort(const std::string& reason) { abort_.abort(reason); }
+void TcpTransport::abort(const std::string& reason) {
+  abort_.abort(reason);
+}
 
-void TcpTransport::send_recv(int send_peer, const void* send_data, std::size_t send_bytes, int recv_peer,
-                             void* recv_data, std::size_t recv_bytes, Deadline deadline) {
+void TcpTransport::send_recv(int send_peer, const void* send_data, std::size_t send_bytes,
+                             int recv_peer, void* recv_data, std::size_t recv_bytes,
+                             Deadline deadline) {
   Op ops[2];
   int count = 0;
   auto add = [&](int peer, bool sending, const void* data, std::size_t bytes) {
@@ -106,7 +112,7 @@ void TcpTransport::send_recv(int send_peer, const void* send_data, std::size_t s
     op.bytes = bytes;
     if (sending) frame::encode(op.header, {frame::kMagic, op.peer->send_seq, bytes});
   };
-  if (send_peer != kNoPeer) add(send_peer, true, send_data, send_bytes);  // else recv() alone
+  if (send_peer != kNoPeer) add(send_peer, true, send_data, send_bytes);   // else recv() alone
   if (recv_peer != kNoPeer) add(recv_peer, false, recv_data, recv_bytes);  // else send() alone
   run(ops, count, deadline);
 }
@@ -135,7 +141,8 @@ bool TcpTransport::advance(Op& op) {
     if (op.sending) {
       iovec iov[2];
       int iovcnt = 0;
-      if (op.header_done < kHeaderBytes) iov[iovcnt++] = {op.header + op.header_done, kHeaderBytes - op.header_done};
+      if (op.header_done < kHeaderBytes)
+        iov[iovcnt++] = {op.header + op.header_done, kHeaderBytes - op.header_done};
       if (op.done < op.bytes) iov[iovcnt++] = {op.data + op.done, op.bytes - op.done};
       msghdr msg{};
       msg.msg_iov = iov;
@@ -151,8 +158,8 @@ bool TcpTransport::advance(Op& op) {
       if (errno == EAGAIN || errno == EWOULDBLOCK) return false;
       const int err = errno;
       fail(p,
-           str(op.sending ? "sending " : "receiving ", op.bytes, " bytes failed after ", op.done, ": ",
-               tcp::errno_string(err),
+           str(op.sending ? "sending " : "receiving ", op.bytes, " bytes failed after ", op.done,
+               ": ", tcp::errno_string(err),
                connection_broke(err) ? str(" (the connection broke: rank ", p.rank,
                                            " exited, or the network between the two ranks failed)")
                                      : std::string()),
@@ -160,8 +167,8 @@ bool TcpTransport::advance(Op& op) {
     }
     if (n == 0 && !op.sending)
       fail(p,
-           str("rank ", p.rank, " closed the connection while rank ", rank_, " was receiving ", op.bytes,
-               " bytes (", op.done, " arrived): it exited or closed its transport"),
+           str("rank ", p.rank, " closed the connection while rank ", rank_, " was receiving ",
+               op.bytes, " bytes (", op.done, " arrived): it exited or closed its transport"),
            PeerFault::kClosed);
     auto got = static_cast<std::size_t>(n);
     std::size_t to_header = std::min(got, kHeaderBytes - op.header_done);
@@ -170,7 +177,8 @@ bool TcpTransport::advance(Op& op) {
     if (!op.sending && op.header_done == kHeaderBytes && got == to_header) {
       // The header just completed: check it before touching the payload.
       const frame::Header h = frame::decode(op.header);
-      const std::string wrong = frame::mismatch(h, h.magic == frame::kMagic, p.rank, rank_, p.recv_seq, op.bytes);
+      const std::string wrong =
+          frame::mismatch(h, h.magic == frame::kMagic, p.rank, rank_, p.recv_seq, op.bytes);
       if (!wrong.empty()) fail(p, wrong, PeerFault::kUnknown);
     }
     if (op.header_done == kHeaderBytes && op.done == op.bytes) {
@@ -202,7 +210,8 @@ void TcpTransport::run(Op* ops, int count, Deadline deadline) {
   const auto spin_until = total <= kSpinBytes ? start + kSpinFor : start;
   for (int i = 0; i < count; ++i)
     if (!ops[i].peer->broken.empty())
-      throw PeerError(ops[i].peer->broken + " (an earlier call failed)", ops[i].peer->rank, ops[i].peer->broken_fault);
+      throw PeerError(ops[i].peer->broken + " (an earlier call failed)", ops[i].peer->rank,
+                      ops[i].peer->broken_fault);
   while (true) {
     if (abort_.aborted())
       throw AbortedError(str("rank ", rank_, ": communication aborted: ", abort_.reason()));
@@ -215,14 +224,15 @@ void TcpTransport::run(Op* ops, int count, Deadline deadline) {
       std::string pending;
       for (int i = 0; i < count; ++i)
         if (!ops[i].finished)
-          pending += str(pending.empty() ? "" : " and ", ops[i].sending ? "sending " : "receiving ", ops[i].bytes,
-                         " bytes ", ops[i].sending ? "to" : "from", " rank ", ops[i].peer->rank, " (",
-                         ops[i].done, " done)");
+          pending += str(pending.empty() ? "" : " and ", ops[i].sending ? "sending " : "receiving ",
+                         ops[i].bytes, " bytes ", ops[i].sending ? "to" : "from", " rank ",
+                         ops[i].peer->rank, " (", ops[i].done, " done)");
       auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now - start).count();
       std::string what = str("rank ", rank_, ": timed out after ", ms, " ms ", pending,
                              "; is that rank alive, and running the same collective?");
       for (int i = 0; i < count; ++i)  // a frame cut short leaves its stream out of step for good
-        if (!ops[i].finished && ops[i].header_done > 0) ops[i].peer->broken = what + " (the frame was cut short)";
+        if (!ops[i].finished && ops[i].header_done > 0)
+          ops[i].peer->broken = what + " (the frame was cut short)";
       throw TimeoutError(what);
     }
     if (now < spin_until) {
@@ -241,7 +251,8 @@ void TcpTransport::run(Op* ops, int count, Deadline deadline) {
     }
     pfds[n++] = {abort_.fd(), POLLIN, 0};
     auto ms = std::chrono::ceil<std::chrono::milliseconds>(deadline - now).count();
-    if (::poll(pfds, static_cast<nfds_t>(n), static_cast<int>(std::min<int64_t>(ms, 60'000))) < 0 && errno != EINTR)
+    if (::poll(pfds, static_cast<nfds_t>(n), static_cast<int>(std::min<int64_t>(ms, 60'000))) < 0 &&
+        errno != EINTR)
       throw CommError(str("rank ", rank_, ": poll failed: ", tcp::errno_string(errno)));
   }
 }

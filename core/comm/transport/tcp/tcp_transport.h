@@ -18,7 +18,8 @@ class TcpTransport : public Transport {
   // Connects the full mesh (see tcp/mesh.h); blocks until every peer is
   // connected and handshaken or the timeout passes (TimeoutError naming the
   // missing ranks). Collective: every rank of the job must call it.
-  static std::unique_ptr<TcpTransport> connect(Store& store, int rank, int size, const JobIdentity& job,
+  static std::unique_ptr<TcpTransport> connect(Store& store, int rank, int size,
+                                               const JobIdentity& job,
                                                std::chrono::milliseconds timeout,
                                                const std::string& bind_host = "127.0.0.1",
                                                const std::string& prefix = "comm");
@@ -31,8 +32,8 @@ class TcpTransport : public Transport {
   std::string name() const override { return "tcp"; }
   // Thread-safety: abort() from any thread; otherwise at most one thread at
   // a time sends to a given peer and one receives from it.
-  void send_recv(int send_peer, const void* send_data, std::size_t send_bytes, int recv_peer, void* recv_data,
-                 std::size_t recv_bytes, Deadline deadline) override;
+  void send_recv(int send_peer, const void* send_data, std::size_t send_bytes, int recv_peer,
+                 void* recv_data, std::size_t recv_bytes, Deadline deadline) override;
   void abort(const std::string& reason) override;
 
   struct Op;  // one frame being sent or received (tcp_transport.cc)
