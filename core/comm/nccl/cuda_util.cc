@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "core/comm/nccl/nccl_library.h"
 #include "core/common/timer.h"
 
 namespace mddp::comm::nccl {
@@ -22,8 +23,9 @@ void check_cuda(cudaError_t err, const char* call, const Where& where) {
 
 std::exception_ptr nccl_error(ncclResult_t result, const std::string& call, ncclComm_t comm,
                               const Where& where) {
-  const char* last = ncclGetLastError(comm);
-  std::string message = str(where.str(), ": ", call, " failed: ", ncclGetErrorString(result));
+  const char* last = nccl_library().get_last_error(comm);
+  std::string message =
+      str(where.str(), ": ", call, " failed: ", nccl_library().get_error_string(result));
   if (last && *last) message += str(" (", last, ")");
   switch (result) {
     case ncclRemoteError:

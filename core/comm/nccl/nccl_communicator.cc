@@ -26,6 +26,7 @@
 #include "core/comm/failure.h"
 #include "core/comm/nccl/half_scale.h"
 #include "core/comm/nccl/nccl.h"
+#include "core/comm/nccl/nccl_library.h"
 #include "core/comm/nccl/nccl_work.h"
 #include "core/comm/nccl/transport_log.h"
 #include "core/comm/nccl/unique_id.h"
@@ -38,7 +39,7 @@ namespace {
 
 std::string nccl_version() {
   int v = 0;
-  ncclGetVersion(&v);  // MAJOR*10000 + MINOR*100 + PATCH since NCCL 2.9
+  nccl_library().get_version(&v);  // MAJOR*10000 + MINOR*100 + PATCH since NCCL 2.9
   return str(v / 10000, ".", v / 100 % 100, ".", v % 100);
 }
 
@@ -71,11 +72,11 @@ class NcclGroup final : public ProcessGroup, public ComputeTimeline {
       if (last_) last_->wait();
       std::unique_lock lock(state_->mu);
       if (state_->comm) {
-        const ncclResult_t r = ncclCommFinalize(state_->comm);
+        const ncclResult_t r = nccl_library().comm_finalize(state_->comm);
         if (r != ncclSuccess && r != ncclInProgress)
           state_->fail_locked(nccl_error(r, "ncclCommFinalize", state_->comm, where_));
         state_->await_call(lock, "ncclCommFinalize");
-        ncclCommDestroy(state_->comm);
+        nccl_library().comm_destroy(state_->comm);
         state_->comm = nullptr;
       }
     } catch (const CommError& e) {
@@ -105,7 +106,8 @@ class NcclGroup final : public ProcessGroup, public ComputeTimeline {
     return issue(
         "all_reduce", data, data, bytes, bytes,
         [&](const void* in, void* out, ncclComm_t c, cudaStream_t s) {
-          return ncclAllReduce(in, out, count, to_nccl(dtype), avg16 ? ncclSum : to_nccl(op), c, s);
+          return nccl_library().all_reduce(in, out, count, to_nccl(dtype),
+                                           avg16 ? ncclSum : to_nccl(op), c, s);
         },
         avg16 ? scale : Epilogue{});
   }
@@ -124,8 +126,8 @@ class NcclGroup final : public ProcessGroup, public ComputeTimeline {
     return issue(
         "reduce_scatter", in, out, bytes * size(), bytes,
         [&](const void* i, void* o, ncclComm_t c, cudaStream_t s) {
-          return ncclReduceScatter(i, o, count, to_nccl(dtype), avg16 ? ncclSum : to_nccl(op), c,
-                                   s);
+          return nccl_library().reduce_scatter(i, o, count, to_nccl(dtype),
+                                               avg16 ? ncclSum : to_nccl(op), c, s);
         },
         avg16 ? scale : Epilogue{});
   }
@@ -134,7 +136,7 @@ class NcclGroup final : public ProcessGroup, public ComputeTimeline {
     const std::size_t bytes = bytes_of(count, dtype, "all_gather");
     return issue("all_gather", in, out, bytes, bytes * size(),
                  [&](const void* i, void* o, ncclComm_t c, cudaStream_t s) {
-                   return ncclAllGather(i, o, count, to_nccl(dtype), c, s);
+                   return nccl_library().all_gather(i, o, count, to_nccl(dtype), c, s);
                  });
   }
 
@@ -143,7 +145,7 @@ class NcclGroup final : public ProcessGroup, public ComputeTimeline {
     const std::size_t bytes = bytes_of(count, dtype, "broadcast");
     return issue(str("broadcast(root ", root, ")"), data, data, bytes, bytes,
                  [&](const void* in, void* out, ncclComm_t c, cudaStream_t s) {
-                   return ncclBroadcast(in, out, count, to_nccl(dtype), root, c, s);
+                   return nccl_library().broadcast(in, out, count, to_nccl(dtype), root, c, s);
                  });
   }
 
@@ -151,7 +153,7 @@ class NcclGroup final : public ProcessGroup, public ComputeTimeline {
   WorkPtr barrier() override {
     return issue("barrier", barrier_word_, barrier_word_, sizeof(float), sizeof(float),
                  [&](const void* in, void* out, ncclComm_t c, cudaStream_t s) {
-                   return ncclAllReduce(in, out, 1, ncclFloat32, ncclSum, c, s);
+                   return nccl_library().all_reduce(in, out, 1, ncclFloat32, ncclSum, c, s);
                  });
   }
 
@@ -346,6 +348,7 @@ std::unique_ptr<ProcessGroup> connect_nccl(Store& store, int rank, int size,
   MDDP_CHECK(rank >= 0 && rank < size, "rank ", rank, " of ", size);
   MDDP_CHECK(options.timeout.count() > 0, "NcclOptions::timeout must be positive");
   require_gpu(options.device);
+  nccl_library();  // loads NCCL: InputError naming where it looked when there is none
   auto state = std::make_shared<GroupState>();
   state->nccl_log = nccl_log_path();  // set up at process start (capture_nccl_log)
   state->where = {rank, options.device};
@@ -358,7 +361,7 @@ std::unique_ptr<ProcessGroup> connect_nccl(Store& store, int rank, int size,
       store, rank, options.prefix + "/unique_id", sizeof(ncclUniqueId),
       [&] {
         ncclUniqueId id;
-        const ncclResult_t r = ncclGetUniqueId(&id);
+        const ncclResult_t r = nccl_library().get_unique_id(&id);
         if (r != ncclSuccess)
           std::rethrow_exception(nccl_error(r, "ncclGetUniqueId", nullptr, state->where));
         return std::string(id.internal, sizeof id.internal);
@@ -373,7 +376,8 @@ std::unique_ptr<ProcessGroup> connect_nccl(Store& store, int rank, int size,
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;
   std::unique_lock lock(state->mu);
-  const ncclResult_t r = ncclCommInitRankConfig(&state->comm, size, id, rank, &config);
+  const ncclResult_t r =
+      nccl_library().comm_init_rank_config(&state->comm, size, id, rank, &config);
   if (r != ncclSuccess && r != ncclInProgress) {
     state->fail_locked(nccl_error(r, "ncclCommInitRankConfig", state->comm, state->where));
     std::rethrow_exception(state->first_error);

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "core/comm/failure.h"
+#include "core/comm/nccl/nccl_library.h"
 #include "core/comm/nccl/transport_log.h"
 #include "core/common/timer.h"
 #include "core/tensor/cuda/context.h"
@@ -36,7 +37,8 @@ GroupState::~GroupState() {
 void GroupState::fail_locked(std::exception_ptr error) {
   if (!first_error) first_error = error;
   if (comm) {
-    ncclCommAbort(comm);  // its own result is of no use: the communicator is gone either way
+    nccl_library().comm_abort(
+        comm);  // its own result is of no use: the communicator is gone either way
     comm = nullptr;
   }
 }
@@ -63,7 +65,7 @@ std::exception_ptr GroupState::check() {
   std::lock_guard lock(mu);
   if (first_error || !comm) return first_error;
   ncclResult_t async = ncclSuccess;
-  const ncclResult_t r = ncclCommGetAsyncError(comm, &async);
+  const ncclResult_t r = nccl_library().comm_get_async_error(comm, &async);
   if (r != ncclSuccess)
     fail_locked(nccl_error(r, "ncclCommGetAsyncError", comm, where));
   else if (async != ncclSuccess && async != ncclInProgress)
@@ -76,7 +78,7 @@ void GroupState::await_call(std::unique_lock<std::mutex>& lock, const std::strin
   for (;;) {
     if (first_error) std::rethrow_exception(first_error);
     ncclResult_t async = ncclSuccess;
-    const ncclResult_t r = ncclCommGetAsyncError(comm, &async);
+    const ncclResult_t r = nccl_library().comm_get_async_error(comm, &async);
     if (r != ncclSuccess) async = r;
     if (async == ncclSuccess) return;
     if (async != ncclInProgress) {

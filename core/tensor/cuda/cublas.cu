@@ -3,21 +3,23 @@
 #include <string>
 
 #include "core/common/check.h"
+#include "core/common/shared_library.h"
 #include "core/tensor/cuda/cublas.cuh"
 
 namespace mddp::tensor::cuda {
 namespace {
 
-// The soname of the cuBLAS this was compiled against, found through the
-// binary's run path like any linked library; then the build's own copy.
+// Where PyTorch finds it (the nvidia-cublas wheel, a toolkit,
+// LD_LIBRARY_PATH: core/common/shared_library.h), or MDDP_CUBLAS_LIBRARY.
 void* open_cublas() {
-  const std::string soname = str("libcublas.so.", CUBLAS_VER_MAJOR);
-  if (void* lib = dlopen(soname.c_str(), RTLD_NOW | RTLD_LOCAL)) return lib;
-  const std::string first_error = dlerror();
-  if (void* lib = dlopen(MDDP_CUBLAS_PATH, RTLD_NOW | RTLD_LOCAL)) return lib;
-  throw Error(str(
-      "cannot load cuBLAS (", soname, ": ", first_error, "; ", MDDP_CUBLAS_PATH, ": ", dlerror(),
-      "): install the CUDA toolkit's libraries or add their folder to LD_LIBRARY_PATH"));
+  LibrarySearch search;
+  search.what = "cuBLAS";
+  search.soname = str("libcublas.so.", CUBLAS_VER_MAJOR);
+  search.env = "MDDP_CUBLAS_LIBRARY";
+  search.wheel = "cublas";
+  search.built_with = MDDP_CUBLAS_PATH;
+  search.install_hint = "pip install nvidia-cublas (or the CUDA toolkit's libraries)";
+  return open_library(search);
 }
 
 template <class Fn>
