@@ -30,6 +30,7 @@
 #include "worker/job_watch.h"
 #include "worker/metrics_streamer.h"
 #include "worker/protocol_probe.h"
+#include "worker/test_hold.h"
 
 namespace mddp::worker {
 namespace {
@@ -170,14 +171,6 @@ struct Session {
   DataPlane& plane;
 };
 
-// MDDP_TEST_STEP_PAUSE_MS: a pause after every step, for the tests that
-// must act mid-run however fast the machine is (tests/fault/restart_test.sh);
-// timing only: what is computed does not change.
-std::chrono::milliseconds test_step_pause() {
-  const char* ms = std::getenv("MDDP_TEST_STEP_PAUSE_MS");
-  return std::chrono::milliseconds(ms && *ms ? std::atol(ms) : 0);
-}
-
 // Data plane, model, validation, barrier, training. Throws on any failure.
 train::TrainSummary train_rank(Session& s) {
   const train::TrainConfig cfg = rank_config(s.info, s.options);
@@ -217,11 +210,11 @@ train::TrainSummary train_rank(Session& s) {
     if (s.hb.failed()) throw comm::AbortedError(s.hb.failure()->message);
   };
   s.board.set_total_steps(trainer.total_steps());
-  hooks.on_step = [&s, &dt, pause = test_step_pause()](const train::StepResult& r) {
+  hooks.on_step = [&s, &dt, hold = TestHold()](const train::StepResult& r) {
     perf::StepMetrics m = dt->metrics(r);
     m.clock_offset_ns = s.hb.clock_offset_ns();
     s.metrics.push(m);
-    if (pause.count() > 0) std::this_thread::sleep_for(pause);
+    hold.after_step(r.step, s.info.rank);
   };
   hooks.on_eval = [&s](int64_t step, const train::EvalResult& e) {
     perf::StepMetrics m;

@@ -28,7 +28,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/../support/same_checkpoint.sh"  # same_ch
 source "$(dirname "${BASH_SOURCE[0]}")/restart_lib.sh"  # kill_at_step, restarted, ...
 
 STEPS=600
-export MDDP_TEST_STEP_PAUSE_MS=2  # every attempt long enough to be killed mid-run (timing only)
+export MDDP_TEST_HOLD_AT_STEPS=101  # the ranks hold after it until the kill landed (restart_lib.sh)
 # --batch 60 splits over 2 and 3 ranks (and 1), as --min-nproc needs.
 JOB_FLAGS=(--dataset synthetic --synthetic-size 1024 --width 32 --batch 60 --no-eval --log-every 1000000
            --optimizer adam --lr 0.002 --seed 5 --steps "$STEPS" --http-port -1)

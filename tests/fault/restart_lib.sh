@@ -31,23 +31,31 @@ formed() {
 # members DIR: the pids of the current attempt's ranks, in rank order.
 members() { python3 -c 'import json,sys; print(*[m["pid"] for m in json.load(open(sys.argv[1]))["members"]])' "$1/job.json"; }
 
-# kill_at_step DIR ATTEMPT STEP RANK: once ATTEMPT checkpointed STEP, kill
-# -9 RANK (the ranks are stopped around it, so that the kill lands at that
-# step however fast the machine is); KILLED_AT: when.
+# Every rank holds after the steps in MDDP_TEST_HOLD_AT_STEPS (which the
+# scripts export: each kill's STEP + 1) until the test lets it go on: the
+# seam of worker/test_hold.h, so that each kill lands at its step however
+# fast or loaded the machine is.
+export MDDP_TEST_HOLD_DIR="$WORK/hold"
+mkdir -p "$MDDP_TEST_HOLD_DIR"
+# all_held N STEP: ranks 0..N-1 all hold after STEP.
+all_held() {
+  local r
+  for (( r = 0; r < $1; ++r )); do [[ -e "$MDDP_TEST_HOLD_DIR/$2.held.$r" ]] || return 1; done
+}
+# kill_at_step DIR ATTEMPT STEP RANK: once every rank of ATTEMPT holds after
+# STEP + 1 (so rank 0 has written STEP's checkpoint), kill -9 RANK and let
+# the others go on; KILLED_AT: when.
 kill_at_step() {
-  local dir="$1" attempt="$2" step="$3" rank="$4" pids deadline
+  local dir="$1" attempt="$2" step="$3" rank="$4" pids
   WAIT_S=120 wait_for formed "$dir" "$attempt" || fail "attempt $attempt did not form"
   read -r -a pids <<<"$(members "$dir")"
-  deadline=$(( $(date +%s) + 120 ))
-  until checkpointed "$dir" "$step"; do
-    (( $(date +%s) < deadline )) || fail "attempt $attempt did not reach step $step"
-    sleep 0.01
-  done
-  kill -STOP "${pids[@]}" 2>/dev/null
+  WAIT_S=120 wait_for all_held "${#pids[@]}" $(( step + 1 )) ||
+    fail "attempt $attempt did not hold after step $(( step + 1 )) (is it in MDDP_TEST_HOLD_AT_STEPS?)"
+  checkpointed "$dir" "$step" || fail "attempt $attempt is past step $step without its checkpoint"
   KILLED_AT=$(now_ms)
   kill -9 "${pids[rank]}" || fail "rank $rank (pid ${pids[rank]}) was not running at step $step of attempt $attempt"
-  kill -CONT "${pids[@]}" 2>/dev/null
-  echo "killed rank $rank (pid ${pids[rank]}) in attempt $attempt at step $step"
+  touch "$MDDP_TEST_HOLD_DIR/$(( step + 1 )).go"
+  echo "killed rank $rank (pid ${pids[rank]}) in attempt $attempt at step $(( step + 1 ))"
 }
 # restarted DIR ATTEMPT: waits for ATTEMPT's first step in metrics.jsonl and
 # prints the time since the kill (an upper bound: metrics arrive in batches).

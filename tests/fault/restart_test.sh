@@ -19,9 +19,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/../support/same_checkpoint.sh"  # same_ch
 source "$(dirname "${BASH_SOURCE[0]}")/restart_lib.sh"  # kill_at_step, kill_at, restarted, ...
 
 STEPS=1500
-# Every step at least 2 ms long (timing only), so that each attempt runs long
-# enough to be killed mid-run however fast the machine is.
-export MDDP_TEST_STEP_PAUSE_MS=2
+# The ranks hold after these steps until the kill landed (restart_lib.sh).
+export MDDP_TEST_HOLD_AT_STEPS=101,401,701
 TRAIN=(--dataset synthetic --synthetic-size 1024 --width 32 --batch 60 --no-eval --log-every 1000000
        --optimizer adam --lr 0.002 --seed 5 --steps "$STEPS" --checkpoint-every 50 --keep-checkpoints 0
        --transport "$TRANSPORT" --http-port -1)
