@@ -16,17 +16,21 @@ export CCACHE_BASEDIR="$ROOT" CCACHE_NOHASHDIR=1
 BUILD_PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config
   libspdlog-dev libcli11-dev nlohmann-json3-dev libtomlplusplus-dev
-  libdnnl-dev libopenblas-dev zlib1g-dev libssl-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libdnnl-dev libopenblas-dev zlib1g-dev libssl-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libboost-dev
   libgloo-dev  # --backend gloo (core/comm/gloo)
 )
-# And what the tests use: the data set, network namespaces, the compose lab
-# and the Docker engine it runs on (deploy/engine.sh), the browser test, promtool.
-APT_PACKAGES=(
-  "${BUILD_PACKAGES[@]}"
-  openssl  # the security tests' independent TLS clients (openssl s_client, verify)
-  dataset-fashion-mnist iproute2 procps curl docker-compose docker.io debootstrap
-  nodejs chromium fonts-dejavu-core prometheus
+# What the main job reads: the data set.
+RUN_PACKAGES=(dataset-fashion-mnist)
+# What only the tests use: GoogleTest, the independent TLS clients, network
+# namespaces, the compose lab and the Docker engine it runs on
+# (deploy/engine.sh), the bare root of the release test, the browser test,
+# promtool, the formatter, clang for the fuzzers, the PyTorch oracle.
+TEST_PACKAGES=(
+  libgtest-dev libgmock-dev
+  openssl iproute2 procps curl xz-utils docker-compose docker.io debootstrap
+  nodejs chromium fonts-dejavu-core prometheus clang-format
+  clang-14 libclang-rt-14-dev  # scripts/fuzz (libFuzzer)
   python3-torch  # the PyTorch oracle (tests/pytorch/)
 )
 
@@ -46,13 +50,14 @@ install_packages() {
 }
 
 # The npm packages, exactly as each package-lock.json says: the dashboard's
-# (its chart library, bundled into the binary, and playwright-core for the
-# browser test) and deploy/k8s/validate's (the Kubernetes schemas for
-# fault.k8s_manifests).
+# (its chart libraries, compiled into the binary, and playwright-core for
+# the browser test) and, given "tests", deploy/k8s/validate's (the
+# Kubernetes schemas for fault.k8s_manifests).
 install_npm_packages() {
   if ! command -v npm >/dev/null; then install_packages npm; fi
-  local dir
-  for dir in "$ROOT/dashboard" "$ROOT/deploy/k8s/validate"; do
+  local dirs=("$ROOT/dashboard") dir
+  [[ "${1:-}" == tests ]] && dirs+=("$ROOT/deploy/k8s/validate")
+  for dir in "${dirs[@]}"; do
     if [[ ! -d "$dir/node_modules" || "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]]; then
       say "installing the npm packages of ${dir#"$ROOT"/}"
       npm ci --prefix "$dir" --no-audit --no-fund --loglevel=error
@@ -60,14 +65,39 @@ install_npm_packages() {
   done
 }
 
-# configure_and_build DIR [cmake -D options]
+# configure DIR [cmake -D options]: every time (a second run takes a second
+# or two and finds what a package installed since brought, e.g. GoogleTest).
+configure() {
+  local dir="$1"
+  shift
+  mkdir -p "$dir"
+  cmake -S "$ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "$@" >"$dir/configure.log" 2>&1 ||
+    { cat "$dir/configure.log"; exit 1; }
+  grep -E "^-- microddp" "$dir/configure.log" || true
+}
+
+# build DIR [TARGET...]: everything, or only the targets named.
+build() {
+  local dir="$1" targets=()
+  shift
+  (($#)) && targets=(--target "$@")
+  say "building ${*:-everything} in $dir ($JOBS jobs)"
+  cmake --build "$dir" -j "$JOBS" "${targets[@]}"
+}
+
 configure_and_build() {
   local dir="$1"
   shift
-  if [[ ! -f "$dir/build.ninja" ]]; then
-    say "configuring $dir"
-    cmake -S "$ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "$@"
-  fi
-  say "building $dir ($JOBS jobs)"
-  cmake --build "$dir" -j "$JOBS"
+  configure "$dir" "$@"
+  build "$dir"
+}
+
+# Phase timings, printed at the end of a run so a slow phase shows in every log.
+PHASES=()
+phase_start() { PHASE_NAME="$1"; PHASE_T0=$(date +%s); say "$1"; }
+phase_end() { PHASES+=("$(printf '%-44s %5d s' "$PHASE_NAME" $(($(date +%s) - PHASE_T0)))"); }
+print_phases() {
+  ((${#PHASES[@]})) || return 0
+  say "phases"
+  printf '  %s\n' "${PHASES[@]}"
 }

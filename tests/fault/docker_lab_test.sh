@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
 # The compose lab for real (deploy/README.md), as a user on a machine
 # without Docker runs it:
-#   docker_lab_test.sh REPO NODE_MODULES SCREENSHOT.png
+#   docker_lab_test.sh REPO NODE_MODULES SCREENSHOT.png BUILD_DIR
 # 1. deploy/engine.sh up: the running engine, or Debian's dockerd started on
 #    a private socket in a directory of this test, and the base image.
-# 2. The image, built by compose from the repository (compiler and all).
+# 2. The image, built by compose from the release scripts/bundle makes of
+#    BUILD_DIR's binary (MDDP_FROM=release: the project is not compiled a
+#    second time); and deploy/Dockerfile's from-source recipe up to its
+#    configured build tree (the build packages it installs, the context it
+#    copies, CMake's configure), the part a host build does not prove.
+#    MDDP_DOCKER_FROM_SOURCE=1 builds the lab's image from source instead,
+#    compile and all (20-30 min on two cores with a cold compiler cache).
 # 3. A short job with TLS (the lab's default) on uneven links (MDDP_LINK_RATE,
 #    rank 2 slower): the certificates and dashboard token the tls service made
 #    (no CA key left), mutual TLS on the control plane; from the host, the
@@ -31,6 +37,8 @@ set -uo pipefail
 REPO="$(cd "$1" && pwd)"
 MODULES="$2"
 SHOT="$3"
+BUILD_DIR="$4"
+FROM_SOURCE="${MDDP_DOCKER_FROM_SOURCE:-0}"
 T_START=$(date +%s)
 WORK="$(mktemp -d /var/tmp/mddp-docker-lab.XXXXXX)"
 export MDDP_ENGINE_DIR="$WORK/engine"
@@ -65,11 +73,11 @@ compose_logs() { "${COMPOSE[@]}" logs --no-color "$@" 2>&1; }
 cleanup() {
   if [[ -n "${DOCKER_HOST:-}" ]]; then
     "${COMPOSE[@]}" down -v --remove-orphans >/dev/null 2>&1
-    docker image rm -f "$MDDP_IMAGE" >/dev/null 2>&1
+    docker image rm -f "$MDDP_IMAGE" "$MDDP_IMAGE-source" >/dev/null 2>&1
     ((MADE_BASE)) && docker image rm "$BASE_IMAGE" >/dev/null 2>&1
   fi
   ((STARTED_ENGINE)) && bash "$ENGINE" down | sed "s/^/[docker-lab +$(($(date +%s) - T_START))s] /"
-  rm -rf "$WORK"
+  rm -rf "$WORK" "${RELEASE_OUT:-}"
 }
 trap cleanup EXIT
 fail() {
@@ -125,14 +133,36 @@ grep -q "the engine is up\|using the running engine" "$WORK/engine-up2.log" ||
   fail "a second engine.sh up did not find the engine: $(cat "$WORK/engine-up2.log")"
 
 # ---- 2. the image --------------------------------------------------------------------
-say "building $MDDP_IMAGE (load: $(cut -d' ' -f1-3 /proc/loadavg))"
+if ((FROM_SOURCE)); then
+  export MDDP_FROM=source
+else
+  # The release of the host's build, inside the build context (the repository).
+  RELEASE_OUT="$REPO/dist/docker-lab-$$"
+  bash "$REPO/scripts/bundle" --build "$BUILD_DIR" --out "$RELEASE_OUT" --no-tar >"$WORK/bundle.log" 2>&1 ||
+    { cat "$WORK/bundle.log"; fail "scripts/bundle failed"; }
+  export MDDP_FROM=release
+  MDDP_RELEASE_DIR="$(realpath --relative-to="$REPO" "$RELEASE_OUT"/microddp-*)"
+  export MDDP_RELEASE_DIR
+fi
+say "building $MDDP_IMAGE from $MDDP_FROM (load: $(cut -d' ' -f1-3 /proc/loadavg))"
 T0=$(date +%s)
 # The tls service builds the image every service runs.
 "${COMPOSE[@]}" build tls >"$WORK/build.log" 2>&1 || { tail -n 40 "$WORK/build.log"; fail "the image did not build"; }
-# The compile step's ccache statistics say whether this was a cold or a warm build.
-say "image built in $(($(date +%s) - T0)) s (ccache $(grep -m1 -o "Hits: .*" "$WORK/build.log" || echo "not run: layers cached")):" \
+# From source, the compile step's ccache statistics say whether this was a cold or a warm build.
+say "image built in $(($(date +%s) - T0)) s ($( ((FROM_SOURCE)) && echo "ccache $(grep -m1 -o "Hits: .*" "$WORK/build.log" || echo "not run: layers cached")" || echo "from the release $MDDP_RELEASE_DIR")):" \
   "$(docker image inspect -f '{{.Size}}' "$MDDP_IMAGE" | awk '{printf "%.0f MB", $1 / 1e6}');" \
   "engine data $( ((STARTED_ENGINE)) && du -sh "$MDDP_ENGINE_DIR" | cut -f1 || echo "(not ours)")"
+if ((!FROM_SOURCE)); then
+  # The from-source recipe up to the compile: its packages install, its context copies, CMake configures.
+  T0=$(date +%s)
+  DOCKER_BUILDKIT=1 docker build --network host -f "$REPO/deploy/Dockerfile" --target source-configured \
+    -t "$MDDP_IMAGE-source" "$REPO" >"$WORK/source.log" 2>&1 ||
+    { tail -n 40 "$WORK/source.log"; fail "deploy/Dockerfile's source stage did not configure"; }
+  grep -q "Build files have been written to: /build" "$WORK/source.log" ||
+    { tail -n 40 "$WORK/source.log"; fail "the source stage's log does not show CMake's configure"; }
+  docker image rm -f "$MDDP_IMAGE-source" >/dev/null 2>&1
+  say "the source stage configured in $(($(date +%s) - T0)) s"
+fi
 
 export MDDP_HTTP_PORT MDDP_GRPC_PORT
 MDDP_HTTP_PORT=$(free_port)
