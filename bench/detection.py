@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""How fast a dead rank is noticed (issue 16 section 1), with default flags.
+"""How fast a dead rank is noticed (docs/failures.md), with default flags.
 
 Each try starts a coordinator and 3 `microddp worker` processes on this host
 (default heartbeat flags, a small synthetic job), waits until every rank has

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Which engine runs the collectives (docs/engines.md): microddp's own ring
+# Which engine runs the collectives (docs/backends.md): microddp's own ring
 # over its TCP and shared-memory transports against gloo inside microddp
 # (`--backend gloo`: Debian's libgloo under the same reducer, buckets and
 # hooks), side by side in one run: interleaved rounds (the order flips every

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The hierarchical all-reduce against the flat ring on emulated hosts with a
-# slow link between them (issue 19): deploy/netns_lab.sh's hosts (a network
-# and UTS namespace each: ranks on one host share memory, hosts talk TCP
-# through a tc tbf rate limit), 2 hosts x 2 ranks.
+# slow link between them (docs/allreduce.md, "Hierarchical"):
+# deploy/netns_lab.sh's hosts (a network and UTS namespace each: ranks on
+# one host share memory, hosts talk TCP through a tc tbf rate limit),
+# 2 hosts x 2 ranks.
 #
 # For each rate, --rounds rounds, the order of the two flipped every round:
 #   1. `microddp bench allreduce --algo ring|hierarchical` (-b 1M -e 64M -f 4):

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The slow-network lab: the seeds' table of communication overhead against
-# model size, MEASURED on rate-limited links, next to the cost model's
+# The slow-network lab: communication overhead against model size,
+# MEASURED on rate-limited links, next to the cost model's
 # prediction from an alpha-beta fit measured on the same link.
 #
 # For each rate (tc tbf on every link of deploy/netns_lab.sh; netem is not
@@ -13,13 +13,14 @@
 #   3. train: the same job for each model size (FullMLP W-W-W-10, W picked
 #      for about 1M, 5M and 20M parameters; synthetic data; SGD), bucketed
 #      DDP with one bucket as large as the model, so each step does exactly
-#      one all-reduce of the whole gradient after backward (no overlap: the
-#      seeds' setting); per step the slowest rank's step time and exposed
+#      one all-reduce of the whole gradient after backward (no overlap);
+#      per step the slowest rank's step time and exposed
 #      communication, and the all-reduce time of the rank that joined it
 #      last (the shortest across ranks: the others' include waiting for it,
 #      as in `microddp analyze`), medians after the warm-up steps;
 #   4. predict: `microddp model --fit` on that gradient size with the
-#      measured compute time, and the seeds' formula at the nominal rate.
+#      measured compute time, and the bandwidth-only formula
+#      2(n-1)/n S / beta at the nominal rate.
 #
 #   bench/netns_overhead.sh [--rates "1gbit 10gbit"] [--ranks 2] [--steps 12]
 #                           [--skip 3] [--batch 32] [--sizes "1M:704 ..."]
@@ -39,7 +40,7 @@ OUT=""
 KEEP=""
 SSAI=""  # net.ipv4.tcp_slow_start_after_idle in the lab's hosts ("" = the kernel's default)
 # Model sizes: name, width W of FullMLP(depth 2, 10 classes) on synthetic data,
-# whose input is W wide (the seeds' square model): Linear(W,W), Linear(W,W),
+# whose input is W wide (a square model): Linear(W,W), Linear(W,W),
 # Linear(W,10) = 2W^2 + 12W + 10 parameters -> 1.00M, 5.00M, 20.0M.
 SIZES="1M:704 5M:1578 20M:3159"
 
@@ -119,12 +120,12 @@ b, step, comm, wait, exposed, compute, n = map(float, (b, step, comm, wait, expo
 n = int(n)
 row = json.loads(model)["rows"][0]
 gbit = float(rate.replace("gbit", ""))
-seeds_ms = b * 2 * (n - 1) / n / (gbit * 1e9 / 8) * 1e3  # the seeds' formula at the nominal rate
+bw_ms = b * 2 * (n - 1) / n / (gbit * 1e9 / 8) * 1e3  # 2(n-1)/n S / beta at the nominal rate
 print(json.dumps({"rate": rate, "model": name, "width": int(width), "bytes": b, "params": b / 4,
   "step_ms": step, "compute_ms": compute, "comm_ms": comm, "wait_ms": wait, "exposed_ms": exposed,
   "overhead": exposed / step, "pred_comm_ms": row["allreduce_ms"], "pred_overhead": row["no_overlap"]["overhead"],
   "alpha_us": row["alpha_us"], "beta_gbps": row["beta_gbps"],
-  "seeds_comm_ms": seeds_ms, "seeds_overhead": seeds_ms / (seeds_ms + compute)}))
+  "bw_only_comm_ms": bw_ms, "bw_only_overhead": bw_ms / (bw_ms + compute)}))
 PY
   done
   bash "$LAB_SH" down >&2
@@ -134,16 +135,14 @@ echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 table="$(/usr/bin/python3 - "$ROWS" "$RANKS" "$BATCH" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
-claims = {"1M": "~60%", "5M": "~40%", "20M": "~20%"}
 print(f"{sys.argv[2]} ranks, per-rank batch {sys.argv[3]}, one all-reduce of the whole gradient per step after backward (ring, tcp).\n")
-print("| link | model | params | gradient MB | fit α µs / β GB/s | compute ms | all-reduce ms measured | predicted (fit) | error | first rank in waited ms | overhead measured | predicted (fit) | seeds' formula at nominal rate | seeds' claim (10 Gbit/s) |")
-print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+print("| link | model | params | gradient MB | fit α µs / β GB/s | compute ms | all-reduce ms measured | predicted (fit) | error | first rank in waited ms | overhead measured | predicted (fit) | bandwidth-only formula at nominal rate |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 for r in rows:
     err = (r["pred_comm_ms"] - r["comm_ms"]) / r["comm_ms"] * 100
     print(f"| {r['rate']} | {r['model']} | {r['params']/1e6:.2f}M | {r['bytes']/1e6:.1f} | {r['alpha_us']:.0f} / {r['beta_gbps']:.3f} "
           f"| {r['compute_ms']:.1f} | {r['comm_ms']:.1f} | {r['pred_comm_ms']:.1f} | {err:+.0f}% | {r['wait_ms']:.1f} "
-          f"| {r['overhead']*100:.0f}% | {r['pred_overhead']*100:.0f}% | {r['seeds_overhead']*100:.0f}% "
-          f"| {claims.get(r['model'], '')} |")
+          f"| {r['overhead']*100:.0f}% | {r['pred_overhead']*100:.0f}% | {r['bw_only_overhead']*100:.0f}% |")
 PY
 )"
 echo "$table"

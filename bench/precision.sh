@@ -4,7 +4,7 @@
 # step time, the peak RSS per rank, and the communication per step (the
 # all-reduce's total time and the part not hidden behind backward). Under
 # bf16/fp16 DDP sends 16-bit gradients, so the change in communication time
-# answers the seeds' "how does FP16 affect communication overhead".
+# answers "how does FP16 affect communication overhead".
 #
 # Usage: bench/precision.sh [--nprocs "1 2"] [--precisions "fp32 bf16"] [--iters N] [-- BENCH TRAIN FLAGS...]
 # Environment: MICRODDP (default: <repo>/build/cli/microddp), MICRODDP_BF16_GEMM=emulate

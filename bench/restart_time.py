@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""From a kill -9 to the first step of the next attempt (issue 16 section 3).
+"""From a kill -9 to the first step of the next attempt (docs/recovery.md).
 
 Each try trains a 3-rank job on this host (shared memory, a small synthetic
 job, --checkpoint-every 50), kills one rank with -9 once step 100's

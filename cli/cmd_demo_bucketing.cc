@@ -1,9 +1,7 @@
 // `microddp demo bucketing`: naive vs hooked vs bucketed (several caps) on
-// the same job, side by side — the seeds' compare_bucketed_vs_unbucketed,
-// with warm-up, barriers and real overlap. Many small all-reduces pay the
-// latency once each (hooked); one bucket for the whole model overlaps
-// nothing (it is ready only at the end of backward); small-but-not-tiny
-// buckets overlap most. docs/bucketing.md.
+// the same job, side by side, with warm-up, barriers and real overlap. Many small all-reduces pay
+// the latency once each (hooked); one bucket for the whole model overlaps nothing (it is ready only
+// at the end of backward); small-but-not-tiny buckets overlap most. docs/bucketing.md.
 #include <cstdio>
 #include <memory>
 

@@ -1,8 +1,8 @@
 // `microddp demo hooks`: watch backward fire the grad-ready hooks (last
 // layer first) and the bucketed reducer launch each bucket's all-reduce the
 // moment its last gradient arrives, while earlier layers are still in
-// backward. The seeds' examples/hooks.py, with real asynchronous
-// all-reduces. docs/hooks.md, docs/bucketing.md.
+// backward, with real asynchronous all-reduces. docs/hooks.md,
+// docs/bucketing.md.
 #include <algorithm>
 #include <cstdio>
 #include <memory>

@@ -1,7 +1,7 @@
-// `microddp demo manual`: data parallelism by hand, in one process — the
-// seeds' examples/manual.py. Two replicas of the seeds' FullMLP start from
-// the same seed; each takes half of the batch; their gradients are averaged
-// by hand (core/ddp/manual_average.cc) and both take the same Adam step. The
+// `microddp demo manual`: data parallelism by hand, in one process. Two
+// replicas of the small FullMLP(128, 16) start from the same seed; each
+// takes half of the batch; their gradients are averaged by hand
+// (core/ddp/manual_average.cc) and both take the same Adam step. The
 // averaged gradient equals the whole-batch gradient (mean of means over
 // equal halves), so the replicas train exactly like one model on the whole
 // batch. docs/naive.md.
@@ -61,7 +61,7 @@ void run(int steps, int batch, uint64_t seed) {
               static_cast<long long>(a.model->num_parameters()),
               static_cast<unsigned long long>(seed));
 
-  // One fixed batch, like the seeds: x ~ N(0, 1), labels 0/1.
+  // One fixed batch: x ~ N(0, 1), labels 0/1.
   Rng rng(seed + 1);
   std::vector<float> xs(batch * 128), ys(batch);
   for (float& v : xs) v = rng.normal();

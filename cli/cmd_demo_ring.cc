@@ -6,7 +6,7 @@
 // partial sums as they were — the algorithm's own execution, not a
 // simulation — and checks the result.
 //
-//   rank r's element i = r * elements + i + 1 (the seeds' [1,2,3], [4,5,6], [7,8,9])
+//   rank r's element i = r * elements + i + 1 (3 ranks, 3 elements: [1,2,3], [4,5,6], [7,8,9])
 #include <unistd.h>
 
 #include <cstdio>

@@ -14,12 +14,10 @@
 //   overlap     step = c(1-f) + max(c f, t_comm): the all-reduce hidden behind
 //               backward (a fraction f of compute, 2/3 by default: backward
 //               does two GEMMs per forward one) - the best bucketing can do
-//   overhead    exposed communication / step (the seeds' "comm / total")
+//   overhead    exposed communication / step (not / compute: a share of the step)
 //   speedup     throughput(n) / throughput(1); efficiency = speedup / n
 //
-// `--seeds-table` recomputes the seeds' 1M/5M/20M-parameter table and
-// worked examples with their own formula, stating the assumptions they left
-// out (see docs/performance.md).
+// See docs/performance.md.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -44,8 +42,7 @@ struct ModelArgs {
   double bytes = 0;
   int64_t params = 0;
   std::string world_sizes = "4";
-  double bandwidth_gbps = 10,
-         latency_ms = 0.1;  // the seeds' defaults (estimate_communication_time)
+  double bandwidth_gbps = 10, latency_ms = 0.1;  // 10 Gbit/s Ethernet, 0.1 ms per message
   std::string algorithm = "ring";
   int ranks_per_host = 0;                                    // hierarchical: L
   double host_bandwidth_gbps = 80, host_latency_ms = 0.002;  // shared memory (docs/allreduce.md)
@@ -55,8 +52,7 @@ struct ModelArgs {
   double backward_fraction = 2.0 / 3.0;
   bool use_fit = false;
   std::string fit_file, transport = "tcp";
-  double gflops = 100;  // --seeds-table: compute rate per rank
-  bool json = false, seeds_table = false;
+  bool json = false;
 };
 
 struct Link {
@@ -251,163 +247,10 @@ void print_prediction(const ModelArgs& a, double bytes, const std::vector<Row>& 
   }
 }
 
-// ---- The seeds' table -------------------------------------------------------
-//
-// The seeds' README: "Communication time ~ (gradient_bytes * 2 * (N-1) / N) /
-// bandwidth" and a table of 1M / 5M / 20M parameters (4 / 20 / 80 MB) with
-// "~60% / ~40% / ~20%" overhead at 10 Gbit/s. No compute time, batch or N
-// is given, so the percentages cannot follow from the formula; below they
-// are recomputed under stated assumptions (compute = 6 FLOPs per parameter
-// per sample, as for an MLP, at --gflops on a per-rank batch --batch), and
-// the compute time each claim would need is shown next to it, with how much
-// faster than the gradient that compute would have to grow from row to row.
-
-struct SeedRow {
-  const char* name;
-  double params;
-  double claimed;  // the seeds' overhead
-};
-constexpr SeedRow kSeedRows[] = {{"Tiny", 1e6, 0.60}, {"Small", 5e6, 0.40}, {"Medium", 20e6, 0.20}};
-
-// The seeds' break-down scenarios (examples/performance.py when_ddp_breaks_down):
-// bytes as MB of 2^20, compute ms, Gbit/s; 4 ranks, 0.1 ms latency.
-struct Scenario {
-  const char* name;
-  double mbytes, compute_ms, gbps;
-};
-constexpr Scenario kScenarios[] = {
-    {"Small model", 1, 1, 10}, {"Large model", 1000, 100, 10}, {"Slow network", 100, 50, 1}};
-
-void print_seeds_table(const ModelArgs& a) {
-  const int n = parse_world_sizes(a.world_sizes, "--world-size").back();
-  const perf::AlphaBeta link = link_from_flags(a);
-  const int64_t b = a.batch > 0 ? a.batch : 32;
-  json out = {{"world_size", n},
-              {"bandwidth_gbps", a.bandwidth_gbps},
-              {"latency_ms", a.latency_ms},
-              {"per_rank_batch", b},
-              {"gflops", a.gflops}};
-  if (!a.json) {
-    std::printf(
-        "# The seeds' table (README 'Typical Results'), recomputed. Assumptions: n = %d ranks, "
-        "ring, "
-        "%.3g Gbit/s, latency %.3g ms,\n# fp32 gradients (4 bytes/param, MB = 1e6 B), compute = "
-        "6 FLOPs x params x %lld samples per rank at %.0f GFLOP/s (an MLP), no overlap.\n",
-        n, a.bandwidth_gbps, a.latency_ms, static_cast<long long>(b), a.gflops);
-    std::printf("# %-7s %7s %8s %16s %14s %11s %10s %8s %14s\n", "model", "params", "grad MB",
-                "seeds' formula ms", "ring a-b ms", "compute ms", "overhead", "claimed",
-                "claim needs ms");
-  }
-  // Row to row, the compute each claim needs grows by needed_growth while the
-  // gradient grows by the parameter ratio; the claim needs compute to outgrow
-  // the gradient by their quotient (1 would be compute in proportion).
-  std::vector<double> needed_growths, grad_growths, faster;  // rows 2.., against the row above
-  const SeedRow* prev = nullptr;
-  double prev_needed = 0;
-  for (const SeedRow& s : kSeedRows) {
-    const double bytes = 4 * s.params;
-    const double bw_only =
-        bytes * 2 * (n - 1) / n / link.beta_Bps;  // the seeds' formula, no latency
-    const double ring = perf::allreduce_seconds("ring", bytes, n, link);
-    const double compute =
-        perf::dense_compute_seconds(s.params, static_cast<double>(b), a.gflops * 1e9);
-    const double overhead = perf::step_time(compute, ring, 0).overhead();
-    const double needed = perf::compute_for_overhead(ring, s.claimed);
-    json row = {{"model", s.name},
-                {"params", s.params},
-                {"grad_bytes", bytes},
-                {"seeds_formula_ms", bw_only * 1e3},
-                {"ring_ms", ring * 1e3},
-                {"compute_ms", compute * 1e3},
-                {"overhead", overhead},
-                {"claimed_overhead", s.claimed},
-                {"claim_needs_compute_ms", needed * 1e3}};
-    if (prev) {
-      needed_growths.push_back(needed / prev_needed);
-      grad_growths.push_back(s.params / prev->params);
-      faster.push_back(needed_growths.back() / grad_growths.back());
-      row["claim_needs_compute_growth"] = needed_growths.back();
-      row["gradient_growth"] = grad_growths.back();
-      row["claim_needs_compute_growth_over_gradient"] = faster.back();
-    }
-    prev = &s;
-    prev_needed = needed;
-    out["rows"].push_back(row);
-    if (!a.json)
-      std::printf("  %-7s %6.0fM %8.0f %16.2f %14.2f %11.2f %9.1f%% %7.0f%% %14.2f\n", s.name,
-                  s.params / 1e6, bytes / 1e6, bw_only * 1e3, ring * 1e3, compute * 1e3,
-                  overhead * 100, s.claimed * 100, needed * 1e3);
-  }
-  // The worked example of the seeds' docs/performance.md: 100 MB, 4 GPUs, 10 Gbit/s, 0.1 ms.
-  const perf::AlphaBeta ex{1e-4, 10e9 / 8};
-  const double ex_dec = perf::allreduce_seconds("ring", 100e6, 4, ex);
-  const double ex_bin = perf::allreduce_seconds("ring", 100.0 * (1 << 20), 4, ex);
-  const double ex_claim_like = 100e6 / ex.beta_Bps;  // S / beta: what ~0.08 s equals
-  out["worked_example"] = {{"claimed_s", 0.08},
-                           {"formula_s_1e8_bytes", ex_dec},
-                           {"formula_s_100_MiB", ex_bin},
-                           {"s_over_beta_s", ex_claim_like}};
-  for (const Scenario& s : kScenarios) {
-    const double comm =
-        perf::allreduce_seconds("ring", s.mbytes * (1 << 20), 4, {1e-4, s.gbps * 1e9 / 8});
-    out["scenarios"].push_back({{"name", s.name},
-                                {"mbytes", s.mbytes},
-                                {"compute_ms", s.compute_ms},
-                                {"gbps", s.gbps},
-                                {"comm_ms", comm * 1e3},
-                                {"comm_over_compute", comm * 1e3 / s.compute_ms},
-                                {"comm_over_total", comm * 1e3 / (comm * 1e3 + s.compute_ms)}});
-  }
-  if (a.json) {
-    std::printf("%s\n", out.dump(2).c_str());
-    return;
-  }
-  std::printf(
-      "# With compute proportional to parameters (any MLP, any fixed batch), comm and compute grow "
-      "together:\n"
-      "# the overhead stays about the same at every size; only the latency term (2(n-1) alpha) "
-      "makes small\n"
-      "# models slightly worse. The claimed fall from 60%% to 20%% needs compute (last column) to "
-      "grow\n#");
-  for (std::size_t i = 0; i < needed_growths.size(); ++i)
-    std::printf("%s %.1fx from %.0fM to %.0fM", i ? " and" : "", needed_growths[i],
-                kSeedRows[i].params / 1e6, kSeedRows[i + 1].params / 1e6);
-  std::printf(", while the gradient grows");
-  for (std::size_t i = 0; i < grad_growths.size(); ++i)
-    std::printf("%s %.1fx", i ? " and" : "", grad_growths[i]);
-  const auto [fmin, fmax] = std::minmax_element(faster.begin(), faster.end());
-  std::printf(
-      ":\n# compute would have to grow %.1f-%.1fx faster than the gradient, which the seeds never "
-      "state.\n#\n",
-      *fmin, *fmax);
-  std::printf(
-      "# The seeds' worked example (100 MB, 4 GPUs, 10 Gbit/s, 0.1 ms): claimed ~0.08 s; their "
-      "formula\n"
-      "# 2(n-1)(alpha + S/(n beta)) gives %.4f s (S = 1e8 B) or %.4f s (S = 100 MiB). 0.08 s is "
-      "S/beta = "
-      "%.4f s:\n# one full buffer over one link, dropping the 2(n-1)/n = 1.5 of the ring and the "
-      "latency.\n#\n",
-      ex_dec, ex_bin, ex_claim_like);
-  std::printf("# The seeds' scenarios (when_ddp_breaks_down: 4 ranks, 0.1 ms, MB = 2^20 B):\n");
-  std::printf("# %-13s %8s %11s %8s %10s %13s %11s\n", "scenario", "MB", "compute ms", "Gbit/s",
-              "comm ms", "comm/compute", "comm/total");
-  for (const json& s : out["scenarios"])
-    std::printf("  %-13s %8.0f %11.0f %8.0f %10.1f %12.0f%% %10.1f%%\n",
-                s["name"].get<std::string>().c_str(), s["mbytes"].get<double>(),
-                s["compute_ms"].get<double>(), s["gbps"].get<double>(), s["comm_ms"].get<double>(),
-                s["comm_over_compute"].get<double>() * 100,
-                s["comm_over_total"].get<double>() * 100);
-  std::printf(
-      "# The seeds divide by compute (not by the total) and call all three 'Inefficient' (>50%%): "
-      "by their\n"
-      "# own formula every scenario is communication-bound, the 'large model' one included.\n");
-}
-
 void run_model(const ModelArgs& a) {
   if (a.batch < 0) throw InputError(str("--batch must be positive, got ", a.batch));
   parse_scaling(a.scaling);
   const std::vector<int> sizes = parse_world_sizes(a.world_sizes, "--world-size");
-  if (a.seeds_table) return print_seeds_table(a);
   if ((a.bytes > 0) == (a.params > 0))
     throw InputError(
         "give the gradient size: --bytes B or --params N (fp32, 4 bytes each), not both");
@@ -469,8 +312,7 @@ void register_model(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option(
       "--batch", a->batch,
-      "samples per step: global (strong) or per rank (weak); makes --compute-ms per sample. "
-      "--seeds-table: per-rank batch (default 32)");
+      "samples per step: global (strong) or per rank (weak); makes --compute-ms per sample");
   cmd->add_option("--scaling", a->scaling,
                   "strong (fixed global batch) | weak (fixed per-rank batch)")
       ->check(CLI::IsMember({"strong", "weak"}))
@@ -486,11 +328,6 @@ void register_model(CLI::App& app) {
       "the fits' file (default: $MICRODDP_FIT_FILE or ~/.cache/microddp/alpha_beta.json)");
   cmd->add_option("--transport", a->transport, "the fit's transport: tcp | shm | nccl")
       ->capture_default_str();
-  cmd->add_option("--gflops", a->gflops, "--seeds-table: compute rate per rank, GFLOP/s")
-      ->check(finite_above(0))
-      ->capture_default_str();
-  cmd->add_flag("--seeds-table", a->seeds_table,
-                "recompute the seeds' 1M/5M/20M-parameter overhead table and worked examples");
   cmd->add_flag("--json", a->json, "print JSON instead of the table");
   cmd->callback([a] { run_model(*a); });
 }

@@ -1,4 +1,4 @@
-// `microddp verify`: the seeds' simple_ddp check, as a command. Trains the
+// `microddp verify`: DDP against one process, as a command. Trains the
 // same job with each synchronisation mode on N local ranks and once in a
 // single process on the whole batch, then compares: every rank must hold
 // bitwise the same parameters, and they must match the single process within
@@ -128,7 +128,7 @@ bool run(const train::TrainConfig& cfg, int nproc) {
 
 void register_verify(CLI::App& app) {
   auto cfg = std::make_shared<train::TrainConfig>();
-  // The seeds' model: FullMLP(128, 16), 2 classes, batch 32; SGD with momentum.
+  // A small model: FullMLP(128, 16), 2 classes, batch 32; SGD with momentum.
   cfg->data.spec = "synthetic";
   cfg->optim = {.name = "sgd", .lr = 0.01f, .momentum = 0.9f};
   cfg->model = {.kind = "mlp", .width = 128, .depth = 16, .classes = 2};

@@ -27,8 +27,8 @@ namespace mddp::coordinator {
 // restarted before the coordinator ended the attempt) were parked and now
 // join it. Its ranks resume from the last checkpoint in the run directory
 // (rank 0 finds it: train.resume_latest). The metrics of each attempt are
-// kept once per (attempt, rank, step) (Note [Exactly once by (attempt,
-// rank, step)] in metrics_log.h).
+// kept once per (attempt, rank, step)
+// (Note [Exactly once by (attempt, rank, step)] in metrics_log.h).
 //
 // Note [What is restarted]
 // Only what a restart can cure: a process that died, went silent (hung,

@@ -1,5 +1,5 @@
-// Job: one training job as the coordinator sees it, in attempts (See Note
-// [Attempts] in job.cc): who may join (Admission), the attempts (each with
+// Job: one training job as the coordinator sees it, in attempts
+// (See Note [Attempts] in job.cc): who may join (Admission), the attempts (each with
 // its rendezvous, fingerprint check, key/value store, barriers and health:
 // attempt.h), the job's state, the metrics log and the restart policy, in
 // domain terms with no gRPC. The service (service.h) only translates

@@ -55,8 +55,8 @@ class MetricsLog {
   MetricsLog(const MetricsLog&) = delete;
   MetricsLog& operator=(const MetricsLog&) = delete;
 
-  // Appends the batch (one line per record), less duplicates (Note [Exactly
-  // once by (attempt, rank, step)]). Returns "" or why the file write failed
+  // Appends the batch (one line per record), less duplicates
+  // (Note [Exactly once by (attempt, rank, step)]). Returns "" or why the file write failed
   // (the records that did not fit are kept in memory and counted in lost()).
   std::string append(std::vector<MetricsRecord> batch);
   // Appends an event line (a JSON object with its "kind"); "" or why the write failed.

@@ -18,8 +18,8 @@
 // starts, or the attempt before ended) and lasts `timeout`; when it closes
 // before enough joined, every pending join fails with "k of N joined" and
 // timed_out() becomes true. A join whose own deadline passes first (or that
-// is cancelled) leaves and frees its place. Waits follow Note [Waits
-// complete exactly once] (outcome.h). Thread-safe.
+// is cancelled) leaves and frees its place. Waits follow
+// Note [Waits complete exactly once] (outcome.h). Thread-safe.
 #pragma once
 
 #include <cstdint>

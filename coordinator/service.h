@@ -1,8 +1,8 @@
 // The gRPC service: a thin translation of the Coordinator service
 // (proto/microddp.proto) onto Job, on gRPC's callback API. Handlers never
 // block a gRPC thread: a call that waits (Join, Validate, Get, Barrier)
-// parks a callback in Job and finishes when Job answers (Note [Waits
-// complete exactly once], outcome.h); if the client goes away first, its
+// parks a callback in Job and finishes when Job answers
+// (Note [Waits complete exactly once], outcome.h); if the client goes away first, its
 // OnCancel cancels the wait. Watch streams stay open from a worker's join to
 // its leave and carry the job's verdict to it at once. Every wait is bounded: by the request's
 // timeout_ms (default kDefaultWait, at most kMaxWait), the client's gRPC

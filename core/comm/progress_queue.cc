@@ -134,8 +134,9 @@ struct ProgressQueue::Impl {
     return str("an earlier collective failed: ", what.substr(0, what.find('\n')));
   }
 
-  // Records the first error and tears down: See Note [One failure ends the
-  // communicator]. `reason` is what the engine's blocked calls report.
+  // Records the first error and tears down:
+  // See Note [One failure ends the communicator]. `reason` is what the engine's blocked calls
+  // report.
   void fail(std::exception_ptr error, const std::string& reason) {
     std::deque<Entry> dropped;
     {

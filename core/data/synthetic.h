@@ -2,7 +2,7 @@
 // truth: X ~ N(0, 1) and a fixed random linear map W* ~ N(0, 1/in_dim) (the
 // 1/in_dim keeps X·W* at unit variance whatever the width).
 //
-//   SyntheticRegression:     y = X·W* + noise·N(0, 1)       (the seed course's SyntheticDataset)
+//   SyntheticRegression:     y = X·W* + noise·N(0, 1)       (a regression with a known answer)
 //   SyntheticClassification: label = argmax_c (X·W*)[c]     (linearly separable, so learnable)
 //
 // Every sample is generated once, at construction, from mddp::Rng: the same

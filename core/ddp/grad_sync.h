@@ -1,5 +1,5 @@
-// How gradients become the average over ranks. Three strategies, the course's
-// three steps (docs/naive.md, docs/hooks.md, docs/bucketing.md):
+// How gradients become the average over ranks. Four strategies, the course's
+// steps (docs/naive.md, docs/hooks.md, docs/bucketing.md, docs/ddp.md):
 //
 //   naive     after backward, all-reduce every gradient, one at a time
 //             (NaiveSync, naive_sync.cc);
@@ -8,7 +8,7 @@
 //             hooked_sync.cc);
 //   bucketed  gradients live in flat bucket buffers; a bucket's all-reduce is
 //             launched the moment its last gradient is ready (Reducer,
-//             reducer.cc) — the real thing, like PyTorch's DDP.
+//             reducer.cc) — the real thing, like PyTorch's DDP;
 //   sharded   ZeRO-1: the buckets of bucketed mode, each reduce-scattered
 //             instead of all-reduced, so each rank holds the average of
 //             its 1/n shard only; the optimiser updates that shard and

@@ -1,9 +1,8 @@
-// Hooked DDP (the seeds' register_ddp_hooks without bucketing): each
-// parameter's all-reduce is launched asynchronously from its grad-ready hook,
-// so the last layers' gradients travel while earlier layers are still in
-// backward. The step waits for all of them before the optimiser. One
-// collective per parameter: many small messages, each paying the latency α.
-// docs/hooks.md.
+// Hooked DDP (hooks without bucketing): each parameter's all-reduce is
+// launched asynchronously from its grad-ready hook, so the last layers'
+// gradients travel while earlier layers are still in backward. The step
+// waits for all of them before the optimiser. One collective per parameter:
+// many small messages, each paying the latency α. docs/hooks.md.
 #include "core/common/check.h"
 #include "core/common/timer.h"
 #include "core/ddp/strategies.h"

@@ -1,6 +1,6 @@
 // Data parallelism by hand, in one process: the replicas' gradients averaged
-// with plain tensor ops, no communicator (`microddp demo manual`, the seeds'
-// examples/manual.py, docs/naive.md; the course's Lab 1 writes its own).
+// with plain tensor ops, no communicator (`microddp demo manual`,
+// docs/naive.md; the course's Lab 1 writes its own).
 #pragma once
 
 #include <vector>

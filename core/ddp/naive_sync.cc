@@ -1,7 +1,7 @@
-// Naive data parallelism (the seeds' naive_data_parallel_step): wait for the
-// whole backward, then all-reduce every gradient, one blocking call per
-// parameter. Nothing overlaps, and n parameters cost n latencies — the
-// baseline the hooked and bucketed strategies improve on. docs/naive.md.
+// Naive data parallelism: wait for the whole backward, then all-reduce
+// every gradient, one blocking call per parameter. Nothing overlaps, and n
+// parameters cost n latencies — the baseline the hooked and bucketed
+// strategies improve on. docs/naive.md.
 #include "core/common/timer.h"
 #include "core/ddp/strategies.h"
 
@@ -16,7 +16,7 @@ void NaiveSync::on_grad_ready(nn::Parameter&) {}
 void NaiveSync::finish() {
   stats_ = {};
   const int64_t t0 = now_ns();
-  for (auto& u : units_) {  // registration order, like the seeds' loop
+  for (auto& u : units_) {  // registration order
     u->launch(comm_);
     u->advance(comm_);
     u->complete(stats_);

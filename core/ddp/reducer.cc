@@ -6,10 +6,10 @@
 // re-pointed to a view into it (tensor::Tensor::view). Backward therefore
 // writes gradients straight into the buffer that is all-reduced, and the
 // averaged result is already where the optimiser reads it: no copy into or
-// out of the bucket. (The seed project copied gradients into a bucket and
-// only wrote some of them back: after one backward, 21 of its 34 parameters
-// kept their un-averaged gradient. Views make that bug impossible, and
-// tests/multirank/ddp_grad_test.cc checks every parameter anyway.)
+// out of the bucket. (A reducer that copies gradients into a bucket must
+// copy every one back; one that misses some leaves those parameters with
+// their un-averaged gradient. Views make that bug impossible, and
+// tests/ddp/ddp_grad_test.cc checks every parameter anyway.)
 //
 // Flush rule: each bucket counts the gradients it still waits for; the hook
 // decrements the count, and buckets are launched strictly in index order

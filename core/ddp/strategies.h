@@ -1,4 +1,5 @@
-// The three GradSync strategies (see grad_sync.h). Private to core/ddp.
+// Three of the four GradSync strategies (see grad_sync.h): naive, hooked and
+// bucketed; the fourth, sharded, is a Reducer in sharded_sync.h. Private to core/ddp.
 #pragma once
 
 #include <functional>

@@ -1,4 +1,4 @@
-// Model builders: the seeds' FullMLP and a configurable CNN.
+// Model builders: FullMLP and a configurable CNN.
 #pragma once
 
 #include <cstdint>
@@ -13,7 +13,7 @@ namespace mddp::nn {
 struct ModelConfig {
   std::string kind = "mlp";  // mlp | cnn
   // FullMLP: depth x (Linear + ReLU) of `width`, then a Linear head to
-  // `classes`. The first Linear maps the input size to width (for the seeds'
+  // `classes`. The first Linear maps the input size to width (for a
   // square model, input size == width). classes == 0: no head, and no ReLU
   // after the last layer (the benchmark's 16 square layers with MSE).
   int64_t width = 256;

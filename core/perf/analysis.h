@@ -8,9 +8,9 @@
 // step time. Only complete steps (every rank reported) after the warm-up
 // count, so every statistic is over the same steps.
 //
-// The bottleneck verdict and its thresholds are in verdict.cc (Note
-// [Bottleneck verdict]); the all-reduce timing rule in analysis.cc (Note
-// [Measured all-reduce time]).
+// The bottleneck verdict and its thresholds are in verdict.cc
+// (Note [Bottleneck verdict]); the all-reduce timing rule in analysis.cc
+// (Note [Measured all-reduce time]).
 #pragma once
 
 #include <cstdint>

@@ -55,7 +55,7 @@ double bus_bandwidth_gbps(double bytes, double seconds, int world_size);
 struct StepTime {
   double step_s = 0;
   double exposed_s = 0;  // communication not hidden behind compute
-  // The seeds' "communication overhead": exposed / step; 0 for an empty step.
+  // The communication overhead: exposed / step; 0 for an empty step.
   double overhead() const { return step_s > 0 ? exposed_s / step_s : 0; }
 };
 StepTime step_time(double compute_s, double comm_s, double backward_fraction);

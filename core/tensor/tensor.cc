@@ -59,8 +59,8 @@ cuda::Upload* Storage::upload() {
 
 namespace {
 // Between any two devices. A copy that touches a GPU is queued on that GPU's
-// compute stream, after the ops already issued there (See Note [One compute
-// stream] in cuda/context.h), and waited for.
+// compute stream, after the ops already issued there
+// (See Note [One compute stream] in cuda/context.h), and waited for.
 void copy_bytes(void* dst, Device dst_dev, const void* src, Device src_dev, std::size_t n) {
   if (n == 0) return;
   if (dst_dev.is_cpu() && src_dev.is_cpu()) {

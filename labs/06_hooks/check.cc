@@ -1,8 +1,7 @@
 // Lab 6's checker: the student's GradSync must launch every parameter's
 // all-reduce from the grad-ready hook, during backward, without waiting
 // there, and leave the whole batch's gradients after finish(); then its
-// speed next to core's hooked strategy and the naive one it improves on
-// (the seeds' Lab: "compare hook-based vs manual all-reduce timing").
+// speed next to core's hooked strategy and the naive one it improves on.
 #include "labs/checks.h"
 #include "labs/support/sync_check.h"
 

@@ -8,7 +8,7 @@
 //     and every bucket before it are complete;
 //  3. the real Reducer (core/ddp/reducer.cc) with both rules, on real
 //     processes, against one process on the whole batch.
-// Then the seeds' comparison: unbucketed (hooked) against bucketed.
+// Then the comparison: unbucketed (hooked) against bucketed.
 #include <algorithm>
 #include <numeric>
 

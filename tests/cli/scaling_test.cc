@@ -1,5 +1,6 @@
 // cli/scaling: speedup and efficiency, strong and weak, against hand-computed
-// values (the what-if of docs/performance.md §1 and the measured study of §4).
+// values (the what-if of docs/performance.md §1 and the scaling study of
+// bench/results/2026-11-22-epyc.md).
 #include "cli/scaling.h"
 
 #include <gtest/gtest.h>
@@ -10,8 +11,8 @@ namespace mddp::cli {
 namespace {
 
 TEST(Scaling, SpeedupAndEfficiencyOfThroughputs) {
-  // docs/performance.md §4, strong: 256 samples per step in 70.3 ms on one
-  // rank, 45.2 ms on two: 3641.5 and 5663.7 samples/s, speedup 70.3 / 45.2.
+  // The scaling study (bench/results/2026-11-22-epyc.md), strong: 256 samples per step in 70.3 ms
+  // on one rank, 45.2 ms on two: 3641.5 and 5663.7 samples/s, speedup 70.3 / 45.2.
   const double s = speedup(256 / 0.0452, 256 / 0.0703);
   EXPECT_NEAR(s, 1.5553, 1e-4);
   EXPECT_NEAR(efficiency(s, 2), 0.7777, 1e-4);  // speedup / n
@@ -49,7 +50,7 @@ TEST(Scaling, WeakSpeedupCountsNTimesTheSamples) {
   const double s = speedup_from_steps(Scaling::kWeak, 0.4, 0.5206, 4);
   EXPECT_NEAR(s, 3.07338, 1e-5);
   EXPECT_NEAR(efficiency(s, 4), 0.76834, 1e-5);
-  // docs/performance.md §4, measured weak: 21.3 ms on one rank, 28.0 ms on
+  // The scaling study, measured weak: 21.3 ms on one rank, 28.0 ms on
   // two (2 x 21.3 / 28.0 = 1.521), 64.3 ms on four (4 x 21.3 / 64.3 = 1.325)
   EXPECT_NEAR(speedup_from_steps(Scaling::kWeak, 21.3, 28.0, 2), 1.5214, 1e-4);
   EXPECT_NEAR(speedup_from_steps(Scaling::kWeak, 21.3, 64.3, 4), 1.3250, 1e-4);

@@ -226,7 +226,7 @@ TEST_F(DashboardTest, HundredConcurrentClientsAreAllServed) {
   }
 }
 
-// Issue 26.11: one local process holding the documented cap of 256 idle
+// One local process holding the documented cap of 256 idle
 // connections must not take the page away. Its connections beyond the
 // per-address bound (128) make room by closing its own oldest idle ones,
 // every real client still gets its answer, from the same address or

@@ -14,8 +14,8 @@ std::vector<std::size_t> flatten(const std::vector<std::vector<std::size_t>>& bu
   return all;
 }
 
-// The seeds' FullMLP(128, 16): 16 x (128x128 weight, 128 bias) + (2x128, 2).
-std::vector<std::size_t> seed_model_bytes() {
+// The small FullMLP(128, 16): 16 x (128x128 weight, 128 bias) + (2x128, 2).
+std::vector<std::size_t> small_mlp_bytes() {
   std::vector<std::size_t> b;
   for (int i = 0; i < 16; ++i) {
     b.push_back(128 * 128 * 4);
@@ -28,7 +28,7 @@ std::vector<std::size_t> seed_model_bytes() {
 
 // Every parameter lands in exactly one bucket, in reverse registration order.
 TEST(BucketAssignment, ReverseOrderCoversEveryParameterOnce) {
-  const auto bytes = seed_model_bytes();
+  const auto bytes = small_mlp_bytes();
   for (std::size_t cap : {std::size_t{1}, std::size_t{100'000}, std::size_t{25} << 20}) {
     const auto buckets = assign_buckets(bytes, cap, cap);
     std::vector<std::size_t> expected(bytes.size());
@@ -37,10 +37,10 @@ TEST(BucketAssignment, ReverseOrderCoversEveryParameterOnce) {
   }
 }
 
-// 25 MB holds the whole 1.06 MB seed model in one bucket (the seeds' default);
+// 25 MB (the default cap) holds the whole 1.06 MB small MLP in one bucket;
 // a 1-byte cap gives every parameter its own bucket.
 TEST(BucketAssignment, CapsDecideTheBucketCount) {
-  const auto bytes = seed_model_bytes();
+  const auto bytes = small_mlp_bytes();
   EXPECT_EQ(assign_buckets(bytes, 25u << 20, 25u << 20).size(), 1u);
   EXPECT_EQ(assign_buckets(bytes, 1, 1).size(), bytes.size());
 }

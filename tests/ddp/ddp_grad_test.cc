@@ -1,8 +1,9 @@
 // After ONE backward, every parameter's gradient on every rank must equal the
 // average of the ranks' local gradients, computed independently here from
-// plain (non-DDP) replicas. The seed project's bucketed hooks failed exactly
-// this (21 of 34 parameters kept their local gradient), so it is checked for
-// every mode and several bucket caps, including one parameter per bucket.
+// plain (non-DDP) replicas. A bucketed DDP that copies gradients into its
+// buckets and misses some on the way back fails exactly this (those
+// parameters keep their local gradient), so it is checked for every mode
+// and several bucket caps, including one parameter per bucket.
 #include <gtest/gtest.h>
 
 #include "core/comm/memory_store.h"

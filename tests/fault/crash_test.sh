@@ -157,8 +157,8 @@ case "$SCENARIO" in
     # One data-plane connection between two live ranks killed by `ss -K`:
     # a network fault, named as such, not a death.
     (( EUID == 0 )) || { echo "SKIP: ss -K needs root"; exit 77; }
-    # gloo's own blocked wait is not woken by the verdict's abort (Note
-    # [Aborting gloo] in core/comm/gloo/gloo_group.cc): a rank whose end saw
+    # gloo's own blocked wait is not woken by the verdict's abort
+    # (Note [Aborting gloo] in core/comm/gloo/gloo_group.cc): a rank whose end saw
     # nothing leaves at the collective timeout, so it is short here.
     TIMEOUT=()
     [[ $3 == gloo ]] && TIMEOUT=(--comm-timeout-ms 8000)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The elastic size and resuming by hand (issue 16 §3, docs/recovery.md), with
+# The elastic size and resuming by hand (docs/recovery.md), with
 # real processes on 127.0.0.1; one scenario per CTest test:
 #   elastic_test.sh MICRODDP shrink        coordinator --world-size 3 --min-nproc 2 --max-restarts 1,
 #                                          workers with --restart; rank 1 killed -9 and never started

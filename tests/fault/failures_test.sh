@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The failures that used to be silent, or crashed, or leaked (issue 26), each
-# reproduced with real processes, one scenario per CTest test:
+# Faults that must end the job with a clear message, never silently, in a
+# crash or with a leak (docs/failures.md), each reproduced with real
+# processes, one scenario per CTest test:
 #   failures_test.sh MICRODDP SCENARIO
 # Exit 77 (skipped) where the scenario needs what this machine lacks (the
 # Debian dataset, root to mount a tmpfs). Every wait is bounded; every

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Restarts (issue 16 §3), with real processes on 127.0.0.1: a worker killed
+# Restarts (docs/recovery.md), with real processes on 127.0.0.1: a worker killed
 # with -9 mid-run, the job re-forms (a new attempt) and resumes from its last
 # checkpoint, and its final checkpoint is bit-identical to a run that was never
 # interrupted; one scenario per CTest test:

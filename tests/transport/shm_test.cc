@@ -2,8 +2,8 @@
 // it (wrap-around at every offset), the ring and single-copy paths deliver
 // the same bytes, and no segment is left in /dev/shm when a rank is missing;
 // a segment another process made first, one with permissions for others,
-// or one made without the attempt's key is refused (Note [Segments nobody
-// else can use]).
+// or one made without the attempt's key is refused
+// (Note [Segments nobody else can use]).
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>

@@ -16,29 +16,30 @@
 namespace mddp::perf {
 namespace {
 
-// The seeds' worked example: 100 MB on 4 ranks, 10 Gbit/s (1.25e9 B/s), 0.1 ms.
-const AlphaBeta kSeedLink{1e-4, 1.25e9};
+// 10 Gbit/s Ethernet (1.25e9 B/s) with 0.1 ms per message, `microddp model`'s
+// default link; most cases below all-reduce 100 MB on 4 ranks over it.
+const AlphaBeta kTenGbitLink{1e-4, 1.25e9};
 
 TEST(CostModel, RingTreeNaiveDoublingByHand) {
   // ring: 2(n-1)(a + S/(n b)) = 6 (1e-4 + 25e6/1.25e9) = 6 * 0.0201
-  EXPECT_NEAR(allreduce_seconds("ring", 100e6, 4, kSeedLink), 0.1206, 1e-12);
+  EXPECT_NEAR(allreduce_seconds("ring", 100e6, 4, kTenGbitLink), 0.1206, 1e-12);
   // tree: 2 ceil(log2 4)(a + S/b) = 4 (1e-4 + 0.08)
-  EXPECT_NEAR(allreduce_seconds("tree", 100e6, 4, kSeedLink), 0.3204, 1e-12);
+  EXPECT_NEAR(allreduce_seconds("tree", 100e6, 4, kTenGbitLink), 0.3204, 1e-12);
   // tree on 3 ranks: ceil(log2 3) = 2 rounds each way, as for 4
-  EXPECT_NEAR(allreduce_seconds("tree", 100e6, 3, kSeedLink), 0.3204, 1e-12);
+  EXPECT_NEAR(allreduce_seconds("tree", 100e6, 3, kTenGbitLink), 0.3204, 1e-12);
   // naive: 2(n-1)(a + S/b) = 6 (1e-4 + 0.08)
-  EXPECT_NEAR(allreduce_seconds("naive", 100e6, 4, kSeedLink), 0.4806, 1e-12);
+  EXPECT_NEAR(allreduce_seconds("naive", 100e6, 4, kTenGbitLink), 0.4806, 1e-12);
   // doubling: log2 4 = 2 exchanges of S: 2 (1e-4 + 0.08)
-  EXPECT_NEAR(allreduce_seconds("doubling", 100e6, 4, kSeedLink), 0.1602, 1e-12);
+  EXPECT_NEAR(allreduce_seconds("doubling", 100e6, 4, kTenGbitLink), 0.1602, 1e-12);
   // on 3 ranks a fold-in, one exchange and a send-back; on 6 two exchanges and those two
-  EXPECT_NEAR(allreduce_seconds("doubling", 100e6, 3, kSeedLink), 0.2403, 1e-12);
-  EXPECT_NEAR(allreduce_seconds("doubling", 100e6, 6, kSeedLink), 0.3204, 1e-12);
+  EXPECT_NEAR(allreduce_seconds("doubling", 100e6, 3, kTenGbitLink), 0.2403, 1e-12);
+  EXPECT_NEAR(allreduce_seconds("doubling", 100e6, 6, kTenGbitLink), 0.3204, 1e-12);
   // two ranks: ring sends half the buffer each way, twice; doubling the whole buffer once
   EXPECT_NEAR(allreduce_seconds("doubling", 1e6, 2, {1e-5, 1e9}), 1e-5 + 1e-3, 1e-15);
   EXPECT_NEAR(allreduce_seconds("ring", 1e6, 2, {1e-5, 1e9}), 2 * (1e-5 + 0.5e-3), 1e-15);
   // nothing to send on one rank
-  EXPECT_EQ(allreduce_seconds("ring", 100e6, 1, kSeedLink), 0.0);
-  EXPECT_THROW(allreduce_seconds("butterfly", 1e6, 4, kSeedLink), InputError);
+  EXPECT_EQ(allreduce_seconds("ring", 100e6, 1, kTenGbitLink), 0.0);
+  EXPECT_THROW(allreduce_seconds("butterfly", 1e6, 4, kTenGbitLink), InputError);
 }
 
 // Hierarchical, 2 hosts x 2 ranks, 100 MB: a ring of 2 within the host
@@ -47,16 +48,16 @@ TEST(CostModel, RingTreeNaiveDoublingByHand) {
 // fewer bytes on the network link than the flat ring's 2(4-1)/4 S = 1.5 S.
 TEST(CostModel, HierarchicalByHand) {
   const AlphaBeta host{1e-6, 1e10};
-  const TwoLevelTime t = hierarchical_allreduce_seconds(100e6, 2, 2, host, kSeedLink);
+  const TwoLevelTime t = hierarchical_allreduce_seconds(100e6, 2, 2, host, kTenGbitLink);
   EXPECT_NEAR(t.host_s, 2 * (1e-6 + 50e6 / 1e10), 1e-12);
   EXPECT_NEAR(t.cross_s, 2 * (1e-4 + 50e6 / 1.25e9), 1e-12);
   EXPECT_NEAR(t.total(), t.host_s + t.cross_s, 1e-15);
-  const double flat = allreduce_seconds("ring", 100e6, 4, kSeedLink);
+  const double flat = allreduce_seconds("ring", 100e6, 4, kTenGbitLink);
   EXPECT_NEAR((flat - 6e-4) / (t.cross_s - 2e-4), 1.5,
               1e-9);  // the bandwidth terms: 1.5 S against 1.0 S
   // One host: only the host level; one rank per host: only the cross level.
-  EXPECT_EQ(hierarchical_allreduce_seconds(1e6, 1, 4, host, kSeedLink).cross_s, 0.0);
-  EXPECT_EQ(hierarchical_allreduce_seconds(1e6, 4, 1, host, kSeedLink).host_s, 0.0);
+  EXPECT_EQ(hierarchical_allreduce_seconds(1e6, 1, 4, host, kTenGbitLink).cross_s, 0.0);
+  EXPECT_EQ(hierarchical_allreduce_seconds(1e6, 4, 1, host, kTenGbitLink).host_s, 0.0);
 }
 
 TEST(CostModel, BusBandwidthByHand) {
@@ -73,7 +74,7 @@ TEST(CostModel, BusBandwidthByHand) {
 
 // The overlap regime: step = c(1 - f) + max(c f, t), exposed = max(0, t - c f).
 // The what-if of docs/performance.md §1: 25M parameters (1e8 B), 400 ms of
-// compute at n = 1 split over n ranks (strong), the seeds' link; the ring
+// compute at n = 1 split over n ranks (strong), the 10 Gbit/s link; the ring
 // times are 2(n-1)(0.1 ms + 1e8/(n 1.25e9)): 80.2, 120.6, 141.4 ms at n = 2, 4, 8.
 TEST(CostModel, StepTimeWithAndWithoutOverlapByHand) {
   const double f = 2.0 / 3.0;
@@ -110,16 +111,19 @@ TEST(CostModel, StepTimeWithAndWithoutOverlapByHand) {
   EXPECT_NEAR(step_time(0.3, 0.1, 1).step_s, 0.3, 1e-12);
 }
 
-// The seeds' table as `microddp model --seeds-table --world-size 2 --gflops
-// 100 --batch 32` computes it (docs/performance.md §3): 2 ranks, ring, 10
-// Gbit/s, 0.1 ms; 4 bytes per parameter; compute 6 x params x 32 / 1e11 s.
-TEST(CostModel, SeedsTableRowsByHand) {
+// Dense models of 1M, 5M and 20M parameters on 2 ranks over the 10 Gbit/s
+// link, no overlap; 4 bytes per parameter; compute 6 x params x 32 samples
+// per rank at 1e11 FLOP/s (an MLP). With compute in proportion to the
+// parameters the overhead hardly moves with the size (63.9, 62.8, 62.6 %);
+// an overhead of 60, 40 and 20 % would need the compute to grow 2.1-2.6x
+// faster than the gradient from one size to the next.
+TEST(CostModel, OverheadOfDenseModelsByHand) {
   struct Row {
-    double params, claimed;
-    double ring_s;     // 2 (1e-4 + 4 params / (2 x 1.25e9))
-    double compute_s;  // 6 x params x 32 / 1e11
-    double overhead;   // ring / (ring + compute)
-    double needed_s;   // ring (1 - claimed) / claimed
+    double params, target;  // target: an overhead to reach
+    double ring_s;          // 2 (1e-4 + 4 params / (2 x 1.25e9))
+    double compute_s;       // 6 x params x 32 / 1e11
+    double overhead;        // ring / (ring + compute)
+    double needed_s;        // the compute giving `target`: ring (1 - target) / target
   };
   const Row rows[] = {
       {1e6, 0.60, 2 * (1e-4 + 1.6e-3), 1.92e-3, 3.4 / 5.32, 3.4e-3 * 0.4 / 0.6},     // 63.9 %
@@ -128,16 +132,16 @@ TEST(CostModel, SeedsTableRowsByHand) {
   };
   for (const Row& r : rows) {
     SCOPED_TRACE(str(r.params, " parameters"));
-    const double ring = allreduce_seconds("ring", 4 * r.params, 2, kSeedLink);
+    const double ring = allreduce_seconds("ring", 4 * r.params, 2, kTenGbitLink);
     const double compute = dense_compute_seconds(r.params, 32, 100e9);
     EXPECT_NEAR(ring, r.ring_s, 1e-12);
     EXPECT_NEAR(compute, r.compute_s, 1e-12);
     EXPECT_NEAR(step_time(compute, ring, 0).overhead(), r.overhead, 1e-12);
-    EXPECT_NEAR(compute_for_overhead(ring, r.claimed), r.needed_s, 1e-12);
-    // the inverse: that compute gives exactly the claimed overhead
-    EXPECT_NEAR(step_time(r.needed_s, ring, 0).overhead(), r.claimed, 1e-12);
+    EXPECT_NEAR(compute_for_overhead(ring, r.target), r.needed_s, 1e-12);
+    // the inverse: that compute gives exactly the target overhead
+    EXPECT_NEAR(step_time(r.needed_s, ring, 0).overhead(), r.target, 1e-12);
   }
-  // The printed figures: 3.40 ms, 63.9 %, 2.27 ms; 16.20, 62.8 %, 24.30; 64.20, 62.6 %, 256.80
+  // In round figures: 3.40 ms, 63.9 %, 2.27 ms; 16.20, 62.8 %, 24.30; 64.20, 62.6 %, 256.80
   EXPECT_NEAR(rows[0].ring_s, 3.40e-3, 1e-12);
   EXPECT_NEAR(rows[0].overhead, 0.639, 5e-4);
   EXPECT_NEAR(rows[0].needed_s, 2.267e-3, 1e-6);
@@ -145,17 +149,17 @@ TEST(CostModel, SeedsTableRowsByHand) {
   EXPECT_NEAR(rows[1].needed_s, 24.30e-3, 1e-12);
   EXPECT_NEAR(rows[2].overhead, 0.626, 5e-4);
   EXPECT_NEAR(rows[2].needed_s, 256.80e-3, 1e-12);
-  // The claim's compute grows 24.3 / 2.267 = 10.72x and 256.8 / 24.3 = 10.57x
+  // The needed compute grows 24.3 / 2.267 = 10.72x and 256.8 / 24.3 = 10.57x
   // while the gradient grows 5x and 4x: 2.14x and 2.64x faster than the gradient.
   EXPECT_NEAR(rows[1].needed_s / rows[0].needed_s / 5, 2.1441, 1e-4);
   EXPECT_NEAR(rows[2].needed_s / rows[1].needed_s / 4, 2.6420, 1e-4);
 }
 
-// The seeds' when_ddp_breaks_down scenarios: 4 ranks, 0.1 ms, MB = 2^20 B, no
-// overlap. ring = 6 (1e-4 + S / (4 beta)), and S / (4 beta) is 0.2097152 ms in
-// the first and 209.7152 ms in the other two (100x the bytes, or 10x the bytes
-// over a 10x slower link).
-TEST(CostModel, SeedsScenariosByHand) {
+// Three communication-bound steps: 4 ranks, 0.1 ms, MB = 2^20 B, no overlap.
+// ring = 6 (1e-4 + S / (4 beta)), and S / (4 beta) is 0.2097152 ms in the
+// first and 209.7152 ms in the other two (100x the bytes, or 10x the bytes
+// over a 10x slower link). The overhead is communication over the whole step.
+TEST(CostModel, CommunicationBoundStepsByHand) {
   struct Scenario {
     double mbytes, compute_s, gbps;
     double comm_s, comm_over_total;

@@ -9,8 +9,8 @@
 // The root receives (n-1)S and sends (n-1)S while every other rank moves
 // only S each way, so the root's link is the bottleneck and the time grows
 // linearly with n, where the ring's stays near 2S/beta. Kept because it is
-// the obvious first design (the seeds' all_reduce_mean is this, via
-// reduce + broadcast), and the benchmark shows why it loses.
+// the obvious first design (a reduce to the root, then a broadcast), and
+// the benchmark shows why it loses.
 #include "core/comm/algorithms/algorithms.h"
 #include "core/comm/reduce_kernels.h"
 

@@ -1,7 +1,7 @@
 // The gloo backend of ProcessGroup: microddp's DDP (the same reducer,
 // buckets and hooks) over gloo's collectives and TCP transport, Debian's
 // libgloo (the engine behind PyTorch's CPU DDP), beside microddp's own
-// (communicator.h). Chosen with --backend gloo; docs/engines.md says when.
+// (communicator.h). Chosen with --backend gloo; docs/backends.md says when.
 //
 //  * rendezvous: gloo's full mesh through the job's Store (the
 //    coordinator's key/value store in a real run), keys under

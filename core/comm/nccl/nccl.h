@@ -33,8 +33,8 @@
 
 namespace mddp::comm::nccl {
 
-// Collectives are ordered after the GPU's compute stream (Note [One compute
-// stream] in core/tensor/cuda/context.h) — always that one, so no caller can
+// Collectives are ordered after the GPU's compute stream
+// (Note [One compute stream] in core/tensor/cuda/context.h) — always that one, so no caller can
 // order them after another stream, or the legacy default stream, by mistake.
 struct NcclOptions {
   int device = 0;                              // this rank's GPU (cuda:device)

@@ -175,8 +175,8 @@ class NcclGroup final : public ProcessGroup, public ComputeTimeline {
     marks_.push_back({name, e, current_anchor()});
   }
 
-  // The compute stream never waits on the communication stream (Note
-  // [Stream ordering]), so this synchronisation cannot hang on a peer.
+  // The compute stream never waits on the communication stream
+  // (Note [Stream ordering]), so this synchronisation cannot hang on a peer.
   std::vector<PhaseMark> take_marks() override {
     std::lock_guard lock(state_->mu);
     std::vector<PhaseMark> out;

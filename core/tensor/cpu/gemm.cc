@@ -2,8 +2,8 @@
 // measurement, per CPU and per shape (docs/engine.md, bench/gemm_shapes.py):
 //
 //  * with AVX-512, oneDNN's dnnl_sgemm runs about 2x Debian's OpenBLAS
-//    (~210-226 vs ~110 GFLOP/s on one core for the training shapes;
-//    ../shared/ANCHORS.md): oneDNN for every shape;
+//    (~210-226 vs ~110 GFLOP/s on one core for the training shapes,
+//    measured on a 2-vCPU AMD EPYC): oneDNN for every shape;
 //  * with AVX2 only, OpenBLAS (its Zen/Haswell kernels) wins the big GEMMs,
 //    where oneDNN 2.6 halves its rate on some (dx = dy·W with 1024-float rows
 //    and 64-byte aligned W: ~40 instead of ~80 GFLOP/s, measured on a 2-vCPU

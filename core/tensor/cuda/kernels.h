@@ -1,7 +1,7 @@
 // The CUDA backend of ops.h, on raw device pointers (the mirror of
 // cpu/kernels.h; no CUDA headers, so ops.cc can include it). Shapes are
-// checked by ops.cc. Every call runs on `device`'s compute stream (See Note
-// [One compute stream] in context.h) and returns without waiting, except the
+// checked by ops.cc. Every call runs on `device`'s compute stream
+// (See Note [One compute stream] in context.h) and returns without waiting, except the
 // ones that return a value to the host.
 #pragma once
 

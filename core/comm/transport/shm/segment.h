@@ -84,8 +84,8 @@ class Segment {
   // job id: it names the job, it is no secret), owned by this process, with
   // 128 random bits (Note [Segments nobody else can use]).
   static std::string make_name(uint64_t job_hash, int rank);
-  // Unlinks every segment name of an orphaned creator (Note [Orphaned
-  // segments]); returns how many. Never throws.
+  // Unlinks every segment name of an orphaned creator
+  // (Note [Orphaned segments]); returns how many. Never throws.
   static int remove_orphans();
   // Creates and maps a new segment named `name` (make_name()), owner only,
   // with `tag` in its header; refuses (CommError) a name that exists already.

@@ -8,8 +8,8 @@
 // creator unlinks its name, so /dev/shm is clean while the job runs and
 // after it ends, even by a crash. A rank killed during the set-up itself
 // leaves its name behind: the others remove it when their set-up fails, and
-// every later set-up on the host removes what such dead creators left (Note
-// [Orphaned segments] in shm/segment.h).
+// every later set-up on the host removes what such dead creators left
+// (Note [Orphaned segments] in shm/segment.h).
 //
 // Ring. A single-producer single-consumer byte ring per directed pair,
 // capacity a power of two (4 MiB by default). head and tail are byte counts
