@@ -37,6 +37,7 @@
 #include "cli/split_list.h"
 #include "core/comm/communicator.h"
 #include "core/common/check.h"
+#include "core/common/median.h"
 #include "core/common/timer.h"
 #include "core/perf/cost_model.h"
 
@@ -96,12 +97,6 @@ double time_point(comm::Communicator& c, std::vector<float>& buf, int64_t count,
   t0 = now_ns();
   run(iters);
   return slowest((now_ns() - t0) * 1e-9 / iters);
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
 }
 
 struct Series {  // one (transport, algorithm): per size, the times of every round

@@ -25,7 +25,7 @@
 namespace mddp::cli {
 namespace {
 
-struct Row {
+struct NcclRow {
   std::size_t bytes;
   int64_t count;
   double time_us, algbw, busbw;
@@ -33,7 +33,7 @@ struct Row {
 };
 
 void write_json(const NcclSweep& s, const std::string& transport, int n,
-                const std::vector<Row>& rows, double avg_busbw, bool ok) {
+                const std::vector<NcclRow>& rows, double avg_busbw, bool ok) {
   nlohmann::json j = {{"benchmark", "allreduce"},
                       {"backend", "nccl"},
                       {"nproc", n},
@@ -44,7 +44,7 @@ void write_json(const NcclSweep& s, const std::string& transport, int n,
                       {"warmup", s.warmup},
                       {"avg_busbw_gbps", avg_busbw},
                       {"ok", ok}};
-  for (const Row& r : rows)
+  for (const NcclRow& r : rows)
     j["results"].push_back({{"bytes", r.bytes},
                             {"count", r.count},
                             {"time_us", r.time_us},
@@ -83,7 +83,7 @@ void bench_rank(const NcclSweep& s, int rank, comm::Store& store) {
                 "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong");
     std::fflush(stdout);
   }
-  std::vector<Row> rows;
+  std::vector<NcclRow> rows;
   for (std::size_t size : s.sizes) {
     const auto count = static_cast<int64_t>(size / es);
     const std::size_t bytes = static_cast<std::size_t>(count) * es;

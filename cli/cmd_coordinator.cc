@@ -79,9 +79,9 @@ extern "C" void on_stop_signal(int sig) {
   (void)!::write(g_signal_pipe[1], &c, 1);
 }
 
-class StopSignals {
+class SignalPipe {
  public:
-  StopSignals() {
+  SignalPipe() {
     if (::pipe2(g_signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0)
       throw Error(str("pipe2 failed: ", std::strerror(errno)));
     struct sigaction sa {};
@@ -91,7 +91,7 @@ class StopSignals {
     ::sigaction(SIGINT, &sa, &old_int_);
     ::sigaction(SIGTERM, &sa, &old_term_);
   }
-  ~StopSignals() {
+  ~SignalPipe() {
     ::sigaction(SIGINT, &old_int_, nullptr);
     ::sigaction(SIGTERM, &old_term_, nullptr);
     ::close(g_signal_pipe[0]);
@@ -110,7 +110,7 @@ class StopSignals {
 // declare it after the coordinator it shuts down.
 class SignalWatcher {
  public:
-  SignalWatcher(const StopSignals& signals, coordinator::Coordinator& c) {
+  SignalWatcher(const SignalPipe& signals, coordinator::Coordinator& c) {
     thread_ = std::thread([this, fd = signals.fd(), &c] {
       pollfd p{fd, POLLIN, 0};
       while (!stop_) {
@@ -209,7 +209,7 @@ void run_coordinator(CLI::App& cmd, CoordinatorArgs& a) {
         "note: --max-restarts without --run-dir and --checkpoint-every: a restarted job "
         "starts again from step 0\n");
 
-  StopSignals signals;
+  SignalPipe signals;
   coordinator::Coordinator c(std::move(o));
   SignalWatcher watcher(signals, c);
 

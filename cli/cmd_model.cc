@@ -95,7 +95,7 @@ struct Regime {  // one way of running the step: without or with overlap
   double step_s = 0, overhead = 0, speedup = 0, efficiency = 0;
 };
 
-struct Row {
+struct WhatIfRow {
   int n = 1;
   Link link;
   double comm_s = 0, busbw_gbps = 0, compute_s = 0;
@@ -128,7 +128,7 @@ Regime regime(const perf::StepTime& t, double step_1, Scaling scaling, int n) {
   return r;
 }
 
-std::vector<Row> predict(const ModelArgs& a, double bytes, const std::vector<int>& sizes) {
+std::vector<WhatIfRow> predict(const ModelArgs& a, double bytes, const std::vector<int>& sizes) {
   const Scaling scaling = parse_scaling(a.scaling);
   std::vector<perf::LinkFit> fits;
   const auto fit_path =
@@ -137,11 +137,11 @@ std::vector<Row> predict(const ModelArgs& a, double bytes, const std::vector<int
   // Compute per step at n = 1 (the whole global batch, or one rank's batch for weak scaling).
   const double c1 = compute_ms_n1(a) * 1e-3;
   const double f = a.backward_fraction;
-  std::vector<Row> rows;
+  std::vector<WhatIfRow> rows;
   ModelArgs network = a;  // the link between hosts is measured as a flat ring's
   if (hierarchical(a)) network.algorithm = "ring";
   for (int n : sizes) {
-    Row r;
+    WhatIfRow r;
     r.n = n;
     const int hosts = hierarchical(a) ? n / a.ranks_per_host : n;
     // One rank sends nothing: no link to look up (a fit exists only for n >= 2).
@@ -176,7 +176,7 @@ json regime_json(const Regime& r) {
           {"efficiency", r.efficiency}};
 }
 
-void print_prediction(const ModelArgs& a, double bytes, const std::vector<Row>& rows) {
+void print_prediction(const ModelArgs& a, double bytes, const std::vector<WhatIfRow>& rows) {
   const bool compute = rows.front().compute_s > 0;
   if (a.json) {
     json out = {{"algorithm", a.algorithm},
@@ -184,7 +184,7 @@ void print_prediction(const ModelArgs& a, double bytes, const std::vector<Row>& 
                 {"scaling", a.scaling},
                 {"compute_ms_n1", compute_ms_n1(a)},
                 {"backward_fraction", a.backward_fraction}};
-    for (const Row& r : rows) {
+    for (const WhatIfRow& r : rows) {
       json j = {{"world_size", r.n},
                 {"alpha_us", r.link.ab.alpha_s * 1e6},
                 {"beta_gbps", r.link.ab.beta_Bps * 1e-9},
@@ -232,7 +232,7 @@ void print_prediction(const ModelArgs& a, double bytes, const std::vector<Row>& 
                 "speedup", "eff", "step(ms)", "overhead", "speedup", "eff");
   std::printf("  link\n");
   if (compute) std::printf("# %62s | %-36s | overlap with backward\n", "", "no overlap");
-  for (const Row& r : rows) {
+  for (const WhatIfRow& r : rows) {
     std::printf("  %4d %9.1f %9.3f %13.3f %11.3f", r.n, r.link.ab.alpha_s * 1e6,
                 r.link.ab.beta_Bps * 1e-9, r.comm_s * 1e3, r.busbw_gbps);
     if (hierarchical(a))

@@ -33,6 +33,7 @@
 #include "cli/scaling.h"
 #include "core/common/check.h"
 #include "core/common/files.h"
+#include "core/common/median.h"
 #include "dashboard/assets.h"
 
 namespace mddp::cli {
@@ -59,13 +60,6 @@ struct Point {
   std::vector<double> exposed_ms;  // per round: median exposed communication (slowest rank)
   double samples_per_s = 0, speedup = 0, efficiency = 0;
 };
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
-}
 
 // Runs `microddp run ARGS` as a child (our own binary), output to `log`;
 // throws with the log's last line when it fails.

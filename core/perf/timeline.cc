@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "core/common/median.h"
 #include "core/perf/cost_model.h"
 
 namespace mddp::perf {
@@ -23,13 +24,6 @@ double span_busbw_gbps(const comm::CommSpan& b, int world) {
       break;
   }
   return bus_bandwidth_gbps(bytes, s, world);
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
 }
 
 // When a rank's first bucket became ready, on the common clock, and the

@@ -10,7 +10,7 @@
 namespace mddp::test {
 namespace {
 
-constexpr int kSteps = 4;
+constexpr int kGlooSteps = 4;
 
 train::TrainConfig over_gloo(train::TrainConfig cfg) {
   cfg.dist.backend = "gloo";
@@ -37,9 +37,9 @@ class DdpGlooTest : public ::testing::TestWithParam<GlooCase> {};
 TEST_P(DdpGlooTest, MatchesOneProcessOnTheWholeBatch) {
   const GlooCase c = GetParam();
   const train::TrainConfig cfg = over_gloo(ddp_config(c.model, c.mode, c.bucket_mb));
-  const auto ranks = train_ranks(cfg, c.world, comm::TransportKind::kTcp, kSteps);
+  const auto ranks = train_ranks(cfg, c.world, comm::TransportKind::kTcp, kGlooSteps);
   expect_identical_across_ranks(ranks);
-  expect_close(ranks[0], train_single(cfg, kSteps), 1e-5, c.name());
+  expect_close(ranks[0], train_single(cfg, kGlooSteps), 1e-5, c.name());
 }
 
 std::vector<GlooCase> cases() {
@@ -61,18 +61,18 @@ INSTANTIATE_TEST_SUITE_P(Modes, DdpGlooTest, ::testing::ValuesIn(cases()),
 TEST(DdpGloo, AccumulationMatchesOneProcessWithKTimesTheBatch) {
   train::TrainConfig cfg = over_gloo(mlp_config());
   cfg.accumulate = 3;
-  const auto ranks = train_ranks(cfg, 2, comm::TransportKind::kTcp, kSteps);
+  const auto ranks = train_ranks(cfg, 2, comm::TransportKind::kTcp, kGlooSteps);
   expect_identical_across_ranks(ranks);
-  expect_close(ranks[0], train_single(cfg, kSteps), 1e-5, "accumulate 3");
+  expect_close(ranks[0], train_single(cfg, kGlooSteps), 1e-5, "accumulate 3");
 }
 
 TEST(DdpGloo, CompressionIsWithinTheDocumentedTolerance) {
   for (auto [compress, tol] : {std::pair{"fp16", 1e-3}, std::pair{"bf16", 1e-2}}) {
     train::TrainConfig cfg = over_gloo(mlp_config());
     cfg.dist.compress = compress;
-    const auto ranks = train_ranks(cfg, 3, comm::TransportKind::kTcp, kSteps);
+    const auto ranks = train_ranks(cfg, 3, comm::TransportKind::kTcp, kGlooSteps);
     expect_identical_across_ranks(ranks);
-    expect_close(ranks[0], train_single(cfg, kSteps), tol, compress);
+    expect_close(ranks[0], train_single(cfg, kGlooSteps), tol, compress);
   }
 }
 

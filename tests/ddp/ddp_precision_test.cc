@@ -5,7 +5,7 @@
 // the ranks multiply their shards in 16 bits and all-reduce the gradients
 // in 16 bits (the default under --precision) with fp32 accumulation. Each
 // wire rounding moves a gradient by at most 2^-9 (bf16) or 2^-12 (fp16)
-// relative, once per hop; after kSteps SGD steps the parameters differ by up
+// relative, once per hop; after kPrecisionSteps SGD steps the parameters differ by up
 // to ~1.1e-3 relative (norm-wise, measured: bf16, 3 ranks), so the bound is
 // kTolerance = 5e-3 (fp32
 // DDP is held to 1e-5: ddp_equivalence_test.cc). fp16 starts from a loss
@@ -19,7 +19,7 @@
 namespace mddp::test {
 namespace {
 
-constexpr int kSteps = 4;
+constexpr int kPrecisionSteps = 4;
 constexpr double kTolerance = 5e-3;
 
 struct PrecisionCase {
@@ -40,14 +40,14 @@ TEST_P(DdpPrecisionTest, MatchesOneProcessAtTheSamePrecision) {
   cfg.precision = c.precision;
   cfg.loss_scale.init = 128.0f;
   ASSERT_EQ(train::effective_compress(cfg), c.precision) << "gradients travel in 16 bits";
-  const auto ranks = train_ranks(cfg, c.world, comm::TransportKind::kTcp, kSteps);
+  const auto ranks = train_ranks(cfg, c.world, comm::TransportKind::kTcp, kPrecisionSteps);
   expect_identical_across_ranks(ranks);
-  const Params single = train_single(cfg, kSteps);
+  const Params single = train_single(cfg, kPrecisionSteps);
   expect_close(ranks[0], single, kTolerance, c.name());
   // The precision took effect: fp32 training lands measurably elsewhere.
   train::TrainConfig fp32 = cfg;
   fp32.precision = "fp32";
-  const Params reference = train_single(fp32, kSteps);
+  const Params reference = train_single(fp32, kPrecisionSteps);
   double worst = 0;
   for (std::size_t p = 0; p < single.size(); ++p)
     worst = std::max(worst, rel_error(single[p], reference[p]));

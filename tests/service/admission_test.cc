@@ -8,13 +8,12 @@
 
 #include "control/proof.h"
 #include "core/common/hmac.h"
+#include "service/test_clock.h"
 
 namespace mddp::coordinator {
 namespace {
 
 using namespace std::chrono_literals;
-
-const TimePoint t0 = Clock::now();
 
 // hmac.new(key, b"".join(struct.pack("<I", len(p)) + p for p in parts), hashlib.sha256)
 TEST(Proof, MatchesAnIndependentHmacSha256) {

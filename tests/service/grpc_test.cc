@@ -20,7 +20,7 @@ using namespace std::chrono_literals;
 using test::TestClient;
 namespace fs = std::filesystem;
 
-CoordinatorOptions options(int n) {
+CoordinatorOptions coordinator_options(int n) {
   CoordinatorOptions o;
   o.host = "127.0.0.1";
   o.port = 0;
@@ -55,7 +55,7 @@ std::vector<std::unique_ptr<TestClient>> join_all(const Coordinator& c, int n) {
 }
 
 TEST(CoordinatorGrpc, JoinOfNGivesRanksSessionsAndTheConfig) {
-  Coordinator c(options(3));
+  Coordinator c(coordinator_options(3));
   EXPECT_GT(c.port(), 0);
   auto clients = join_all(c, 3);
   std::set<std::string> sessions;
@@ -73,7 +73,7 @@ TEST(CoordinatorGrpc, JoinOfNGivesRanksSessionsAndTheConfig) {
 }
 
 TEST(CoordinatorGrpc, WrongTokenIsRefusedWhileTheJobGoesOn) {
-  Coordinator c(options(2));
+  Coordinator c(coordinator_options(2));
   TestClient a(c.address()), b(c.address()), intruder(c.address());
   auto pending = std::async(std::launch::async, [&] { return a.join("a"); });
   const auto until = std::chrono::steady_clock::now() + 10s;
@@ -91,7 +91,7 @@ TEST(CoordinatorGrpc, WrongTokenIsRefusedWhileTheJobGoesOn) {
 }
 
 TEST(CoordinatorGrpc, DuplicateRankAndWorkerBeyondNAreRefused) {
-  Coordinator c(options(2));
+  Coordinator c(coordinator_options(2));
   TestClient a(c.address()), dup(c.address()), b(c.address()), extra(c.address());
   auto pending = std::async(std::launch::async, [&] { return a.join("a", "tok", 1); });
   // The duplicate must come second.
@@ -114,7 +114,7 @@ TEST(CoordinatorGrpc, DuplicateRankAndWorkerBeyondNAreRefused) {
 }
 
 TEST(CoordinatorGrpc, ProtocolVersionMismatchIsRefused) {
-  Coordinator c(options(1));
+  Coordinator c(coordinator_options(1));
   TestClient a(c.address());
   v1::JoinRequest req = TestClient::join_request("a");
   req.set_protocol_version(kProtocolVersion + 1);
@@ -135,7 +135,7 @@ TEST(CoordinatorGrpc, ProtocolVersionMismatchIsRefused) {
 // Note [Proving the token] (proto/README.md): the token never travels; a
 // proof counts once, within its time; a wrong one is refused; the job goes on.
 TEST(CoordinatorGrpc, ReplayedAndWrongProofsAreRefusedWhileTheJobGoesOn) {
-  Coordinator c(options(2));
+  Coordinator c(coordinator_options(2));
   TestClient a(c.address()), b(c.address()), stranger(c.address());
   v1::JoinRequest req = TestClient::join_request("a");
   ASSERT_TRUE(a.prove(req, "tok").ok());
@@ -192,7 +192,7 @@ v1::Fingerprint fingerprint(int64_t width) {
 }
 
 TEST(CoordinatorGrpc, FingerprintDifferenceIsShownAndFailsTheJob) {
-  Coordinator c(options(2));
+  Coordinator c(coordinator_options(2));
   auto w = join_all(c, 2);
   auto rank1 = std::async(std::launch::async, [&] { return w[1]->validate(fingerprint(128)); });
   std::this_thread::sleep_for(50ms);  // rank 1 waits for rank 0's fingerprint
@@ -214,7 +214,7 @@ TEST(CoordinatorGrpc, FingerprintDifferenceIsShownAndFailsTheJob) {
 }
 
 TEST(CoordinatorGrpc, BarrierReleasesAllAndTimesOutNamingTheMissing) {
-  Coordinator c(options(3));
+  Coordinator c(coordinator_options(3));
   auto w = join_all(c, 3);
   for (int64_t gen = 0; gen < 2; ++gen) {
     std::vector<std::future<int64_t>> done;
@@ -240,7 +240,7 @@ TEST(CoordinatorGrpc, BarrierReleasesAllAndTimesOutNamingTheMissing) {
 }
 
 TEST(CoordinatorGrpc, KeyValueGetWaitsForSetAndTimesOut) {
-  Coordinator c(options(2));
+  Coordinator c(coordinator_options(2));
   auto w = join_all(c, 2);
   std::string value;
   auto waiting =
@@ -259,7 +259,7 @@ TEST(CoordinatorGrpc, KeyValueGetWaitsForSetAndTimesOut) {
 }
 
 TEST(CoordinatorGrpc, ClientDeadlineEndsAPendingJoinAndFreesItsPlace) {
-  Coordinator c(options(2));
+  Coordinator c(coordinator_options(2));
   TestClient quitter(c.address());
   v1::JoinReply reply;
   const grpc::Status s = quitter.join(TestClient::join_request("q", 0), &reply, 300ms);
@@ -270,7 +270,7 @@ TEST(CoordinatorGrpc, ClientDeadlineEndsAPendingJoinAndFreesItsPlace) {
 }
 
 TEST(CoordinatorGrpc, SilentRankFailsTheJobAndTheOthersHearItInTheirHeartbeat) {
-  CoordinatorOptions o = options(2);
+  CoordinatorOptions o = coordinator_options(2);
   o.job.heartbeat_interval = 50ms;
   o.job.heartbeat_timeout = 400ms;
   o.job.linger = 300ms;  // rank 1 never leaves: the job is over this long after the failure
@@ -310,7 +310,7 @@ TEST(CoordinatorGrpc, SilentRankFailsTheJobAndTheOthersHearItInTheirHeartbeat) {
 // data-plane connection to it closed: the job fails at once naming it as
 // dead, and every other watcher has the verdict pushed, no heartbeat needed.
 TEST(CoordinatorGrpc, WatchPushesTheVerdictOfAStreamThatEndedWithoutLeave) {
-  CoordinatorOptions o = options(3);
+  CoordinatorOptions o = coordinator_options(3);
   o.job.heartbeat_timeout = 60s;  // only the stream and the report can tell
   Coordinator c(o);
   auto w = join_all(c, 3);
@@ -350,7 +350,7 @@ TEST(CoordinatorGrpc, MetricsStreamsArePersistedOneLinePerRankAndStep) {
   const fs::path dir =
       fs::temp_directory_path() / ("mddp_grpc_metrics_" + std::to_string(::getpid()));
   fs::remove_all(dir);
-  CoordinatorOptions o = options(3);
+  CoordinatorOptions o = coordinator_options(3);
   o.job.run_dir = dir;
   constexpr int kSteps = 20;
   {
@@ -395,7 +395,7 @@ TEST(CoordinatorGrpc, AlgorithmStepsAreLoggedAndAnUnknownPhaseRefused) {
   const fs::path dir =
       fs::temp_directory_path() / ("mddp_grpc_steps_" + std::to_string(::getpid()));
   fs::remove_all(dir);
-  CoordinatorOptions o = options(1);
+  CoordinatorOptions o = coordinator_options(1);
   o.job.run_dir = dir;
   Coordinator c(o);
   auto w = join_all(c, 1);
@@ -439,7 +439,7 @@ TEST(CoordinatorGrpc, AlgorithmStepsAreLoggedAndAnUnknownPhaseRefused) {
 }
 
 TEST(CoordinatorGrpc, ShutdownAnswersPendingCalls) {
-  auto c = std::make_unique<Coordinator>(options(2));
+  auto c = std::make_unique<Coordinator>(coordinator_options(2));
   auto w = join_all(*c, 2);
   std::string value;
   auto waiting = std::async(std::launch::async, [&] { return w[0]->get("never", 60000, &value); });
@@ -453,8 +453,8 @@ TEST(CoordinatorGrpc, ShutdownAnswersPendingCalls) {
 }
 
 TEST(CoordinatorGrpc, BusyPortIsAClearError) {
-  Coordinator first(options(1));
-  CoordinatorOptions o = options(1);
+  Coordinator first(coordinator_options(1));
+  CoordinatorOptions o = coordinator_options(1);
   o.port = first.port();
   try {
     Coordinator second(o);

@@ -4,13 +4,12 @@
 #include <gtest/gtest.h>
 
 #include "coordinator/job_state.h"
+#include "service/test_clock.h"
 
 namespace mddp::coordinator {
 namespace {
 
 using namespace std::chrono_literals;
-
-const TimePoint t0 = Clock::now();
 
 Progress at(int64_t step, const std::string& phase) {
   Progress p;

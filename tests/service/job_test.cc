@@ -21,10 +21,12 @@ namespace {
 
 using namespace std::chrono_literals;
 
-JobOptions options(int n) {
+JobOptions job_options(int n) {
   JobOptions o;
-  o.job_id = "j";
-  o.token = "t";
+  // std::string values, not literals: gcc 12's -Wrestrict misreads the
+  // inlined assignment of a short literal at -O3 (its bug 105329).
+  o.job_id = std::string("j");
+  o.token = std::string("t");
   o.world_size = n;
   o.config_json = R"({"batch": 8})";
   o.heartbeat_interval = 100ms;
@@ -60,7 +62,7 @@ std::vector<std::string> form(Job& job, int n, TimePoint now, JoinResult* last =
 }
 
 TEST(Job, RunsToSuccessWhenEveryRankLeavesOk) {
-  Job job(options(2));
+  Job job(job_options(2));
   const TimePoint t0 = Clock::now();
   EXPECT_EQ(job.status().state, State::kForming);
   auto s = form(job, 2, t0);
@@ -92,7 +94,7 @@ TEST(Job, RunsToSuccessWhenEveryRankLeavesOk) {
 // of 4,096 nonces, no worker's nonce may be pushed out by the others'.
 TEST(Job, EveryWorkerOfALargeJobMayHoldAHelloNonceAtOnce) {
   const int n = 5000;
-  Job job(options(n));
+  Job job(job_options(n));
   const TimePoint t0 = Clock::now();
   std::vector<JoinRequest> joins;
   for (int i = 0; i < n; ++i) joins.push_back(worker(job, i));  // every Hello first
@@ -110,7 +112,7 @@ TEST(Job, EveryWorkerOfALargeJobMayHoldAHelloNonceAtOnce) {
 }
 
 TEST(Job, UnknownSessionIsRefused) {
-  Job job(options(1));
+  Job job(job_options(1));
   const TimePoint t0 = Clock::now();
   form(job, 1, t0);
   EXPECT_EQ(job.set("forged", "k", "v").code, Code::kUnauthenticated);
@@ -123,7 +125,7 @@ TEST(Job, UnknownSessionIsRefused) {
 }
 
 TEST(Job, FailureAbortsEveryWaitAndNamesTheRank) {
-  Job job(options(3));
+  Job job(job_options(3));
   const TimePoint t0 = Clock::now();
   auto s = form(job, 3, t0);
   std::optional<Outcome> get, barrier;
@@ -149,7 +151,7 @@ TEST(Job, FailureAbortsEveryWaitAndNamesTheRank) {
 }
 
 TEST(Job, SilentRankFailsTheJobAndTheOthersAreFinishedAfterTheLinger) {
-  Job job(options(2));
+  Job job(job_options(2));
   const TimePoint t0 = Clock::now();
   auto s = form(job, 2, t0);
   for (int i = 1; i <= 12; ++i) {
@@ -172,7 +174,7 @@ TEST(Job, SilentRankFailsTheJobAndTheOthersAreFinishedAfterTheLinger) {
 // then "finished"; and a stream that ends before its rank left makes the
 // rank disconnected, which a peer's report turns into a death at once.
 TEST(Job, WatchersHearTheVerdictAndAClosedStreamCountsAsDisconnected) {
-  Job job(options(3));
+  Job job(job_options(3));
   const TimePoint t0 = Clock::now();
   auto s = form(job, 3, t0);
   std::vector<std::pair<JobStatus, bool>> heard;
@@ -208,7 +210,7 @@ TEST(Job, WatchersHearTheVerdictAndAClosedStreamCountsAsDisconnected) {
 }
 
 TEST(Job, ACoordinatorPauseAsLongAsTheTimeoutFailsTheJobBlamingNoRank) {
-  Job job(options(2));  // heartbeat every 100 ms, timeout 1 s
+  Job job(job_options(2));  // heartbeat every 100 ms, timeout 1 s
   const TimePoint t0 = Clock::now();
   form(job, 2, t0);
   job.paused(1500ms, t0 + 1500ms);
@@ -221,7 +223,7 @@ TEST(Job, ACoordinatorPauseAsLongAsTheTimeoutFailsTheJobBlamingNoRank) {
 }
 
 TEST(Job, AShortCoordinatorPauseIsNotHeldAgainstTheRanks) {
-  Job job(options(2));
+  Job job(job_options(2));
   const TimePoint t0 = Clock::now();
   auto s = form(job, 2, t0);
   job.heartbeat(s[0], Progress{}, t0);
@@ -232,7 +234,7 @@ TEST(Job, AShortCoordinatorPauseIsNotHeldAgainstTheRanks) {
 }
 
 TEST(Job, FingerprintDifferenceFailsTheJob) {
-  Job job(options(2));
+  Job job(job_options(2));
   const TimePoint t0 = Clock::now();
   auto s = form(job, 2, t0);
   Fingerprint f0, f1;
@@ -253,7 +255,7 @@ TEST(Job, FingerprintDifferenceFailsTheJob) {
 }
 
 TEST(Job, RendezvousTimeoutFailsTheJob) {
-  Job job(options(3));
+  Job job(job_options(3));
   const TimePoint t0 = Clock::now();
   std::optional<Outcome> o;
   job.join(worker(job, 0), t0 + 1h, t0, [&](JoinResult r) { o = r.outcome; });
@@ -271,7 +273,7 @@ TEST(Job, RendezvousTimeoutFailsTheJob) {
 // next attempt forms with a new nonce and resumes from the latest
 // checkpoint; once the budget is spent, the next failure fails the job.
 TEST(Job, ADeadRankEndsTheAttemptAndTheJobReformsWithinItsBudget) {
-  JobOptions o = options(2);
+  JobOptions o = job_options(2);
   o.max_restarts = 1;
   Job job(o);
   const TimePoint t0 = Clock::now();
@@ -324,7 +326,7 @@ TEST(Job, ADeadRankEndsTheAttemptAndTheJobReformsWithinItsBudget) {
 // test to run under -DMICRODDP_SANITIZE=thread).
 TEST(Job, ConcurrentRanksAndTicker) {
   constexpr int kRanks = 4, kRounds = 200;
-  JobOptions o = options(kRanks);
+  JobOptions o = job_options(kRanks);
   o.heartbeat_timeout = 60s;
   Job job(o);
   std::atomic<bool> stop{false};
@@ -384,7 +386,7 @@ TEST(Job, ConcurrentRanksAndTicker) {
 }
 
 TEST(Job, RejectsContradictoryHeartbeatSettings) {
-  JobOptions o = options(2);
+  JobOptions o = job_options(2);
   o.heartbeat_timeout = 150ms;
   EXPECT_THROW(Job{o}, InputError);
 }
@@ -397,7 +399,7 @@ TEST(Job, ReportedResourcesReachTheMembersAndJobJson) {
       std::filesystem::temp_directory_path() / ("mddp-job-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
-  JobOptions o = options(2);
+  JobOptions o = job_options(2);
   o.config_json = R"({"batch": 8, "device": "cuda", "threads": 2})";
   o.run_dir = dir;
   Job job(o);

@@ -6,12 +6,13 @@
 
 #include <optional>
 
+#include "service/test_clock.h"
+
 namespace mddp::coordinator {
 namespace {
 
 using namespace std::chrono_literals;
 
-const TimePoint t0 = Clock::now();
 const TimePoint kFar = t0 + 1h;
 
 JoinRequest worker(const std::string& host, int requested = -1) {
@@ -23,7 +24,7 @@ JoinRequest worker(const std::string& host, int requested = -1) {
   return r;
 }
 
-Rendezvous::Options options(int n) {
+Rendezvous::Options rendezvous_options(int n) {
   Rendezvous::Options o;
   o.job_id = "job";
   o.world_size = n;
@@ -44,7 +45,7 @@ struct Result {
 
 TEST(Rendezvous, AssignsRanksInJoinOrderWhenAllJoined) {
   int hook_calls = 0;
-  Rendezvous rv(options(3), t0, [&](const std::vector<Member>& m, TimePoint) {
+  Rendezvous rv(rendezvous_options(3), t0, [&](const std::vector<Member>& m, TimePoint) {
     ++hook_calls;
     EXPECT_EQ(m.size(), 3u);
   });
@@ -72,7 +73,7 @@ TEST(Rendezvous, AssignsRanksInJoinOrderWhenAllJoined) {
 }
 
 TEST(Rendezvous, HonoursRequestedRanksAndFillsTheRest) {
-  Rendezvous rv(options(4), t0);
+  Rendezvous rv(rendezvous_options(4), t0);
   Result a, b, c, d;
   rv.join(worker("a"), kFar, t0, a.cb());     // any -> 1 (0 is requested by c)
   rv.join(worker("b", 3), kFar, t0, b.cb());  // asks for 3
@@ -87,7 +88,7 @@ TEST(Rendezvous, HonoursRequestedRanksAndFillsTheRest) {
 }
 
 TEST(Rendezvous, RefusesDuplicateAndOutOfRangeRanks) {
-  Rendezvous rv(options(3), t0);
+  Rendezvous rv(rendezvous_options(3), t0);
   Result a, dup, out, neg;
   rv.join(worker("a", 1), kFar, t0, a.cb());
   rv.join(worker("b", 1), kFar, t0, dup.cb());
@@ -102,7 +103,7 @@ TEST(Rendezvous, RefusesDuplicateAndOutOfRangeRanks) {
 }
 
 TEST(Rendezvous, RefusesAWorkerBeyondN) {
-  Rendezvous rv(options(2), t0);
+  Rendezvous rv(rendezvous_options(2), t0);
   Result a, b, extra;
   rv.join(worker("a"), kFar, t0, a.cb());
   rv.join(worker("b"), kFar, t0, b.cb());
@@ -114,7 +115,7 @@ TEST(Rendezvous, RefusesAWorkerBeyondN) {
 }
 
 TEST(Rendezvous, WindowTimeoutSaysHowManyJoined) {
-  Rendezvous rv(options(4), t0);
+  Rendezvous rv(rendezvous_options(4), t0);
   Result a, b;
   rv.join(worker("a"), kFar, t0, a.cb());
   rv.join(worker("b"), kFar, t0 + 2s, b.cb());
@@ -134,7 +135,7 @@ TEST(Rendezvous, WindowTimeoutSaysHowManyJoined) {
 }
 
 TEST(Rendezvous, WindowClosesEvenWhenNobodyJoined) {
-  Rendezvous rv(options(2), t0);
+  Rendezvous rv(rendezvous_options(2), t0);
   EXPECT_FALSE(rv.expire(t0 + 9s));
   auto closed = rv.expire(t0 + 10s);
   ASSERT_TRUE(closed);
@@ -144,7 +145,7 @@ TEST(Rendezvous, WindowClosesEvenWhenNobodyJoined) {
 }
 
 TEST(Rendezvous, AJoinPastItsOwnDeadlineOrCancelledFreesItsPlace) {
-  Rendezvous rv(options(2), t0);
+  Rendezvous rv(rendezvous_options(2), t0);
   Result a, b, c;
   rv.join(worker("a", 0), t0 + 1s, t0, a.cb());
   rv.expire(t0 + 1s);
@@ -165,7 +166,7 @@ TEST(Rendezvous, AJoinPastItsOwnDeadlineOrCancelledFreesItsPlace) {
 }
 
 TEST(Rendezvous, AbortAnswersEveryPendingJoin) {
-  Rendezvous rv(options(3), t0);
+  Rendezvous rv(rendezvous_options(3), t0);
   Result a, later;
   rv.join(worker("a"), kFar, t0, a.cb());
   rv.abort("the job failed: x");

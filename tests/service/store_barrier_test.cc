@@ -6,13 +6,12 @@
 #include "coordinator/barrier.h"
 #include "coordinator/fingerprint_check.h"
 #include "coordinator/kv_store.h"
+#include "service/test_clock.h"
 
 namespace mddp::coordinator {
 namespace {
 
 using namespace std::chrono_literals;
-
-const TimePoint t0 = Clock::now();
 
 struct GetResult {
   std::optional<Outcome> outcome;

@@ -128,7 +128,9 @@ TEST(ShmTest, OrphanedSegmentsOfDeadCreatorsAreRemovedOthersKept) {
   ASSERT_GE(fd, 0);
   ::close(fd);
 
-  EXPECT_GE(shm::Segment::remove_orphans(), 1);
+  // Not the count: a test process beside this one that sets up shared
+  // memory reclaims dead creators' segments too, and may get there first.
+  shm::Segment::remove_orphans();
   EXPECT_FALSE(exists(orphan)) << orphan;
   EXPECT_TRUE(exists(live.name())) << "a live creator's segment is kept";
   EXPECT_TRUE(exists(foreign)) << "a name of another form is kept";

@@ -47,8 +47,8 @@ std::vector<float> state_of(nn::Optimizer& opt, const std::string& name) {
   return {};
 }
 
-constexpr double kRtol = 1e-5;      // float vs double over a few steps: ~1e-7 per op
-constexpr double kAtolFrac = 1e-6;  // relative to the largest element
+constexpr double kOptimizerRtol = 1e-5;      // float vs double over a few steps: ~1e-7 per op
+constexpr double kOptimizerAtolFrac = 1e-6;  // relative to the largest element
 
 // The parameters' values in double: where a reference rule starts.
 std::vector<std::vector<double>> values_in_double(const std::vector<Parameter>& ps) {
@@ -70,14 +70,14 @@ std::vector<std::vector<double>> zeros_like(const std::vector<std::vector<double
 // After `step`: parameter p holds the reference values...
 void expect_value(int step, const Parameter& p, const std::vector<double>& ref) {
   EXPECT_TRUE(
-      all_close(str("step ", step, " ", p.name), ref, p.value.to_vector(), kRtol, kAtolFrac));
+      all_close(str("step ", step, " ", p.name), ref, p.value.to_vector(), kOptimizerRtol, kOptimizerAtolFrac));
 }
 
 // ...and the optimiser's state tensor "<p.name>.<key>" the reference state.
 void expect_state(nn::Optimizer& opt, int step, const Parameter& p, const std::string& key,
                   const std::vector<double>& ref) {
   EXPECT_TRUE(all_close(str("step ", step, " ", p.name, ".", key), ref,
-                        state_of(opt, p.name + "." + key), kRtol, kAtolFrac));
+                        state_of(opt, p.name + "." + key), kOptimizerRtol, kOptimizerAtolFrac));
 }
 
 // One SGD case in double, PyTorch's rule:

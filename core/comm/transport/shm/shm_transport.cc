@@ -72,6 +72,7 @@
 #include <cstring>
 #include <thread>
 
+#include "core/comm/transport/cpu_relax.h"
 #include "core/comm/transport/frame.h"
 #include "core/common/hmac.h"
 
@@ -85,19 +86,14 @@ using shm::SegmentHeader;
 constexpr uint32_t kFrameMagic = frame::kMagic;  // bytes 'M' 'D' 'D' 'F': payload in the ring
 constexpr uint32_t kDirectMagic =
     0x4344444d;  // bytes 'M' 'D' 'D' 'C': payload read from the sender
-constexpr std::size_t kHeaderBytes = frame::kHeaderBytes, kDirectHeaderBytes = 32;
+using frame::kHeaderBytes;
+constexpr std::size_t kDirectHeaderBytes = 32;
 constexpr std::size_t kChunk = 256 << 10;
 constexpr std::size_t kDirectChunk = 4 << 20;
 constexpr uint64_t kProbeValue = 0x626f7270706464dull;
 const volatile uint64_t probe_word = kProbeValue;  // read by peers to test process_vm_readv
 constexpr std::chrono::microseconds kSpin{20}, kYield{100};
 constexpr std::chrono::milliseconds kSleepSlice{10};
-
-inline void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
 
 long futex(std::atomic<uint32_t>* word, int op, uint32_t value, const timespec* timeout) {
   // Shared (not FUTEX_PRIVATE) futexes: the waker may be another process.

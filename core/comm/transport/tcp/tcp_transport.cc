@@ -46,6 +46,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "core/comm/transport/cpu_relax.h"
 #include "core/comm/transport/frame.h"
 #include "core/comm/transport/tcp/mesh.h"
 
@@ -195,12 +196,6 @@ bool TcpTransport::advance(Op& op) {
 namespace {
 constexpr std::size_t kSpinBytes = 64 * 1024;
 constexpr auto kSpinFor = std::chrono::microseconds(50);
-
-inline void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
 }  // namespace
 
 void TcpTransport::run(Op* ops, int count, Deadline deadline) {
