@@ -69,8 +69,8 @@ std::vector<std::vector<double>> zeros_like(const std::vector<std::vector<double
 
 // After `step`: parameter p holds the reference values...
 void expect_value(int step, const Parameter& p, const std::vector<double>& ref) {
-  EXPECT_TRUE(
-      all_close(str("step ", step, " ", p.name), ref, p.value.to_vector(), kOptimizerRtol, kOptimizerAtolFrac));
+  EXPECT_TRUE(all_close(str("step ", step, " ", p.name), ref, p.value.to_vector(), kOptimizerRtol,
+                        kOptimizerAtolFrac));
 }
 
 // ...and the optimiser's state tensor "<p.name>.<key>" the reference state.
