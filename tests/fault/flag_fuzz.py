@@ -5,6 +5,7 @@ on any signal death, `internal check failed`, `internal error`, an exit code
 other than 0 or 1, an exit 1 without a `microddp: error:` line, or a hang.
 
     flag_fuzz.py MICRODDP [--seed N] [--jobs N] [--only COMMAND]
+    flag_fuzz.py --self-test
 
 The commands and their flags are read from `--help`, so a new flag is fuzzed
 without touching this file. Every invocation gets small base arguments (one
@@ -12,8 +13,15 @@ step of a tiny synthetic job, short waits) so that a value that is accepted
 finishes quickly; the value under test replaces the base argument of the
 same flag. Flags shared by several commands (the training flags) are driven
 with every value on `train` and on a seeded random sample elsewhere. Each
-run is bounded (--timeout-s) and limited to 6 GiB of address space, so a
-huge size fails to allocate instead of taking the machine's memory.
+run is limited to 6 GiB of address space, so a huge size fails to allocate
+instead of taking the machine's memory.
+
+A hang is told from slowness by the CPU time of the invocation's processes
+(its session), never by the wall clock alone, so a loaded machine does not
+turn a slow case into a failure: a case hangs when its processes use no CPU
+for --idle-s seconds in a row (blocked for good), or more than --cpu-s
+seconds of CPU in all (spinning). --self-test plants both kinds in a fake
+binary, and a slow case that must not count, and checks the verdicts.
 """
 import argparse
 import concurrent.futures as futures
@@ -151,22 +159,64 @@ def limit_child():
     resource.setrlimit(resource.RLIMIT_AS, (6 << 30, 6 << 30))
 
 
-def run_case(binary, command, args, timeout_s, cwd):
+def session_cpu_s(sid):
+    """CPU seconds (user + system) used so far by the processes of session `sid`,
+    with the children they have reaped. Those that exited unreaped since the
+    last look are missed, so the sum may dip: callers look for growth only."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[3]) == sid:  # field 6 of stat: the session id
+            total += sum(int(x) for x in fields[11:15])  # utime stime cutime cstime
+    return total / tick
+
+
+def wait_watched(p, idle_s, cpu_s, poll_s=0.25):
+    """Waits for `p` (a session leader). Returns None when it exited, else why it
+    hangs: no CPU for idle_s seconds of wall clock, or over cpu_s of CPU."""
+    last_cpu, last_progress = -1.0, time.monotonic()
+    while True:
+        try:
+            p.wait(timeout=poll_s)
+            return None
+        except subprocess.TimeoutExpired:
+            pass
+        cpu = session_cpu_s(p.pid)
+        now = time.monotonic()
+        if cpu > last_cpu:
+            last_cpu, last_progress = cpu, now
+        if cpu > cpu_s:
+            return f"hang: spinning, {cpu:.0f} s of CPU (over --cpu-s {cpu_s:.0f})"
+        if now - last_progress > idle_s:
+            return f"hang: no CPU used for {idle_s:.0f} s (blocked; {cpu:.1f} s of CPU in all)"
+
+
+def run_case(binary, command, args, limits, cwd):
     cmd = [binary] + command.split() + args
     t0 = time.monotonic()
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
-                         preexec_fn=limit_child, cwd=cwd)
-    try:
-        out, err = p.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        os.killpg(p.pid, signal.SIGKILL)
-        out, err = p.communicate()
-        return cmd, f"hang: still running after {timeout_s} s", err
-    finally:
+    with tempfile.TemporaryFile() as out_f, tempfile.TemporaryFile() as err_f:
+        p = subprocess.Popen(cmd, stdout=out_f, stderr=err_f, preexec_fn=limit_child, cwd=cwd)
         try:
-            os.killpg(p.pid, signal.SIGKILL)  # children of run/scale, if any are left
-        except ProcessLookupError:
-            pass
+            hang = wait_watched(p, limits.idle_s, limits.cpu_s)
+        finally:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)  # the hung case, and children of run/scale left
+            except ProcessLookupError:
+                pass
+            p.wait()
+        out_f.seek(0)
+        err_f.seek(0)
+        out = out_f.read().decode(errors="replace")
+        err = err_f.read().decode(errors="replace")
+    if hang:
+        return cmd, hang, err
     rc, text = p.returncode, out + err
     dt = time.monotonic() - t0
     if rc < 0:
@@ -191,21 +241,9 @@ def make_run_dir(binary, root):
     return run_dir
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("binary")
-    ap.add_argument("--seed", type=int, default=int(os.environ.get("FUZZ_SEED", "1")))
-    ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--sample", type=int, default=24, help="cases per command for the shared training flags")
-    ap.add_argument("--timeout-s", type=float, default=60)
-    ap.add_argument("--only", default="")
-    a = ap.parse_args()
-    binary = os.path.abspath(a.binary)
-    rng = random.Random(a.seed)
-    root = tempfile.mkdtemp(prefix="microddp-fuzz-")
-    run_dir = make_run_dir(binary, root)
+def fuzz_cases(binary, a, rng, run_dir):
+    """[(command, args)]: every own flag with every value, and a sample of the shared ones."""
     train_flags = {f for f, _ in parse_help(binary, "train")}
-
     cases = []
     for command in subcommands(binary):
         if a.only and command != a.only:
@@ -217,20 +255,94 @@ def main():
                 case = (command, with_value(base, flag, v))
                 (shared if command != "train" and flag in train_flags else own).append(case)
         cases += own + rng.sample(shared, min(a.sample, len(shared)))
-    print(f"flag_fuzz: {len(cases)} invocations (seed {a.seed}, {a.jobs} at a time)", flush=True)
+    return cases
 
-    failures, t0, spent = [], time.monotonic(), {}
+
+def run_all(binary, cases, a, cwd):
+    """Runs the cases a.jobs at a time; prints each failure; returns them and the time per command."""
+    failures, spent = [], {}
     with futures.ThreadPoolExecutor(a.jobs) as pool:
         for (command, _), (cmd, why, detail) in zip(cases, pool.map(
-                lambda c: run_case(binary, c[0], c[1], a.timeout_s, root), cases)):
+                lambda c: run_case(binary, c[0], c[1], a, cwd), cases)):
             if not why:
                 n, t = spent.get(command, (0, 0.0))
                 spent[command] = (n + 1, t + detail)
-            if why:
-                failures.append((cmd, why, detail))
-                tail = "\n".join(str(detail).strip().splitlines()[-3:])
-                shown = " ".join(repr(x if len(x) < 40 else x[:20] + "...") for x in cmd[1:])
-                print(f"FAIL: {shown}\n  {why}\n  {tail}", flush=True)
+                continue
+            failures.append((cmd, why, detail))
+            tail = "\n".join(str(detail).strip().splitlines()[-3:])
+            shown = " ".join(repr(x if len(x) < 40 else x[:20] + "...") for x in cmd[1:])
+            print(f"FAIL: {shown}\n  {why}\n  {tail}", flush=True)
+    return failures, spent
+
+
+# A stand-in for microddp with one command whose flags plant each kind of
+# case: --block waits forever, --spin burns CPU forever, --slow works for a
+# few seconds of CPU (slow, not hung), --ok returns at once.
+FAKE = r"""#!/usr/bin/env python3
+import sys, time
+args = sys.argv[1:]
+if args == ["--help"]:
+    print("Usage: fake [OPTIONS] SUBCOMMAND\n\nSubcommands:\n  work  a command")
+elif args[:1] == ["work"] and "--help" in args:
+    print("Usage: fake work [OPTIONS]\n\nOptions:\n  --block\n  --spin\n  --slow\n  --ok")
+elif "--block" in args:
+    time.sleep(10**6)
+elif "--spin" in args:
+    while True:
+        pass
+elif "--slow" in args:
+    end = time.process_time() + 3
+    while time.process_time() < end:
+        pass
+"""
+
+
+def self_test():
+    """The hang detector against planted cases; 0 when every verdict is right."""
+    root = tempfile.mkdtemp(prefix="microddp-fuzz-self-")
+    fake = os.path.join(root, "fake")
+    with open(fake, "w") as f:
+        f.write(FAKE)
+    os.chmod(fake, 0o755)
+    # Tight limits: blocked after 2 s without CPU, spinning past 6 s of CPU;
+    # the slow case's 3 s of CPU at 1 s idle-free progress is neither.
+    limits = argparse.Namespace(idle_s=2.0, cpu_s=6.0, jobs=4)
+    want = {"--block": "no CPU used", "--spin": "spinning", "--slow": None, "--ok": None}
+    cases = [("work", [flag]) for flag in want]
+    bad = 0
+    for (_, args), (cmd, why, _) in zip(cases, map(lambda c: run_case(fake, c[0], c[1], limits, root), cases)):
+        expected = want[args[0]]
+        ok = (why is None) if expected is None else (why is not None and expected in why)
+        print(f"{'ok  ' if ok else 'BAD '} {args[0]:8} -> {why or 'passed'} (want {expected or 'passed'})")
+        bad += not ok
+    subprocess.run(["rm", "-rf", root])
+    print("flag_fuzz self-test:", "PASS" if not bad else f"FAIL ({bad} wrong verdicts)")
+    return 1 if bad else 0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("binary", nargs="?")
+    ap.add_argument("--seed", type=int, default=int(os.environ.get("FUZZ_SEED", "1")))
+    ap.add_argument("--jobs", type=int, default=3, help="invocations at a time (most wait, few compute)")
+    ap.add_argument("--sample", type=int, default=24, help="cases per command for the shared training flags")
+    ap.add_argument("--idle-s", type=float, default=90,
+                    help="a case using no CPU this long hangs (longer than any wait the values ask for)")
+    ap.add_argument("--cpu-s", type=float, default=300, help="a case using more CPU than this spins")
+    ap.add_argument("--only", default="")
+    ap.add_argument("--self-test", action="store_true", help="check the hang detector on planted cases")
+    a = ap.parse_args()
+    if a.self_test:
+        return self_test()
+    if not a.binary:
+        ap.error("the microddp binary is required")
+    binary = os.path.abspath(a.binary)
+    rng = random.Random(a.seed)
+    root = tempfile.mkdtemp(prefix="microddp-fuzz-")
+    cases = fuzz_cases(binary, a, rng, make_run_dir(binary, root))
+    print(f"flag_fuzz: {len(cases)} invocations (seed {a.seed}, {a.jobs} at a time)", flush=True)
+    t0 = time.monotonic()
+    failures, spent = run_all(binary, cases, a, root)
     subprocess.run(["rm", "-rf", root])
     for command, (n, t) in sorted(spent.items(), key=lambda kv: -kv[1][1])[:6]:
         print(f"  {command}: {n} invocations, {t:.0f} s")

@@ -339,9 +339,9 @@ async function main() {
     const res = await fetch(new URL('mock/restart', base), { method: 'POST' });
     if (!res.ok) fail(`POST /mock/restart: HTTP ${res.status}`);
     await waitFor('the header to show attempt 1', async () =>
-      /^1 \(1 restart\)$/.test((await page.locator('[data-k="attempt"]').innerText()).trim()), 45000);
+      /^1 \(1 restart\)$/.test((await page.locator('[data-k="attempt"]').innerText()).trim()), 120000);
     await waitFor('a restart marker on the loss chart', async () =>
-      (await page.locator('#chart-loss').getAttribute('data-restarts-drawn')) === '1', 45000);
+      (await page.locator('#chart-loss').getAttribute('data-restarts-drawn')) === '1', 120000);
     log('restart: attempt 1 in the header, one marker on the loss chart');
   }
 
