@@ -32,7 +32,8 @@ cleanup() {
 trap cleanup EXIT
 
 # ---- the release -------------------------------------------------------------------
-bash "$REPO/scripts/bundle" --build "$BUILD_DIR" --out "$WORK/dist" >"$WORK/bundle.log" 2>&1 ||
+# (xz -1: the test checks the release, not how small xz makes it)
+MDDP_XZ_LEVEL=1 bash "$REPO/scripts/bundle" --build "$BUILD_DIR" --out "$WORK/dist" >"$WORK/bundle.log" 2>&1 ||
   { cat "$WORK/bundle.log"; fail "scripts/bundle failed"; }
 TARBALL="$(ls "$WORK"/dist/microddp-*.tar.xz)"
 NAME="$(basename "$TARBALL" .tar.xz)"
@@ -40,8 +41,9 @@ say "$(grep -o "release: .*" "$WORK/bundle.log")"
 
 # ---- the bare root -----------------------------------------------------------------
 suite="$(. /etc/os-release && echo "${VERSION_CODENAME:-bookworm}")"
-mirror="${MDDP_DEBIAN_MIRROR:-$(apt-get indextargets --format '$(SITE) $(SUITE)' 2>/dev/null |
-  awk -v s="$suite" '$2 == s {print $1; exit}')}"
+# The archive apt already uses for this release (its codename, as deploy/engine.sh finds it).
+mirror="${MDDP_DEBIAN_MIRROR:-$(apt-get indextargets --format '$(REPO_URI) $(RELEASE) $(ORIGIN)' 2>/dev/null |
+  sort -u | awk -v s="$suite" '$2 == s && $3 == "Debian" {print $1; exit}')}"
 [[ -n "$mirror" ]] || fail "apt has no archive for '$suite': set MDDP_DEBIAN_MIRROR=URL"
 debootstrap --variant=minbase "$suite" "$ROOTFS" "$mirror" >"$WORK/debootstrap.log" 2>&1 ||
   { tail -n 20 "$WORK/debootstrap.log"; fail "debootstrap failed"; }
