@@ -25,10 +25,10 @@ BIN="$1"
 SCENARIO="$2"
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/../support/same_checkpoint.sh"  # same_checkpoint
+HOLD_AT_STEPS=101  # the kill's step + 1 (held, restart_lib.sh)
 source "$(dirname "${BASH_SOURCE[0]}")/restart_lib.sh"  # kill_at_step, restarted, ...
 
 STEPS=600
-export MDDP_TEST_HOLD_AT_STEPS=101  # the ranks hold after it until the kill landed (restart_lib.sh)
 # --batch 60 splits over 2 and 3 ranks (and 1), as --min-nproc needs.
 JOB_FLAGS=(--dataset synthetic --synthetic-size 1024 --width 32 --batch 60 --no-eval --log-every 1000000
            --optimizer adam --lr 0.002 --seed 5 --steps "$STEPS" --http-port -1)
@@ -45,7 +45,7 @@ resume_command() { grep -o 'resume the run (from .*) with: .*' "$1" | tail -n 1 
 ckpt_file() { printf '%s/checkpoints/step-%08d.safetensors' "$1" "$2"; }
 # three_workers [flags...]: ranks 0..2 of the coordinator at $ADDR, pids in W.
 three_workers() {
-  for r in 0 1 2; do RANK=$r start_worker "w$r$SUFFIX" --token s3cret "$@"; W[r]=$W_PID; done
+  for r in 0 1 2; do RANK=$r held start_worker "w$r$SUFFIX" --token s3cret "$@"; W[r]=$W_PID; done
 }
 
 case "$SCENARIO" in
@@ -112,7 +112,7 @@ PY
   run_resume)
     "$BIN" run --nproc 2 "${TRAIN[@]}" "${HB[@]}" --run-dir "$WORK/straight" >"$WORK/straight.out" 2>&1 \
       || fail "the straight run failed"
-    "$BIN" run --nproc 2 "${TRAIN[@]}" "${HB[@]}" --run-dir "$WORK/run" >"$WORK/run.out" 2>&1 &
+    "${HELD[@]}" "$BIN" run --nproc 2 "${TRAIN[@]}" "${HB[@]}" --run-dir "$WORK/run" >"$WORK/run.out" 2>&1 &
     RUN_PID=$!
     PIDS+=("$RUN_PID")
     kill_at_step "$WORK/run" 0 "$CKPT" 1

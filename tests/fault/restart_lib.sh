@@ -31,16 +31,22 @@ formed() {
 # members DIR: the pids of the current attempt's ranks, in rank order.
 members() { python3 -c 'import json,sys; print(*[m["pid"] for m in json.load(open(sys.argv[1]))["members"]])' "$1/job.json"; }
 
-# Every rank holds after the steps in MDDP_TEST_HOLD_AT_STEPS (which the
-# scripts export: each kill's STEP + 1) until the test lets it go on: the
-# seam of worker/test_hold.h, so that each kill lands at its step however
-# fast or loaded the machine is.
-export MDDP_TEST_HOLD_DIR="$WORK/hold"
-mkdir -p "$MDDP_TEST_HOLD_DIR"
+# held CMD...: CMD with the hold seam of worker/test_hold.h on: its ranks
+# hold after each step in HOLD_AT_STEPS (which the scripts set: each kill's
+# STEP + 1) until the test lets them go on, so that each kill lands at its
+# step however fast or loaded the machine is. The runs nobody kills (the
+# references) go without it, or they would hold for good.
+HOLD_DIR="$WORK/hold"
+mkdir -p "$HOLD_DIR"
+# held is a function, for start_worker; a process started with & whose pid
+# the test needs starts as "${HELD[@]}" CMD: env execs CMD, so $! is its pid.
+# The scripts set HOLD_AT_STEPS before they source this file.
+held() { MDDP_TEST_HOLD_DIR="$HOLD_DIR" MDDP_TEST_HOLD_AT_STEPS="$HOLD_AT_STEPS" "$@"; }
+HELD=(env "MDDP_TEST_HOLD_DIR=$HOLD_DIR" "MDDP_TEST_HOLD_AT_STEPS=$HOLD_AT_STEPS")
 # all_held N STEP: ranks 0..N-1 all hold after STEP.
 all_held() {
   local r
-  for (( r = 0; r < $1; ++r )); do [[ -e "$MDDP_TEST_HOLD_DIR/$2.held.$r" ]] || return 1; done
+  for (( r = 0; r < $1; ++r )); do [[ -e "$HOLD_DIR/$2.held.$r" ]] || return 1; done
 }
 # kill_at_step DIR ATTEMPT STEP RANK: once every rank of ATTEMPT holds after
 # STEP + 1 (so rank 0 has written STEP's checkpoint), kill -9 RANK and let
@@ -50,11 +56,11 @@ kill_at_step() {
   WAIT_S=120 wait_for formed "$dir" "$attempt" || fail "attempt $attempt did not form"
   read -r -a pids <<<"$(members "$dir")"
   WAIT_S=120 wait_for all_held "${#pids[@]}" $(( step + 1 )) ||
-    fail "attempt $attempt did not hold after step $(( step + 1 )) (is it in MDDP_TEST_HOLD_AT_STEPS?)"
+    fail "attempt $attempt did not hold after step $(( step + 1 )) (is it in HOLD_AT_STEPS, and was the run started with held?)"
   checkpointed "$dir" "$step" || fail "attempt $attempt is past step $step without its checkpoint"
   KILLED_AT=$(now_ms)
   kill -9 "${pids[rank]}" || fail "rank $rank (pid ${pids[rank]}) was not running at step $step of attempt $attempt"
-  touch "$MDDP_TEST_HOLD_DIR/$(( step + 1 )).go"
+  touch "$HOLD_DIR/$(( step + 1 )).go"
   echo "killed rank $rank (pid ${pids[rank]}) in attempt $attempt at step $(( step + 1 ))"
 }
 # restarted DIR ATTEMPT: waits for ATTEMPT's first step in metrics.jsonl and

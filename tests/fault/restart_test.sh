@@ -16,11 +16,14 @@ SCENARIO="$2"
 TRANSPORT="${3:-shm}"
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/../support/same_checkpoint.sh"  # same_checkpoint
+case "$SCENARIO" in  # the kills' steps + 1 (held, restart_lib.sh): a hold nobody releases is a hang
+  three_kills) HOLD_AT_STEPS=101,401,701 ;;
+  budget_spent) HOLD_AT_STEPS=101,401 ;;
+  *) HOLD_AT_STEPS=101 ;;
+esac
 source "$(dirname "${BASH_SOURCE[0]}")/restart_lib.sh"  # kill_at_step, kill_at, restarted, ...
 
 STEPS=1500
-# The ranks hold after these steps until the kill landed (restart_lib.sh).
-export MDDP_TEST_HOLD_AT_STEPS=101,401,701
 TRAIN=(--dataset synthetic --synthetic-size 1024 --width 32 --batch 60 --no-eval --log-every 1000000
        --optimizer adam --lr 0.002 --seed 5 --steps "$STEPS" --checkpoint-every 50 --keep-checkpoints 0
        --transport "$TRANSPORT" --http-port -1)
@@ -71,7 +74,7 @@ case "$SCENARIO" in
     straight "$WORK/straight"
     kills=1
     [[ $SCENARIO == three_kills ]] && kills=3
-    "${RUN[@]}" "${TRAIN[@]}" --max-restarts "$kills" --run-dir "$WORK/run" >"$WORK/run.out" 2>&1 &
+    "${HELD[@]}" "${RUN[@]}" "${TRAIN[@]}" --max-restarts "$kills" --run-dir "$WORK/run" >"$WORK/run.out" 2>&1 &
     RUN_PID=$!
     PIDS+=("$RUN_PID")
     for (( k = 0; k < kills; ++k )); do
@@ -91,7 +94,7 @@ case "$SCENARIO" in
     expect_in "attempt 1: rank [0-9] (host .*) died .*; resumed from step [0-9]*, [0-9]* steps\? lost" "$WORK/analyze.out"
     ;;
   budget_spent)
-    "${RUN[@]}" "${TRAIN[@]}" --max-restarts 1 --run-dir "$WORK/run" >"$WORK/run.out" 2>&1 &
+    "${HELD[@]}" "${RUN[@]}" "${TRAIN[@]}" --max-restarts 1 --run-dir "$WORK/run" >"$WORK/run.out" 2>&1 &
     RUN_PID=$!
     PIDS+=("$RUN_PID")
     kill_at "$WORK/run" 0 100 1
@@ -105,11 +108,11 @@ case "$SCENARIO" in
   worker_restart)
     straight "$WORK/straight"
     start_coordinator 3 "${TRAIN[@]}" "${HB[@]}" --token s3cret --max-restarts 1 --run-dir "$WORK/run"
-    for r in 0 1 2; do RANK=$r start_worker "w$r" --token s3cret --restart; W[r]=$W_PID; done
+    for r in 0 1 2; do RANK=$r held start_worker "w$r" --token s3cret --restart; W[r]=$W_PID; done
     kill_at_step "$WORK/run" 0 100 1
     # The killed rank's supervisor (a container's restart policy, systemd) starts it again;
     # the survivors start themselves again (--restart).
-    RANK=1 start_worker "w1-again" --token s3cret --restart
+    RANK=1 held start_worker "w1-again" --token s3cret --restart
     W[1]=$W_PID
     restarted "$WORK/run" 1
     all_exit 0 "${W[@]}" "$COORD_PID"
