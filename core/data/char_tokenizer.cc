@@ -18,9 +18,16 @@ void check_vocabulary_size(std::size_t n, const std::string& what) {
 }  // namespace
 
 CharTokenizer CharTokenizer::of_text(std::u32string_view text, const std::string& what) {
-  std::u32string chars(text);
-  std::sort(chars.begin(), chars.end());
-  chars.erase(std::unique(chars.begin(), chars.end()), chars.end());
+  // One bit per code point marks the characters seen: linear in the text,
+  // where sorting a copy of a few million characters would take a while.
+  std::vector<bool> seen(0x110000);
+  for (char32_t c : text) {
+    MDDP_CHECK(c < 0x110000, "not a code point: ", static_cast<uint32_t>(c));
+    seen[c] = true;
+  }
+  std::u32string chars;
+  for (char32_t c = 0; c < 0x110000; ++c)
+    if (seen[c]) chars.push_back(c);
   check_vocabulary_size(chars.size(), what);
   return CharTokenizer(std::move(chars));
 }

@@ -5,7 +5,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 
 #include "core/common/check.h"
 #include "core/data/utf8.h"
@@ -24,8 +23,11 @@ bool is_control(char32_t c) {
 std::string read_whole_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(str(path, ": cannot open for reading (", std::strerror(errno), ")"));
-  std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-  if (in.bad()) throw InputError(str(path, ": read error (", std::strerror(errno), ")"));
+  in.seekg(0, std::ios::end);
+  std::string bytes(static_cast<std::size_t>(std::max<std::streamoff>(in.tellg(), 0)), '\0');
+  in.seekg(0);
+  in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (!in) throw InputError(str(path, ": read error (", std::strerror(errno), ")"));
   return bytes;
 }
 
