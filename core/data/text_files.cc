@@ -31,11 +31,10 @@ std::string read_whole_file(const std::string& path) {
   return bytes;
 }
 
-// Whether the walk keeps `e` as a file of the corpus; hidden folders are
-// pruned by the caller, links are never followed.
+// Whether the walk keeps `e` as a file of the corpus (hidden names are the
+// caller's: it prunes hidden folders). Links are never followed.
 bool kept_in_corpus(const fs::directory_entry& e, std::error_code& ec) {
-  const std::string name = e.path().filename().string();
-  if (name.starts_with('.') || name.ends_with(".dat")) return false;
+  if (e.path().filename().string().ends_with(".dat")) return false;
   if (e.is_symlink(ec) || !e.is_regular_file(ec)) return false;
   return e.file_size(ec) > 0;
 }
