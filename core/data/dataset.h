@@ -1,6 +1,7 @@
 // Datasets hand out batches by sample index, so a sampler decides which
 // rank sees which samples. Targets are either class indices (stored as
-// floats, one per sample) or regression vectors.
+// floats, one per sample, or one per position for text: a window's next
+// tokens) or regression vectors.
 #pragma once
 
 #include <cstdint>
@@ -30,8 +31,15 @@ class Dataset {
   virtual int64_t num_classes() const = 0;  // 0 for regression
   virtual std::string name() const = 0;
   virtual InputEncoding input_encoding() const { return {}; }
-  // Fills x [B, sample_shape...] and y ([B] class indices, or [B, target_dim])
-  // with the samples at `indices` (B = indices.size()); x and y are preallocated.
+  // Class-index targets per sample: 1, or the window length for text, whose
+  // every position predicts the next token (y is then [B, targets_per_sample]).
+  virtual int64_t targets_per_sample() const { return 1; }
+  // The characters of a tokenizer's vocabulary in id order, as UTF-8; "" for
+  // data that is not text. Checkpoints record it, so ids can be read back.
+  virtual std::string vocabulary() const { return ""; }
+  // Fills x [B, sample_shape...] and y ([B] class indices, [B, targets_per_sample]
+  // of them, or [B, target_dim]) with the samples at `indices` (B =
+  // indices.size()); x and y are preallocated.
   virtual void get_batch(std::span<const int64_t> indices, tensor::Tensor& x,
                          tensor::Tensor& y) const = 0;
 };

@@ -7,6 +7,7 @@
 #include "core/data/idx_dataset.h"
 #include "core/data/seeds.h"
 #include "core/data/synthetic.h"
+#include "core/data/text_dataset.h"
 
 namespace mddp::data {
 namespace {
@@ -25,12 +26,13 @@ int64_t synthetic_count(const DatasetConfig& c, Split split) {
 }  // namespace
 
 std::string dataset_choices() {
-  return "synthetic, synthetic-regression, fashion-mnist, idx:DIR";
+  return "synthetic, synthetic-regression, fashion-mnist, idx:DIR, text:PATH";
 }
 
 std::string dataset_source(const std::string& spec) {
   if (spec == "fashion-mnist") return kFashionMnistDir;
   if (spec.starts_with("idx:")) return spec.substr(4);
+  if (spec.starts_with("text:")) return spec.substr(5);
   return "";
 }
 
@@ -64,6 +66,11 @@ std::unique_ptr<Dataset> make_dataset(const DatasetConfig& c, Split split) {
     const std::string dir = c.spec.substr(4);
     if (dir.empty()) throw InputError("--dataset idx:DIR needs a directory after 'idx:'");
     return std::make_unique<IdxDataset>(dir, split);
+  }
+  if (c.spec.starts_with("text:")) {
+    const std::string path = c.spec.substr(5);
+    if (path.empty()) throw InputError("--dataset text:PATH needs a file or folder after 'text:'");
+    return std::make_unique<TextDataset>(path, split, c.block);
   }
   throw InputError(str("unknown dataset '", c.spec, "'; choose one of: ", dataset_choices()));
 }

@@ -4,6 +4,7 @@
 //   synthetic-regression   y = X·W* + noise
 //   fashion-mnist          /usr/share/datasets/fashion-mnist (Debian's dataset-fashion-mnist)
 //   idx:DIR                any MNIST-layout IDX directory
+//   text:PATH              a text file or a folder of them, as character windows (text_dataset.h)
 //
 // For synthetic data the train and test splits draw different samples from
 // the same teacher W*, so test accuracy measures generalisation.
@@ -30,14 +31,15 @@ struct DatasetConfig {
   int64_t classes = 10;     // synthetic classification classes
   int64_t target_dim = 0;   // synthetic regression target width; 0 = input_dim
   float noise = 0.1f;       // synthetic regression noise std
+  int64_t block = 64;       // text: the context length, tokens per window
   uint64_t seed = 0;
 };
 
 // The accepted specs, for help texts and error messages.
 std::string dataset_choices();
 
-// The directory holding the files of `spec` ("" for synthetic data), and its
-// class names where they are known (Fashion-MNIST's; else empty). For checkpoints.
+// The directory (or, for text, the file) holding the data of `spec` ("" for synthetic data), and
+// its class names where they are known (Fashion-MNIST's; else empty). For checkpoints.
 std::string dataset_source(const std::string& spec);
 std::vector<std::string> class_names(const std::string& spec);
 

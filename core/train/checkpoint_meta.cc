@@ -1,11 +1,13 @@
 #include "core/train/checkpoint_meta.h"
 
+#include <algorithm>
 #include <charconv>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "core/common/check.h"
 #include "core/data/factory.h"
+#include "core/data/utf8.h"
 
 namespace mddp::train {
 namespace {
@@ -58,14 +60,36 @@ std::string input_json(const data::Dataset& d) {
 }
 
 std::string dataset_json(const std::string& spec, const data::Dataset& d) {
-  return json{{"spec", spec},
-              {"source", data::dataset_source(spec)},
-              {"classes", d.num_classes()},
-              {"class_names", data::class_names(spec)},
-              {"sample_shape", d.sample_shape()},
-              {"target_dim", d.target_dim()},
-              {"train_samples", d.size()}}
-      .dump();
+  json j = {{"spec", spec},
+            {"source", data::dataset_source(spec)},
+            {"classes", d.num_classes()},
+            {"class_names", data::class_names(spec)},
+            {"sample_shape", d.sample_shape()},
+            {"target_dim", d.target_dim()},
+            {"train_samples", d.size()}};
+  // Only text has one; the other datasets' checkpoints stay as they were.
+  if (const std::string v = d.vocabulary(); !v.empty()) j["vocabulary"] = v;
+  return j.dump();
+}
+
+void check_vocabulary(const Safetensors& file, const data::Dataset& d, const std::string& what) {
+  const auto it = file.metadata.find("dataset");
+  if (it == file.metadata.end()) return;
+  const json saved = json::parse(it->second, nullptr, false);
+  const auto v = saved.is_object() ? saved.find("vocabulary") : saved.end();
+  const std::string there = v != saved.end() && v->is_string() ? v->get<std::string>() : "";
+  const std::string here = d.vocabulary();
+  if (there == here) return;
+  const std::u32string a = data::decode_utf8(there, what + ": its vocabulary");
+  const std::u32string b = data::decode_utf8(here, "the data's vocabulary");
+  const std::size_t i = static_cast<std::size_t>(
+      std::mismatch(a.begin(), a.end(), b.begin(), b.end()).first - a.begin());
+  const auto at = [i](const std::u32string& s) {
+    return i < s.size() ? data::char_name(s[i]) : std::string("past its end");
+  };
+  throw InputError(str(what, ": its vocabulary (", a.size(), " characters) is not the data's (",
+                       b.size(), " characters): id ", i, " is ", at(a), " there, ", at(b),
+                       " here, so its token ids would mean other characters"));
 }
 
 std::map<std::string, std::string> config_fingerprint(const TrainConfig& c, int world_size) {
@@ -88,6 +112,8 @@ std::map<std::string, std::string> config_fingerprint(const TrainConfig& c, int 
       {"--seed", std::to_string(c.seed)},
       {"--nproc", std::to_string(world_size)},
   };
+  if (c.data.spec.starts_with("text:"))  // the window length shapes the samples
+    f["--block"] = std::to_string(c.data.block);
   if (world_size > 1) {  // how gradients are summed decides the rounding
     f["--ddp"] = c.dist.ddp;
     f["--bucket-mb"] = str(c.dist.bucket_mb);

@@ -23,8 +23,13 @@ std::string model_json(nn::Sequential& model, const tensor::Shape& sample_shape,
 // / std"}
 std::string input_json(const data::Dataset& d);
 // {"spec": "fashion-mnist", "source": DIR, "classes": 10, "class_names": [...], "sample_shape":
-// [...], "train_samples": N}
+// [...], "train_samples": N}; text data adds "vocabulary": its characters in id order.
 std::string dataset_json(const std::string& spec, const data::Dataset& d);
+// Throws InputError (prefixed by `what`) when the model file `file` records
+// a vocabulary other than `d`'s, naming both sizes and the first character
+// that differs: the model's token ids would mean other characters. A file
+// without a `dataset` document (a PyTorch state_dict) records none: passed.
+void check_vocabulary(const Safetensors& file, const data::Dataset& d, const std::string& what);
 
 // What must be the same to resume bitwise, by flag: "--lr" -> "0.001", ...
 // The world size is "--nproc"; the DDP flags count only with more than one rank.

@@ -68,11 +68,15 @@ void Trainer::copy_weights(const Safetensors& file, const std::string& what) {
 }
 
 void Trainer::load_weights(const std::string& path) {
-  copy_weights(load_safetensors(path), str("--init-from '", path, "'"));
+  const Safetensors file = load_safetensors(path);
+  const std::string what = str("--init-from '", path, "'");
+  check_vocabulary(file, *train_set_, what);
+  copy_weights(file, what);
 }
 
 void Trainer::restore(const Checkpoint& c) {
   const std::string what = str("cannot resume from '", c.path, "'");
+  check_vocabulary(c.model, *train_set_, what);  // the same --dataset may hold other text now
   copy_weights(c.model, what);
   copy_named(optimizer_->state(), c.state, str("cannot resume from '", c.state_path, "'"));
   const auto it = c.state.metadata.find("optimizer");
