@@ -20,8 +20,9 @@ BUILD_PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libboost-dev
   libgloo-dev  # --backend gloo (core/comm/gloo)
 )
-# What the main job reads: the data set.
-RUN_PACKAGES=(dataset-fashion-mnist)
+# What the jobs read: Fashion-MNIST (the main job's) and English text for
+# the GPT (--dataset text:/usr/share/games/fortunes, docs/text.md).
+RUN_PACKAGES=(dataset-fashion-mnist fortunes)
 # What only the tests use: GoogleTest, the independent TLS clients, network
 # namespaces, the compose lab and the Docker engine it runs on
 # (deploy/engine.sh), the bare root of the release test, the browser test,
