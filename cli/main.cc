@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   mddp::cli::register_analyze(app);
   mddp::cli::register_certs(app);
   mddp::cli::register_data(app);
+  mddp::cli::register_gpu(app);
   mddp::cli::register_lab(app);
   try {
     app.parse(argc, argv);

@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 #include <glob.h>
+#include <link.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -109,6 +110,24 @@ void* open_library(const LibrarySearch& s) {
   if (!s.install_hint.empty()) message += str("\n  hint: ", s.install_hint);
   if (!s.env.empty()) message += str(", or set ", s.env, " to the library's path");
   throw InputError(message);
+}
+
+std::string loaded_library_path(const std::string& prefix) {
+  struct Search {
+    const std::string& prefix;
+    std::string found;
+  } search{prefix, ""};
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) {
+        auto& s = *static_cast<Search*>(data);
+        const std::string path = info->dlpi_name ? info->dlpi_name : "";
+        const std::string file = path.substr(path.find_last_of('/') + 1);
+        if (!file.starts_with(s.prefix)) return 0;
+        s.found = path;
+        return 1;
+      },
+      &search);
+  return search.found;
 }
 
 }  // namespace mddp

@@ -37,4 +37,9 @@ std::vector<std::string> library_candidates(const LibrarySearch& search);
 // and why each failed.
 void* open_library(const LibrarySearch& search);
 
+// The path this process loaded a library from whose file name starts with
+// `prefix` ("libnccl.so"), or "" when none is loaded: what `microddp gpu`
+// reports after opening NCCL and cuBLAS.
+std::string loaded_library_path(const std::string& prefix);
+
 }  // namespace mddp

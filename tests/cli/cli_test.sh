@@ -331,6 +331,31 @@ PY
     "$BIN" verify --nproc 2 --steps 3 --width 32 --depth 2 --precision bf16 >"$WORK/out" 2>&1 || { cat "$WORK/out"; fail "verify bf16"; }
     expect_in "gradients sent as bf16" "$WORK/out"
     ;;
+  gpu)
+    # microddp gpu: a verdict on every machine; "no GPU", exit 0, where the
+    # machine shows none; a bad MDDP_NCCL_LIBRARY named, not followed.
+    gpu_json() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))$1)" "$WORK/gpu.json"; }
+    "$BIN" gpu --json >"$WORK/gpu.json" 2>"$WORK/err"
+    rc=$?
+    verdict="$(gpu_json '["verdict"]')" || { cat "$WORK/gpu.json" "$WORK/err"; fail "gpu --json is not JSON"; }
+    case "$verdict" in
+      ready | "no GPU") [[ $rc -eq 0 ]] || fail "gpu: verdict $verdict but exit $rc" ;;
+      broken) [[ $rc -eq 1 ]] || fail "gpu: broken but exit $rc"; expect_in "CUDA cannot start" "$WORK/err" ;;
+      *) fail "gpu: unknown verdict '$verdict'" ;;
+    esac
+    if ! compgen -G "/dev/nvidia[0-9]*" >/dev/null && [[ ! -d /proc/driver/nvidia ]]; then
+      [[ "$verdict" == "no GPU" ]] || fail "gpu: no NVIDIA device here, but the verdict is $verdict"
+      "$BIN" gpu >"$WORK/out" 2>&1 || fail "gpu exited non-zero without a GPU"
+      expect_in "^no GPU: " "$WORK/out"
+    fi
+    MDDP_NCCL_LIBRARY="$WORK/no-such-libnccl.so" "$BIN" gpu --json >"$WORK/gpu.json" 2>/dev/null
+    if [[ "$(gpu_json '["built_with_cuda"]')" == True ]]; then
+      gpu_json '["nccl"]["error"]' | grep -q "MDDP_NCCL_LIBRARY=$WORK/no-such-libnccl.so" ||
+        { cat "$WORK/gpu.json"; fail "gpu: a bad MDDP_NCCL_LIBRARY is not named"; }
+    else
+      gpu_json '["nccl"]["error"]' | grep -q "without CUDA" || fail "gpu: NCCL in a build without CUDA"
+    fi
+    ;;
   *) fail "unknown scenario $SCENARIO" ;;
 esac
 echo "PASS: $SCENARIO"

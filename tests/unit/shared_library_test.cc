@@ -127,4 +127,11 @@ TEST_F(SharedLibraryTest, NothingLoadsTheErrorNamesEveryPlaceAndTheHint) {
   }
 }
 
+TEST_F(SharedLibraryTest, TheLoadedPathOfALibraryIsFoundByItsNamesStart) {
+  const std::string libc = mddp::loaded_library_path("libc.so");
+  EXPECT_NE(libc.find("libc.so"), std::string::npos) << libc;
+  EXPECT_TRUE(fs::exists(libc)) << libc;
+  EXPECT_EQ(mddp::loaded_library_path("libmddp-never-loaded.so"), "");
+}
+
 }  // namespace

@@ -48,6 +48,14 @@ struct NcclOptions {
 std::unique_ptr<ProcessGroup> connect_nccl(Store& store, int rank, int size,
                                            const NcclOptions& options);
 
+// Where this process finds NCCL (core/common/shared_library.h's search):
+// its version ("2.28.9") and path, or why none loads. Loads it; needs no GPU.
+struct NcclFound {
+  std::string version, path;
+  std::string error;  // non-empty: not found (every place looked), or a build without CUDA
+};
+NcclFound find_nccl();
+
 // Phases of the compute stream timed with CUDA events — a host clock would
 // only time the kernel launches. The NCCL group implements it (it owns the
 // clock its collectives' spans are converted with, so both streams land on

@@ -38,9 +38,7 @@ namespace mddp::comm::nccl {
 namespace {
 
 std::string nccl_version() {
-  int v = 0;
-  nccl_library().get_version(&v);  // MAJOR*10000 + MINOR*100 + PATCH since NCCL 2.9
-  return str(v / 10000, ".", v / 100 % 100, ".", v % 100);
+  return find_nccl().version;
 }
 
 std::size_t bytes_of(int64_t count, DataType t, const char* op) {

@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include "core/comm/nccl/nccl.h"
 #include "core/common/check.h"
 #include "core/common/shared_library.h"
 
@@ -46,6 +47,19 @@ NcclLibrary load() {
 const NcclLibrary& nccl_library() {
   static const NcclLibrary loaded = load();
   return loaded;
+}
+
+NcclFound find_nccl() {
+  NcclFound found;
+  try {
+    int v = 0;
+    nccl_library().get_version(&v);  // MAJOR*10000 + MINOR*100 + PATCH since NCCL 2.9
+    found.version = str(v / 10000, ".", v / 100 % 100, ".", v % 100);
+    found.path = loaded_library_path("libnccl.so");
+  } catch (const Error& e) {
+    found.error = e.what();
+  }
+  return found;
 }
 
 }  // namespace mddp::comm::nccl

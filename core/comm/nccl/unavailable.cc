@@ -10,4 +10,8 @@ std::unique_ptr<ProcessGroup> connect_nccl(Store&, int, int, const NcclOptions&)
       "toolkit present, or -DMICRODDP_CUDA=ON to insist; or use --device cpu / --backend cpu)");
 }
 
+NcclFound find_nccl() {
+  return {.version = "", .path = "", .error = "this microddp was built without CUDA"};
+}
+
 }  // namespace mddp::comm::nccl

@@ -56,6 +56,23 @@ CudaStart query_devices(int* devices, std::string* error, int* driver_version,
   }
 }
 
+void versions(int* driver_version, int* runtime_version) {
+  note_cuda_started();
+  if (cudaDriverGetVersion(driver_version) != cudaSuccess) *driver_version = 0;
+  *runtime_version = CUDART_VERSION;
+}
+
+void describe_device(int device, std::string* name, int64_t* memory_bytes, int* major,
+                     int* minor) {
+  note_cuda_started();
+  cudaDeviceProp prop{};
+  MDDP_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  *name = prop.name;
+  *memory_bytes = static_cast<int64_t>(prop.totalGlobalMem);
+  *major = prop.major;
+  *minor = prop.minor;
+}
+
 void* allocate(std::size_t bytes, int device) {
   CurrentDevice on(device);
   void* ptr = nullptr;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "core/tensor/cuda_status.h"
@@ -16,6 +17,11 @@ namespace mddp::tensor::cuda {
 // CUDA's error text in `error`; the driver's and this build's CUDA versions.
 CudaStart query_devices(int* devices, std::string* error, int* driver_version,
                         int* runtime_version);
+// The driver's newest supported CUDA and this build's (1000 * major + 10 * minor; 0 unknown).
+void versions(int* driver_version, int* runtime_version);
+// cudaGetDeviceProperties' name, memory and compute capability of `device`.
+void describe_device(int device, std::string* name, int64_t* memory_bytes, int* major,
+                     int* minor);
 // Allocation and copies keep the calling thread's current device as it was.
 void* allocate(std::size_t bytes, int device);
 void free(void* ptr, int device) noexcept;

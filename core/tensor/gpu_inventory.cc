@@ -1,0 +1,51 @@
+#include "core/tensor/gpu_inventory.h"
+
+#include <fstream>
+#include <regex>
+
+#include "core/common/check.h"
+#include "mddp/config.h"
+#if MDDP_HAVE_CUDA
+#include "core/tensor/cuda/cuda_runtime.h"
+#endif
+
+namespace mddp::tensor {
+namespace {
+
+// The kernel module's version, from the line NVIDIA's driver writes:
+// "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.65.06  ...".
+std::string driver_release() {
+  std::ifstream in("/proc/driver/nvidia/version");
+  std::string line;
+  std::getline(in, line);
+  std::smatch m;
+  if (std::regex_search(line, m, std::regex(R"(Kernel Module\s+([0-9][0-9.]*))"))) return m[1];
+  return "";
+}
+
+}  // namespace
+
+std::string cuda_version_string(int version) {
+  if (version <= 0) return "none";
+  return str(version / 1000, ".", version % 1000 / 10);
+}
+
+GpuInventory gpu_inventory() {
+  GpuInventory g;
+  g.built_with_cuda = MDDP_HAVE_CUDA;
+  g.built_architectures = MDDP_CUDA_ARCHITECTURES;
+  g.status = cuda_status();
+  g.driver_release = driver_release();
+#if MDDP_HAVE_CUDA
+  cuda::versions(&g.driver_version, &g.runtime_version);
+  for (int i = 0; i < g.status.devices; ++i) {
+    GpuDevice d;
+    d.index = i;
+    cuda::describe_device(i, &d.name, &d.memory_bytes, &d.major, &d.minor);
+    g.devices.push_back(d);
+  }
+#endif
+  return g;
+}
+
+}  // namespace mddp::tensor
