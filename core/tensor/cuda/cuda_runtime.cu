@@ -62,8 +62,7 @@ void versions(int* driver_version, int* runtime_version) {
   *runtime_version = CUDART_VERSION;
 }
 
-void describe_device(int device, std::string* name, int64_t* memory_bytes, int* major,
-                     int* minor) {
+void describe_device(int device, std::string* name, int64_t* memory_bytes, int* major, int* minor) {
   note_cuda_started();
   cudaDeviceProp prop{};
   MDDP_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));

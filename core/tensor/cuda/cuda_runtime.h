@@ -20,8 +20,7 @@ CudaStart query_devices(int* devices, std::string* error, int* driver_version,
 // The driver's newest supported CUDA and this build's (1000 * major + 10 * minor; 0 unknown).
 void versions(int* driver_version, int* runtime_version);
 // cudaGetDeviceProperties' name, memory and compute capability of `device`.
-void describe_device(int device, std::string* name, int64_t* memory_bytes, int* major,
-                     int* minor);
+void describe_device(int device, std::string* name, int64_t* memory_bytes, int* major, int* minor);
 // Allocation and copies keep the calling thread's current device as it was.
 void* allocate(std::size_t bytes, int device);
 void free(void* ptr, int device) noexcept;
