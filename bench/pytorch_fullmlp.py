@@ -12,6 +12,11 @@ compute thread per process.
   --no-sync   (N > 1) run forward/backward inside ddp.no_sync(): the same
               compute on N processes at once with no gradient all-reduce,
               the compute-only reference
+  --device cuda  (one rank) the same on the GPU, timed with the GPU
+              synchronised at the start and end of the timed steps;
+              --precision bf16 runs forward and the loss under
+              torch.autocast(bfloat16), as microddp's bf16 GEMMs with
+              fp32 master weights (scripts/gpu-check)
 
 Prints one JSON line: samples_per_s (global), step_ms, phases_ms (forward,
 backward incl. DDP's all-reduce, optimizer; mean over ranks), peak_rss_mb per
@@ -52,6 +57,8 @@ def parse_args(argv=None):
     p.add_argument("--gemm", default="", metavar="MxNxK",
                    help="instead: best-of-20 single-thread torch.mm (OpenBLAS sgemm) GFLOP/s for this shape")
     # Internal: set by the launcher for each child process.
+    p.add_argument("--device", default="cpu", help="cpu, or cuda (one rank)")
+    p.add_argument("--precision", default="fp32", choices=["fp32", "bf16"], help="bf16: autocast")
     p.add_argument("--_rank", type=int, default=-1, help=argparse.SUPPRESS)
     p.add_argument("--_port", type=int, default=0, help=argparse.SUPPRESS)
     a = p.parse_args(argv)
@@ -59,6 +66,8 @@ def parse_args(argv=None):
         p.error("--batch must be divisible by --ranks")
     if a.iters < 1 or a.warmup < 0:
         p.error("--iters must be >= 1 and --warmup >= 0")
+    if a.device != "cpu" and a.ranks != 1:
+        p.error("--device cuda runs one rank")
     return a
 
 
@@ -110,7 +119,8 @@ def run_rank(a, rank, world):
         layers.append(nn.Linear(W, W))
         if i + 1 < a.depth:
             layers.append(nn.ReLU())
-    model = nn.Sequential(*layers)
+    device = torch.device(a.device)
+    model = nn.Sequential(*layers).to(device)
     if ddp_on:
         model = DDP(model, bucket_cap_mb=a.bucket_mb)
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.0)
@@ -123,6 +133,9 @@ def run_rank(a, rank, world):
     X = torch.randn(n, W, generator=g)
     w_true = torch.randn(W, W, generator=g) / W ** 0.5
     Y = X @ w_true + 0.01 * torch.randn(n, W, generator=g)
+    X, Y = X.to(device), Y.to(device)
+    on_gpu = device.type == "cuda"
+    autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=a.precision == "bf16")
     local = a.batch // world
     batches_per_epoch = n // a.batch
 
@@ -142,7 +155,8 @@ def run_rank(a, rank, world):
         t0 = time.perf_counter()
         opt.zero_grad(set_to_none=False)
         with sync_ctx():
-            loss = loss_fn(model(x), y)
+            with autocast:
+                loss = loss_fn(model(x), y)
             t1 = time.perf_counter()
             loss.backward()  # under DDP this includes the gradient all-reduce
         t2 = time.perf_counter()
@@ -156,6 +170,8 @@ def run_rank(a, rank, world):
     def barrier():
         if ddp_on:
             dist.barrier()
+        if on_gpu:
+            torch.cuda.synchronize()
 
     for i in range(a.warmup):
         step(i, False)
@@ -171,6 +187,8 @@ def run_rank(a, rank, world):
         "phases_ms": {k: v / a.iters for k, v in phases.items()},
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,  # KiB on Linux
     }
+    if on_gpu:
+        res["peak_gpu_mb"] = torch.cuda.max_memory_allocated() / 2**20
     if ddp_on:
         dist.destroy_process_group()
     return res
