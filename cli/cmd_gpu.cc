@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <regex>
 #include <string>
 
 #include "cli/commands.h"
@@ -58,12 +57,20 @@ nlohmann::json to_json(const GpuReport& r) {
           {"cublas", r.cublas}};
 }
 
+// "80;90" (CMake's list) as "80, sm_90", after the first "sm_".
+std::string sm_list(std::string architectures) {
+  for (std::size_t at = architectures.find(';'); at != std::string::npos;
+       at = architectures.find(';', at))
+    architectures.replace(at, 1, ", sm_");
+  return architectures;
+}
+
 void print_text(const GpuReport& r) {
   const tensor::GpuInventory& g = r.inventory;
   if (g.built_with_cuda)
     std::printf("microddp %s: CUDA %s, code for sm_%s\n", MDDP_VERSION,
                 tensor::cuda_version_string(g.runtime_version).c_str(),
-                std::regex_replace(g.built_architectures, std::regex(";"), ", sm_").c_str());
+                sm_list(g.built_architectures).c_str());
   else
     std::printf("microddp %s: built without CUDA\n", MDDP_VERSION);
   std::printf("driver: %s (CUDA %s)\n",

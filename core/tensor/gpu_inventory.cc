@@ -1,7 +1,7 @@
 #include "core/tensor/gpu_inventory.h"
 
+#include <cctype>
 #include <fstream>
-#include <regex>
 
 #include "core/common/check.h"
 #include "mddp/config.h"
@@ -18,9 +18,12 @@ std::string driver_release() {
   std::ifstream in("/proc/driver/nvidia/version");
   std::string line;
   std::getline(in, line);
-  std::smatch m;
-  if (std::regex_search(line, m, std::regex(R"(Kernel Module\s+([0-9][0-9.]*))"))) return m[1];
-  return "";
+  const std::string key = "Kernel Module";
+  std::size_t at = line.find(key);
+  if (at == std::string::npos) return "";
+  at = line.find_first_not_of(" \t", at + key.size());
+  if (at == std::string::npos || !std::isdigit(static_cast<unsigned char>(line[at]))) return "";
+  return line.substr(at, line.find_first_not_of("0123456789.", at) - at);
 }
 
 }  // namespace
