@@ -34,6 +34,7 @@
 #include "core/common/check.h"
 #include "core/common/files.h"
 #include "core/common/median.h"
+#include "core/common/strings.h"
 #include "dashboard/assets.h"
 
 namespace mddp::cli {
@@ -84,9 +85,7 @@ void run_child(const std::vector<std::string>& args, const fs::path& log) {
   std::string line, last;
   while (std::getline(in, line))
     if (!line.empty()) last = line;
-  std::string cmd;
-  for (const auto& a : args) cmd += (cmd.empty() ? "" : " ") + a;
-  throw Error(str("`", cmd, "` failed: ", last, " (log: ", log.string(), ")"));
+  throw Error(str("`", join(args, " "), "` failed: ", last, " (log: ", log.string(), ")"));
 }
 
 // Per step, the slowest rank's step_ms and exposed_comm_ms; medians over the

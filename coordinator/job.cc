@@ -9,6 +9,7 @@
 #include "control/limits.h"
 #include "core/common/check.h"
 #include "core/common/files.h"
+#include "core/common/strings.h"
 #include "core/perf/host_load.h"
 
 namespace mddp::coordinator {
@@ -158,10 +159,10 @@ bool Job::may_wait_for_next(const std::shared_ptr<Attempt>& attempt) const {
 }
 
 void Job::on_formed(Attempt& attempt, const std::vector<Member>& members, TimePoint) {
-  std::string table;
-  for (const auto& m : members)
-    table += str(table.empty() ? "" : ", ", m.rank, " = ", m.host, " (pid ", m.pid,
-                 m.device.empty() ? std::string() : ", " + m.device, ")");
+  const std::string table = join(members, ", ", [](const Member& m) {
+    return str(m.rank, " = ", m.host, " (pid ", m.pid,
+               m.device.empty() ? std::string() : ", " + m.device, ")");
+  });
   const int n = static_cast<int>(members.size());
   {
     std::lock_guard lock(mu_);

@@ -4,6 +4,7 @@
 
 #include "core/common/check.h"
 #include "core/common/hmac.h"
+#include "core/common/strings.h"
 
 namespace mddp::coordinator {
 
@@ -60,13 +61,8 @@ std::optional<Outcome> Rendezvous::refusal(const JoinRequest& r) const {
 std::string Rendezvous::pending_summary() const {
   std::string s = str(pending_.size(), " of ", options_.world_size, " workers joined");
   if (!pending_.empty()) {
-    s += " (";
-    bool first = true;
-    for (const auto& [id, p] : pending_) {
-      s += (first ? "" : ", ") + who(p.request);
-      first = false;
-    }
-    s += ")";
+    s += " (" + join(pending_, ", ", [](const auto& entry) { return who(entry.second.request); }) +
+         ")";
   }
   return s;
 }
