@@ -31,7 +31,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "control/join.h"
+#include "control/join_request.h"
 #include "coordinator/outcome.h"
 
 namespace mddp::coordinator {

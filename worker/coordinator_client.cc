@@ -5,9 +5,9 @@
 #include <unistd.h>
 
 #include "control/duration.h"
-#include "control/join.h"
 #include "control/limits.h"
 #include "control/proof.h"
+#include "control/protocol_version.h"
 #include "control/wire.h"
 #include "core/comm/types.h"
 #include "core/common/hmac.h"

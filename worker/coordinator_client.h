@@ -18,7 +18,7 @@
 
 #include "control/fingerprint.h"
 #include "control/job_status.h"
-#include "control/join.h"
+#include "control/join_request.h"
 #include "control/progress.h"
 #include "control/tls.h"
 #include "control/verdict.h"
