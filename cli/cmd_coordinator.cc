@@ -201,7 +201,7 @@ void run_coordinator(CLI::App& cmd, CoordinatorArgs& a) {
       std::chrono::milliseconds(static_cast<int64_t>(a.health.rendezvous_timeout_s * 1000.0));
   o.job.run_dir = a.train.run_dir;
   o.job.max_restarts = a.restarts.max_restarts;
-  o.job.min_world_size = static_cast<int>(a.train.min_nproc);
+  o.job.min_nproc = static_cast<int>(a.train.min_nproc);
   o.job.elastic_wait =
       std::chrono::milliseconds(static_cast<int64_t>(a.restarts.elastic_wait_s * 1000.0));
   if (a.restarts.max_restarts > 0 && (a.train.run_dir.empty() || a.train.checkpoint_every <= 0))

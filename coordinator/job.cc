@@ -89,8 +89,8 @@ Job::Job(JobOptions options, TimePoint now)
       metrics_log_(options_.run_dir) {
   if (options_.world_size < 1)
     throw InputError(str("--world-size must be at least 1, got ", options_.world_size));
-  if (options_.min_world_size < 0 || options_.min_world_size > options_.world_size)
-    throw InputError(str("--min-nproc ", options_.min_world_size, " must be in 1..",
+  if (options_.min_nproc < 0 || options_.min_nproc > options_.world_size)
+    throw InputError(str("--min-nproc ", options_.min_nproc, " must be in 1..",
                          options_.world_size, " (the world size)"));
   if (options_.max_restarts < 0)
     throw InputError(str("--max-restarts must be 0 or more, got ", options_.max_restarts));
@@ -128,7 +128,7 @@ Job::Job(JobOptions options, TimePoint now)
 
 std::shared_ptr<Attempt> Job::open_attempt(int number, TimePoint now) {
   Rendezvous::Options rv{
-      options_.job_id,       options_.world_size,         options_.min_world_size,
+      options_.job_id,       options_.world_size,         options_.min_nproc,
       options_.elastic_wait, options_.rendezvous_timeout, number};
   return std::make_shared<Attempt>(
       number, rv, Health::Options{options_.heartbeat_interval, options_.heartbeat_timeout}, now,
@@ -185,7 +185,7 @@ void Job::on_formed(Attempt& attempt, const std::vector<Member>& members, TimePo
     spdlog::warn(
         "attempt {} of job '{}' formed with {} of {} workers (--min-nproc {}): the world size "
         "changed to {}, the global batch is split over {} ranks (rank {})",
-        attempt.number(), options_.job_id, n, options_.world_size, options_.min_world_size, n, n,
+        attempt.number(), options_.job_id, n, options_.world_size, options_.min_nproc, n, n,
         table);
 }
 
@@ -756,7 +756,7 @@ std::string Job::write_job_file() {
   const nlohmann::json j{{"job_id", options_.job_id},
                          {"world_size", world_size()},
                          {"max_world_size", options_.world_size},
-                         {"min_world_size", options_.min_world_size > 0 ? options_.min_world_size
+                         {"min_world_size", options_.min_nproc > 0 ? options_.min_nproc
                                                                         : options_.world_size},
                          {"attempt", attempt->number()},
                          {"max_restarts", options_.max_restarts},

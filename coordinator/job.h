@@ -52,9 +52,9 @@ struct JobOptions {
   std::string job_id = "local";
   std::string token;  // "" = none
   int world_size = 1;
-  // Elastic: an attempt may form with fewer ranks, at least this many, once
-  // elastic_wait passed since it opened (0: always world_size).
-  int min_world_size = 0;
+  // Elastic (--min-nproc): an attempt may form with fewer ranks, at least
+  // this many, once elastic_wait passed since it opened (0: always world_size).
+  int min_nproc = 0;
   std::chrono::milliseconds elastic_wait{10'000};
   int max_restarts = 0;            // attempts after the first, for the whole job
   std::string config_json = "{}";  // handed to every worker at join

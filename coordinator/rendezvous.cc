@@ -18,8 +18,8 @@ Rendezvous::Rendezvous(Options options, TimePoint opened, CompleteHook on_comple
       opened_(opened),
       window_end_(opened + options_.timeout) {
   MDDP_CHECK(options_.world_size >= 1, "world size ", options_.world_size);
-  MDDP_CHECK(options_.min_world_size <= options_.world_size, "elastic minimum ",
-             options_.min_world_size, " above the world size ", options_.world_size);
+  MDDP_CHECK(options_.min_nproc <= options_.world_size, "elastic minimum ",
+             options_.min_nproc, " above the world size ", options_.world_size);
 }
 
 std::string Rendezvous::name() const {
@@ -68,9 +68,9 @@ std::string Rendezvous::pending_summary() const {
 }
 
 bool Rendezvous::elastic_ready_locked(TimePoint now) const {
-  return options_.min_world_size > 0 && options_.min_world_size < options_.world_size &&
+  return options_.min_nproc > 0 && options_.min_nproc < options_.world_size &&
          now >= opened_ + options_.elastic_wait &&
-         static_cast<int>(pending_.size()) >= options_.min_world_size;
+         static_cast<int>(pending_.size()) >= options_.min_nproc;
 }
 
 std::vector<Rendezvous::Pending> Rendezvous::complete_locked() {
@@ -182,7 +182,7 @@ std::optional<std::string> Rendezvous::expire(TimePoint now) {
       return std::nullopt;
     }
     if (now >= window_end_) {
-      const int need = options_.min_world_size > 0 ? options_.min_world_size : options_.world_size;
+      const int need = options_.min_nproc > 0 ? options_.min_nproc : options_.world_size;
       const std::string msg = str("rendezvous of ", name(), " timed out after ",
                                   format_duration(options_.timeout), ": ", pending_summary(),
                                   "; start the missing ", need - static_cast<int>(pending_.size()),
