@@ -182,30 +182,4 @@ inline void run_processes(int n, const std::function<void(int rank)>& fn,
                     << status[static_cast<std::size_t>(r)].describe();
 }
 
-// A fresh directory under $TMPDIR (or /tmp), removed with everything in it
-// when the object dies (in the process that created it, not in forked ranks).
-class TempDir {
- public:
-  TempDir() {
-    const char* base = std::getenv("TMPDIR");
-    std::string tmpl = std::string(base && *base ? base : "/tmp") + "/mddp-test-XXXXXX";
-    if (::mkdtemp(tmpl.data()) == nullptr)
-      throw std::runtime_error("mkdtemp(" + tmpl + ") failed: " + std::strerror(errno));
-    path_ = tmpl;
-    owner_ = ::getpid();
-  }
-  ~TempDir() {
-    if (::getpid() != owner_) return;
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-  pid_t owner_ = 0;
-};
-
 }  // namespace mddp::test
