@@ -27,6 +27,7 @@
 #include "cli/resume_command.h"
 #include "cli/tls_flags.h"
 #include "cli/train_flags.h"
+#include "control/exit_status.h"
 #include "control/job_config_json.h"
 #include "coordinator/coordinator.h"
 #include "coordinator/flag_config.h"
@@ -284,7 +285,7 @@ void run_coordinator(CLI::App& cmd, CoordinatorArgs& a) {
   std::printf("job '%s' succeeded: %d ranks finished, %llu metrics records%s\n", a.job_id.c_str(),
               c.job().world_size(), static_cast<unsigned long long>(records),
               log_path.empty() ? "" : (" in " + log_path.string()).c_str());
-  if (!lost.empty()) throw RecordsLostError("the job succeeded, but " + lost);
+  if (!lost.empty()) throw control::RecordsLostError("the job succeeded, but " + lost);
 }
 
 }  // namespace

@@ -52,6 +52,7 @@
 #include "cli/run_private_dir.h"
 #include "cli/train_flags.h"
 #include "control/certs.h"
+#include "control/exit_status.h"
 #include "core/comm/transport/shm/segment.h"
 #include "core/common/check.h"
 #include "core/common/files.h"
@@ -349,16 +350,16 @@ void run_job(RunArgs& a) {
     // while the job goes on; the coordinator decides whether it does.
     for (std::size_t i = 0; i < sup.children().size() && !stop_workers_at; ++i) {
       Child& c = sup.child(i);
-      const bool restartable = c.status == kExitRestart || c.status > 128;
+      const bool restartable = c.status == control::kExitRestart || c.status > 128;
       if (i == coord || !c.done || !restartable || sup.child(coord).done ||
           restarts[i] >= a.restarts.max_restarts)
         continue;
       ++restarts[i];
-      std::printf("microddp run: %s %s; starting it again (%d of --max-restarts %d)\n",
-                  c.name.c_str(),
-                  c.status == kExitRestart ? "left its ended attempt"
-                                           : str("died (signal ", c.status - 128, ")").c_str(),
-                  restarts[i], a.restarts.max_restarts);
+      std::printf(
+          "microddp run: %s %s; starting it again (%d of --max-restarts %d)\n", c.name.c_str(),
+          c.status == control::kExitRestart ? "left its ended attempt"
+                                            : str("died (signal ", c.status - 128, ")").c_str(),
+          restarts[i], a.restarts.max_restarts);
       std::fflush(stdout);
       c.pid = start_rank(static_cast<int>(i - 1), true);
       c.done = false;
@@ -370,8 +371,8 @@ void run_job(RunArgs& a) {
       // Elastic: a worker gone for good ends nothing by itself; the coordinator
       // re-forms the job without it, or fails it (then it exits too).
       const bool coordinator_decides = elastic && i != coord && !sup.child(coord).done;
-      failed = failed ||
-               (c.done && c.status != 0 && c.status != kExitRecordsLost && !coordinator_decides);
+      failed = failed || (c.done && c.status != 0 && c.status != control::kExitRecordsLost &&
+                          !coordinator_decides);
       if (i != coord) workers_done = workers_done && c.done;
     }
     if (sup.interrupted() && (!stop_workers_at || *stop_workers_at > now)) stop_workers_at = now;
@@ -422,7 +423,7 @@ void run_job(RunArgs& a) {
   const bool succeeded = sup.child(coord).status == 0;
   for (std::size_t i = 0; i < sup.children().size(); ++i) {
     const Child& c = sup.child(i);
-    if (c.status == kExitRecordsLost)
+    if (c.status == control::kExitRecordsLost)
       lost.push_back(c.log.empty() ? c.name + " (see above)"
                                    : str(c.name, ": ", error_line(c.log)));
     else if (c.status != 0)
@@ -448,7 +449,8 @@ void run_job(RunArgs& a) {
   if (failed.empty()) {
     std::string which;
     for (const auto& l : lost) which += (which.empty() ? "" : "; ") + l;
-    throw RecordsLostError(str("all ", a.nproc, " ranks finished, but records were lost: ", which));
+    throw control::RecordsLostError(
+        str("all ", a.nproc, " ranks finished, but records were lost: ", which));
   }
   std::string why = error_line(coord_log);
   for (std::size_t i = 1; why.empty() && i < sup.children().size(); ++i)

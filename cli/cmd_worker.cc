@@ -24,6 +24,7 @@
 #include "cli/job_flags.h"
 #include "cli/tls_flags.h"
 #include "cli/train_flags.h"
+#include "control/exit_status.h"
 #include "core/common/check.h"
 #include "core/common/log.h"
 #include "worker/slurm_env.h"
@@ -96,7 +97,7 @@ void run(WorkerArgs& a) {
   };
   try {
     worker::run_worker(a.o);
-  } catch (const RestartError& e) {
+  } catch (const control::RestartError& e) {
     if (!a.restart) throw;
     std::fprintf(stderr, "microddp: restart: %s; joining the job again (--restart)\n", e.what());
     start_again();

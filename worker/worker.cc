@@ -13,6 +13,7 @@
 #include <optional>
 #include <thread>
 
+#include "control/exit_status.h"
 #include "control/job_config_json.h"
 #include "core/comm/communicator.h"
 #include "core/comm/types.h"
@@ -348,13 +349,13 @@ void run_worker(const WorkerOptions& o) {
       }
     }
     plane.close();
-    if (restart) throw RestartError(verdict->message);
+    if (restart) throw control::RestartError(verdict->message);
     throw Error(verdict ? verdict->message : str("rank ", info.rank, " (host ", host, "): ", mine));
   }
   // This rank finished, but the job may have failed elsewhere meanwhile,
   // or restarted (then this rank is needed in the next attempt).
   if (after.state == control::State::kRestarting)
-    throw RestartError(str("this rank finished, but its attempt ended: ", after.failure));
+    throw control::RestartError(str("this rank finished, but its attempt ended: ", after.failure));
   if (after.state == control::State::kFailed) throw Error("the job failed: " + after.failure);
   if (info.rank == 0) {
     std::printf("done: %lld steps in %.1f s (%.0f samples/s), final train loss %.4f",
@@ -366,7 +367,7 @@ void run_worker(const WorkerOptions& o) {
     std::fflush(stdout);
   }
   if (!summary.lost_records.empty())
-    throw RecordsLostError("rank 0 finished, but " + summary.lost_records);
+    throw control::RecordsLostError("rank 0 finished, but " + summary.lost_records);
 }
 
 }  // namespace mddp::worker
