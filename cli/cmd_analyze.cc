@@ -18,7 +18,7 @@
 namespace mddp::cli {
 namespace {
 
-struct AnalyzeArgs {
+struct AnalyzeFlags {
   std::string run_dir, report, fit_file, transport, algorithm;
   int64_t batch = 0;
   bool json = false, no_report = false;
@@ -197,7 +197,7 @@ void print_restarts(const std::vector<perf::RestartEvent>& restarts) {
   }
 }
 
-void run(AnalyzeArgs& args) {
+void run(AnalyzeFlags& args) {
   perf::RunLog run = perf::load_run(args.run_dir);
   // The flags fill in (or override) what job.json says.
   if (!args.transport.empty()) {
@@ -231,7 +231,7 @@ void run(AnalyzeArgs& args) {
 }  // namespace
 
 void register_analyze(CLI::App& app) {
-  auto args = std::make_shared<AnalyzeArgs>();
+  auto args = std::make_shared<AnalyzeFlags>();
   auto* cmd = app.add_subcommand(
       "analyze", "Where a run's time went and what limits it, from RUN_DIR/metrics.jsonl");
   cmd->add_option("run_dir", args->run_dir, "the --run-dir of a `microddp run` or coordinator")

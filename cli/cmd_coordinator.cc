@@ -40,7 +40,7 @@
 namespace mddp::cli {
 namespace {
 
-struct CoordinatorArgs {
+struct CoordinatorFlags {
   int world_size = 0;
   int port = 29500;
   std::string host = "127.0.0.1";
@@ -156,7 +156,7 @@ std::string lost_output(const coordinator::Job& job) {
   return out;
 }
 
-void run_coordinator(CLI::App& cmd, CoordinatorArgs& a) {
+void run_coordinator(CLI::App& cmd, CoordinatorFlags& a) {
   log::init("coordinator");
   if (!a.config.empty()) coordinator::apply_toml_config(cmd, a.config);
   if (a.world_size < 1)
@@ -291,7 +291,7 @@ void run_coordinator(CLI::App& cmd, CoordinatorArgs& a) {
 }  // namespace
 
 void register_coordinator(CLI::App& app) {
-  auto a = std::make_shared<CoordinatorArgs>();
+  auto a = std::make_shared<CoordinatorFlags>();
   auto* cmd = app.add_subcommand(
       "coordinator",
       "Run the control plane of a job: rendezvous, key/value store, barriers, health, metrics log");

@@ -65,7 +65,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
-struct RunArgs {
+struct RunFlags {
   int nproc = 0;
   int port = 0;
   std::string token, job_id = "local";
@@ -233,7 +233,7 @@ class Supervisor {
   int signal_ = 0;
 };
 
-void run_job(RunArgs& a) {
+void run_job(RunFlags& a) {
   if (a.nproc < 1) throw InputError("give the number of workers: --nproc N");
   a.train.validate();
   validate_health(a.health);
@@ -465,7 +465,7 @@ void run_job(RunArgs& a) {
 }  // namespace
 
 void register_run(CLI::App& app) {
-  auto a = std::make_shared<RunArgs>();
+  auto a = std::make_shared<RunFlags>();
   auto* cmd = app.add_subcommand(
       "run", "Run a whole job on this machine: a coordinator and N workers as child processes");
   const char* g = "Run";

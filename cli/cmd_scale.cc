@@ -43,7 +43,7 @@ namespace {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-struct ScaleArgs {
+struct ScaleFlags {
   std::string world_sizes = "1,2,4";
   std::string mode = "both";
   int64_t batch = 256, rank_batch = 64;
@@ -161,7 +161,7 @@ new uPlot({title: "efficiency = speedup / n", width: 720, height: 320, scales: {
   if (!out) throw Error(str("cannot write ", path.string()));
 }
 
-void run_scale(const ScaleArgs& a) {
+void run_scale(const ScaleFlags& a) {
   const std::vector<int> sizes = parse_world_sizes(a.world_sizes, "--world-sizes");
   if (a.mode != "strong" && a.mode != "weak" && a.mode != "both")
     throw InputError(str("--mode must be strong, weak or both, got '", a.mode, "'"));
@@ -271,7 +271,7 @@ void run_scale(const ScaleArgs& a) {
 }  // namespace
 
 void register_scale(CLI::App& app) {
-  auto a = std::make_shared<ScaleArgs>();
+  auto a = std::make_shared<ScaleFlags>();
   auto* cmd = app.add_subcommand(
       "scale",
       "Scaling study: the same job (`microddp run`) at several world sizes, strong and weak "

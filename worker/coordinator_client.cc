@@ -164,7 +164,7 @@ HeartbeatInfo job_state(v1::JobState state, const v1::Verdict& verdict) {
 
 }  // namespace
 
-JoinInfo CoordinatorClient::join(const JoinArgs& a) {
+JoinInfo CoordinatorClient::join(const JoinOptions& a) {
   v1::HelloRequest hello;
   hello.set_job_id(options_.job_id);
   hello.set_protocol_version(control::kProtocolVersion);

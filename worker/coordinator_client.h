@@ -53,7 +53,7 @@ struct ClientOptions {
   std::optional<control::TlsConfig> tls{};
 };
 
-struct JoinArgs {
+struct JoinOptions {
   std::string host, data_addr, device;
   int requested_rank = -1;                  // < 0: any
   Millis timeout{std::chrono::minutes(6)};  // bounds the whole rendezvous wait
@@ -132,7 +132,7 @@ class CoordinatorClient : public comm::Store {
   // (the token itself is never sent); blocks until the rendezvous
   // completes; remembers the session and its attempt. Throws
   // CoordinatorError (wrong token, job full, "k of N joined", unreachable).
-  JoinInfo join(const JoinArgs& args);
+  JoinInfo join(const JoinOptions& args);
   // Throws CoordinatorError (FAILED_PRECONDITION with the difference).
   void validate(const control::Fingerprint& fp, Millis timeout);
   // Returns the generation; throws CoordinatorError naming missing ranks.

@@ -51,7 +51,7 @@ ClientOptions client_options(const std::string& address) {
   return {address, "job", "tok", 10s};
 }
 
-JoinArgs join_args() {
+JoinOptions join_args() {
   return {"testhost", "127.0.0.1", "cpu", -1, 20s};
 }
 
