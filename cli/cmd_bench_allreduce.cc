@@ -122,8 +122,8 @@ void write_json(const AllreduceFlags& o, const std::string& transport, int n,
 }
 
 // This rank's group: microddp's own collectives (cpu) or gloo's.
-std::unique_ptr<comm::ProcessGroup> connect_group(const AllreduceFlags& o, int rank,
-                                                  comm::Store& store) {
+std::unique_ptr<comm::ProcessGroup> connect_sweep_group(const AllreduceFlags& o, int rank,
+                                                        comm::Store& store) {
   // --rank: the ranks share no parent; the rendezvous directory names the job.
   const comm::JobIdentity job{
       o.rank >= 0 ? str("bench-allreduce-", o.rendezvous) : str("bench-allreduce-", ::getppid()), 0,
@@ -136,7 +136,7 @@ std::unique_ptr<comm::ProcessGroup> connect_group(const AllreduceFlags& o, int r
 }
 
 // The table's head, with an xhost column when the job spans hosts.
-void print_header(const AllreduceFlags& o, const comm::ProcessGroup& group, bool hosts) {
+void print_sweep_header(const AllreduceFlags& o, const comm::ProcessGroup& group, bool hosts) {
   const int n = group.size();
   std::printf(
       "# microddp bench allreduce: %d rank%s (processes), transport %s, algo %s, dtype %s, op "
@@ -153,7 +153,7 @@ void print_header(const AllreduceFlags& o, const comm::ProcessGroup& group, bool
   std::fflush(stdout);
 }
 
-void print_row(const AllreduceFlags& o, const SweepRow& r, bool hosts) {
+void print_sweep_row(const AllreduceFlags& o, const SweepRow& r, bool hosts) {
   std::printf("  %12zu %12lld %6s %6s %12s %12.2f %12.3f %12.3f %8lld", r.bytes,
               static_cast<long long>(r.count), o.dtype.c_str(), "sum", r.algo.c_str(), r.time_us,
               r.algbw, r.busbw, static_cast<long long>(r.wrong));
@@ -165,13 +165,13 @@ void print_row(const AllreduceFlags& o, const SweepRow& r, bool hosts) {
 // One rank of the sweep over microddp's collectives or gloo's; rank 0 prints.
 void bench_rank(const AllreduceFlags& o, int rank, comm::Store& store) {
   const SweepOptions sweep = sweep_options(o);
-  const std::unique_ptr<comm::ProcessGroup> group = connect_group(o, rank, store);
+  const std::unique_ptr<comm::ProcessGroup> group = connect_sweep_group(o, rank, store);
   const auto* own = dynamic_cast<const comm::Communicator*>(group.get());
   const bool hosts = own && own->topology().host_count() > 1;
-  if (rank == 0) print_header(o, *group, hosts);
+  if (rank == 0) print_sweep_header(o, *group, hosts);
   const auto buffer = host_buffer(sweep_buffer_bytes(sweep.sizes, sweep.dtype));
   const std::vector<SweepRow> rows = run_sweep(*group, *buffer, sweep, [&](const SweepRow& r) {
-    if (rank == 0) print_row(o, r, hosts);
+    if (rank == 0) print_sweep_row(o, r, hosts);
   });
   const SweepTotals totals = totals_of(rows);
   if (rank == 0) {
@@ -183,7 +183,7 @@ void bench_rank(const AllreduceFlags& o, int rank, comm::Store& store) {
   if (!totals.ok()) throw Error(str("all-reduce gave ", totals.wrong, " wrong elements"));
 }
 
-void add_flags(CLI::App& cmd, AllreduceFlags& o) {
+void add_allreduce_flags(CLI::App& cmd, AllreduceFlags& o) {
   cmd.add_option("--nproc", o.nproc, "ranks (forked processes on this host)")
       ->check(CLI::Range(1, kMaxLocalRanks))
       ->capture_default_str();
@@ -223,7 +223,7 @@ void add_flags(CLI::App& cmd, AllreduceFlags& o) {
 
 // What the flags' own checks cannot see, checked once in the parent so that
 // a typo is one clear line, not N.
-void validate(const AllreduceFlags& o) {
+void check_allreduce_flags(const AllreduceFlags& o) {
   comm::parse_dtype(o.dtype);
   comm::parse_algorithm(o.algo);
   comm::parse_transport(o.transport);
@@ -247,7 +247,7 @@ void validate(const AllreduceFlags& o) {
 
 // The checks of the plain sweep (not --fit): the backend, and a --json file
 // that can be written (failing now, not after the whole sweep).
-void validate_sweep(const AllreduceFlags& o) {
+void check_sweep_flags(const AllreduceFlags& o) {
   if (o.backend != "cpu" && o.backend != "nccl" && o.backend != "gloo")
     throw InputError(str("unknown --backend '", o.backend, "' (use cpu, gloo or nccl)"));
   if (o.backend != "cpu" && (o.algo != "auto" || o.transport != "auto"))
@@ -264,7 +264,7 @@ void validate_sweep(const AllreduceFlags& o) {
 // The sweep on the ranks the flags ask for: one here (--rank), else
 // --nproc local processes; nccl has a driver of its own.
 void run_allreduce(const std::shared_ptr<AllreduceFlags>& o) {
-  validate_sweep(*o);
+  check_sweep_flags(*o);
   if (o->backend == "nccl")  // cmd_bench_allreduce_nccl.cc
     return run_allreduce_nccl(o->nproc, sweep_options(*o), o->timeout_ms, o->json);
   if (o->rank >= 0) {  // one rank here; the others elsewhere
@@ -285,10 +285,10 @@ void register_bench_allreduce(CLI::App& bench) {
   auto* cmd = bench.add_subcommand("allreduce",
                                    "All-reduce time, algbw and busbw over a size sweep on --nproc "
                                    "local processes (nccl-tests style)");
-  add_flags(*cmd, *o);
+  add_allreduce_flags(*cmd, *o);
   auto fit = add_fit_flags(*cmd);
   cmd->callback([o, fit] {
-    validate(*o);
+    check_allreduce_flags(*o);
     if (fit->on && o->rank >= 0)
       throw InputError(
           "--fit runs its own ranks (--fit-netns for the netns lab); leave out --rank");

@@ -42,8 +42,8 @@ class DeviceBuffer final : public SweepBuffer {
   tensor::Tensor dev_, host_, zeros_;
 };
 
-void write_json(const std::string& path, const SweepOptions& s, const std::string& transport, int n,
-                const std::vector<SweepRow>& rows, const SweepTotals& totals) {
+void write_nccl_json(const std::string& path, const SweepOptions& s, const std::string& transport,
+                     int n, const std::vector<SweepRow>& rows, const SweepTotals& totals) {
   nlohmann::json j = {{"benchmark", "allreduce"},
                       {"backend", "nccl"},
                       {"nproc", n},
@@ -64,7 +64,7 @@ void write_json(const std::string& path, const SweepOptions& s, const std::strin
   std::ofstream(path) << j.dump(2) << "\n";
 }
 
-void print_header(const SweepOptions& s, const comm::ProcessGroup& group) {
+void print_nccl_header(const SweepOptions& s, const comm::ProcessGroup& group) {
   const int n = group.size();
   std::printf(
       "# microddp bench allreduce --backend nccl: %d rank%s (processes, one GPU each), %s, dtype "
@@ -79,28 +79,29 @@ void print_header(const SweepOptions& s, const comm::ProcessGroup& group) {
   std::fflush(stdout);
 }
 
-void print_row(const SweepOptions& s, const SweepRow& r) {
+void print_nccl_row(const SweepOptions& s, const SweepRow& r) {
   std::printf("  %12zu %12lld %6s %6s %12.2f %12.3f %12.3f %8lld\n", r.bytes,
               static_cast<long long>(r.count), comm::to_string(s.dtype), "sum", r.time_us, r.algbw,
               r.busbw, static_cast<long long>(r.wrong));
   std::fflush(stdout);
 }
 
-void bench_rank(const SweepOptions& s, int64_t timeout_ms, const std::string& json, int nproc,
-                int rank, comm::Store& store) {
+void bench_nccl_rank(const SweepOptions& s, int64_t timeout_ms, const std::string& json, int nproc,
+                     int rank, comm::Store& store) {
   comm::nccl::NcclOptions options;
   options.device = rank;  // one process per GPU
   options.timeout = std::chrono::milliseconds(timeout_ms);
   auto group = comm::nccl::connect_nccl(store, rank, nproc, options);
-  if (rank == 0) print_header(s, *group);
+  if (rank == 0) print_nccl_header(s, *group);
   DeviceBuffer buffer(sweep_buffer_bytes(s.sizes, s.dtype), rank);
   const std::vector<SweepRow> rows = run_sweep(*group, buffer, s, [&](const SweepRow& r) {
-    if (rank == 0) print_row(s, r);
+    if (rank == 0) print_nccl_row(s, r);
   });
   const SweepTotals totals = totals_of(rows);
   if (rank == 0) {
     print_footer(totals);
-    if (!json.empty()) write_json(json, s, group->transport_name(), group->size(), rows, totals);
+    if (!json.empty())
+      write_nccl_json(json, s, group->transport_name(), group->size(), rows, totals);
   }
   group->barrier()->wait();
   if (!totals.ok()) throw Error(str("all-reduce gave ", totals.wrong, " wrong elements"));
@@ -112,7 +113,7 @@ void run_allreduce_nccl(int nproc, const SweepOptions& sweep, int64_t timeout_ms
                         const std::string& json) {
   MDDP_CHECK(!sweep.sizes.empty());
   const int code = run_local_ranks(nproc, [&](int rank, comm::Store& store) {
-    bench_rank(sweep, timeout_ms, json, nproc, rank, store);
+    bench_nccl_rank(sweep, timeout_ms, json, nproc, rank, store);
   });
   if (code != 0)
     throw Error(str("bench allreduce --backend nccl failed (exit code ", code,

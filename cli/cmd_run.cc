@@ -321,7 +321,7 @@ void finish(const RunFlags& a, const RunFiles& f, ChildProcesses& children,
                   describe_children(children, o.failed, false), "; logs in ", f.logs, "]"));
 }
 
-void validate(const RunFlags& a) {
+void check_run_flags(const RunFlags& a) {
   if (a.nproc < 1) throw InputError("give the number of workers: --nproc N");
   a.train.validate();
   validate_health(a.health);
@@ -332,7 +332,7 @@ void validate(const RunFlags& a) {
 }
 
 void run_job(const RunFlags& a) {
-  validate(a);
+  check_run_flags(a);
   PrivateRunDir secrets;  // the token and the coordinator's address; removed on every way out
   const RunFiles files = prepare_files(a, secrets);
   ChildProcesses children;
