@@ -18,8 +18,8 @@ Rendezvous::Rendezvous(Options options, TimePoint opened, CompleteHook on_comple
       opened_(opened),
       window_end_(opened + options_.timeout) {
   MDDP_CHECK(options_.world_size >= 1, "world size ", options_.world_size);
-  MDDP_CHECK(options_.min_nproc <= options_.world_size, "elastic minimum ",
-             options_.min_nproc, " above the world size ", options_.world_size);
+  MDDP_CHECK(options_.min_nproc <= options_.world_size, "elastic minimum ", options_.min_nproc,
+             " above the world size ", options_.world_size);
 }
 
 std::string Rendezvous::name() const {
@@ -60,10 +60,10 @@ std::optional<Outcome> Rendezvous::refusal(const JoinRequest& r) const {
 
 std::string Rendezvous::pending_summary() const {
   std::string s = str(pending_.size(), " of ", options_.world_size, " workers joined");
-  if (!pending_.empty()) {
-    s += " (" + join(pending_, ", ", [](const auto& entry) { return who(entry.second.request); }) +
-         ")";
-  }
+  if (!pending_.empty())
+    s +=
+        str(" (", join(pending_, ", ", [](const auto& entry) { return who(entry.second.request); }),
+            ")");
   return s;
 }
 

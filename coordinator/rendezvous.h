@@ -59,8 +59,8 @@ class Rendezvous {
  public:
   struct Options {
     std::string job_id = "local";
-    int world_size = 1;      // the most workers, and the size unless elastic
-    int min_nproc = 0;  // 0 (or world_size): no fewer; else the elastic minimum
+    int world_size = 1;  // the most workers, and the size unless elastic
+    int min_nproc = 0;   // 0 (or world_size): no fewer; else the elastic minimum
     std::chrono::milliseconds elastic_wait{10'000};  // before completing with fewer
     std::chrono::milliseconds timeout{std::chrono::minutes(5)};
     int attempt = 0;  // named in messages of attempts after the first
