@@ -26,22 +26,9 @@
 #include "core/comm/types.h"
 #include "core/common/check.h"
 #include "core/perf/step_metrics.h"
+#include "worker/coordinator_error.h"
 
 namespace mddp::worker {
-
-using Millis = std::chrono::milliseconds;
-
-// A control-plane call failed. what() is one line naming the call and the
-// coordinator; code() is the gRPC status code (grpc::StatusCode as int).
-class CoordinatorError : public Error {
- public:
-  CoordinatorError(const std::string& what, int code) : Error(what), code_(code) {}
-  int code() const { return code_; }
-  bool unreachable() const;  // UNAVAILABLE, or DEADLINE_EXCEEDED before an answer
-
- private:
-  int code_;
-};
 
 struct ClientOptions {
   std::string address;  // HOST:PORT
