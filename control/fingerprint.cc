@@ -10,7 +10,7 @@ namespace {
 
 template <typename T>
 std::string list(const std::vector<T>& v) {
-  return "[" + join(v, ", ") + "]";
+  return str("[", join(v, ", "), "]");
 }
 
 // The neighbourhood of the first character where a and b differ, quoted.

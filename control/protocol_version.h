@@ -10,6 +10,6 @@
 namespace mddp::control {
 
 // Control-plane protocol version (proto: PROTOCOL_VERSION_CURRENT).
-inline constexpr uint32_t kProtocolVersion = 2;
+inline constexpr uint32_t kProtocolVersion = 3;
 
 }  // namespace mddp::control

@@ -31,9 +31,8 @@ std::shared_ptr<grpc::ChannelCredentials> channel_credentials(
 }
 
 // The job's state from a reply that carries it with its verdict (Leave, ReportPeerFault).
-HeartbeatInfo job_state(v1::JobState state, const v1::Verdict& verdict) {
-  const control::Verdict v = control::from_proto(verdict);
-  return {control::from_proto(state), v.message, v.failed_rank(), v, 0, {}};
+control::JobStatus job_state(v1::JobState state, const v1::Verdict& verdict) {
+  return {control::from_proto(state), control::from_proto(verdict), 0};
 }
 
 }  // namespace
@@ -130,12 +129,9 @@ HeartbeatInfo CoordinatorClient::heartbeat(const control::Progress& progress, Mi
   const v1::HeartbeatReply reply = call(*impl_->stub, &v1::Coordinator::Stub::Heartbeat, req,
                                         deadline, "heartbeat", options_.address);
   const int64_t reply_ns = now_ns();
-  return {control::from_proto(reply.state()),
-          reply.failure(),
-          reply.failed_rank(),
-          control::from_proto(reply.verdict()),
-          reply.attempt(),
-          {send_ns, reply_ns, reply.coordinator_receive_unix_ns()}};
+  return {
+      {control::from_proto(reply.state()), control::from_proto(reply.verdict()), reply.attempt()},
+      {send_ns, reply_ns, reply.coordinator_receive_unix_ns()}};
 }
 
 std::unique_ptr<WatchStream> CoordinatorClient::open_watch() {
@@ -146,8 +142,8 @@ std::unique_ptr<MetricsStream> CoordinatorClient::open_metrics_stream(Millis dea
   return grpc_metrics_stream(*impl_->stub, session_, attempt_, options_.address, deadline);
 }
 
-HeartbeatInfo CoordinatorClient::report_peer_fault(int peer, comm::PeerFault fault,
-                                                   const std::string& detail, Millis timeout) {
+control::JobStatus CoordinatorClient::report_peer_fault(int peer, comm::PeerFault fault,
+                                                        const std::string& detail, Millis timeout) {
   v1::PeerFaultReport req;
   req.set_session(session_);
   req.set_peer(peer);
@@ -188,7 +184,7 @@ void CoordinatorClient::wait_connected(Millis timeout) {
   }
 }
 
-HeartbeatInfo CoordinatorClient::leave(bool ok, const std::string& message, Millis timeout) {
+control::JobStatus CoordinatorClient::leave(bool ok, const std::string& message, Millis timeout) {
   v1::LeaveRequest req;
   req.set_session(session_);
   req.set_ok(ok);

@@ -54,12 +54,11 @@ struct JoinInfo {
   std::string data_key;  // the attempt's data-plane key (control::data_plane_key)
 };
 
+// One heartbeat's answer.
 struct HeartbeatInfo {
-  control::State state = control::State::kForming;
-  std::string failure;
-  int failed_rank = -1;
-  control::Verdict verdict;  // when FAILED, or RESTARTING (why this rank's attempt ended)
-  int attempt = 0;           // the job's attempt now
+  // The job's state and attempt now, with the verdict when FAILED, or
+  // RESTARTING (why this rank's attempt ended).
+  control::JobStatus status;
   // One round trip: this host's steady clock around the call and the
   // coordinator's wall clock when it received it.
   struct ClockSample {
@@ -133,11 +132,12 @@ class CoordinatorClient : public comm::Store {
   // Opens a Watch call; it has no deadline (cancel() ends it).
   std::unique_ptr<WatchStream> open_watch();
   // Tells the coordinator this rank's data-plane connection to `peer`
-  // failed; the job's state then. Throws CoordinatorError.
-  HeartbeatInfo report_peer_fault(int peer, comm::PeerFault fault, const std::string& detail,
-                                  Millis timeout);
+  // failed; the job's state then (its verdict when FAILED or RESTARTING).
+  // Throws CoordinatorError.
+  control::JobStatus report_peer_fault(int peer, comm::PeerFault fault, const std::string& detail,
+                                       Millis timeout);
   // The job's state after this rank left. Throws CoordinatorError.
-  HeartbeatInfo leave(bool ok, const std::string& message, Millis timeout);
+  control::JobStatus leave(bool ok, const std::string& message, Millis timeout);
 
   // comm::Store. set() throws CoordinatorError; get() throws
   // comm::TimeoutError naming the key when it is not set within `timeout`.

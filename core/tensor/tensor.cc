@@ -21,7 +21,7 @@ int64_t numel_of(const Shape& shape) {
 }
 
 std::string shape_str(const Shape& shape) {
-  return "[" + join(shape, ", ") + "]";
+  return str("[", join(shape, ", "), "]");
 }
 
 Storage::Storage(std::size_t bytes, Device device) : bytes_(bytes), device_(device) {

@@ -51,7 +51,7 @@ std::vector<AssignCase> assign_cases() {
 }
 
 std::string list(const std::vector<std::size_t>& v) {
-  return "[" + join(v, ", ") + "]";
+  return str("[", join(v, ", "), "]");
 }
 
 std::size_t bytes_of(const std::vector<std::size_t>& bucket,
