@@ -8,7 +8,7 @@
 namespace mddp::coordinator {
 
 std::string rank_list(const std::vector<int>& ranks) {
-  return join(ranks, ", ");
+  return mddp::join(ranks, ", ");
 }
 
 Barrier::Barrier(int world_size) : world_size_(world_size) {

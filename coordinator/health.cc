@@ -322,7 +322,7 @@ std::string Health::roll_call_locked(TimePoint now) const {
   std::string out;
   for (const auto& pl : places) {
     if (!out.empty()) out += "; ";
-    const std::string ranks = join(pl.ranks, ", ");
+    const std::string ranks = mddp::join(pl.ranks, ", ");
     out += pl.ranks.size() == 1 ? "rank " + ranks + " " + pl.one : "ranks " + ranks + " " + pl.many;
   }
   return out;

@@ -108,7 +108,7 @@ bool Job::may_wait_for_next(const std::shared_ptr<Attempt>& attempt) const {
 }
 
 void Job::on_formed(Attempt& attempt, const std::vector<Member>& members, TimePoint) {
-  const std::string table = join(members, ", ", [](const Member& m) {
+  const std::string table = mddp::join(members, ", ", [](const Member& m) {
     return str(m.rank, " = ", m.host, " (pid ", m.pid,
                m.device.empty() ? std::string() : ", " + m.device, ")");
   });

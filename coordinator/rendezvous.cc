@@ -62,7 +62,8 @@ std::string Rendezvous::pending_summary() const {
   std::string s = str(pending_.size(), " of ", options_.world_size, " workers joined");
   if (!pending_.empty())
     s +=
-        str(" (", join(pending_, ", ", [](const auto& entry) { return who(entry.second.request); }),
+        str(" (",
+            mddp::join(pending_, ", ", [](const auto& entry) { return who(entry.second.request); }),
             ")");
   return s;
 }
