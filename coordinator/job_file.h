@@ -18,7 +18,7 @@
 namespace mddp::coordinator {
 
 struct JobFile {
-  std::string job_id;
+  std::string job_id{};
   int world_size = 0;      // of the attempt now (the most while it forms)
   int max_world_size = 0;  // --world-size
   int min_nproc = 0;       // --min-nproc; 0: max_world_size
@@ -28,12 +28,12 @@ struct JobFile {
     int number = 0;
     int world_size = 0;  // 0 while it forms
   };
-  std::vector<Attempt> attempts;
-  std::vector<Restart> restarts;
-  std::vector<MetricsLog::Resume> resumes;  // where each attempt after a restart resumed
-  int64_t started_unix_ns = 0;              // when the first attempt formed
-  std::string config_json = "{}";           // the job config handed to the workers
-  std::vector<Member> members;              // the attempt now's, in rank order
+  std::vector<Attempt> attempts{};
+  std::vector<Restart> restarts{};
+  std::vector<MetricsLog::Resume> resumes{};  // where each attempt after a restart resumed
+  int64_t started_unix_ns = 0;                // when the first attempt formed
+  std::string config_json = "{}";             // the job config handed to the workers
+  std::vector<Member> members{};              // the attempt now's, in rank order
 };
 
 // The job as job.json says it.
