@@ -227,7 +227,7 @@ struct Dashboard {
   std::string url;
 };
 
-void start_dashboard(const CoordinatorFlags& a, const coordinator::Coordinator& c,
+void start_dashboard(const CoordinatorFlags& a, coordinator::Coordinator& c,
                      const std::optional<control::TlsConfig>& tls, const std::string& http_token,
                      Dashboard& dash) {
   if (a.dashboard.http_port < 0) return;
