@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "control/proof.h"
+#include "core/common/check.h"
 #include "core/common/hmac.h"
 #include "service/test_clock.h"
 
