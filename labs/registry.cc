@@ -207,7 +207,8 @@ const std::vector<Lab>& all_labs() {
        "docs/analyze.md",
        "performance.toml",
        "answers.toml",
-       {"core/perf/analysis.cc (perf::analyze)", "core/perf/bottleneck.cc (Note [Bottleneck verdict])",
+       {"core/perf/analysis.cc (perf::analyze)",
+        "core/perf/bottleneck.cc (Note [Bottleneck verdict])",
         "core/perf/cost_model.h (perf::allreduce_seconds)"},
        "Every answer is in `microddp analyze RUN`: the verdict line and its evidence, the "
        "stragglers' 'worst:' "

@@ -25,7 +25,8 @@ std::string join(const Range& range, std::string_view sep, Show show) {
 // The items themselves (strings, numbers: whatever streams).
 template <typename Range>
 std::string join(const Range& range, std::string_view sep) {
-  return join(range, sep, [](const auto& item) -> const auto& { return item; });
+  return join(
+      range, sep, [](const auto& item) -> const auto& { return item; });
 }
 
 }  // namespace mddp
