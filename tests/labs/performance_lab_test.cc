@@ -77,7 +77,7 @@ class PerformanceLab : public ::testing::Test {
 };
 
 TEST_F(PerformanceLab, TheUntouchedAnswersAreNotAnswered) {
-  const std::string text =
+  std::string text =
       mddp::test::read_file(fs::path(source_root()) / "labs/10_performance/answers.toml");
   const std::string line = "run = \"runs/lab10\"";
   const auto at = text.find(line);
