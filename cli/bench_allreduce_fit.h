@@ -24,7 +24,7 @@ struct FitFlags {
 };
 
 // What the plain benchmark's flags say.
-struct FitSweep {
+struct FitSweepOptions {
   int nproc = 2;
   std::vector<std::size_t> sizes;
   int iters = 20, warmup = 5;
@@ -38,6 +38,6 @@ struct FitSweep {
 std::shared_ptr<FitFlags> add_fit_flags(CLI::App& cmd);
 
 // Runs the sweep on sweep.nproc local ranks, prints and saves the fits.
-void run_allreduce_fit(const FitFlags& flags, const FitSweep& sweep);
+void run_allreduce_fit(const FitFlags& flags, const FitSweepOptions& sweep);
 
 }  // namespace mddp::cli

@@ -9,7 +9,7 @@
 
 namespace mddp::cli {
 
-struct BenchOptions {
+struct BenchTrainFlags {
   int nproc = 1;
   int warmup = 3;
   int iters = 10;
@@ -18,6 +18,6 @@ struct BenchOptions {
 
 // Runs warm-up + timed steps on o.nproc local ranks (DDP when > 1) and
 // returns {samples_per_s, step_ms, phases_ms{...}, peak_rss_mb[...], ranks[...]}.
-nlohmann::json bench_train(const train::TrainConfig& cfg, const BenchOptions& o);
+nlohmann::json bench_train(const train::TrainConfig& cfg, const BenchTrainFlags& o);
 
 }  // namespace mddp::cli

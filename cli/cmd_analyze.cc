@@ -13,12 +13,13 @@
 #include "cli/commands.h"
 #include "cli/flag_checks.h"
 #include "core/common/check.h"
+#include "core/common/strings.h"
 #include "core/perf/analysis.h"
 
 namespace mddp::cli {
 namespace {
 
-struct AnalyzeArgs {
+struct AnalyzeFlags {
   std::string run_dir, report, fit_file, transport, algorithm;
   int64_t batch = 0;
   bool json = false, no_report = false;
@@ -55,7 +56,8 @@ void print_levels(const perf::LevelSplit& l) {
   std::printf("\n");
 }
 
-void print_text(const perf::Analysis& a, const std::string& report) {
+// What the run was: its size, its steps, its job config and its hosts.
+void print_run(const perf::Analysis& a) {
   const auto& c = a.config;
   std::printf(
       "microddp analyze %s: %d ranks, %lld training steps in the log, %lld complete steps analysed "
@@ -81,7 +83,10 @@ void print_text(const perf::Analysis& a, const std::string& report) {
         "ranks take turns;\n"
         "the exposed comm, all-reduce and straggler figures below are inflated by that CPU sharing "
         "(see the verdict).\n");
+}
 
+// The step's phases: mean, median, p95, share, the spread over ranks.
+void print_phases(const perf::Analysis& a) {
   std::printf("\n%-14s %9s %9s %9s %7s   %-22s %s\n", "phase", "mean ms", "median", "p95", "share",
               "rank means (min..max)", "slowest");
   for (const auto& p : a.phases) {
@@ -93,7 +98,10 @@ void print_text(const perf::Analysis& a, const std::string& report) {
   }
   std::printf(
       "(* on the progress thread, mostly hidden behind backward; not part of the step's sum)\n");
+}
 
+// Communication per step, compression and throughput.
+void print_communication(const perf::Analysis& a) {
   std::printf(
       "\ncommunication: exposed %.3f ms/step (%.1f%% of the step), total %.3f ms/step (%.1f%%), "
       "overlap %.1f%%, "
@@ -109,52 +117,56 @@ void print_text(const perf::Analysis& a, const std::string& report) {
         a.compression_ratio(), bytes_str(a.sent_bytes_per_step).c_str());
   if (a.samples_per_s > 0)
     std::printf("throughput: %.0f samples/s (global batch / mean step time)\n", a.samples_per_s);
+}
 
-  if (!a.buckets.empty()) {
-    std::printf(
-        "\nall-reduces (time: the shortest span across ranks; busbw = bytes/t x 2(n-1)/n)\n");
-    std::printf("%-11s %8s %-6s %9s %9s %10s %12s %12s %9s\n", "size", "per step", "algo",
-                "median ms", "p95 ms", "busbw GB/s", "predicted ms", "pred. busbw", "meas/pred");
-    for (const auto& b : a.buckets) {
-      std::printf("%-11s %8.2f %-6s %9.3f %9.3f %10.3f",
-                  bytes_str(static_cast<double>(b.bytes)).c_str(), b.per_step, b.algorithm.c_str(),
-                  b.measured_ms.median, b.measured_ms.p95, b.busbw_gbps);
-      if (b.fit)
-        std::printf(" %12.3f %12.3f %9.2f\n", b.predicted_ms, b.predicted_busbw_gbps,
-                    b.predicted_ms > 0 ? b.measured_ms.median / b.predicted_ms : 0.0);
-      else
-        std::printf(" %12s %12s %9s\n", "-", "-", "-");
-    }
-    for (const auto& b : a.buckets)
-      if (b.fit) {
-        std::printf("fit: %s %s on %d ranks: alpha %.2f us, beta %.3f GB/s (r2 %.3f)\n",
-                    b.fit->transport.c_str(), b.fit->algorithm.c_str(), b.fit->world_size,
-                    b.fit->link.alpha_s * 1e6, b.fit->link.beta_Bps * 1e-9, b.fit->r2);
-        break;
-      }
-    if (a.predicted_comm_ms_per_step > 0)
-      std::printf("predicted total comm %.3f ms/step vs measured %.3f ms/step\n",
-                  a.predicted_comm_ms_per_step, a.phases[perf::kTotalComm].all.mean);
+// The all-reduces by size, measured and as the alpha-beta fit predicts them.
+void print_buckets(const perf::Analysis& a) {
+  if (a.buckets.empty()) return;
+  std::printf("\nall-reduces (time: the shortest span across ranks; busbw = bytes/t x 2(n-1)/n)\n");
+  std::printf("%-11s %8s %-6s %9s %9s %10s %12s %12s %9s\n", "size", "per step", "algo",
+              "median ms", "p95 ms", "busbw GB/s", "predicted ms", "pred. busbw", "meas/pred");
+  for (const auto& b : a.buckets) {
+    std::printf("%-11s %8.2f %-6s %9.3f %9.3f %10.3f",
+                bytes_str(static_cast<double>(b.bytes)).c_str(), b.per_step, b.algorithm.c_str(),
+                b.measured_ms.median, b.measured_ms.p95, b.busbw_gbps);
+    if (b.fit)
+      std::printf(" %12.3f %12.3f %9.2f\n", b.predicted_ms, b.predicted_busbw_gbps,
+                  b.predicted_ms > 0 ? b.measured_ms.median / b.predicted_ms : 0.0);
+    else
+      std::printf(" %12s %12s %9s\n", "-", "-", "-");
   }
-  if (a.levels) print_levels(*a.levels);
-
-  if (c.world_size > 1) {
-    const auto& s = a.stragglers;
-    std::printf(
-        "\nstragglers (first bucket ready >= %.2f ms after the median rank's), over %lld "
-        "steps:%s\n",
-        a.min_late_ms, static_cast<long long>(s.steps), s.ranks.empty() ? " none" : "");
-    for (const auto& r : s.ranks) {
-      std::string phases;
-      for (const auto& [phase, n] : r.by_phase)
-        phases += str(phases.empty() ? "" : ", ", phase, " ", n);
-      std::printf("  rank %d late in %lld steps (%.1f%%), %.3f ms in all; by phase: %s\n", r.rank,
-                  static_cast<long long>(r.late_steps),
-                  s.steps ? 100.0 * r.late_steps / s.steps : 0.0, r.late_ms_total, phases.c_str());
+  for (const auto& b : a.buckets)
+    if (b.fit) {
+      std::printf("fit: %s %s on %d ranks: alpha %.2f us, beta %.3f GB/s (r2 %.3f)\n",
+                  b.fit->transport.c_str(), b.fit->algorithm.c_str(), b.fit->world_size,
+                  b.fit->link.alpha_s * 1e6, b.fit->link.beta_Bps * 1e-9, b.fit->r2);
+      break;
     }
-    if (s.worst) std::printf("  worst: rank %d, %s\n", s.worst->rank, s.worst->phase.c_str());
-  }
+  if (a.predicted_comm_ms_per_step > 0)
+    std::printf("predicted total comm %.3f ms/step vs measured %.3f ms/step\n",
+                a.predicted_comm_ms_per_step, a.phases[perf::kTotalComm].all.mean);
+}
 
+// The ranks that were late, how often and in which phase.
+void print_stragglers(const perf::Analysis& a) {
+  if (a.config.world_size <= 1) return;
+  const auto& s = a.stragglers;
+  std::printf(
+      "\nstragglers (first bucket ready >= %.2f ms after the median rank's), over %lld "
+      "steps:%s\n",
+      a.min_late_ms, static_cast<long long>(s.steps), s.ranks.empty() ? " none" : "");
+  for (const auto& r : s.ranks) {
+    const std::string phases = join(
+        r.by_phase, ", ", [](const auto& entry) { return str(entry.first, " ", entry.second); });
+    std::printf("  rank %d late in %lld steps (%.1f%%), %.3f ms in all; by phase: %s\n", r.rank,
+                static_cast<long long>(r.late_steps),
+                s.steps ? 100.0 * r.late_steps / s.steps : 0.0, r.late_ms_total, phases.c_str());
+  }
+  if (s.worst) std::printf("  worst: rank %d, %s\n", s.worst->rank, s.worst->phase.c_str());
+}
+
+// The bottleneck verdict, its evidence and advice; the notes.
+void print_verdict(const perf::Analysis& a, const std::string& report) {
   std::printf("\nverdict: %s\n", a.verdict.kind.c_str());
   if (a.verdict.by_shares != a.verdict.kind)
     std::printf("  (by the step's shares alone: %s, measured under CPU sharing)\n",
@@ -163,6 +175,16 @@ void print_text(const perf::Analysis& a, const std::string& report) {
   for (const auto& e : a.verdict.advice) std::printf("  advice:   %s\n", e.c_str());
   for (const auto& n : a.notes) std::printf("note: %s\n", n.c_str());
   if (!report.empty()) std::printf("report: %s\n", report.c_str());
+}
+
+void print_text(const perf::Analysis& a, const std::string& report) {
+  print_run(a);
+  print_phases(a);
+  print_communication(a);
+  print_buckets(a);
+  if (a.levels) print_levels(*a.levels);
+  print_stragglers(a);
+  print_verdict(a, report);
 }
 
 // The job's restarts (metrics.jsonl's "restart" and "resume" lines): why
@@ -197,7 +219,7 @@ void print_restarts(const std::vector<perf::RestartEvent>& restarts) {
   }
 }
 
-void run(AnalyzeArgs& args) {
+void run(AnalyzeFlags& args) {
   perf::RunLog run = perf::load_run(args.run_dir);
   // The flags fill in (or override) what job.json says.
   if (!args.transport.empty()) {
@@ -231,7 +253,7 @@ void run(AnalyzeArgs& args) {
 }  // namespace
 
 void register_analyze(CLI::App& app) {
-  auto args = std::make_shared<AnalyzeArgs>();
+  auto args = std::make_shared<AnalyzeFlags>();
   auto* cmd = app.add_subcommand(
       "analyze", "Where a run's time went and what limits it, from RUN_DIR/metrics.jsonl");
   cmd->add_option("run_dir", args->run_dir, "the --run-dir of a `microddp run` or coordinator")

@@ -46,13 +46,13 @@ namespace {
 
 const std::vector<std::string> kAlgorithms = {"ring", "tree", "naive", "doubling"};
 
-std::vector<std::string> transports_of(const FitSweep& s, const FitFlags& f) {
+std::vector<std::string> transports_of(const FitSweepOptions& s, const FitFlags& f) {
   if (s.transport != "auto") return {s.transport};
   // Across namespaces the point is the network: shared memory would bypass it.
   return f.netns.empty() ? std::vector<std::string>{"tcp", "shm"} : std::vector<std::string>{"tcp"};
 }
 
-std::vector<std::string> algorithms_of(const FitSweep& s) {
+std::vector<std::string> algorithms_of(const FitSweepOptions& s) {
   return s.algo == "auto" ? kAlgorithms : std::vector<std::string>{s.algo};
 }
 
@@ -73,7 +73,7 @@ void enter_netns(const std::string& name) {
 // Seconds per all-reduce of `count` floats, the slowest rank's; every rank
 // gets the same value.
 double time_point(comm::Communicator& c, std::vector<float>& buf, int64_t count,
-                  comm::Algorithm algo, const FitFlags& f, const FitSweep& s) {
+                  comm::Algorithm algo, const FitFlags& f, const FitSweepOptions& s) {
   auto slowest = [&](double seconds) {
     float t = static_cast<float>(seconds);
     c.all_reduce(&t, 1, comm::DataType::kFloat32, comm::ReduceOp::kMax)->wait();
@@ -107,7 +107,7 @@ struct Series {  // one (transport, algorithm): per size, the times of every rou
 // Prints the sweep and the fits and stores them; false when no series could
 // be fitted. A series whose timings do not grow with the size (noise swamping
 // a short sweep) is reported and left out; the others are still stored.
-bool report(const FitFlags& f, const FitSweep& s, int n, std::vector<Series>& series) {
+bool report(const FitFlags& f, const FitSweepOptions& s, int n, std::vector<Series>& series) {
   std::printf("# median of %d interleaved rounds, time per all-reduce (us), slowest rank\n# %12s",
               f.rounds, "size(B)");
   for (const Series& x : series) std::printf(" %12s", (x.transport + "/" + x.algorithm).c_str());
@@ -177,7 +177,7 @@ bool report(const FitFlags& f, const FitSweep& s, int n, std::vector<Series>& se
   return !fits.empty();
 }
 
-void fit_rank(const FitFlags& f, const FitSweep& s, int rank, comm::Store& store) {
+void fit_rank(const FitFlags& f, const FitSweepOptions& s, int rank, comm::Store& store) {
   const auto netns = split_list(f.netns), bind = split_list(f.bind);
   if (!netns.empty()) enter_netns(netns[static_cast<std::size_t>(rank)]);
   const std::string host = bind.empty() ? "127.0.0.1" : bind[static_cast<std::size_t>(rank)];
@@ -243,7 +243,7 @@ std::shared_ptr<FitFlags> add_fit_flags(CLI::App& cmd) {
   return f;
 }
 
-void run_allreduce_fit(const FitFlags& f, const FitSweep& s) {
+void run_allreduce_fit(const FitFlags& f, const FitSweepOptions& s) {
   if (s.backend != "cpu")
     throw InputError(str("--fit measures the CPU transports (tcp, shm); a fit of --backend ",
                          s.backend, " is not implemented: leave --backend out"));

@@ -47,7 +47,7 @@ double rss_mb() {
 }
 
 // Runs warm-up and timed steps of `step`, returns this rank's measurements.
-json time_steps(const BenchOptions& o, const std::function<train::StepResult()>& step,
+json time_steps(const BenchTrainFlags& o, const std::function<train::StepResult()>& step,
                 const std::function<ddp::SyncStats()>& sync_stats,
                 const std::function<void()>& barrier) {
   for (int i = 0; i < o.warmup; ++i) step();
@@ -82,7 +82,8 @@ json time_steps(const BenchOptions& o, const std::function<train::StepResult()>&
           {"host_waits_per_step", host_waits}};
 }
 
-json run_rank(const train::TrainConfig& cfg, const BenchOptions& o, int rank, comm::Store* store) {
+json run_rank(const train::TrainConfig& cfg, const BenchTrainFlags& o, int rank,
+              comm::Store* store) {
   if (o.nproc == 1) {
     train::Trainer t(cfg);
     return time_steps(
@@ -97,7 +98,7 @@ json run_rank(const train::TrainConfig& cfg, const BenchOptions& o, int rank, co
 
 }  // namespace
 
-json summarize(const train::TrainConfig& cfg, const BenchOptions& o,
+json summarize(const train::TrainConfig& cfg, const BenchTrainFlags& o,
                const std::vector<json>& ranks) {
   double wall = 0;
   json mean = json::object();
@@ -128,7 +129,7 @@ json summarize(const train::TrainConfig& cfg, const BenchOptions& o,
 
 namespace {
 
-void report(const train::TrainConfig& cfg, const BenchOptions& o, const json& j) {
+void report(const train::TrainConfig& cfg, const BenchTrainFlags& o, const json& j) {
   const json& mean = j["phases_ms"];
   const double sps = j["samples_per_s"].get<double>(), step_ms = j["step_ms"].get<double>();
   std::printf("bench train: %s width %lld depth %lld, global batch %lld on %d rank(s), %s",
@@ -164,7 +165,7 @@ void report(const train::TrainConfig& cfg, const BenchOptions& o, const json& j)
 
 }  // namespace
 
-json bench_train(const train::TrainConfig& config, const BenchOptions& o) {
+json bench_train(const train::TrainConfig& config, const BenchTrainFlags& o) {
   if (o.iters < 1 || o.warmup < 0) throw InputError("--iters must be >= 1 and --warmup >= 0");
   train::TrainConfig cfg = config;
   cfg.steps = o.warmup + o.iters;
@@ -200,7 +201,7 @@ void register_bench_train(CLI::App& bench) {
   cfg->batch = 256;
   cfg->optim = {.name = "sgd", .lr = 0.01f};
   cfg->eval = false;
-  auto o = std::make_shared<BenchOptions>();
+  auto o = std::make_shared<BenchTrainFlags>();
   auto* cmd =
       bench.add_subcommand("train", "Training throughput: samples/s, phases, overlap, memory");
   cmd->add_option("--nproc", o->nproc, "ranks (processes on this host); 1 = no DDP")

@@ -12,12 +12,12 @@
 namespace mddp::cli {
 namespace {
 
-struct CertsArgs {
+struct CertsFlags {
   std::string dir;
   control::LabCertsOptions o;
 };
 
-void run_certs(const CertsArgs& a) {
+void run_certs(const CertsFlags& a) {
   const auto written = control::make_lab_certs(a.dir, a.o);
   for (const auto& p : written) std::printf("wrote %s\n", p.c_str());
   const std::string& h = a.o.hosts.front();
@@ -32,7 +32,7 @@ void run_certs(const CertsArgs& a) {
 }  // namespace
 
 void register_certs(CLI::App& app) {
-  auto a = std::make_shared<CertsArgs>();
+  auto a = std::make_shared<CertsFlags>();
   auto* cmd = app.add_subcommand(
       "certs",
       "Make a CA and a TLS certificate per host for a job's control plane and dashboard "

@@ -27,6 +27,7 @@
 #include "cli/resume_command.h"
 #include "cli/tls_flags.h"
 #include "cli/train_flags.h"
+#include "control/exit_status.h"
 #include "control/job_config_json.h"
 #include "coordinator/coordinator.h"
 #include "coordinator/flag_config.h"
@@ -39,7 +40,7 @@
 namespace mddp::cli {
 namespace {
 
-struct CoordinatorArgs {
+struct CoordinatorFlags {
   int world_size = 0;
   int port = 29500;
   std::string host = "127.0.0.1";
@@ -155,25 +156,32 @@ std::string lost_output(const coordinator::Job& job) {
   return out;
 }
 
-void run_coordinator(CLI::App& cmd, CoordinatorArgs& a) {
-  log::init("coordinator");
+// What the flags resolve to beyond themselves.
+struct Resolved {
+  std::string http_token;  // the dashboard's ("" = none)
+  std::optional<control::TlsConfig> tls;
+  std::string resuming;  // where the job resumes ("" when it does not)
+};
+
+// Reads --config, checks what the flags' own checks cannot see and resolves
+// the files rank 0 will read (before any worker waits on them).
+Resolved check_flags(CLI::App& cmd, CoordinatorFlags& a) {
   if (!a.config.empty()) coordinator::apply_toml_config(cmd, a.config);
   if (a.world_size < 1)
     throw InputError("give the number of workers: --world-size N (or world-size in --config)");
   a.train.validate();
   if (!a.token_file.empty()) a.token = read_token_file(a.token_file);
-  const std::string http_token = a.dashboard.token();
-  const auto tls = control::load_tls(a.tls, control::TlsRole::kServer);
+  Resolved r;
+  r.http_token = a.dashboard.token();
+  r.tls = control::load_tls(a.tls, control::TlsRole::kServer);
   validate_health(a.health);
   validate_elastic(a.restarts, a.train.min_nproc, a.world_size, a.train.batch, a.health);
-  // The files rank 0 will read, checked before any worker waits on them.
-  std::string resuming;
   if (!a.train.resume.empty()) {
     const train::Checkpoint ck = train::checked_resume(a.train, a.world_size);
     // The directory resolved, to this pair whatever is written meanwhile, and
     // absolute: rank 0 may run in another directory.
     a.train.resume = std::filesystem::absolute(ck.path).string();
-    resuming = str("resuming from ", a.train.resume, " at step ", ck.step);
+    r.resuming = str("resuming from ", a.train.resume, " at step ", ck.step);
   }
   if (!a.train.init_from.empty()) {
     train::load_safetensors_metadata(a.train.init_from);
@@ -186,7 +194,12 @@ void run_coordinator(CLI::App& cmd, CoordinatorArgs& a) {
       throw InputError(str("--http-public-url must be an http:// or https:// URL, got '",
                            a.http_public_url, "'"));
   }
+  return r;
+}
 
+// The flags as the coordinator's options.
+coordinator::CoordinatorOptions coordinator_options(const CoordinatorFlags& a,
+                                                    const std::optional<control::TlsConfig>& tls) {
   coordinator::CoordinatorOptions o;
   o.host = a.host;
   o.port = a.port;
@@ -201,41 +214,47 @@ void run_coordinator(CLI::App& cmd, CoordinatorArgs& a) {
       std::chrono::milliseconds(static_cast<int64_t>(a.health.rendezvous_timeout_s * 1000.0));
   o.job.run_dir = a.train.run_dir;
   o.job.max_restarts = a.restarts.max_restarts;
-  o.job.min_world_size = static_cast<int>(a.train.min_nproc);
+  o.job.min_nproc = static_cast<int>(a.train.min_nproc);
   o.job.elastic_wait =
       std::chrono::milliseconds(static_cast<int64_t>(a.restarts.elastic_wait_s * 1000.0));
-  if (a.restarts.max_restarts > 0 && (a.train.run_dir.empty() || a.train.checkpoint_every <= 0))
-    std::printf(
-        "note: --max-restarts without --run-dir and --checkpoint-every: a restarted job "
-        "starts again from step 0\n");
+  return o;
+}
 
-  SignalPipe signals;
-  coordinator::Coordinator c(std::move(o));
-  SignalWatcher watcher(signals, c);
+// The dashboard on the coordinator's job, and the URL to print for it
+// (--http-public-url: the same page reached another way, with the same login).
+struct Dashboard {
+  std::optional<dashboard::Server> server;
+  std::string url;
+};
 
-  // Declared after `c`: stops before the Job it reads goes away.
-  std::optional<dashboard::Server> dash;
-  std::string dash_url;
-  if (a.dashboard.http_port >= 0) {
-    dash.emplace(dashboard::ServerOptions{.host = a.dashboard.http_host,
-                                          .port = a.dashboard.http_port,
-                                          .dashboard_dir = a.dashboard.dashboard_dir,
-                                          .token = http_token,
-                                          .tls = tls},
-                 c.job());
-    dash_url = dash->login_url(dial_host(a.dashboard.http_host));
-    if (!a.http_public_url.empty()) {  // the same page reached another way, with the same login
-      const std::string base =
-          a.http_public_url.back() == '/' ? a.http_public_url : a.http_public_url + "/";
-      dash_url = http_token.empty() ? a.http_public_url : base + "login?token=" + http_token;
-    }
-    if (http_token.empty() && !control::is_loopback(a.dashboard.http_host))
-      spdlog::warn(
-          "the dashboard on {} has no --http-token: anyone who can reach the port reads the job's "
-          "metrics, hosts and config (docs/security.md)",
-          dash->url(dial_host(a.dashboard.http_host)));
+void start_dashboard(const CoordinatorFlags& a, coordinator::Coordinator& c,
+                     const std::optional<control::TlsConfig>& tls, const std::string& http_token,
+                     Dashboard& dash) {
+  if (a.dashboard.http_port < 0) return;
+  dash.server.emplace(dashboard::ServerOptions{.host = a.dashboard.http_host,
+                                               .port = a.dashboard.http_port,
+                                               .dashboard_dir = a.dashboard.dashboard_dir,
+                                               .token = http_token,
+                                               .tls = tls},
+                      c.job());
+  dash.url = dash.server->login_url(dial_host(a.dashboard.http_host));
+  if (!a.http_public_url.empty()) {
+    const std::string base =
+        a.http_public_url.back() == '/' ? a.http_public_url : a.http_public_url + "/";
+    dash.url = http_token.empty() ? a.http_public_url : base + "login?token=" + http_token;
   }
+  if (http_token.empty() && !control::is_loopback(a.dashboard.http_host))
+    spdlog::warn(
+        "the dashboard on {} has no --http-token: anyone who can reach the port reads the job's "
+        "metrics, hosts and config (docs/security.md)",
+        dash.server->url(dial_host(a.dashboard.http_host)));
+}
 
+// Where the coordinator listens and how a worker joins it; then the files
+// that say so to whoever waits for them.
+void announce_listening(const CoordinatorFlags& a, const coordinator::Coordinator& c,
+                        const std::optional<control::TlsConfig>& tls, const Dashboard& dash,
+                        const std::string& resuming) {
   const std::string addr = dial_address(a.host, c.port());
   std::printf("microddp coordinator: job '%s', %d workers, listening on %s\n", a.job_id.c_str(),
               a.world_size, c.address().c_str());
@@ -250,28 +269,30 @@ void run_coordinator(CLI::App& cmd, CoordinatorArgs& a) {
       tls_args.c_str());
   if (a.token.empty() && a.host != "127.0.0.1" && a.host != "localhost" && a.host != "::1")
     std::printf("warning: no --token: anyone who can reach %s can join this job\n", addr.c_str());
-  if (dash) std::printf("dashboard: %s\n", dash_url.c_str());
+  if (dash.server) std::printf("dashboard: %s\n", dash.url.c_str());
   if (!resuming.empty()) std::printf("%s\n", resuming.c_str());
   std::fflush(stdout);
   // Before --address-file: whoever waits for that one finds this one ready.
-  if (!a.http_url_file.empty()) write_flag_file(a.http_url_file, dash_url, "--http-url-file");
+  if (!a.http_url_file.empty()) write_flag_file(a.http_url_file, dash.url, "--http-url-file");
   if (!a.address_file.empty()) write_flag_file(a.address_file, addr, "--address-file");
+}
 
-  const control::JobStatus status = c.wait();
-  const auto records = c.job().metrics_log().count();
-  const auto log_path = c.job().metrics_log().path();
-  const std::string lost = lost_output(c.job());
-  c.shutdown();
-  if (dash && a.dashboard.http_linger_s > 0 && !watcher.caught()) {
-    std::printf("dashboard: the job is over (%s); still serving %s for %g s (Ctrl-C to stop)\n",
-                control::to_string(status.state), dash_url.c_str(), a.dashboard.http_linger_s);
-    std::fflush(stdout);
-    const auto until =
-        std::chrono::steady_clock::now() + std::chrono::duration<double>(a.dashboard.http_linger_s);
-    while (std::chrono::steady_clock::now() < until && !watcher.caught())
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  dash.reset();
+// --http-linger: the dashboard serves the final state a while longer.
+void linger_dashboard(const CoordinatorFlags& a, const Dashboard& dash,
+                      const control::JobStatus& status, const SignalWatcher& watcher) {
+  if (!dash.server || a.dashboard.http_linger_s <= 0 || watcher.caught()) return;
+  std::printf("dashboard: the job is over (%s); still serving %s for %g s (Ctrl-C to stop)\n",
+              control::to_string(status.state), dash.url.c_str(), a.dashboard.http_linger_s);
+  std::fflush(stdout);
+  const auto until =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(a.dashboard.http_linger_s);
+  while (std::chrono::steady_clock::now() < until && !watcher.caught())
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+}
+
+// How the job ended, as the coordinator's last words and its exit.
+void end_job(const CoordinatorFlags& a, const control::JobStatus& status, int world_size,
+             uint64_t records, const std::filesystem::path& log_path, const std::string& lost) {
   if (status.state != control::State::kSucceeded) {
     // Under `run`, run says it with its own command (its flags to this one are its own).
     if (!std::getenv(kNoResumeHintEnv))
@@ -282,15 +303,40 @@ void run_coordinator(CLI::App& cmd, CoordinatorArgs& a) {
             lost.empty() ? "" : "; also " + lost));
   }
   std::printf("job '%s' succeeded: %d ranks finished, %llu metrics records%s\n", a.job_id.c_str(),
-              c.job().world_size(), static_cast<unsigned long long>(records),
+              world_size, static_cast<unsigned long long>(records),
               log_path.empty() ? "" : (" in " + log_path.string()).c_str());
-  if (!lost.empty()) throw RecordsLostError("the job succeeded, but " + lost);
+  if (!lost.empty()) throw control::RecordsLostError("the job succeeded, but " + lost);
+}
+
+void run_coordinator(CLI::App& cmd, CoordinatorFlags& a) {
+  log::init("coordinator");
+  const Resolved r = check_flags(cmd, a);
+  if (a.restarts.max_restarts > 0 && (a.train.run_dir.empty() || a.train.checkpoint_every <= 0))
+    std::printf(
+        "note: --max-restarts without --run-dir and --checkpoint-every: a restarted job "
+        "starts again from step 0\n");
+
+  SignalPipe signals;
+  coordinator::Coordinator c(coordinator_options(a, r.tls));
+  SignalWatcher watcher(signals, c);
+  Dashboard dash;  // after `c`: stops before the Job it reads goes away
+  start_dashboard(a, c, r.tls, r.http_token, dash);
+  announce_listening(a, c, r.tls, dash, r.resuming);
+
+  const control::JobStatus status = c.wait();
+  const auto records = c.job().metrics_log().count();
+  const auto log_path = c.job().metrics_log().path();
+  const std::string lost = lost_output(c.job());
+  c.shutdown();
+  linger_dashboard(a, dash, status, watcher);
+  dash.server.reset();
+  end_job(a, status, c.job().world_size(), records, log_path, lost);
 }
 
 }  // namespace
 
 void register_coordinator(CLI::App& app) {
-  auto a = std::make_shared<CoordinatorArgs>();
+  auto a = std::make_shared<CoordinatorFlags>();
   auto* cmd = app.add_subcommand(
       "coordinator",
       "Run the control plane of a job: rendezvous, key/value store, barriers, health, metrics log");

@@ -22,7 +22,7 @@ void register_demo_bucketing(CLI::App& demo) {
   cfg->batch = 64;
   cfg->optim = {.name = "sgd", .lr = 0.01f};
   cfg->eval = false;
-  auto o = std::make_shared<BenchOptions>();
+  auto o = std::make_shared<BenchTrainFlags>();
   o->nproc = 2;
   o->iters = 10;
   auto* cmd = demo.add_subcommand("bucketing",

@@ -17,7 +17,7 @@
 namespace mddp::cli {
 namespace {
 
-struct LabOpts {
+struct LabFlags {
   std::string work_dir = labs::built_work_dir();
   std::string name;
   bool all = false;
@@ -27,7 +27,7 @@ struct LabOpts {
   int speed_ranks = 2;
 };
 
-labs::CheckOptions check_options(const LabOpts& o) {
+labs::CheckOptions check_options(const LabFlags& o) {
   labs::CheckOptions c;
   c.world_sizes.clear();
   for (const auto& w : split_list(o.world_sizes)) {
@@ -63,7 +63,7 @@ labs::CheckOptions check_options(const LabOpts& o) {
 
 // Runs a lab subcommand; a path it cannot use (the work directory, most
 // likely) is one clear line, not an internal error.
-void guarded(const LabOpts& o, const std::function<void(const LabOpts&)>& body) {
+void guarded(const LabFlags& o, const std::function<void(const LabFlags&)>& body) {
   if (o.work_dir.empty()) throw InputError("--work-dir must name a directory (default: my_work/)");
   try {
     body(o);
@@ -73,7 +73,7 @@ void guarded(const LabOpts& o, const std::function<void(const LabOpts&)>& body) 
   }
 }
 
-void list(const LabOpts& o) {
+void list(const LabFlags& o) {
   std::printf("The course's Labs (labs/README.md); your work is in %s\n\n", o.work_dir.c_str());
   std::printf("%3s  %-16s %-24s %s\n", "#", "lab", "status", "what");
   for (const auto& lab : labs::all_labs())
@@ -99,7 +99,7 @@ bool check(const labs::Lab& lab, const labs::CheckOptions& c) {
   return report.ok();
 }
 
-void check_command(const LabOpts& o) {
+void check_command(const LabFlags& o) {
   if (o.all == !o.name.empty())
     throw InputError("lab check takes a Lab's name or --all (`microddp lab list`)");
   const labs::CheckOptions c = check_options(o);
@@ -116,7 +116,7 @@ void check_command(const LabOpts& o) {
   std::printf("every Lab passed\n");
 }
 
-void reset(const LabOpts& o) {
+void reset(const LabFlags& o) {
   const labs::Lab& lab = labs::find_lab(o.name);
   namespace fs = std::filesystem;
   const fs::path from = fs::path(labs::source_root()) / lab.folder / lab.template_file;
@@ -132,7 +132,7 @@ void reset(const LabOpts& o) {
       lab.work_file.ends_with(".cc") ? "; rebuild before checking: cmake --build build" : "");
 }
 
-void solution(const LabOpts& o) {
+void solution(const LabFlags& o) {
   const labs::Lab& lab = labs::find_lab(o.name);
   std::printf("Lab %d %s: %s\n\nThe reference lives in\n", lab.number, lab.name.c_str(),
               lab.title.c_str());
@@ -156,7 +156,7 @@ void solution(const LabOpts& o) {
 }  // namespace
 
 void register_lab(CLI::App& app) {
-  auto o = std::make_shared<LabOpts>();
+  auto o = std::make_shared<LabFlags>();
   auto* lab = app.add_subcommand(
       "lab", "The course's Labs: write the functions in my_work/, check them here");
   lab->require_subcommand(1);

@@ -38,7 +38,7 @@ namespace {
 
 using nlohmann::json;
 
-struct ModelArgs {
+struct ModelFlags {
   double bytes = 0;
   int64_t params = 0;
   std::string world_sizes = "4";
@@ -60,14 +60,14 @@ struct Link {
   std::string source;  // "flags" or "fit tcp/ring n=2 (r2 0.999)"
 };
 
-perf::AlphaBeta link_from_flags(const ModelArgs& a) {
+perf::AlphaBeta link_from_flags(const ModelFlags& a) {
   return {a.latency_ms * 1e-3, a.bandwidth_gbps * 1e9 / 8};  // Gbit/s -> bytes/s
 }
 
 // The stored fit of (transport, algorithm) at world size n, else the one
 // measured at the nearest world size: alpha and beta are properties of the
 // link and the implementation, so they carry over approximately.
-Link link_from_fit(const std::vector<perf::LinkFit>& fits, const ModelArgs& a, int n,
+Link link_from_fit(const std::vector<perf::LinkFit>& fits, const ModelFlags& a, int n,
                    const std::string& path) {
   if (auto f = perf::find_fit(fits, a.transport, a.algorithm, n))
     return {f->link, str("fit ", a.transport, "/", a.algorithm, " n=", n)};
@@ -87,7 +87,7 @@ Link link_from_fit(const std::vector<perf::LinkFit>& fits, const ModelArgs& a, i
 
 // Compute per step at n = 1: the whole global batch (strong) or one rank's
 // batch (weak); --batch makes --compute-ms a per-sample figure.
-double compute_ms_n1(const ModelArgs& a) {
+double compute_ms_n1(const ModelFlags& a) {
   return a.batch > 0 ? a.compute_ms * static_cast<double>(a.batch) : a.compute_ms;
 }
 
@@ -104,15 +104,15 @@ struct WhatIfRow {
   Regime serial, overlap;
 };
 
-bool hierarchical(const ModelArgs& a) {
+bool hierarchical(const ModelFlags& a) {
   return a.algorithm == "hierarchical";
 }
 
 // The hierarchical all-reduce's host link: flags, or the shm ring fit at L ranks.
-Link host_link(const ModelArgs& a, const std::vector<perf::LinkFit>& fits,
+Link host_link(const ModelFlags& a, const std::vector<perf::LinkFit>& fits,
                const std::string& path) {
   if (!a.use_fit) return {{a.host_latency_ms * 1e-3, a.host_bandwidth_gbps * 1e9 / 8}, "flags"};
-  ModelArgs shm = a;
+  ModelFlags shm = a;
   shm.transport = "shm";
   shm.algorithm = "ring";
   return link_from_fit(fits, shm, a.ranks_per_host, path);
@@ -128,7 +128,7 @@ Regime regime(const perf::StepTime& t, double step_1, Scaling scaling, int n) {
   return r;
 }
 
-std::vector<WhatIfRow> predict(const ModelArgs& a, double bytes, const std::vector<int>& sizes) {
+std::vector<WhatIfRow> predict(const ModelFlags& a, double bytes, const std::vector<int>& sizes) {
   const Scaling scaling = parse_scaling(a.scaling);
   std::vector<perf::LinkFit> fits;
   const auto fit_path =
@@ -138,7 +138,7 @@ std::vector<WhatIfRow> predict(const ModelArgs& a, double bytes, const std::vect
   const double c1 = compute_ms_n1(a) * 1e-3;
   const double f = a.backward_fraction;
   std::vector<WhatIfRow> rows;
-  ModelArgs network = a;  // the link between hosts is measured as a flat ring's
+  ModelFlags network = a;  // the link between hosts is measured as a flat ring's
   if (hierarchical(a)) network.algorithm = "ring";
   for (int n : sizes) {
     WhatIfRow r;
@@ -176,7 +176,7 @@ json regime_json(const Regime& r) {
           {"efficiency", r.efficiency}};
 }
 
-void print_prediction(const ModelArgs& a, double bytes, const std::vector<WhatIfRow>& rows) {
+void print_prediction(const ModelFlags& a, double bytes, const std::vector<WhatIfRow>& rows) {
   const bool compute = rows.front().compute_s > 0;
   if (a.json) {
     json out = {{"algorithm", a.algorithm},
@@ -247,7 +247,7 @@ void print_prediction(const ModelArgs& a, double bytes, const std::vector<WhatIf
   }
 }
 
-void run_model(const ModelArgs& a) {
+void run_model(const ModelFlags& a) {
   if (a.batch < 0) throw InputError(str("--batch must be positive, got ", a.batch));
   parse_scaling(a.scaling);
   const std::vector<int> sizes = parse_world_sizes(a.world_sizes, "--world-size");
@@ -275,7 +275,7 @@ void run_model(const ModelArgs& a) {
 }  // namespace
 
 void register_model(CLI::App& app) {
-  auto a = std::make_shared<ModelArgs>();
+  auto a = std::make_shared<ModelFlags>();
   auto* cmd = app.add_subcommand(
       "model",
       "What-if calculator of the alpha-beta cost model: all-reduce time, step time, overhead, "

@@ -34,6 +34,7 @@
 #include "core/common/check.h"
 #include "core/common/files.h"
 #include "core/common/median.h"
+#include "core/common/strings.h"
 #include "dashboard/assets.h"
 
 namespace mddp::cli {
@@ -42,7 +43,7 @@ namespace {
 using nlohmann::json;
 namespace fs = std::filesystem;
 
-struct ScaleArgs {
+struct ScaleFlags {
   std::string world_sizes = "1,2,4";
   std::string mode = "both";
   int64_t batch = 256, rank_batch = 64;
@@ -84,9 +85,7 @@ void run_child(const std::vector<std::string>& args, const fs::path& log) {
   std::string line, last;
   while (std::getline(in, line))
     if (!line.empty()) last = line;
-  std::string cmd;
-  for (const auto& a : args) cmd += (cmd.empty() ? "" : " ") + a;
-  throw Error(str("`", cmd, "` failed: ", last, " (log: ", log.string(), ")"));
+  throw Error(str("`", join(args, " "), "` failed: ", last, " (log: ", log.string(), ")"));
 }
 
 // Per step, the slowest rank's step_ms and exposed_comm_ms; medians over the
@@ -162,8 +161,8 @@ new uPlot({title: "efficiency = speedup / n", width: 720, height: 320, scales: {
   if (!out) throw Error(str("cannot write ", path.string()));
 }
 
-void run_scale(const ScaleArgs& a) {
-  const std::vector<int> sizes = parse_world_sizes(a.world_sizes, "--world-sizes");
+// The flags the study cannot run with; the points it will measure.
+std::vector<Point> plan_points(const ScaleFlags& a, const std::vector<int>& sizes) {
   if (a.mode != "strong" && a.mode != "weak" && a.mode != "both")
     throw InputError(str("--mode must be strong, weak or both, got '", a.mode, "'"));
   if (a.batch < 1 || a.rank_batch < 1)
@@ -188,13 +187,11 @@ void run_scale(const ScaleArgs& a) {
       points.push_back({s, n, global, {}, {}});
     }
   }
-  make_dirs(a.out, "--out");
-  std::printf(
-      "# microddp scale: world sizes %s, %s; %lld steps (first %lld skipped), %d round(s); logs in "
-      "%s\n",
-      a.world_sizes.c_str(), a.mode.c_str(), static_cast<long long>(a.steps),
-      static_cast<long long>(a.skip), a.rounds, a.out.c_str());
-  std::fflush(stdout);
+  return points;
+}
+
+// Every point once per round, the rounds interleaved: one `microddp run` each.
+void measure_points(const ScaleFlags& a, std::vector<Point>& points) {
   for (int round = 0; round < a.rounds; ++round)
     for (Point& p : points) {
       const std::string name = str(scaling_name(p.scaling), "-n", p.n, "-r", round);
@@ -215,7 +212,11 @@ void run_scale(const ScaleArgs& a) {
                   scaling_name(p.scaling), p.n, static_cast<long long>(p.global_batch), step);
       std::fflush(stdout);
     }
+}
 
+// samples/s, speedup and efficiency of every point; the result as JSON.
+json scaling_result(const ScaleFlags& a, const std::vector<int>& sizes,
+                    std::vector<Point>& points) {
   json result = {{"world_sizes", sizes},  {"batch", a.batch}, {"rank_batch", a.rank_batch},
                  {"steps", a.steps},      {"skip", a.skip},   {"rounds", a.rounds},
                  {"job_args", a.job_args}};
@@ -230,7 +231,11 @@ void run_scale(const ScaleArgs& a) {
       result[scaling_name(s)].push_back(point_json(p));
     }
   }
-  // One line per n, strong and weak side by side.
+  return result;
+}
+
+// One line per n, strong and weak side by side.
+void print_scaling_table(const std::vector<int>& sizes, const std::vector<Point>& points) {
   std::printf("#\n# %4s | %-58s | %s\n", "", "strong scaling (fixed global batch)",
               "weak scaling (fixed per-rank batch)");
   std::printf("# %4s", "n");
@@ -262,6 +267,21 @@ void run_scale(const ScaleArgs& a) {
   if (sizes.front() != 1)
     std::printf(
         "# (no n=1 run: speedups are against the smallest n, assuming it scaled perfectly)\n");
+}
+
+void run_scale(const ScaleFlags& a) {
+  const std::vector<int> sizes = parse_world_sizes(a.world_sizes, "--world-sizes");
+  std::vector<Point> points = plan_points(a, sizes);
+  make_dirs(a.out, "--out");
+  std::printf(
+      "# microddp scale: world sizes %s, %s; %lld steps (first %lld skipped), %d round(s); logs in "
+      "%s\n",
+      a.world_sizes.c_str(), a.mode.c_str(), static_cast<long long>(a.steps),
+      static_cast<long long>(a.skip), a.rounds, a.out.c_str());
+  std::fflush(stdout);
+  measure_points(a, points);
+  const json result = scaling_result(a, sizes, points);
+  print_scaling_table(sizes, points);
   const fs::path json_path = fs::path(a.out) / "scale.json",
                  html_path = fs::path(a.out) / "scale.html";
   std::ofstream(json_path) << result.dump(2) << "\n";
@@ -272,7 +292,7 @@ void run_scale(const ScaleArgs& a) {
 }  // namespace
 
 void register_scale(CLI::App& app) {
-  auto a = std::make_shared<ScaleArgs>();
+  auto a = std::make_shared<ScaleFlags>();
   auto* cmd = app.add_subcommand(
       "scale",
       "Scaling study: the same job (`microddp run`) at several world sizes, strong and weak "

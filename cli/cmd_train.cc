@@ -4,6 +4,7 @@
 
 #include "cli/commands.h"
 #include "cli/train_flags.h"
+#include "control/exit_status.h"
 #include "core/common/check.h"
 #include "core/train/loop.h"
 
@@ -28,7 +29,8 @@ void register_train(CLI::App& app) {
     std::printf("\n");
     if (!cfg->run_dir.empty())
       std::printf("checkpoint: %s/checkpoint.safetensors\n", cfg->run_dir.c_str());
-    if (!s.lost_records.empty()) throw RecordsLostError("training finished, but " + s.lost_records);
+    if (!s.lost_records.empty())
+      throw control::RecordsLostError("training finished, but " + s.lost_records);
   });
 }
 

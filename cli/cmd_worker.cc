@@ -24,6 +24,7 @@
 #include "cli/job_flags.h"
 #include "cli/tls_flags.h"
 #include "cli/train_flags.h"
+#include "control/exit_status.h"
 #include "core/common/check.h"
 #include "core/common/log.h"
 #include "worker/slurm_env.h"
@@ -32,7 +33,7 @@
 namespace mddp::cli {
 namespace {
 
-struct WorkerArgs {
+struct WorkerFlags {
   worker::WorkerOptions o;
   std::string token_file, log_level = "info";
   control::TlsFlags tls;
@@ -61,7 +62,7 @@ struct WorkerArgs {
 // MASTER_ADDR:MASTER_PORT (torchrun's variables), else, in a task started by
 // srun, the first node of the allocation (deploy/slurm/ starts it there) at
 // --coordinator-port. Under srun the job's world size must be SLURM_NTASKS.
-void coordinator_from_env(WorkerArgs& a) {
+void coordinator_from_env(WorkerFlags& a) {
   const std::optional<worker::SlurmTask> slurm = worker::slurm_task();
   if (slurm) {
     a.o.expected_world_size = slurm->ntasks;
@@ -78,7 +79,7 @@ void coordinator_from_env(WorkerArgs& a) {
   }
 }
 
-void run(WorkerArgs& a) {
+void run(WorkerFlags& a) {
   log::set_level(a.log_level);
   coordinator_from_env(a);
   if (a.o.coordinator.empty())
@@ -96,7 +97,7 @@ void run(WorkerArgs& a) {
   };
   try {
     worker::run_worker(a.o);
-  } catch (const RestartError& e) {
+  } catch (const control::RestartError& e) {
     if (!a.restart) throw;
     std::fprintf(stderr, "microddp: restart: %s; joining the job again (--restart)\n", e.what());
     start_again();
@@ -106,7 +107,7 @@ void run(WorkerArgs& a) {
 }  // namespace
 
 void register_worker(CLI::App& app) {
-  auto a = std::make_shared<WorkerArgs>();
+  auto a = std::make_shared<WorkerFlags>();
   auto* cmd =
       app.add_subcommand("worker", "Run one rank of a job started by `microddp coordinator`");
   const char* g = "Worker";

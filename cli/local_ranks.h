@@ -1,9 +1,10 @@
 // Runs N ranks of a job on this host as forked processes that meet through a
 // FileStore in a fresh temporary directory (no coordinator needed): used by
-// `bench train`, `verify` and `demo` commands. The first failing rank's exit
-// status is returned and the others are stopped, so nothing hangs. The ranks
-// are forked without exec, so the caller must not have started CUDA
-// (Note [CUDA and fork] in core/tensor/cuda_status.h): run_local_ranks refuses to.
+// `bench`, `verify` and `demo` commands, over comm::fork_ranks. The first
+// failing rank's exit status is returned and the others are stopped, so
+// nothing hangs. The ranks are forked without exec, so the caller must not
+// have started CUDA (Note [CUDA and fork] in core/tensor/cuda_status.h):
+// run_local_ranks refuses to.
 #pragma once
 
 #include <functional>

@@ -4,6 +4,7 @@
 #include <new>
 
 #include "cli/commands.h"
+#include "control/exit_status.h"
 #include "core/comm/nccl/transport_log.h"
 #include "core/common/check.h"
 #include "core/common/log.h"
@@ -46,14 +47,14 @@ int main(int argc, char** argv) {
         "microddp: error: out of memory: the sizes asked for (model, batch, dataset) do not fit "
         "in this machine's memory; make them smaller\n");
     return 1;
-  } catch (const mddp::RestartError& e) {
+  } catch (const mddp::control::RestartError& e) {
     std::fflush(stdout);
     std::fprintf(stderr, "microddp: restart: %s\n", e.what());
-    return mddp::kExitRestart;
-  } catch (const mddp::RecordsLostError& e) {
+    return mddp::control::kExitRestart;
+  } catch (const mddp::control::RecordsLostError& e) {
     std::fflush(stdout);
     std::fprintf(stderr, "microddp: error: %s\n", e.what());
-    return mddp::kExitRecordsLost;
+    return mddp::control::kExitRecordsLost;
   } catch (const mddp::Error& e) {
     std::fflush(stdout);
     std::fprintf(stderr, "microddp: error: %s\n", e.what());

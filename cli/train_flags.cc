@@ -5,8 +5,10 @@
 #include "cli/flag_checks.h"
 
 namespace mddp::cli {
+namespace {
 
-void add_training_flags(CLI::App& cmd, train::TrainConfig& cfg) {
+// The groups of add_training_flags, in the order --help shows them.
+void add_model_flags(CLI::App& cmd, train::TrainConfig& cfg) {
   const char* g = "Model";
   cmd.add_option("--model", cfg.model.kind, "mlp (FullMLP) or cnn")
       ->check(CLI::IsMember({"mlp", "cnn"}))
@@ -30,8 +32,10 @@ void add_training_flags(CLI::App& cmd, train::TrainConfig& cfg) {
       ->check(CLI::IsMember({"xent", "mse"}))
       ->group(g)
       ->capture_default_str();
+}
 
-  g = "Data";
+void add_data_flags(CLI::App& cmd, train::TrainConfig& cfg) {
+  const char* g = "Data";
   cmd.add_option("--dataset", cfg.data.spec,
                  "fashion-mnist, synthetic, synthetic-regression or idx:DIR")
       ->group(g)
@@ -43,8 +47,10 @@ void add_training_flags(CLI::App& cmd, train::TrainConfig& cfg) {
   cmd.add_option("--batch", cfg.batch, "global batch size (split evenly over ranks)")
       ->group(g)
       ->capture_default_str();
+}
 
-  g = "Training";
+void add_optimization_flags(CLI::App& cmd, train::TrainConfig& cfg) {
+  const char* g = "Training";
   cmd.add_option("--steps", cfg.steps, "stop after N steps (0: use --epochs)")
       ->group(g)
       ->capture_default_str();
@@ -101,7 +107,9 @@ void add_training_flags(CLI::App& cmd, train::TrainConfig& cfg) {
                "train on when the loss becomes NaN or inf (by default training stops there, naming "
                "the step)")
       ->group(g);
+}
 
+void add_runtime_flags(CLI::App& cmd, train::TrainConfig& cfg) {
   cmd.add_option("--device", cfg.device, "cpu, cuda or cuda:K")
       ->group("Runtime")
       ->capture_default_str();
@@ -114,6 +122,15 @@ void add_training_flags(CLI::App& cmd, train::TrainConfig& cfg) {
   cmd.add_option("--log-every", cfg.log_every, "print every N steps (0: about 20 lines)")
       ->group("Runtime")
       ->capture_default_str();
+}
+
+}  // namespace
+
+void add_training_flags(CLI::App& cmd, train::TrainConfig& cfg) {
+  add_model_flags(cmd, cfg);
+  add_data_flags(cmd, cfg);
+  add_optimization_flags(cmd, cfg);
+  add_runtime_flags(cmd, cfg);
 }
 
 void add_checkpoint_flags(CLI::App& cmd, train::TrainConfig& cfg) {

@@ -3,15 +3,14 @@
 #include <algorithm>
 
 #include "core/common/check.h"
+#include "core/common/strings.h"
 
 namespace mddp::control {
 namespace {
 
 template <typename T>
 std::string list(const std::vector<T>& v) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-  return s + "]";
+  return str("[", join(v, ", "), "]");
 }
 
 // The neighbourhood of the first character where a and b differ, quoted.

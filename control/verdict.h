@@ -24,10 +24,11 @@ enum class Cause {
 };
 // "rank error", "process died", "heartbeat timeout", "link broken", ...
 const char* to_string(Cause c);
-// Whether a restart can cure it (Note [What is restarted] in job.cc): a
-// process that died, hung or lost its link, yes; a rank's own error (a
-// diverged loss, a bad file, Ctrl-C), a model mismatch, a rendezvous that
-// timed out, a stalled coordinator or a shutdown, no.
+// Whether a restart can cure it (Note [What is restarted] in
+// coordinator/restarts.cc): a process that died, hung or lost its link,
+// yes; a rank's own error (a diverged loss, a bad file, Ctrl-C), a model
+// mismatch, a rendezvous that timed out, a stalled coordinator or a
+// shutdown, no.
 bool restartable(Cause c);
 
 struct Verdict {

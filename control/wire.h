@@ -8,7 +8,7 @@
 
 #include "control/fingerprint.h"
 #include "control/job_status.h"
-#include "control/join.h"
+#include "control/join_request.h"
 #include "control/metrics_record.h"
 #include "control/progress.h"
 #include "control/verdict.h"

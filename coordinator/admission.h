@@ -28,7 +28,7 @@ class Admission {
   struct Options {
     std::string job_id = "local";
     std::string token;  // "" = none: a proof made with an empty key
-    uint32_t protocol_version = 2;
+    uint32_t protocol_version = control::kProtocolVersion;
     std::chrono::milliseconds nonce_ttl{30'000};
     std::size_t max_nonces = 4096;
   };

@@ -3,13 +3,12 @@
 #include <algorithm>
 
 #include "core/common/check.h"
+#include "core/common/strings.h"
 
 namespace mddp::coordinator {
 
 std::string rank_list(const std::vector<int>& ranks) {
-  std::string s;
-  for (std::size_t i = 0; i < ranks.size(); ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
-  return s;
+  return mddp::join(ranks, ", ");
 }
 
 Barrier::Barrier(int world_size) : world_size_(world_size) {

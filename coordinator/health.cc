@@ -4,6 +4,7 @@
 #include <map>
 
 #include "core/common/check.h"
+#include "core/common/strings.h"
 
 namespace mddp::coordinator {
 
@@ -321,9 +322,7 @@ std::string Health::roll_call_locked(TimePoint now) const {
   std::string out;
   for (const auto& pl : places) {
     if (!out.empty()) out += "; ";
-    std::string ranks;
-    for (std::size_t i = 0; i < pl.ranks.size(); ++i)
-      ranks += (i ? ", " : "") + std::to_string(pl.ranks[i]);
+    const std::string ranks = mddp::join(pl.ranks, ", ");
     out += pl.ranks.size() == 1 ? "rank " + ranks + " " + pl.one : "ranks " + ranks + " " + pl.many;
   }
   return out;

@@ -3,12 +3,13 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "control/limits.h"
+#include "coordinator/job_file.h"
 #include "core/common/check.h"
 #include "core/common/files.h"
+#include "core/common/strings.h"
 #include "core/perf/host_load.h"
 
 namespace mddp::coordinator {
@@ -21,23 +22,16 @@ namespace mddp::coordinator {
 // attempt ends: its waits are aborted, every rank of it hears RESTARTING
 // (pushed on its Watch stream, in the reply to its next heartbeat, leave or
 // peer report), leaves its data plane and exits to be started again (`run`,
-// `microddp worker --max-restarts`, a container's restart policy). The
+// `microddp worker --restart`, a container's restart policy). The
 // next attempt opens at once: its rendezvous window is the same length as
 // the first's; joins that arrived while the attempt still ran (a dead rank
 // restarted before the coordinator ended the attempt) were parked and now
 // join it. Its ranks resume from the last checkpoint in the run directory
 // (rank 0 finds it: train.resume_latest). The metrics of each attempt are
 // kept once per (attempt, rank, step)
-// (Note [Exactly once by (attempt, rank, step)] in metrics_log.h).
-//
-// Note [What is restarted]
-// Only what a restart can cure: a process that died, went silent (hung,
-// stopped, cut off) or lost a data-plane link. A rank's own error is not
-// restarted: training is deterministic (bitwise, from the same
-// checkpoint), so a diverged loss or a bad file would come back at the same
-// step, and Ctrl-C means stop. Nor is a model mismatch, a rendezvous that
-// timed out (there is nobody to restart), a stalled coordinator or a
-// shutdown. The budget, --max-restarts, counts restarts over the whole job.
+// (Note [Exactly once by (attempt, rank, step)] in metrics_log.h). Which
+// verdicts end only their attempt, and the budget, are restarts.h's
+// (Note [What is restarted] in restarts.cc).
 
 namespace {
 
@@ -45,30 +39,6 @@ int64_t unix_ns_now() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
-}
-
-nlohmann::json count_or_null(int n) {
-  return n > 0 ? nlohmann::json(n) : nlohmann::json(nullptr);
-}
-
-nlohmann::json verdict_json(const Verdict& v) {
-  return {{"cause", v.cause == Cause::kNone ? "coordinator restarted" : to_string(v.cause)},
-          {"rank", v.rank},
-          {"peer", v.peer},
-          {"host", v.host},
-          {"pid", v.pid},
-          {"doing", v.doing},
-          {"message", v.message}};
-}
-
-// The restarts a coordinator before this one recorded in job.json (a run
-// resumed by a new coordinator goes on with its list).
-nlohmann::json earlier_restarts(const std::filesystem::path& run_dir) {
-  if (run_dir.empty()) return nlohmann::json::array();
-  std::ifstream in(run_dir / "job.json");
-  const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
-  if (j.is_object() && j.contains("restarts") && j["restarts"].is_array()) return j["restarts"];
-  return nlohmann::json::array();
 }
 
 // Every worker of the job may hold a Hello's nonce at once (10,000 workers
@@ -88,9 +58,9 @@ Job::Job(JobOptions options, TimePoint now)
       metrics_log_(options_.run_dir) {
   if (options_.world_size < 1)
     throw InputError(str("--world-size must be at least 1, got ", options_.world_size));
-  if (options_.min_world_size < 0 || options_.min_world_size > options_.world_size)
-    throw InputError(str("--min-nproc ", options_.min_world_size, " must be in 1..",
-                         options_.world_size, " (the world size)"));
+  if (options_.min_nproc < 0 || options_.min_nproc > options_.world_size)
+    throw InputError(str("--min-nproc ", options_.min_nproc, " must be in 1..", options_.world_size,
+                         " (the world size)"));
   if (options_.max_restarts < 0)
     throw InputError(str("--max-restarts must be 0 or more, got ", options_.max_restarts));
   if (options_.heartbeat_interval.count() <= 0 ||
@@ -103,22 +73,14 @@ Job::Job(JobOptions options, TimePoint now)
   const int first = first_attempt_ = metrics_log_.last_attempt() + 1;
   state_.set_first_attempt(first);
   // No other thread sees this Job yet: no lock.
+  restarts_ = Restarts(options_.max_restarts, first);
   attempts_.push_back(open_attempt(first, now));
-  if (first > 0) {
-    for (const auto& r : earlier_restarts(options_.run_dir)) {
-      Restart old;
-      old.attempt = r.value("attempt", 0);
-      old.unix_ns = r.value("unix_ns", int64_t{0});
-      old.verdict.message = r.value("message", std::string());
-      old.verdict.rank = r.value("rank", -1);
-      old.verdict.host = r.value("host", std::string());
-      restarts_.push_back(old);
-    }
+  if (first > 0) {  // a run resumed by a new coordinator goes on with its list of restarts
     Restart r{first,
               Verdict{.message = str("a new coordinator took over the run in ",
                                      options_.run_dir.string(), " (attempt ", first, ")")},
               unix_ns_now()};
-    restarts_.push_back(r);
+    restarts_.take_over(earlier_restarts(options_.run_dir), r);
     nlohmann::json line = verdict_json(r.verdict);
     line.update({{"kind", "restart"}, {"attempt", first}, {"time_unix_ns", r.unix_ns}});
     note_metrics_error(metrics_log_.event(line));
@@ -126,9 +88,8 @@ Job::Job(JobOptions options, TimePoint now)
 }
 
 std::shared_ptr<Attempt> Job::open_attempt(int number, TimePoint now) {
-  Rendezvous::Options rv{
-      options_.job_id,       options_.world_size,         options_.min_world_size,
-      options_.elastic_wait, options_.rendezvous_timeout, number};
+  Rendezvous::Options rv{options_.job_id,       options_.world_size,         options_.min_nproc,
+                         options_.elastic_wait, options_.rendezvous_timeout, number};
   return std::make_shared<Attempt>(
       number, rv, Health::Options{options_.heartbeat_interval, options_.heartbeat_timeout}, now,
       [this](Attempt& a, const std::vector<Member>& members, TimePoint t) {
@@ -141,33 +102,22 @@ std::shared_ptr<Attempt> Job::current() const {
   return attempts_.back();
 }
 
-int Job::restarts_used() const {
-  // A new coordinator taking over (attempt first_attempt_) is no restart of its own.
-  return static_cast<int>(std::count_if(restarts_.begin(), restarts_.end(), [&](const Restart& r) {
-    return r.attempt > first_attempt_;
-  }));
-}
-
-bool Job::restarts_left() const {
-  return restarts_used() < options_.max_restarts;
-}
-
 bool Job::may_wait_for_next(const std::shared_ptr<Attempt>& attempt) const {
   std::lock_guard lock(mu_);
-  return !state_.status().terminal() && (attempts_.back() != attempt || restarts_left());
+  return !state_.status().terminal() && (attempts_.back() != attempt || restarts_.left());
 }
 
 void Job::on_formed(Attempt& attempt, const std::vector<Member>& members, TimePoint) {
-  std::string table;
-  for (const auto& m : members)
-    table += str(table.empty() ? "" : ", ", m.rank, " = ", m.host, " (pid ", m.pid,
-                 m.device.empty() ? std::string() : ", " + m.device, ")");
+  const std::string table = mddp::join(members, ", ", [](const Member& m) {
+    return str(m.rank, " = ", m.host, " (pid ", m.pid,
+               m.device.empty() ? std::string() : ", " + m.device, ")");
+  });
   const int n = static_cast<int>(members.size());
   {
     std::lock_guard lock(mu_);
     if (started_unix_ns_ == 0) started_unix_ns_ = unix_ns_now();
   }
-  note_job_file(write_job_file());
+  note_job_file(rewrite_job_file());
   const nlohmann::json line{{"kind", "attempt"},
                             {"attempt", attempt.number()},
                             {"world_size", n},
@@ -184,8 +134,7 @@ void Job::on_formed(Attempt& attempt, const std::vector<Member>& members, TimePo
     spdlog::warn(
         "attempt {} of job '{}' formed with {} of {} workers (--min-nproc {}): the world size "
         "changed to {}, the global batch is split over {} ranks (rank {})",
-        attempt.number(), options_.job_id, n, options_.world_size, options_.min_world_size, n, n,
-        table);
+        attempt.number(), options_.job_id, n, options_.world_size, options_.min_nproc, n, n, table);
 }
 
 std::optional<Job::Caller> Job::lookup(const std::string& session, Outcome& refusal,
@@ -277,7 +226,7 @@ std::string Job::config_for(int attempt) const {
 
 std::vector<Restart> Job::restarts() const {
   std::lock_guard lock(mu_);
-  return restarts_;
+  return restarts_.history();
 }
 
 Admission::Challenge Job::hello(const std::string& job_id, uint32_t protocol_version,
@@ -322,7 +271,7 @@ void Job::join_attempt(JoinRequest request, TimePoint deadline, TimePoint now,
     std::lock_guard lock(mu_);
     attempt = attempts_.back();
     // The attempt runs: a restarted rank waits for the next one while one may come.
-    if (attempt->formed() && !state_.status().terminal() && restarts_left()) {
+    if (attempt->formed() && !state_.status().terminal() && restarts_.left()) {
       spdlog::info("host {} pid {} waits for the next attempt: attempt {} runs with all its ranks",
                    request.host, request.pid, attempt->number());
       parked_.emplace(id, Parked{std::move(request), deadline, std::move(done)});
@@ -546,24 +495,19 @@ void Job::cancel(Ticket ticket) {
 
 void Job::fail(Verdict verdict, TimePoint now, const std::shared_ptr<Attempt>& attempt) {
   bool restart_it;
-  int used;
+  std::string note;
   {
     std::lock_guard lock(mu_);
     // A verdict of an attempt that ended already is an echo of why it ended.
     if (attempt != attempts_.back() || attempt->ended()) return;
-    restart_it = restartable(verdict.cause) && restarts_left() && !state_.status().terminal();
-    used = restarts_used();
+    restart_it = restarts_.cures(verdict) && !state_.status().terminal();
+    note = restarts_.failure_note(verdict, attempt->number());
   }
   if (restart_it) {
     restart(attempt, std::move(verdict), now);
     return;
   }
-  if (restartable(verdict.cause) && options_.max_restarts > 0)
-    verdict.message +=
-        str(" (no restart left: all ", options_.max_restarts, " of --max-restarts used)");
-  else if (used > 0)
-    verdict.message += str(" (in attempt ", attempt->number(), ", after ", used, " restart",
-                           used == 1 ? "" : "s", ")");
+  verdict.message += note;
   fail_job(std::move(verdict));
 }
 
@@ -580,7 +524,7 @@ void Job::fail_job(Verdict verdict) {
   }
   for (auto& p : parked)
     p.done(JoinResult{Outcome::error(Code::kAborted, "the job failed: " + message), {}, {}, 0, {}});
-  notify_watchers(-1, state_.status(), false);
+  watchers_.notify(-1, state_.status(), false);
 }
 
 void Job::restart(const std::shared_ptr<Attempt>& ended, Verdict verdict, TimePoint now) {
@@ -593,8 +537,8 @@ void Job::restart(const std::shared_ptr<Attempt>& ended, Verdict verdict, TimePo
   {
     std::lock_guard lock(mu_);
     attempts_.push_back(next);
-    restarts_.push_back(Restart{next_number, verdict, unix_ns_now()});
-    used = restarts_used();
+    restarts_.record(Restart{next_number, verdict, unix_ns_now()});
+    used = restarts_.used();
     parked.swap(parked_);
     failed_at_.reset();
     members_changed_ = true;  // job.json: the restart, the attempt
@@ -611,19 +555,9 @@ void Job::restart(const std::shared_ptr<Attempt>& ended, Verdict verdict, TimePo
                {"max_restarts", options_.max_restarts},
                {"time_unix_ns", unix_ns_now()}});
   note_metrics_error(metrics_log_.event(line));
-  notify_watchers(ended->number(), status_for(*ended), true);
+  watchers_.notify(ended->number(), status_for(*ended), true);
   for (auto& [id, p] : parked)
     join_attempt(std::move(p.request), p.deadline, now, std::move(p.done), id);
-}
-
-void Job::notify_watchers(int attempt, const JobStatus& status, bool finished) {
-  std::vector<WatchCallback> callbacks;
-  {
-    std::lock_guard lock(mu_);
-    for (const auto& [id, w] : watchers_)
-      if (attempt < 0 || w.attempt == attempt) callbacks.push_back(w.on_change);
-  }
-  for (const auto& cb : callbacks) cb(status, finished);
 }
 
 Job::WatchReply Job::watch(const std::string& session, TimePoint now, WatchCallback on_change) {
@@ -637,12 +571,7 @@ Job::WatchReply Job::watch(const std::string& session, TimePoint now, WatchCallb
     return reply;
   }
   reply.id = next_ticket_id();
-  {
-    std::lock_guard lock(mu_);
-    watchers_.emplace(reply.id,
-                      Watcher{c->attempt->number(), c->member.rank, std::move(on_change)});
-    ++watching_[{c->attempt->number(), c->member.rank}];
-  }
+  watchers_.add(reply.id, c->attempt->number(), c->member.rank, std::move(on_change));
   const Clock::duration away = c->formed->health.connected(c->member.rank, now);
   if (away > Clock::duration::zero())
     spdlog::warn("rank {} (host {}) is connected again after {} away", c->member.rank,
@@ -654,16 +583,9 @@ Job::WatchReply Job::watch(const std::string& session, TimePoint now, WatchCallb
 }
 
 void Job::unwatch(uint64_t id, TimePoint now) {
-  int rank = -1, attempt = -1;
-  {
-    std::lock_guard lock(mu_);
-    auto it = watchers_.find(id);
-    if (it == watchers_.end()) return;
-    rank = it->second.rank;
-    attempt = it->second.attempt;
-    watchers_.erase(it);
-    if (--watching_[{attempt, rank}] > 0) return;  // another stream of this rank is open
-  }
+  const auto closed = watchers_.remove(id);  // set when it was the rank's last stream
+  if (!closed) return;
+  const auto [attempt, rank] = *closed;
   const std::shared_ptr<Attempt> a = current();
   if (a->number() != attempt || a->ended()) return;  // an ended attempt's ranks go anyway
   auto f = a->formed();
@@ -716,57 +638,25 @@ void Job::shutdown(const std::string& why) {
   set_finished();
 }
 
-std::string Job::write_job_file() {
+std::string Job::rewrite_job_file() {
   if (options_.run_dir.empty()) return "";
-  nlohmann::json config = nlohmann::json::parse(options_.config_json, nullptr, false);
-  if (config.is_discarded() || !config.is_object()) config = nlohmann::json::object();
-  const std::string job_device = config.contains("device") && config["device"].is_string()
-                                     ? config["device"].get<std::string>()
-                                     : std::string();
   const std::shared_ptr<Attempt> attempt = current();
-  nlohmann::json ranks = nlohmann::json::array();
-  for (const auto& m : attempt->rendezvous().members())
-    ranks.push_back({{"rank", m.rank},
-                     {"host", m.host},
-                     {"device", m.device.empty() ? job_device : m.device},
-                     {"pid", m.pid},
-                     {"threads", count_or_null(m.threads)},
-                     {"cpus", count_or_null(m.cpus)}});
-  std::map<int, MetricsLog::Resume> resumed;
-  for (const auto& r : metrics_log_.resumes()) resumed[r.attempt] = r;
-  nlohmann::json restarts = nlohmann::json::array();
-  nlohmann::json attempts = nlohmann::json::array();
-  int64_t started;
+  JobFile f{.job_id = options_.job_id,
+            .world_size = world_size(),
+            .max_world_size = options_.world_size,
+            .min_nproc = options_.min_nproc,
+            .attempt = attempt->number(),
+            .max_restarts = options_.max_restarts,
+            .resumes = metrics_log_.resumes(),
+            .config_json = options_.config_json,
+            .members = attempt->rendezvous().members()};
   {
     std::lock_guard lock(mu_);
-    started = started_unix_ns_;
-    for (const auto& a : attempts_)
-      attempts.push_back(
-          {{"attempt", a->number()}, {"world_size", count_or_null(a->world_size())}});
-    for (const auto& r : restarts_) {
-      nlohmann::json j = verdict_json(r.verdict);
-      j.update({{"attempt", r.attempt}, {"unix_ns", r.unix_ns}});
-      if (auto it = resumed.find(r.attempt); it != resumed.end())
-        j.update(
-            {{"resumed_from_step", it->second.from_step}, {"steps_lost", it->second.steps_lost}});
-      restarts.push_back(j);
-    }
+    f.started_unix_ns = started_unix_ns_;
+    for (const auto& a : attempts_) f.attempts.push_back({a->number(), a->world_size()});
+    f.restarts = restarts_.history();
   }
-  const nlohmann::json j{{"job_id", options_.job_id},
-                         {"world_size", world_size()},
-                         {"max_world_size", options_.world_size},
-                         {"min_world_size", options_.min_world_size > 0 ? options_.min_world_size
-                                                                        : options_.world_size},
-                         {"attempt", attempt->number()},
-                         {"max_restarts", options_.max_restarts},
-                         {"attempts", attempts},
-                         {"restarts", restarts},
-                         {"started_unix_ns", started},
-                         {"config", config},
-                         {"members", ranks}};
-  const auto path = (options_.run_dir / "job.json").string();
-  const std::string error = write_atomically(path, j.dump(2) + "\n");
-  return error.empty() ? error : str("cannot write ", path, ": ", error);
+  return write_job_file(options_.run_dir, f);
 }
 
 void Job::on_members_changed() {
@@ -775,7 +665,7 @@ void Job::on_members_changed() {
     if (!members_changed_) return;
     members_changed_ = false;
   }
-  note_job_file(write_job_file());
+  note_job_file(rewrite_job_file());
   std::vector<perf::RankPlacement> placement;
   for (const auto& m : members()) placement.push_back({m.rank, m.host, m.threads, m.cpus});
   // Judged once every rank of the host reported its threads: a warning
@@ -877,7 +767,7 @@ void Job::set_finished() {
     finished_ = true;
   }
   cv_.notify_all();
-  notify_watchers(-1, state_.status(), true);
+  watchers_.notify(-1, state_.status(), true);
 }
 
 bool Job::finished() const {

@@ -44,6 +44,8 @@
 #include "coordinator/job_state.h"
 #include "coordinator/metrics_log.h"
 #include "coordinator/outcome.h"
+#include "coordinator/restarts.h"
+#include "coordinator/watchers.h"
 #include "core/comm/types.h"
 
 namespace mddp::coordinator {
@@ -52,9 +54,9 @@ struct JobOptions {
   std::string job_id = "local";
   std::string token;  // "" = none
   int world_size = 1;
-  // Elastic: an attempt may form with fewer ranks, at least this many, once
-  // elastic_wait passed since it opened (0: always world_size).
-  int min_world_size = 0;
+  // Elastic (--min-nproc): an attempt may form with fewer ranks, at least
+  // this many, once elastic_wait passed since it opened (0: always world_size).
+  int min_nproc = 0;
   std::chrono::milliseconds elastic_wait{10'000};
   int max_restarts = 0;            // attempts after the first, for the whole job
   std::string config_json = "{}";  // handed to every worker at join
@@ -65,13 +67,6 @@ struct JobOptions {
   // in a heartbeat and leave; 0 = 3 heartbeat intervals + 2 s.
   std::chrono::milliseconds linger{0};
   std::filesystem::path run_dir;  // metrics.jsonl goes here; "" = in memory only
-};
-
-// One restart: an attempt ended and the next one formed.
-struct Restart {
-  int attempt = 0;  // the attempt it started
-  Verdict verdict;  // why the attempt before ended (cause kNone: a new coordinator took over)
-  int64_t unix_ns = 0;
 };
 
 class Job {
@@ -122,7 +117,7 @@ class Job {
   // (RESTARTING), and again (finished = true) once the stream may close;
   // never under Job's locks, possibly from any thread. The reply carries
   // the status at the time of the call and the id for unwatch().
-  using WatchCallback = std::function<void(const JobStatus& status, bool finished)>;
+  using WatchCallback = Watchers::Callback;
   struct WatchReply {
     Outcome outcome;
     JobStatus status;
@@ -198,21 +193,18 @@ class Job {
   void fail(Verdict verdict, TimePoint now, const std::shared_ptr<Attempt>& attempt);
   void fail_job(Verdict verdict);
   void restart(const std::shared_ptr<Attempt>& ended, Verdict verdict, TimePoint now);
-  int restarts_used() const;   // under mu_
-  bool restarts_left() const;  // under mu_
   // A join refused by `attempt` (full, ended) may wait for the next one.
   bool may_wait_for_next(const std::shared_ptr<Attempt>& attempt) const;
   void join_attempt(JoinRequest request, TimePoint deadline, TimePoint now,
                     Rendezvous::JoinCallback done, uint64_t id);
-  // Calls every watcher of `attempt` (-1: all) with `status` (outside the locks).
-  void notify_watchers(int attempt, const JobStatus& status, bool finished);
   void note_job_file(const std::string& error);
   void note_metrics_error(const std::string& error);  // logged once
   void on_formed(Attempt& attempt, const std::vector<Member>& members, TimePoint now);
   // Rewrites job.json and warns of newly oversubscribed hosts when a member
   // changed since the last call (ticker thread).
   void on_members_changed();
-  std::string write_job_file();
+  // Writes <run dir>/job.json (job_file.h) as the job is now; "" or why not.
+  std::string rewrite_job_file();
   void set_finished();
 
   const JobOptions options_;
@@ -224,8 +216,8 @@ class Job {
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
   std::vector<std::shared_ptr<Attempt>> attempts_;  // every attempt; the current is last
-  std::vector<Restart> restarts_;
-  struct Parked {  // a join waiting for the next attempt
+  Restarts restarts_{0, 0};                         // set in the constructor
+  struct Parked {                                   // a join waiting for the next attempt
     JoinRequest request;
     TimePoint deadline;
     Rendezvous::JoinCallback done;
@@ -239,12 +231,7 @@ class Job {
   int64_t started_unix_ns_ = 0;  // when the first attempt formed (job.json's started_unix_ns)
   bool members_changed_ = false;
   std::set<std::string> warned_hosts_;  // oversubscribed hosts already warned of
-  struct Watcher {
-    int attempt, rank;
-    WatchCallback on_change;
-  };
-  std::map<uint64_t, Watcher> watchers_;         // open Watch streams by id
-  std::map<std::pair<int, int>, int> watching_;  // (attempt, rank) -> its open streams
+  Watchers watchers_;                   // the open Watch streams
 };
 
 }  // namespace mddp::coordinator

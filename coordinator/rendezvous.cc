@@ -4,6 +4,7 @@
 
 #include "core/common/check.h"
 #include "core/common/hmac.h"
+#include "core/common/strings.h"
 
 namespace mddp::coordinator {
 
@@ -17,8 +18,8 @@ Rendezvous::Rendezvous(Options options, TimePoint opened, CompleteHook on_comple
       opened_(opened),
       window_end_(opened + options_.timeout) {
   MDDP_CHECK(options_.world_size >= 1, "world size ", options_.world_size);
-  MDDP_CHECK(options_.min_world_size <= options_.world_size, "elastic minimum ",
-             options_.min_world_size, " above the world size ", options_.world_size);
+  MDDP_CHECK(options_.min_nproc <= options_.world_size, "elastic minimum ", options_.min_nproc,
+             " above the world size ", options_.world_size);
 }
 
 std::string Rendezvous::name() const {
@@ -59,22 +60,18 @@ std::optional<Outcome> Rendezvous::refusal(const JoinRequest& r) const {
 
 std::string Rendezvous::pending_summary() const {
   std::string s = str(pending_.size(), " of ", options_.world_size, " workers joined");
-  if (!pending_.empty()) {
-    s += " (";
-    bool first = true;
-    for (const auto& [id, p] : pending_) {
-      s += (first ? "" : ", ") + who(p.request);
-      first = false;
-    }
-    s += ")";
-  }
+  if (!pending_.empty())
+    s +=
+        str(" (",
+            mddp::join(pending_, ", ", [](const auto& entry) { return who(entry.second.request); }),
+            ")");
   return s;
 }
 
 bool Rendezvous::elastic_ready_locked(TimePoint now) const {
-  return options_.min_world_size > 0 && options_.min_world_size < options_.world_size &&
+  return options_.min_nproc > 0 && options_.min_nproc < options_.world_size &&
          now >= opened_ + options_.elastic_wait &&
-         static_cast<int>(pending_.size()) >= options_.min_world_size;
+         static_cast<int>(pending_.size()) >= options_.min_nproc;
 }
 
 std::vector<Rendezvous::Pending> Rendezvous::complete_locked() {
@@ -186,7 +183,7 @@ std::optional<std::string> Rendezvous::expire(TimePoint now) {
       return std::nullopt;
     }
     if (now >= window_end_) {
-      const int need = options_.min_world_size > 0 ? options_.min_world_size : options_.world_size;
+      const int need = options_.min_nproc > 0 ? options_.min_nproc : options_.world_size;
       const std::string msg = str("rendezvous of ", name(), " timed out after ",
                                   format_duration(options_.timeout), ": ", pending_summary(),
                                   "; start the missing ", need - static_cast<int>(pending_.size()),

@@ -3,9 +3,9 @@
 // Workers that asked for a rank (RANK / SLURM_PROCID) get it; the others
 // fill the free ranks in the order they joined.
 //
-// Elastic (min_world_size < world_size): once `elastic_wait` has passed
+// Elastic (min_nproc < world_size): once `elastic_wait` has passed
 // since the window opened, the rendezvous also completes with fewer
-// workers, as soon as at least min_world_size are there; the ranks are then
+// workers, as soon as at least min_nproc are there; the ranks are then
 // 0..k-1, in the order of the ranks asked for (then of joining).
 //
 // Who may join at all (the proof of the token, the protocol version, the
@@ -31,7 +31,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "control/join.h"
+#include "control/join_request.h"
 #include "coordinator/outcome.h"
 
 namespace mddp::coordinator {
@@ -59,8 +59,8 @@ class Rendezvous {
  public:
   struct Options {
     std::string job_id = "local";
-    int world_size = 1;      // the most workers, and the size unless elastic
-    int min_world_size = 0;  // 0 (or world_size): no fewer; else the elastic minimum
+    int world_size = 1;  // the most workers, and the size unless elastic
+    int min_nproc = 0;   // 0 (or world_size): no fewer; else the elastic minimum
     std::chrono::milliseconds elastic_wait{10'000};  // before completing with fewer
     std::chrono::milliseconds timeout{std::chrono::minutes(5)};
     int attempt = 0;  // named in messages of attempts after the first

@@ -377,8 +377,6 @@ grpc::ServerUnaryReactor* Service::Heartbeat(grpc::CallbackServerContext* ctx,
       job_.heartbeat(req->session(), from_proto(req->progress()), Clock::now(), resources);
   if (!r.outcome.ok()) return finish_now(ctx, to_status(r.outcome));
   reply->set_state(to_proto(r.status.state));
-  reply->set_failure(r.status.failure());
-  reply->set_failed_rank(r.status.failed_rank());
   reply->set_attempt(r.status.attempt);
   if (has_verdict(r.status)) to_proto(r.status.verdict, reply->mutable_verdict());
   return finish_now(ctx, grpc::Status::OK);
@@ -394,7 +392,6 @@ grpc::ServerUnaryReactor* Service::Leave(grpc::CallbackServerContext* ctx,
   const Job::Reply r = job_.leave(req->session(), req->ok(), req->message(), Clock::now());
   if (!r.outcome.ok()) return finish_now(ctx, to_status(r.outcome));
   reply->set_state(to_proto(r.status.state));
-  reply->set_failure(r.status.failure());
   if (has_verdict(r.status)) to_proto(r.status.verdict, reply->mutable_verdict());
   return finish_now(ctx, grpc::Status::OK);
 }

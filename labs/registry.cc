@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "core/common/check.h"
+#include "core/common/strings.h"
 
 namespace mddp::labs {
 namespace {
@@ -206,7 +207,8 @@ const std::vector<Lab>& all_labs() {
        "docs/analyze.md",
        "performance.toml",
        "answers.toml",
-       {"core/perf/analysis.cc (perf::analyze)", "core/perf/verdict.cc (Note [Bottleneck verdict])",
+       {"core/perf/analysis.cc (perf::analyze)",
+        "core/perf/bottleneck.cc (Note [Bottleneck verdict])",
         "core/perf/cost_model.h (perf::allreduce_seconds)"},
        "Every answer is in `microddp analyze RUN`: the verdict line and its evidence, the "
        "stragglers' 'worst:' "
@@ -221,11 +223,9 @@ const std::vector<Lab>& all_labs() {
 }
 
 const Lab& find_lab(const std::string& name) {
-  std::string names;
-  for (const Lab& lab : all_labs()) {
+  for (const Lab& lab : all_labs())
     if (lab.name == name || std::to_string(lab.number) == name) return lab;
-    names += (names.empty() ? "" : ", ") + lab.name;
-  }
+  const std::string names = join(all_labs(), ", ", [](const Lab& lab) { return lab.name; });
   throw InputError(
       str("no Lab called '", name, "' (the Labs: ", names, "; `microddp lab list` shows them)"));
 }

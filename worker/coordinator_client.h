@@ -18,7 +18,7 @@
 
 #include "control/fingerprint.h"
 #include "control/job_status.h"
-#include "control/join.h"
+#include "control/join_request.h"
 #include "control/progress.h"
 #include "control/tls.h"
 #include "control/verdict.h"
@@ -26,22 +26,9 @@
 #include "core/comm/types.h"
 #include "core/common/check.h"
 #include "core/perf/step_metrics.h"
+#include "worker/coordinator_error.h"
 
 namespace mddp::worker {
-
-using Millis = std::chrono::milliseconds;
-
-// A control-plane call failed. what() is one line naming the call and the
-// coordinator; code() is the gRPC status code (grpc::StatusCode as int).
-class CoordinatorError : public Error {
- public:
-  CoordinatorError(const std::string& what, int code) : Error(what), code_(code) {}
-  int code() const { return code_; }
-  bool unreachable() const;  // UNAVAILABLE, or DEADLINE_EXCEEDED before an answer
-
- private:
-  int code_;
-};
 
 struct ClientOptions {
   std::string address;  // HOST:PORT
@@ -53,7 +40,7 @@ struct ClientOptions {
   std::optional<control::TlsConfig> tls{};
 };
 
-struct JoinArgs {
+struct JoinOptions {
   std::string host, data_addr, device;
   int requested_rank = -1;                  // < 0: any
   Millis timeout{std::chrono::minutes(6)};  // bounds the whole rendezvous wait
@@ -67,12 +54,11 @@ struct JoinInfo {
   std::string data_key;  // the attempt's data-plane key (control::data_plane_key)
 };
 
+// One heartbeat's answer.
 struct HeartbeatInfo {
-  control::State state = control::State::kForming;
-  std::string failure;
-  int failed_rank = -1;
-  control::Verdict verdict;  // when FAILED, or RESTARTING (why this rank's attempt ended)
-  int attempt = 0;           // the job's attempt now
+  // The job's state and attempt now, with the verdict when FAILED, or
+  // RESTARTING (why this rank's attempt ended).
+  control::JobStatus status;
   // One round trip: this host's steady clock around the call and the
   // coordinator's wall clock when it received it.
   struct ClockSample {
@@ -132,7 +118,7 @@ class CoordinatorClient : public comm::Store {
   // (the token itself is never sent); blocks until the rendezvous
   // completes; remembers the session and its attempt. Throws
   // CoordinatorError (wrong token, job full, "k of N joined", unreachable).
-  JoinInfo join(const JoinArgs& args);
+  JoinInfo join(const JoinOptions& args);
   // Throws CoordinatorError (FAILED_PRECONDITION with the difference).
   void validate(const control::Fingerprint& fp, Millis timeout);
   // Returns the generation; throws CoordinatorError naming missing ranks.
@@ -146,11 +132,12 @@ class CoordinatorClient : public comm::Store {
   // Opens a Watch call; it has no deadline (cancel() ends it).
   std::unique_ptr<WatchStream> open_watch();
   // Tells the coordinator this rank's data-plane connection to `peer`
-  // failed; the job's state then. Throws CoordinatorError.
-  HeartbeatInfo report_peer_fault(int peer, comm::PeerFault fault, const std::string& detail,
-                                  Millis timeout);
+  // failed; the job's state then (its verdict when FAILED or RESTARTING).
+  // Throws CoordinatorError.
+  control::JobStatus report_peer_fault(int peer, comm::PeerFault fault, const std::string& detail,
+                                       Millis timeout);
   // The job's state after this rank left. Throws CoordinatorError.
-  HeartbeatInfo leave(bool ok, const std::string& message, Millis timeout);
+  control::JobStatus leave(bool ok, const std::string& message, Millis timeout);
 
   // comm::Store. set() throws CoordinatorError; get() throws
   // comm::TimeoutError naming the key when it is not set within `timeout`.

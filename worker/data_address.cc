@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/common/check.h"
+#include "core/common/strings.h"
 
 namespace mddp::worker {
 namespace {
@@ -53,8 +54,8 @@ void split_host_port(const std::string& hp, std::string& host, std::string& port
 }  // namespace
 
 std::string list_interfaces() {
-  std::string s;
-  for (const auto& i : ipv4_interfaces()) s += (s.empty() ? "" : ", ") + i.name + " " + i.addr;
+  const std::string s =
+      join(ipv4_interfaces(), ", ", [](const auto& i) { return i.name + " " + i.addr; });
   return s.empty() ? "(none)" : s;
 }
 

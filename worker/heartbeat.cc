@@ -34,7 +34,7 @@ void Heartbeat::stop() {
 void Heartbeat::attach(comm::ProcessGroup* comm) {
   std::lock_guard lock(mu_);
   comm_ = comm;
-  if (comm_ && failure_) comm_->abort(failure_->message);
+  if (comm_ && reason_) comm_->abort(reason_->message);
 }
 
 void Heartbeat::set_resources(control::Resources resources) {
@@ -46,40 +46,45 @@ void Heartbeat::set_resources(control::Resources resources) {
   cv_.notify_all();
 }
 
-std::optional<JobFailure> Heartbeat::failure() const {
+std::optional<StopReason> Heartbeat::stop_reason() const {
   std::lock_guard lock(mu_);
-  return failure_;
+  return reason_;
 }
 
-std::optional<JobFailure> Heartbeat::wait_failure(Millis timeout) const {
+std::optional<StopReason> Heartbeat::wait_stop_reason(Millis timeout) const {
   std::unique_lock lock(mu_);
-  cv_.wait_for(lock, timeout, [&] { return failure_.has_value(); });
-  return failure_;
-}
-
-void Heartbeat::fail_locally(const std::string& message) {
-  report({message, -1, false, {}, false});
+  cv_.wait_for(lock, timeout, [&] { return reason_.has_value(); });
+  return reason_;
 }
 
 namespace {
-JobFailure from_status(control::State state, const control::Verdict& verdict) {
-  if (state == control::State::kRestarting)
-    return {"this rank's attempt ended (the job re-forms in the next): " + verdict.message,
-            verdict.failed_rank(), false, verdict, true};
-  return {"the job failed: " + verdict.message, verdict.failed_rank(), false, verdict, false};
+
+// This rank's own reason: FAILED, with no verdict of the coordinator's.
+StopReason own_reason(std::string message, bool coordinator_lost) {
+  return {{control::State::kFailed, {}, 0}, std::move(message), coordinator_lost};
 }
+
 }  // namespace
 
-void Heartbeat::job_failed(const control::JobStatus& failed) {
-  report(from_status(failed.state, failed.verdict));
+void Heartbeat::fail_locally(const std::string& message) {
+  stop_for(own_reason(message, false));
 }
 
-void Heartbeat::report(JobFailure f) {
+void Heartbeat::heard(const control::JobStatus& status) {
+  if (status.state == control::State::kRestarting)
+    stop_for({status,
+              "this rank's attempt ended (the job re-forms in the next): " + status.verdict.message,
+              false});
+  else if (status.state == control::State::kFailed)
+    stop_for({status, "the job failed: " + status.verdict.message, false});
+}
+
+void Heartbeat::stop_for(StopReason reason) {
   std::lock_guard lock(mu_);
-  if (failure_) return;
-  failure_ = std::move(f);
-  failed_ = true;
-  if (comm_) comm_->abort(failure_->message);
+  if (reason_) return;
+  reason_ = std::move(reason);
+  stopping_ = true;
+  if (comm_) comm_->abort(reason_->message);
   cv_.notify_all();
 }
 
@@ -139,32 +144,26 @@ void Heartbeat::loop() {
       clock_.add(info.clock);
       if (warned) spdlog::info("the coordinator at {} answers again", client_.address());
       warned = false;
-      if (info.state == control::State::kFailed || info.state == control::State::kRestarting) {
-        control::Verdict v = info.verdict;
-        if (v.message.empty()) v.message = info.failure;
-        report(from_status(info.state, v));
+      if (info.status.state == control::State::kFailed ||
+          info.status.state == control::State::kRestarting) {
+        heard(info.status);
         return;
       }
     } catch (const CoordinatorError& e) {
       const auto silent = Clock::now() - last_ok;
       if (e.code() == static_cast<int>(grpc::StatusCode::UNAUTHENTICATED)) {
-        report({str("the coordinator at ", client_.address(), " no longer knows this worker (",
-                    e.what(), "); was it restarted?"),
-                -1,
-                true,
-                {},
-                false});
+        stop_for(own_reason(str("the coordinator at ", client_.address(),
+                                " no longer knows this worker (", e.what(), "); was it restarted?"),
+                            true));
         return;
       }
       if (silent > options_.timeout) {
-        report({str("lost the coordinator at ", client_.address(), ": no answer for ",
-                    control::format_duration(silent), " (longer than the heartbeat timeout, ",
-                    control::format_duration(options_.timeout),
-                    "); it has stopped, or the network to it is down"),
-                -1,
-                true,
-                {},
-                false});
+        stop_for(own_reason(
+            str("lost the coordinator at ", client_.address(), ": no answer for ",
+                control::format_duration(silent), " (longer than the heartbeat timeout, ",
+                control::format_duration(options_.timeout),
+                "); it has stopped, or the network to it is down"),
+            true));
         return;
       }
       if (!warned) spdlog::warn("{} (retrying)", e.what());

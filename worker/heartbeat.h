@@ -3,17 +3,18 @@
 // A background thread sends a heartbeat every interval carrying this rank's
 // progress (step, phase, the collective entered and completed last) and,
 // once set, what the rank runs on (Resources), and reads the job state that
-// rides back. The job is given up on when
+// rides back. This rank stops (StopReason) when
 //  * the coordinator says FAILED (another rank died, left with an error or
-//    built another model): its one line names the rank at fault;
+//    built another model): its verdict's line names the rank at fault;
 //  * the coordinator says RESTARTING: this rank's attempt ended (a rank
 //    died and restarts remain); the process exits to join the next one;
 //  * the coordinator stays unreachable longer than the heartbeat timeout
 //    (the same bound it applies to us), or no longer knows our session;
 //  * the worker fails it locally (fail_locally, e.g. on SIGINT).
-// Giving up aborts the attached ProcessGroup (CPU or NCCL), so the training thread's wait
-// throws at once instead of hanging on a peer that will never answer, and
-// failed() turns true (the training loop checks it between phases).
+// Stopping aborts the attached ProcessGroup (CPU or NCCL), so the training
+// thread's wait throws at once instead of hanging on a peer that will never
+// answer, and stopping() turns true (the training loop checks it between
+// phases).
 // Thread-safe.
 #pragma once
 
@@ -69,12 +70,15 @@ class ClockOffset {
   std::atomic<int64_t> offset_{0};
 };
 
-struct JobFailure {
-  std::string message;  // one line, names the failed rank when one is at fault
-  int failed_rank = -1;
+// Why this rank stops: the coordinator's word, the job's status (FAILED,
+// or RESTARTING: this rank's attempt ended and it joins the next; with the
+// verdict), or this rank's own (the coordinator lost, an interruption:
+// FAILED, with no verdict).
+struct StopReason {
+  control::JobStatus status;
+  std::string message;            // the one line this rank reports and leaves with
   bool coordinator_lost = false;  // the coordinator is gone: don't wait on it to leave
-  control::Verdict verdict;       // the coordinator's, when it gave one
-  bool restart = false;           // not a failure: this rank's attempt ended, join the next
+  bool restart() const { return status.state == control::State::kRestarting; }
 };
 
 class Heartbeat {
@@ -94,16 +98,16 @@ class Heartbeat {
   // when the job has already failed. Detach before destroying it.
   void attach(comm::ProcessGroup* comm);
 
-  bool failed() const { return failed_.load(); }
-  std::optional<JobFailure> failure() const;
-  // Blocks until a failure is known or `timeout` passed.
-  std::optional<JobFailure> wait_failure(Millis timeout) const;
-  // Gives up locally (first failure wins), e.g. on SIGINT.
+  bool stopping() const { return stopping_.load(); }
+  std::optional<StopReason> stop_reason() const;
+  // Blocks until a reason to stop is known or `timeout` passed.
+  std::optional<StopReason> wait_stop_reason(Millis timeout) const;
+  // Gives up locally (the first reason wins), e.g. on SIGINT.
   void fail_locally(const std::string& message);
-  // The coordinator's verdict, learned elsewhere than in a heartbeat (the
-  // Watch stream, a reply to Leave or ReportPeerFault): FAILED, or
-  // RESTARTING (this rank's attempt ended); first failure wins.
-  void job_failed(const control::JobStatus& failed);
+  // The coordinator's word learned elsewhere than in a heartbeat (the Watch
+  // stream, a reply to Leave or ReportPeerFault): stops when the job FAILED,
+  // or RESTARTING (this rank's attempt ended); the first reason wins.
+  void heard(const control::JobStatus& status);
   // What this rank runs on (the device it resolved, its compute threads,
   // the CPUs it may use): sent at once, then with every heartbeat.
   void set_resources(control::Resources resources);
@@ -113,7 +117,7 @@ class Heartbeat {
 
  private:
   void loop();
-  void report(JobFailure f);
+  void stop_for(StopReason reason);
   ClockOffset clock_;
   control::Progress progress() const;
 
@@ -125,8 +129,8 @@ class Heartbeat {
   mutable std::condition_variable cv_;
   bool stop_ = false;
   bool send_now_ = false;  // set_resources: beat without waiting for the interval
-  std::atomic<bool> failed_{false};
-  std::optional<JobFailure> failure_;
+  std::atomic<bool> stopping_{false};
+  std::optional<StopReason> reason_;
   comm::ProcessGroup* comm_ = nullptr;
   std::optional<control::Resources> resources_;
 };

@@ -13,6 +13,7 @@
 #include <optional>
 #include <thread>
 
+#include "control/exit_status.h"
 #include "control/job_config_json.h"
 #include "core/comm/communicator.h"
 #include "core/comm/types.h"
@@ -207,7 +208,7 @@ train::TrainSummary train_rank(Session& s) {
   hooks.step.on_phase = [&s, timing = hooks.step.on_phase](int64_t step, const char* phase) {
     if (timing) timing(step, phase);  // the GPU's phase marks (DistributedTrainer)
     s.board.set(step, phase);
-    if (s.hb.failed()) throw comm::AbortedError(s.hb.failure()->message);
+    if (s.hb.stopping()) throw comm::AbortedError(s.hb.stop_reason()->message);
   };
   s.board.set_total_steps(trainer.total_steps());
   hooks.on_step = [&s, &dt, hold = TestHold()](const train::StepResult& r) {
@@ -241,9 +242,7 @@ void report_peer_fault(CoordinatorClient& client, Heartbeat& hb, const std::exce
   std::string detail = pe->what();
   detail = detail.substr(0, detail.find('\n'));  // the line, without the hint and the history
   try {
-    const HeartbeatInfo r = client.report_peer_fault(pe->peer(), pe->fault(), detail, 5s);
-    if (r.state == control::State::kFailed || r.state == control::State::kRestarting)
-      hb.job_failed({r.state, r.verdict, r.attempt});
+    hb.heard(client.report_peer_fault(pe->peer(), pe->fault(), detail, 5s));
   } catch (const CoordinatorError& ce) {
     spdlog::debug("could not report the lost connection to rank {}: {}", pe->peer(), ce.what());
   }
@@ -259,16 +258,9 @@ bool waits_on_verdict(const std::exception& e) {
   return false;
 }
 
-}  // namespace
-
-void run_worker(const WorkerOptions& o) {
-  std::optional<Signals> signals;
-  if (o.handle_signals) signals.emplace();
-  const std::string host = hostname();
-  const int want_rank = requested_rank();
-  const DataAddress data = choose_data_address(o.coordinator, o.data_addr, o.iface);
-
-  CoordinatorClient client({o.coordinator, o.job_id, o.token, o.call_timeout, o.tls});
+// Connects to the coordinator and joins the job: this rank's place in it.
+JoinInfo join_job(const WorkerOptions& o, CoordinatorClient& client, const std::string& host,
+                  int want_rank, const DataAddress& data) {
   spdlog::info("joining job '{}' at {} as host {}{}", o.job_id, o.coordinator, host,
                want_rank >= 0 ? str(", rank ", want_rank) : std::string());
   // A port that speaks another protocol (the dashboard's, say) is named at
@@ -298,64 +290,51 @@ void run_worker(const WorkerOptions& o) {
                info.world_size, info.job_id,
                info.attempt > 0 ? str(", attempt ", info.attempt) : std::string(), data.addr,
                data.how);
+  return info;
+}
 
-  ProgressBoard board;
-  Heartbeat hb(client, board, {info.heartbeat_interval, info.heartbeat_timeout});
-  hb.start();
-  // Open from here until after Leave (destroyed last): the coordinator sees
-  // this process go the moment it dies, and pushes the job's verdict at once.
-  JobWatch watch(client, [&hb](const control::JobStatus& failed) { hb.job_failed(failed); });
-  Armed armed(signals ? &*signals : nullptr, &hb, info.rank);
-  MetricsStreamer metrics(client, {.call_deadline = info.heartbeat_timeout + 5s});
-  metrics.start();
-  DataPlane plane;
-  Session session{o, client, info, data, board, hb, metrics, plane};
-
-  train::TrainSummary summary;
-  HeartbeatInfo after;
-  try {
-    summary = train_rank(session);
-    if (!metrics.flush(info.heartbeat_timeout + 5s))
-      spdlog::warn("some metrics records could not be delivered to the coordinator");
-    metrics.stop();
-    hb.stop();
-    after = client.leave(true, "", o.call_timeout);
-    plane.close();
-  } catch (const std::exception& e) {
-    const std::string mine = e.what();
-    // A collective that failed here is usually the echo of a fault elsewhere
-    // (a peer died: the socket closed). Say what was seen of the peer, then
-    // wait for the coordinator's verdict, which names the rank at fault,
-    // rather than blaming this one.
-    std::optional<JobFailure> verdict = hb.failure();
-    if (!verdict) report_peer_fault(client, hb, e);
-    verdict = hb.failure();
-    if (!verdict && waits_on_verdict(e))
-      verdict = hb.wait_failure(info.heartbeat_timeout + 2 * info.heartbeat_interval + 1s);
-    const bool reachable = !(verdict && verdict->coordinator_lost);
-    const bool restart = verdict && verdict->restart;
-    spdlog::debug("stopping after: {}", mine);
-    // The steps up to the checkpoint are kept: deliver what there is (an
-    // attempt that ended may still deliver until the next one forms).
-    if (reachable) metrics.flush(1s);
-    metrics.stop();
-    hb.stop();
-    spdlog::debug("metrics and heartbeat stopped");
-    if (reachable && !restart) {
-      try {
-        client.leave(false, verdict ? verdict->message : mine, 3s);
-      } catch (const std::exception&) {
-      }
+// After this rank's training threw `e`: why it stops, and its Leave. A
+// collective that failed here is usually the echo of a fault elsewhere (a
+// peer died: the socket closed). Say what was seen of the peer, then wait
+// for the coordinator's verdict, which names the rank at fault, rather than
+// blaming this one. Always throws: RestartError when this rank's attempt
+// ended, else the verdict's line or this rank's own error.
+[[noreturn]] void stop_after(Session& s, const std::exception& e, const std::string& host) {
+  const std::string mine = e.what();
+  std::optional<StopReason> reason = s.hb.stop_reason();
+  if (!reason) report_peer_fault(s.client, s.hb, e);
+  reason = s.hb.stop_reason();
+  if (!reason && waits_on_verdict(e))
+    reason = s.hb.wait_stop_reason(s.info.heartbeat_timeout + 2 * s.info.heartbeat_interval + 1s);
+  const bool reachable = !(reason && reason->coordinator_lost);
+  const bool restart = reason && reason->restart();
+  spdlog::debug("stopping after: {}", mine);
+  // The steps up to the checkpoint are kept: deliver what there is (an
+  // attempt that ended may still deliver until the next one forms).
+  if (reachable) s.metrics.flush(1s);
+  s.metrics.stop();
+  s.hb.stop();
+  spdlog::debug("metrics and heartbeat stopped");
+  if (reachable && !restart) {
+    try {
+      s.client.leave(false, reason ? reason->message : mine, 3s);
+    } catch (const std::exception&) {
     }
-    plane.close();
-    if (restart) throw RestartError(verdict->message);
-    throw Error(verdict ? verdict->message : str("rank ", info.rank, " (host ", host, "): ", mine));
   }
-  // This rank finished, but the job may have failed elsewhere meanwhile,
-  // or restarted (then this rank is needed in the next attempt).
+  s.plane.close();
+  if (restart) throw control::RestartError(reason->message);
+  throw Error(reason ? reason->message : str("rank ", s.info.rank, " (host ", host, "): ", mine));
+}
+
+// This rank finished, but the job may have failed elsewhere meanwhile, or
+// restarted (then this rank is needed in the next attempt); else rank 0
+// says how training went.
+void after_training(const JoinInfo& info, const control::JobStatus& after,
+                    const train::TrainSummary& summary) {
   if (after.state == control::State::kRestarting)
-    throw RestartError(str("this rank finished, but its attempt ended: ", after.failure));
-  if (after.state == control::State::kFailed) throw Error("the job failed: " + after.failure);
+    throw control::RestartError(
+        str("this rank finished, but its attempt ended: ", after.verdict.message));
+  if (after.state == control::State::kFailed) throw Error("the job failed: " + after.failure());
   if (info.rank == 0) {
     std::printf("done: %lld steps in %.1f s (%.0f samples/s), final train loss %.4f",
                 static_cast<long long>(summary.steps), summary.seconds, summary.samples_per_s,
@@ -366,7 +345,46 @@ void run_worker(const WorkerOptions& o) {
     std::fflush(stdout);
   }
   if (!summary.lost_records.empty())
-    throw RecordsLostError("rank 0 finished, but " + summary.lost_records);
+    throw control::RecordsLostError("rank 0 finished, but " + summary.lost_records);
+}
+
+}  // namespace
+
+void run_worker(const WorkerOptions& o) {
+  std::optional<Signals> signals;
+  if (o.handle_signals) signals.emplace();
+  const std::string host = hostname();
+  const int want_rank = requested_rank();
+  const DataAddress data = choose_data_address(o.coordinator, o.data_addr, o.iface);
+  CoordinatorClient client({o.coordinator, o.job_id, o.token, o.call_timeout, o.tls});
+  const JoinInfo info = join_job(o, client, host, want_rank, data);
+
+  ProgressBoard board;
+  Heartbeat hb(client, board, {info.heartbeat_interval, info.heartbeat_timeout});
+  hb.start();
+  // Open from here until after Leave (destroyed last): the coordinator sees
+  // this process go the moment it dies, and pushes the job's verdict at once.
+  JobWatch watch(client, [&hb](const control::JobStatus& status) { hb.heard(status); });
+  Armed armed(signals ? &*signals : nullptr, &hb, info.rank);
+  MetricsStreamer metrics(client, {.call_deadline = info.heartbeat_timeout + 5s});
+  metrics.start();
+  DataPlane plane;
+  Session session{o, client, info, data, board, hb, metrics, plane};
+
+  train::TrainSummary summary;
+  control::JobStatus after;
+  try {
+    summary = train_rank(session);
+    if (!metrics.flush(info.heartbeat_timeout + 5s))
+      spdlog::warn("some metrics records could not be delivered to the coordinator");
+    metrics.stop();
+    hb.stop();
+    after = client.leave(true, "", o.call_timeout);
+    plane.close();
+  } catch (const std::exception& e) {
+    stop_after(session, e, host);
+  }
+  after_training(info, after, summary);
 }
 
 }  // namespace mddp::worker

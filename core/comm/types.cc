@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "core/comm/algo_step.h"
+#include "core/common/strings.h"
 
 namespace mddp::comm {
 namespace {
@@ -43,8 +44,7 @@ E parse(const std::array<std::pair<E, const char*>, N>& table, const std::string
         const char* what) {
   for (const auto& [v, name] : table)
     if (s == name) return v;
-  std::string choices;
-  for (const auto& [v, name] : table) choices += (choices.empty() ? "" : ", ") + std::string(name);
+  const std::string choices = join(table, ", ", [](const auto& entry) { return entry.second; });
   throw InputError(str("unknown ", what, " '", s, "' (valid choices: ", choices, ")"));
 }
 

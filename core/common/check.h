@@ -24,27 +24,6 @@ class InputError : public Error {
   using Error::Error;
 };
 
-// The work was done, but some of the records it should have left on disk
-// could not be written (a full disk): the run's log is not whole. Exits with
-// kExitRecordsLost, so scripts can tell it from success and from failure.
-class RecordsLostError : public Error {
- public:
-  using Error::Error;
-};
-inline constexpr int kExitRecordsLost = 3;
-
-// Not a failure of this process: its part of the job ended and the job goes
-// on once it is started again (a worker whose attempt ended because another
-// rank died, with restarts left: coordinator/job.cc, Note [Attempts]).
-// Exits with kExitRestart (EX_TEMPFAIL), which `microddp run`, `microddp
-// worker --max-restarts` and a container's restart policy take as "start it
-// again".
-class RestartError : public Error {
- public:
-  using Error::Error;
-};
-inline constexpr int kExitRestart = 75;
-
 namespace detail {
 [[noreturn]] void check_failed(const char* expr, const char* file, int line,
                                const std::string& msg);

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/common/check.h"
+#include "core/common/strings.h"
 #include "core/tensor/tensor.h"
 
 namespace mddp::ddp {
@@ -15,12 +16,6 @@ std::vector<std::string> fingerprint(nn::Module& model) {
   for (nn::Parameter* p : model.parameters())
     out.push_back(p->name + ":" + tensor::shape_str(p->value.shape()));
   return out;
-}
-
-std::string join(const std::vector<std::string>& v) {
-  std::string s;
-  for (const auto& x : v) s += x + ";";
-  return s;
 }
 
 }  // namespace
@@ -51,7 +46,7 @@ DistributedDataParallel::~DistributedDataParallel() {
 // rank reports the same, specific difference.
 void DistributedDataParallel::check_same_model() {
   const std::vector<std::string> mine = fingerprint(model_);
-  const std::string text = join(mine);
+  const std::string text = join(mine, ";") + ";";  // each entry ends with ';' (entry() below)
   constexpr int64_t kWords = 4096;  // 16 KiB of text per rank is plenty for a fingerprint
   std::vector<float> in(kWords, 0.0f), out(kWords * comm_.size());
   std::memcpy(in.data(), text.data(),

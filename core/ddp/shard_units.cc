@@ -4,9 +4,9 @@
 
 namespace mddp::ddp {
 
-ShardUnit::ShardUnit(int index, tensor::Tensor region, SpanOp half)
-    : index_(index), region_(std::move(region)), half_(half) {
-  MDDP_CHECK(half_ != SpanOp::kAllReduce, "a ShardUnit is half of an all-reduce");
+ShardUnit::ShardUnit(int index, tensor::Tensor region, SpanOp stage)
+    : index_(index), region_(std::move(region)), stage_(stage) {
+  MDDP_CHECK(stage_ != SpanOp::kAllReduce, "a ShardUnit is one stage of an all-reduce");
 }
 
 void ShardUnit::launch(comm::ProcessGroup& comm) {
@@ -16,13 +16,13 @@ void ShardUnit::launch(comm::ProcessGroup& comm) {
   float* base = region_.data();
   float* mine = base + shard * comm.rank();
   launched_ = true;
-  if (half_ == SpanOp::kReduceScatter) {
-    round_ = begin_round(index_, 0, half_, region_.bytes(), region_.bytes(), comm);
+  if (stage_ == SpanOp::kReduceScatter) {
+    round_ = begin_round(index_, 0, stage_, region_.bytes(), region_.bytes(), comm);
     round_.work =
         comm.reduce_scatter(base, mine, shard, comm::DataType::kFloat32, comm::ReduceOp::kAvg);
   } else {  // parameters, not gradients: no grad_bytes
     round_ =
-        begin_round(index_, 1, half_, static_cast<std::size_t>(shard) * sizeof(float), 0, comm);
+        begin_round(index_, 1, stage_, static_cast<std::size_t>(shard) * sizeof(float), 0, comm);
     round_.work = comm.all_gather(mine, base, shard, comm::DataType::kFloat32);
   }
 }

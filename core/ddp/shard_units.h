@@ -1,4 +1,4 @@
-// ZeRO-1's unit (sharded_sync.h): one half of a bucket's ring all-reduce,
+// ZeRO-1's unit (sharded_sync.h): one stage of a bucket's ring all-reduce,
 // the optimiser step running between the two. A bucket's flat buffer,
 // padded to n equal shards, is
 //
@@ -18,15 +18,15 @@ namespace mddp::ddp {
 
 class ShardUnit : public SyncUnit {
  public:
-  // region [n * shard] with n the group's size; `half` kReduceScatter or kAllGather.
-  ShardUnit(int index, tensor::Tensor region, SpanOp half);
+  // region [n * shard] with n the group's size; `stage` kReduceScatter or kAllGather.
+  ShardUnit(int index, tensor::Tensor region, SpanOp stage);
   void launch(comm::ProcessGroup& comm) override;
   void complete(SyncStats& stats) override;
 
  private:
   int index_;
   tensor::Tensor region_;
-  SpanOp half_;
+  SpanOp stage_;
   Round round_;
 };
 

@@ -8,7 +8,7 @@
 // step time. Only complete steps (every rank reported) after the warm-up
 // count, so every statistic is over the same steps.
 //
-// The bottleneck verdict and its thresholds are in verdict.cc
+// The bottleneck verdict and its thresholds are in bottleneck.cc
 // (Note [Bottleneck verdict]); the all-reduce timing rule in analysis.cc
 // (Note [Measured all-reduce time]).
 #pragma once
@@ -145,7 +145,7 @@ struct LevelSplit {
   double predicted_host_ms = 0, predicted_cross_host_ms = 0;  // per step; 0 without both fits
 };
 
-struct Verdict {
+struct Bottleneck {
   // oversubscribed | communication-bound | input-bound | memory-bound | compute-bound
   std::string kind;
   // What the step's shares alone say (kind unless oversubscribed, which
@@ -200,7 +200,7 @@ struct Analysis {
   std::vector<HostLoad> hosts;  // from job.json's members (host_load.h); empty without them
   std::vector<StepPoint> series;
   std::vector<EvalPoint> evals;
-  Verdict verdict;
+  Bottleneck verdict;
   std::vector<std::string> notes;  // caveats: unknown config, assumptions, dropped records
 };
 
@@ -211,8 +211,8 @@ Analysis analyze(const RunLog& run, const AnalyzeOptions& options);
 // when no host's CPU count is known.
 bool oversubscribed(const Analysis& a);
 
-// The bottleneck verdict from an analysis' numbers (verdict.cc).
-Verdict classify(const Analysis& a);
+// The bottleneck verdict from an analysis' numbers (bottleneck.cc).
+Bottleneck classify(const Analysis& a);
 
 // The all-reduce algorithm that ran for a message of `bytes`: `auto` is
 // resolved as the communicator resolves it on one host or one rank per host

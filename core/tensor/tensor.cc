@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/common/check.h"
+#include "core/common/strings.h"
 #include "core/tensor/cuda/context.h"
 #include "core/tensor/cuda/cuda_runtime.h"
 #include "mddp/config.h"
@@ -20,9 +21,7 @@ int64_t numel_of(const Shape& shape) {
 }
 
 std::string shape_str(const Shape& shape) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
+  return str("[", join(shape, ", "), "]");
 }
 
 Storage::Storage(std::size_t bytes, Device device) : bytes_(bytes), device_(device) {

@@ -4,6 +4,7 @@
 
 #include "core/common/check.h"
 #include "core/ddp/compression.h"
+#include "core/tensor/device.h"
 #include "core/train/mixed_precision.h"
 
 namespace mddp::train {
@@ -88,6 +89,20 @@ void TrainConfig::validate() const {
         "and "
         "optimiser state differ, and a checkpoint holds rank 0's; use --init-from to start from "
         "them");
+}
+
+std::string process_group_backend(const TrainConfig& cfg) {
+  const bool cpu = tensor::Device::parse(cfg.device).is_cpu();
+  const std::string& b = cfg.dist.backend;
+  if (b == "auto") return cpu ? "cpu" : "nccl";
+  if (b == "nccl" && cpu)
+    throw InputError(
+        "--backend nccl needs GPU tensors: add --device cuda, or use --backend cpu or gloo");
+  if (b != "nccl" && !cpu)
+    throw InputError(
+        str("--backend ", b, " takes host memory, and --device ", cfg.device,
+            " keeps the gradients on a GPU: use --backend nccl (or auto), or --device cpu"));
+  return b;
 }
 
 }  // namespace mddp::train

@@ -92,4 +92,10 @@ struct TrainConfig {
   void validate() const;
 };
 
+// The backend cfg asks for, `auto` resolved by the device: cpu | gloo | nccl.
+// Throws InputError when the backend cannot hold the device's tensors. With
+// the config, not the trainer, so that the dashboard names the backend the
+// workers pick.
+std::string process_group_backend(const TrainConfig& cfg);
+
 }  // namespace mddp::train

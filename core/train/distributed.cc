@@ -22,20 +22,6 @@ comm::CommOptions comm_options(const TrainConfig& cfg) {
   return o;
 }
 
-std::string process_group_backend(const TrainConfig& cfg) {
-  const bool cpu = tensor::Device::parse(cfg.device).is_cpu();
-  const std::string& b = cfg.dist.backend;
-  if (b == "auto") return cpu ? "cpu" : "nccl";
-  if (b == "nccl" && cpu)
-    throw InputError(
-        "--backend nccl needs GPU tensors: add --device cuda, or use --backend cpu or gloo");
-  if (b != "nccl" && !cpu)
-    throw InputError(
-        str("--backend ", b, " takes host memory, and --device ", cfg.device,
-            " keeps the gradients on a GPU: use --backend nccl (or auto), or --device cpu"));
-  return b;
-}
-
 std::unique_ptr<comm::ProcessGroup> connect_process_group(comm::Store& store, int rank, int size,
                                                           const comm::JobIdentity& job,
                                                           const TrainConfig& cfg,

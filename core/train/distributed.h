@@ -62,10 +62,6 @@ class DistributedTrainer {
 // The communicator options a TrainConfig asks for.
 comm::CommOptions comm_options(const TrainConfig& cfg);
 
-// The backend cfg asks for, `auto` resolved by the device: cpu | gloo | nccl.
-// Throws InputError when the backend cannot hold the device's tensors.
-std::string process_group_backend(const TrainConfig& cfg);
-
 // This rank's collectives for `cfg` (the one place that picks them).
 // Collective. nccl: NCCL on the rank's GPU, ordered after its compute
 // stream (the gradients live there); cpu: a Communicator over the transport

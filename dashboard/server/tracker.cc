@@ -26,6 +26,16 @@ std::vector<perf::LinkFit> read_fits() {
   }
 }
 
+// The backend the workers pick (train::process_group_backend); a config
+// they would refuse shows the backend it asked for.
+std::string backend_of(const train::TrainConfig& config) {
+  try {
+    return train::process_group_backend(config);
+  } catch (const InputError&) {
+    return config.dist.backend;
+  }
+}
+
 }  // namespace
 
 Tracker::Tracker(const coordinator::Job& job)
@@ -96,7 +106,32 @@ JobSnapshot Tracker::snapshot(TimePoint now) const {
   s.status = job_.status();
   s.world_size = job_.world_size();
   s.max_world_size = job_.options().world_size;
-  s.backend = config_.device.rfind("cuda", 0) == 0 ? "nccl" : "cpu";
+  describe_config(s);
+  s.step = step_;
+  s.samples_per_s = samples_per_s();
+  s.evals = evals_;
+  s.records_total = job_.metrics_log().count();
+  s.restarts = job_.restarts();
+  s.resumes = job_.metrics_log().resumes();
+  s.attempt = s.restarts.empty() ? 0 : s.restarts.back().attempt;
+  if (running_since_)
+    s.elapsed_s = std::chrono::duration<double>(ended_at_.value_or(now) - *running_since_).count();
+  double loss_sum = 0;
+  for (const auto& [rank, w] : ranks_)
+    if (!w.last.empty()) loss_sum += w.last.back().loss;
+  if (!ranks_.empty()) s.loss = loss_sum / static_cast<double>(ranks_.size());
+
+  const std::vector<coordinator::Member> members = job_.members();
+  add_ranks(s, members, now);
+  if (!members.empty() && !fits_.empty()) s.fit = link_fit(s, members);
+  if (s.total_steps > 0 && s.samples_per_s > 0 && !s.status.terminal())
+    s.eta_s = static_cast<double>(std::max<int64_t>(0, s.total_steps - s.step)) *
+              static_cast<double>(s.global_batch) / s.samples_per_s;
+  return s;
+}
+
+void Tracker::describe_config(JobSnapshot& s) const {
+  s.backend = backend_of(config_);
   s.transport = config_.dist.transport;
   s.algorithm = config_.dist.algorithm;
   s.ddp = config_.dist.ddp;
@@ -111,22 +146,10 @@ JobSnapshot Tracker::snapshot(TimePoint now) const {
   if (bytes > 0) s.compression_ratio = static_cast<double>(grad_bytes) / static_cast<double>(bytes);
   s.model = config_.model.kind;
   s.global_batch = config_.batch * config_.accumulate;
-  s.step = step_;
-  s.samples_per_s = samples_per_s();
-  s.evals = evals_;
-  s.records_total = job_.metrics_log().count();
-  s.restarts = job_.restarts();
-  s.resumes = job_.metrics_log().resumes();
-  s.attempt = s.restarts.empty() ? 0 : s.restarts.back().attempt;
-  if (running_since_)
-    s.elapsed_s = std::chrono::duration<double>(ended_at_.value_or(now) - *running_since_).count();
+}
 
-  double loss_sum = 0;
-  for (const auto& [rank, w] : ranks_)
-    if (!w.last.empty()) loss_sum += w.last.back().loss;
-  if (!ranks_.empty()) s.loss = loss_sum / static_cast<double>(ranks_.size());
-
-  const std::vector<coordinator::Member> members = job_.members();
+void Tracker::add_ranks(JobSnapshot& s, const std::vector<coordinator::Member>& members,
+                        TimePoint now) const {
   std::vector<perf::RankPlacement> placement;
   for (const auto& m : members) placement.push_back({m.rank, m.host, m.threads, m.cpus});
   std::set<int> oversubscribed;  // ranks on an oversubscribed host
@@ -162,22 +185,19 @@ JobSnapshot Tracker::snapshot(TimePoint now) const {
     }
     s.ranks.push_back(std::move(r));
   }
-  if (!members.empty() && !fits_.empty()) {
-    std::string transport = config_.dist.transport;
-    if (transport == "auto")
-      transport = std::all_of(members.begin(), members.end(),
-                              [&](const auto& m) { return m.host == members[0].host; })
-                      ? "shm"
-                      : "tcp";
-    if (s.backend == "nccl") transport = "nccl";
-    const std::string algorithm =
-        config_.dist.algorithm == "auto" ? "ring" : config_.dist.algorithm;
-    s.fit = perf::find_fit(fits_, transport, algorithm, s.world_size);
-  }
-  if (s.total_steps > 0 && s.samples_per_s > 0 && !s.status.terminal())
-    s.eta_s = static_cast<double>(std::max<int64_t>(0, s.total_steps - s.step)) *
-              static_cast<double>(s.global_batch) / s.samples_per_s;
-  return s;
+}
+
+std::optional<perf::LinkFit> Tracker::link_fit(
+    const JobSnapshot& s, const std::vector<coordinator::Member>& members) const {
+  std::string transport = config_.dist.transport;
+  if (transport == "auto")
+    transport = std::all_of(members.begin(), members.end(),
+                            [&](const auto& m) { return m.host == members[0].host; })
+                    ? "shm"
+                    : "tcp";
+  if (s.backend == "nccl") transport = "nccl";
+  const std::string algorithm = config_.dist.algorithm == "auto" ? "ring" : config_.dist.algorithm;
+  return perf::find_fit(fits_, transport, algorithm, s.world_size);
 }
 
 }  // namespace mddp::dashboard

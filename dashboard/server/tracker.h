@@ -94,6 +94,13 @@ class Tracker {
   };
 
   double samples_per_s() const;
+  // The snapshot's steps: what the job's config says (backend, DDP,
+  // batch), each rank's state and phases, the benchmark fit of its link.
+  void describe_config(JobSnapshot& s) const;
+  void add_ranks(JobSnapshot& s, const std::vector<coordinator::Member>& members,
+                 coordinator::TimePoint now) const;
+  std::optional<perf::LinkFit> link_fit(const JobSnapshot& s,
+                                        const std::vector<coordinator::Member>& members) const;
   std::string rank_state(const coordinator::RankHealth& h, const control::JobStatus& status,
                          coordinator::TimePoint now) const;
 

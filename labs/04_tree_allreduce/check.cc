@@ -7,6 +7,7 @@
 #include <bit>
 
 #include "core/comm/algorithms/algorithms.h"
+#include "core/common/strings.h"
 #include "labs/checks.h"
 #include "labs/support/collective_check.h"
 #include "labs/support/values.h"
@@ -48,8 +49,7 @@ std::vector<std::string> diagnose_phase(bool reduce, int root, int n,
       return {str(name, ": the root, rank ", r,
                   reduce ? ", sent to rank " : ", received from rank ", up[0].peer,
                   "; the root only ", reduce ? "receives" : "sends")};
-    std::string kids;
-    for (int c : t.children) kids += (kids.empty() ? "" : ", ") + std::to_string(c);
+    const std::string kids = join(t.children, ", ");
     for (std::size_t k = 0; k < t.children.size(); ++k)
       if (k >= down.size() ||
           std::find(t.children.begin(), t.children.end(), down[k].peer) == t.children.end())

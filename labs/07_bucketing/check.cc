@@ -13,6 +13,7 @@
 #include <numeric>
 
 #include "core/common/rng.h"
+#include "core/common/strings.h"
 #include "core/ddp/bucket_assignment.h"
 #include "labs/checks.h"
 #include "labs/support/sync_check.h"
@@ -50,9 +51,7 @@ std::vector<AssignCase> assign_cases() {
 }
 
 std::string list(const std::vector<std::size_t>& v) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-  return s + "]";
+  return str("[", join(v, ", "), "]");
 }
 
 std::size_t bytes_of(const std::vector<std::size_t>& bucket,

@@ -1,16 +1,13 @@
 #include "labs/support/ranks.h"
 
 #include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <thread>
 
 #include "core/comm/file_store.h"
+#include "core/comm/fork_ranks.h"
 #include "core/comm/types.h"
 #include "core/common/temp_dir.h"
 #include "labs/todo.h"
@@ -119,78 +116,58 @@ bool CaseLog::run(const std::string& name, const std::function<CaseResult()>& fn
   return all_ok;
 }
 
+namespace {
+
+// What is known of rank r that left no finding: how its process ended.
+RankFinding crash_finding(int r, const comm::RankExit& exit, std::chrono::milliseconds limit) {
+  RankFinding f;
+  f.rank = r;
+  f.problem = Problem::kCrash;
+  if (exit.timed_out || exit.signal == SIGKILL) {
+    f.message = str("rank ", r, " was still running after ", limit.count() / 1000,
+                    " s and was killed (an endless loop?)");
+  } else if (exit.signal != 0) {
+    f.message = str("rank ", r, " crashed: ", strsignal(exit.signal),
+                    exit.signal == SIGSEGV ? " (a read or write outside a buffer?)" : "");
+  } else {
+    f.message = str("rank ", r, " exited (code ", exit.exit_code, ") in the middle of the check");
+  }
+  return f;
+}
+
+}  // namespace
+
 std::vector<RankFinding> run_group(
     int n, const std::function<RankFinding(int rank, comm::Store& store)>& fn,
     std::chrono::milliseconds limit) {
   const std::string dir = make_temp_dir("microddp-lab");
   std::filesystem::create_directories(dir + "/store");
-  std::fflush(stdout);
-  std::fflush(stderr);
-  std::vector<pid_t> pids;
-  for (int r = 0; r < n; ++r) {
-    const pid_t pid = fork();
-    if (pid < 0) throw Error("fork failed");
-    if (pid == 0) {
-      RankFinding f;
-      f.rank = r;
-      try {
-        comm::FileStore store(dir + "/store");
-        f = fn(r, store);
-      } catch (const std::exception& e) {
-        f.problem = Problem::kException;
-        f.message = str("the checker failed on this rank: ", e.what());
-      }
-      std::ofstream(finding_path(dir, r)) << to_json(f).dump();
-      std::fflush(stdout);
-      _exit(0);
-    }
-    pids.push_back(pid);
-  }
-  // Reap; past `limit`, kill what is left (every wait inside has its own,
+  // Past `limit` what is left is killed (every wait inside has its own,
   // shorter deadline, so this only catches a rank stuck in a student's loop).
-  std::vector<int> status(static_cast<std::size_t>(n), -1);
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  for (int left = n; left > 0;) {
-    int st = 0;
-    const pid_t pid = waitpid(-1, &st, WNOHANG);
-    if (pid > 0) {
-      for (int r = 0; r < n; ++r)
-        if (pids[static_cast<std::size_t>(r)] == pid) status[static_cast<std::size_t>(r)] = st;
-      --left;
-      continue;
-    }
-    if (pid < 0) break;
-    if (std::chrono::steady_clock::now() > deadline) {
-      for (int r = 0; r < n; ++r)
-        if (status[static_cast<std::size_t>(r)] == -1)
-          kill(pids[static_cast<std::size_t>(r)], SIGKILL);
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-
+  const comm::ForkResult result =
+      comm::fork_ranks(n,
+                       [&](int r) {
+                         RankFinding f;
+                         f.rank = r;
+                         try {
+                           comm::FileStore store(dir + "/store");
+                           f = fn(r, store);
+                         } catch (const std::exception& e) {
+                           f.problem = Problem::kException;
+                           f.message = str("the checker failed on this rank: ", e.what());
+                         }
+                         std::ofstream(finding_path(dir, r)) << to_json(f).dump();
+                         return 0;
+                       },
+                       {.limit = limit});
   std::vector<RankFinding> out;
   for (int r = 0; r < n; ++r) {
     std::ifstream in(finding_path(dir, r));
     nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-    if (!j.is_discarded() && j.is_object()) {
+    if (!j.is_discarded() && j.is_object())
       out.push_back(from_json(j));
-      continue;
-    }
-    RankFinding f;
-    f.rank = r;
-    f.problem = Problem::kCrash;
-    const int st = status[static_cast<std::size_t>(r)];
-    if (st != -1 && WIFEXITED(st)) {
-      f.message =
-          str("rank ", r, " exited (code ", WEXITSTATUS(st), ") in the middle of the check");
-    } else if (st != -1 && WIFSIGNALED(st) && WTERMSIG(st) != SIGKILL) {
-      f.message = str("rank ", r, " crashed: ", strsignal(WTERMSIG(st)),
-                      WTERMSIG(st) == SIGSEGV ? " (a read or write outside a buffer?)" : "");
-    } else {
-      f.message = str("rank ", r, " was still running after ", limit.count() / 1000,
-                      " s and was killed (an endless loop?)");
-    }
-    out.push_back(f);
+    else
+      out.push_back(crash_finding(r, result.ranks[static_cast<std::size_t>(r)], limit));
   }
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);

@@ -1,9 +1,10 @@
 // A Lab's cases on real processes: `run_group` forks one process per rank
-// (they meet through a FileStore, like `microddp bench` and the demos), and
-// inside each rank a CaseLog runs the cases in order. After every case the
-// ranks tell each other through the store whether it passed, so they all
-// stop at the first case that failed anywhere; each rank then reports what
-// it saw (RankFinding) and the parent picks the one to show the student.
+// (comm::fork_ranks; they meet through a FileStore, like `microddp bench`
+// and the demos), and inside each rank a CaseLog runs the cases in order.
+// After every case the ranks tell each other through the store whether it
+// passed, so they all stop at the first case that failed anywhere; each
+// rank then reports what it saw (RankFinding) and the parent picks the one
+// to show the student.
 #pragma once
 
 #include <chrono>

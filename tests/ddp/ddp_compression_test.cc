@@ -20,6 +20,7 @@
 #include "core/ddp/topk.h"
 #include "core/train/distributed.h"
 #include "ddp/ddp_fixture.h"
+#include "support/files.h"
 #include "support/ranks.h"
 
 namespace mddp::test {
@@ -314,9 +315,7 @@ TEST(DdpCompressedProcesses, EveryRankHoldsTheSameParametersAfterEveryStep) {
           },
           std::chrono::seconds(120));
       const auto read = [&](int r, int s) {
-        std::ifstream in(dir.path() + "/r" + std::to_string(r) + "s" + std::to_string(s),
-                         std::ios::binary);
-        return std::string(std::istreambuf_iterator<char>(in), {});
+        return read_file(dir.path() + "/r" + std::to_string(r) + "s" + std::to_string(s));
       };
       for (int s = 0; s < steps; ++s) {
         const std::string rank0 = read(0, s);

@@ -51,7 +51,7 @@ ClientOptions client_options(const std::string& address) {
   return {address, "job", "tok", 10s};
 }
 
-JoinArgs join_args() {
+JoinOptions join_args() {
   return {"testhost", "127.0.0.1", "cpu", -1, 20s};
 }
 
@@ -134,12 +134,12 @@ TEST(Heartbeat, JobFailureAbortsTheCommunicator) {
   hb.attach(comm.get());
   hb.start();
   c.job().shutdown("rank 3 (host x) exploded");
-  const auto f = hb.wait_failure(5s);
+  const auto f = hb.wait_stop_reason(5s);
   ASSERT_TRUE(f.has_value());
   EXPECT_NE(f->message.find("the job failed: rank 3 (host x) exploded"), std::string::npos)
       << f->message;
   EXPECT_FALSE(f->coordinator_lost);
-  EXPECT_TRUE(hb.failed());
+  EXPECT_TRUE(hb.stopping());
   float v = 1;
   EXPECT_THROW(comm->all_reduce(&v, 1, comm::DataType::kFloat32, comm::ReduceOp::kSum)->wait(),
                comm::AbortedError);
@@ -271,11 +271,11 @@ TEST(Heartbeat, GivesUpOnALostCoordinatorAfterTheTimeout) {
   Heartbeat hb(client, board, {100ms, 800ms});
   hb.start();
   std::this_thread::sleep_for(300ms);
-  EXPECT_FALSE(hb.failed());
+  EXPECT_FALSE(hb.stopping());
   const auto t0 = std::chrono::steady_clock::now();
   fake.server->Shutdown(std::chrono::system_clock::now());  // the coordinator is gone
   fake.server.reset();
-  const auto f = hb.wait_failure(10s);
+  const auto f = hb.wait_stop_reason(10s);
   const auto waited = std::chrono::steady_clock::now() - t0;
   ASSERT_TRUE(f.has_value());
   EXPECT_TRUE(f->coordinator_lost) << f->message;
@@ -293,7 +293,7 @@ TEST(Heartbeat, CoordinatorShutdownEndsTheWorker) {
   hb.start();
   const auto t0 = std::chrono::steady_clock::now();
   c.reset();  // fails the job and stops serving: heard as FAILED or as silence
-  const auto f = hb.wait_failure(10s);
+  const auto f = hb.wait_stop_reason(10s);
   ASSERT_TRUE(f.has_value());
   EXPECT_TRUE(f->message.find("coordinator shut down") != std::string::npos ||
               f->message.find("lost the coordinator") != std::string::npos)

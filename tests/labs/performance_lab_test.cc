@@ -10,6 +10,7 @@
 #include "core/perf/analysis.h"
 #include "core/perf/cost_model.h"
 #include "tests/labs/check_helpers.h"
+#include "tests/support/files.h"
 
 namespace mddp::labs::test {
 namespace {
@@ -76,11 +77,8 @@ class PerformanceLab : public ::testing::Test {
 };
 
 TEST_F(PerformanceLab, TheUntouchedAnswersAreNotAnswered) {
-  std::string text;
-  {
-    std::ifstream in(fs::path(source_root()) / "labs/10_performance/answers.toml");
-    text.assign(std::istreambuf_iterator<char>(in), {});
-  }
+  std::string text =
+      mddp::test::read_file(fs::path(source_root()) / "labs/10_performance/answers.toml");
   const std::string line = "run = \"runs/lab10\"";
   const auto at = text.find(line);
   ASSERT_NE(at, std::string::npos);

@@ -18,7 +18,9 @@
 #include "core/comm/communicator.h"
 #include "core/comm/memory_store.h"
 #include "core/common/half.h"
+#include "tests/support/files.h"
 #include "tests/support/ranks.h"
+#include "tests/support/text.h"
 
 namespace mddp::comm::test {
 
@@ -207,9 +209,7 @@ inline std::string world_name(const ::testing::TestParamInfo<WorldParam>& info) 
 }
 
 // ---- failure tests (failure_test.cc, gloo_test.cc) ---------------------------
-inline bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
+using mddp::test::contains;
 
 // Waits (bounded) until `flag` is set: how a rank that must not take part
 // stays connected until the others have seen their error.

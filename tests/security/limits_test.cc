@@ -11,15 +11,14 @@
 #include "coordinator/coordinator.h"
 #include "coordinator/kv_store.h"
 #include "service/client.h"
+#include "support/text.h"
 
 namespace mddp::coordinator {
 namespace {
 
 using namespace std::chrono_literals;
 
-bool contains(const std::string& s, const std::string& part) {
-  return s.find(part) != std::string::npos;
-}
+using mddp::test::contains;
 
 // A coordinator of one rank, joined by a test client.
 class LimitsTest : public ::testing::Test {

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "control/proof.h"
+#include "core/common/check.h"
 #include "core/common/hmac.h"
 #include "service/test_clock.h"
 
@@ -48,11 +49,11 @@ Admission admission() {
 // A join of `host` proven with `token` over a fresh nonce from `a`.
 JoinRequest proven(Admission& a, const std::string& token, TimePoint now,
                    const std::string& host = "h") {
-  const Admission::Challenge c = a.hello("job", 2, now);
+  const Admission::Challenge c = a.hello("job", kProtocolVersion, now);
   EXPECT_TRUE(c.outcome.ok()) << c.outcome.message;
   JoinRequest r;
   r.job_id = "job";
-  r.protocol_version = 2;
+  r.protocol_version = kProtocolVersion;
   r.host = host;
   r.pid = 77;
   r.server_nonce = c.server_nonce;
@@ -100,12 +101,13 @@ TEST(Admission, AnotherProtocolVersionOrJobIsRefused) {
   Admission a = admission();
   const Admission::Challenge v1 = a.hello("job", 1, t0);
   EXPECT_EQ(v1.outcome.code, Code::kFailedPrecondition);
-  EXPECT_NE(v1.outcome.message.find("protocol v1, this coordinator v2"), std::string::npos)
+  EXPECT_NE(v1.outcome.message.find(str("protocol v1, this coordinator v", kProtocolVersion)),
+            std::string::npos)
       << v1.outcome.message;
   JoinRequest old = proven(a, "secret", t0);
   old.protocol_version = 1;
   EXPECT_EQ(a.admit(old, t0).code, Code::kFailedPrecondition);
-  EXPECT_EQ(a.hello("other", 2, t0).outcome.code, Code::kFailedPrecondition);
+  EXPECT_EQ(a.hello("other", kProtocolVersion, t0).outcome.code, Code::kFailedPrecondition);
   JoinRequest other = proven(a, "secret", t0);
   other.job_id = "other";
   other.proof = join_proof("secret", "other", other.server_nonce, other.client_nonce, "h", 77);
@@ -119,7 +121,7 @@ TEST(Admission, AnotherProtocolVersionOrJobIsRefused) {
 TEST(Admission, OutstandingNoncesAreBounded) {
   Admission a = admission();
   const JoinRequest first = proven(a, "secret", t0);
-  for (int i = 0; i < 10; ++i) a.hello("job", 2, t0);
+  for (int i = 0; i < 10; ++i) a.hello("job", kProtocolVersion, t0);
   EXPECT_LE(a.outstanding(), 4u);
   EXPECT_EQ(a.admit(first, t0).code, Code::kUnauthenticated) << "the oldest nonce was dropped";
   EXPECT_TRUE(a.admit(proven(a, "secret", t0), t0).ok());

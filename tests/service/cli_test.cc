@@ -16,6 +16,7 @@
 #include "coordinator/coordinator.h"
 #include "coordinator/flag_config.h"
 #include "core/common/check.h"
+#include "support/files.h"
 
 #ifndef MDDP_COORDINATOR_CLI
 #error "MDDP_COORDINATOR_CLI must name the coordinator binary"
@@ -27,13 +28,6 @@ namespace {
 using namespace std::chrono_literals;
 using test::TestClient;
 namespace fs = std::filesystem;
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // One coordinator process; killed (SIGKILL) if still running at destruction.
 class Process {
@@ -63,7 +57,7 @@ class Process {
     const auto until = std::chrono::steady_clock::now() + 20s;
     while (std::chrono::steady_clock::now() < until) {
       if (fs::exists(file)) {
-        std::string a = slurp(file);
+        std::string a = mddp::test::read_file(file);
         while (!a.empty() && a.back() == '\n') a.pop_back();
         return a;
       }
@@ -78,8 +72,8 @@ class Process {
     return WIFEXITED(status_) ? WEXITSTATUS(status_) : 128 + WTERMSIG(status_);
   }
   void signal(int sig) { ::kill(pid_, sig); }
-  std::string out() const { return slurp(dir_ / "stdout"); }
-  std::string err() const { return slurp(dir_ / "stderr"); }
+  std::string out() const { return mddp::test::read_file(dir_ / "stdout"); }
+  std::string err() const { return mddp::test::read_file(dir_ / "stderr"); }
 
  private:
   bool exited(std::chrono::milliseconds timeout) {

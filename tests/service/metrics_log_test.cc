@@ -11,18 +11,12 @@
 
 #include "control/job_config_json.h"
 #include "core/common/check.h"
+#include "support/files.h"
 
 namespace mddp::coordinator {
 namespace {
 
 namespace fs = std::filesystem;
-
-fs::path temp_dir(const std::string& name) {
-  fs::path p =
-      fs::temp_directory_path() / ("mddp_service_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(p);
-  return p;
-}
 
 std::vector<std::string> lines_of(const fs::path& p) {
   std::ifstream in(p);
@@ -45,7 +39,7 @@ MetricsRecord record(int rank, int64_t step) {
 }
 
 TEST(MetricsLog, WritesOneJsonLinePerRecordFlushedPerBatch) {
-  const fs::path dir = temp_dir("log") / "run";  // created on demand
+  const fs::path dir = mddp::test::fresh_path("log") / "run";  // created on demand
   {
     MetricsLog log(dir);
     EXPECT_EQ(log.append({record(0, 1), record(1, 1)}), "");
@@ -106,7 +100,7 @@ TEST(MetricsLog, TakesStepsOutOfTheTail) {
 }
 
 TEST(MetricsLog, UnwritableRunDirIsAClearError) {
-  const fs::path file = temp_dir("file");
+  const fs::path file = mddp::test::fresh_path("file");
   std::ofstream(file) << "x";
   try {
     MetricsLog log(file / "sub");
@@ -181,7 +175,7 @@ TEST(JobConfigJson, MissingKeysKeepDefaultsUnknownOrWrongTypesAreErrors) {
 // The lines are made before the lock, the duplicates dropped under it: a
 // duplicate inside a batch takes its own line out, not a neighbour's.
 TEST(MetricsLog, ADuplicateInsideABatchLeavesTheFileAndItsLine) {
-  const fs::path dir = temp_dir("dup");
+  const fs::path dir = mddp::test::fresh_path("dup");
   {
     MetricsLog log(dir);
     EXPECT_EQ(log.append({record(0, 1), record(0, 1), record(1, 1), record(0, 2)}), "");
@@ -200,7 +194,7 @@ TEST(MetricsLog, ADuplicateInsideABatchLeavesTheFileAndItsLine) {
 }
 
 TEST(MetricsLog, KeepsOneRecordPerAttemptRankAndStepAndSupersedesWhatARestartRedoes) {
-  const fs::path dir = temp_dir("attempts");
+  const fs::path dir = mddp::test::fresh_path("attempts");
   const auto rec = [](int attempt, int rank, int64_t step) {
     MetricsRecord r = record(rank, step);
     r.attempt = attempt;

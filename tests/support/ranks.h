@@ -1,5 +1,6 @@
 // The one helper that runs N ranks in a test: as threads of this process
-// (run_threads) or as forked processes (run_processes), every wait bounded.
+// (run_threads) or as forked processes (run_processes, over comm::fork_ranks),
+// every wait bounded.
 //
 //   run_threads(4, [&](int rank) { ... }, 30s);
 //
@@ -12,11 +13,6 @@
 #pragma once
 
 #include <gtest/gtest.h>
-#include <signal.h>
-#include <stdlib.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <condition_variable>
@@ -30,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/comm/fork_ranks.h"
 #include "core/common/check.h"
 
 namespace mddp::test {
@@ -89,18 +86,8 @@ inline void run_threads(int n, const std::function<void(int rank)>& fn,
                     << " failed: " << what_of(errors[static_cast<std::size_t>(r)]);
 }
 
-// How one forked rank ended.
-struct ProcessStatus {
-  int exit_code = -1;  // when it exited
-  int signal = 0;      // when a signal killed it
-  bool timed_out = false;
-  bool ok() const { return exit_code == 0 && signal == 0 && !timed_out; }
-  std::string describe() const {
-    if (timed_out) return "still running at the timeout (killed)";
-    if (signal != 0) return std::string("killed by signal ") + ::strsignal(signal);
-    return "exited with code " + std::to_string(exit_code);
-  }
-};
+// How one forked rank ended (comm::fork_ranks).
+using ProcessStatus = comm::RankExit;
 
 // Forks n children; child r runs fn(r) and _exits 0, or prints the exception
 // (or notes a failed EXPECT) and _exits 1. Children die with the parent
@@ -109,67 +96,18 @@ struct ProcessStatus {
 // threads running (fork copies only the calling thread).
 inline std::vector<ProcessStatus> spawn_processes(int n, const std::function<void(int rank)>& fn,
                                                   std::chrono::seconds timeout) {
-  std::fflush(stdout);
-  std::fflush(stderr);
-  const pid_t parent = ::getpid();
-  std::vector<pid_t> pids;
-  for (int r = 0; r < n; ++r) {
-    pid_t pid = ::fork();
-    if (pid < 0) {
-      for (pid_t p : pids) ::kill(p, SIGKILL);
-      for (pid_t p : pids) ::waitpid(p, nullptr, 0);
-      ADD_FAILURE() << "fork failed: " << std::strerror(errno);
-      return std::vector<ProcessStatus>(static_cast<std::size_t>(n));
+  const auto child = [&](int r) {
+    try {
+      fn(r);
+    } catch (...) {
+      std::fprintf(stderr, "rank %d: %s\n", r, what_of(std::current_exception()).c_str());
+      return 1;
     }
-    if (pid == 0) {
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (::getppid() != parent) ::_exit(3);
-      int code = 0;
-      try {
-        fn(r);
-        if (::testing::Test::HasFailure()) {
-          std::fprintf(stderr, "rank %d: a test expectation failed (see above)\n", r);
-          code = 1;
-        }
-      } catch (...) {
-        std::fprintf(stderr, "rank %d: %s\n", r, what_of(std::current_exception()).c_str());
-        code = 1;
-      }
-      std::fflush(stdout);
-      std::fflush(stderr);
-      ::_exit(code);
-    }
-    pids.push_back(pid);
-  }
-  std::vector<ProcessStatus> status(static_cast<std::size_t>(n));
-  std::vector<bool> reaped(static_cast<std::size_t>(n), false);
-  int left = n;
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  // Reaping promptly matters: a zombie still answers kill(pid, 0), so a peer
-  // checking whether a dead rank is alive would wrongly think so.
-  while (left > 0 && std::chrono::steady_clock::now() < deadline) {
-    bool any = false;
-    for (int r = 0; r < n; ++r) {
-      int ws = 0;
-      if (reaped[static_cast<std::size_t>(r)] ||
-          ::waitpid(pids[static_cast<std::size_t>(r)], &ws, WNOHANG) <= 0)
-        continue;
-      auto& s = status[static_cast<std::size_t>(r)];
-      if (WIFEXITED(ws)) s.exit_code = WEXITSTATUS(ws);
-      if (WIFSIGNALED(ws)) s.signal = WTERMSIG(ws);
-      reaped[static_cast<std::size_t>(r)] = true;
-      --left;
-      any = true;
-    }
-    if (!any) std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  for (int r = 0; r < n; ++r) {
-    if (reaped[static_cast<std::size_t>(r)]) continue;
-    ::kill(pids[static_cast<std::size_t>(r)], SIGKILL);
-    ::waitpid(pids[static_cast<std::size_t>(r)], nullptr, 0);
-    status[static_cast<std::size_t>(r)].timed_out = true;
-  }
-  return status;
+    if (!::testing::Test::HasFailure()) return 0;
+    std::fprintf(stderr, "rank %d: a test expectation failed (see above)\n", r);
+    return 1;
+  };
+  return comm::fork_ranks(n, child, {.limit = timeout}).ranks;
 }
 
 // Forks n ranks; every rank that did not exit 0 is reported as a test failure.
@@ -181,31 +119,5 @@ inline void run_processes(int n, const std::function<void(int rank)>& fn,
       ADD_FAILURE() << "rank " << r << " of " << n << " (process) "
                     << status[static_cast<std::size_t>(r)].describe();
 }
-
-// A fresh directory under $TMPDIR (or /tmp), removed with everything in it
-// when the object dies (in the process that created it, not in forked ranks).
-class TempDir {
- public:
-  TempDir() {
-    const char* base = std::getenv("TMPDIR");
-    std::string tmpl = std::string(base && *base ? base : "/tmp") + "/mddp-test-XXXXXX";
-    if (::mkdtemp(tmpl.data()) == nullptr)
-      throw std::runtime_error("mkdtemp(" + tmpl + ") failed: " + std::strerror(errno));
-    path_ = tmpl;
-    owner_ = ::getpid();
-  }
-  ~TempDir() {
-    if (::getpid() != owner_) return;
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-  pid_t owner_ = 0;
-};
 
 }  // namespace mddp::test

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "core/comm/file_store.h"
+#include "support/files.h"
 #include "support/ranks.h"
 #include "transport_fixture.h"
 

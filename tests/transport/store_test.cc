@@ -7,6 +7,7 @@
 #include "core/comm/file_store.h"
 #include "core/comm/memory_store.h"
 #include "core/comm/types.h"
+#include "support/files.h"
 #include "support/ranks.h"
 
 namespace mddp::comm {

@@ -14,6 +14,7 @@
 #include "core/comm/store.h"
 #include "core/comm/transport.h"
 #include "core/comm/transport/connect.h"
+#include "support/text.h"
 
 namespace mddp::comm::test {
 
@@ -60,9 +61,7 @@ inline ::testing::AssertionResult same_bytes(const std::vector<uint8_t>& got,
   return ::testing::AssertionSuccess();
 }
 
-inline bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
+using mddp::test::contains;
 
 inline const char* kind_name(const ::testing::TestParamInfo<TransportKind>& info) {
   return to_string(info.param);

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "core/common/check.h"
+#include "support/files.h"
 
 namespace mddp::perf {
 namespace {
@@ -109,14 +110,6 @@ std::string joined(const std::vector<std::string>& v) {
   std::string s;
   for (const auto& x : v) s += x + "\n";
   return s;
-}
-
-std::filesystem::path temp_dir(const std::string& name) {
-  const auto d = std::filesystem::temp_directory_path() /
-                 ("microddp-analysis-" + name + "-" + std::to_string(::getpid()));
-  std::filesystem::remove_all(d);
-  std::filesystem::create_directories(d);
-  return d;
 }
 
 TEST(Analysis, SummarizeUsesNearestRankP95) {
@@ -363,7 +356,7 @@ TEST(Analysis, ParseSkipsATornLastLine) {
 }
 
 TEST(Analysis, MissingOrEmptyRunDirIsAClearError) {
-  const auto dir = temp_dir("empty");
+  const auto dir = mddp::test::fresh_dir("empty");
   try {
     load_run(dir);
     FAIL() << "no error";
@@ -423,7 +416,7 @@ TEST(Analysis, EvaluationsCarryTheTrainingTimeUntilThem) {
 }
 
 TEST(Analysis, LoadRunReadsTheLogAndJobJson) {
-  const auto dir = temp_dir("load");
+  const auto dir = mddp::test::fresh_dir("load");
   {
     std::ofstream out(dir / "metrics.jsonl");
     for (const auto& m : make_log(sized(2, 12))) out << m.to_json().dump() << "\n";
@@ -494,7 +487,7 @@ TEST(HostLoad, SumsThreadsPerHostAndTakesTheLargestCpuCount) {
 // each member object (the CPU fields, or none as an older microddp wrote).
 std::filesystem::path write_run_dir(const std::string& name, const Plan& p,
                                     const std::string& members_extra) {
-  const auto dir = temp_dir(name);
+  const auto dir = mddp::test::fresh_dir(name);
   std::ofstream out(dir / "metrics.jsonl");
   for (const auto& m : make_log(p)) out << m.to_json().dump() << "\n";
   std::string members;

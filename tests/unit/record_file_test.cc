@@ -15,19 +15,13 @@
 #include <string>
 
 #include "core/common/check.h"
+#include "support/files.h"
 
 namespace fs = std::filesystem;
 using mddp::LostRecords;
 using mddp::RecordFile;
 
 namespace {
-
-std::string read_all(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 class RecordFileTest : public ::testing::Test {
  protected:
@@ -71,7 +65,7 @@ TEST_F(RecordFileTest, AppendsAndContinuesAnExistingFile) {
   }
   RecordFile f(dir_ / "r.jsonl");
   EXPECT_EQ(f.append("{\"a\":3}\n"), 1u);
-  EXPECT_EQ(read_all(dir_ / "r.jsonl"), "{\"a\":1}\n{\"a\":2}\n{\"a\":3}\n");
+  EXPECT_EQ(mddp::test::read_file(dir_ / "r.jsonl"), "{\"a\":1}\n{\"a\":2}\n{\"a\":3}\n");
   EXPECT_EQ(f.error(), "");
 }
 
@@ -79,7 +73,7 @@ TEST_F(RecordFileTest, CutsATornTailLeftByAnEarlierWriter) {
   std::ofstream(dir_ / "r.jsonl") << "{\"a\":1}\n{\"a\":";
   RecordFile f(dir_ / "r.jsonl");
   EXPECT_EQ(f.append("{\"a\":2}\n"), 1u);
-  EXPECT_EQ(read_all(dir_ / "r.jsonl"), "{\"a\":1}\n{\"a\":2}\n");
+  EXPECT_EQ(mddp::test::read_file(dir_ / "r.jsonl"), "{\"a\":1}\n{\"a\":2}\n");
 }
 
 TEST_F(RecordFileTest, AFailedWriteKeepsWholeRecordsAndResumesWhenSpaceReturns) {
@@ -89,13 +83,13 @@ TEST_F(RecordFileTest, AFailedWriteKeepsWholeRecordsAndResumesWhenSpaceReturns) 
     FileSizeLimit limit(30);  // room for 19 more bytes: one record of 11, then 8 of the next
     EXPECT_EQ(f.append("aaaaaaaaaa\nbbbbbbbbbb\ncccccccccc\n"), 1u);
     EXPECT_NE(f.error(), "");
-    EXPECT_EQ(read_all(dir_ / "r.jsonl"), "0123456789\naaaaaaaaaa\n")
+    EXPECT_EQ(mddp::test::read_file(dir_ / "r.jsonl"), "0123456789\naaaaaaaaaa\n")
         << "the torn 'bbbbbbbb' must be cut";
     EXPECT_EQ(f.append("dddddddddd\n"), 0u);  // still no room: nothing, not half
-    EXPECT_EQ(read_all(dir_ / "r.jsonl"), "0123456789\naaaaaaaaaa\n");
+    EXPECT_EQ(mddp::test::read_file(dir_ / "r.jsonl"), "0123456789\naaaaaaaaaa\n");
   }
   EXPECT_EQ(f.append("eeeeeeeeee\n"), 1u);  // space came back
-  EXPECT_EQ(read_all(dir_ / "r.jsonl"), "0123456789\naaaaaaaaaa\neeeeeeeeee\n");
+  EXPECT_EQ(mddp::test::read_file(dir_ / "r.jsonl"), "0123456789\naaaaaaaaaa\neeeeeeeeee\n");
 }
 
 TEST_F(RecordFileTest, AnUnwritableDirectoryIsAnErrorNamingThePath) {

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "core/common/check.h"
+#include "core/common/strings.h"
 
 namespace mddp::comm::nccl {
 
@@ -51,8 +52,8 @@ std::string summarize_nccl_transports(std::istream& log) {
     }
   }
   if (via.empty()) return "";
-  std::string out;
-  for (const auto& [name, n] : via) out += str(out.empty() ? "" : ", ", name, " (", n, ")");
+  std::string out =
+      join(via, ", ", [](const auto& entry) { return str(entry.first, " (", entry.second, ")"); });
   if (!network.empty()) out += "; network " + network;
   return out;
 }

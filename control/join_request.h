@@ -1,7 +1,7 @@
 // What a worker says of itself: its Join (the protocol version it speaks,
-// its host, address, device, requested rank and the proof of the token)
-// and, once it resolved the job's config, the resources it runs on (sent
-// in its heartbeats). Read from the wire by control/wire.h on the
+// protocol_version.h; its host, address, device, requested rank and the
+// proof of the token) and, once it resolved the job's config, the
+// resources it runs on (sent in its heartbeats). Read from the wire by control/wire.h on the
 // coordinator's side (coordinator/admission.h, rendezvous.h), written by
 // the worker (worker/coordinator_client.h).
 #pragma once
@@ -10,10 +10,9 @@
 #include <cstdint>
 #include <string>
 
-namespace mddp::control {
+#include "control/protocol_version.h"
 
-// Control-plane protocol version (proto: PROTOCOL_VERSION_CURRENT).
-inline constexpr uint32_t kProtocolVersion = 2;
+namespace mddp::control {
 
 struct JoinRequest {
   std::string job_id;

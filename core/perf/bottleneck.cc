@@ -28,7 +28,7 @@
 // others in the next all-reduce: exposed comm and stragglers then measure
 // the scheduler, and the shares would blame the network (typically
 // "communication-bound") for what fewer ranks per host fixes. The shares'
-// verdict is kept in Verdict::by_shares and its evidence follows, marked as
+// verdict is kept in Bottleneck::by_shares and its evidence follows, marked as
 // measured under CPU sharing. A run dir without CPU counts is never called
 // oversubscribed.
 #include <algorithm>
@@ -72,7 +72,7 @@ std::string ms(double x) {
   return str(std::round(x * 1000) / 1000, " ms");
 }
 
-void comm_advice(const Analysis& a, Verdict& v) {
+void comm_advice(const Analysis& a, Bottleneck& v) {
   v.advice.push_back(
       "a bigger per-rank batch (--batch): compute per step grows with it, the gradient bytes do "
       "not");
@@ -117,7 +117,7 @@ void comm_advice(const Analysis& a, Verdict& v) {
 }
 
 // What the step's shares say (the table in the Note).
-Verdict classify_by_shares(const Analysis& a) {
+Bottleneck classify_by_shares(const Analysis& a) {
   const auto& p = a.phases;
   const double exposed = p[kExposedComm].share, data = p[kData].share, opt = p[kOptimizer].share;
   const double compute = p[kForward].share + p[kBackward].share;
@@ -134,7 +134,7 @@ Verdict classify_by_shares(const Analysis& a) {
         (!worst || c.share / c.threshold > worst->share / worst->threshold))
       worst = &c;
 
-  Verdict v;
+  Bottleneck v;
   v.kind = worst ? worst->kind : "compute-bound";
   v.evidence.push_back(str("of a ", ms(p[kStep].all.mean), " step: forward+backward ", pct(compute),
                            ", exposed comm ", pct(exposed), " (communication-bound from ",
@@ -199,8 +199,8 @@ Verdict classify_by_shares(const Analysis& a) {
 // ranks take turns on the CPUs, so every figure that measures one rank
 // waiting for another (exposed comm, all-reduce spans, stragglers) is
 // inflated by the scheduler, and no DDP knob fixes that.
-Verdict oversubscribed_verdict(const Analysis& a, const Verdict& shares) {
-  Verdict v;
+Bottleneck oversubscribed_verdict(const Analysis& a, const Bottleneck& shares) {
+  Bottleneck v;
   v.kind = "oversubscribed";
   v.by_shares = shares.kind;
   for (const auto& h : a.hosts)
@@ -248,8 +248,8 @@ Verdict oversubscribed_verdict(const Analysis& a, const Verdict& shares) {
 
 }  // namespace
 
-Verdict classify(const Analysis& a) {
-  Verdict v = classify_by_shares(a);
+Bottleneck classify(const Analysis& a) {
+  Bottleneck v = classify_by_shares(a);
   v.by_shares = v.kind;
   return oversubscribed(a) ? oversubscribed_verdict(a, v) : v;
 }
