@@ -1,6 +1,7 @@
 // Datasets hand out batches by sample index, so a sampler decides which
 // rank sees which samples. Targets are either class indices (stored as
-// floats, one per sample) or regression vectors.
+// floats, one per sample, or one per token of a text sample) or regression
+// vectors.
 #pragma once
 
 #include <cstdint>
@@ -27,11 +28,15 @@ class Dataset {
   virtual tensor::Shape sample_shape() const = 0;
   // 0 for class-index targets, else the length of a regression target vector.
   virtual int64_t target_dim() const = 0;
-  virtual int64_t num_classes() const = 0;  // 0 for regression
+  virtual int64_t num_classes() const = 0;  // 0 for regression; the vocabulary size for text
+  // Class-index targets per sample: 1, or `block` for text, whose sample is
+  // `block` token ids and whose targets are the token after each of them.
+  virtual int64_t targets_per_sample() const { return 1; }
   virtual std::string name() const = 0;
   virtual InputEncoding input_encoding() const { return {}; }
-  // Fills x [B, sample_shape...] and y ([B] class indices, or [B, target_dim])
-  // with the samples at `indices` (B = indices.size()); x and y are preallocated.
+  // Fills x [B, sample_shape...] and y ([B] class indices, [B, target_dim],
+  // or [B, targets_per_sample()] for text) with the samples at `indices`
+  // (B = indices.size()); x and y are preallocated.
   virtual void get_batch(std::span<const int64_t> indices, tensor::Tensor& x,
                          tensor::Tensor& y) const = 0;
 };
