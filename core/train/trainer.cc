@@ -27,16 +27,6 @@ tensor::Shape target_shape(int64_t n, const data::Dataset& d) {
   return d.target_dim() == 0 ? tensor::Shape{n} : tensor::Shape{n, d.target_dim()};
 }
 
-// The seed of one micro-batch's dropout masks (Note [Dropout seeds] in
-// core/nn/gpt.h): a function of (seed, rank, step, micro-batch) alone, so
-// ranks draw different masks and a resumed run draws the same ones again.
-uint64_t dropout_seed(uint64_t seed, int rank, int64_t step, int64_t micro) {
-  constexpr uint64_t kDropoutStream = 0x64726f706f757421ULL;  // "dropout!"
-  const uint64_t per_rank = data::derive_seed(seed, kDropoutStream + static_cast<uint64_t>(rank));
-  return data::derive_seed(data::derive_seed(per_rank, static_cast<uint64_t>(step)),
-                           static_cast<uint64_t>(micro));
-}
-
 // The model's data: a GPT takes token sequences and gets its vocabulary
 // from them; the other models take one target per sample.
 void fit_model_to_data(nn::ModelConfig& model, const data::Dataset& d) {
@@ -63,6 +53,13 @@ void fit_model_to_data(nn::ModelConfig& model, const data::Dataset& d) {
 }
 
 }  // namespace
+
+uint64_t dropout_seed(uint64_t seed, int rank, int64_t step, int64_t micro_batch) {
+  constexpr uint64_t kDropoutStream = 0x64726f706f757421ULL;  // "dropout!"
+  const uint64_t per_rank = data::derive_seed(seed, kDropoutStream + static_cast<uint64_t>(rank));
+  return data::derive_seed(data::derive_seed(per_rank, static_cast<uint64_t>(step)),
+                           static_cast<uint64_t>(micro_batch));
+}
 
 Trainer::Trainer(TrainConfig cfg, int rank, int world_size)
     : cfg_(std::move(cfg)), rank_(rank), world_size_(world_size) {

@@ -56,6 +56,11 @@ struct EvalResult {
   int64_t samples = 0;
 };
 
+// The seed of one micro-batch's dropout masks (Note [Dropout seeds] in
+// core/nn/gpt.h): a function of (seed, rank, step, micro-batch) alone, so
+// ranks draw different masks and a resumed run draws the same ones again.
+uint64_t dropout_seed(uint64_t seed, int rank, int64_t step, int64_t micro_batch);
+
 class Trainer {
  public:
   Trainer(TrainConfig cfg, int rank = 0, int world_size = 1);

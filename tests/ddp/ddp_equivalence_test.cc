@@ -82,6 +82,19 @@ std::vector<EqCase> gpt_cases() {
 INSTANTIATE_TEST_SUITE_P(Gpt, DdpEquivalenceTest, ::testing::ValuesIn(gpt_cases()),
                          [](const auto& info) { return info.param.name(); });
 
+// Dropout draws each rank's own masks, so N ranks are no longer one process;
+// but the replicas stay bitwise identical (the gradients are averaged), and
+// a rerun draws the same masks.
+TEST(DdpGptTraining, DropoutKeepsReplicasIdenticalAndReproducible) {
+  train::TrainConfig cfg = ddp_config("gpt", "bucketed", 25);
+  cfg.model.dropout = 0.2f;
+  const auto ranks = train_ranks(cfg, 2, comm::TransportKind::kTcp, kSteps);
+  expect_identical_across_ranks(ranks);
+  EXPECT_EQ(train_ranks(cfg, 2, comm::TransportKind::kTcp, kSteps), ranks);
+  cfg.model.dropout = 0.0f;
+  EXPECT_NE(train_ranks(cfg, 2, comm::TransportKind::kTcp, kSteps), ranks);
+}
+
 // The GPT's own training: AdamW (weight decay on the matrices only),
 // gradient clipping (the sharded optimiser all-reduces its shards' norms),
 // warm-up and cosine decay, accumulation. Adam divides by sqrt(v), so the

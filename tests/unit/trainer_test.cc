@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <set>
 
 #include "core/common/check.h"
 #include "core/data/factory.h"
@@ -78,6 +79,19 @@ TEST(Trainer, GptLearnsTheSyntheticTokenChain) {
   const EvalResult e = t.evaluate();
   EXPECT_LT(e.loss, 1.3);
   EXPECT_GT(e.accuracy, 0.5);  // of tokens: the likeliest successor is right 70% of the time
+}
+
+// Dropout's seeds: one per (seed, rank, step, micro-batch), so every rank
+// draws its own masks, every step new ones, and a resume the same ones.
+TEST(Trainer, DropoutSeedsDifferPerRankStepAndMicroBatch) {
+  std::set<uint64_t> seen;
+  for (uint64_t seed : {42, 43})
+    for (int rank = 0; rank < 3; ++rank)
+      for (int64_t step = 1; step <= 3; ++step)
+        for (int64_t micro = 0; micro < 2; ++micro)
+          EXPECT_TRUE(seen.insert(dropout_seed(seed, rank, step, micro)).second)
+              << seed << " " << rank << " " << step << " " << micro;
+  EXPECT_EQ(dropout_seed(42, 1, 2, 0), dropout_seed(42, 1, 2, 0));
 }
 
 // A GPT needs token data, and the other models refuse it.
