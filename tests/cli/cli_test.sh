@@ -73,6 +73,15 @@ case "$SCENARIO" in
     "$BIN" verify --nproc 2 --model gpt --layers 2 --embd 16 --block 8 --steps 4 >"$WORK/out" 2>&1 \
       || { cat "$WORK/out"; fail "verify --model gpt failed"; }
     [[ $(grep -c " OK$" "$WORK/out") -eq 4 ]] || { cat "$WORK/out"; fail "expected 4 OK rows"; }
+    # Resumed from a periodic checkpoint, a sharded GPT with dropout, warm-up
+    # and clipping ends bitwise as the run that was not interrupted.
+    source "$(dirname "${BASH_SOURCE[0]}")/../support/same_checkpoint.sh"
+    R=("${GPT[@]}" --dropout 0.1 --warmup-steps 2 --no-eval --http-port -1 --nproc 2 --ddp sharded --steps 8)
+    "$BIN" run "${R[@]}" --checkpoint-every 4 --keep-checkpoints 0 --run-dir "$WORK/straight" >"$WORK/out" 2>&1 \
+      || { cat "$WORK/out"; fail "run --model gpt --ddp sharded failed"; }
+    "$BIN" run "${R[@]}" --resume "$WORK/straight/checkpoints/step-00000004.safetensors" --run-dir "$WORK/resumed" \
+      >"$WORK/out" 2>&1 || { cat "$WORK/out"; fail "the GPT's resume failed"; }
+    same_checkpoint "$WORK/straight" "$WORK/resumed" "gpt sharded resume"
     ;;
   demos)
     "$BIN" demo manual --steps 5 >"$WORK/out" 2>&1 || { cat "$WORK/out"; fail "demo manual"; }
