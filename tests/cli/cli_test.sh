@@ -70,6 +70,8 @@ case "$SCENARIO" in
     "$BIN" run --nproc 2 --http-port -1 "${GPT[@]}" --steps 10 --run-dir "$WORK/run" >"$WORK/out" 2>&1 \
       || { cat "$WORK/out"; fail "run --model gpt failed"; }
     expect_in '"tokens_per_s"' "$WORK/run/metrics.jsonl"
+    "$BIN" analyze "$WORK/run" --no-report >"$WORK/out" 2>&1 || { cat "$WORK/out"; fail "analyze of the GPT run failed"; }
+    expect_in "tokens: [0-9]* tokens/s" "$WORK/out"
     "$BIN" verify --nproc 2 --model gpt --layers 2 --embd 16 --block 8 --steps 4 >"$WORK/out" 2>&1 \
       || { cat "$WORK/out"; fail "verify --model gpt failed"; }
     [[ $(grep -c " OK$" "$WORK/out") -eq 4 ]] || { cat "$WORK/out"; fail "expected 4 OK rows"; }
