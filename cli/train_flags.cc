@@ -21,6 +21,7 @@ void apply_gpt_defaults(CLI::App& cmd, train::TrainConfig& cfg) {
   if (unset("--grad-clip")) cfg.optim.grad_clip = 1.0f;
   if (unset("--lr-min")) cfg.lr_min = cfg.optim.lr / 10;
   if (unset("--dataset")) cfg.data.spec = "synthetic-tokens";
+  if (unset("--loss")) cfg.loss = "xent";  // bench train's own default is mse
   if (unset("--classes")) cfg.model.classes = 64;
 }
 
