@@ -117,6 +117,7 @@ void print_communication(const perf::Analysis& a) {
         a.compression_ratio(), bytes_str(a.sent_bytes_per_step).c_str());
   if (a.samples_per_s > 0)
     std::printf("throughput: %.0f samples/s (global batch / mean step time)\n", a.samples_per_s);
+  if (a.tokens_per_s > 0) std::printf("tokens: %.0f tokens/s\n", a.tokens_per_s);
 }
 
 // The all-reduces by size, measured and as the alpha-beta fit predicts them.

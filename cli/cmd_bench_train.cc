@@ -114,17 +114,23 @@ json summarize(const train::TrainConfig& cfg, const BenchTrainFlags& o,
     rss.push_back(r["peak_rss_mb"].get<double>());
   }
   const double sps = o.iters * cfg.batch * cfg.accumulate / wall;
-  return {{"samples_per_s", sps},
-          {"step_ms", wall * 1e3 / o.iters},
-          {"nproc", o.nproc},
-          {"ddp", o.nproc > 1 ? cfg.dist.ddp : "none"},
-          {"bucket_mb", cfg.dist.bucket_mb},
-          {"width", cfg.model.width},
-          {"depth", cfg.model.depth},
-          {"batch", cfg.batch},
-          {"phases_ms", mean},
-          {"peak_rss_mb", rss},
-          {"ranks", ranks}};
+  json out = {{"samples_per_s", sps},
+              {"step_ms", wall * 1e3 / o.iters},
+              {"nproc", o.nproc},
+              {"ddp", o.nproc > 1 ? cfg.dist.ddp : "none"},
+              {"bucket_mb", cfg.dist.bucket_mb},
+              {"width", cfg.model.width},
+              {"depth", cfg.model.depth},
+              {"batch", cfg.batch},
+              {"phases_ms", mean},
+              {"peak_rss_mb", rss},
+              {"ranks", ranks}};
+  if (cfg.model.kind == "gpt") {  // a sample is --block tokens
+    out["tokens_per_s"] = sps * static_cast<double>(cfg.model.block);
+    out["layers"] = cfg.model.layers;
+    out["embd"] = cfg.model.embd;
+  }
+  return out;
 }
 
 namespace {
@@ -132,15 +138,19 @@ namespace {
 void report(const train::TrainConfig& cfg, const BenchTrainFlags& o, const json& j) {
   const json& mean = j["phases_ms"];
   const double sps = j["samples_per_s"].get<double>(), step_ms = j["step_ms"].get<double>();
-  std::printf("bench train: %s width %lld depth %lld, global batch %lld on %d rank(s), %s",
-              cfg.model.kind.c_str(), static_cast<long long>(cfg.model.width),
-              static_cast<long long>(cfg.model.depth), static_cast<long long>(cfg.batch), o.nproc,
-              o.nproc > 1 ? cfg.dist.ddp.c_str() : "no DDP");
+  const bool gpt = cfg.model.kind == "gpt";
+  std::printf(
+      "bench train: %s %s %lld %s %lld, global batch %lld on %d rank(s), %s",
+      cfg.model.kind.c_str(), gpt ? "layers" : "width",
+      static_cast<long long>(gpt ? cfg.model.layers : cfg.model.width), gpt ? "embd" : "depth",
+      static_cast<long long>(gpt ? cfg.model.embd : cfg.model.depth),
+      static_cast<long long>(cfg.batch), o.nproc, o.nproc > 1 ? cfg.dist.ddp.c_str() : "no DDP");
   if (o.nproc > 1 && (cfg.dist.ddp == "bucketed" || cfg.dist.ddp == "sharded"))
     std::printf(" (buckets %.3g MiB, first %.3g MiB)", cfg.dist.bucket_mb,
                 cfg.dist.first_bucket_mb);
-  std::printf("\n  samples/s %.1f   step %.2f ms   (%d warm-up + %d timed steps)\n", sps, step_ms,
-              o.warmup, o.iters);
+  std::printf("\n  samples/s %.1f   ", sps);
+  if (j.contains("tokens_per_s")) std::printf("tokens/s %.0f   ", j["tokens_per_s"].get<double>());
+  std::printf("step %.2f ms   (%d warm-up + %d timed steps)\n", step_ms, o.warmup, o.iters);
   std::printf(
       "  per step, mean over ranks (ms): data %.2f  forward %.2f  backward %.2f  exposed comm %.2f "
       " optimizer %.2f\n",

@@ -28,7 +28,7 @@ struct Event {
 void run_rank(const train::TrainConfig& cfg, int nproc, int rank, comm::Store& store) {
   train::DistributedTrainer dt(
       cfg, train::connect_process_group(store, rank, nproc, {"demo-hooks", 0, ""}, cfg));
-  nn::Sequential& model = dt.trainer().model();
+  nn::Module& model = dt.trainer().model();
   const auto params = model.parameters();
 
   // The same pure function the reducer uses (Note [Bucket order]).

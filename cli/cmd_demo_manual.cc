@@ -29,7 +29,7 @@ struct Replica {
   nn::CrossEntropyLoss loss;
 
   explicit Replica(const nn::ModelConfig& cfg, float lr)
-      : model(nn::build_model(cfg, {cfg.width})) {
+      : model(nn::build_sequential(cfg, {cfg.width})) {
     opt = nn::make_optimizer({.name = "adam", .lr = lr}, model->parameters());
   }
   float backward_on(const Tensor& x, const Tensor& y) {

@@ -23,8 +23,10 @@ void register_train(CLI::App& app) {
                 static_cast<long long>(trainer.steps_per_epoch()),
                 static_cast<long long>(trainer.train_set().size()));
     const train::TrainSummary s = train::run_training(trainer);
-    std::printf("done: %lld steps in %.1f s (%.0f samples/s), final train loss %.4f",
-                static_cast<long long>(s.steps), s.seconds, s.samples_per_s, s.final_loss);
+    std::printf("done: %lld steps in %.1f s (%.0f samples/s", static_cast<long long>(s.steps),
+                s.seconds, s.samples_per_s);
+    if (s.tokens_per_s > 0) std::printf(", %.0f tokens/s", s.tokens_per_s);
+    std::printf("), final train loss %.4f", s.final_loss);
     if (s.eval.accuracy >= 0) std::printf(", test accuracy %.2f%%", s.eval.accuracy * 100);
     std::printf("\n");
     if (!cfg->run_dir.empty())

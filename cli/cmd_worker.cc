@@ -92,7 +92,7 @@ void run(WorkerFlags& a) {
   a.o.join_timeout = std::chrono::milliseconds(static_cast<int64_t>(a.join_timeout_s * 1000.0));
   a.o.connect_timeout =
       std::chrono::milliseconds(static_cast<int64_t>(a.connect_timeout_s * 1000.0));
-  a.o.on_start = [](const train::TrainConfig& cfg, nn::Sequential& model) {
+  a.o.on_start = [](const train::TrainConfig& cfg, nn::Module& model) {
     print_config(cfg, model.num_parameters(), model.describe());
   };
   try {

@@ -3,15 +3,34 @@
 #include <cstdio>
 
 #include "cli/flag_checks.h"
+#include "core/common/check.h"
 
 namespace mddp::cli {
 namespace {
 
+// --model gpt's own defaults (nanoGPT's), for the flags not given: AdamW
+// with weight decay 0.1, the gradient norm clipped at 1.0, a cosine decay to
+// --lr / 10, and synthetic tokens of a 64-token vocabulary as the data.
+// AdamW replaces the training default (Adam) only, not a command's own
+// choice: verify's SGD is the tight check of DDP whatever the model.
+void apply_gpt_defaults(CLI::App& cmd, train::TrainConfig& cfg) {
+  const auto unset = [&](const char* flag) { return cmd.get_option(flag)->count() == 0; };
+  if (unset("--optimizer") && cfg.optim.name == train::TrainConfig{}.optim.name)
+    cfg.optim.name = "adamw";
+  if (unset("--weight-decay") && cfg.optim.name == "adamw") cfg.optim.weight_decay = 0.1f;
+  if (unset("--grad-clip")) cfg.optim.grad_clip = 1.0f;
+  if (unset("--lr-min")) cfg.lr_min = cfg.optim.lr / 10;
+  if (unset("--dataset")) cfg.data.spec = "synthetic-tokens";
+  if (unset("--loss")) cfg.loss = "xent";  // bench train's own default is mse
+  if (unset("--classes")) cfg.model.classes = 64;
+}
+
 // The groups of add_training_flags, in the order --help shows them.
 void add_model_flags(CLI::App& cmd, train::TrainConfig& cfg) {
   const char* g = "Model";
-  cmd.add_option("--model", cfg.model.kind, "mlp (FullMLP) or cnn")
-      ->check(CLI::IsMember({"mlp", "cnn"}))
+  cmd.add_option("--model", cfg.model.kind,
+                 "mlp (FullMLP), cnn, or gpt (a GPT-2-style language model on token data)")
+      ->check(CLI::IsMember({"mlp", "cnn", "gpt"}))
       ->group(g)
       ->capture_default_str();
   cmd.add_option("--width", cfg.model.width, "MLP hidden width")->group(g)->capture_default_str();
@@ -19,13 +38,35 @@ void add_model_flags(CLI::App& cmd, train::TrainConfig& cfg) {
       ->group(g)
       ->capture_default_str();
   cmd.add_option("--classes", cfg.model.classes,
-                 "output classes (0: no head, output = width, for --loss mse)")
+                 "output classes (0: no head, output = width, for --loss mse); synthetic-tokens' "
+                 "vocabulary (64 with --model gpt)")
       ->group(g)
       ->capture_default_str();
   cmd.add_option("--channels", cfg.model.channels, "CNN conv channels, one block each")
       ->group(g)
       ->capture_default_str();
   cmd.add_option("--hidden", cfg.model.hidden, "CNN fully connected width")
+      ->group(g)
+      ->capture_default_str();
+  cmd.add_option("--layers", cfg.model.layers, "GPT transformer blocks")
+      ->check(CLI::PositiveNumber)
+      ->group(g)
+      ->capture_default_str();
+  cmd.add_option("--heads", cfg.model.heads, "GPT attention heads (they split --embd)")
+      ->check(CLI::PositiveNumber)
+      ->group(g)
+      ->capture_default_str();
+  cmd.add_option("--embd", cfg.model.embd, "GPT embedding width")
+      ->check(CLI::PositiveNumber)
+      ->group(g)
+      ->capture_default_str();
+  cmd.add_option("--block", cfg.model.block, "GPT context length: tokens per sample")
+      ->check(CLI::PositiveNumber)
+      ->group(g)
+      ->capture_default_str();
+  cmd.add_option("--dropout", cfg.model.dropout,
+                 "GPT dropout probability (masks differ per rank, reproducible from --seed)")
+      ->check(finite_in(0, 0.999))
       ->group(g)
       ->capture_default_str();
   cmd.add_option("--loss", cfg.loss, "xent (classification) or mse (regression)")
@@ -37,7 +78,8 @@ void add_model_flags(CLI::App& cmd, train::TrainConfig& cfg) {
 void add_data_flags(CLI::App& cmd, train::TrainConfig& cfg) {
   const char* g = "Data";
   cmd.add_option("--dataset", cfg.data.spec,
-                 "fashion-mnist, synthetic, synthetic-regression or idx:DIR")
+                 "fashion-mnist, synthetic, synthetic-regression, synthetic-tokens (the default "
+                 "with --model gpt), idx:DIR or text:PATH (a text file or folder of them)")
       ->group(g)
       ->capture_default_str();
   cmd.add_option("--synthetic-size", cfg.data.synthetic_size,
@@ -57,8 +99,8 @@ void add_optimization_flags(CLI::App& cmd, train::TrainConfig& cfg) {
   cmd.add_option("--epochs", cfg.epochs, "passes over the training set")
       ->group(g)
       ->capture_default_str();
-  cmd.add_option("--optimizer", cfg.optim.name, "sgd or adam")
-      ->check(CLI::IsMember({"sgd", "adam"}))
+  cmd.add_option("--optimizer", cfg.optim.name, "sgd, adam or adamw (the default with --model gpt)")
+      ->check(CLI::IsMember({"sgd", "adam", "adamw"}))
       ->group(g)
       ->capture_default_str();
   cmd.add_option("--lr", cfg.optim.lr, "learning rate")
@@ -69,8 +111,27 @@ void add_optimization_flags(CLI::App& cmd, train::TrainConfig& cfg) {
       ->check(finite_in(0, 1))
       ->group(g)
       ->capture_default_str();
-  cmd.add_option("--weight-decay", cfg.optim.weight_decay, "L2 weight decay")
+  cmd.add_option(
+         "--weight-decay", cfg.optim.weight_decay,
+         "sgd, adam: L2 weight decay; adamw: decoupled, on weight matrices only (not biases, "
+         "LayerNorm or embeddings); 0.1 with --model gpt")
       ->check(finite_in(0))
+      ->group(g)
+      ->capture_default_str();
+  cmd.add_option("--grad-clip", cfg.optim.grad_clip,
+                 "clip the global gradient norm to this (0: off; 1.0 with --model gpt)")
+      ->check(finite_in(0))
+      ->group(g)
+      ->capture_default_str();
+  cmd.add_option("--warmup-steps", cfg.warmup_steps,
+                 "linear learning-rate warm-up over the first N steps")
+      ->check(CLI::NonNegativeNumber)
+      ->group(g)
+      ->capture_default_str();
+  cmd.add_option("--lr-min", cfg.lr_min,
+                 "decay the learning rate to this by the last step, on a cosine (< 0: no decay; "
+                 "--lr / 10 with --model gpt)")
+      ->check(finite_in(-1, 1e6))
       ->group(g)
       ->capture_default_str();
   cmd.add_option("--seed", cfg.seed, "seed of the initial weights and the data order")
@@ -122,6 +183,10 @@ void add_runtime_flags(CLI::App& cmd, train::TrainConfig& cfg) {
   cmd.add_option("--log-every", cfg.log_every, "print every N steps (0: about 20 lines)")
       ->group("Runtime")
       ->capture_default_str();
+  cmd.parse_complete_callback([&cmd, &cfg] {
+    if (cfg.model.kind == "gpt") apply_gpt_defaults(cmd, cfg);
+    cfg.data.block = cfg.model.block;
+  });
 }
 
 }  // namespace
@@ -218,9 +283,13 @@ void print_config(const train::TrainConfig& cfg, int64_t num_parameters, const s
   row("dataset", cfg.data.spec);
   row("loss", cfg.loss);
   row("global batch", std::to_string(cfg.batch));
-  row("optimizer",
-      cfg.optim.name + " lr " + std::to_string(cfg.optim.lr) +
-          (cfg.optim.name == "sgd" ? " momentum " + std::to_string(cfg.optim.momentum) : ""));
+  row("optimizer", cfg.optim.name + " lr " + str(cfg.optim.lr) +
+                       (cfg.optim.name == "sgd" ? " momentum " + str(cfg.optim.momentum) : "") +
+                       (cfg.optim.weight_decay > 0 ? " wd " + str(cfg.optim.weight_decay) : "") +
+                       (cfg.optim.grad_clip > 0 ? " clip " + str(cfg.optim.grad_clip) : ""));
+  if (cfg.warmup_steps > 0 || cfg.lr_min >= 0)
+    row("lr schedule", str("warm-up ", cfg.warmup_steps, " steps, cosine to ",
+                           cfg.lr_min >= 0 ? str(cfg.lr_min) : std::string("(no decay)")));
   row("seed", std::to_string(cfg.seed));
   if (cfg.precision != "fp32") row("precision", cfg.precision);
   row("device / threads", cfg.device + " / " + std::to_string(cfg.threads));

@@ -95,6 +95,11 @@ json job_config_to_json(const train::TrainConfig& c) {
         {"classes", m.classes},
         {"channels", m.channels},
         {"hidden", m.hidden},
+        {"layers", m.layers},
+        {"heads", m.heads},
+        {"embd", m.embd},
+        {"block", m.block},
+        {"dropout", m.dropout},
         {"seed", m.seed}}},
       {"loss", c.loss},
       {"data",
@@ -105,6 +110,7 @@ json job_config_to_json(const train::TrainConfig& c) {
         {"classes", d.classes},
         {"target_dim", d.target_dim},
         {"noise", d.noise},
+        {"block", d.block},
         {"seed", d.seed}}},
       {"batch", c.batch},
       {"steps", c.steps},
@@ -116,7 +122,10 @@ json job_config_to_json(const train::TrainConfig& c) {
         {"weight_decay", o.weight_decay},
         {"beta1", o.beta1},
         {"beta2", o.beta2},
-        {"eps", o.eps}}},
+        {"eps", o.eps},
+        {"grad_clip", o.grad_clip}}},
+      {"warmup_steps", c.warmup_steps},
+      {"lr_min", c.lr_min},
       {"accumulate", c.accumulate},
       {"seed", c.seed},
       {"device", c.device},
@@ -158,6 +167,11 @@ train::TrainConfig job_config_from_json(const json& j) {
     m("classes", c.model.classes);
     m("channels", c.model.channels);
     m("hidden", c.model.hidden);
+    m("layers", c.model.layers);
+    m("heads", c.model.heads);
+    m("embd", c.model.embd);
+    m("block", c.model.block);
+    m("dropout", c.model.dropout);
     m("seed", c.model.seed);
     m.finish();
   }
@@ -171,6 +185,7 @@ train::TrainConfig job_config_from_json(const json& j) {
     d("classes", c.data.classes);
     d("target_dim", c.data.target_dim);
     d("noise", c.data.noise);
+    d("block", c.data.block);
     d("seed", c.data.seed);
     d.finish();
   }
@@ -186,8 +201,11 @@ train::TrainConfig job_config_from_json(const json& j) {
     o("beta1", c.optim.beta1);
     o("beta2", c.optim.beta2);
     o("eps", c.optim.eps);
+    o("grad_clip", c.optim.grad_clip);
     o.finish();
   }
+  r("warmup_steps", c.warmup_steps);
+  r("lr_min", c.lr_min);
   r("accumulate", c.accumulate);
   r("seed", c.seed);
   r("device", c.device);

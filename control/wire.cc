@@ -186,6 +186,8 @@ MetricsRecord from_proto(const v1::StepMetrics& m) {
   s.comm_bytes = static_cast<std::size_t>(m.comm_bytes());
   s.grad_bytes = static_cast<std::size_t>(m.grad_bytes());
   s.sent_bytes = static_cast<std::size_t>(m.sent_bytes());
+  s.samples = m.samples();
+  s.tokens = m.tokens();
   for (const auto& b : m.buckets()) {
     comm::CommSpan& span = s.buckets.emplace_back();
     span.index = b.index();
@@ -224,6 +226,8 @@ void to_proto(const perf::StepMetrics& s, int64_t time_unix_ns, v1::StepMetrics*
   out->set_comm_bytes(static_cast<int64_t>(s.comm_bytes));
   out->set_grad_bytes(static_cast<int64_t>(s.grad_bytes));
   out->set_sent_bytes(static_cast<int64_t>(s.sent_bytes));
+  out->set_samples(s.samples);
+  out->set_tokens(s.tokens);
   out->set_start_ns(s.start_ns);
   out->set_clock_offset_ns(s.clock_offset_ns);
   out->set_eval(s.eval);

@@ -111,7 +111,7 @@ struct Armed {
 
 control::Fingerprint fingerprint(train::DistributedTrainer& dt, const train::TrainConfig& cfg) {
   control::Fingerprint f;
-  nn::Sequential& model = dt.trainer().model();
+  nn::Module& model = dt.trainer().model();
   f.model = model.describe();
   for (nn::Parameter* p : model.parameters()) f.parameters.push_back({p->name, p->value.shape()});
   if (auto* reducer = dynamic_cast<ddp::Reducer*>(&dt.ddp().grad_sync()))

@@ -45,7 +45,7 @@ struct WorkerOptions {
   // SIGINT / SIGTERM fail this rank cleanly (Leave with "interrupted").
   bool handle_signals = true;
   // Called on rank 0 once the model is built (the config table).
-  std::function<void(const train::TrainConfig&, nn::Sequential&)> on_start;
+  std::function<void(const train::TrainConfig&, nn::Module&)> on_start;
 };
 
 // Runs this rank from Join to Leave. Returns when the job's training

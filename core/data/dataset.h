@@ -28,7 +28,7 @@ class Dataset {
   virtual tensor::Shape sample_shape() const = 0;
   // 0 for class-index targets, else the length of a regression target vector.
   virtual int64_t target_dim() const = 0;
-  virtual int64_t num_classes() const = 0;  // 0 for regression
+  virtual int64_t num_classes() const = 0;  // 0 for regression; the vocabulary size for text
   virtual std::string name() const = 0;
   virtual InputEncoding input_encoding() const { return {}; }
   // Class-index targets per sample: 1, or the window length for text, whose

@@ -8,6 +8,7 @@
 #include "core/data/seeds.h"
 #include "core/data/synthetic.h"
 #include "core/data/text_dataset.h"
+#include "core/data/synthetic_tokens.h"
 
 namespace mddp::data {
 namespace {
@@ -26,7 +27,7 @@ int64_t synthetic_count(const DatasetConfig& c, Split split) {
 }  // namespace
 
 std::string dataset_choices() {
-  return "synthetic, synthetic-regression, fashion-mnist, idx:DIR, text:PATH";
+  return "synthetic, synthetic-regression, synthetic-tokens, fashion-mnist, idx:DIR, text:PATH";
 }
 
 std::string dataset_source(const std::string& spec) {
@@ -51,6 +52,10 @@ std::unique_ptr<Dataset> make_dataset(const DatasetConfig& c, Split split) {
     const int64_t out_dim = c.target_dim > 0 ? c.target_dim : c.input_dim;
     return std::make_unique<SyntheticRegression>(synthetic_count(c, split), c.input_dim, out_dim,
                                                  c.noise, sample_seed(c.seed, split), c.seed);
+  }
+  if (c.spec == "synthetic-tokens") {
+    return std::make_unique<SyntheticTokens>(synthetic_count(c, split), c.block, c.classes,
+                                             sample_seed(c.seed, split), c.seed);
   }
   if (c.spec == "fashion-mnist") {
     std::error_code ec;

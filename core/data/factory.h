@@ -2,6 +2,7 @@
 //
 //   synthetic              classification, label = argmax(X·W*)     (default)
 //   synthetic-regression   y = X·W* + noise
+//   synthetic-tokens       token windows of a random Markov chain (the GPT's; synthetic_tokens.h)
 //   fashion-mnist          /usr/share/datasets/fashion-mnist (Debian's dataset-fashion-mnist)
 //   idx:DIR                any MNIST-layout IDX directory
 //   text:PATH              a text file or a folder of them, as character windows (text_dataset.h)
@@ -28,7 +29,7 @@ struct DatasetConfig {
   int64_t synthetic_test_size =
       0;                    // test samples; 0 = a quarter of synthetic_size (2048 by default)
   int64_t input_dim = 128;  // synthetic input width
-  int64_t classes = 10;     // synthetic classification classes
+  int64_t classes = 10;     // synthetic classification classes; synthetic-tokens' vocabulary
   int64_t target_dim = 0;   // synthetic regression target width; 0 = input_dim
   float noise = 0.1f;       // synthetic regression noise std
   int64_t block = 64;       // text: the context length, tokens per window

@@ -15,6 +15,10 @@
 // decrements the count, and buckets are launched strictly in index order
 // (See Note [Bucket order] in bucket_assignment.h) as soon as a bucket and
 // all before it are complete, so all ranks issue identical collectives.
+// The count is per parameter, not per contribution: a gradient built from
+// several (the GPT's tied embedding, Note [Tied weight] in core/nn/gpt.h)
+// fires its hook once, after the last, so its bucket cannot leave with a
+// partial sum (tests/ddp/ddp_tied_weight_test.cc); a second firing is an error.
 // finish() checks every bucket was launched, then waits for them.
 #include "core/common/check.h"
 #include "core/common/timer.h"

@@ -28,6 +28,13 @@ Linear::Linear(int64_t in, int64_t out, Rng& rng, tensor::Device device) {
   bias = make_param("bias", {out}, bound, rng, device);
 }
 
+Linear::Linear(int64_t in, int64_t out, float init_std, Rng& rng, tensor::Device device) {
+  std::vector<float> w(static_cast<std::size_t>(in * out));
+  for (float& v : w) v = init_std * rng.normal();
+  weight = {"weight", Tensor::from_vector({out, in}, w, device), Tensor::zeros({out, in}, device)};
+  bias = {"bias", Tensor::zeros({out}, device), Tensor::zeros({out}, device)};
+}
+
 const Tensor& Linear::forward(const Tensor& x) {
   MDDP_CHECK(x.ndim() == 2 && x.dim(1) == weight.value.dim(1), describe(), " got input ",
              tensor::shape_str(x.shape()));

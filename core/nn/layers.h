@@ -13,6 +13,8 @@ namespace mddp::nn {
 class Linear : public Module {
  public:
   Linear(int64_t in, int64_t out, Rng& rng, tensor::Device device = {});
+  // GPT-2's initialisation instead: weight ~ N(0, init_std^2), bias 0.
+  Linear(int64_t in, int64_t out, float init_std, Rng& rng, tensor::Device device = {});
   const Tensor& forward(const Tensor& x) override;
   const Tensor& backward(const Tensor& dy, bool need_dx) override;
   std::string describe() const override;

@@ -46,21 +46,54 @@ std::unique_ptr<Sequential> build_cnn(const ModelConfig& cfg, const std::vector<
   return m;
 }
 
+std::unique_ptr<Module> build_gpt(const ModelConfig& cfg, const std::vector<int64_t>& shape,
+                                  Rng& rng, tensor::Device dev) {
+  if (shape.size() != 1 || shape[0] > cfg.block)
+    throw InputError("--model gpt needs samples of at most --block " + std::to_string(cfg.block) +
+                     " token ids; this dataset gives " + tensor::shape_str(shape) +
+                     " (use a token dataset: synthetic-tokens, or text:PATH)");
+  return std::make_unique<Gpt>(gpt_config(cfg), rng, dev);
+}
+
 }  // namespace
 
-std::unique_ptr<Sequential> build_model(const ModelConfig& cfg,
-                                        const std::vector<int64_t>& sample_shape,
-                                        tensor::Device device) {
+GptConfig gpt_config(const ModelConfig& cfg) {
+  return {.vocab = cfg.vocab,
+          .block = cfg.block,
+          .layers = cfg.layers,
+          .heads = cfg.heads,
+          .embd = cfg.embd,
+          .dropout = cfg.dropout};
+}
+
+std::unique_ptr<Sequential> build_sequential(const ModelConfig& cfg,
+                                             const std::vector<int64_t>& sample_shape,
+                                             tensor::Device device) {
   Rng rng(cfg.seed);
   if (cfg.kind == "mlp") return build_mlp(cfg, tensor::numel_of(sample_shape), rng, device);
   if (cfg.kind == "cnn") return build_cnn(cfg, sample_shape, rng, device);
-  throw InputError("unknown model '" + cfg.kind + "' (use mlp or cnn)");
+  throw InputError("model '" + cfg.kind + "' is not a Sequential (mlp or cnn)");
+}
+
+std::unique_ptr<Module> build_model(const ModelConfig& cfg,
+                                    const std::vector<int64_t>& sample_shape,
+                                    tensor::Device device) {
+  if (cfg.kind == "mlp" || cfg.kind == "cnn") return build_sequential(cfg, sample_shape, device);
+  Rng rng(cfg.seed);
+  if (cfg.kind == "gpt") return build_gpt(cfg, sample_shape, rng, device);
+  throw InputError("unknown model '" + cfg.kind + "' (use mlp, cnn or gpt)");
 }
 
 void require_model_fits(const ModelConfig& cfg, int64_t input_features) {
   double params = 0;  // doubles: the flags' products may not fit in 64 bits
   std::string flags;
-  if (cfg.kind == "cnn") {
+  if (cfg.kind == "gpt") {
+    // Per block 12 C^2 (attention 4 C^2, MLP 8 C^2), plus the position
+    // embeddings; the vocabulary is not known yet (a lower bound).
+    const double c = static_cast<double>(cfg.embd);
+    params = static_cast<double>(cfg.layers) * 12.0 * c * c + static_cast<double>(cfg.block) * c;
+    flags = str("--layers ", cfg.layers, " and --embd ", cfg.embd);
+  } else if (cfg.kind == "cnn") {
     double c_in = 1;
     for (int64_t c : cfg.channels) {
       params += c_in * 9.0 * static_cast<double>(c);

@@ -16,6 +16,10 @@ int64_t Module::num_parameters() {
   return n;
 }
 
+void add_prefix(Module& m, const std::string& prefix) {
+  for (Parameter* p : m.parameters()) p->name = prefix + p->name;
+}
+
 void Module::zero_grad() {
   for (Parameter* p : parameters()) tensor::fill(p->grad, 0.0f);
 }

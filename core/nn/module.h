@@ -30,6 +30,9 @@ struct Parameter {
   std::string name;  // "3.weight": index in the Sequential, then the role
   Tensor value;
   Tensor grad;  // same shape; may be re-pointed to a view (DDP buckets)
+  // A lookup table (Embedding) rather than a layer's weight matrix: AdamW
+  // never decays it (nn::decays in optimizer.h).
+  bool embedding = false;
 };
 
 using GradReadyHook = std::function<void(Parameter&)>;
@@ -60,6 +63,13 @@ class Module {
 
   virtual void set_grad_ready_hook(GradReadyHook hook) { hook_ = std::move(hook); }
   void zero_grad();
+  // Dropout's switch, PyTorch's train()/eval() with the randomness made
+  // explicit: training draws this forward's masks from `seed`, evaluation
+  // turns dropout off. Modules without dropout ignore it.
+  virtual void set_dropout(bool training, uint64_t seed) {
+    (void)training;
+    (void)seed;
+  }
 
  protected:
   void grad_ready(Parameter& p) {
@@ -67,5 +77,9 @@ class Module {
   }
   GradReadyHook hook_;
 };
+
+// Prepends `prefix` to the names of m's parameters: a composite module names
+// its children's ("ln_1." + "weight"), as PyTorch's state_dict does.
+void add_prefix(Module& m, const std::string& prefix);
 
 }  // namespace mddp::nn

@@ -49,7 +49,7 @@ void add_phases(Analysis& a, const Steps& steps, int world) {
 }
 
 void add_comm_and_series(Analysis& a, const Steps& steps) {
-  double exposed = 0, total = 0, bytes = 0, grad_bytes = 0, sent_bytes = 0;
+  double exposed = 0, total = 0, bytes = 0, grad_bytes = 0, sent_bytes = 0, tokens = 0;
   for (const auto& step : steps) {
     StepPoint pt{step.front().step};
     for (const auto& r : step) {
@@ -63,6 +63,7 @@ void add_comm_and_series(Analysis& a, const Steps& steps) {
       bytes += static_cast<double>(r.comm_bytes);
       grad_bytes += static_cast<double>(r.grad_bytes);
       sent_bytes += static_cast<double>(r.sent_bytes);
+      tokens += static_cast<double>(r.tokens);
     }
     const double n = static_cast<double>(step.size());
     for (double* v : {&pt.data_ms, &pt.forward_ms, &pt.backward_ms, &pt.exposed_comm_ms,
@@ -83,6 +84,8 @@ void add_comm_and_series(Analysis& a, const Steps& steps) {
   a.total_comm_share = step_ms > 0 ? a.phases[kTotalComm].all.mean / step_ms : 0;
   if (a.config.global_batch > 0 && step_ms > 0)
     a.samples_per_s = a.config.global_batch * 1e3 / step_ms;
+  // Every rank's tokens of a step: the global batch's (0 for the other models).
+  if (step_ms > 0) a.tokens_per_s = tokens / static_cast<double>(steps.size()) * 1e3 / step_ms;
 }
 
 // Note [Measured all-reduce time]. An all-reduce cannot finish before the

@@ -191,6 +191,7 @@ struct Analysis {
     return comm_bytes_per_step > 0 ? grad_bytes_per_step / comm_bytes_per_step : 0;
   }
   double samples_per_s = 0;               // 0 when the global batch is unknown
+  double tokens_per_s = 0;                // a language model's; 0 for the others
   std::vector<BucketStats> buckets;       // by size, largest first
   std::optional<LevelSplit> levels;       // when the hierarchical all-reduce ran
   std::vector<LinkFit> fits;              // the fits of this run's transport and world size

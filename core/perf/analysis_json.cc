@@ -109,6 +109,8 @@ nlohmann::json to_json(const Analysis& a) {
                                       : nlohmann::json(nullptr)}}},
       {"samples_per_s",
        a.samples_per_s > 0 ? nlohmann::json(a.samples_per_s) : nlohmann::json(nullptr)},
+      {"tokens_per_s",
+       a.tokens_per_s > 0 ? nlohmann::json(a.tokens_per_s) : nlohmann::json(nullptr)},
       {"allreduces", buckets},
       {"hierarchical", levels},
       {"stragglers", to_json(a.stragglers)},

@@ -21,6 +21,14 @@ double StepMetrics::overlap() const {
   return overlap_fraction(exposed_comm_ms, total_comm_ms);
 }
 
+double StepMetrics::samples_per_s() const {
+  return step_ms > 0 ? static_cast<double>(samples) * 1e3 / step_ms : 0;
+}
+
+double StepMetrics::tokens_per_s() const {
+  return step_ms > 0 ? static_cast<double>(tokens) * 1e3 / step_ms : 0;
+}
+
 double StepMetrics::compression_ratio() const {
   return comm_bytes > 0 ? static_cast<double>(grad_bytes) / static_cast<double>(comm_bytes) : 0;
 }
@@ -63,24 +71,33 @@ nlohmann::json StepMetrics::to_json() const {
     if (!b.steps.empty()) span["steps"] = steps_json(b);
     spans.push_back(std::move(span));
   }
-  return {{"kind", "step"},
-          {"rank", rank},
-          {"step", step},
-          {"loss", static_cast<float>(loss)},
-          {"data_ms", ns_precision(data_ms)},
-          {"forward_ms", ns_precision(forward_ms)},
-          {"backward_ms", ns_precision(backward_ms)},
-          {"exposed_comm_ms", ns_precision(exposed_comm_ms)},
-          {"total_comm_ms", ns_precision(total_comm_ms)},
-          {"optimizer_ms", ns_precision(optimizer_ms)},
-          {"step_ms", ns_precision(step_ms)},
-          {"overlap", ns_precision(overlap())},
-          {"comm_bytes", comm_bytes},
-          {"grad_bytes", grad_bytes},
-          {"sent_bytes", sent_bytes},
-          {"start_ns", start_ns},
-          {"clock_offset_ns", clock_offset_ns},
-          {"buckets", spans}};
+  nlohmann::json j = {{"kind", "step"},
+                      {"rank", rank},
+                      {"step", step},
+                      {"loss", static_cast<float>(loss)},
+                      {"data_ms", ns_precision(data_ms)},
+                      {"forward_ms", ns_precision(forward_ms)},
+                      {"backward_ms", ns_precision(backward_ms)},
+                      {"exposed_comm_ms", ns_precision(exposed_comm_ms)},
+                      {"total_comm_ms", ns_precision(total_comm_ms)},
+                      {"optimizer_ms", ns_precision(optimizer_ms)},
+                      {"step_ms", ns_precision(step_ms)},
+                      {"overlap", ns_precision(overlap())},
+                      {"comm_bytes", comm_bytes},
+                      {"grad_bytes", grad_bytes},
+                      {"sent_bytes", sent_bytes},
+                      {"start_ns", start_ns},
+                      {"clock_offset_ns", clock_offset_ns},
+                      {"buckets", spans}};
+  if (samples > 0) {  // records from before these fields stay as they were
+    j["samples"] = samples;
+    j["samples_per_s"] = ns_precision(samples_per_s());
+  }
+  if (tokens > 0) {
+    j["tokens"] = tokens;
+    j["tokens_per_s"] = ns_precision(tokens_per_s());
+  }
+  return j;
 }
 
 namespace {
@@ -156,6 +173,8 @@ StepMetrics StepMetrics::from_json(const nlohmann::json& j) {
   read(j, "comm_bytes", m.comm_bytes);
   read(j, "grad_bytes", m.grad_bytes);
   read(j, "sent_bytes", m.sent_bytes);
+  read(j, "samples", m.samples);
+  read(j, "tokens", m.tokens);
   read(j, "start_ns", m.start_ns);
   read(j, "clock_offset_ns", m.clock_offset_ns);
   read(j, "eval_loss", m.eval_loss);

@@ -41,6 +41,10 @@ struct StepMetrics {
   std::size_t comm_bytes = 0;
   std::size_t grad_bytes = 0;
   std::size_t sent_bytes = 0;
+  // What this rank trained on in the step: samples, and tokens for a
+  // language model (samples x block; 0 for the other models). In JSON with
+  // their rates over step_ms, "samples_per_s" and "tokens_per_s".
+  int64_t samples = 0, tokens = 0;
   // Per bucket (or parameter): ready, launch, start, end; on traced steps
   // also its algorithm's steps, in JSON as arrays
   //   [phase, index, send_peer, send_block, recv_peer, recv_block, send_bytes, recv_bytes, start,
@@ -54,7 +58,9 @@ struct StepMetrics {
   bool eval = false;
   double eval_loss = 0, eval_accuracy = -1;
 
-  double overlap() const;            // in [0, 1]; 0 when nothing was communicated
+  double overlap() const;        // in [0, 1]; 0 when nothing was communicated
+  double samples_per_s() const;  // this rank's; 0 without a step time
+  double tokens_per_s() const;
   double compression_ratio() const;  // grad_bytes / comm_bytes; 0 when nothing was communicated
   nlohmann::json to_json() const;
   // The inverse of to_json (extra keys are ignored; a missing key keeps its

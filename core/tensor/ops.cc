@@ -17,15 +17,13 @@
 #include "core/tensor/conv_loops.h"
 #include "core/tensor/cpu/kernels.h"
 #include "core/tensor/cuda/kernels.h"  // declarations only: no CUDA headers
+#include "core/tensor/op_dispatch.h"
 #include "core/tensor/precision.h"
-#include "mddp/config.h"
 
 namespace mddp::tensor {
-namespace {
 
-constexpr bool kHaveCuda = MDDP_HAVE_CUDA;
+namespace detail {
 
-// The one device all of an op's (defined) tensors live on.
 Device op_device(const char* op, std::initializer_list<const Tensor*> ts) {
   Device dev;
   bool first = true;
@@ -45,7 +43,6 @@ Device op_device(const char* op, std::initializer_list<const Tensor*> ts) {
   return dev;
 }
 
-// The CPU GEMM at the calling thread's precision (Note [Autocast] in precision.h).
 void cpu_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
               const float* b, float beta, float* c) {
   switch (gemm_precision()) {
@@ -61,6 +58,15 @@ void cpu_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, co
 void require_same_numel(const char* op, const Tensor& a, const Tensor& b) {
   MDDP_CHECK(a.numel() == b.numel(), op, ": ", shape_str(a.shape()), " vs ", shape_str(b.shape()));
 }
+
+}  // namespace detail
+
+namespace {
+
+using detail::cpu_gemm;
+using detail::kHaveCuda;
+using detail::op_device;
+using detail::require_same_numel;
 
 // [N, C] -> (N, C, 1); [N, C, H, W] -> (N, C, H*W)
 void split_nc(const Tensor& t, int64_t& n, int64_t& c, int64_t& inner) {
@@ -466,6 +472,33 @@ void adam_update(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, float 
   const int64_t bias_step = test_mutation("adam_no_bias_correction") ? int64_t{1} << 40 : step;
   cpu::adam_update(param.data(), grad.data(), m.data(), v.data(), param.numel(), lr, beta1, beta2,
                    eps, weight_decay, bias_step);
+}
+
+void adamw_update(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, float lr, float beta1,
+                  float beta2, float eps, float weight_decay, int64_t step) {
+  require_same_numel("adamw", param, grad);
+  require_same_numel("adamw m", param, m);
+  require_same_numel("adamw v", param, v);
+  const Device dev = op_device("adamw_update", {&param, &grad, &m, &v});
+  MDDP_CHECK(step >= 1, "adamw step counts from 1");
+  if (dev.is_cuda()) {
+    if constexpr (kHaveCuda)
+      cuda::adamw_update(dev.index, param.data(), grad.data(), m.data(), v.data(), param.numel(),
+                         lr, beta1, beta2, eps, weight_decay, step);
+    return;
+  }
+  cpu::adamw_update(param.data(), grad.data(), m.data(), v.data(), param.numel(), lr, beta1, beta2,
+                    eps, weight_decay, step);
+}
+
+void sum_squares(const Tensor& x, Tensor& out) {
+  const Device dev = op_device("sum_squares", {&x, &out});
+  MDDP_CHECK_EQ(out.numel(), 1, "sum_squares: out");
+  if (dev.is_cuda()) {
+    if constexpr (kHaveCuda) cuda::sum_squares(dev.index, x.data(), x.numel(), out.data());
+    return;
+  }
+  out.data()[0] += static_cast<float>(cpu::sum_squares(x.data(), x.numel()));
 }
 
 }  // namespace mddp::tensor

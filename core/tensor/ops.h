@@ -84,5 +84,48 @@ void sgd_update(Tensor& param, const Tensor& grad, Tensor& momentum_buf, float l
 // PyTorch's Adam (L2 weight decay, bias-corrected); `step` counts from 1.
 void adam_update(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, float lr, float beta1,
                  float beta2, float eps, float weight_decay, int64_t step);
+// PyTorch's AdamW: p *= 1 - lr * weight_decay (decoupled decay), then Adam with no L2 term.
+void adamw_update(Tensor& param, const Tensor& grad, Tensor& m, Tensor& v, float lr, float beta1,
+                  float beta2, float eps, float weight_decay, int64_t step);
+// out[0] += the sum of x's squared elements (summed in double; out has one
+// element): gradient clipping's norm, accumulated over the parameters.
+void sum_squares(const Tensor& x, Tensor& out);
+
+// ---- the GPT's ops (core/nn/gpt.h) ----------------------------------------
+// gemm on each matrix of a batch: c[i] = alpha * op(a[i]) @ op(b[i]) + beta * c[i],
+// a, b, c 3-D [batch, ...] with gemm's shapes after the batch dimension.
+void gemm_batched(bool trans_a, bool trans_b, float alpha, const Tensor& a, const Tensor& b,
+                  float beta, Tensor& c);
+// y[n, :] = table[ids[n], :]: ids holds N token ids as floats (any shape),
+// table [V, C], y [N, C]. Ids must be in [0, V) (checked on the CPU; a GPU
+// writes NaN rows for bad ones, which the loss then reports).
+void embedding_forward(const Tensor& ids, const Tensor& table, Tensor& y);
+// dtable[ids[n], :] += dy[n, :], in order of n (no atomics: deterministic).
+void embedding_backward(const Tensor& ids, const Tensor& dy, Tensor& dtable);
+// LayerNorm over the rows of x [N, C]: y = (x - mean) * rstd * weight + bias,
+// rstd = 1 / sqrt(var + eps), var the biased variance (PyTorch's);
+// mean [N] and rstd [N] are saved for the backward.
+void layernorm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps,
+                       Tensor& y, Tensor& mean, Tensor& rstd);
+// dx is overwritten; dweight and dbias accumulate.
+void layernorm_backward(const Tensor& x, const Tensor& weight, const Tensor& mean,
+                        const Tensor& rstd, const Tensor& dy, Tensor& dx, Tensor& dweight,
+                        Tensor& dbias);
+// GPT-2's GELU, the tanh approximation: y = x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+void gelu_forward(const Tensor& x, Tensor& y);
+void gelu_backward(const Tensor& x, const Tensor& dy, Tensor& dx);  // dx = gelu'(x) dy
+// The attention's layouts (head_dims.h): x [B, T, P*H*D] -> heads [P, B, H, T, D]
+// (P, H, D read from heads' shape), and back.
+void split_heads(const Tensor& x, Tensor& heads);
+void merge_heads(const Tensor& heads, Tensor& x);
+// Causal softmax of scores [N, T, T]: row i of each matrix is the softmax of
+// its first i + 1 entries, then zeros. probs may be scores (in place).
+void causal_softmax_forward(const Tensor& scores, Tensor& probs);
+// dscores = probs * (dprobs - rowsum(probs * dprobs)); dscores may be dprobs.
+void causal_softmax_backward(const Tensor& probs, const Tensor& dprobs, Tensor& dscores);
+// Inverted dropout: y[i] = x[i] / (1 - p), or 0 with probability p, the mask
+// a pure function of (seed, i) (dropout_mask.h). Its own backward: the same
+// call on dy gives dx.
+void dropout(const Tensor& x, float p, uint64_t seed, Tensor& y);
 
 }  // namespace mddp::tensor

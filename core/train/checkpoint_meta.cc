@@ -8,6 +8,8 @@
 #include "core/common/check.h"
 #include "core/data/factory.h"
 #include "core/data/utf8.h"
+#include "core/nn/gpt.h"
+#include "core/nn/sequential.h"
 
 namespace mddp::train {
 namespace {
@@ -32,21 +34,42 @@ std::string list_text(const std::vector<int64_t>& v) {
 
 }  // namespace
 
-std::string model_json(nn::Sequential& model, const tensor::Shape& sample_shape,
-                       const std::string& loss) {
-  json layers = json::array();
-  for (const nn::LayerSpec& l : model.layer_specs()) {
-    json j = {{"type", l.type}};
-    for (const auto& [k, v] : l.args) j[k] = v;
-    layers.push_back(j);
+namespace {
+
+json spec_json(const nn::LayerSpec& l) {
+  json j = {{"type", l.type}};
+  for (const auto& [k, v] : l.args) j[k] = v;
+  return j;
+}
+
+// How to rebuild the model: its layers, or the GPT's config and tied weight.
+json architecture(nn::Module& model) {
+  if (auto* seq = dynamic_cast<nn::Sequential*>(&model)) {
+    json layers = json::array();
+    for (const nn::LayerSpec& l : seq->layer_specs()) layers.push_back(spec_json(l));
+    return {{"type", "Sequential"}, {"layers", layers}};
   }
-  return json{{"type", "Sequential"},
-              {"layers", layers},
-              {"input_shape", sample_shape},
-              {"loss", loss == "mse" ? "MSELoss" : "CrossEntropyLoss"},
-              {"parameters", model.num_parameters()},
-              {"summary", model.describe()}}
-      .dump();
+  json config = spec_json(model.spec());
+  config.erase("type");
+  json j = {{"type", model.spec().type}, {"config", config}};
+  if (auto* gpt = dynamic_cast<nn::Gpt*>(&model)) {
+    j["config"]["dropout"] = gpt->config().dropout;
+    j["config"]["bias"] = true;
+    j["tied"] = {{"lm_head.weight", "transformer.wte.weight"}};  // Note [Tied weight]
+  }
+  return j;
+}
+
+}  // namespace
+
+std::string model_json(nn::Module& model, const tensor::Shape& sample_shape,
+                       const std::string& loss) {
+  json j = architecture(model);
+  j["input_shape"] = sample_shape;
+  j["loss"] = loss == "mse" ? "MSELoss" : "CrossEntropyLoss";
+  j["parameters"] = model.num_parameters();
+  j["summary"] = model.describe();
+  return j.dump();
 }
 
 std::string input_json(const data::Dataset& d) {
@@ -123,6 +146,17 @@ std::map<std::string, std::string> config_fingerprint(const TrainConfig& c, int 
     f["--algo"] = c.dist.algorithm;
     f["--transport"] = c.dist.transport;
   }
+  if (c.model.kind == "gpt") {  // only then: the other models' checkpoints still match
+    f["--layers"] = std::to_string(c.model.layers);
+    f["--heads"] = std::to_string(c.model.heads);
+    f["--embd"] = std::to_string(c.model.embd);
+    f["--block"] = std::to_string(c.model.block);
+    f["--dropout"] = float_text(c.model.dropout);
+  }
+  // The schedule and clipping, when on (runs from before them still match).
+  if (c.optim.grad_clip != 0.0f) f["--grad-clip"] = float_text(c.optim.grad_clip);
+  if (c.warmup_steps != 0) f["--warmup-steps"] = std::to_string(c.warmup_steps);
+  if (c.lr_min >= 0.0f) f["--lr-min"] = float_text(c.lr_min);
   if (c.precision != "fp32") {  // only then: fp32 checkpoints from before --precision still match
     f["--precision"] = c.precision;
     if (c.precision == "fp16") {
@@ -145,8 +179,17 @@ std::map<std::string, std::string> state_metadata(const TrainConfig& cfg, int wo
                          {"weight_decay", o.weight_decay},
                          {"beta1", o.beta1},
                          {"beta2", o.beta2},
-                         {"eps", o.eps}}
+                         {"eps", o.eps},
+                         {"grad_clip", o.grad_clip}}
                         .dump()},
+      // A function of the step (core/nn/lr_schedule.h): the step is its position.
+      {"schedule", json{{"kind", "linear warm-up, then cosine decay to lr_min (none if < 0)"},
+                        {"lr", o.lr},
+                        {"lr_min", cfg.lr_min},
+                        {"warmup_steps", cfg.warmup_steps},
+                        {"total_steps", cfg.steps > 0 ? cfg.steps : cfg.epochs * p.steps_per_epoch},
+                        {"step", p.step}}
+                       .dump()},
       {"sampler", json{{"epoch", p.step / p.steps_per_epoch},
                        {"step_in_epoch", p.step % p.steps_per_epoch},
                        {"steps_per_epoch", p.steps_per_epoch},
@@ -159,7 +202,8 @@ std::map<std::string, std::string> state_metadata(const TrainConfig& cfg, int wo
       {"random", json{{"seed", cfg.seed},
                       {"model_init", "mddp::Rng(seed), layer by layer"},
                       {"data_order", "permutation of epoch e from mddp::Rng(derive_seed(seed, e))"},
-                      {"synthetic_data", "generated once from the seed"}}
+                      {"synthetic_data", "generated once from the seed"},
+                      {"dropout", "masks from derive_seed of (seed, rank, step, micro-batch)"}}
                      .dump()},
   };
 }

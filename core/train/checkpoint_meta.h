@@ -8,7 +8,7 @@
 #include <string>
 
 #include "core/data/dataset.h"
-#include "core/nn/sequential.h"
+#include "core/nn/module.h"
 #include "core/train/checkpoint.h"
 #include "core/train/config.h"
 
@@ -16,8 +16,12 @@ namespace mddp::train {
 
 // {"type": "Sequential", "layers": [{"type": "Linear", "in_features": 784, ...}, ...],
 //  "input_shape": [1, 28, 28], "loss": "CrossEntropyLoss", "parameters": N, "summary": "..."}
-// Layer types and arguments are torch.nn's (nn::LayerSpec).
-std::string model_json(nn::Sequential& model, const tensor::Shape& sample_shape,
+// Layer types and arguments are torch.nn's (nn::LayerSpec). The GPT is
+// described by its config instead, nanoGPT's GPTConfig:
+// {"type": "GPT", "config": {"vocab_size": 65, "block_size": 64, "n_layer": 4,
+//  "n_head": 4, "n_embd": 128, "dropout": 0, "bias": true},
+//  "tied": {"lm_head.weight": "transformer.wte.weight"}, "input_shape": [64], ...}
+std::string model_json(nn::Module& model, const tensor::Shape& sample_shape,
                        const std::string& loss);
 // {"raw": "uint8", "scale": 255, "mean": 0.286, "std": 0.353, "formula": "x = (raw / scale - mean)
 // / std"}

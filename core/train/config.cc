@@ -49,6 +49,14 @@ void TrainConfig::validate() const {
         "(and --classes 0 for the square benchmark MLP)");
   if (loss == "xent" && data.spec == "synthetic-regression")
     throw InputError("--dataset synthetic-regression needs --loss mse");
+  if (model.kind == "gpt" && loss != "xent")
+    throw InputError("--model gpt predicts the next token: it trains with --loss xent");
+  if (warmup_steps < 0) throw InputError(str("--warmup-steps must be >= 0, got ", warmup_steps));
+  if (lr_min > optim.lr)
+    throw InputError(str("--lr-min ", lr_min, " is above --lr ", optim.lr,
+                         ": the schedule decays from --lr down to --lr-min"));
+  if (!(optim.grad_clip >= 0.0f))
+    throw InputError(str("--grad-clip must be >= 0 (0: off), got ", optim.grad_clip));
   parse_straggler(dist.straggler);
   validate_precision(*this);
   const ddp::Compression compress = ddp::parse_compression(dist.compress);

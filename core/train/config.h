@@ -61,6 +61,10 @@ struct TrainConfig {
   int64_t steps = 0;   // > 0: stop after this many steps
   int64_t epochs = 3;  // used when steps == 0
   nn::OptimizerConfig optim{.name = "adam", .lr = 1e-3f};
+  // The learning rate schedule (core/nn/lr_schedule.h): a linear warm-up
+  // over warmup_steps, then a cosine decay to lr_min (< 0: no decay).
+  int64_t warmup_steps = 0;
+  float lr_min = -1.0f;
   int64_t accumulate = 1;  // micro-batches of `batch` per optimiser step
   uint64_t seed = 42;      // model init and data order
   std::string device = "cpu";

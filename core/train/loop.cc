@@ -34,6 +34,7 @@ TrainSummary run_training(Trainer& trainer, const LoopHooks& hooks) {
   };
 
   TrainSummary s;
+  const int64_t tokens_per_sample = trainer.tokens_per_sample();  // 0: not a language model
   const int64_t total = trainer.total_steps();
   const int64_t first = trainer.steps_done();  // > 0 after --resume
   if (first > 0 && hooks.print) progress.message(str("resuming at step ", first, " of ", total));
@@ -55,10 +56,11 @@ TrainSummary run_training(Trainer& trainer, const LoopHooks& hooks) {
       steps_window = 0;
       const int64_t now = now_ns();
       const double sps = samples_window / std::max(1e-9, (now - t_window) * 1e-9);
+      const double tps = sps * static_cast<double>(tokens_per_sample);
       t_window = now;
       samples_window = 0;
-      if (hooks.print) progress.update(r.step, r.epoch, loss, sps);
-      log.step(r.step, r.epoch, loss, sps);
+      if (hooks.print) progress.update(r.step, r.epoch, loss, sps, tps);
+      log.step(r.step, r.epoch, loss, sps, tps);
     }
     if (epoch_end && cfg.eval) {
       if (hooks.step.on_phase) hooks.step.on_phase(r.step, "eval");
@@ -80,6 +82,7 @@ TrainSummary run_training(Trainer& trainer, const LoopHooks& hooks) {
   s.steps = total - first;
   s.seconds = (now_ns() - t_start) * 1e-9;
   s.samples_per_s = s.steps * cfg.batch * cfg.accumulate / std::max(1e-9, s.seconds);
+  s.tokens_per_s = s.samples_per_s * static_cast<double>(tokens_per_sample);
   s.final_loss = loss;
   s.lost_records = log.lost();
   if (hooks.before_checkpoint) hooks.before_checkpoint(total, true);

@@ -25,6 +25,7 @@ struct TrainSummary {
   int64_t steps = 0;  // taken by this call (fewer than the total after --resume)
   double seconds = 0;
   double samples_per_s = 0;  // global samples per second
+  double tokens_per_s = 0;   // global tokens per second, for a language model (else 0)
   double final_loss = 0;     // mean over ranks of the last step's loss
   EvalResult eval;           // after the last epoch (accuracy -1: none)
   std::string

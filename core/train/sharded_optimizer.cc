@@ -9,8 +9,8 @@
 namespace mddp::train {
 namespace {
 
-bool is_adam(const nn::OptimizerConfig& cfg) {
-  return cfg.name == "adam";
+bool is_adam(const nn::OptimizerConfig& cfg) {  // Adam's moments and step count: adam or adamw
+  return cfg.name == "adam" || cfg.name == "adamw";
 }
 
 // The state tensors nn::make_optimizer's optimiser keeps per parameter.
@@ -25,7 +25,11 @@ std::vector<std::string> state_kinds(const nn::OptimizerConfig& cfg) {
 ShardedOptimizer::ShardedOptimizer(const nn::OptimizerConfig& cfg,
                                    std::vector<nn::Parameter*> params, ddp::ShardedSync& sync,
                                    comm::ProcessGroup& comm, nn::Optimizer& full)
-    : cfg_(cfg), sync_(sync), comm_(comm), kinds_(state_kinds(cfg)) {
+    : nn::Optimizer(params, full.lr()),
+      cfg_(cfg),
+      sync_(sync),
+      comm_(comm),
+      kinds_(state_kinds(cfg)) {
   const auto& buckets = sync_.sharded_buckets();
   std::map<const nn::Parameter*, std::pair<std::size_t, int64_t>> where;
   for (std::size_t b = 0; b < buckets.size(); ++b)
@@ -68,18 +72,52 @@ void ShardedOptimizer::step() {
     tensor::Tensor value = s.values.view(s.shard_begin, {s.shard_numel});
     const tensor::Tensor grad = s.grads.view(s.shard_begin, {s.shard_numel});
     std::vector<tensor::Tensor>& st = shard_[b];
-    if (is_adam(cfg_)) {
-      tensor::adam_update(value, grad, st[0], st[1], cfg_.lr, cfg_.beta1, cfg_.beta2, cfg_.eps,
+    if (cfg_.name == "adamw") {
+      adamw_shard(b);
+    } else if (is_adam(cfg_)) {
+      tensor::adam_update(value, grad, st[0], st[1], lr_, cfg_.beta1, cfg_.beta2, cfg_.eps,
                           cfg_.weight_decay, steps_);
     } else {
       tensor::Tensor none;
-      tensor::sgd_update(value, grad, st.empty() ? none : st[0], cfg_.lr, cfg_.momentum,
+      tensor::sgd_update(value, grad, st.empty() ? none : st[0], lr_, cfg_.momentum,
                          cfg_.weight_decay, steps_ == 0);
     }
     sync_.gather(b);  // this bucket's all-gather runs while the next shard is updated
   }
   sync_.finish_gather();
   if (!is_adam(cfg_)) ++steps_;
+}
+
+void ShardedOptimizer::adamw_shard(std::size_t b) {
+  const ddp::ShardedBucket& s = sync_.sharded_buckets()[b];
+  const int64_t end = s.shard_begin + s.shard_numel;
+  for (const auto& [p, offset] : s.params) {
+    const int64_t lo = std::max(offset, s.shard_begin);
+    const int64_t hi = std::min(offset + p->value.numel(), end);
+    if (lo >= hi) continue;  // padding, or a parameter outside this shard
+    tensor::Tensor value = s.values.view(lo, {hi - lo});
+    tensor::Tensor m = shard_[b][0].view(lo - s.shard_begin, {hi - lo});
+    tensor::Tensor v = shard_[b][1].view(lo - s.shard_begin, {hi - lo});
+    tensor::adamw_update(value, s.grads.view(lo, {hi - lo}), m, v, lr_, cfg_.beta1, cfg_.beta2,
+                         cfg_.eps, nn::decays(*p) ? cfg_.weight_decay : 0.0f, steps_);
+  }
+}
+
+float ShardedOptimizer::grad_squares() {
+  const auto& buckets = sync_.sharded_buckets();
+  tensor::ensure_shape(squares_, {1}, buckets.front().grads.device());
+  tensor::fill(squares_, 0.0f);
+  for (const ddp::ShardedBucket& s : buckets)
+    tensor::sum_squares(s.grads.view(s.shard_begin, {s.shard_numel}), squares_);
+  comm_.all_reduce(squares_.data(), 1, comm::DataType::kFloat32, comm::ReduceOp::kSum)->wait();
+  return squares_.to_vector()[0];
+}
+
+void ShardedOptimizer::scale_grads(float factor) {
+  for (const ddp::ShardedBucket& s : sync_.sharded_buckets()) {
+    tensor::Tensor shard = s.grads.view(s.shard_begin, {s.shard_numel});
+    tensor::scale(shard, factor);
+  }
 }
 
 void ShardedOptimizer::gather_state() {

@@ -1,10 +1,13 @@
 // ZeRO-1's optimiser (--ddp sharded; Note [Sharded buckets] in
 // core/ddp/sharded_sync.h): the update of nn::make_optimizer's SGD,
-// momentum or Adam, applied by each rank to its shard of every bucket only,
+// momentum, Adam or AdamW, applied by each rank to its shard of every bucket only,
 // with state for that shard only, followed by the all-gather that makes
 // every parameter whole again. The update is element-wise and the same
-// kernel (tensor::sgd_update / adam_update), so every element gets the
-// operations the unsharded optimiser gives it.
+// kernel (tensor::sgd_update / adam_update / adamw_update), so every element
+// gets the operations the unsharded optimiser gives it. AdamW decays some
+// parameters and not others (nn::decays), so it updates each parameter's
+// part of the shard on its own; gradient clipping's norm sums every rank's
+// shard (an all-reduce of one number).
 //
 // Checkpoints hold the whole state under the unsharded names
 // ("<param>.momentum_buffer", ".exp_avg", ".exp_avg_sq"): gather_state()
@@ -43,6 +46,11 @@ class ShardedOptimizer : public nn::Optimizer {
   // optimiser's, plus padding (verify and bench print it).
   int64_t state_numel() const;
 
+ protected:
+  // The shards' sum of squares, all-reduced: the whole gradient's. Collective.
+  float grad_squares() override;
+  void scale_grads(float factor) override;  // this rank's shards: what step() reads
+
  private:
   // Where a parameter's state lives: bucket and offset in it.
   struct Place {
@@ -50,6 +58,9 @@ class ShardedOptimizer : public nn::Optimizer {
     std::size_t bucket;
     int64_t offset;
   };
+
+  // AdamW on bucket b's shard: each parameter's part of it, decayed or not.
+  void adamw_shard(std::size_t b);
 
   nn::OptimizerConfig cfg_;
   ddp::ShardedSync& sync_;

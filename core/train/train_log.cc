@@ -24,12 +24,12 @@ void TrainLog::write(const std::string& line, int64_t step, bool eval) {
   if (why_.empty()) why_ = file_->error();
 }
 
-void TrainLog::step(int64_t step, int64_t epoch, double loss, double samples_per_s) {
-  write(
-      nlohmann::json{
-          {"step", step}, {"epoch", epoch}, {"loss", loss}, {"samples_per_s", samples_per_s}}
-          .dump(),
-      step, false);
+void TrainLog::step(int64_t step, int64_t epoch, double loss, double samples_per_s,
+                    double tokens_per_s) {
+  nlohmann::json j = {
+      {"step", step}, {"epoch", epoch}, {"loss", loss}, {"samples_per_s", samples_per_s}};
+  if (tokens_per_s > 0) j["tokens_per_s"] = tokens_per_s;
+  write(j.dump(), step, false);
 }
 
 void TrainLog::eval(int64_t step, int64_t epoch, const EvalResult& e) {

@@ -16,7 +16,9 @@ class TrainLog {
   // "" keeps no file; otherwise the directory is made and the file opened for appending.
   explicit TrainLog(const std::string& run_dir);
 
-  void step(int64_t step, int64_t epoch, double loss, double samples_per_s);
+  // tokens_per_s: a language model's (0: not one, and not written).
+  void step(int64_t step, int64_t epoch, double loss, double samples_per_s,
+            double tokens_per_s = 0);
   void eval(int64_t step, int64_t epoch, const EvalResult& e);
   // Which records are not in the file and why; "" when every one is.
   std::string lost() const;

@@ -8,6 +8,7 @@
 
 #include "core/common/check.h"
 #include "core/common/timer.h"
+#include "core/data/seeds.h"
 #include "core/tensor/ops.h"
 #include "core/train/checkpoint_meta.h"
 
@@ -20,8 +21,27 @@ tensor::Shape batch_shape(int64_t n, const tensor::Shape& sample) {
   return s;
 }
 
+// [n] class indices, [n, tokens] for text, or [n, target_dim] for regression.
 tensor::Shape target_shape(int64_t n, const data::Dataset& d) {
+  if (d.targets_per_sample() > 1) return {n, d.targets_per_sample()};
   return d.target_dim() == 0 ? tensor::Shape{n} : tensor::Shape{n, d.target_dim()};
+}
+
+// The model's data: a GPT takes token sequences and gets its vocabulary
+// from them; the other models take one target per sample.
+void fit_model_to_data(nn::ModelConfig& model, const data::Dataset& d) {
+  if (model.kind == "gpt") {
+    if (d.targets_per_sample() != d.sample_shape().back() || d.num_classes() < 1)
+      throw InputError(str("--model gpt trains on token sequences, and ", d.name(),
+                           " is not one: use --dataset synthetic-tokens or text:PATH"));
+    model.vocab = d.num_classes();
+    return;
+  }
+  if (d.targets_per_sample() != 1)
+    throw InputError(str(d.name(), " holds token sequences: train it with --model gpt"));
+  if (d.num_classes() > 0 && model.classes != d.num_classes())
+    throw InputError(
+        str("--classes ", model.classes, " but ", d.name(), " has ", d.num_classes(), " classes"));
 }
 
 // Before backward, so a DDP job stops in the step where it happened: this
@@ -33,6 +53,13 @@ tensor::Shape target_shape(int64_t n, const data::Dataset& d) {
 }
 
 }  // namespace
+
+uint64_t dropout_seed(uint64_t seed, int rank, int64_t step, int64_t micro_batch) {
+  constexpr uint64_t kDropoutStream = 0x64726f706f757421ULL;  // "dropout!"
+  const uint64_t per_rank = data::derive_seed(seed, kDropoutStream + static_cast<uint64_t>(rank));
+  return data::derive_seed(data::derive_seed(per_rank, static_cast<uint64_t>(step)),
+                           static_cast<uint64_t>(micro_batch));
+}
 
 Trainer::Trainer(TrainConfig cfg, int rank, int world_size)
     : cfg_(std::move(cfg)), rank_(rank), world_size_(world_size) {
@@ -57,11 +84,10 @@ Trainer::Trainer(TrainConfig cfg, int rank, int world_size)
   cfg_.data.input_dim = cfg_.model.width;
   cfg_.data.classes = cfg_.model.classes;
   cfg_.data.target_dim = cfg_.model.classes > 0 ? cfg_.model.classes : cfg_.model.width;
+  cfg_.data.block = cfg_.model.block;  // text: samples of --block tokens
   train_set_ = data::make_dataset(cfg_.data, data::Split::kTrain);
   if (cfg_.eval) test_set_ = data::make_dataset(cfg_.data, data::Split::kTest);
-  if (train_set_->num_classes() > 0 && cfg_.model.classes != train_set_->num_classes())
-    throw InputError(str("--classes ", cfg_.model.classes, " but ", train_set_->name(), " has ",
-                         train_set_->num_classes(), " classes"));
+  fit_model_to_data(cfg_.model, *train_set_);
 
   if (cfg_.batch % world_size_ != 0)
     throw InputError(str("--batch ", cfg_.batch, " is not divisible by ", world_size_, " ranks"));
@@ -84,6 +110,14 @@ const tensor::Tensor& Trainer::scaled_loss_grad() {
   tensor::copy(g, scaled_dloss_);
   tensor::scale(scaled_dloss_, scaler_.scale());
   return scaled_dloss_;
+}
+
+int64_t Trainer::tokens_per_sample() const {
+  return cfg_.model.kind == "gpt" ? train_set_->targets_per_sample() : 0;
+}
+
+nn::LrSchedule Trainer::lr_schedule() const {
+  return {cfg_.optim.lr, cfg_.lr_min, cfg_.warmup_steps, total_steps()};
 }
 
 int64_t Trainer::total_steps() const {
@@ -115,6 +149,7 @@ StepResult Trainer::step(const StepHooks& hooks) {
     train_set_->get_batch(indices.subspan(m * local_batch(), local_batch()), x_, y_);
     const int64_t t1 = now_ns();
     phase("forward");
+    model_->set_dropout(true, dropout_seed(cfg_.seed, rank_, r.step, m));
     const tensor::Tensor& out = model_->forward(x_);
     const float loss = loss_->forward(out, y_);
     if (!std::isfinite(loss) && !cfg_.allow_nonfinite_loss) throw_nonfinite_loss(r.step, loss);
@@ -137,7 +172,13 @@ StepResult Trainer::step(const StepHooks& hooks) {
   const int64_t t5 = now_ns();
   // The sum of K micro-batch means -> the mean over all K*b samples, and the
   // loss scale taken out; false: fp16 gradients overflowed, skip the step.
-  if (scaler_.unscale(model_->parameters(), 1.0f / static_cast<float>(k_micro))) optimizer_->step();
+  // Then the schedule's rate, and clipping of the (averaged) gradient.
+  r.lr = nn::lr_at(lr_schedule(), r.step);
+  if (scaler_.unscale(model_->parameters(), 1.0f / static_cast<float>(k_micro))) {
+    optimizer_->set_lr(r.lr);
+    if (cfg_.optim.grad_clip > 0.0f) r.grad_norm = optimizer_->clip_grad_norm(cfg_.optim.grad_clip);
+    optimizer_->step();
+  }
   ++steps_done_;
   if (hooks.after_optimizer) hooks.after_optimizer(steps_done_);
   const int64_t t6 = now_ns();
@@ -151,9 +192,11 @@ StepResult Trainer::step(const StepHooks& hooks) {
 EvalResult Trainer::evaluate() {
   EvalResult r;
   if (!test_set_) return r;
-  const int64_t chunk = 1000;
+  const int64_t tokens = test_set_->targets_per_sample();  // per sample: 1, or a text's block
+  const int64_t chunk = std::max<int64_t>(1, 1000 / tokens);
   const tensor::Device device = x_.device();
   const tensor::PrecisionScope autocast(precision_);  // the model as it trains
+  model_->set_dropout(false, 0);                      // but without dropout
   tensor::Tensor x = tensor::Tensor::empty(batch_shape(chunk, test_set_->sample_shape()), device);
   tensor::Tensor y = tensor::Tensor::empty(target_shape(chunk, *test_set_), device);
   auto eval_loss = nn::make_loss(cfg_.loss);
@@ -175,8 +218,8 @@ EvalResult Trainer::evaluate() {
   }
   r.samples = test_set_->size();
   r.loss = loss_sum / static_cast<double>(r.samples);
-  if (test_set_->num_classes() > 0)
-    r.accuracy = static_cast<double>(correct) / static_cast<double>(r.samples);
+  if (test_set_->num_classes() > 0)  // of tokens, for text
+    r.accuracy = static_cast<double>(correct) / static_cast<double>(r.samples * tokens);
   return r;
 }
 

@@ -11,8 +11,9 @@
 #include "core/data/dataset.h"
 #include "core/data/sampler.h"
 #include "core/nn/loss.h"
+#include "core/nn/lr_schedule.h"
+#include "core/nn/module.h"
 #include "core/nn/optimizer.h"
-#include "core/nn/sequential.h"
 #include "core/tensor/precision.h"
 #include "core/train/checkpoint.h"
 #include "core/train/config.h"
@@ -40,9 +41,11 @@ struct StepHooks {
 };
 
 struct StepResult {
-  int64_t step = 0;   // 1-based, global across epochs
-  int64_t epoch = 0;  // 0-based
-  float loss = 0;     // this rank's mean loss over its shard
+  int64_t step = 0;     // 1-based, global across epochs
+  int64_t epoch = 0;    // 0-based
+  float loss = 0;       // this rank's mean loss over its shard
+  float lr = 0;         // the step's learning rate (the schedule's)
+  float grad_norm = 0;  // the global gradient norm before clipping (0: not computed)
   StepTimes times;
   int64_t start_ns = 0;  // steady clock (now_ns) when the step began
 };
@@ -53,12 +56,18 @@ struct EvalResult {
   int64_t samples = 0;
 };
 
+// The seed of one micro-batch's dropout masks (Note [Dropout seeds] in
+// core/nn/gpt.h): a function of (seed, rank, step, micro-batch) alone, so
+// ranks draw different masks and a resumed run draws the same ones again.
+uint64_t dropout_seed(uint64_t seed, int rank, int64_t step, int64_t micro_batch);
+
 class Trainer {
  public:
   Trainer(TrainConfig cfg, int rank = 0, int world_size = 1);
 
   const TrainConfig& config() const { return cfg_; }
-  nn::Sequential& model() { return *model_; }
+  // The MLP or CNN (an nn::Sequential) or the GPT (an nn::Gpt).
+  nn::Module& model() { return *model_; }
   nn::Optimizer& optimizer() { return *optimizer_; }
   // Replaces the optimiser (ZeRO-1's ShardedOptimizer takes over from the
   // one the constructor made; sharded_optimizer.h).
@@ -73,6 +82,11 @@ class Trainer {
   int64_t total_steps() const;
   int64_t steps_done() const { return steps_done_; }
   int64_t local_batch() const { return cfg_.batch / world_size_; }  // per micro-batch
+  // Tokens in one sample for a text dataset (its targets per sample), else
+  // 0: what turns samples/s into tokens/s.
+  int64_t tokens_per_sample() const;
+  // The learning rate schedule (--lr, --warmup-steps, --lr-min) over this run's steps.
+  nn::LrSchedule lr_schedule() const;
 
   // One optimiser step: for each of the `accumulate` micro-batches, load this
   // rank's shard, forward, backward (gradients accumulate); then average the
@@ -113,7 +127,7 @@ class Trainer {
   StragglerSpec straggler_;  // --straggler: this rank sleeps in a phase when it names this rank
   std::unique_ptr<data::Dataset> train_set_, test_set_;
   std::unique_ptr<data::GlobalBatchSampler> sampler_;
-  std::unique_ptr<nn::Sequential> model_;
+  std::unique_ptr<nn::Module> model_;
   std::unique_ptr<nn::Loss> loss_;
   std::unique_ptr<nn::Optimizer> optimizer_;
   tensor::Tensor x_, y_;  // this rank's batch, allocated once

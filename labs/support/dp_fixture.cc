@@ -36,8 +36,8 @@ bool scaled(const Grads& got, const Grads& want, double factor) {
 }  // namespace
 
 std::unique_ptr<nn::Sequential> dp_model(uint64_t seed) {
-  return nn::build_model({.kind = "mlp", .width = 7, .depth = 2, .classes = kClasses, .seed = seed},
-                         {kFeatures});
+  return nn::build_sequential(
+      {.kind = "mlp", .width = 7, .depth = 2, .classes = kClasses, .seed = seed}, {kFeatures});
 }
 
 Grads grads_of(nn::Module& model) {

@@ -56,6 +56,35 @@ case "$SCENARIO" in
     [[ $(grep -c " OK$" "$WORK/out") -eq 4 ]] || { cat "$WORK/out"; fail "expected 4 OK rows"; }
     grep -q "^sharded .* OK$" "$WORK/out" || { cat "$WORK/out"; fail "no sharded (ZeRO-1) row"; }
     ;;
+  gpt)
+    # --model gpt through the binary: it trains on synthetic tokens (the loss
+    # falls, tokens/s on the progress line and in train.jsonl), trains on 2
+    # worker processes (metrics.jsonl carries the tokens), and verify passes
+    # every DDP mode.
+    GPT=(--model gpt --layers 2 --embd 32 --block 16 --batch 16 --synthetic-size 512)
+    "$BIN" train "${GPT[@]}" --steps 40 --lr 1e-2 --log-every 10 --run-dir "$WORK/train" >"$WORK/out" 2>&1 \
+      || { cat "$WORK/out"; fail "train --model gpt failed"; }
+    expect_in "tokens/s" "$WORK/out"
+    python3 -c 'import json,sys; l=[json.loads(x) for x in open(sys.argv[1]) if "\"step\"" in x]; assert l[-1]["loss"] < l[0]["loss"] - 1, l; assert l[-1]["tokens_per_s"] > 0' \
+      "$WORK/train/train.jsonl" || { cat "$WORK/train/train.jsonl"; fail "the GPT's loss did not fall"; }
+    "$BIN" run --nproc 2 --http-port -1 "${GPT[@]}" --steps 10 --run-dir "$WORK/run" >"$WORK/out" 2>&1 \
+      || { cat "$WORK/out"; fail "run --model gpt failed"; }
+    expect_in '"tokens_per_s"' "$WORK/run/metrics.jsonl"
+    "$BIN" analyze "$WORK/run" --no-report >"$WORK/out" 2>&1 || { cat "$WORK/out"; fail "analyze of the GPT run failed"; }
+    expect_in "tokens: [0-9]* tokens/s" "$WORK/out"
+    "$BIN" verify --nproc 2 --model gpt --layers 2 --embd 16 --block 8 --steps 4 >"$WORK/out" 2>&1 \
+      || { cat "$WORK/out"; fail "verify --model gpt failed"; }
+    [[ $(grep -c " OK$" "$WORK/out") -eq 4 ]] || { cat "$WORK/out"; fail "expected 4 OK rows"; }
+    # Resumed from a periodic checkpoint, a sharded GPT with dropout, warm-up
+    # and clipping ends bitwise as the run that was not interrupted.
+    source "$(dirname "${BASH_SOURCE[0]}")/../support/same_checkpoint.sh"
+    R=("${GPT[@]}" --dropout 0.1 --warmup-steps 2 --no-eval --http-port -1 --nproc 2 --ddp sharded --steps 8)
+    "$BIN" run "${R[@]}" --checkpoint-every 4 --keep-checkpoints 0 --run-dir "$WORK/straight" >"$WORK/out" 2>&1 \
+      || { cat "$WORK/out"; fail "run --model gpt --ddp sharded failed"; }
+    "$BIN" run "${R[@]}" --resume "$WORK/straight/checkpoints/step-00000004.safetensors" --run-dir "$WORK/resumed" \
+      >"$WORK/out" 2>&1 || { cat "$WORK/out"; fail "the GPT's resume failed"; }
+    same_checkpoint "$WORK/straight" "$WORK/resumed" "gpt sharded resume"
+    ;;
   demos)
     "$BIN" demo manual --steps 5 >"$WORK/out" 2>&1 || { cat "$WORK/out"; fail "demo manual"; }
     expect_in "OK: two half-batch replicas" "$WORK/out"

@@ -6,6 +6,7 @@
 
 #include "core/comm/memory_store.h"
 #include "core/comm/transport/connect.h"
+#include "core/common/check.h"
 #include "core/train/distributed.h"
 #include "ddp/ddp_fixture.h"
 #include "support/ranks.h"
@@ -61,6 +62,58 @@ std::vector<EqCase> eq_cases() {
 
 INSTANTIATE_TEST_SUITE_P(Modes, DdpEquivalenceTest, ::testing::ValuesIn(eq_cases()),
                          [](const auto& info) { return info.param.name(); });
+
+// The GPT (its tied weight's gradient has two contributions, Note [Tied
+// weight] in core/nn/gpt.h): one bucket, one per parameter, a few each, sharded.
+std::vector<EqCase> gpt_cases() {
+  std::vector<EqCase> cases;
+  for (int world : {2, 3})
+    for (auto [mode, mb] : {std::pair<const char*, double>{"naive", 25},
+                            {"hooked", 25},
+                            {"bucketed", 25},
+                            {"bucketed", 0.001},
+                            {"bucketed", 0.000001},
+                            {"sharded", 25},
+                            {"sharded", 0.001}})
+      cases.push_back({world, mode, mb, "gpt", comm::TransportKind::kTcp});
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Gpt, DdpEquivalenceTest, ::testing::ValuesIn(gpt_cases()),
+                         [](const auto& info) { return info.param.name(); });
+
+// Dropout draws each rank's own masks, so N ranks are no longer one process;
+// but the replicas stay bitwise identical (the gradients are averaged), and
+// a rerun draws the same masks.
+TEST(DdpGptTraining, DropoutKeepsReplicasIdenticalAndReproducible) {
+  train::TrainConfig cfg = ddp_config("gpt", "bucketed", 25);
+  cfg.model.dropout = 0.2f;
+  const auto ranks = train_ranks(cfg, 2, comm::TransportKind::kTcp, kSteps);
+  expect_identical_across_ranks(ranks);
+  EXPECT_EQ(train_ranks(cfg, 2, comm::TransportKind::kTcp, kSteps), ranks);
+  cfg.model.dropout = 0.0f;
+  EXPECT_NE(train_ranks(cfg, 2, comm::TransportKind::kTcp, kSteps), ranks);
+}
+
+// The GPT's own training: AdamW (weight decay on the matrices only),
+// gradient clipping (the sharded optimiser all-reduces its shards' norms),
+// warm-up and cosine decay, accumulation. Adam divides by sqrt(v), so the
+// bound is verify's Adam one, 1e-4.
+TEST(DdpGptTraining, AdamWClippingAndScheduleMatchOneProcess) {
+  for (const char* mode : {"bucketed", "sharded"})
+    for (int world : {2, 3}) {
+      SCOPED_TRACE(str(mode, " on ", world, " ranks"));
+      train::TrainConfig cfg = ddp_config("gpt", mode, 0.001);
+      cfg.optim = {.name = "adamw", .lr = 3e-3f, .weight_decay = 0.1f, .grad_clip = 0.5f};
+      cfg.warmup_steps = 2;
+      cfg.lr_min = 3e-4f;
+      cfg.steps = kSteps;
+      cfg.accumulate = 2;
+      const auto ranks = train_ranks(cfg, world, comm::TransportKind::kTcp, kSteps);
+      expect_identical_across_ranks(ranks);
+      expect_close(ranks[0], train_single(cfg, kSteps), 1e-4, mode);
+    }
+}
 
 // no_sync: K micro-batches accumulated locally, synchronised once, equal one
 // process stepping on a K-times larger batch.

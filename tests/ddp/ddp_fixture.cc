@@ -86,8 +86,22 @@ train::TrainConfig cnn_config() {
   return c;
 }
 
+train::TrainConfig gpt_config() {
+  train::TrainConfig c = mlp_config();
+  c.data.spec = "synthetic-tokens";
+  c.model.kind = "gpt";
+  c.model.classes = 11;  // the synthetic vocabulary
+  c.model.layers = 2;
+  c.model.heads = 2;
+  c.model.embd = 8;
+  c.model.block = 8;
+  return c;
+}
+
 train::TrainConfig ddp_config(const std::string& model, const std::string& mode, double bucket_mb) {
-  train::TrainConfig c = model == "cnn" ? cnn_config() : mlp_config();
+  train::TrainConfig c = model == "cnn"   ? cnn_config()
+                         : model == "gpt" ? gpt_config()
+                                          : mlp_config();
   c.dist.ddp = mode;
   c.dist.bucket_mb = bucket_mb;
   c.dist.first_bucket_mb = bucket_mb;

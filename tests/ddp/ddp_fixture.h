@@ -21,7 +21,9 @@ std::string tiny_image_dataset();
 train::TrainConfig
 mlp_config();  // synthetic classification, FullMLP width 12 depth 3, SGD + momentum
 train::TrainConfig cnn_config();  // tiny IDX images, CNN channels {3, 4}, hidden 10
-// mlp_config() or cnn_config() (model "mlp" or "cnn") synchronised by `mode`
+// synthetic tokens (vocabulary 11, blocks of 8), a GPT of 2 layers, 2 heads, 8 features
+train::TrainConfig gpt_config();
+// mlp_config(), cnn_config() or gpt_config() (model "mlp", "cnn" or "gpt") synchronised by `mode`
 // (naive | hooked | bucketed | sharded), every bucket, the first too, capped at bucket_mb.
 train::TrainConfig ddp_config(const std::string& model, const std::string& mode, double bucket_mb);
 

@@ -446,6 +446,8 @@ TEST(Analysis, LoadRunReadsTheLogAndJobJson) {
   EXPECT_EQ(run.config.global_batch, 128);
   const Analysis a = analyze(run, {});
   EXPECT_GT(a.samples_per_s, 0);
+  EXPECT_EQ(a.tokens_per_s, 0);  // records without tokens: not a language model
+  EXPECT_TRUE(to_json(a)["tokens_per_s"].is_null());
   EXPECT_EQ(to_json(a)["config"]["compress"], "fp16");
   std::ofstream(dir / "job.json")
       << R"({"world_size": 2, "config": {"dist": {"transport": "shm"}}})";

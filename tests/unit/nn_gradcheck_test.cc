@@ -340,7 +340,7 @@ nn::ModelConfig tiny_cnn_config() {
 
 // Runs forward/backward once with a recording hook and checks: each parameter fires
 // exactly once, in the reverse of parameters() order, with its final gradient.
-void check_hooks(nn::Sequential& model, const Tensor& x, int64_t classes) {
+void check_hooks(nn::Module& model, const Tensor& x, int64_t classes) {
   std::vector<HookEvent> events;
   model.set_grad_ready_hook([&](Parameter& p) { events.push_back({&p, p.grad.to_vector()}); });
   Rng rng(600);

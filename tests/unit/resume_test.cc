@@ -112,6 +112,75 @@ std::string error_of(const std::function<void()>& f) {
   return "(no error)";
 }
 
+// The GPT with everything that carries state across steps: AdamW's moments,
+// the schedule's position (warm-up, then cosine decay), clipping, dropout's
+// per-step masks, accumulation; and fp16's loss scaler.
+TrainConfig gpt_config(const std::string& precision) {
+  TrainConfig c;
+  c.model = {.kind = "gpt",
+             .classes = 9,
+             .layers = 2,
+             .heads = 2,
+             .embd = 16,
+             .block = 8,
+             .dropout = 0.1f};
+  c.data = {.spec = "synthetic-tokens", .synthetic_size = 64};
+  c.optim = {.name = "adamw", .lr = 3e-3f, .weight_decay = 0.1f, .grad_clip = 0.5f};
+  c.warmup_steps = 2;
+  c.lr_min = 3e-4f;
+  c.batch = 4;
+  c.accumulate = 2;
+  c.steps = 6;
+  c.eval = false;
+  c.precision = precision;
+  return c;
+}
+
+class GptResume : public ResumeTest, public ::testing::WithParamInterface<std::string> {};
+
+TEST_P(GptResume, HalfThenTheRestIsBitwiseTheWholeRun) {
+  const TrainConfig cfg = gpt_config(GetParam());
+  Trainer straight(cfg);
+  for (int64_t i = 0; i < cfg.steps; ++i) straight.step();
+  Trainer first_half(cfg);
+  for (int64_t i = 0; i < cfg.steps / 2; ++i) first_half.step();
+  const std::string file = (dir_ / "gpt.safetensors").string();
+  first_half.save_checkpoint(file);
+  TrainConfig again = cfg;
+  again.resume = file;
+  Trainer resumed(again);
+  while (resumed.steps_done() < cfg.steps) resumed.step();
+  EXPECT_EQ(everything(resumed), everything(straight));
+  // Not vacuous: dropout and the schedule change the result when changed.
+  TrainConfig other = cfg;
+  other.seed = 43;
+  Trainer differently(other);
+  for (int64_t i = 0; i < cfg.steps; ++i) differently.step();
+  EXPECT_NE(everything(differently), everything(straight));
+}
+
+INSTANTIATE_TEST_SUITE_P(Precisions, GptResume, ::testing::Values("fp32", "bf16", "fp16"));
+
+// A GPT checkpoint records how to rebuild the model (nanoGPT's config, the
+// tied head) and refuses a resume with another architecture.
+TEST_F(ResumeTest, GptCheckpointDescribesTheModelAndRefusesAnotherShape) {
+  const TrainConfig cfg = gpt_config("fp32");
+  Trainer t(cfg);
+  t.step();
+  const std::string file = (dir_ / "gpt.safetensors").string();
+  t.save_checkpoint(file);
+  const Checkpoint c = read_checkpoint(file);
+  const std::string model = c.model.metadata.at("model");
+  for (const char* piece : {"\"type\":\"GPT\"", "\"n_layer\":2", "\"n_embd\":16",
+                            "\"vocab_size\":9", "\"block_size\":8", "\"lm_head.weight\""})
+    EXPECT_NE(model.find(piece), std::string::npos) << piece << " in " << model;
+  TrainConfig wider = cfg;
+  wider.model.embd = 32;
+  wider.resume = file;
+  const std::string e = error_of([&] { Trainer x(wider); });
+  EXPECT_NE(e.find("--embd 16 there, 32 here"), std::string::npos) << e;
+}
+
 TEST_F(ResumeTest, AnotherJobIsRefusedWithEveryDifference) {
   const TrainConfig cfg = config("mlp", "sgd");
   Trainer t(cfg);

@@ -8,19 +8,7 @@
 #include <limits>
 
 #include "core/common/half_convert.h"
-
-// Note [Kernel clones]: the portable build targets baseline x86-64 (SSE2),
-// so each element-wise loop is also compiled for AVX2 and the CPU picks the
-// clone at load time (GCC target_clones, an ifunc). The clones compute the
-// same values: the loops are element-wise (no reassociation) and AVX2 alone
-// does not contract a*b+c into FMA. Off under the sanitizers: their runtimes
-// are not ready when ifunc resolvers run at load time (TSan crashes).
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
-    !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
-#define MDDP_VECTOR_KERNEL __attribute__((target_clones("avx2", "default")))
-#else
-#define MDDP_VECTOR_KERNEL
-#endif
+#include "core/tensor/cpu/vectorize.h"  // MDDP_VECTOR_KERNEL: Note [Kernel clones]
 
 namespace mddp::tensor::cpu {
 
@@ -218,6 +206,30 @@ MDDP_VECTOR_KERNEL void adam_update(float* p, const float* g, float* m, float* v
     v[i] = beta2 * v[i] + (1.0f - beta2) * gi * gi;
     p[i] -= step_size * m[i] / (std::sqrt(v[i]) * inv_sqrt_bc2 + eps);
   }
+}
+
+// PyTorch's AdamW: the decay shrinks the weight directly (decoupled), it
+// never enters the moments; the rest is adam_update with no L2 term.
+MDDP_VECTOR_KERNEL void adamw_update(float* p, const float* g, float* m, float* v, int64_t n,
+                                     float lr, float beta1, float beta2, float eps,
+                                     float weight_decay, int64_t step) {
+  const float bc1 = 1.0f - std::pow(beta1, static_cast<float>(step));
+  const float bc2 = 1.0f - std::pow(beta2, static_cast<float>(step));
+  const float step_size = lr / bc1;
+  const float inv_sqrt_bc2 = 1.0f / std::sqrt(bc2);
+  const float shrink = 1.0f - lr * weight_decay;
+  for (int64_t i = 0; i < n; ++i) {
+    m[i] = beta1 * m[i] + (1.0f - beta1) * g[i];
+    v[i] = beta2 * v[i] + (1.0f - beta2) * g[i] * g[i];
+    p[i] = p[i] * shrink - step_size * m[i] / (std::sqrt(v[i]) * inv_sqrt_bc2 + eps);
+  }
+}
+
+// In double, in index order: the same sum whatever the thread count.
+double sum_squares(const float* x, int64_t n) {
+  double s = 0.0;
+  for (int64_t i = 0; i < n; ++i) s += static_cast<double>(x[i]) * x[i];
+  return s;
 }
 
 void fill(float* x, int64_t n, float value) {

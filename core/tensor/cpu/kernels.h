@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/common/half.h"
+#include "core/tensor/head_dims.h"
 
 namespace mddp::tensor::cpu {
 
@@ -52,6 +53,26 @@ void sgd_update(float* p, const float* g, float* buf, int64_t n, float lr, float
                 float weight_decay, bool first_step);
 void adam_update(float* p, const float* g, float* m, float* v, int64_t n, float lr, float beta1,
                  float beta2, float eps, float weight_decay, int64_t step);
+void adamw_update(float* p, const float* g, float* m, float* v, int64_t n, float lr, float beta1,
+                  float beta2, float eps, float weight_decay, int64_t step);
+double sum_squares(const float* x, int64_t n);
+
+// The GPT's kernels (transformer.cc). x [N, C] rows for the embedding and LayerNorm.
+void embedding_forward(const float* ids, const float* table, int64_t n, int64_t c, float* y);
+void embedding_backward(const float* ids, const float* dy, int64_t n, int64_t c, float* dtable);
+void layernorm_forward(const float* x, const float* w, const float* b, int64_t n, int64_t c,
+                       float eps, float* y, float* mean, float* rstd);
+void layernorm_backward(const float* x, const float* w, const float* mean, const float* rstd,
+                        const float* dy, int64_t n, int64_t c, float* dx, float* dw, float* db);
+void gelu_forward(const float* x, float* y, int64_t n);
+void gelu_backward(const float* x, const float* dy, float* dx, int64_t n);
+void split_heads(const float* x, const HeadDims& d, float* heads);
+void merge_heads(const float* heads, const HeadDims& d, float* x);
+// n matrices of [t, t].
+void causal_softmax_forward(const float* scores, int64_t n, int64_t t, float* probs);
+void causal_softmax_backward(const float* probs, const float* dprobs, int64_t n, int64_t t,
+                             float* dscores);
+void dropout(const float* x, int64_t n, float p, uint64_t seed, float* y);
 
 void fill(float* x, int64_t n, float value);
 void scale(float* x, int64_t n, float alpha);

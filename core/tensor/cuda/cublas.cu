@@ -39,6 +39,8 @@ Cublas load() {
   bind(lib, c.set_math_mode, "cublasSetMathMode");
   bind(lib, c.sgemm, "cublasSgemm_v2");
   bind(lib, c.gemm_ex, "cublasGemmEx");
+  bind(lib, c.sgemm_strided_batched, "cublasSgemmStridedBatched");
+  bind(lib, c.gemm_strided_batched_ex, "cublasGemmStridedBatchedEx");
   bind(lib, c.status_string, "cublasGetStatusString");
   return c;
 }

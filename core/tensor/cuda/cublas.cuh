@@ -20,6 +20,14 @@ struct Cublas {
                             const void*, const void*, cudaDataType, int, const void*, cudaDataType,
                             int, const void*, void*, cudaDataType, int, cublasComputeType_t,
                             cublasGemmAlgo_t) = nullptr;
+  // The GPT's attention (gemm_batched): one call for every head's product.
+  decltype(&cublasSgemmStridedBatched) sgemm_strided_batched = nullptr;
+  cublasStatus_t (*gemm_strided_batched_ex)(cublasHandle_t, cublasOperation_t, cublasOperation_t,
+                                            int, int, int, const void*, const void*, cudaDataType,
+                                            int, long long, const void*, cudaDataType, int,
+                                            long long, const void*, void*, cudaDataType, int,
+                                            long long, int, cublasComputeType_t,
+                                            cublasGemmAlgo_t) = nullptr;
   decltype(&cublasGetStatusString) status_string = nullptr;
 };
 

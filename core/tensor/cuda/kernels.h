@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "core/tensor/conv_loops.h"
+#include "core/tensor/head_dims.h"
 #include "core/tensor/precision.h"
 
 namespace mddp::tensor::cuda {
@@ -60,5 +61,31 @@ void sgd_update(int device, float* p, const float* g, float* buf, int64_t n, flo
                 float momentum, float weight_decay, bool first_step);
 void adam_update(int device, float* p, const float* g, float* m, float* v, int64_t n, float lr,
                  float beta1, float beta2, float eps, float weight_decay, int64_t step);
+void adamw_update(int device, float* p, const float* g, float* m, float* v, int64_t n, float lr,
+                  float beta1, float beta2, float eps, float weight_decay, int64_t step);
+// out[0] += sum of x[i]^2 (out: device memory, one float).
+void sum_squares(int device, const float* x, int64_t n, float* out);
+
+// The GPT's ops (transformer.cu, attention.cu): ops.h's, row-major like the CPU's.
+void gemm_batched(int device, Precision precision, bool trans_a, bool trans_b, int64_t batch,
+                  int64_t m, int64_t n, int64_t k, float alpha, const float* a, const float* b,
+                  float beta, float* c);
+void embedding_forward(int device, const float* ids, const float* table, int64_t n, int64_t c,
+                       int64_t vocab, float* y);
+void embedding_backward(int device, const float* ids, const float* dy, int64_t n, int64_t c,
+                        int64_t vocab, float* dtable);
+void layernorm_forward(int device, const float* x, const float* w, const float* b, int64_t n,
+                       int64_t c, float eps, float* y, float* mean, float* rstd);
+void layernorm_backward(int device, const float* x, const float* w, const float* mean,
+                        const float* rstd, const float* dy, int64_t n, int64_t c, float* dx,
+                        float* dw, float* db);
+void gelu_forward(int device, const float* x, float* y, int64_t n);
+void gelu_backward(int device, const float* x, const float* dy, float* dx, int64_t n);
+void split_heads(int device, const float* x, const HeadDims& d, float* heads);
+void merge_heads(int device, const float* heads, const HeadDims& d, float* x);
+void causal_softmax_forward(int device, const float* scores, int64_t n, int64_t t, float* probs);
+void causal_softmax_backward(int device, const float* probs, const float* dprobs, int64_t n,
+                             int64_t t, float* dscores);
+void dropout(int device, const float* x, int64_t n, float p, uint64_t seed, float* y);
 
 }  // namespace mddp::tensor::cuda

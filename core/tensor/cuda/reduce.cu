@@ -34,6 +34,14 @@ __global__ void mse_kernel(const float* pred, const float* target, int64_t n, Sc
   if (threadIdx.x == 0) out->sum = s;
 }
 
+// One block: out[0] += the sum of squares, in double (gradient clipping's norm).
+__global__ void sum_squares_kernel(const float* x, int64_t n, float* out) {
+  double s = 0.0;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) s += static_cast<double>(x[i]) * x[i];
+  s = block_reduce(s, Sum{});
+  if (threadIdx.x == 0) out[0] += static_cast<float>(s);
+}
+
 }  // namespace
 
 void bias_grad(int device, const float* dy, float* dbias, int64_t n, int64_t c, int64_t inner) {
@@ -50,6 +58,12 @@ float mse_forward(int device, const float* pred, const float* target, int64_t n)
   mse_kernel<<<1, kLossThreads, 0, ctx.stream>>>(pred, target, n, ctx.scalars);
   MDDP_CUDA_CHECK_LAUNCH("mse_kernel");
   return static_cast<float>(read_scalars(ctx).sum / static_cast<double>(n));
+}
+
+void sum_squares(int device, const float* x, int64_t n, float* out) {
+  const Context& ctx = context(device);
+  sum_squares_kernel<<<1, kLossThreads, 0, ctx.stream>>>(x, n, out);
+  MDDP_CUDA_CHECK_LAUNCH("sum_squares_kernel");
 }
 
 }  // namespace mddp::tensor::cuda
