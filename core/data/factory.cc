@@ -7,8 +7,8 @@
 #include "core/data/idx_dataset.h"
 #include "core/data/seeds.h"
 #include "core/data/synthetic.h"
-#include "core/data/text_dataset.h"
 #include "core/data/synthetic_tokens.h"
+#include "core/data/text_dataset.h"
 
 namespace mddp::data {
 namespace {

@@ -32,9 +32,7 @@ std::string pangrams(bool upper_z) {
 
 TrainConfig text_config(const std::string& file) {
   TrainConfig c;
-  c.model.kind = "mlp";
-  c.model.width = 8;
-  c.model.classes = 28;
+  c.model = {.kind = "gpt", .layers = 1, .heads = 1, .embd = 8, .block = 4};
   c.data.spec = "text:" + file;
   c.data.block = 4;
   c.batch = 8;
@@ -128,7 +126,7 @@ TEST_F(VocabularyCheck, TheBlockIsPartOfATextJob) {
   const std::string file = (dir_ / "a.safetensors").string();
   t.save_checkpoint(file);
   TrainConfig longer = text_config(corpus);
-  longer.data.block = 8;
+  longer.model.block = longer.data.block = 8;
   longer.resume = file;
   const std::string e = refusal_of([&] { Trainer x(longer); });
   EXPECT_NE(e.find("--block 4 there, 8 here"), std::string::npos) << e;
