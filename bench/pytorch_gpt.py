@@ -230,8 +230,7 @@ def evaluate(a):
 
     torch.set_num_threads(1)
     val = gpt_model.CharText(a.quality, a.block, split="validation")
-    stride = len(val) // EVAL_WINDOWS
-    windows = [i * stride for i in range(EVAL_WINDOWS)]
+    windows = list(range(0, len(val), max(1, len(val) // EVAL_WINDOWS)))[:EVAL_WINDOWS]
     out = {}
     for path in a.evaluate:
         w, _ = reference.read_safetensors(path)
