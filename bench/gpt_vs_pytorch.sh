@@ -202,13 +202,15 @@ if os.path.exists(ev):
         run = "torch_1" if "/torch_1/" in path else "mddp_2" if "/mddp_2/" in path else "mddp_1"
         losses.setdefault(run, {})[int(re.search(r"step-(\d+)", path)[1])] = loss
     L += ["", f"## Quality: {steps} steps of 4x4x128 on `text:{corpus}`", "",
-          "Validation loss (nats per token) on the same 1000 windows of 64 tokens of the validation split, every "
+          "Validation loss (nats per token) on the same windows of 64 tokens (up to 1000, evenly spaced) of the "
+          "validation split, every "
           "checkpoint evaluated by `pytorch_gpt.py --evaluate`; the same initial weights and batches on every side.", "",
           "| step | PyTorch 1 process | microddp 1 process | microddp 2-rank DDP | microddp / PyTorch | 2 ranks / 1 |",
           "|---|---|---|---|---|---|"]
     for s in sorted(losses.get("torch_1", {}) or losses.get("mddp_1", {})):
         t, m1, m2 = (losses.get(k, {}).get(s) for k in ("torch_1", "mddp_1", "mddp_2"))
-        L.append(f"| {s} | {fmt(t)} | {fmt(m1)} | {fmt(m2)} | {f'{m1 / t:.4f}' if m1 and t else '—'} | "
-                 f"{f'{m2 / m1:.4f}' if m1 and m2 else '—'} |")
+        six = lambda x: f"{x:.6f}" if x else "—"
+        L.append(f"| {s} | {six(t)} | {six(m1)} | {six(m2)} | {six(m1 / t if m1 and t else None)} | "
+                 f"{six(m2 / m1 if m1 and m2 else None)} |")
 summary.emit(L, out)
 EOF

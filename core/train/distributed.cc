@@ -12,6 +12,7 @@
 #include "core/common/timer.h"
 #include "core/ddp/sharded_sync.h"
 #include "core/tensor/device.h"
+#include "core/tensor/ops.h"
 #include "core/train/mixed_precision.h"
 #include "core/train/sharded_optimizer.h"
 
