@@ -107,9 +107,9 @@ fi
 if (( quality )); then
   q=$work/quality
   mkdir -p "$q"
-  common=(--layers 4 --heads 4 --embd 128 --block $block --seed 1337)
+  common=(--layers 4 --heads 4 --embd 128 --block "$block" --seed 1337)
   "$PY" "$TORCH_SCRIPT" --quality "$corpus" --write-init "$q/init.safetensors" "${common[@]}"
-  mflags=(--model gpt --dataset "text:$corpus" --layers 4 --heads 4 --embd 128 --block $block --batch $batch
+  mflags=(--model gpt --dataset "text:$corpus" --layers 4 --heads 4 --embd 128 --block "$block" --batch "$batch"
           --steps "$steps" --seed 1337 --no-eval --threads 1 --init-from "$q/init.safetensors"
           --checkpoint-every 200 --keep-checkpoints 0)
   echo "quality: $steps steps of the 4x4x128 GPT on $corpus"
