@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/common/check.h"
+#include "core/common/test_mutation.h"
 #include "core/tensor/ops.h"
 
 namespace mddp::nn {
@@ -164,12 +165,20 @@ const Tensor& Gpt::backward(const Tensor& dlogits, bool) {
   ensure_shape(dhidden_, hidden_rows_.shape(), dlogits.device());
   ops::gemm(false, false, 1.0f, dlogits, wte_.weight.value, 0.0f, dhidden_);
   ops::gemm(true, false, 1.0f, dlogits, hidden_rows_, 1.0f, wte_.weight.grad);
+  // The planted bug tied_grad_first_contribution (core/common/test_mutation.h):
+  // the hook fires now, with the head's share alone, and not after the embedding's.
+  const bool early_tied_hook = test_mutation("tied_grad_first_contribution");
+  if (early_tied_hook) {
+    grad_ready(wte_.weight);
+    wte_.set_grad_ready_hook({});
+  }
   dhidden_3d_ = dhidden_.reshape(x_.shape());
   const Tensor* g = &ln_f_.backward(dhidden_3d_, true);
   for (std::size_t i = blocks_.size(); i-- > 0;) g = &blocks_[i]->backward(*g, true);
   dx_rows_ = drop_.backward(*g, true).reshape({x_.dim(0) * x_.dim(1), cfg_.embd});
   wpe_.backward(dx_rows_, false);
   wte_.backward(dx_rows_, false);  // the embedding's share: now wte's hook fires
+  if (early_tied_hook) wte_.set_grad_ready_hook(hook_);
   return none_;
 }
 

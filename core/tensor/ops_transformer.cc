@@ -1,6 +1,7 @@
 // The GPT's ops (ops.h "the GPT's ops"): shape and device checks, then the
 // backend, as in ops.cc.
 #include "core/common/check.h"
+#include "core/common/test_mutation.h"
 #include "core/tensor/cpu/kernels.h"
 #include "core/tensor/cuda/kernels.h"  // declarations only: no CUDA headers
 #include "core/tensor/op_dispatch.h"
@@ -22,6 +23,12 @@ void check_ids_cpu(const Tensor& ids, int64_t vocab) {
     MDDP_CHECK(v[i] >= 0 && v[i] < static_cast<float>(vocab) &&
                    v[i] == static_cast<float>(static_cast<int64_t>(v[i])),
                "token id ", v[i], " at position ", i, " is not below the vocabulary size ", vocab);
+}
+
+// How many later positions each row of the causal softmax sees: 0, or 1
+// under the planted bug causal_mask_off_by_one (CPU only).
+int64_t causal_mask_lookahead() {
+  return test_mutation("causal_mask_off_by_one") ? 1 : 0;
 }
 
 void check_rows(const char* op, const Tensor& x, int64_t n, int64_t c) {
@@ -187,7 +194,7 @@ void causal_softmax_forward(const Tensor& scores, Tensor& probs) {
       cuda::causal_softmax_forward(dev.index, scores.data(), n, t, probs.data());
     return;
   }
-  cpu::causal_softmax_forward(scores.data(), n, t, probs.data());
+  cpu::causal_softmax_forward(scores.data(), n, t, probs.data(), causal_mask_lookahead());
 }
 
 void causal_softmax_backward(const Tensor& probs, const Tensor& dprobs, Tensor& dscores) {
@@ -201,7 +208,8 @@ void causal_softmax_backward(const Tensor& probs, const Tensor& dprobs, Tensor& 
       cuda::causal_softmax_backward(dev.index, probs.data(), dprobs.data(), n, t, dscores.data());
     return;
   }
-  cpu::causal_softmax_backward(probs.data(), dprobs.data(), n, t, dscores.data());
+  cpu::causal_softmax_backward(probs.data(), dprobs.data(), n, t, dscores.data(),
+                               causal_mask_lookahead());
 }
 
 void dropout(const Tensor& x, float p, uint64_t seed, Tensor& y) {

@@ -3,13 +3,16 @@
 #include <malloc.h>
 
 #include <bit>
+#include <cmath>
 #include <cstring>
 #include <iterator>
 
 #include "core/comm/gloo/gloo.h"
+#include "core/common/test_mutation.h"
 #include "core/common/timer.h"
 #include "core/ddp/sharded_sync.h"
 #include "core/tensor/device.h"
+#include "core/tensor/ops.h"
 #include "core/train/mixed_precision.h"
 #include "core/train/sharded_optimizer.h"
 
@@ -76,6 +79,27 @@ StepTimes phases_of(const std::vector<comm::nccl::PhaseMark>& marks) {
   return t;
 }
 
+// The planted bug clip_before_allreduce (core/common/test_mutation.h): each
+// rank clips its own local gradient, and DDP then averages the clipped
+// gradients. So backward does not synchronise; after it, the local clip,
+// then every gradient's hook in the order backward fires them (reverse
+// registration), and DDP's wait.
+void plant_local_clipping(StepHooks& h, ddp::DistributedDataParallel& ddp, nn::Module& model,
+                          float max_norm) {
+  h.before_backward = [&ddp](bool) { ddp.before_backward(false); };
+  h.after_backward = [&ddp, &model, max_norm] {
+    const std::vector<nn::Parameter*> params = model.parameters();
+    tensor::Tensor squares = tensor::Tensor::zeros({1}, params.front()->grad.device());
+    for (nn::Parameter* p : params) tensor::sum_squares(p->grad, squares);
+    const float norm = std::sqrt(squares.to_vector()[0]);
+    if (norm > max_norm)
+      for (nn::Parameter* p : params) tensor::scale(p->grad, max_norm / (norm + 1e-6f));
+    ddp.before_backward(true);
+    for (auto it = params.rbegin(); it != params.rend(); ++it) ddp.grad_sync().on_grad_ready(**it);
+    ddp.after_backward();
+  };
+}
+
 }  // namespace
 
 DistributedTrainer::DistributedTrainer(const TrainConfig& cfg,
@@ -105,6 +129,8 @@ DistributedTrainer::DistributedTrainer(const TrainConfig& cfg,
   }
   h.step.before_backward = [this](bool last) { ddp_->before_backward(last); };
   h.step.after_backward = [this] { ddp_->after_backward(); };
+  if (test_mutation("clip_before_allreduce") && cfg.optim.grad_clip > 0.0f)
+    plant_local_clipping(h.step, *ddp_, trainer_.model(), cfg.optim.grad_clip);
   h.step.after_optimizer = [this](int64_t step) { ddp_->after_optimizer(step); };
   if (timeline_) {
     // On a GPU the host only queues kernels, so host clocks would time the

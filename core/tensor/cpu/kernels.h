@@ -68,10 +68,12 @@ void gelu_forward(const float* x, float* y, int64_t n);
 void gelu_backward(const float* x, const float* dy, float* dx, int64_t n);
 void split_heads(const float* x, const HeadDims& d, float* heads);
 void merge_heads(const float* heads, const HeadDims& d, float* x);
-// n matrices of [t, t].
-void causal_softmax_forward(const float* scores, int64_t n, int64_t t, float* probs);
+// n matrices of [t, t]. Row i sees columns 0..i + ahead: ahead is 0 (causal)
+// but for the planted bug causal_mask_off_by_one (core/common/test_mutation.h).
+void causal_softmax_forward(const float* scores, int64_t n, int64_t t, float* probs,
+                            int64_t ahead = 0);
 void causal_softmax_backward(const float* probs, const float* dprobs, int64_t n, int64_t t,
-                             float* dscores);
+                             float* dscores, int64_t ahead = 0);
 void dropout(const float* x, int64_t n, float p, uint64_t seed, float* y);
 
 void fill(float* x, int64_t n, float value);

@@ -141,10 +141,11 @@ void merge_heads(const float* heads, const HeadDims& d, float* x) {
 
 // Row i of each [T, T] matrix: the softmax of its first i + 1 scores; the
 // masked rest is exactly 0. In place is fine: s[j] is read before p[j] is written.
-void causal_softmax_forward(const float* scores, int64_t n, int64_t t, float* probs) {
+void causal_softmax_forward(const float* scores, int64_t n, int64_t t, float* probs,
+                            int64_t ahead) {
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < n * t; ++r) {
-    const int64_t i = r % t;
+    const int64_t i = std::min(r % t + ahead, t - 1);  // the last column the row sees
     const float* s = scores + r * t;
     float* p = probs + r * t;
     float mx = s[0];
@@ -159,10 +160,10 @@ void causal_softmax_forward(const float* scores, int64_t n, int64_t t, float* pr
 
 // ds = p (dp - sum_j p dp) on the unmasked part; 0 on the masked one.
 void causal_softmax_backward(const float* probs, const float* dprobs, int64_t n, int64_t t,
-                             float* dscores) {
+                             float* dscores, int64_t ahead) {
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < n * t; ++r) {
-    const int64_t i = r % t;
+    const int64_t i = std::min(r % t + ahead, t - 1);
     const float *p = probs + r * t, *dp = dprobs + r * t;
     float* ds = dscores + r * t;
     float dot = 0.0f;
