@@ -50,7 +50,8 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "tests", "pytorch"))
+# gpt_model.py: tests/pytorch in the repository, beside this file in a release.
+sys.path[:0] = [os.path.join(HERE, "..", "tests", "pytorch"), HERE]
 
 
 def parse_args(argv=None):
@@ -67,6 +68,8 @@ def parse_args(argv=None):
     p.add_argument("--warmup", type=int, default=3, help="untimed steps first")
     p.add_argument("--iters", type=int, default=10, help="timed steps")
     p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--device", default="cpu", help="cpu or cuda (throughput, one rank: the GPU check)")
+    p.add_argument("--precision", default="fp32", choices=["fp32", "bf16"], help="bf16: autocast on cuda")
     p.add_argument("--json", default="", help="also write the result to this file")
     p.add_argument("--quality", default="", metavar="TEXT_PATH", help="train on this corpus instead (see above)")
     p.add_argument("--steps", type=int, default=2000, help="--quality: optimiser steps")
@@ -82,6 +85,8 @@ def parse_args(argv=None):
         p.error("--batch must be divisible by --ranks")
     if a.iters < 1 or a.warmup < 0:
         p.error("--iters must be >= 1 and --warmup >= 0")
+    if a.device != "cpu" and a.ranks != 1:
+        p.error("--device cuda runs one rank")
     return a
 
 
@@ -95,25 +100,32 @@ def run_rank(a, rank, world):
     torch.manual_seed(a.seed)  # the same initial weights on every rank (DDP broadcasts anyway)
     if world > 1:
         dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{a._port}", rank=rank, world_size=world)
-    model = gpt_model.GPT(gpt_model.GPTConfig(a.vocab, a.block, a.layers, a.heads, a.embd))
+    dev = torch.device(a.device)
+    model = gpt_model.GPT(gpt_model.GPTConfig(a.vocab, a.block, a.layers, a.heads, a.embd)).to(dev)
     net = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=a.bucket_mb) if world > 1 else model
     opt = gpt_model.adamw(model, a.lr)
     local = a.batch // world
     g = torch.Generator().manual_seed(a.seed + 1 + rank)
     phases = {"forward_ms": 0.0, "backward_ms": 0.0, "optimizer_ms": 0.0}
 
+    def now():  # a GPU's phases end when its queued kernels have run
+        if dev.type == "cuda":
+            torch.cuda.synchronize()
+        return time.perf_counter()
+
     def step(timed):
-        x = torch.randint(a.vocab, (local, a.block), generator=g)
-        y = torch.randint(a.vocab, (local, a.block), generator=g)
-        t0 = time.perf_counter()
+        x = torch.randint(a.vocab, (local, a.block), generator=g).to(dev)
+        y = torch.randint(a.vocab, (local, a.block), generator=g).to(dev)
+        t0 = now()
         opt.zero_grad(set_to_none=False)
-        _, loss = net(x, y)
-        t1 = time.perf_counter()
+        with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=a.precision == "bf16"):
+            _, loss = net(x, y)
+        t1 = now()
         loss.backward()  # under DDP this includes the gradient all-reduce
-        t2 = time.perf_counter()
+        t2 = now()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
-        t3 = time.perf_counter()
+        t3 = now()
         if timed:
             phases["forward_ms"] += (t1 - t0) * 1e3
             phases["backward_ms"] += (t2 - t1) * 1e3
@@ -123,12 +135,12 @@ def run_rank(a, rank, world):
         step(False)
     if world > 1:
         dist.barrier()
-    t0 = time.perf_counter()
+    t0 = now()
     for _ in range(a.iters):
         step(True)
     if world > 1:
         dist.barrier()
-    wall = time.perf_counter() - t0
+    wall = now() - t0
     res = {"rank": rank, "wall_s": wall, "phases_ms": {k: v / a.iters for k, v in phases.items()},
            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,  # KiB on Linux
            "parameters": sum(p.numel() for p in model.parameters())}
