@@ -1,4 +1,5 @@
-// coordinator_load: the coordinator under thousands of light workers (not a test).
+// coordinator_load: the coordinator under thousands of light workers (not a
+// test).
 //
 // Starts an in-process Coordinator on 127.0.0.1:0 (world size --workers, run
 // dir in a fresh temp dir) and simulates the workers as gRPC callback-API
@@ -20,7 +21,8 @@
 // share it). Exit status 0 only when every check is OK. Coordinator logs
 // below error level are shown only with --verbose.
 //
-//   coordinator_load [--workers 1000] [--steps 100] [--batch 10] [--heartbeats 3]
+//   coordinator_load [--workers 1000] [--steps 100] [--batch 10] [--heartbeats
+//   3]
 //                    [--channels 4] [--json FILE] [--keep] [--verbose]
 #include <grpcpp/grpcpp.h>
 #include <spdlog/spdlog.h>
@@ -76,7 +78,8 @@ struct Options {
 
 [[noreturn]] void usage(const char* argv0) {
   std::fprintf(stderr,
-               "usage: %s [--workers N] [--steps N] [--batch N] [--heartbeats N] [--channels N] "
+               "usage: %s [--workers N] [--steps N] [--batch N] [--heartbeats "
+               "N] [--channels N] "
                "[--json FILE] [--keep] [--verbose]\n",
                argv0);
   std::exit(2);
@@ -352,7 +355,8 @@ void Stream::OnDone(const grpc::Status& s) {
   w_.sh.streams_done->count_down();
 }
 
-// Reads metrics.jsonl: step lines, event lines, distinct (rank, step) pairs, parse errors.
+// Reads metrics.jsonl: step lines, event lines, distinct (rank, step) pairs,
+// parse errors.
 struct FileCheck {
   int64_t lines = 0;
   int64_t events = 0;
@@ -390,20 +394,36 @@ double peak_rss_mib() {
   return 0;
 }
 
-}  // namespace
+int error_count(Errors& errors) {
+  std::lock_guard lock(errors.mu);
+  return errors.count;
+}
 
-int main(int argc, char** argv) {
-  const Options opt = parse(argc, argv);
-  spdlog::set_level(opt.verbose ? spdlog::level::info : spdlog::level::err);
-  const int64_t expected = static_cast<int64_t>(opt.workers) * opt.steps;
+// Everything the report prints, gathered phase by phase.
+struct Results {
+  int64_t expected = 0;  // workers * steps records
+  double setup_s = 0;
+  int setup_errors = 0;  // calls failed by the end of the heartbeat phase
+  double beats_per_s = 0;
+  double ingest_s = 0;
+  int64_t ingested = 0;
+  FileCheck file;
+  std::string job_state = "?";
+  double rate = 0;
+  double rss_mib = 0;
+};
 
-  char tmpl[] = "/tmp/mddp-coordinator-load-XXXXXX";
-  if (::mkdtemp(tmpl) == nullptr) {
-    std::perror("mkdtemp");
-    return 1;
-  }
-  const fs::path run_dir = tmpl;
+// The checks that decide the exit status.
+struct Verdict {
+  bool setup = false;
+  bool rate = false;
+  bool lossless = false;
+  bool job = false;
+  bool all() const { return setup && rate && lossless && job; }
+};
 
+std::unique_ptr<mddp::coordinator::Coordinator> start_coordinator(const Options& opt,
+                                                                  const fs::path& run_dir) {
   mddp::coordinator::CoordinatorOptions copt;
   copt.host = "127.0.0.1";
   copt.port = 0;
@@ -413,173 +433,198 @@ int main(int argc, char** argv) {
   copt.job.heartbeat_timeout = std::chrono::minutes(10);  // a few heartbeats, then silence
   copt.job.rendezvous_timeout = std::chrono::minutes(2);
   copt.job.run_dir = run_dir;
-  auto coord = std::make_unique<mddp::coordinator::Coordinator>(copt);
-  const std::string addr = coord->address();
+  return std::make_unique<mddp::coordinator::Coordinator>(copt);
+}
 
-  Shared sh(opt);
+// --channels stubs, each on its own connection, and the workers spread over
+// them.
+std::vector<std::unique_ptr<Worker>> connect_workers(Shared& sh, const std::string& addr) {
+  const Options& opt = sh.opt;
   for (int i = 0; i < opt.channels; ++i) {
     grpc::ChannelArguments args;
-    args.SetInt("mddp.bench.channel", i);  // distinct args: a connection per channel
+    args.SetInt("mddp.bench.channel",
+                i);  // distinct args: a connection per channel
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
     sh.stubs.push_back(v1::Coordinator::NewStub(
         grpc::CreateCustomChannel(addr, grpc::InsecureChannelCredentials(), args)));
   }
-
   std::vector<std::unique_ptr<Worker>> workers;
   workers.reserve(static_cast<std::size_t>(opt.workers));
   for (int i = 0; i < opt.workers; ++i) {
     workers.push_back(
         std::make_unique<Worker>(sh, sh.stubs[static_cast<std::size_t>(i % opt.channels)].get()));
   }
+  return workers;
+}
 
-  // Phase 1: Join + Validate + Barrier "start", all workers.
-  std::latch setup_done(opt.workers);
+// Phase 1: Join + Validate + Barrier "start", all workers.
+void run_setup(Shared& sh, std::vector<std::unique_ptr<Worker>>& workers, Results& r) {
+  std::latch setup_done(sh.opt.workers);
   sh.setup_done = &setup_done;
-  const auto t_setup0 = Clock::now();
+  const auto t0 = Clock::now();
   for (auto& w : workers) w->join();
   setup_done.wait();
-  const auto t_setup1 = Clock::now();
-  const double setup_s = seconds_since(t_setup0, t_setup1);
-  int setup_errors = 0;
-  {
-    std::lock_guard lock(sh.errors.mu);
-    setup_errors = sh.errors.count;
+  r.setup_s = seconds_since(t0, Clock::now());
+  r.setup_errors = error_count(sh.errors);
+}
+
+// Phase 2: every worker's heartbeats, all workers beating at once.
+void run_heartbeats(Shared& sh, std::vector<std::unique_ptr<Worker>>& workers, Results& r) {
+  std::latch beats_done(sh.opt.workers);
+  sh.beats_done = &beats_done;
+  const auto t0 = Clock::now();
+  for (auto& w : workers) w->heartbeat();
+  beats_done.wait();
+  const double beats_s = seconds_since(t0, Clock::now());
+  r.setup_errors = error_count(sh.errors);
+  if (beats_s > 0)
+    r.beats_per_s = static_cast<double>(sh.opt.workers) * sh.opt.heartbeats / beats_s;
+}
+
+// Phase 3: one metrics stream per worker, timed from the first record sent
+// until the coordinator's log holds them all (or a call fails, or 120 s).
+void run_streams(Shared& sh, std::vector<std::unique_ptr<Worker>>& workers,
+                 mddp::coordinator::Coordinator& coord, Results& r) {
+  std::latch streams_done(sh.opt.workers);
+  sh.streams_done = &streams_done;
+  for (auto& w : workers) w->stream = std::make_unique<Stream>(*w);
+  for (auto& w : workers) w->stream->start();
+  const auto& log = coord.job().metrics_log();
+  const auto give_up = Clock::now() + std::chrono::seconds(120);
+  while (log.count() < static_cast<uint64_t>(r.expected) && Clock::now() < give_up) {
+    if (error_count(sh.errors) > 0) break;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
+  const auto t1 = Clock::now();
+  r.ingested = static_cast<int64_t>(log.count());
+  const Clock::time_point t0{Clock::duration(sh.first_send_ns.load())};
+  r.ingest_s = seconds_since(t0, t1);
+  streams_done.wait();
+}
 
-  // Phase 2: every worker's heartbeats.
-  double beats_s = 0;
-  if (setup_errors == 0) {
-    std::latch beats_done(opt.workers);
-    sh.beats_done = &beats_done;
-    const auto t_beats0 = Clock::now();
-    for (auto& w : workers) w->heartbeat();
-    beats_done.wait();
-    beats_s = seconds_since(t_beats0, Clock::now());
-    std::lock_guard lock(sh.errors.mu);
-    setup_errors = sh.errors.count;
+// Phase 4: every worker leaves ok; the job should then succeed.
+void run_leave(Shared& sh, std::vector<std::unique_ptr<Worker>>& workers,
+               mddp::coordinator::Coordinator& coord, Results& r) {
+  std::latch left(sh.opt.workers);
+  sh.left = &left;
+  for (auto& w : workers) w->leave();
+  left.wait();
+  if (!coord.wait_for(std::chrono::seconds(10))) {
+    r.job_state = "not over";
+    return;
   }
-  const double beats_per_s =
-      beats_s > 0 ? static_cast<double>(opt.workers) * opt.heartbeats / beats_s : 0;
+  const auto st = coord.job().status();
+  r.job_state = st.state == mddp::control::State::kSucceeded ? "succeeded" : "failed";
+  if (!st.failure().empty()) std::printf("job failure: %s\n", st.failure().c_str());
+}
 
-  // Phase 3: one metrics stream per worker.
-  double ingest_s = 0;
-  int64_t ingested = 0;
-  bool ingest_complete = false;
-  FileCheck fc;
-  std::string job_state = "?";
-  if (setup_errors == 0) {
-    std::latch streams_done(opt.workers);
-    sh.streams_done = &streams_done;
-    for (auto& w : workers) w->stream = std::make_unique<Stream>(*w);
-    for (auto& w : workers) w->stream->start();
-    const auto& log = coord->job().metrics_log();
-    const auto give_up = Clock::now() + std::chrono::seconds(120);
-    while (log.count() < static_cast<uint64_t>(expected) && Clock::now() < give_up) {
-      int errors = 0;
-      {
-        std::lock_guard lock(sh.errors.mu);
-        errors = sh.errors.count;
-      }
-      if (errors > 0) break;
-      std::this_thread::sleep_for(std::chrono::microseconds(200));
-    }
-    const auto t_ingest1 = Clock::now();
-    ingested = static_cast<int64_t>(log.count());
-    ingest_complete = ingested == expected;
-    const Clock::time_point t_ingest0{Clock::duration(sh.first_send_ns.load())};
-    ingest_s = seconds_since(t_ingest0, t_ingest1);
-    streams_done.wait();
+Verdict judge(const Results& r, Shared& sh) {
+  const int64_t acked = sh.acked.load();
+  return {.setup = r.setup_errors == 0 && r.setup_s < 5.0,
+          .rate = r.ingested == r.expected && r.rate >= 50000,
+          .lossless = r.file.lines == r.expected && r.file.distinct == r.expected &&
+                      r.file.bad == 0 && acked == r.expected,
+          .job = r.job_state == "succeeded" && sh.errors.count == 0};
+}
 
-    // Phase 4: Leave ok; the job should succeed.
-    std::latch left(opt.workers);
-    sh.left = &left;
-    for (auto& w : workers) w->leave();
-    left.wait();
-    if (coord->wait_for(std::chrono::seconds(10))) {
-      const auto st = coord->job().status();
-      job_state = st.state == mddp::control::State::kSucceeded ? "succeeded" : "failed";
-      if (!st.failure().empty()) std::printf("job failure: %s\n", st.failure().c_str());
-    } else {
-      job_state = "not over";
-    }
+void print_report(const Options& opt, const Results& r, const Verdict& v, Shared& sh) {
+  const auto ll = [](int64_t x) { return static_cast<long long>(x); };
+  const auto ok = [](bool b) { return b ? "OK" : "FAILED"; };
+  const int64_t acked = sh.acked.load();
+  std::printf(
+      "coordinator_load: %d workers x %d steps (batch %d), %d "
+      "heartbeats, %d channels, %u cores\n",
+      opt.workers, opt.steps, opt.batch, opt.heartbeats, opt.channels,
+      std::thread::hardware_concurrency());
+  std::printf("%-34s %14s %12s %s\n", "measure", "value", "target", "");
+  std::printf("%-34s %12.3f s %12s %s\n", "join+validate+barrier, all", r.setup_s, "< 5 s",
+              ok(v.setup));
+  std::printf("%-34s %10.0f h/s %12s\n", "heartbeats answered per second", r.beats_per_s, "");
+  std::printf("%-34s %10.0f r/s %12s %s\n", "records ingested per second", r.rate, ">= 50000",
+              ok(v.rate));
+  std::printf("%-34s %12.3f s %12s\n", "  ingest time (first send -> all)", r.ingest_s, "");
+  std::printf("%-34s %14lld %12lld %s\n", "metrics.jsonl lines", ll(r.file.lines), ll(r.expected),
+              ok(r.file.lines == r.expected));
+  std::printf("%-34s %14lld %12s\n", "  event lines (attempt, ...)", ll(r.file.events), "");
+  std::printf("%-34s %14lld %12lld %s\n", "distinct (rank, step)", ll(r.file.distinct),
+              ll(r.expected), ok(r.file.distinct == r.expected));
+  std::printf("%-34s %14lld %12lld %s\n", "acked by the streams", ll(acked), ll(r.expected),
+              ok(acked == r.expected));
+  std::printf("%-34s %14s %12s %s\n", "job state after Leave", r.job_state.c_str(), "succeeded",
+              ok(v.job));
+  std::printf("%-34s %10.1f MiB %12s\n", "peak RSS, coordinator + clients", r.rss_mib, "");
+  if (sh.errors.count > 0) {
+    std::printf("%d call(s) failed; first: %s\n", sh.errors.count, sh.errors.first.c_str());
+  }
+  std::printf("%s\n", ok(v.all()));
+}
+
+void write_json(const Options& opt, const Results& r, const Verdict& v, Shared& sh) {
+  const nlohmann::json j = {
+      {"workers", opt.workers},
+      {"steps", opt.steps},
+      {"batch", opt.batch},
+      {"heartbeats", opt.heartbeats},
+      {"heartbeats_per_s", r.beats_per_s},
+      {"channels", opt.channels},
+      {"cores", std::thread::hardware_concurrency()},
+      {"join_barrier_s", r.setup_s},
+      {"ingest_s", r.ingest_s},
+      {"records_per_s", r.rate},
+      {"records_expected", r.expected},
+      {"records_ingested", r.ingested},
+      {"jsonl_lines", r.file.lines},
+      {"jsonl_events", r.file.events},
+      {"peak_rss_mib", r.rss_mib},
+      {"distinct_rank_step", r.file.distinct},
+      {"acked", sh.acked.load()},
+      {"job_state", r.job_state},
+      {"errors", sh.errors.count},
+      {"ok",
+       {{"join_barrier", v.setup}, {"rate", v.rate}, {"lossless", v.lossless}, {"job", v.job}}},
+  };
+  std::ofstream(opt.json) << j.dump(2) << "\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options opt = parse(argc, argv);
+  spdlog::set_level(opt.verbose ? spdlog::level::info : spdlog::level::err);
+
+  char tmpl[] = "/tmp/mddp-coordinator-load-XXXXXX";
+  if (::mkdtemp(tmpl) == nullptr) {
+    std::perror("mkdtemp");
+    return 1;
+  }
+  const fs::path run_dir = tmpl;
+
+  auto coord = start_coordinator(opt, run_dir);
+  Shared sh(opt);
+  auto workers = connect_workers(sh, coord->address());
+  Results r;
+  r.expected = static_cast<int64_t>(opt.workers) * opt.steps;
+  run_setup(sh, workers, r);
+  if (r.setup_errors == 0) run_heartbeats(sh, workers, r);
+  if (r.setup_errors == 0) {
+    run_streams(sh, workers, *coord, r);
+    run_leave(sh, workers, *coord, r);
   }
   coord->shutdown("load benchmark done");
   coord.reset();  // flushes and closes metrics.jsonl
   workers.clear();
-  if (setup_errors == 0) fc = check_file(run_dir / "metrics.jsonl");
+  if (r.setup_errors == 0) r.file = check_file(run_dir / "metrics.jsonl");
 
-  const double rate = ingest_s > 0 ? static_cast<double>(ingested) / ingest_s : 0;
-  const double rss_mib = peak_rss_mib();
-  const bool ok_setup = setup_errors == 0 && setup_s < 5.0;
-  const bool ok_rate = ingest_complete && rate >= 50000;
-  const bool ok_lossless =
-      fc.lines == expected && fc.distinct == expected && fc.bad == 0 && sh.acked.load() == expected;
-  const bool ok_job = job_state == "succeeded" && sh.errors.count == 0;
-
-  std::printf(
-      "coordinator_load: %d workers x %d steps (batch %d), %d heartbeats, %d channels, %u cores\n",
-      opt.workers, opt.steps, opt.batch, opt.heartbeats, opt.channels,
-      std::thread::hardware_concurrency());
-  std::printf("%-34s %14s %12s %s\n", "measure", "value", "target", "");
-  std::printf("%-34s %12.3f s %12s %s\n", "join+validate+barrier, all", setup_s, "< 5 s",
-              ok_setup ? "OK" : "FAILED");
-  std::printf("%-34s %10.0f h/s %12s\n", "heartbeats answered per second", beats_per_s, "");
-  std::printf("%-34s %10.0f r/s %12s %s\n", "records ingested per second", rate, ">= 50000",
-              ok_rate ? "OK" : "FAILED");
-  std::printf("%-34s %12.3f s %12s\n", "  ingest time (first send -> all)", ingest_s, "");
-  std::printf("%-34s %14lld %12lld %s\n", "metrics.jsonl lines", static_cast<long long>(fc.lines),
-              static_cast<long long>(expected), fc.lines == expected ? "OK" : "FAILED");
-  std::printf("%-34s %14lld %12s\n", "  event lines (attempt, ...)",
-              static_cast<long long>(fc.events), "");
-  std::printf("%-34s %14lld %12lld %s\n", "distinct (rank, step)",
-              static_cast<long long>(fc.distinct), static_cast<long long>(expected),
-              fc.distinct == expected ? "OK" : "FAILED");
-  std::printf("%-34s %14lld %12lld %s\n", "acked by the streams",
-              static_cast<long long>(sh.acked.load()), static_cast<long long>(expected),
-              sh.acked.load() == expected ? "OK" : "FAILED");
-  std::printf("%-34s %14s %12s %s\n", "job state after Leave", job_state.c_str(), "succeeded",
-              ok_job ? "OK" : "FAILED");
-  std::printf("%-34s %10.1f MiB %12s\n", "peak RSS, coordinator + clients", rss_mib, "");
-  if (sh.errors.count > 0) {
-    std::printf("%d call(s) failed; first: %s\n", sh.errors.count, sh.errors.first.c_str());
-  }
-  const bool all_ok = ok_setup && ok_rate && ok_lossless && ok_job;
-  std::printf("%s\n", all_ok ? "OK" : "FAILED");
-
-  if (!opt.json.empty()) {
-    nlohmann::json j = {
-        {"workers", opt.workers},
-        {"steps", opt.steps},
-        {"batch", opt.batch},
-        {"heartbeats", opt.heartbeats},
-        {"heartbeats_per_s", beats_per_s},
-        {"channels", opt.channels},
-        {"cores", std::thread::hardware_concurrency()},
-        {"join_barrier_s", setup_s},
-        {"ingest_s", ingest_s},
-        {"records_per_s", rate},
-        {"records_expected", expected},
-        {"records_ingested", ingested},
-        {"jsonl_lines", fc.lines},
-        {"jsonl_events", fc.events},
-        {"peak_rss_mib", rss_mib},
-        {"distinct_rank_step", fc.distinct},
-        {"acked", sh.acked.load()},
-        {"job_state", job_state},
-        {"errors", sh.errors.count},
-        {"ok",
-         {{"join_barrier", ok_setup},
-          {"rate", ok_rate},
-          {"lossless", ok_lossless},
-          {"job", ok_job}}},
-    };
-    std::ofstream(opt.json) << j.dump(2) << "\n";
-  }
+  r.rate = r.ingest_s > 0 ? static_cast<double>(r.ingested) / r.ingest_s : 0;
+  r.rss_mib = peak_rss_mib();
+  const Verdict v = judge(r, sh);
+  print_report(opt, r, v, sh);
+  if (!opt.json.empty()) write_json(opt, r, v, sh);
   if (opt.keep) {
     std::printf("run dir kept: %s\n", run_dir.c_str());
   } else {
     std::error_code ec;
     fs::remove_all(run_dir, ec);
   }
-  return all_ok ? 0 : 1;
+  return v.all() ? 0 : 1;
 }

@@ -100,72 +100,96 @@ def blas_info():
     return info
 
 
+def build_model(a, device, ddp_on):
+    """--depth Linear(W, W) layers with ReLU between them; DDP-wrapped when ddp_on."""
+    import torch.nn as nn
+
+    layers = []
+    for i in range(a.depth):
+        layers.append(nn.Linear(a.width, a.width))
+        if i + 1 < a.depth:
+            layers.append(nn.ReLU())
+    model = nn.Sequential(*layers).to(device)
+    if ddp_on:
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        model = DDP(model, bucket_cap_mb=a.bucket_mb)
+    return model
+
+
+def regression_data(a, device):
+    """Synthetic regression data (X * w_true + noise), generated once, on device."""
+    import torch
+
+    W = a.width
+    g = torch.Generator().manual_seed(a.seed + 1)
+    n = max(a.synthetic_size, a.batch)
+    X = torch.randn(n, W, generator=g)
+    w_true = torch.randn(W, W, generator=g) / W ** 0.5
+    Y = X @ w_true + 0.01 * torch.randn(n, W, generator=g)
+    return X.to(device), Y.to(device)
+
+
+class Stepper:
+    """One training step of this rank: its contiguous shard of the next global
+    batch (a view, no copy), forward/backward/optimizer timed when asked."""
+
+    def __init__(self, a, rank, world, model, X, Y):
+        import torch
+        import torch.nn as nn
+
+        self.a, self.rank, self.model, self.X, self.Y = a, rank, model, X, Y
+        self.opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.0)
+        self.loss_fn = nn.MSELoss()
+        self.autocast = torch.autocast(X.device.type, dtype=torch.bfloat16, enabled=a.precision == "bf16")
+        self.local = a.batch // world
+        self.batches_per_epoch = X.shape[0] // a.batch
+        self.no_sync = world > 1 and a.no_sync
+        self.phases = {"forward_ms": 0.0, "backward_ms": 0.0, "optimizer_ms": 0.0}
+
+    def sync_ctx(self):
+        if self.no_sync:
+            return self.model.no_sync()
+        import contextlib
+
+        return contextlib.nullcontext()
+
+    def step(self, i, timed):
+        b = i % self.batches_per_epoch
+        lo = b * self.a.batch + self.rank * self.local
+        x, y = self.X[lo : lo + self.local], self.Y[lo : lo + self.local]
+        t0 = time.perf_counter()
+        self.opt.zero_grad(set_to_none=False)
+        with self.sync_ctx():
+            with self.autocast:
+                loss = self.loss_fn(self.model(x), y)
+            t1 = time.perf_counter()
+            loss.backward()  # under DDP this includes the gradient all-reduce
+        t2 = time.perf_counter()
+        self.opt.step()
+        t3 = time.perf_counter()
+        if timed:
+            self.phases["forward_ms"] += (t1 - t0) * 1e3
+            self.phases["backward_ms"] += (t2 - t1) * 1e3
+            self.phases["optimizer_ms"] += (t3 - t2) * 1e3
+
+
 def run_rank(a, rank, world):
     import torch
-    import torch.nn as nn
 
     torch.set_num_threads(1)
     torch.manual_seed(a.seed)  # same initial weights on every rank (DDP broadcasts anyway)
     ddp_on = world > 1
     if ddp_on:
         import torch.distributed as dist
-        from torch.nn.parallel import DistributedDataParallel as DDP
 
         dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{a._port}", rank=rank, world_size=world)
 
-    W = a.width
-    layers = []
-    for i in range(a.depth):
-        layers.append(nn.Linear(W, W))
-        if i + 1 < a.depth:
-            layers.append(nn.ReLU())
     device = torch.device(a.device)
-    model = nn.Sequential(*layers).to(device)
-    if ddp_on:
-        model = DDP(model, bucket_cap_mb=a.bucket_mb)
-    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.0)
-    loss_fn = nn.MSELoss()
-
-    # Synthetic regression data (X * w_true + noise), generated once; each step
-    # takes this rank's contiguous shard of the next global batch (a view, no copy).
-    g = torch.Generator().manual_seed(a.seed + 1)
-    n = max(a.synthetic_size, a.batch)
-    X = torch.randn(n, W, generator=g)
-    w_true = torch.randn(W, W, generator=g) / W ** 0.5
-    Y = X @ w_true + 0.01 * torch.randn(n, W, generator=g)
-    X, Y = X.to(device), Y.to(device)
     on_gpu = device.type == "cuda"
-    autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=a.precision == "bf16")
-    local = a.batch // world
-    batches_per_epoch = n // a.batch
-
-    def sync_ctx():
-        if ddp_on and a.no_sync:
-            return model.no_sync()
-        import contextlib
-
-        return contextlib.nullcontext()
-
-    phases = {"forward_ms": 0.0, "backward_ms": 0.0, "optimizer_ms": 0.0}
-
-    def step(i, timed):
-        b = i % batches_per_epoch
-        lo = b * a.batch + rank * local
-        x, y = X[lo : lo + local], Y[lo : lo + local]
-        t0 = time.perf_counter()
-        opt.zero_grad(set_to_none=False)
-        with sync_ctx():
-            with autocast:
-                loss = loss_fn(model(x), y)
-            t1 = time.perf_counter()
-            loss.backward()  # under DDP this includes the gradient all-reduce
-        t2 = time.perf_counter()
-        opt.step()
-        t3 = time.perf_counter()
-        if timed:
-            phases["forward_ms"] += (t1 - t0) * 1e3
-            phases["backward_ms"] += (t2 - t1) * 1e3
-            phases["optimizer_ms"] += (t3 - t2) * 1e3
+    model = build_model(a, device, ddp_on)
+    X, Y = regression_data(a, device)
+    stepper = Stepper(a, rank, world, model, X, Y)
 
     def barrier():
         if ddp_on:
@@ -174,17 +198,17 @@ def run_rank(a, rank, world):
             torch.cuda.synchronize()
 
     for i in range(a.warmup):
-        step(i, False)
+        stepper.step(i, False)
     barrier()
     t0 = time.perf_counter()
     for i in range(a.iters):
-        step(a.warmup + i, True)
+        stepper.step(a.warmup + i, True)
     barrier()
     wall = time.perf_counter() - t0
     res = {
         "rank": rank,
         "wall_s": wall,
-        "phases_ms": {k: v / a.iters for k, v in phases.items()},
+        "phases_ms": {k: v / a.iters for k, v in stepper.phases.items()},
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,  # KiB on Linux
     }
     if on_gpu:

@@ -156,54 +156,82 @@ json job_config_to_json(const train::TrainConfig& c) {
   };
 }
 
+namespace {
+
+// One reader per nested object of the config, each rejecting unknown keys.
+void read_model(Reader r, nn::ModelConfig& m) {
+  r("kind", m.kind);
+  r("width", m.width);
+  r("depth", m.depth);
+  r("classes", m.classes);
+  r("channels", m.channels);
+  r("hidden", m.hidden);
+  r("layers", m.layers);
+  r("heads", m.heads);
+  r("embd", m.embd);
+  r("block", m.block);
+  r("dropout", m.dropout);
+  r("seed", m.seed);
+  r.finish();
+}
+
+void read_data(Reader r, data::DatasetConfig& d) {
+  r("spec", d.spec);
+  r("synthetic_size", d.synthetic_size);
+  r("synthetic_test_size", d.synthetic_test_size);
+  r("input_dim", d.input_dim);
+  r("classes", d.classes);
+  r("target_dim", d.target_dim);
+  r("noise", d.noise);
+  r("block", d.block);
+  r("seed", d.seed);
+  r.finish();
+}
+
+void read_optim(Reader r, nn::OptimizerConfig& o) {
+  r("name", o.name);
+  r("lr", o.lr);
+  r("momentum", o.momentum);
+  r("weight_decay", o.weight_decay);
+  r("beta1", o.beta1);
+  r("beta2", o.beta2);
+  r("eps", o.eps);
+  r("grad_clip", o.grad_clip);
+  r.finish();
+}
+
+void read_loss_scale(Reader r, train::LossScaleConfig& s) {
+  r("init", s.init);
+  r("window", s.window);
+  r.finish();
+}
+
+void read_dist(Reader r, train::DistConfig& s) {
+  r("ddp", s.ddp);
+  r("bucket_mb", s.bucket_mb);
+  r("first_bucket_mb", s.first_bucket_mb);
+  r("compress", s.compress);
+  r("local_sgd", s.local_sgd);
+  r("algorithm", s.algorithm);
+  r("transport", s.transport);
+  r("backend", s.backend);
+  r("timeout_ms", s.timeout_ms);
+  r("straggler", s.straggler);
+  r.finish();
+}
+
+}  // namespace
+
 train::TrainConfig job_config_from_json(const json& j) {
   train::TrainConfig c;
   Reader r(j, "");
-  {
-    Reader m = r.object("model");
-    m("kind", c.model.kind);
-    m("width", c.model.width);
-    m("depth", c.model.depth);
-    m("classes", c.model.classes);
-    m("channels", c.model.channels);
-    m("hidden", c.model.hidden);
-    m("layers", c.model.layers);
-    m("heads", c.model.heads);
-    m("embd", c.model.embd);
-    m("block", c.model.block);
-    m("dropout", c.model.dropout);
-    m("seed", c.model.seed);
-    m.finish();
-  }
+  read_model(r.object("model"), c.model);
   r("loss", c.loss);
-  {
-    Reader d = r.object("data");
-    d("spec", c.data.spec);
-    d("synthetic_size", c.data.synthetic_size);
-    d("synthetic_test_size", c.data.synthetic_test_size);
-    d("input_dim", c.data.input_dim);
-    d("classes", c.data.classes);
-    d("target_dim", c.data.target_dim);
-    d("noise", c.data.noise);
-    d("block", c.data.block);
-    d("seed", c.data.seed);
-    d.finish();
-  }
+  read_data(r.object("data"), c.data);
   r("batch", c.batch);
   r("steps", c.steps);
   r("epochs", c.epochs);
-  {
-    Reader o = r.object("optim");
-    o("name", c.optim.name);
-    o("lr", c.optim.lr);
-    o("momentum", c.optim.momentum);
-    o("weight_decay", c.optim.weight_decay);
-    o("beta1", c.optim.beta1);
-    o("beta2", c.optim.beta2);
-    o("eps", c.optim.eps);
-    o("grad_clip", c.optim.grad_clip);
-    o.finish();
-  }
+  read_optim(r.object("optim"), c.optim);
   r("warmup_steps", c.warmup_steps);
   r("lr_min", c.lr_min);
   r("accumulate", c.accumulate);
@@ -221,26 +249,8 @@ train::TrainConfig job_config_from_json(const json& j) {
   r("eval", c.eval);
   r("allow_nonfinite_loss", c.allow_nonfinite_loss);
   r("precision", c.precision);
-  {
-    Reader s = r.object("loss_scale");
-    s("init", c.loss_scale.init);
-    s("window", c.loss_scale.window);
-    s.finish();
-  }
-  {
-    Reader s = r.object("dist");
-    s("ddp", c.dist.ddp);
-    s("bucket_mb", c.dist.bucket_mb);
-    s("first_bucket_mb", c.dist.first_bucket_mb);
-    s("compress", c.dist.compress);
-    s("local_sgd", c.dist.local_sgd);
-    s("algorithm", c.dist.algorithm);
-    s("transport", c.dist.transport);
-    s("backend", c.dist.backend);
-    s("timeout_ms", c.dist.timeout_ms);
-    s("straggler", c.dist.straggler);
-    s.finish();
-  }
+  read_loss_scale(r.object("loss_scale"), c.loss_scale);
+  read_dist(r.object("dist"), c.dist);
   r.finish();
   return c;
 }

@@ -1,8 +1,8 @@
 // The open Watch streams of a job (proto: Watch), each with the attempt and
 // rank it watches: who hears that the job ended or that an attempt ended,
-// and when a rank's last stream closes (its process may be gone: Note [Who
-// is at fault] in health.cc). Thread-safe; the callbacks are called outside
-// its lock.
+// and when a rank's last stream closes (its process may be gone:
+// Note [Who is at fault] in health.cc). Thread-safe; the callbacks are
+// called outside its lock.
 #pragma once
 
 #include <cstdint>

@@ -1,8 +1,8 @@
 // What this process finds of the GPU stack, for `microddp gpu` and the GPU
 // check (scripts/gpu-check): whether this build has CUDA, the driver's and
 // the build's CUDA versions, whether CUDA starts (cuda_status.h's three
-// answers), and each usable GPU. Asking starts CUDA in this process (Note
-// [CUDA and fork] in cuda_status.h).
+// answers), and each usable GPU. Asking starts CUDA in this process
+// (Note [CUDA and fork] in cuda_status.h).
 #pragma once
 
 #include <cstdint>

@@ -19,6 +19,7 @@
 #include "core/common/check.h"
 #include "core/train/safetensors.h"
 #include "tests/gpu/devices.h"
+#include "tests/support/microddp.h"
 
 namespace mddp::test {
 namespace {
@@ -32,7 +33,7 @@ const std::string kJob =
     " --lr 0.05 --momentum 0.9 --no-eval";
 
 int microddp(const std::string& args, const fs::path& log) {
-  const std::string cmd = str(MDDP_BINARY, " ", args, " >", log.string(), " 2>&1");
+  const std::string cmd = str(microddp_binary(), " ", args, " >", log.string(), " 2>&1");
   const int status = std::system(cmd.c_str());
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }

@@ -15,10 +15,7 @@
 #include <utility>
 
 #include "client.h"
-
-#ifndef MDDP_MICRODDP_BIN
-#error "MDDP_MICRODDP_BIN must name the microddp binary"
-#endif
+#include "tests/support/microddp.h"
 
 namespace mddp::dashboard::test {
 namespace {
@@ -34,7 +31,7 @@ std::pair<std::string, int> run_command(const std::string& cmd) {
 }
 
 TEST(DashboardCli, RunPrintsTheUrlAndLingersWithTheFinalState) {
-  const std::string cmd = std::string(MDDP_MICRODDP_BIN) +
+  const std::string cmd = mddp::test::microddp_binary() +
                           " run --nproc 2 --dataset synthetic --width 32 --batch 32 --steps 20"
                           " --http-linger 5 2>&1";
   FILE* p = ::popen(cmd.c_str(), "r");
@@ -63,7 +60,7 @@ TEST(DashboardCli, RunPrintsTheUrlAndLingersWithTheFinalState) {
 }
 
 TEST(DashboardCli, NoDashboardWithPortMinusOne) {
-  const auto [out, status] = run_command(std::string(MDDP_MICRODDP_BIN) +
+  const auto [out, status] = run_command(mddp::test::microddp_binary() +
                                          " run --nproc 1 --dataset synthetic --width 32 --batch 32"
                                          " --steps 2 --http-port -1");
   EXPECT_EQ(status, 0) << out;
@@ -80,7 +77,7 @@ TEST(DashboardCli, CoordinatorPrintsThePublicUrl) {
   std::filesystem::create_directories(dir);
   const auto url_file = (dir / "url").string();
   const auto [out, status] =
-      run_command(std::string(MDDP_MICRODDP_BIN) +
+      run_command(mddp::test::microddp_binary() +
                   " coordinator --world-size 1 --port 0 --rendezvous-timeout-s 1 --http-port 0"
                   " --http-public-url http://127.0.0.1:18080/ --http-url-file " +
                   url_file);
@@ -94,7 +91,7 @@ TEST(DashboardCli, CoordinatorPrintsThePublicUrl) {
 
 TEST(DashboardCli, CoordinatorRejectsABadPublicUrl) {
   const std::string coordinator =
-      std::string(MDDP_MICRODDP_BIN) + " coordinator --world-size 1 --port 0";
+      mddp::test::microddp_binary() + " coordinator --world-size 1 --port 0";
   auto [out, status] = run_command(coordinator + " --http-public-url 127.0.0.1:8080");
   EXPECT_NE(status, 0) << out;
   EXPECT_NE(out.find("microddp: error: --http-public-url must be an http:// or https:// URL, got "

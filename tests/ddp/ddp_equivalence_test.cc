@@ -63,8 +63,9 @@ std::vector<EqCase> eq_cases() {
 INSTANTIATE_TEST_SUITE_P(Modes, DdpEquivalenceTest, ::testing::ValuesIn(eq_cases()),
                          [](const auto& info) { return info.param.name(); });
 
-// The GPT (its tied weight's gradient has two contributions, Note [Tied
-// weight] in core/nn/gpt.h): one bucket, one per parameter, a few each, sharded.
+// The GPT (its tied weight's gradient has two contributions,
+// Note [Tied weight] in core/nn/gpt.h): one bucket, one per parameter, a few
+// each, sharded.
 std::vector<EqCase> gpt_cases() {
   std::vector<EqCase> cases;
   for (int world : {2, 3})

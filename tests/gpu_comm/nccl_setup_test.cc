@@ -22,6 +22,7 @@
 #include "core/tensor/device.h"
 #include "core/train/distributed.h"
 #include "mddp/config.h"
+#include "support/errors.h"
 #include "support/ranks.h"
 
 namespace mddp::comm::nccl {
@@ -110,19 +111,12 @@ TEST(UniqueId, AMissingRankZeroTimesOutNamingTheKey) {
 
 // What a user without a usable GPU sees: one clear InputError, before any
 // rendezvous (a MemoryStore nobody else writes to would otherwise time out).
-std::string refusal_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
-}
+using mddp::test::input_error_of;
 
 TEST(NcclRefusal, ConnectNcclSaysWhyWithoutAGpu) {
   if (tensor::cuda_device_count() > 0) GTEST_SKIP() << "a GPU is present: nothing to refuse";
   MemoryStore store;
-  const std::string msg = refusal_of([&] { connect_nccl(store, 0, 2, NcclOptions{}); });
+  const std::string msg = input_error_of([&] { connect_nccl(store, 0, 2, NcclOptions{}); });
   if (MDDP_HAVE_CUDA)
     EXPECT_NE(msg.find("NCCL needs a CUDA GPU and none was found"), std::string::npos) << msg;
   else
@@ -134,7 +128,7 @@ TEST(NcclRefusal, DeviceCudaFailsBeforeTheRendezvous) {
   MemoryStore store;
   train::TrainConfig cfg;
   cfg.device = "cuda:0";
-  const std::string msg = refusal_of([&] {
+  const std::string msg = input_error_of([&] {
     train::connect_process_group(store, 0, 2, {"job", 0, ""}, cfg, "127.0.0.1", "comm");
   });
   EXPECT_NE(msg.find(MDDP_HAVE_CUDA ? "no CUDA GPU found" : "built without CUDA"),

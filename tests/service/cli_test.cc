@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -17,10 +18,7 @@
 #include "coordinator/flag_config.h"
 #include "core/common/check.h"
 #include "support/files.h"
-
-#ifndef MDDP_COORDINATOR_CLI
-#error "MDDP_COORDINATOR_CLI must name the coordinator binary"
-#endif
+#include "support/microddp.h"
 
 namespace mddp::coordinator {
 namespace {
@@ -34,7 +32,7 @@ class Process {
  public:
   Process(const fs::path& dir, std::vector<std::string> args) : dir_(dir) {
     fs::create_directories(dir);
-    args.insert(args.begin(), {MDDP_COORDINATOR_CLI, "coordinator"});
+    args.insert(args.begin(), {mddp::test::microddp_binary(), "coordinator"});
     pid_ = ::fork();
     if (pid_ == 0) {
       std::freopen((dir / "stdout").c_str(), "w", stdout);
@@ -121,6 +119,23 @@ class CoordinatorCli : public ::testing::Test {
   }
   fs::path dir_;
 };
+
+// A relocated release's tests run its binary: $MDDP_MICRODDP, when set and
+// not empty, replaces the path this build compiled in.
+TEST(MicroddpBinary, TheEnvironmentOverridesTheBuiltPath) {
+  const char* outer = std::getenv("MDDP_MICRODDP");
+  const std::string saved = outer != nullptr ? outer : "";
+  ::unsetenv("MDDP_MICRODDP");
+  EXPECT_EQ(mddp::test::microddp_binary(), MDDP_MICRODDP_BUILT);
+  ::setenv("MDDP_MICRODDP", "/opt/release/bin/microddp", 1);
+  EXPECT_EQ(mddp::test::microddp_binary(), "/opt/release/bin/microddp");
+  ::setenv("MDDP_MICRODDP", "", 1);
+  EXPECT_EQ(mddp::test::microddp_binary(), MDDP_MICRODDP_BUILT);
+  if (outer != nullptr)
+    ::setenv("MDDP_MICRODDP", saved.c_str(), 1);
+  else
+    ::unsetenv("MDDP_MICRODDP");
+}
 
 TEST_F(CoordinatorCli, ExitsZeroWhenAllRanksFinish) {
   std::ofstream(dir_ / "token") << "tok\n";

@@ -22,6 +22,7 @@
 #include "core/data/known_files.h"
 #include "core/data/sampler.h"
 #include "core/data/synthetic.h"
+#include "tests/support/errors.h"
 
 namespace fs = std::filesystem;
 using namespace mddp;
@@ -30,17 +31,7 @@ using tensor::Tensor;
 
 namespace {
 
-// Runs fn, expects an InputError whose message contains every piece.
-void expect_input_error(const std::function<void()>& fn, const std::vector<std::string>& pieces) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected an InputError";
-  } catch (const InputError& e) {
-    const std::string msg = e.what();
-    for (const auto& p : pieces)
-      EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' not in: " << msg;
-  }
-}
+using mddp::test::expect_input_error;
 
 std::vector<uint8_t> be32(uint32_t v) {
   return {static_cast<uint8_t>(v >> 24), static_cast<uint8_t>(v >> 16),

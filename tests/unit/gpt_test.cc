@@ -1,6 +1,6 @@
 // The GPT (core/nn/gpt.h) and its layers: every gradient against central
-// finite differences, the grad-ready hooks of the tied weight (Note [Tied
-// weight]), GPT-2's initialisation and names, causality, dropout's
+// finite differences, the grad-ready hooks of the tied weight
+// (Note [Tied weight]), GPT-2's initialisation and names, causality, dropout's
 // reproducibility; AdamW's decay rule, gradient clipping and the learning
 // rate schedule.
 //

@@ -14,6 +14,7 @@
 #include "core/data/factory.h"
 #include "core/train/checkpoint_meta.h"
 #include "core/train/trainer.h"
+#include "tests/support/errors.h"
 
 namespace mddp::train {
 namespace {
@@ -103,14 +104,7 @@ INSTANTIATE_TEST_SUITE_P(ModelsAndOptimisers, Resume,
                                   std::get<2>(info.param);
                          });
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using mddp::test::input_error_of;
 
 // The GPT with everything that carries state across steps: AdamW's moments,
 // the schedule's position (warm-up, then cosine decay), clipping, dropout's
@@ -177,7 +171,7 @@ TEST_F(ResumeTest, GptCheckpointDescribesTheModelAndRefusesAnotherShape) {
   TrainConfig wider = cfg;
   wider.model.embd = 32;
   wider.resume = file;
-  const std::string e = error_of([&] { Trainer x(wider); });
+  const std::string e = input_error_of([&] { Trainer x(wider); });
   EXPECT_NE(e.find("--embd 16 there, 32 here"), std::string::npos) << e;
 }
 
@@ -191,18 +185,19 @@ TEST_F(ResumeTest, AnotherJobIsRefusedWithEveryDifference) {
   other.optim.lr = 0.01f;
   other.batch = 16;
   other.resume = file;
-  const std::string e = error_of([&] { Trainer x(other); });
+  const std::string e = input_error_of([&] { Trainer x(other); });
   EXPECT_NE(e.find("different job"), std::string::npos) << e;
   EXPECT_NE(e.find("--lr 0.05 there, 0.01 here"), std::string::npos) << e;
   EXPECT_NE(e.find("--batch 8 there, 16 here"), std::string::npos) << e;
   // Another world size: the sums, and so the bits, would differ.
-  const std::string w = error_of([&] { check_resumable(read_checkpoint(file), cfg, 2); });
+  const std::string w = input_error_of([&] { check_resumable(read_checkpoint(file), cfg, 2); });
   EXPECT_NE(w.find("--nproc 1 there, 2 here"), std::string::npos) << w;
   // Nothing left to do.
   TrainConfig done = cfg;
   done.steps = 1;
   done.resume = file;
-  EXPECT_NE(error_of([&] { Trainer x(done); }).find("nothing is left to do"), std::string::npos);
+  EXPECT_NE(input_error_of([&] { Trainer x(done); }).find("nothing is left to do"),
+            std::string::npos);
 }
 
 // --init-from takes weights alone, from a checkpoint or any safetensors file
@@ -225,14 +220,14 @@ TEST_F(ResumeTest, InitFromTakesTheWeightsAndNamesAMismatch) {
 
   TrainConfig wider = seeded;
   wider.model.width = 24;
-  const std::string e = error_of([&] { Trainer x(wider); });
+  const std::string e = input_error_of([&] { Trainer x(wider); });
   EXPECT_NE(e.find("--init-from '" + file +
                    "': tensor '1.weight' has shape [16, 16], the model expects [24, 24]"),
             std::string::npos)
       << e;
   TrainConfig deeper = seeded;
   deeper.model.depth = 3;
-  EXPECT_NE(error_of([&] {
+  EXPECT_NE(input_error_of([&] {
               Trainer x(deeper);
             }).find("tensor '5.weight' has shape [10, 16], the model expects [16, 16]"),
             std::string::npos);

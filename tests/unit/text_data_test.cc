@@ -20,6 +20,7 @@
 #include "core/data/text_dataset.h"
 #include "core/data/text_files.h"
 #include "core/data/utf8.h"
+#include "tests/support/errors.h"
 
 namespace fs = std::filesystem;
 using namespace mddp;
@@ -31,17 +32,7 @@ namespace {
 const std::string kTinyCorpus = std::string(MDDP_TEST_DATA_DIR) + "/tiny_corpus.txt";
 const std::string kFortunesDir = "/usr/share/games/fortunes";
 
-// Runs fn, expects an InputError whose message contains every piece.
-void expect_input_error(const std::function<void()>& fn, const std::vector<std::string>& pieces) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected an InputError";
-  } catch (const InputError& e) {
-    const std::string msg = e.what();
-    for (const auto& p : pieces)
-      EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' not in: " << msg;
-  }
-}
+using mddp::test::expect_input_error;
 
 void write_bytes(const fs::path& path, const std::string& bytes) {
   fs::create_directories(path.parent_path());

@@ -14,6 +14,7 @@
 #include "core/data/factory.h"
 #include "core/train/checkpoint_meta.h"
 #include "core/train/trainer.h"
+#include "tests/support/errors.h"
 
 namespace mddp::train {
 namespace {
@@ -42,14 +43,7 @@ TrainConfig text_config(const std::string& file) {
   return c;
 }
 
-std::string refusal_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using mddp::test::input_error_of;
 
 class VocabularyCheck : public ::testing::Test {
  protected:
@@ -96,7 +90,7 @@ TEST_F(VocabularyCheck, InitFromAndResumeRefuseAnotherVocabulary) {
 
   TrainConfig init = text_config(other);
   init.init_from = file;
-  const std::string e = refusal_of([&] { Trainer x(init); });
+  const std::string e = input_error_of([&] { Trainer x(init); });
   EXPECT_NE(e.find("--init-from '" + file + "': " + differs), std::string::npos) << e;
   init.data.spec = "text:" + corpus;  // the same text: taken
   EXPECT_NO_THROW(Trainer x(init));
@@ -105,12 +99,12 @@ TEST_F(VocabularyCheck, InitFromAndResumeRefuseAnotherVocabulary) {
   TrainConfig resume = text_config(corpus);
   resume.resume = file;
   write_text("a.txt", pangrams(true));
-  const std::string r = refusal_of([&] { Trainer x(resume); });
+  const std::string r = input_error_of([&] { Trainer x(resume); });
   EXPECT_NE(r.find("cannot resume from '" + file + "': " + differs), std::string::npos) << r;
 
   // A longer vocabulary: the first id past the shorter one's end is named.
   write_text("a.txt", pangrams(false) + "!");
-  EXPECT_NE(refusal_of([&] {
+  EXPECT_NE(input_error_of([&] {
               check_vocabulary(read_checkpoint(file).model,
                                *data::make_dataset(text_config(corpus).data, data::Split::kTrain),
                                "w");
@@ -128,7 +122,7 @@ TEST_F(VocabularyCheck, TheBlockIsPartOfATextJob) {
   TrainConfig longer = text_config(corpus);
   longer.model.block = longer.data.block = 8;
   longer.resume = file;
-  const std::string e = refusal_of([&] { Trainer x(longer); });
+  const std::string e = input_error_of([&] { Trainer x(longer); });
   EXPECT_NE(e.find("--block 4 there, 8 here"), std::string::npos) << e;
   EXPECT_EQ(config_fingerprint(text_config(corpus), 1).at("--block"), "4");
   EXPECT_FALSE(config_fingerprint(TrainConfig{}, 1).contains("--block"));  // not text: as before

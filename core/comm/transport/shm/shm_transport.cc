@@ -74,6 +74,7 @@
 
 #include "core/comm/transport/cpu_relax.h"
 #include "core/comm/transport/frame.h"
+#include "core/comm/transport/pending_frames.h"
 #include "core/common/hmac.h"
 
 namespace mddp::comm {
@@ -461,12 +462,15 @@ bool ShmTransport::could_advance(const Op& op) const {
   return c.ring->head.load(std::memory_order_seq_cst) != c.pos;
 }
 
+namespace {
+PeerLink shm_link(ShmTransport::Op& op) {
+  return {op.ch->peer, op.ch->broken, op.ch->broken_fault};
+}
+}  // namespace
+
 void ShmTransport::run(Op* ops, int count, Deadline deadline) {
   const auto start = Clock::now();
-  for (int i = 0; i < count; ++i)
-    if (!ops[i].ch->broken.empty())
-      throw PeerError(ops[i].ch->broken + " (an earlier call failed)", ops[i].ch->peer,
-                      ops[i].ch->broken_fault);
+  refuse_broken_links(ops, count, shm_link);
   Clock::time_point idle_since{}, next_liveness_check{};
   uint32_t idle_rounds = 0;
   while (true) {
@@ -490,19 +494,7 @@ void ShmTransport::run(Op* ops, int count, Deadline deadline) {
     }
     const auto now = Clock::now();
     if (now >= deadline) {
-      std::string pending;
-      for (int i = 0; i < count; ++i)
-        if (!ops[i].finished)
-          pending += str(pending.empty() ? "" : " and ", ops[i].sending ? "sending " : "receiving ",
-                         ops[i].bytes, " bytes ", ops[i].sending ? "to" : "from", " rank ",
-                         ops[i].ch->peer, " (", ops[i].done, " done)");
-      auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now - start).count();
-      std::string what = str("rank ", rank_, ": timed out after ", ms, " ms ", pending,
-                             "; is that rank alive, and running the same collective?");
-      for (int i = 0; i < count; ++i)
-        if (!ops[i].finished && ops[i].header_done > 0)
-          ops[i].ch->broken = what + " (the frame was cut short)";
-      throw TimeoutError(what);
+      throw_frames_timed_out(rank_, now - start, ops, count, shm_link);
     }
     if (now - idle_since < kSpin) continue;
     if (now - idle_since < kYield) {

@@ -48,6 +48,7 @@
 
 #include "core/comm/transport/cpu_relax.h"
 #include "core/comm/transport/frame.h"
+#include "core/comm/transport/pending_frames.h"
 #include "core/comm/transport/tcp/mesh.h"
 
 namespace mddp::comm {
@@ -196,6 +197,10 @@ bool TcpTransport::advance(Op& op) {
 namespace {
 constexpr std::size_t kSpinBytes = 64 * 1024;
 constexpr auto kSpinFor = std::chrono::microseconds(50);
+
+PeerLink tcp_link(TcpTransport::Op& op) {
+  return {op.peer->rank, op.peer->broken, op.peer->broken_fault};
+}
 }  // namespace
 
 void TcpTransport::run(Op* ops, int count, Deadline deadline) {
@@ -203,10 +208,7 @@ void TcpTransport::run(Op* ops, int count, Deadline deadline) {
   std::size_t total = 0;
   for (int i = 0; i < count; ++i) total += ops[i].bytes;
   const auto spin_until = total <= kSpinBytes ? start + kSpinFor : start;
-  for (int i = 0; i < count; ++i)
-    if (!ops[i].peer->broken.empty())
-      throw PeerError(ops[i].peer->broken + " (an earlier call failed)", ops[i].peer->rank,
-                      ops[i].peer->broken_fault);
+  refuse_broken_links(ops, count, tcp_link);
   while (true) {
     if (abort_.aborted())
       throw AbortedError(str("rank ", rank_, ": communication aborted: ", abort_.reason()));
@@ -216,19 +218,7 @@ void TcpTransport::run(Op* ops, int count, Deadline deadline) {
 
     const auto now = Clock::now();
     if (now >= deadline) {
-      std::string pending;
-      for (int i = 0; i < count; ++i)
-        if (!ops[i].finished)
-          pending += str(pending.empty() ? "" : " and ", ops[i].sending ? "sending " : "receiving ",
-                         ops[i].bytes, " bytes ", ops[i].sending ? "to" : "from", " rank ",
-                         ops[i].peer->rank, " (", ops[i].done, " done)");
-      auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now - start).count();
-      std::string what = str("rank ", rank_, ": timed out after ", ms, " ms ", pending,
-                             "; is that rank alive, and running the same collective?");
-      for (int i = 0; i < count; ++i)  // a frame cut short leaves its stream out of step for good
-        if (!ops[i].finished && ops[i].header_done > 0)
-          ops[i].peer->broken = what + " (the frame was cut short)";
-      throw TimeoutError(what);
+      throw_frames_timed_out(rank_, now - start, ops, count, tcp_link);
     }
     if (now < spin_until) {
       cpu_relax();
