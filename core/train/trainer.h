@@ -119,8 +119,6 @@ class Trainer {
  private:
   // The loss gradient to start the backward from: times the loss scale with fp16.
   const tensor::Tensor& scaled_loss_grad();
-  // Copies `file`'s tensors into the parameters; `what` starts each error ("--init-from 'F'").
-  void copy_weights(const Safetensors& file, const std::string& what);
 
   TrainConfig cfg_;
   int rank_, world_size_;
