@@ -13,6 +13,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/common/check.h"
 #include "tests/unit/gradcheck.h"
 
 namespace mddp::test {
