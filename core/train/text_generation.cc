@@ -127,4 +127,12 @@ std::string generate_text(nn::Gpt& model, const data::CharTokenizer& tokenizer,
   return prompt + tokenizer.decode(ids);
 }
 
+std::string evaluation_sample(nn::Module& model, const data::Dataset& train_set, uint64_t seed) {
+  auto* gpt = dynamic_cast<nn::Gpt*>(&model);
+  const std::string vocabulary = train_set.vocabulary();
+  if (!gpt || vocabulary.empty()) return "";
+  return generate_text(*gpt, data::CharTokenizer::from_vocabulary(vocabulary), "",
+                       kEvalSampleTokens, {.temperature = kEvalSampleTemperature}, seed);
+}
+
 }  // namespace mddp::train

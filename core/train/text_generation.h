@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/data/char_tokenizer.h"
+#include "core/data/dataset.h"
 #include "core/nn/generate.h"
 #include "core/tensor/device.h"
 
@@ -49,5 +50,15 @@ std::vector<int64_t> prompt_ids(const data::CharTokenizer& tokenizer, const std:
 std::string generate_text(nn::Gpt& model, const data::CharTokenizer& tokenizer,
                           const std::string& prompt, int64_t tokens,
                           const nn::SamplingOptions& options, uint64_t seed);
+
+// What rank 0 generates at each evaluation (run_training): kEvalSampleTokens
+// characters after a newline at kEvalSampleTemperature, seeded by `seed`
+// (the job's --seed), so successive samples differ by what the model
+// learned, not by the draws. "" unless `model` is a GPT and `train_set` has
+// a vocabulary (text data). At the nanoGPT size (4 layers of 128, block 64)
+// this is about 120 forwards of up to 64 tokens: docs/text.md has its cost.
+inline constexpr int64_t kEvalSampleTokens = 120;
+inline constexpr float kEvalSampleTemperature = 0.8f;
+std::string evaluation_sample(nn::Module& model, const data::Dataset& train_set, uint64_t seed);
 
 }  // namespace mddp::train

@@ -54,6 +54,7 @@ struct EvalResult {
   double loss = 0;
   double accuracy = -1;  // fraction correct; -1 for regression
   int64_t samples = 0;
+  std::string sample;  // rank 0's text from a GPT on text (run_training), else ""
 };
 
 // The seed of one micro-batch's dropout masks (Note [Dropout seeds] in
