@@ -394,6 +394,10 @@ PY
     "$BIN" train --model gpt --layers 1 --heads 2 --embd 32 --block 16 --batch 16 --steps 30 --lr 1e-2 \
       --dataset "text:$CORPUS" --checkpoint-every 10 --run-dir "$WORK/gpt" >"$WORK/out" 2>&1 \
       || { cat "$WORK/out"; fail "train on the sample corpus failed"; }
+    # The run's last step is an epoch end: its evaluation wrote a sample, printed and logged.
+    expect_in "^sample:$" "$WORK/out"
+    python3 -c 'import json,sys; e=[json.loads(x) for x in open(sys.argv[1]) if "test_loss" in x]; assert len(e) == 1 and len(e[0]["sample"]) == 120, e' \
+      "$WORK/gpt/train.jsonl" || { cat "$WORK/gpt/train.jsonl"; fail "train.jsonl has no sample of 120 characters"; }
     sample() { "$BIN" sample --checkpoint "$WORK/gpt" --tokens 80 "$@"; }
     sample --prompt "The " --seed 1 >"$WORK/s1" 2>&1 || { cat "$WORK/s1"; fail "sample failed"; }
     # The output: the prompt, 80 characters of the corpus's vocabulary, a newline.

@@ -11,6 +11,8 @@
 #include <fstream>
 
 #include "core/common/check.h"
+#include "core/data/utf8.h"
+#include "core/train/loop.h"
 #include "core/train/trainer.h"
 #include "tests/unit/gradcheck.h"
 
@@ -124,6 +126,36 @@ TEST_F(TextGeneration, RefusesACheckpointThatIsNotATextGpt) {
               load_gpt_checkpoint((dir_ / "none").string(), "--checkpoint", {});
             }).find("--checkpoint " + (dir_ / "none").string() + ": no such file or directory"),
             std::string::npos);
+}
+
+// run_training's evaluation: rank 0 (hooks.print) writes kEvalSampleTokens
+// characters of the vocabulary, the text evaluation_sample gives for the
+// trained model and the job's seed; another rank, or a model that is not a
+// GPT on text, writes none.
+TEST_F(TextGeneration, RankZeroWritesASampleAtEachEvaluation) {
+  TrainConfig cfg = tiny_text_job(corpus_);
+  cfg.eval = true;
+  const auto evaluation_text = [](Trainer& trainer, bool rank_zero) {
+    LoopHooks hooks;
+    hooks.print = rank_zero;
+    return run_training(trainer, hooks).eval.sample;
+  };
+  Trainer t(cfg);
+  const std::string sample = evaluation_text(t, true);
+  const std::u32string text = data::decode_utf8(sample, "the sample");
+  EXPECT_EQ(static_cast<int64_t>(text.size()), kEvalSampleTokens);
+  for (char32_t c : text)
+    EXPECT_NE(std::string("\n ,.;abcde").find(static_cast<char>(c)), std::string::npos);
+  EXPECT_EQ(sample, evaluation_sample(t.model(), t.train_set(), cfg.seed));
+
+  Trainer other_rank(cfg);
+  EXPECT_EQ(evaluation_text(other_rank, false), "");
+  TrainConfig mlp;
+  mlp.data.spec = "synthetic";
+  mlp.data.synthetic_size = 32;
+  mlp.steps = 1;
+  Trainer m(mlp);
+  EXPECT_EQ(evaluation_text(m, true), "");
 }
 
 }  // namespace
