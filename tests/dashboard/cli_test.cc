@@ -106,8 +106,12 @@ TEST(DashboardCli, AGptOnTextShowsASampleAtEachEvaluation) {
   for (std::string line; std::getline(log, line);) {
     const auto r = nlohmann::json::parse(line);
     if (r.value("kind", "") != "eval") continue;
-    (r.contains("eval_sample") ? with_sample : without)++;
-    if (r.contains("eval_sample")) EXPECT_EQ(r["rank"], 0) << line;
+    if (!r.contains("eval_sample")) {
+      ++without;
+      continue;
+    }
+    ++with_sample;
+    EXPECT_EQ(r["rank"], 0) << line;
   }
   EXPECT_EQ(with_sample, 2);
   EXPECT_EQ(without, 2);
