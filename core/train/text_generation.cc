@@ -94,11 +94,7 @@ GptCheckpoint load_gpt_checkpoint(const std::string& dir_or_file, const std::str
   Rng unused(0);  // every weight is then replaced by the file's
   auto model = std::make_unique<nn::Gpt>(cfg, unused, device);
   copy_model_weights(*model, file, what);
-  const auto step = file.metadata.find("step");
-  return {.path = path,
-          .step = step == file.metadata.end() ? 0 : std::stoll(step->second),
-          .model = std::move(model),
-          .tokenizer = std::move(tokenizer)};
+  return {.path = path, .model = std::move(model), .tokenizer = std::move(tokenizer)};
 }
 
 std::vector<int64_t> prompt_ids(const data::CharTokenizer& tokenizer, const std::string& prompt,

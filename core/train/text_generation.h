@@ -24,7 +24,6 @@ namespace mddp::train {
 
 struct GptCheckpoint {
   std::string path;  // the model file read
-  int64_t step = 0;  // the optimiser steps it was trained for
   std::unique_ptr<nn::Gpt> model;
   data::CharTokenizer tokenizer;
 };

@@ -61,7 +61,6 @@ TEST_F(TextGeneration, TheModelReadBackIsTheModelThatWasSaved) {
   GptCheckpoint c =
       load_gpt_checkpoint(dir_.string() + "/gpt.state.safetensors", "--checkpoint", {});
   EXPECT_EQ(c.path, file);  // either file of the pair names it
-  EXPECT_EQ(c.step, 2);
   EXPECT_EQ(c.tokenizer.vocabulary(), "\n ,.;abcde");
   const auto saved = t.model().parameters(), read = c.model->parameters();
   ASSERT_EQ(saved.size(), read.size());
