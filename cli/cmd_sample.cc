@@ -4,6 +4,7 @@
 // Prints the prompt and the generated characters, nothing else, so the
 // output can be piped.
 #include <cstdio>
+#include <limits>
 #include <memory>
 #include <string>
 
@@ -38,6 +39,8 @@ void sample(const SampleFlags& f) {
 }  // namespace
 
 void register_sample(CLI::App& app) {
+  // An integer range, so that the refusal reads "0 to 9223372036854775807", not in doubles.
+  const CLI::Range non_negative_count(int64_t{0}, std::numeric_limits<int64_t>::max());
   auto f = std::make_shared<SampleFlags>();
   auto* cmd =
       app.add_subcommand("sample", "Generate text with a GPT trained on --dataset text:PATH");
@@ -49,7 +52,7 @@ void register_sample(CLI::App& app) {
                   "must be in the model's vocabulary (default empty: start from a newline, or from "
                   "the vocabulary's first character when it has none)");
   cmd->add_option("--tokens", f->tokens, "how many characters to generate")
-      ->check(CLI::NonNegativeNumber)
+      ->check(non_negative_count)
       ->capture_default_str();
   cmd->add_option("--temperature", f->options.temperature,
                   "divides the logits: below 1 sharper, above 1 flatter; 0: always the likeliest")
@@ -57,7 +60,7 @@ void register_sample(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--top-k", f->options.top_k,
                   "draw only among the K likeliest characters; 0: all, 1: always the likeliest")
-      ->check(CLI::NonNegativeNumber)
+      ->check(non_negative_count)
       ->capture_default_str();
   cmd->add_option("--seed", f->seed, "the seed of the draws: the same seed, the same text")
       ->capture_default_str();
