@@ -41,7 +41,8 @@ void register_analyze(CLI::App& app);  // analyze: where a run's time went (metr
 void register_certs(CLI::App& app);    // certs: a CA and per-host TLS certificates for a lab
 void register_data(CLI::App& app);     // data verify, ...
 void register_data_verify(CLI::App& data);
-void register_gpu(CLI::App& app);  // gpu: the GPU stack as microddp sees it
-void register_lab(CLI::App& app);  // lab list|check|reset|solution: the course's Labs
+void register_gpu(CLI::App& app);     // gpu: the GPU stack as microddp sees it
+void register_lab(CLI::App& app);     // lab list|check|reset|solution: the course's Labs
+void register_sample(CLI::App& app);  // sample: text from a trained GPT
 
 }  // namespace mddp::cli

@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
   mddp::cli::register_data(app);
   mddp::cli::register_gpu(app);
   mddp::cli::register_lab(app);
+  mddp::cli::register_sample(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -209,6 +209,7 @@ MetricsRecord from_proto(const v1::StepMetrics& m) {
   s.eval = m.eval();
   s.eval_loss = m.eval_loss();
   s.eval_accuracy = m.eval_accuracy();
+  s.eval_sample = m.eval_sample();
   r.time_unix_ns = m.time_unix_ns();
   return r;
 }
@@ -233,6 +234,7 @@ void to_proto(const perf::StepMetrics& s, int64_t time_unix_ns, v1::StepMetrics*
   out->set_eval(s.eval);
   out->set_eval_loss(s.eval_loss);
   out->set_eval_accuracy(s.eval_accuracy);
+  out->set_eval_sample(s.eval_sample);
   for (const auto& b : s.buckets) {
     auto* q = out->add_buckets();
     q->set_index(b.index);

@@ -224,6 +224,7 @@ train::TrainSummary train_rank(Session& s) {
     m.eval = true;
     m.eval_loss = e.loss;
     m.eval_accuracy = e.accuracy;
+    m.eval_sample = e.sample;
     s.metrics.push(m);
   };
   const train::TrainSummary summary = train::run_training(trainer, hooks);

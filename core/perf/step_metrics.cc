@@ -54,12 +54,15 @@ nlohmann::json steps_json(const comm::CommSpan& b) {
 }  // namespace
 
 nlohmann::json StepMetrics::to_json() const {
-  if (eval)
-    return {{"kind", "eval"},
-            {"rank", rank},
-            {"step", step},
-            {"eval_loss", eval_loss},
-            {"eval_accuracy", eval_accuracy}};
+  if (eval) {
+    nlohmann::json j = {{"kind", "eval"},
+                        {"rank", rank},
+                        {"step", step},
+                        {"eval_loss", eval_loss},
+                        {"eval_accuracy", eval_accuracy}};
+    if (!eval_sample.empty()) j["eval_sample"] = eval_sample;
+    return j;
+  }
   nlohmann::json spans = nlohmann::json::array();
   for (const auto& b : buckets) {
     nlohmann::json span = {{"index", b.index},           {"bytes", b.bytes},
@@ -179,6 +182,11 @@ StepMetrics StepMetrics::from_json(const nlohmann::json& j) {
   read(j, "clock_offset_ns", m.clock_offset_ns);
   read(j, "eval_loss", m.eval_loss);
   read(j, "eval_accuracy", m.eval_accuracy);
+  if (const auto it = j.find("eval_sample"); it != j.end()) {
+    if (!it->is_string())
+      throw InputError(str("metrics record: 'eval_sample' should be a string, not ", it->dump()));
+    m.eval_sample = it->get<std::string>();
+  }
   if (const auto it = j.find("buckets"); it != j.end()) {
     if (!it->is_array()) throw InputError(str("metrics record: 'buckets' should be an array"));
     for (const auto& b : *it) {

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <string>
 #include <vector>
 
 #include "core/comm/span.h"
@@ -54,9 +55,11 @@ struct StepMetrics {
   int64_t start_ns = 0;         // steady clock when the step began (its data phase)
   int64_t clock_offset_ns = 0;  // steady + offset = coordinator's Unix ns (0: unknown)
   // An evaluation at an epoch end rather than a training step: only step,
-  // eval_loss and eval_accuracy (-1: regression) mean anything.
+  // eval_loss, eval_accuracy (-1: regression) and eval_sample mean anything.
   bool eval = false;
   double eval_loss = 0, eval_accuracy = -1;
+  // Rank 0's text from a GPT trained on text (train::evaluation_sample), "" otherwise.
+  std::string eval_sample;
 
   double overlap() const;        // in [0, 1]; 0 when nothing was communicated
   double samples_per_s() const;  // this rank's; 0 without a step time

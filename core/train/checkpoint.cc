@@ -194,10 +194,10 @@ Checkpoint read_checkpoint(const std::string& model_path) {
   return c;
 }
 
-std::string find_checkpoint(const std::string& dir_or_file) {
+std::string find_checkpoint(const std::string& dir_or_file, const std::string& flag) {
   std::error_code ec;
   if (!fs::exists(dir_or_file, ec))
-    throw InputError(str("--resume ", dir_or_file, ": no such file or directory"));
+    throw InputError(str(flag, " ", dir_or_file, ": no such file or directory"));
   if (!fs::is_directory(dir_or_file, ec)) {
     if (ends_with(dir_or_file, kStateSuffix))
       return dir_or_file.substr(0, dir_or_file.size() - kStateSuffix.size()) + std::string(kSuffix);
@@ -220,7 +220,7 @@ std::string find_checkpoint(const std::string& dir_or_file) {
   }
   if (best.empty())
     throw InputError(
-        str("--resume ", dir_or_file,
+        str(flag, " ", dir_or_file,
             ": no complete checkpoint in it (looked for checkpoint.safetensors, ",
             "checkpoints/step-*.safetensors and *.safetensors, each with its .state.safetensors)",
             passed_over));

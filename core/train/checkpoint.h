@@ -69,12 +69,13 @@ struct Checkpoint {
 // what is wrong (missing state file, foreign file, torn pair, ...).
 Checkpoint read_checkpoint(const std::string& model_path);
 
-// What --resume names, as the model file of one pair: FILE (either file of a
-// pair), or DIR: the complete pair with the highest step among
-// DIR/checkpoint.safetensors, DIR/checkpoints/*.safetensors and
-// DIR/*.safetensors (incomplete pairs, e.g. from a crash between the two
-// renames, are passed over). Throws InputError when there is none.
-std::string find_checkpoint(const std::string& dir_or_file);
+// What --resume (or sample's --checkpoint) names, as the model file of one
+// pair: FILE (either file of a pair), or DIR: the complete pair with the
+// highest step among DIR/checkpoint.safetensors, DIR/checkpoints/
+// *.safetensors and DIR/*.safetensors (incomplete pairs, e.g. from a crash
+// between the two renames, are passed over). Throws InputError when there
+// is none, its message starting with `flag`, the option that named the path.
+std::string find_checkpoint(const std::string& dir_or_file, const std::string& flag = "--resume");
 
 // Deletes all but the newest `keep` periodic pairs in RUN/checkpoints (keep 0: none deleted).
 void prune_checkpoints(const std::string& run_dir, int64_t keep);

@@ -115,6 +115,12 @@ void check_vocabulary(const Safetensors& file, const data::Dataset& d, const std
                        " here, so its token ids would mean other characters"));
 }
 
+void copy_model_weights(nn::Module& model, const Safetensors& file, const std::string& what) {
+  std::vector<std::pair<std::string, tensor::Tensor>> params;
+  for (nn::Parameter* p : model.parameters()) params.emplace_back(p->name, p->value);
+  copy_tensors_by_name(params, file, what);
+}
+
 std::map<std::string, std::string> config_fingerprint(const TrainConfig& c, int world_size) {
   std::map<std::string, std::string> f = {
       {"--model", c.model.kind},

@@ -35,6 +35,10 @@ std::string dataset_json(const std::string& spec, const data::Dataset& d);
 // without a `dataset` document (a PyTorch state_dict) records none: passed.
 void check_vocabulary(const Safetensors& file, const data::Dataset& d, const std::string& what);
 
+// Replaces `model`'s weights by the file's (copy_tensors_by_name over its
+// parameters): names and shapes must match exactly.
+void copy_model_weights(nn::Module& model, const Safetensors& file, const std::string& what);
+
 // What must be the same to resume bitwise, by flag: "--lr" -> "0.001", ...
 // The world size is "--nproc"; the DDP flags count only with more than one rank.
 std::map<std::string, std::string> config_fingerprint(const TrainConfig& cfg, int world_size);

@@ -6,6 +6,7 @@
 #include "core/common/timer.h"
 #include "core/train/checkpoint.h"
 #include "core/train/progress.h"
+#include "core/train/text_generation.h"
 #include "core/train/train_log.h"
 
 namespace mddp::train {
@@ -65,11 +66,15 @@ TrainSummary run_training(Trainer& trainer, const LoopHooks& hooks) {
     if (epoch_end && cfg.eval) {
       if (hooks.step.on_phase) hooks.step.on_phase(r.step, "eval");
       s.eval = trainer.evaluate();
+      // Rank 0 alone: the others wait for it at the next step's collectives.
+      if (hooks.print)
+        s.eval.sample = evaluation_sample(trainer.model(), trainer.train_set(), cfg.seed);
       if (hooks.on_eval) hooks.on_eval(r.step, s.eval);
       if (hooks.print) {
         std::string line = str("epoch ", r.epoch + 1, ": test loss ", s.eval.loss);
         if (s.eval.accuracy >= 0) line += str(", test accuracy ", s.eval.accuracy * 100, "%");
         progress.message(line);
+        if (!s.eval.sample.empty()) progress.message("sample:\n" + s.eval.sample);
       }
       log.eval(r.step, r.epoch, s.eval);
     }

@@ -240,6 +240,39 @@ std::map<std::string, std::string> load_safetensors_metadata(const std::string& 
   return metadata_of(read_header(in, path));
 }
 
+namespace {
+
+// `file`'s tensors by name.
+std::map<std::string, const tensor::Tensor*> tensors_by_name(const Safetensors& file) {
+  std::map<std::string, const tensor::Tensor*> out;
+  for (const auto& t : file.tensors) out[t.name] = &t.value;
+  return out;
+}
+
+}  // namespace
+
+void copy_tensors_by_name(const std::vector<std::pair<std::string, tensor::Tensor>>& targets,
+                          const Safetensors& file, const std::string& what) {
+  auto found = tensors_by_name(file);
+  for (const auto& [name, target] : targets) {
+    const auto it = found.find(name);
+    if (it == found.end())
+      throw InputError(str(what, ": tensor '", name, "' (shape ", tensor::shape_str(target.shape()),
+                           ") is not in the file; is it of another model?"));
+    if (it->second->shape() != target.shape())
+      throw InputError(str(what, ": tensor '", name, "' has shape ",
+                           tensor::shape_str(it->second->shape()), ", the model expects ",
+                           tensor::shape_str(target.shape())));
+    found.erase(it);
+  }
+  if (!found.empty())
+    throw InputError(str(what, ": the file has tensor '", found.begin()->first, "' (shape ",
+                         tensor::shape_str(found.begin()->second->shape()),
+                         ") that the model does not"));
+  const auto all = tensors_by_name(file);
+  for (auto [name, target] : targets) target.copy_from(*all.at(name));
+}
+
 int remove_stale_temps(const std::string& dir) {
   const std::string marker = ".tmp." + hostname() + ".";
   int removed = 0;

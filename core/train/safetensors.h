@@ -52,6 +52,13 @@ Safetensors load_safetensors(const std::string& path);
 // The header's metadata only (no tensor data is read), with the same checks of the header.
 std::map<std::string, std::string> load_safetensors_metadata(const std::string& path);
 
+// Copies the file's tensors into `targets` (views of a model's or an
+// optimiser's buffers, on any device), whose names and shapes must be
+// exactly the file's. Throws InputError prefixed by `what` naming the first
+// tensor missing, of another shape, or in the file but not in `targets`.
+void copy_tensors_by_name(const std::vector<std::pair<std::string, tensor::Tensor>>& targets,
+                          const Safetensors& file, const std::string& what);
+
 // Where save_safetensors writes before the rename: PATH.tmp.HOST.PID.
 std::string temp_path_for(const std::string& path);
 // Removes the temporary files in `dir` left by dead processes of this host

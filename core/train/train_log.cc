@@ -33,9 +33,9 @@ void TrainLog::step(int64_t step, int64_t epoch, double loss, double samples_per
 }
 
 void TrainLog::eval(int64_t step, int64_t epoch, const EvalResult& e) {
-  write(
-      nlohmann::json{{"epoch", epoch}, {"test_loss", e.loss}, {"test_accuracy", e.accuracy}}.dump(),
-      step, true);
+  nlohmann::json j = {{"epoch", epoch}, {"test_loss", e.loss}, {"test_accuracy", e.accuracy}};
+  if (!e.sample.empty()) j["sample"] = e.sample;
+  write(j.dump(), step, true);
 }
 
 std::string TrainLog::lost() const {

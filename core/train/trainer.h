@@ -54,6 +54,7 @@ struct EvalResult {
   double loss = 0;
   double accuracy = -1;  // fraction correct; -1 for regression
   int64_t samples = 0;
+  std::string sample;  // rank 0's text from a GPT on text (run_training), else ""
 };
 
 // The seed of one micro-batch's dropout masks (Note [Dropout seeds] in
@@ -119,8 +120,6 @@ class Trainer {
  private:
   // The loss gradient to start the backward from: times the loss scale with fp16.
   const tensor::Tensor& scaled_loss_grad();
-  // Copies `file`'s tensors into the parameters; `what` starts each error ("--init-from 'F'").
-  void copy_weights(const Safetensors& file, const std::string& what);
 
   TrainConfig cfg_;
   int rank_, world_size_;

@@ -7,40 +7,6 @@
 #include "core/train/trainer.h"
 
 namespace mddp::train {
-namespace {
-
-// `file`'s tensors by name.
-std::map<std::string, const tensor::Tensor*> by_name(const Safetensors& file) {
-  std::map<std::string, const tensor::Tensor*> out;
-  for (const auto& t : file.tensors) out[t.name] = &t.value;
-  return out;
-}
-
-// Copies the file's tensors into `targets` (views of the model's or the
-// optimiser's buffers), whose names and shapes must be exactly the file's.
-void copy_named(std::vector<std::pair<std::string, tensor::Tensor>> targets,
-                const Safetensors& file, const std::string& what) {
-  auto found = by_name(file);
-  for (const auto& [name, target] : targets) {
-    const auto it = found.find(name);
-    if (it == found.end())
-      throw InputError(str(what, ": tensor '", name, "' (shape ", tensor::shape_str(target.shape()),
-                           ") is not in the file; is it of another model?"));
-    if (it->second->shape() != target.shape())
-      throw InputError(str(what, ": tensor '", name, "' has shape ",
-                           tensor::shape_str(it->second->shape()), ", the model expects ",
-                           tensor::shape_str(target.shape())));
-    found.erase(it);
-  }
-  if (!found.empty())
-    throw InputError(str(what, ": the file has tensor '", found.begin()->first, "' (shape ",
-                         tensor::shape_str(found.begin()->second->shape()),
-                         ") that the model does not"));
-  const auto all = by_name(file);
-  for (auto& [name, target] : targets) target.copy_from(*all.at(name));
-}
-
-}  // namespace
 
 CheckpointContents Trainer::checkpoint_contents() {
   CheckpointContents c;
@@ -61,24 +27,19 @@ void Trainer::save_checkpoint(const std::string& path) {
   write_checkpoint(path, checkpoint_contents());
 }
 
-void Trainer::copy_weights(const Safetensors& file, const std::string& what) {
-  std::vector<std::pair<std::string, tensor::Tensor>> params;
-  for (nn::Parameter* p : model_->parameters()) params.emplace_back(p->name, p->value);
-  copy_named(params, file, what);
-}
-
 void Trainer::load_weights(const std::string& path) {
   const Safetensors file = load_safetensors(path);
   const std::string what = str("--init-from '", path, "'");
   check_vocabulary(file, *train_set_, what);
-  copy_weights(file, what);
+  copy_model_weights(*model_, file, what);
 }
 
 void Trainer::restore(const Checkpoint& c) {
   const std::string what = str("cannot resume from '", c.path, "'");
   check_vocabulary(c.model, *train_set_, what);  // the same --dataset may hold other text now
-  copy_weights(c.model, what);
-  copy_named(optimizer_->state(), c.state, str("cannot resume from '", c.state_path, "'"));
+  copy_model_weights(*model_, c.model, what);
+  copy_tensors_by_name(optimizer_->state(), c.state,
+                       str("cannot resume from '", c.state_path, "'"));
   const auto it = c.state.metadata.find("optimizer");
   const auto opt =
       nlohmann::json::parse(it == c.state.metadata.end() ? "" : it->second, nullptr, false);

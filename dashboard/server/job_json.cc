@@ -34,8 +34,11 @@ json job_json(const JobSnapshot& s) {
                         {"steps_lost", steps_lost}});
   }
   json evals = json::array();
-  for (const EvalPoint& e : s.evals)
-    evals.push_back({{"step", e.step}, {"loss", e.loss}, {"accuracy", e.accuracy}});
+  for (const EvalPoint& e : s.evals) {
+    json point = {{"step", e.step}, {"loss", e.loss}, {"accuracy", e.accuracy}};
+    if (!e.sample.empty()) point["sample"] = e.sample;
+    evals.push_back(std::move(point));
+  }
   return {{"job_id", s.job_id},
           {"state", control::to_string(s.status.state)},
           {"world_size", s.world_size},

@@ -47,9 +47,12 @@ void Tracker::observe(const std::vector<control::MetricsRecord>& records, TimePo
   for (const auto& r : records) {
     const perf::StepMetrics& m = r.metrics;
     if (m.eval) {
-      // Every rank evaluates the same model: keep the first report of a step.
+      // Every rank evaluates the same model: keep the first report of a
+      // step, and the sample, which only rank 0's carries, whenever it comes.
       if (evals_.empty() || evals_.back().step < m.step)
-        evals_.push_back({m.step, m.eval_loss, m.eval_accuracy});
+        evals_.push_back({m.step, m.eval_loss, m.eval_accuracy, m.eval_sample});
+      else if (evals_.back().step == m.step && !m.eval_sample.empty())
+        evals_.back().sample = m.eval_sample;
       continue;
     }
     RankWindow& w = ranks_[m.rank];

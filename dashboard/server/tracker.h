@@ -29,6 +29,7 @@ inline constexpr std::array<const char*, 6> kPhases = {"data",         "forward"
 struct EvalPoint {
   int64_t step = 0;
   double loss = 0, accuracy = -1;
+  std::string sample;  // rank 0's generated text (a GPT on text), else ""
 };
 
 struct RankSnapshot {

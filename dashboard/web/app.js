@@ -7,6 +7,7 @@ import { getJSON, Stream } from './api.js';
 import { AccuracyChart, BusbwChart, LossChart, OverlapChart, PhaseChart } from './charts.js';
 import { CollectivesView } from './collectives.js';
 import { ms, PHASE_LABEL } from './format.js';
+import { renderSamples } from './samples.js';
 import { Store } from './store.js';
 import { RANKS_PER_PAGE, ranksSummary, renderHeader, renderRanks, renderStragglers } from './tables.js';
 import { legend, stragglerSentence, Timeline } from './timeline.js';
@@ -134,6 +135,7 @@ function draw() {
   const evals = store.evalPoints();
   views.loss.update(curves, evals, store.job?.restarts ?? []);
   views.acc.update(evals);
+  $('samples-panel').hidden = renderSamples($('samples'), evals) === 0;
   views.phases.update(store.phaseMeans());
   views.overlap.update(curves);
   views.busbw.update(store.busbw(store.job?.world_size ?? 0), store.job);

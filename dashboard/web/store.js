@@ -14,7 +14,7 @@ export class Store {
     this.steps = new Map();   // step -> {lossSum, overlapSum, exposedSum, n, ranks: Set}
     this.stepKeys = [];       // steps, ascending (re-sorted when one arrives out of order)
     this.sorted = true;
-    this.evals = new Map();   // step -> {loss, accuracy, ranks: Set}
+    this.evals = new Map();   // step -> {lossSum, accSum, n, ranks: Set, sample}
     this.recent = new Map();  // rank -> [{step, data_ms, ..., buckets: [{index, bytes, ms}]}], ascending
     this.maxSeq = 0;
     this.version = 0;         // bumped by every change; the views redraw when it moves
@@ -23,7 +23,7 @@ export class Store {
   setJob(job, ranks) {
     if (job) {
       this.job = job;
-      for (const e of job.eval || []) this.addEval(e.step, -1, e.loss, e.accuracy);
+      for (const e of job.eval || []) this.addEval(e.step, -1, e.loss, e.accuracy, e.sample);
     }
     if (ranks) this.ranks = ranks;
     this.version++;
@@ -43,7 +43,7 @@ export class Store {
   add(r) {
     if (Number.isFinite(r.seq)) this.maxSeq = Math.max(this.maxSeq, r.seq);
     if (r.kind === 'eval') {
-      this.addEval(r.step, r.rank, r.eval_loss, r.eval_accuracy);
+      this.addEval(r.step, r.rank, r.eval_loss, r.eval_accuracy, r.eval_sample);
       return;
     }
     let s = this.steps.get(r.step);
@@ -79,9 +79,11 @@ export class Store {
     if (win.length > RECENT_STEPS) win.splice(0, win.length - RECENT_STEPS);
   }
 
-  addEval(step, rank, loss, accuracy) {
+  // `sample`: rank 0's generated text (a GPT on text), on one report of the step.
+  addEval(step, rank, loss, accuracy, sample) {
     let e = this.evals.get(step);
-    if (!e) this.evals.set(step, (e = { lossSum: 0, accSum: 0, n: 0, ranks: new Set() }));
+    if (!e) this.evals.set(step, (e = { lossSum: 0, accSum: 0, n: 0, ranks: new Set(), sample: '' }));
+    if (sample) e.sample = sample;
     if (rank < 0) {  // the job's own summary wins over per-rank records
       e.lossSum = loss; e.accSum = accuracy; e.n = 1; e.ranks = new Set([-1]);
       return;
@@ -131,11 +133,11 @@ export class Store {
     return { xs, loss, overlap, exposed };
   }
 
-  // [{step, loss, accuracy}] ascending.
+  // [{step, loss, accuracy, sample}] ascending.
   evalPoints() {
     return [...this.evals.entries()]
       .sort((a, b) => a[0] - b[0])
-      .map(([step, e]) => ({ step, loss: e.lossSum / e.n, accuracy: e.accSum / e.n }));
+      .map(([step, e]) => ({ step, loss: e.lossSum / e.n, accuracy: e.accSum / e.n, sample: e.sample }));
   }
 
   // Per rank: mean of each phase over its recent window, and the step time.

@@ -385,6 +385,69 @@ PY
       gpu_json '["nccl"]["error"]' | grep -q "without CUDA" || fail "gpu: NCCL in a build without CUDA"
     fi
     ;;
+  sample)
+    # microddp sample on a GPT trained a few steps on the sample corpus: the
+    # prompt and N characters of its vocabulary, the same text for a seed
+    # and other text for another, greedy whatever the seed, a run directory
+    # as its newest checkpoint; each bad input one line and exit 1.
+    CORPUS="$(dirname "${BASH_SOURCE[0]}")/../data/tiny_corpus.txt"
+    "$BIN" train --model gpt --layers 1 --heads 2 --embd 32 --block 16 --batch 16 --steps 30 --lr 1e-2 \
+      --dataset "text:$CORPUS" --checkpoint-every 10 --run-dir "$WORK/gpt" >"$WORK/out" 2>&1 \
+      || { cat "$WORK/out"; fail "train on the sample corpus failed"; }
+    # The run's last step is an epoch end: its evaluation wrote a sample, printed and logged.
+    expect_in "^sample:$" "$WORK/out"
+    python3 -c 'import json,sys; e=[json.loads(x) for x in open(sys.argv[1]) if "test_loss" in x]; assert len(e) == 1 and len(e[0]["sample"]) == 120, e' \
+      "$WORK/gpt/train.jsonl" || { cat "$WORK/gpt/train.jsonl"; fail "train.jsonl has no sample of 120 characters"; }
+    sample() { "$BIN" sample --checkpoint "$WORK/gpt" --tokens 80 "$@"; }
+    sample --prompt "The " --seed 1 >"$WORK/s1" 2>&1 || { cat "$WORK/s1"; fail "sample failed"; }
+    # The output: the prompt, 80 characters of the corpus's vocabulary, a newline.
+    python3 -c '
+import sys
+out = open(sys.argv[1], encoding="utf-8").read()
+vocab = set(open(sys.argv[2], encoding="utf-8").read())
+assert out.endswith("\n") and out.startswith("The "), repr(out)
+text = out[4:-1]
+assert len(text) == int(sys.argv[3]), (len(text), repr(out))
+assert set(text) <= vocab, set(text) - vocab
+' "$WORK/s1" "$CORPUS" 80 || fail "sample printed the wrong text"
+    sample --prompt "The " --seed 1 >"$WORK/s1b" 2>&1 && cmp -s "$WORK/s1" "$WORK/s1b" || fail "the same seed gave other text"
+    sample --prompt "The " --seed 2 >"$WORK/s2" 2>&1 && ! cmp -s "$WORK/s1" "$WORK/s2" || fail "another seed gave the same text"
+    sample --prompt "The " --seed 1 --temperature 0 >"$WORK/g1" 2>&1 || fail "greedy sample failed"
+    sample --prompt "The " --seed 2 --top-k 1 >"$WORK/g2" 2>&1 && cmp -s "$WORK/g1" "$WORK/g2" \
+      || fail "greedy (temperature 0, top-k 1) depends on the seed"
+    # The run directory's newest checkpoint is its final one; a periodic file is another model.
+    "$BIN" sample --checkpoint "$WORK/gpt/checkpoint.safetensors" --prompt "The " --tokens 80 --seed 1 >"$WORK/f1" 2>&1 \
+      && cmp -s "$WORK/s1" "$WORK/f1" || fail "the run directory did not read its final checkpoint"
+    "$BIN" sample --checkpoint "$WORK/gpt/checkpoints/step-00000010.safetensors" --prompt "The " --tokens 80 \
+      --seed 1 >"$WORK/p1" 2>&1 && ! cmp -s "$WORK/s1" "$WORK/p1" || fail "step 10's checkpoint gave the final one's text"
+    # An empty prompt: just the generated characters.
+    sample --prompt "" --tokens 25 >"$WORK/e" 2>&1 || fail "an empty prompt failed"
+    python3 -c 'import sys; t = open(sys.argv[1], encoding="utf-8").read(); assert len(t) == 26, repr(t)' "$WORK/e" \
+      || fail "an empty prompt did not give 25 characters"
+    # Bad input: one line, exit 1.
+    refused() {
+      local pattern="$1"
+      shift
+      "$BIN" sample "$@" >"$WORK/err" 2>&1
+      local rc=$?
+      [[ $rc -eq 1 ]] || { cat "$WORK/err"; fail "sample $* exited $rc, not 1"; }
+      [[ $(wc -l <"$WORK/err") -eq 1 ]] || { cat "$WORK/err"; fail "sample $*: not one line"; }
+      expect_in "$pattern" "$WORK/err"
+    }
+    refused "--prompt: character 'Z' (U+005A) at position 0 is not in the vocabulary; the model reads 59 characters: \"\\\\n \\\\\"'(),.0" \
+      --checkpoint "$WORK/gpt" --prompt "Zebra"
+    refused "--tokens: Value -1 not in range" --checkpoint "$WORK/gpt" --tokens -1
+    refused "--temperature" --checkpoint "$WORK/gpt" --temperature -0.5
+    refused "--temperature" --checkpoint "$WORK/gpt" --temperature nan
+    refused "--top-k" --checkpoint "$WORK/gpt" --top-k -3
+    refused "--checkpoint $WORK/none: no such file or directory" --checkpoint "$WORK/none"
+    "$BIN" train --dataset synthetic --synthetic-size 64 --width 16 --steps 2 --run-dir "$WORK/mlp" >/dev/null 2>&1 \
+      || fail "train an MLP failed"
+    refused "a checkpoint of a Sequential, not of a GPT" --checkpoint "$WORK/mlp"
+    "$BIN" train --model gpt --layers 1 --embd 16 --block 8 --synthetic-size 64 --steps 2 --run-dir "$WORK/tokens" \
+      >/dev/null 2>&1 || fail "train a GPT on synthetic tokens failed"
+    refused "no vocabulary in its metadata (a GPT trained on synthetic-tokens)" --checkpoint "$WORK/tokens"
+    ;;
   *) fail "unknown scenario $SCENARIO" ;;
 esac
 echo "PASS: $SCENARIO"

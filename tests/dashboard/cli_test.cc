@@ -59,6 +59,62 @@ TEST(DashboardCli, RunPrintsTheUrlAndLingersWithTheFinalState) {
   EXPECT_TRUE(checked) << "no linger line:\n" << out;
 }
 
+// A GPT on text, two ranks, two epochs: each evaluation's point in
+// /api/job carries rank 0's 120 characters, all of the corpus's vocabulary,
+// and metrics.jsonl has them on rank 0's eval records only.
+TEST(DashboardCli, AGptOnTextShowsASampleAtEachEvaluation) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("mddp-gpt-sample-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  const std::string corpus = std::string(MDDP_TEST_DATA_DIR) + "/tiny_corpus.txt";
+  const std::string cmd = mddp::test::microddp_binary() +
+                          " run --nproc 2 --model gpt --layers 1 --heads 2 --embd 32 --block 16"
+                          " --batch 128 --epochs 2 --lr 1e-2 --dataset text:" +
+                          corpus + " --run-dir " + dir.string() + " --http-linger 5 2>&1";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  const std::regex url_line(R"(dashboard at http://127\.0\.0\.1:(\d+)/)");
+  int port = -1;
+  nlohmann::json evals;
+  std::string out;
+  char buf[1024];
+  while (std::fgets(buf, sizeof buf, p)) {
+    out += buf;
+    std::smatch m;
+    const std::string line = buf;
+    if (port < 0 && std::regex_search(line, m, url_line)) port = std::stoi(m[1]);
+    if (port > 0 && evals.is_null() && line.find("the dashboard stays up") != std::string::npos)
+      evals = nlohmann::json::parse(request(port, "/api/job").body())["eval"];
+  }
+  EXPECT_EQ(::pclose(p), 0) << out;
+  ASSERT_EQ(evals.size(), 2u) << evals.dump() << out;
+  std::stringstream text;
+  text << std::ifstream(corpus).rdbuf();
+  for (const auto& e : evals) {
+    const std::string sample = e.value("sample", "");
+    // 120 characters: the corpus's are one to three bytes long.
+    EXPECT_GE(sample.size(), 120u) << e.dump();
+    EXPECT_LE(sample.size(), 360u) << e.dump();
+    for (char c : sample) EXPECT_NE(text.str().find(c), std::string::npos) << e.dump();
+  }
+  EXPECT_NE(evals[0]["sample"], evals[1]["sample"]) << "the model learned nothing between them";
+  int with_sample = 0, without = 0;
+  std::ifstream log(dir / "metrics.jsonl");
+  for (std::string line; std::getline(log, line);) {
+    const auto r = nlohmann::json::parse(line);
+    if (r.value("kind", "") != "eval") continue;
+    if (!r.contains("eval_sample")) {
+      ++without;
+      continue;
+    }
+    ++with_sample;
+    EXPECT_EQ(r["rank"], 0) << line;
+  }
+  EXPECT_EQ(with_sample, 2);
+  EXPECT_EQ(without, 2);
+  std::filesystem::remove_all(dir);
+}
+
 TEST(DashboardCli, NoDashboardWithPortMinusOne) {
   const auto [out, status] = run_command(mddp::test::microddp_binary() +
                                          " run --nproc 1 --dataset synthetic --width 32 --batch 32"

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "control/job_config_json.h"
+#include "control/metrics_record.h"
 #include "coordinator/job.h"
 #include "dashboard/server/job_json.h"
 #include "dashboard/server/tracker.h"
@@ -31,6 +32,35 @@ TEST(JobHeader, NamesTheBackendTheWorkersPick) {
   EXPECT_EQ(header_backend("cpu", "auto"), "cpu");
   EXPECT_EQ(header_backend("cuda", "auto"), "nccl");
   EXPECT_EQ(header_backend("cuda", "nccl"), "nccl");
+}
+
+// Rank 0's sample reaches the job's eval points whichever rank's report of
+// the step came first; a model without samples has none in the JSON.
+TEST(JobHeader, EvalPointsCarryRankZerosSample) {
+  coordinator::JobOptions options;
+  options.config_json = control::dump_job_config(train::TrainConfig{});
+  const coordinator::Job job(options);
+  Tracker tracker(job);
+  const auto eval_record = [](int rank, int64_t step, const std::string& sample) {
+    control::MetricsRecord r;
+    r.metrics.rank = rank;
+    r.metrics.step = step;
+    r.metrics.eval = true;
+    r.metrics.eval_loss = 2.5;
+    r.metrics.eval_accuracy = 0.3;
+    r.metrics.eval_sample = sample;
+    return r;
+  };
+  const auto now = coordinator::Clock::now();
+  tracker.observe({eval_record(1, 10, ""), eval_record(0, 10, "\nthe lamp")}, now);
+  tracker.observe({eval_record(0, 20, "\nthe lens"), eval_record(1, 20, "")}, now);
+  tracker.observe({eval_record(1, 30, "")}, now);
+  const nlohmann::json evals = job_json(tracker.snapshot(now))["eval"];
+  ASSERT_EQ(evals.size(), 3u) << evals.dump();
+  EXPECT_EQ(evals[0]["sample"], "\nthe lamp");
+  EXPECT_EQ(evals[1]["sample"], "\nthe lens");
+  EXPECT_FALSE(evals[2].contains("sample")) << evals.dump();
+  EXPECT_EQ(evals[0]["loss"], 2.5);
 }
 
 }  // namespace

@@ -131,6 +131,12 @@ TEST(StepMetricsJson, RoundTripsStepAndEvalRecords) {
   const StepMetrics eb = StepMetrics::from_json(e.to_json());
   EXPECT_TRUE(eb.eval);
   EXPECT_DOUBLE_EQ(eb.eval_accuracy, 0.84);
+  EXPECT_FALSE(e.to_json().contains("eval_sample"));  // only a GPT on text has one
+  e.eval_sample = "\nThe \"lamp\" \u00e9";
+  EXPECT_EQ(StepMetrics::from_json(e.to_json()).eval_sample, e.eval_sample);
+  nlohmann::json bad = e.to_json();
+  bad["eval_sample"] = 3;
+  EXPECT_THROW(StepMetrics::from_json(bad), InputError);
 }
 
 // Compression's fields (Note [Wire bytes]): the bytes, the collective and

@@ -3,7 +3,8 @@
 // the page. Run by dashboard_e2e.sh (which checks the prerequisites):
 //
 //   node dashboard.e2e.mjs --microddp BIN --screenshot OUT.png [--chromium /usr/bin/chromium]
-//   node dashboard.e2e.mjs --mock [--ranks N] --screenshot OUT.png   (the page at N ranks, default 64, simulated)
+//   node dashboard.e2e.mjs --mock [--ranks N] [--gpt] --screenshot OUT.png   (the page at N ranks, default 64,
+//     simulated; --gpt: a GPT on text, whose samples the page shows)
 //   node dashboard.e2e.mjs --attach URL --ranks N --screenshot OUT.png [--spki HASH]
 //     (a job someone else runs, e.g. the compose lab: the page and its rank
 //     table, loss chart and timeline only; no straggler, nothing killed.
@@ -33,6 +34,7 @@ const here = dirname(fileURLToPath(import.meta.url));
 const args = process.argv.slice(2);
 const opt = (name, dflt) => { const i = args.indexOf(name); return i >= 0 ? args[i + 1] : dflt; };
 const MOCK = args.includes('--mock');
+const GPT = MOCK && args.includes('--gpt');  // the mock's job is a GPT on text: samples at each evaluation
 const ATTACH = opt('--attach', '');
 const SPKI = opt('--spki', '');
 // An attached job's dashboard token, from the login URL it printed.
@@ -104,7 +106,7 @@ async function api(base, path) {
 async function startJob() {
   if (ATTACH) return { base: ATTACH.replace(/login\?token=.*$/, ''), run: null };
   if (MOCK) {
-    start(process.execPath, [join(here, 'mock_coordinator.mjs'), '--ranks', String(RANKS), '--fit']);
+    start(process.execPath, [join(here, 'mock_coordinator.mjs'), '--ranks', String(RANKS), '--fit', ...(GPT ? ['--gpt'] : [])]);
     const m = await waitFor('the mock coordinator', async () => output.match(/listening on (http:\/\/\S+)/), 10000);
     return { base: m[1], run: null };
   }
@@ -226,6 +228,28 @@ async function main() {
   } else log(`loss chart: ${first} points`);
   const canvas = await page.locator('#chart-loss canvas').count();
   if (canvas < 1) fail('the loss chart has no canvas (uPlot did not draw)');
+
+  // Generated text: a GPT's panel shows the newest evaluation's sample
+  // first, exactly as /api/job has it (newlines and all); other models
+  // have no samples and no panel.
+  if (GPT) {
+    // Two evaluations, so that the order shows.
+    const shown = await waitFor('the Generated text panel to show two samples', () => page.evaluate(() => {
+      const items = [...document.querySelectorAll('#samples-panel:not([hidden]) #samples li')];
+      return items.length >= 2 ? items.map((li) => ({
+        step: Number(li.querySelector('.sample-step').textContent.match(/^step (\d+)/)[1]),
+        text: li.querySelector('pre').textContent,
+      })) : null;
+    }), 90000);
+    const evals = new Map((await api(base, 'api/job')).eval.map((x) => [x.step, x.sample]));
+    for (const [i, s] of shown.entries()) {
+      if (evals.get(s.step) !== s.text) fail(`the sample of step ${s.step} reads ${JSON.stringify(s.text)}, /api/job has ${JSON.stringify(evals.get(s.step))}`);
+      if (i > 0 && s.step >= shown[i - 1].step) fail(`the samples are not newest first: step ${s.step} after ${shown[i - 1].step}`);
+    }
+    log(`generated text: the samples of steps ${shown.map((s) => s.step).join(', ')}`);
+  } else if (!ATTACH && await page.locator('#samples-panel').isVisible()) {
+    fail('the Generated text panel is shown for a model that writes no text');
+  }
 
   // Timeline: a Chart.js chart given a row per rank, that drew a backward
   // phase and at least one bucket all-reduce in every rank's row. Counted

@@ -4,7 +4,10 @@
 // from disk and vendor/ (uPlot, Chart.js) from dashboard/node_modules, as
 // dashboard/assets/ embeds them.
 //
-//   node tests/dashboard/e2e/mock_coordinator.mjs [--ranks N] [--port P] [--fail-at STEP] [--fit]
+//   node tests/dashboard/e2e/mock_coordinator.mjs [--ranks N] [--port P] [--fail-at STEP] [--fit] [--gpt]
+//
+// --gpt: the job is a GPT on text: rank 0's eval records carry a sample
+// (eval_sample), as /api/job's eval points do.
 //
 // Rank 1 (rank 0 of one) fails at step STEP, or when POST /mock/fail asks
 // (the browser test, once it has checked the running job: at 1,000 ranks
@@ -27,7 +30,12 @@ const N = Number(opt('--ranks', 4));
 const PORT = Number(opt('--port', 0));
 const FAIL_AT = Number(opt('--fail-at', 0));
 const FIT = args.includes('--fit');
-const TOTAL = 3000, STEPS_PER_EPOCH = 400;
+const GPT = args.includes('--gpt');
+// What the mock's GPT "writes" at the evaluation of `step`: lines that
+// name the step, with a character of more than one byte.
+const mockSample = (step) => `The lamp at step ${step} — is lit.\nThe sea is calm.`;
+// The GPT's epochs are shorter: the browser test waits for two of its samples.
+const TOTAL = 3000, STEPS_PER_EPOCH = GPT ? 100 : 400;
 // A step every 50 ms up to 64 ranks; past that, as many records a second as
 // 64 ranks send (a larger job's steps take longer, and one process
 // simulating 1,000 ranks at 20 steps/s would measure itself, not the page).
@@ -75,7 +83,7 @@ function job() {
   const sps = state === 'running' ? (64 * 1000) / STEP_MS : 0;
   return {
     job_id: 'mock', state, world_size: N, max_world_size: N, attempt: restarts.length, restarts, backend: 'cpu', transport: 'shm', algorithm: 'ring', ddp: 'bucketed',
-    compress: 'none', model: 'mlp', global_batch: 64, step, total_steps: TOTAL, samples_per_s: sps,
+    compress: 'none', model: GPT ? 'gpt' : 'mlp', global_batch: 64, step, total_steps: TOTAL, samples_per_s: sps,
     eta_s: state === 'running' ? ((TOTAL - step) * STEP_MS) / 1000 : null, elapsed_s: el,
     loss: tail.length ? tail[tail.length - 1].loss : 0, eval: evals, failure, failed_rank: failedRank,
     ...(FIT ? { fit: { transport: 'shm', algorithm: 'ring', world_size: N, alpha_s: 4e-6, beta_Bps: 3.1e9, r2: 0.998 } } : {}),
@@ -191,8 +199,11 @@ const timer = setInterval(() => {
   const recs = stepRecords(step);
   if (step % STEPS_PER_EPOCH === 0) {
     const e = { step, loss: 2.3 * Math.exp(-step / 700) + 0.3, accuracy: 0.7 + 0.15 * (1 - Math.exp(-step / 800)) };
+    if (GPT) e.sample = mockSample(step);
     evals.push(e);
-    recs.push({ kind: 'eval', seq: ++seq, rank: 0, step, eval_loss: e.loss, eval_accuracy: e.accuracy });
+    recs.push({
+      kind: 'eval', seq: ++seq, rank: 0, step, eval_loss: e.loss, eval_accuracy: e.accuracy, ...(GPT ? { eval_sample: e.sample } : {}),
+    });
   }
   tail.push(...recs);
   if (tail.length > 500 * N) tail.splice(0, tail.length - 500 * N);
