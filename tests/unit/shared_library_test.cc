@@ -1,15 +1,13 @@
 // open_library (core/common/shared_library.h): the order of the places a
 // library is looked for, the environment variable that wins, and an error
 // that names every place it looked. The files are made here (empty ones
-// where only the order is checked; this process's own libc where one must
+// where only the order is checked; this process's own libm where one must
 // load), so the test needs no GPU library.
 #include "core/common/shared_library.h"
 
-#include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -54,11 +52,13 @@ class SharedLibraryTest : public ::testing::Test {
   fs::path dir_;
 };
 
-// The path of the C library this process runs with: a file dlopen can load.
-std::string libc_path() {
-  Dl_info info{};
-  EXPECT_NE(dladdr(reinterpret_cast<void*>(&std::printf), &info), 0);
-  return info.dli_fname;
+// A real library to load under other names: libm, which every C++ program
+// has loaded and which has no thread-local storage (a second copy of libc
+// would need static TLS, and ThreadSanitizer's runtime leaves none spare).
+std::string loadable_library() {
+  const std::string libm = mddp::loaded_library_path("libm.so");
+  EXPECT_FALSE(libm.empty());
+  return libm;
 }
 
 TEST_F(SharedLibraryTest, CandidatesGoWheelThenCuda13WheelThenToolkitThenTheBuildsCopy) {
@@ -84,7 +84,7 @@ TEST_F(SharedLibraryTest, AFileFoundTwiceIsTriedOnce) {
 }
 
 TEST_F(SharedLibraryTest, TheEnvironmentVariableWins) {
-  setenv("MDDP_TEST_LIBRARY", libc_path().c_str(), 1);
+  setenv("MDDP_TEST_LIBRARY", loadable_library().c_str(), 1);
   EXPECT_NE(mddp::open_library(search()), nullptr);
 }
 
@@ -92,7 +92,7 @@ TEST_F(SharedLibraryTest, ABadEnvironmentVariableIsAnErrorNotAFallBack) {
   setenv("MDDP_TEST_LIBRARY", (dir_ / "nowhere.so").c_str(), 1);
   setenv("CUDA_HOME", (dir_ / "cuda").c_str(), 1);
   fs::create_directories(dir_ / "cuda/lib64");
-  fs::copy_file(libc_path(), dir_ / "cuda/lib64" / kSoname);  // loadable, but not asked for
+  fs::copy_file(loadable_library(), dir_ / "cuda/lib64" / kSoname);  // loadable, but not asked for
   try {
     mddp::open_library(search());
     FAIL() << "loaded a library the environment did not name";
@@ -107,7 +107,7 @@ TEST_F(SharedLibraryTest, ABadEnvironmentVariableIsAnErrorNotAFallBack) {
 TEST_F(SharedLibraryTest, AFoundCandidateLoads) {
   setenv("CUDA_HOME", (dir_ / "cuda").c_str(), 1);
   fs::create_directories(dir_ / "cuda/lib64");
-  fs::copy_file(libc_path(), dir_ / "cuda/lib64" / kSoname);
+  fs::copy_file(loadable_library(), dir_ / "cuda/lib64" / kSoname);
   EXPECT_NE(mddp::open_library(search()), nullptr);
 }
 

@@ -11,6 +11,16 @@
 #include "core/tensor/cpu/vectorize.h"
 #include "core/tensor/dropout_mask.h"
 
+// The row loops' OpenMP pragma. ThreadSanitizer cannot see libgomp's
+// barriers (libgomp is not built with it) and would report every parallel
+// loop as a race; under it the loops run on one thread, which gives the same
+// results (each row is computed by one thread either way).
+#if defined(__SANITIZE_THREAD__)
+#define MDDP_PARALLEL_ROWS
+#else
+#define MDDP_PARALLEL_ROWS _Pragma("omp parallel for schedule(static)")
+#endif
+
 namespace mddp::tensor::cpu {
 namespace {
 
@@ -25,7 +35,7 @@ constexpr int64_t kChunk = 4096;
 template <typename F>
 void in_chunks(int64_t n, F&& f) {
   const int64_t chunks = (n + kChunk - 1) / kChunk;
-#pragma omp parallel for schedule(static)
+  MDDP_PARALLEL_ROWS
   for (int64_t c = 0; c < chunks; ++c) f(c * kChunk, std::min(kChunk, n - c * kChunk));
 }
 
@@ -65,7 +75,7 @@ void embedding_backward(const float* ids, const float* dy, int64_t n, int64_t c,
 
 void layernorm_forward(const float* x, const float* w, const float* b, int64_t n, int64_t c,
                        float eps, float* y, float* mean, float* rstd) {
-#pragma omp parallel for schedule(static)
+  MDDP_PARALLEL_ROWS
   for (int64_t i = 0; i < n; ++i) {
     const float* xr = x + i * c;
     float s = 0.0f;
@@ -92,7 +102,7 @@ void layernorm_backward(const float* x, const float* w, const float* mean, const
       dw[j] += dyr[j] * (xr[j] - mean[i]) * rstd[i];
     }
   }
-#pragma omp parallel for schedule(static)
+  MDDP_PARALLEL_ROWS
   for (int64_t i = 0; i < n; ++i) {
     const float *xr = x + i * c, *dyr = dy + i * c;
     float g_sum = 0.0f, gx_sum = 0.0f;
@@ -143,7 +153,7 @@ void merge_heads(const float* heads, const HeadDims& d, float* x) {
 // masked rest is exactly 0. In place is fine: s[j] is read before p[j] is written.
 void causal_softmax_forward(const float* scores, int64_t n, int64_t t, float* probs,
                             int64_t ahead) {
-#pragma omp parallel for schedule(static)
+  MDDP_PARALLEL_ROWS
   for (int64_t r = 0; r < n * t; ++r) {
     const int64_t i = std::min(r % t + ahead, t - 1);  // the last column the row sees
     const float* s = scores + r * t;
@@ -161,7 +171,7 @@ void causal_softmax_forward(const float* scores, int64_t n, int64_t t, float* pr
 // ds = p (dp - sum_j p dp) on the unmasked part; 0 on the masked one.
 void causal_softmax_backward(const float* probs, const float* dprobs, int64_t n, int64_t t,
                              float* dscores, int64_t ahead) {
-#pragma omp parallel for schedule(static)
+  MDDP_PARALLEL_ROWS
   for (int64_t r = 0; r < n * t; ++r) {
     const int64_t i = std::min(r % t + ahead, t - 1);
     const float *p = probs + r * t, *dp = dprobs + r * t;
