@@ -421,7 +421,7 @@ assert set(text) <= vocab, set(text) - vocab
     "$BIN" sample --checkpoint "$WORK/gpt/checkpoints/step-00000010.safetensors" --prompt "The " --tokens 80 \
       --seed 1 >"$WORK/p1" 2>&1 && ! cmp -s "$WORK/s1" "$WORK/p1" || fail "step 10's checkpoint gave the final one's text"
     # An empty prompt: just the generated characters.
-    sample --prompt "" --tokens 25 >"$WORK/e" 2>&1 || fail "an empty prompt failed"
+    "$BIN" sample --checkpoint "$WORK/gpt" --prompt "" --tokens 25 >"$WORK/e" 2>&1 || { cat "$WORK/e"; fail "an empty prompt failed"; }
     python3 -c 'import sys; t = open(sys.argv[1], encoding="utf-8").read(); assert len(t) == 26, repr(t)' "$WORK/e" \
       || fail "an empty prompt did not give 25 characters"
     # Bad input: one line, exit 1.

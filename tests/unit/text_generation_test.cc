@@ -102,6 +102,7 @@ TEST_F(TextGeneration, RefusesACheckpointThatIsNotATextGpt) {
   TrainConfig mlp;
   mlp.data.spec = "synthetic";
   mlp.data.synthetic_size = 32;
+  mlp.batch = 16;
   mlp.steps = 1;
   mlp.eval = false;
   Trainer m(mlp);
@@ -152,6 +153,7 @@ TEST_F(TextGeneration, RankZeroWritesASampleAtEachEvaluation) {
   TrainConfig mlp;
   mlp.data.spec = "synthetic";
   mlp.data.synthetic_size = 32;
+  mlp.batch = 16;
   mlp.steps = 1;
   Trainer m(mlp);
   EXPECT_EQ(evaluation_text(m, true), "");
