@@ -8,8 +8,7 @@
 #    BUILD_DIR's binary (MDDP_FROM=release: the project is not compiled a
 #    second time); and deploy/Dockerfile's from-source recipe up to its
 #    configured build tree (the build packages it installs, the context it
-#    copies, CMake's configure), the part a host build does not prove,
-#    built beside steps 3-5 and checked before step 6.
+#    copies, CMake's configure), the part a host build does not prove.
 #    MDDP_DOCKER_FROM_SOURCE=1 builds the lab's image from source instead,
 #    compile and all (20-30 min on two cores with a cold compiler cache).
 # 3. A short job with TLS (the lab's default) on uneven links (MDDP_LINK_RATE,
@@ -72,10 +71,6 @@ COMPOSE=("${COMPOSE_CMD[@]}" -p "$PROJECT" -f "$REPO/deploy/docker-compose.yml")
 
 compose_logs() { "${COMPOSE[@]}" logs --no-color "$@" 2>&1; }
 cleanup() {
-  if [[ -n "${SOURCE_PID:-}" ]]; then  # a failure before the source stage was checked
-    pkill -P "$SOURCE_PID" 2>/dev/null
-    kill "$SOURCE_PID" 2>/dev/null
-  fi
   if [[ -n "${DOCKER_HOST:-}" ]]; then
     "${COMPOSE[@]}" down -v --remove-orphans >/dev/null 2>&1
     docker image rm -f "$MDDP_IMAGE" "$MDDP_IMAGE-source" >/dev/null 2>&1
@@ -157,29 +152,16 @@ T0=$(date +%s)
 say "image built in $(($(date +%s) - T0)) s ($( ((FROM_SOURCE)) && echo "ccache $(grep -m1 -o "Hits: .*" "$WORK/build.log" || echo "not run: layers cached")" || echo "from the release $MDDP_RELEASE_DIR")):" \
   "$(docker image inspect -f '{{.Size}}' "$MDDP_IMAGE" | awk '{printf "%.0f MB", $1 / 1e6}');" \
   "engine data $( ((STARTED_ENGINE)) && du -sh "$MDDP_ENGINE_DIR" | cut -f1 || echo "(not ours)")"
-# The from-source recipe up to the compile: its packages install, its
-# context copies, CMake configures. It waits on the package mirror more than
-# it computes, so it runs beside the lab's jobs (3-5) and is checked before
-# the clean-up (6).
-source_stage() {
-  DOCKER_BUILDKIT=1 docker build --network host -f "$REPO/deploy/Dockerfile" --target source-configured \
-    -t "$MDDP_IMAGE-source" "$REPO" >"$WORK/source.log" 2>&1 || return 1
-  grep -q "Build files have been written to: /build" "$WORK/source.log" || return 2
-}
-source_stage_checked() {
-  local rc=0
-  wait "$SOURCE_PID" || rc=$?
-  ((rc == 1)) && { tail -n 40 "$WORK/source.log"; fail "deploy/Dockerfile's source stage did not configure"; }
-  ((rc == 2)) && { tail -n 40 "$WORK/source.log"; fail "the source stage's log does not show CMake's configure"; }
-  ((rc == 0)) || fail "the source stage's check ended with status $rc"
-  SOURCE_PID=""
-  docker image rm -f "$MDDP_IMAGE-source" >/dev/null 2>&1
-  say "the source stage configured in $(($(date +%s) - SOURCE_T0)) s (beside the lab's jobs)"
-}
 if ((!FROM_SOURCE)); then
-  SOURCE_T0=$(date +%s)
-  source_stage &
-  SOURCE_PID=$!
+  # The from-source recipe up to the compile: its packages install, its context copies, CMake configures.
+  T0=$(date +%s)
+  DOCKER_BUILDKIT=1 docker build --network host -f "$REPO/deploy/Dockerfile" --target source-configured \
+    -t "$MDDP_IMAGE-source" "$REPO" >"$WORK/source.log" 2>&1 ||
+    { tail -n 40 "$WORK/source.log"; fail "deploy/Dockerfile's source stage did not configure"; }
+  grep -q "Build files have been written to: /build" "$WORK/source.log" ||
+    { tail -n 40 "$WORK/source.log"; fail "the source stage's log does not show CMake's configure"; }
+  docker image rm -f "$MDDP_IMAGE-source" >/dev/null 2>&1
+  say "the source stage configured in $(($(date +%s) - T0)) s"
 fi
 
 export MDDP_HTTP_PORT MDDP_GRPC_PORT
@@ -341,8 +323,6 @@ coordinator_says "job 'local' failed: rank 2 (host worker2, pid [0-9]*)" || fail
 for s in worker0 worker1 worker3; do
   wait_for 60 "$s's error line naming rank 2" logs_have "$s" "microddp: error: .*rank 2"
 done
-
-((FROM_SOURCE)) || source_stage_checked
 
 # ---- 6. nothing left ---------------------------------------------------------------------
 if ((STARTED_ENGINE)); then
