@@ -141,11 +141,11 @@ TEST_F(TextFiles, AFolderGivesItsTextFilesInSortedOrderByTheDocumentedRule) {
   write_bytes(dir_ / "a" / "z.txt", "zed");
   write_bytes(dir_ / "a.txt", "ay");
   write_bytes(dir_ / "cookie", "fortune");
-  write_bytes(dir_ / "cookie.dat", std::string("\0\0\0\2binary index", 18));  // skipped: *.dat
-  fs::create_symlink("cookie", dir_ / "cookie.u8");                           // skipped: a link
-  write_bytes(dir_ / ".hidden", "no");                                        // skipped: hidden
-  write_bytes(dir_ / ".git" / "HEAD", "no");                                  // hidden folder
-  write_bytes(dir_ / "empty.txt", "");                                        // skipped: empty
+  write_bytes(dir_ / "cookie.dat", std::string("\0\0\0\2", 4) + "binary index");  // skipped: *.dat
+  fs::create_symlink("cookie", dir_ / "cookie.u8");                               // skipped: a link
+  write_bytes(dir_ / ".hidden", "no");                                            // skipped: hidden
+  write_bytes(dir_ / ".git" / "HEAD", "no");                                      // hidden folder
+  write_bytes(dir_ / "empty.txt", "");                                            // skipped: empty
   const fs::path outside = dir_.string() + "-outside";
   write_bytes(outside / "secret.txt", "no");
   fs::create_directory_symlink(outside, dir_ / "elsewhere");  // not followed
