@@ -43,16 +43,26 @@ Tracker::Tracker(const coordinator::Job& job)
       config_(control::parse_job_config(job.options().config_json)),
       fits_(read_fits()) {}
 
+// Every rank evaluates the same model: the first report of a step gives its
+// point, and the sample, which only rank 0's carries, joins it whenever it
+// comes. Each rank's stream is in step order, but not the ranks among
+// themselves: rank 0's report of one step can come after another rank's
+// report of a later one, so a point is found by its step.
+void Tracker::observe_eval(const perf::StepMetrics& m) {
+  auto after = std::find_if(evals_.rbegin(), evals_.rend(),
+                            [&](const EvalPoint& e) { return e.step <= m.step; });
+  if (after != evals_.rend() && after->step == m.step) {
+    if (!m.eval_sample.empty()) after->sample = m.eval_sample;
+    return;
+  }
+  evals_.insert(after.base(), {m.step, m.eval_loss, m.eval_accuracy, m.eval_sample});
+}
+
 void Tracker::observe(const std::vector<control::MetricsRecord>& records, TimePoint now) {
   for (const auto& r : records) {
     const perf::StepMetrics& m = r.metrics;
     if (m.eval) {
-      // Every rank evaluates the same model: keep the first report of a
-      // step, and the sample, which only rank 0's carries, whenever it comes.
-      if (evals_.empty() || evals_.back().step < m.step)
-        evals_.push_back({m.step, m.eval_loss, m.eval_accuracy, m.eval_sample});
-      else if (evals_.back().step == m.step && !m.eval_sample.empty())
-        evals_.back().sample = m.eval_sample;
+      observe_eval(m);
       continue;
     }
     RankWindow& w = ranks_[m.rank];

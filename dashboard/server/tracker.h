@@ -82,6 +82,7 @@ class Tracker {
   JobSnapshot snapshot(coordinator::TimePoint now) const;
 
  private:
+  void observe_eval(const perf::StepMetrics& m);
   struct Sample {
     int64_t time_unix_ns = 0, step = 0;
     double loss = 0, step_ms = 0;

@@ -55,12 +55,35 @@ TEST(JobHeader, EvalPointsCarryRankZerosSample) {
   tracker.observe({eval_record(1, 10, ""), eval_record(0, 10, "\nthe lamp")}, now);
   tracker.observe({eval_record(0, 20, "\nthe lens"), eval_record(1, 20, "")}, now);
   tracker.observe({eval_record(1, 30, "")}, now);
+  // Rank 1's stream may run a whole evaluation ahead of rank 0's.
+  tracker.observe({eval_record(1, 40, ""), eval_record(1, 50, "")}, now);
+  tracker.observe({eval_record(0, 40, "\nthe lead"), eval_record(0, 50, "\nthe leaf")}, now);
   const nlohmann::json evals = job_json(tracker.snapshot(now))["eval"];
-  ASSERT_EQ(evals.size(), 3u) << evals.dump();
+  ASSERT_EQ(evals.size(), 5u) << evals.dump();
   EXPECT_EQ(evals[0]["sample"], "\nthe lamp");
   EXPECT_EQ(evals[1]["sample"], "\nthe lens");
   EXPECT_FALSE(evals[2].contains("sample")) << evals.dump();
+  EXPECT_EQ(evals[3]["sample"], "\nthe lead");
+  EXPECT_EQ(evals[4]["sample"], "\nthe leaf");
   EXPECT_EQ(evals[0]["loss"], 2.5);
+}
+
+// A report of an earlier step that comes late takes its place in step order.
+TEST(JobHeader, ALateEvalReportTakesItsPlaceInStepOrder) {
+  coordinator::JobOptions options;
+  options.config_json = control::dump_job_config(train::TrainConfig{});
+  const coordinator::Job job(options);
+  Tracker tracker(job);
+  const auto now = coordinator::Clock::now();
+  for (int64_t step : {20, 10, 30, 10}) {
+    control::MetricsRecord r;
+    r.metrics.step = step;
+    r.metrics.eval = true;
+    tracker.observe({r}, now);
+  }
+  const nlohmann::json evals = job_json(tracker.snapshot(now))["eval"];
+  ASSERT_EQ(evals.size(), 3u) << evals.dump();
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(evals[i]["step"], 10 * (i + 1)) << evals.dump();
 }
 
 }  // namespace
