@@ -139,6 +139,11 @@ Reply api_collectives(const RequestTarget& t, const RouteContext& c) {
   if (t.has("step")) {
     step = t.integer("step", 0, 0, std::numeric_limits<int64_t>::max());
   } else {
+    if (world > perf::kStepTraceMaxRanks)
+      return error_reply(
+          404, str("a job of ", world, " ranks traces no all-reduce steps: only jobs of up to ",
+                   perf::kStepTraceMaxRanks,
+                   " ranks do (a step's transfers grow with the square of the ranks)"));
     if (traced.empty())
       return error_reply(
           404, str("no traced step (every ", perf::kStepTraceEvery,

@@ -94,7 +94,9 @@ async function pollCollectives() {
   const q = new URLSearchParams();
   if (collChoice.step !== null) q.set('step', String(collChoice.step));
   if (collChoice.bucket !== null) q.set('bucket', String(collChoice.bucket));
-  collectives.update(await getJSON(`api/collectives?${q}`));
+  const res = await fetch(`api/collectives?${q}`, { cache: 'no-store' });
+  if (res.status === 404) collectives.update(null, (await res.json()).error);  // none: the server says why
+  else if (res.ok) collectives.update(await res.json());
 }
 
 function every(ms, fn) {

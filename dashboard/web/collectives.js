@@ -14,8 +14,6 @@ const NS = 'http://www.w3.org/2000/svg';
 const PLAY_MS = 4000;    // one all-reduce plays in about this long ...
 const HOLD_MS = 800;     // ... then holds before it starts again
 const SIZE = 300;        // each ring's drawing, px
-const MANY_RANKS = 64;   // past this many ranks ...
-const FRAME_MS_MANY = 100;  // ... a frame at most every 100 ms
 const LABELS_UP_TO = 16; // ranks and block numbers are written up to this many ranks
 
 function svg(tag, attrs = {}, text) {
@@ -106,15 +104,8 @@ export class CollectivesView {
     });
     this.exportBtn.addEventListener('click', () => this.exportSvg());
     this.rings();
-    // At most every FRAME_MS_MANY at scale: a 1,000-rank ring has hundreds
-    // of arrows in flight, and 60 redraws a second of them left the rest
-    // of the page (charts, rank table) minutes behind the job.
-    let last = 0;
-    const tick = (now) => {
-      if (!(this.timing?.n > MANY_RANKS) || now - last >= FRAME_MS_MANY) {
-        last = now;
-        this.draw();
-      }
+    const tick = () => {
+      this.draw();
       requestAnimationFrame(tick);
     };
     requestAnimationFrame(tick);
@@ -134,12 +125,14 @@ export class CollectivesView {
 
   chosenStep() { return this.stepSel.value === 'latest' ? null : Number(this.stepSel.value); }
 
-  // A /api/collectives reply (null: none yet).
-  update(data) {
+  // A /api/collectives reply, or null and the server's reason there is none.
+  update(data, why) {
     const c = data?.collective;
-    const changed = JSON.stringify([data?.step, c?.bucket, c?.start_ms]) !== JSON.stringify([this.data?.step, this.data?.collective?.bucket, this.data?.collective?.start_ms]);
+    const shown = JSON.stringify([data?.step, c?.bucket, c?.start_ms, why]);
     this.data = data;
-    if (!changed) return;
+    this.why = why;
+    if (shown === this.shown) return;
+    this.shown = shown;
     this.t0 = performance.now();
     this.box.dataset.steps = String(c?.steps.length ?? 0);
     this.box.dataset.ranks = String(data?.world_size ?? 0);
@@ -167,7 +160,7 @@ export class CollectivesView {
     this.shownCurrent = undefined;  // the table is rebuilt: mark its row again
     if (!c || !c.steps.length) {
       this.rings();
-      this.caption.textContent = data ? `Step ${data.step} carries no all-reduce steps (only every 10th step is traced, and a one-rank job or NCCL has none).` : 'No traced step yet: every 10th step carries its all-reduces\' steps.';
+      this.caption.textContent = data ? `Step ${data.step} carries no all-reduce steps (only every 10th step is traced, and a one-rank job or NCCL has none).` : this.why ?? 'No traced step yet: every 10th step carries its all-reduces\' steps.';
       this.table.replaceChildren();
       return;
     }

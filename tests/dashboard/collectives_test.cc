@@ -5,7 +5,9 @@
 #include <nlohmann/json.hpp>
 
 #include "client.h"
+#include "control/job_config_json.h"
 #include "core/perf/step_metrics.h"
+#include "dashboard/server/routes.h"
 #include "fixture.h"
 
 namespace mddp::dashboard::test {
@@ -82,6 +84,29 @@ TEST_F(DashboardTest, CollectivesOfAChosenStepAndBucket) {
   EXPECT_EQ(request(port(), "/api/collectives?step=99").result_int(), 404);
   EXPECT_EQ(request(port(), "/api/collectives?step=x").result_int(), 400);
   EXPECT_EQ(request(port(), "/api/collectives?bucket=-2").result_int(), 400);
+}
+
+// Past kStepTraceMaxRanks no step is ever traced (a step's transfers grow
+// with the square of the ranks): the 404 says that, not "yet".
+TEST(CollectivesRoute, ALargeJobTracesNoStepAndTheReplySaysWhy) {
+  for (const int world : {perf::kStepTraceMaxRanks, perf::kStepTraceMaxRanks + 1}) {
+    coordinator::JobOptions options;
+    options.world_size = world;
+    options.config_json = control::dump_job_config(train::TrainConfig{});
+    const coordinator::Job job(options);
+    const Tracker tracker(job);
+    const StaticFiles files{std::filesystem::path()};
+    const Reply r = route("/api/collectives", {job, tracker, files});
+    EXPECT_EQ(r.status, 404);
+    const std::string why = json::parse(r.body)["error"];
+    if (world > perf::kStepTraceMaxRanks)
+      EXPECT_EQ(
+          why.rfind("a job of " + std::to_string(world) + " ranks traces no all-reduce steps", 0),
+          0u)
+          << why;
+    else
+      EXPECT_NE(why.find("has been reported by every rank yet"), std::string::npos) << why;
+  }
 }
 
 }  // namespace

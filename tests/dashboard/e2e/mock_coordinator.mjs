@@ -134,8 +134,11 @@ function stragglers() {
 }
 
 // /api/collectives: the ring schedule of a traced step's buckets (every
-// 10th step), each step taking an equal share of the bucket's span.
+// 10th step), each step taking an equal share of the bucket's span. As the
+// coordinator, no step is traced past 64 ranks: the 404 says why.
+const TRACE_MAX_RANKS = 64;
 function collectives(q) {
+  if (N > TRACE_MAX_RANKS) return { status: 404, error: `a job of ${N} ranks traces no all-reduce steps: only jobs of up to ${TRACE_MAX_RANKS} ranks do (a step's transfers grow with the square of the ranks)` };
   const traced = [...new Set(tail.filter((r) => r.kind === 'step' && r.step % 10 === 0).map((r) => r.step))].slice(-30);
   const s = q.has('step') ? Number(q.get('step')) : traced[traced.length - 1];
   const recs = tail.filter((r) => r.kind === 'step' && r.step === s);
@@ -220,7 +223,10 @@ const VENDOR = {
 const TYPES = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8', '.css': 'text/css; charset=utf-8' };
 const server = createServer(async (req, res) => {
   const url = new URL(req.url, 'http://x');
-  const json = (o) => { if (o === null) { res.writeHead(404).end('{}'); return; } res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify(o)); };
+  const json = (o) => {
+    if (o === null) o = { status: 404, error: 'not found' };
+    res.writeHead(o.status ?? 200, { 'Content-Type': 'application/json' }).end(JSON.stringify(o.status ? { error: o.error } : o));
+  };
   const p = url.pathname;
   if (p === '/mock/restart' && req.method === 'POST') {
     if (state === 'running') restart();
