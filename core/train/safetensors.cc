@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/common/check.h"
+#include "core/common/sha256.h"
 
 namespace mddp::train {
 namespace {
@@ -20,6 +21,14 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 constexpr uint64_t kMaxHeaderBytes = 100'000'000;  // the format's own limit
+// The metadata key of the tensors' checksums (Note [Tensor checksums]).
+constexpr const char* kChecksumKey = "tensor_sha256";
+
+std::string sha256_hex(const std::vector<float>& v) {
+  Sha256 h;
+  h.update(v.data(), v.size() * sizeof(float));
+  return h.hex();
+}
 
 std::string hostname() {
   char name[256] = {};
@@ -67,19 +76,24 @@ std::string header_text(const std::vector<NamedTensor>& tensors,
 }
 
 void write_file(const std::string& tmp, const std::vector<NamedTensor>& tensors,
-                const std::map<std::string, std::string>& metadata) {
+                std::map<std::string, std::string> metadata) {
   Fd f{::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)};
   if (f.fd < 0) throw Error(str("cannot create '", tmp, "': ", errno_text()));
+  // The bytes as they go to disk, and their checksums for the header before them.
+  std::vector<std::vector<float>> host;  // little-endian hosts only (x86, Arm)
+  json sums = json::object();
+  for (const auto& t : tensors) {
+    host.push_back(t.value.to_vector());
+    sums[t.name] = sha256_hex(host.back());
+  }
+  metadata[kChecksumKey] = sums.dump();
   const std::string text = header_text(tensors, metadata);
   unsigned char len[8];
   for (int i = 0; i < 8; ++i)
     len[i] = static_cast<unsigned char>(static_cast<uint64_t>(text.size()) >> (8 * i));
   write_all(f.fd, len, 8, tmp);
   write_all(f.fd, text.data(), text.size(), tmp);
-  for (const auto& t : tensors) {
-    const std::vector<float> host = t.value.to_vector();  // little-endian hosts only (x86, Arm)
-    write_all(f.fd, host.data(), t.value.bytes(), tmp);
-  }
+  for (const auto& v : host) write_all(f.fd, v.data(), v.size() * sizeof(float), tmp);
   if (::fsync(f.fd) != 0) throw Error(str("writing '", tmp, "' failed: ", errno_text()));
   const int fd = f.fd;
   f.fd = -1;
@@ -131,11 +145,41 @@ Header read_header(std::ifstream& in, const std::string& path) {
   return h;
 }
 
+// The caller's metadata: everything but the checksums, which are this file layer's.
 std::map<std::string, std::string> metadata_of(const Header& h) {
   std::map<std::string, std::string> out;
   if (auto it = h.entries.find("__metadata__"); it != h.entries.end())
-    for (auto& [k, v] : it->items()) out[k] = v.get<std::string>();
+    for (auto& [k, v] : it->items())
+      if (k != kChecksumKey) out[k] = v.get<std::string>();
   return out;
+}
+
+// The checksums by tensor name; null for a file written without them (by
+// PyTorch, or by microddp before they were added).
+json checksums_of(const Header& h, const std::string& path) {
+  const auto meta = h.entries.find("__metadata__");
+  if (meta == h.entries.end() || !meta->contains(kChecksumKey)) return nullptr;
+  json sums = json::parse((*meta)[kChecksumKey].get<std::string>(), nullptr, false);
+  if (!sums.is_object())
+    throw InputError(str("'", path, "' is damaged: its ", kChecksumKey, " metadata is not JSON"));
+  return sums;
+}
+
+// Throws InputError naming the file and the tensor when `values` are not the
+// bytes that were written (Note [Tensor checksums]).
+void check_tensor(const json& sums, const std::string& path, const std::string& name,
+                  const std::vector<float>& values) {
+  if (sums.is_null()) return;
+  const auto it = sums.find(name);
+  const std::string written = it != sums.end() && it->is_string() ? it->get<std::string>() : "";
+  if (written.empty())
+    throw InputError(str("'", path, "' is damaged: tensor '", name, "' has no checksum in ",
+                         kChecksumKey, " (its header was changed)"));
+  if (const std::string read = sha256_hex(values); read != written)
+    throw InputError(str("'", path, "' is damaged: tensor '", name,
+                         "' does not match the SHA-256 written with it (", written.substr(0, 12),
+                         "..., read ", read.substr(0, 12),
+                         "...): the file changed after it was written"));
 }
 
 std::ifstream open_for_reading(const std::string& path) {
@@ -192,6 +236,7 @@ Safetensors load_safetensors(const std::string& path) {
   };
   Safetensors out;
   out.metadata = metadata_of(h);
+  const json sums = checksums_of(h, path);
   for (auto& [name, entry] : h.entries.items()) {
     if (name == "__metadata__") continue;
     if (!entry.is_object() || !entry.contains("dtype") || !entry.contains("shape") ||
@@ -230,6 +275,7 @@ Safetensors load_safetensors(const std::string& path) {
     in.seekg(static_cast<std::streamoff>(h.data_start + offs[0]));
     if (!in.read(reinterpret_cast<char*>(values.data()), static_cast<std::streamsize>(bytes)))
       throw bad("reading tensor '" + name + "' failed");
+    check_tensor(sums, path, name, values);
     out.tensors.push_back({name, tensor::Tensor::from_vector(shape, values)});
   }
   return out;
