@@ -24,10 +24,18 @@ constexpr uint64_t kMaxHeaderBytes = 100'000'000;  // the format's own limit
 // The metadata key of the tensors' checksums (Note [Tensor checksums]).
 constexpr const char* kChecksumKey = "tensor_sha256";
 
-std::string sha256_hex(const std::vector<float>& v) {
+std::string sha256_hex(const float* data, std::size_t bytes) {
   Sha256 h;
-  h.update(v.data(), v.size() * sizeof(float));
+  h.update(data, bytes);
   return h.hex();
+}
+
+// The checksum of the bytes save_safetensors writes for `t`: a CPU tensor
+// hashed where it lies, a GPU tensor through a host copy.
+std::string tensor_sha256(const tensor::Tensor& t) {
+  if (t.device().is_cpu()) return sha256_hex(t.data(), t.bytes());
+  const std::vector<float> host = t.to_vector();
+  return sha256_hex(host.data(), t.bytes());
 }
 
 std::string hostname() {
@@ -79,13 +87,8 @@ void write_file(const std::string& tmp, const std::vector<NamedTensor>& tensors,
                 std::map<std::string, std::string> metadata) {
   Fd f{::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)};
   if (f.fd < 0) throw Error(str("cannot create '", tmp, "': ", errno_text()));
-  // The bytes as they go to disk, and their checksums for the header before them.
-  std::vector<std::vector<float>> host;  // little-endian hosts only (x86, Arm)
-  json sums = json::object();
-  for (const auto& t : tensors) {
-    host.push_back(t.value.to_vector());
-    sums[t.name] = sha256_hex(host.back());
-  }
+  json sums = json::object();  // in the header, so before the data
+  for (const auto& t : tensors) sums[t.name] = tensor_sha256(t.value);
   metadata[kChecksumKey] = sums.dump();
   const std::string text = header_text(tensors, metadata);
   unsigned char len[8];
@@ -93,7 +96,10 @@ void write_file(const std::string& tmp, const std::vector<NamedTensor>& tensors,
     len[i] = static_cast<unsigned char>(static_cast<uint64_t>(text.size()) >> (8 * i));
   write_all(f.fd, len, 8, tmp);
   write_all(f.fd, text.data(), text.size(), tmp);
-  for (const auto& v : host) write_all(f.fd, v.data(), v.size() * sizeof(float), tmp);
+  for (const auto& t : tensors) {
+    const std::vector<float> host = t.value.to_vector();  // little-endian hosts only (x86, Arm)
+    write_all(f.fd, host.data(), t.value.bytes(), tmp);
+  }
   if (::fsync(f.fd) != 0) throw Error(str("writing '", tmp, "' failed: ", errno_text()));
   const int fd = f.fd;
   f.fd = -1;
@@ -175,7 +181,8 @@ void check_tensor(const json& sums, const std::string& path, const std::string& 
   if (written.empty())
     throw InputError(str("'", path, "' is damaged: tensor '", name, "' has no checksum in ",
                          kChecksumKey, " (its header was changed)"));
-  if (const std::string read = sha256_hex(values); read != written)
+  if (const std::string read = sha256_hex(values.data(), values.size() * sizeof(float));
+      read != written)
     throw InputError(str("'", path, "' is damaged: tensor '", name,
                          "' does not match the SHA-256 written with it (", written.substr(0, 12),
                          "..., read ", read.substr(0, 12),
