@@ -5,7 +5,6 @@
 #include "core/tensor/ops.h"
 
 namespace mddp::ddp {
-
 namespace {
 
 const SyncOptions& checked(const SyncOptions& options) {
