@@ -3,17 +3,6 @@
 #include "core/tensor/ops.h"
 
 namespace mddp::ddp {
-namespace {
-
-HalfFormat half_format(const Compression& c) {
-  return c.kind == CompressionKind::kFp16 ? HalfFormat::kFp16 : HalfFormat::kBf16;
-}
-
-comm::DataType wire_type(const Compression& c) {
-  return c.kind == CompressionKind::kFp16 ? comm::DataType::kFloat16 : comm::DataType::kBFloat16;
-}
-
-}  // namespace
 
 AllReduceUnit::AllReduceUnit(int index, tensor::Tensor region, Compression compress)
     : index_(index), region_(std::move(region)), compress_(compress) {

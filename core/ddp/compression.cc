@@ -64,4 +64,20 @@ std::string to_string(const Compression& c) {
   return "?";
 }
 
+void check_sharded_compression(const Compression& compress) {
+  if (compress.kind != CompressionKind::kNone && !compress.is_half())
+    throw InputError(str("--ddp sharded reduce-scatters each bucket's gradients: --compress ",
+                         to_string(compress),
+                         " sends something else and is not supported with it (fp16 and bf16 "
+                         "are; use --ddp bucketed for top-k or PowerSGD)"));
+}
+
+HalfFormat half_format(const Compression& c) {
+  return c.kind == CompressionKind::kFp16 ? HalfFormat::kFp16 : HalfFormat::kBf16;
+}
+
+comm::DataType wire_type(const Compression& c) {
+  return c.kind == CompressionKind::kFp16 ? comm::DataType::kFloat16 : comm::DataType::kBFloat16;
+}
+
 }  // namespace mddp::ddp

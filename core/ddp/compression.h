@@ -18,6 +18,9 @@
 
 #include <string>
 
+#include "core/comm/types.h"
+#include "core/common/half.h"
+
 namespace mddp::ddp {
 
 enum class CompressionKind { kNone, kFp16, kBf16, kTopK, kPowerSgd };
@@ -39,5 +42,12 @@ struct Compression {
 Compression parse_compression(const std::string& text);
 // The spelling parse_compression reads ("topk:0.01").
 std::string to_string(const Compression& c);
+// --ddp sharded (ZeRO-1) reduce-scatters each bucket: throws InputError
+// unless `compress` is none, fp16 or bf16 (top-k and PowerSGD send something
+// other than the gradient, which a reduce-scatter cannot sum).
+void check_sharded_compression(const Compression& compress);
+// For fp16/bf16 (is_half()): the rounding format and the collective's element type.
+HalfFormat half_format(const Compression& c);
+comm::DataType wire_type(const Compression& c);
 
 }  // namespace mddp::ddp

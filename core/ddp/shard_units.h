@@ -10,7 +10,17 @@
 //
 // Each is one collective of (n-1)/n of the buffer per rank: together the
 // bytes of one ring all-reduce (docs/ddp.md "Sharded optimiser").
+//
+// With --compress fp16/bf16 the gradients travel as AllReduceUnit's do: the
+// buffer is rounded into a 16-bit wire buffer (allocated once), that is
+// reduce-scattered (each hop sums in fp32 and rounds once), and only this
+// rank's shard is widened back; the other shards keep the local gradients.
+// The parameters' all-gather stays fp32: rounding them would change the
+// model itself, not only the gradient's wire format.
 #pragma once
+
+#include <cstdint>
+#include <memory>
 
 #include "core/ddp/sync_unit.h"
 
@@ -18,8 +28,9 @@ namespace mddp::ddp {
 
 class ShardUnit : public SyncUnit {
  public:
-  // region [n * shard] with n the group's size; `stage` kReduceScatter or kAllGather.
-  ShardUnit(int index, tensor::Tensor region, SpanOp stage);
+  // region [n * shard] with n the group's size; `stage` kReduceScatter or
+  // kAllGather; `compress` none, or fp16/bf16 for a reduce-scatter.
+  ShardUnit(int index, tensor::Tensor region, SpanOp stage, Compression compress = {});
   void launch(comm::ProcessGroup& comm) override;
   void complete(SyncStats& stats) override;
 
@@ -27,6 +38,9 @@ class ShardUnit : public SyncUnit {
   int index_;
   tensor::Tensor region_;
   SpanOp stage_;
+  Compression compress_;
+  std::unique_ptr<tensor::Storage> wire_;  // 16-bit copy of the region; null without compression
+  int64_t shard_begin_ = 0, shard_numel_ = 0;  // this rank's shard, set by launch
   Round round_;
 };
 

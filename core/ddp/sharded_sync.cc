@@ -7,16 +7,8 @@
 namespace mddp::ddp {
 namespace {
 
-std::unique_ptr<SyncUnit> reduce_scatter_unit(int index, tensor::Tensor flat,
-                                              std::vector<tensor::Tensor>) {
-  return std::make_unique<ShardUnit>(index, std::move(flat), SpanOp::kReduceScatter);
-}
-
 const SyncOptions& checked(const SyncOptions& options) {
-  if (options.compress.kind != CompressionKind::kNone)
-    throw InputError(str("--ddp sharded reduce-scatters fp32 gradients: --compress ",
-                         to_string(options.compress),
-                         " is not supported with it (use --ddp bucketed to compress)"));
+  check_sharded_compression(options.compress);
   return options;
 }
 
@@ -24,7 +16,12 @@ const SyncOptions& checked(const SyncOptions& options) {
 
 ShardedSync::ShardedSync(std::vector<nn::Parameter*> params, const SyncOptions& options,
                          comm::ProcessGroup& comm)
-    : Reducer(params, checked(options), comm, BucketRules{}, comm.size(), reduce_scatter_unit) {
+    : Reducer(params, checked(options), comm, BucketRules{}, comm.size(),
+              [compress = options.compress](int index, tensor::Tensor flat,
+                                            std::vector<tensor::Tensor>) {
+                return std::make_unique<ShardUnit>(index, std::move(flat), SpanOp::kReduceScatter,
+                                                   compress);
+              }) {
   const int n = comm.size();
   for (std::size_t b = 0; b < buckets().size(); ++b) {
     ShardedBucket& s = sharded_.emplace_back();

@@ -21,7 +21,9 @@
 // (SGD, momentum, Adam, weight decay) is element-wise; padding holds zero
 // gradients and zero parameters, which every update keeps at zero.
 // Outside shard r, rank r's gradient buffer holds partial sums after the
-// reduce-scatter: in this mode only the parameters are whole after a step.
+// reduce-scatter (with --compress fp16/bf16, its own unreduced gradients:
+// the sums travel in a 16-bit wire buffer, shard_units.h): in this mode only
+// the parameters are whole after a step.
 #pragma once
 
 #include <cstdint>
@@ -46,8 +48,8 @@ struct ShardedBucket {
 class ShardedSync : public Reducer {
  public:
   // Re-points every parameter's value and grad into its bucket's buffers.
-  // Throws InputError for --compress other than none (a compressed shard
-  // would be a different algorithm).
+  // Throws InputError for --compress topk or powersgd
+  // (compression.h's check_sharded_compression).
   ShardedSync(std::vector<nn::Parameter*> params, const SyncOptions& options,
               comm::ProcessGroup& comm);
 

@@ -1,5 +1,7 @@
 #include "core/train/checkpoint.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
@@ -80,23 +82,37 @@ int64_t step_of(const std::map<std::string, std::string>& m, const std::string& 
       str("'", path, "' is not a valid checkpoint: its step '", s, "' is not a number"));
 }
 
-// The step of the complete pair at `model_path`, or why it is not one.
+// The step of the complete pair at `model_path` (by the headers alone), or
+// why it is not one; `ours` when the model file is a microddp checkpoint.
 struct PairCheck {
   std::optional<int64_t> step;
   std::string problem;
+  bool ours = false;
 };
 PairCheck check_pair(const std::string& model_path) {
   try {
     const auto m = load_safetensors_metadata(model_path);
     if (const std::string p = format_problem(m); !p.empty()) return {std::nullopt, p};
     const std::string state = state_path_of(model_path);
-    if (!fs::exists(state)) return {std::nullopt, "its state file is missing"};
+    if (!fs::exists(state)) return {std::nullopt, "its state file is missing", true};
     const auto s = load_safetensors_metadata(state);
     if (meta(s, "checkpoint_id") != meta(m, "checkpoint_id"))
-      return {std::nullopt, "its two files are of different checkpoints"};
-    return {step_of(m, model_path), ""};
+      return {std::nullopt, "its two files are of different checkpoints", true};
+    return {step_of(m, model_path), "", true};
   } catch (const InputError& e) {
     return {std::nullopt, e.what()};
+  }
+}
+
+// Why the pair's tensors are not the ones written ("" when they are): both
+// files read whole, every tensor checked against its checksum.
+std::string pair_damage(const std::string& model_path) {
+  try {
+    (void)load_safetensors(model_path);
+    (void)load_safetensors(state_path_of(model_path));
+    return "";
+  } catch (const InputError& e) {
+    return e.what();
   }
 }
 
@@ -205,26 +221,34 @@ std::string find_checkpoint(const std::string& dir_or_file, const std::string& f
   }
   std::vector<std::string> candidates = model_files_in(fs::path(dir_or_file) / "checkpoints");
   for (const std::string& f : model_files_in(dir_or_file)) candidates.push_back(f);
-  std::string best, passed_over;
-  int64_t best_step = -1;
+  // Complete pairs by their headers, newest first; the first whose tensors
+  // match their checksums wins. Every microddp pair passed over is a
+  // warning: resuming from an older step than the newest must not be silent.
+  std::vector<std::pair<int64_t, std::string>> pairs;
+  std::string passed_over;
+  const auto pass_over = [&](const std::string& f, const std::string& why, bool warn) {
+    if (warn) spdlog::warn("{} {}: skipping {}: {}", flag, dir_or_file, f, why);
+    if (passed_over.empty()) passed_over = str(" (passed over ", f, ": ", why, ")");
+  };
   for (const std::string& f : candidates) {
     const PairCheck pc = check_pair(f);
-    if (!pc.step) {
-      if (passed_over.empty()) passed_over = str(" (passed over ", f, ": ", pc.problem, ")");
-      continue;
-    }
-    if (*pc.step > best_step) {
-      best_step = *pc.step;
-      best = f;
-    }
+    if (pc.step)
+      pairs.emplace_back(*pc.step, f);
+    else
+      pass_over(f, pc.problem, pc.ours);
   }
-  if (best.empty())
-    throw InputError(
-        str(flag, " ", dir_or_file,
-            ": no complete checkpoint in it (looked for checkpoint.safetensors, ",
-            "checkpoints/step-*.safetensors and *.safetensors, each with its .state.safetensors)",
-            passed_over));
-  return best;
+  std::stable_sort(pairs.begin(), pairs.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (const auto& [step, f] : pairs) {
+    const std::string damage = pair_damage(f);
+    if (damage.empty()) return f;
+    pass_over(f, damage, true);
+  }
+  throw InputError(
+      str(flag, " ", dir_or_file,
+          ": no complete checkpoint in it (looked for checkpoint.safetensors, ",
+          "checkpoints/step-*.safetensors and *.safetensors, each with its .state.safetensors)",
+          passed_over));
 }
 
 void prune_checkpoints(const std::string& run_dir, int64_t keep) {

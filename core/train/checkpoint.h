@@ -64,16 +64,19 @@ struct Checkpoint {
   Safetensors model, state;
 };
 
-// Reads and checks a complete pair: both files valid, both of this format,
-// the same checkpoint_id and step. Throws InputError naming the file and
-// what is wrong (missing state file, foreign file, torn pair, ...).
+// Reads and checks a complete pair: both files valid, every tensor matching
+// its checksum, both of this format, the same checkpoint_id and step. Throws
+// InputError naming the file and what is wrong (missing state file, foreign
+// file, torn pair, damaged tensor, ...).
 Checkpoint read_checkpoint(const std::string& model_path);
 
 // What --resume (or sample's --checkpoint) names, as the model file of one
-// pair: FILE (either file of a pair), or DIR: the complete pair with the
-// highest step among DIR/checkpoint.safetensors, DIR/checkpoints/
-// *.safetensors and DIR/*.safetensors (incomplete pairs, e.g. from a crash
-// between the two renames, are passed over). Throws InputError when there
+// pair: FILE (either file of a pair), or DIR: the complete, undamaged pair
+// with the highest step among DIR/checkpoint.safetensors,
+// DIR/checkpoints/*.safetensors and DIR/*.safetensors. Incomplete pairs (e.g.
+// from a crash between the two renames) and damaged ones (a tensor that fails
+// its checksum, Note [Tensor checksums] in safetensors.h) are passed over,
+// each with a warning line naming it and why. Throws InputError when there
 // is none, its message starting with `flag`, the option that named the path.
 std::string find_checkpoint(const std::string& dir_or_file, const std::string& flag = "--resume");
 

@@ -66,9 +66,7 @@ void TrainConfig::validate() const {
     throw InputError(str("--compress ", dist.compress,
                          " runs on the CPU backend only; on --device ", device,
                          " use --compress fp16 or bf16"));
-  if (compress.kind != ddp::CompressionKind::kNone && dist.ddp == "sharded")
-    throw InputError(str("--ddp sharded reduce-scatters fp32 gradients: --compress ", dist.compress,
-                         " is not supported with it (use --ddp bucketed to compress)"));
+  if (dist.ddp == "sharded") ddp::check_sharded_compression(compress);
   if (compress.kind != ddp::CompressionKind::kNone && dist.local_sgd > 0)
     throw InputError(
         str("--compress ", dist.compress,

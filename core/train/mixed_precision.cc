@@ -26,7 +26,8 @@ void validate_precision(const TrainConfig& cfg) {
 
 std::string effective_compress(const TrainConfig& cfg) {
   const tensor::Precision p = tensor::parse_precision(cfg.precision);
-  // --local-sgd averages fp32 parameters; --ddp sharded reduce-scatters fp32 gradients.
+  // --local-sgd averages fp32 parameters; --ddp sharded reduce-scatters fp32 gradients
+  // unless --compress fp16/bf16 asks for 16 bits.
   if (p == tensor::Precision::kFp32 || cfg.dist.compress != "none" || cfg.dist.local_sgd > 0 ||
       cfg.dist.ddp == "sharded")
     return cfg.dist.compress;

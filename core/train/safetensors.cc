@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/common/check.h"
+#include "core/common/sha256.h"
 
 namespace mddp::train {
 namespace {
@@ -20,6 +21,22 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 constexpr uint64_t kMaxHeaderBytes = 100'000'000;  // the format's own limit
+// The metadata key of the tensors' checksums (Note [Tensor checksums]).
+constexpr const char* kChecksumKey = "tensor_sha256";
+
+std::string sha256_hex(const float* data, std::size_t bytes) {
+  Sha256 h;
+  h.update(data, bytes);
+  return h.hex();
+}
+
+// The checksum of the bytes save_safetensors writes for `t`: a CPU tensor
+// hashed where it lies, a GPU tensor through a host copy.
+std::string tensor_sha256(const tensor::Tensor& t) {
+  if (t.device().is_cpu()) return sha256_hex(t.data(), t.bytes());
+  const std::vector<float> host = t.to_vector();
+  return sha256_hex(host.data(), t.bytes());
+}
 
 std::string hostname() {
   char name[256] = {};
@@ -67,9 +84,12 @@ std::string header_text(const std::vector<NamedTensor>& tensors,
 }
 
 void write_file(const std::string& tmp, const std::vector<NamedTensor>& tensors,
-                const std::map<std::string, std::string>& metadata) {
+                std::map<std::string, std::string> metadata) {
   Fd f{::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)};
   if (f.fd < 0) throw Error(str("cannot create '", tmp, "': ", errno_text()));
+  json sums = json::object();  // in the header, so before the data
+  for (const auto& t : tensors) sums[t.name] = tensor_sha256(t.value);
+  metadata[kChecksumKey] = sums.dump();
   const std::string text = header_text(tensors, metadata);
   unsigned char len[8];
   for (int i = 0; i < 8; ++i)
@@ -131,11 +151,42 @@ Header read_header(std::ifstream& in, const std::string& path) {
   return h;
 }
 
+// The caller's metadata: everything but the checksums, which are this file layer's.
 std::map<std::string, std::string> metadata_of(const Header& h) {
   std::map<std::string, std::string> out;
   if (auto it = h.entries.find("__metadata__"); it != h.entries.end())
-    for (auto& [k, v] : it->items()) out[k] = v.get<std::string>();
+    for (auto& [k, v] : it->items())
+      if (k != kChecksumKey) out[k] = v.get<std::string>();
   return out;
+}
+
+// The checksums by tensor name; null for a file written without them (by
+// PyTorch, or by microddp before they were added).
+json checksums_of(const Header& h, const std::string& path) {
+  const auto meta = h.entries.find("__metadata__");
+  if (meta == h.entries.end() || !meta->contains(kChecksumKey)) return nullptr;
+  json sums = json::parse((*meta)[kChecksumKey].get<std::string>(), nullptr, false);
+  if (!sums.is_object())
+    throw InputError(str("'", path, "' is damaged: its ", kChecksumKey, " metadata is not JSON"));
+  return sums;
+}
+
+// Throws InputError naming the file and the tensor when `values` are not the
+// bytes that were written (Note [Tensor checksums]).
+void check_tensor(const json& sums, const std::string& path, const std::string& name,
+                  const std::vector<float>& values) {
+  if (sums.is_null()) return;
+  const auto it = sums.find(name);
+  const std::string written = it != sums.end() && it->is_string() ? it->get<std::string>() : "";
+  if (written.empty())
+    throw InputError(str("'", path, "' is damaged: tensor '", name, "' has no checksum in ",
+                         kChecksumKey, " (its header was changed)"));
+  if (const std::string read = sha256_hex(values.data(), values.size() * sizeof(float));
+      read != written)
+    throw InputError(str("'", path, "' is damaged: tensor '", name,
+                         "' does not match the SHA-256 written with it (", written.substr(0, 12),
+                         "..., read ", read.substr(0, 12),
+                         "...): the file changed after it was written"));
 }
 
 std::ifstream open_for_reading(const std::string& path) {
@@ -192,6 +243,7 @@ Safetensors load_safetensors(const std::string& path) {
   };
   Safetensors out;
   out.metadata = metadata_of(h);
+  const json sums = checksums_of(h, path);
   for (auto& [name, entry] : h.entries.items()) {
     if (name == "__metadata__") continue;
     if (!entry.is_object() || !entry.contains("dtype") || !entry.contains("shape") ||
@@ -230,6 +282,7 @@ Safetensors load_safetensors(const std::string& path) {
     in.seekg(static_cast<std::streamoff>(h.data_start + offs[0]));
     if (!in.read(reinterpret_cast<char*>(values.data()), static_cast<std::streamsize>(bytes)))
       throw bad("reading tensor '" + name + "' failed");
+    check_tensor(sums, path, name, values);
     out.tensors.push_back({name, tensor::Tensor::from_vector(shape, values)});
   }
   return out;

@@ -7,6 +7,8 @@
 #   periodic                        --checkpoint-every / --keep-checkpoints, resume from the newest
 #   refused                         corrupt, truncated, foreign, torn and mismatched checkpoints,
 #                                   bad --init-from: one line naming the file, exit 1
+#   damaged                         a flipped bit in a weight or an optimiser state: refused by
+#                                   tensor, or skipped with a warning for an older pair
 #   coordinator_resume              `coordinator --resume` checks before any worker joins
 #   run_console                     `run` shows the coordinator's warnings on its console
 #
@@ -127,6 +129,38 @@ case "$SCENARIO" in
     expect_in "not both" "$WORK/out"
     must_fail "init garbage" "$BIN" run --nproc 2 --http-port -1 "${MLP[@]}" --steps 1 --init-from "$WORK/foreign.safetensors"
     expect_in "foreign.safetensors' is not a valid safetensors file" "$WORK/out"
+    ;;
+  damaged)
+    # One flipped bit in a weight or an optimiser state fails its tensor's
+    # checksum: refused naming the file and the tensor by --resume FILE and
+    # --init-from; --resume DIR warns about each damaged pair it skips and
+    # resumes the newest sound one. A file without checksums (written before
+    # they existed) still loads, silently.
+    damage="$(dirname "${BASH_SOURCE[0]}")/../support/damage_safetensors.py"
+    "$BIN" train "${MLP[@]}" "${SGD[@]}" "${COMMON[@]}" --steps 4 --checkpoint-every 2 --keep-checkpoints 0 \
+      --run-dir "$WORK/run" >"$WORK/out" 2>&1 || { cat "$WORK/out"; fail "train"; }
+    cp -r "$WORK/run" "$WORK/w" && python3 "$damage" flip "$WORK/w/checkpoint.safetensors" 1.weight >/dev/null
+    must_fail "damaged weight" "$BIN" train "${MLP[@]}" "${SGD[@]}" "${COMMON[@]}" --steps 8 --resume "$WORK/w/checkpoint.safetensors"
+    expect_in "'$WORK/w/checkpoint.safetensors' is damaged: tensor '1.weight' does not match" "$WORK/out"
+    must_fail "damaged init" "$BIN" train "${MLP[@]}" "${SGD[@]}" "${COMMON[@]}" --steps 2 --init-from "$WORK/w/checkpoint.safetensors"
+    expect_in "'$WORK/w/checkpoint.safetensors' is damaged: tensor '1.weight'" "$WORK/out"
+    cp -r "$WORK/run" "$WORK/s" && state=$(python3 "$damage" flip "$WORK/s/checkpoint.state.safetensors")
+    must_fail "damaged state" "$BIN" train "${MLP[@]}" "${SGD[@]}" "${COMMON[@]}" --steps 8 --resume "$WORK/s/checkpoint.safetensors"
+    expect_in "'$WORK/s/checkpoint.state.safetensors' is damaged: tensor '$state' does not match" "$WORK/out"
+    # Both pairs of step 4 damaged (the final one's weights, the periodic one's state): step 2 it is.
+    python3 "$damage" flip "$WORK/w/checkpoints/step-00000004.state.safetensors" >/dev/null
+    "$BIN" train "${MLP[@]}" "${SGD[@]}" "${COMMON[@]}" --steps 8 --resume "$WORK/w" --run-dir "$WORK/w2" >"$WORK/out" 2>&1 \
+      || { cat "$WORK/out"; fail "resume from a directory with damaged pairs"; }
+    expect_in "warning: --resume $WORK/w: skipping $WORK/w/checkpoint.safetensors: .* is damaged: tensor '1.weight'" "$WORK/out"
+    expect_in "warning: --resume $WORK/w: skipping $WORK/w/checkpoints/step-00000004.safetensors: .*step-00000004.state.safetensors' is damaged" "$WORK/out"
+    expect_in "resuming at step 2 of 8" "$WORK/out"
+    # Checksums stripped: the pair loads as before, without a word about them.
+    cp -r "$WORK/run" "$WORK/old" && rm -r "$WORK/old/checkpoints"
+    for f in "$WORK/old/checkpoint.safetensors" "$WORK/old/checkpoint.state.safetensors"; do python3 "$damage" strip "$f"; done
+    "$BIN" train "${MLP[@]}" "${SGD[@]}" "${COMMON[@]}" --steps 8 --resume "$WORK/old" --run-dir "$WORK/old2" >"$WORK/out" 2>&1 \
+      || { cat "$WORK/out"; fail "resume from a checkpoint without checksums"; }
+    expect_in "resuming at step 4 of 8" "$WORK/out"
+    ! grep -q "warning" "$WORK/out" || { cat "$WORK/out"; fail "a checkpoint without checksums warned"; }
     ;;
   coordinator_resume)
     "$BIN" run --nproc 2 --http-port -1 "${MLP[@]}" "${ADAM[@]}" "${COMMON[@]}" --steps 4 --run-dir "$WORK/run" \

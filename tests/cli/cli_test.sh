@@ -55,6 +55,14 @@ case "$SCENARIO" in
     "$BIN" verify --nproc 2 --steps 4 >"$WORK/out" 2>&1 || { cat "$WORK/out"; fail "verify failed"; }
     [[ $(grep -c " OK$" "$WORK/out") -eq 4 ]] || { cat "$WORK/out"; fail "expected 4 OK rows"; }
     grep -q "^sharded .* OK$" "$WORK/out" || { cat "$WORK/out"; fail "no sharded (ZeRO-1) row"; }
+    # 16-bit gradients on the wire, on 3 ranks (uneven shards): every mode,
+    # the sharded one reduce-scattering them, matches one process.
+    for c in fp16 bf16; do
+      "$BIN" verify --nproc 3 --batch 36 --steps 4 --compress "$c" >"$WORK/out" 2>&1 || { cat "$WORK/out"; fail "verify --compress $c failed"; }
+      expect_in "gradients sent as $c" "$WORK/out"
+      [[ $(grep -c " OK$" "$WORK/out") -eq 4 ]] || { cat "$WORK/out"; fail "verify --compress $c: expected 4 OK rows"; }
+      grep -q "^sharded .* OK$" "$WORK/out" || { cat "$WORK/out"; fail "verify --compress $c: no sharded row"; }
+    done
     ;;
   gpt)
     # --model gpt through the binary: it trains on synthetic tokens (the loss
@@ -129,12 +137,12 @@ case "$SCENARIO" in
     ;;
   sharded)
     # --ddp sharded (ZeRO-1) as real worker processes: what it cannot be
-    # combined with is one clear line; a job trains, checkpoints (the state
+    # combined with (top-k: fp16/bf16 are checked by `verify`) is one clear line; a job trains, checkpoints (the state
     # gathered from both ranks), resumes, and its spans cross the
     # coordinator's wire as reduce-scatters and all-gathers that `analyze`
     # counts as the buckets' all-reduces.
-    "$BIN" run --nproc 2 --http-port -1 --ddp sharded --compress fp16 >"$WORK/out" 2>&1 && fail "sharded with fp16 accepted"
-    expect_in "--compress fp16 is not supported with it" "$WORK/out"
+    "$BIN" run --nproc 2 --http-port -1 --ddp sharded --compress topk:0.1 >"$WORK/out" 2>&1 && fail "sharded with top-k accepted"
+    expect_in "--compress topk:0.1 sends something else and is not supported with it" "$WORK/out"
     "$BIN" run --nproc 2 --http-port -1 --dataset synthetic --width 64 --batch 32 --steps 20 --optimizer adam \
       --ddp sharded --checkpoint-every 10 --run-dir "$WORK/sharded" >"$WORK/out" 2>&1 || { cat "$WORK/out"; fail "run --ddp sharded failed"; }
     expect_in '"op":"reduce_scatter"' "$WORK/sharded/metrics.jsonl"

@@ -234,9 +234,10 @@ TEST(LossScaling, APlantedOverflowSkipsTheStepAndLowersTheScale) {
   EXPECT_EQ(train::effective_compress(c), "fp16");
 }
 
-// ZeRO-1 reduce-scatters fp32 gradients: bf16 keeps them in fp32 on the
-// wire, fp16 (whose overflow check would see only a shard) is refused, and so
-// is an explicit 16-bit --compress; each at validation, before any rank starts.
+// ZeRO-1 keeps the gradients fp32 on the wire under bf16 unless --compress
+// asks for 16 bits, which it then reduce-scatters; fp16 (whose overflow check
+// would see only a shard) is refused, and so is top-k; each at validation,
+// before any rank starts.
 TEST(MixedPrecision, ShardedKeepsFp32GradientsAndRefusesFp16) {
   train::TrainConfig c = small_fp16_config();
   c.dist.ddp = "sharded";
@@ -247,6 +248,9 @@ TEST(MixedPrecision, ShardedKeepsFp32GradientsAndRefusesFp16) {
   EXPECT_THROW(c.validate(), InputError);
   c.precision = "bf16";
   c.dist.compress = "bf16";
+  EXPECT_NO_THROW(c.validate());
+  EXPECT_EQ(train::effective_compress(c), "bf16");
+  c.dist.compress = "topk:0.1";
   EXPECT_THROW(c.validate(), InputError);
 }
 

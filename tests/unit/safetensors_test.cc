@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/common/check.h"
+#include "core/common/sha256.h"
 
 namespace mddp::train {
 namespace {
@@ -19,6 +20,14 @@ namespace {
 std::string temp_path(const std::string& name) {
   return (std::filesystem::temp_directory_path() / (name + "-" + std::to_string(getpid())))
       .string();
+}
+
+// A file written by hand: the header `json` and `data_bytes` bytes of data.
+void write_raw(const std::string& path, const std::string& json, std::size_t data_bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  const uint64_t n = json.size();
+  for (int i = 0; i < 8; ++i) out.put(static_cast<char>(n >> (8 * i)));
+  out << json << std::string(data_bytes, '\0');
 }
 
 // What we write reads back: names, shapes, values, metadata.
@@ -61,6 +70,53 @@ TEST(Safetensors, FollowsTheSafetensorsLayout) {
   std::filesystem::remove(path);
 }
 
+// Note [Tensor checksums]: the header records each tensor's SHA-256 (checked
+// here against the file's own bytes), the reader leaves them out of the
+// metadata, one flipped bit is refused naming the tensor, and a file without
+// checksums (another writer's) loads.
+TEST(Safetensors, ChecksumsCatchAFlippedBitAndFilesWithoutThemLoad) {
+  const std::string path = temp_path("st-checksum.safetensors");
+  save_safetensors(path,
+                   {{"a", tensor::Tensor::from_vector({2}, {1, 2})},
+                    {"b", tensor::Tensor::from_vector({3}, {3, 4, 5})}},
+                   {{"k", "v"}});
+  std::vector<char> bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  uint64_t n = 0;
+  for (int i = 0; i < 8; ++i)
+    n |= static_cast<uint64_t>(static_cast<unsigned char>(bytes[i])) << (8 * i);
+  const auto header = nlohmann::json::parse(std::string(bytes.begin() + 8, bytes.begin() + 8 + n));
+  const auto sums =
+      nlohmann::json::parse(header["__metadata__"]["tensor_sha256"].get<std::string>());
+  for (const char* name : {"a", "b"}) {
+    const auto offs = header[name]["data_offsets"];
+    Sha256 h;
+    h.update(bytes.data() + 8 + n + offs[0].get<uint64_t>(),
+             offs[1].get<uint64_t>() - offs[0].get<uint64_t>());
+    EXPECT_EQ(sums[name], h.hex()) << name;
+  }
+  EXPECT_EQ(load_safetensors(path).metadata, (std::map<std::string, std::string>{{"k", "v"}}));
+  EXPECT_EQ(load_safetensors_metadata(path).size(), 1u);
+
+  bytes[8 + n + header["b"]["data_offsets"][0].get<uint64_t>() + 5] ^= 0x10;
+  std::ofstream(path, std::ios::binary | std::ios::trunc).write(bytes.data(), bytes.size());
+  try {
+    load_safetensors(path);
+    ADD_FAILURE() << "a flipped bit was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("'" + path + "' is damaged: tensor 'b' does not match"),
+              std::string::npos)
+        << e.what();
+  }
+
+  write_raw(path, R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", 8);
+  EXPECT_EQ(load_safetensors(path).tensors.at(0).value.to_vector(), (std::vector<float>{0, 0}));
+  std::filesystem::remove(path);
+}
+
 // Truncated, garbage and missing files are refused with a message naming the file.
 TEST(Safetensors, BadFilesAreRefusedWithThePath) {
   const std::string path = temp_path("ckpt-bad.safetensors");
@@ -79,14 +135,6 @@ TEST(Safetensors, BadFilesAreRefusedWithThePath) {
   expect_refused(path);
   expect_refused(path + ".missing");
   std::filesystem::remove(path);
-}
-
-// A file written by hand: the header `json` and `data_bytes` bytes of data.
-void write_raw(const std::string& path, const std::string& json, std::size_t data_bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  const uint64_t n = json.size();
-  for (int i = 0; i < 8; ++i) out.put(static_cast<char>(n >> (8 * i)));
-  out << json << std::string(data_bytes, '\0');
 }
 
 // Headers that lie about the data: refused by reason, before any allocation
