@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "control/limits.h"
+#include "coordinator/connection_gate.h"
 #include "coordinator/service.h"
 #include "core/common/check.h"
 
@@ -32,6 +33,7 @@ struct Coordinator::Impl {
   CoordinatorOptions options;
   Job job;
   Service service{job};
+  std::shared_ptr<ConnectionGate> gate;  // before the server, which holds it too
   std::unique_ptr<grpc::Server> server;
   int port = 0;
   std::thread ticker;
@@ -75,6 +77,7 @@ Coordinator::Coordinator(CoordinatorOptions options)
   // Don't share a port with another process (SO_REUSEPORT would let two coordinators bind one).
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.SetMaxReceiveMessageSize(static_cast<int>(kMaxMessageBytes));
+  impl_->gate = guard_connections(builder, raise_connection_limits());
   impl_->server = builder.BuildAndStart();
   if (!impl_->server || impl_->port == 0)
     throw Error(
