@@ -183,8 +183,14 @@ train::TrainSummary train_rank(Session& s) {
                cfg.threads, cfg.threads == 1 ? "" : "s", cpus, cpus == 1 ? "" : "s");
   // The token never reaches the data plane: the attempt's key does (control/proof.h).
   const comm::JobIdentity job{s.info.job_id, s.info.attempt, s.info.data_key};
-  auto comm = train::connect_process_group(s.client, s.info.rank, s.info.world_size, job, cfg,
-                                           s.data.addr, "comm");
+  TestHold().before_data_plane(s.info.rank);
+  std::unique_ptr<comm::ProcessGroup> comm;
+  {  // the verdict ends the set-up's waits too, not only the collectives'
+    comm::AbortSignal setup_abort;
+    Attached<comm::AbortSignal> attached(s.hb, &setup_abort);
+    comm = train::connect_process_group(s.client, s.info.rank, s.info.world_size, job, cfg,
+                                        s.data.addr, "comm", &setup_abort);
+  }
   spdlog::info("data plane connected: {} transport, {} ranks", comm->transport_name(),
                comm->size());
   s.plane.comm = std::move(comm);

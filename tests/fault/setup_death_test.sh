@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Deaths at awkward moments, with real processes on 127.0.0.1:
+#   setup_death_test.sh MICRODDP SCENARIO
+#  mesh_forming  rank 2 of 3 is killed -9 while ranks 0 and 1 wait for it in
+#                the TCP mesh's set-up (ordered with the test seam of
+#                worker/test_hold.h): they end with the coordinator's
+#                verdict (rank 2 died), not with their own timeout
+#                (--comm-timeout-ms, far beyond the wait).
+set -uo pipefail
+BIN="$1"
+SCENARIO="$2"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+case "$SCENARIO" in
+  mesh_forming)
+    # Ranks 0 and 1 hold before their data plane; rank 2 goes on into the
+    # set-up (it publishes its host and waits for theirs) and is stopped
+    # there; then 0 and 1 go on into the TCP mesh, where they wait for rank
+    # 2's connections, and rank 2 is killed. (The sleeps only order these
+    # steps: were one too short, the survivors would hear the verdict in a
+    # store wait instead, which proves less but fails nothing.)
+    mkdir -p "$WORK/hold"
+    start_coordinator 3 "${JOB[@]}" --steps 20 --transport tcp --comm-timeout-ms 600000 \
+      --heartbeat-ms 200 --heartbeat-timeout-ms 600000
+    RANK=0 MDDP_TEST_HOLD_AT_STEPS=-1 MDDP_TEST_HOLD_DIR="$WORK/hold" start_worker w0; W0=$W_PID
+    RANK=1 MDDP_TEST_HOLD_AT_STEPS=-1 MDDP_TEST_HOLD_DIR="$WORK/hold" start_worker w1; W1=$W_PID
+    RANK=2 start_worker w2; W2=$W_PID
+    WAIT_S=60 wait_for test -e "$WORK/hold/-1.held.0" -a -e "$WORK/hold/-1.held.1" || fail "ranks 0 and 1 never reached the data plane"
+    WAIT_S=60 wait_for grep -q "running on" "$WORK/w2.out" || fail "rank 2 never reached the data plane"
+    sleep 1
+    kill -STOP "$W2"
+    touch "$WORK/hold/-1.go"
+    sleep 2
+    kill -9 "$W2"
+    for w in "$W0" "$W1"; do
+      wait_exit "$w" 60
+      [[ $RC -ne 0 && $RC -ne 124 ]] || fail "a surviving worker exited $RC, want a failure within 60 s"
+    done
+    for w in w0 w1; do
+      expect_in "the job failed: rank 2 .*died" "$WORK/$w.out"
+      grep -q "timed out" "$WORK/$w.out" && fail "$w timed out instead of hearing the verdict"
+    done
+    ;;
+  *) echo "unknown scenario $SCENARIO"; exit 2 ;;
+esac
+echo PASS
