@@ -58,6 +58,7 @@ struct Coordinator::Impl {
       if (now - last >= job.options().heartbeat_interval + options.tick)
         job.paused(now - last, now);
       last = now;
+      job.check_join_connections([this](const std::string& p) { return gate->closed(p); }, now);
       job.tick(now);
       lock.lock();
       cv.wait_for(lock, options.tick, [&] { return stopping; });

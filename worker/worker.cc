@@ -364,6 +364,7 @@ void run_worker(const WorkerOptions& o) {
   const DataAddress data = choose_data_address(o.coordinator, o.data_addr, o.iface);
   CoordinatorClient client({o.coordinator, o.job_id, o.token, o.call_timeout, o.tls});
   const JoinInfo info = join_job(o, client, host, want_rank, data);
+  TestHold().after_join(info.rank);
 
   ProgressBoard board;
   Heartbeat hb(client, board, {info.heartbeat_interval, info.heartbeat_timeout});

@@ -6,6 +6,11 @@
 #                worker/test_hold.h): they end with the coordinator's
 #                verdict (rank 2 died), not with their own timeout
 #                (--comm-timeout-ms, far beyond the wait).
+#  after_join    rank 1 of 2 is held just after its join was accepted (before
+#                its heartbeat and Watch stream start), released, and killed
+#                -9 a random 0-100 ms later, in each of 8 tries: the job
+#                fails naming rank 1 as died, with a heartbeat timeout far
+#                beyond the wait, so only its closed connection can tell.
 set -uo pipefail
 BIN="$1"
 SCENARIO="$2"
@@ -39,6 +44,25 @@ case "$SCENARIO" in
     for w in w0 w1; do
       expect_in "the job failed: rank 2 .*died" "$WORK/$w.out"
       grep -q "timed out" "$WORK/$w.out" && fail "$w timed out instead of hearing the verdict"
+    done
+    ;;
+  after_join)
+    for try in 1 2 3 4 5 6 7 8; do
+      rm -rf "$WORK/hold" "$WORK"/*.out "$WORK/addr"; mkdir -p "$WORK/hold"
+      start_coordinator 2 "${JOB[@]}" --steps 20 --heartbeat-ms 1000 --heartbeat-timeout-ms 600000
+      RANK=0 start_worker w0; W0=$W_PID
+      RANK=1 MDDP_TEST_HOLD_AT_STEPS=-2 MDDP_TEST_HOLD_DIR="$WORK/hold" start_worker w1; W1=$W_PID
+      WAIT_S=60 wait_for test -e "$WORK/hold/-2.held.1" || fail "try $try: rank 1 never joined"
+      DELAY_MS=$(( RANDOM % 101 ))
+      touch "$WORK/hold/-2.go"
+      sleep "$(printf '0.%03d' "$DELAY_MS")"
+      kill -9 "$W1"
+      wait_exit "$COORD_PID" 60
+      [[ $RC -ne 0 && $RC -ne 124 ]] || fail "try $try (kill ${DELAY_MS} ms after the release): the coordinator exited $RC, want the job's failure within 60 s"
+      expect_in "failed: rank 1 .*died" "$WORK/coordinator.out"
+      wait_exit "$W0" 30
+      [[ $RC -ne 0 && $RC -ne 124 ]] || fail "try $try: rank 0 exited $RC, want a failure"
+      echo "try $try: killed ${DELAY_MS} ms after the release; rank 1 named as died"
     done
     ;;
   *) echo "unknown scenario $SCENARIO"; exit 2 ;;
