@@ -23,6 +23,7 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "cli/job_flags.h"
 #include "cli/resume_command.h"
 #include "cli/tls_flags.h"
@@ -358,6 +359,7 @@ void register_coordinator(CLI::App& app) {
       ->excludes(token)
       ->group(g);
   cmd->add_option("--job-id", a->job_id, "name of the job; workers must ask for the same")
+      ->check(job_id_check())
       ->group(g)
       ->capture_default_str();
   cmd->add_option("--config", a->config,
