@@ -142,7 +142,7 @@ void show_warnings(LogFollower& coordinator_log) {
 RunFiles prepare_files(const RunFlags& a, const PrivateRunDir& secrets) {
   RunFiles f;
   f.temp_logs = a.train.run_dir.empty();
-  f.logs = f.temp_logs ? make_temp_dir("microddp-logs") : a.train.run_dir;
+  f.logs = f.temp_logs ? make_run_logs_dir() : a.train.run_dir;
   make_dirs(f.logs, "--run-dir");
   f.token = secrets.path() + "/token";
   write_private(f.token, a.token.empty() ? random_token() : a.token);
