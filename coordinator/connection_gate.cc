@@ -60,7 +60,8 @@ int open_descriptor_count() {
   return n - 1;
 }
 
-// The IP address and port at the other end of a connection.
+// The IP address and port at the other end of a connection; an IPv4 peer
+// of a dual-stack listener (::ffff:a.b.c.d) as IPv4, the way gRPC names it.
 std::pair<std::string, int> peer_of_socket(int fd) {
   sockaddr_storage a{};
   socklen_t len = sizeof a;
@@ -73,7 +74,10 @@ std::pair<std::string, int> peer_of_socket(int fd) {
     port = ntohs(in->sin_port);
   } else if (a.ss_family == AF_INET6) {
     const auto* in6 = reinterpret_cast<const sockaddr_in6*>(&a);
-    inet_ntop(AF_INET6, &in6->sin6_addr, text, sizeof text);
+    if (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr))
+      inet_ntop(AF_INET, &in6->sin6_addr.s6_addr[12], text, sizeof text);
+    else
+      inet_ntop(AF_INET6, &in6->sin6_addr, text, sizeof text);
     port = ntohs(in6->sin6_port);
   }
   return {text, port};
@@ -131,6 +135,12 @@ void ConnectionGate::admit(int fd) {
   }
   if (const auto it = admitted_.find(fd); it != admitted_.end()) forget(it);  // reused: closed
   admitted_[fd] = {inode_of(fd), address, port};
+}
+
+void ConnectionGate::bound_backlog() {
+  std::lock_guard lock(mu_);
+  for (const auto& [fd, inode] : listeners_)
+    if (inode_of(fd) == inode) ::listen(fd, limits_.backlog);  // a second listen() sets the queue
 }
 
 bool ConnectionGate::closed(const std::string& peer) {

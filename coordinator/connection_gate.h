@@ -9,7 +9,11 @@
 //    local process cannot take every descriptor;
 //  * when fewer than `reserve` descriptors are left, the new connection and
 //    those still queued on the listener are cut, so the next accept4() finds
-//    an empty queue instead of failing (a worker cut this way reconnects).
+//    an empty queue instead of failing (a worker cut this way reconnects);
+//  * the listener's queue holds at most `backlog` connections: gRPC accepts
+//    a queue in one go, and every connection it accepts holds a descriptor
+//    until the server closes it, so a burst of them is bounded (the kernel
+//    drops the rest of a burst's SYNs; their senders try again).
 // Connections that never speak gRPC are closed after the handshake timeout,
 // and those without calls after the idle timeout (set with the gate), so the
 // descriptors come back without anyone's help.
@@ -38,6 +42,7 @@ struct ConnectionLimits {
   int max_descriptors = 1024;  // the soft RLIMIT_NOFILE
   int reserve = 64;            // kept free for the process's own files and the dashboard
   int max_per_peer = 240;      // open connections from one address
+  int backlog = 128;           // the listener's queue
   std::chrono::milliseconds handshake_timeout{10'000};  // to speak HTTP/2 (and TLS)
   std::chrono::milliseconds idle_timeout{60'000};       // without a call
 };
@@ -52,6 +57,9 @@ class ConnectionGate {
   // Called by gRPC (through the mutator) with each socket it makes.
   void add_listener(int fd);
   void admit(int fd);
+  // Bounds the listeners' queues to limits.backlog (after the server
+  // started: gRPC's own listen() asks for the system's maximum).
+  void bound_backlog();
   // Whether the server's connection from `peer` (gRPC's ServerContext::peer(),
   // "ipv4:127.0.0.1:43210") is closed: the gate admitted it and it is gone
   // or its other end hung up. False when the gate cannot tell.

@@ -85,6 +85,7 @@ Coordinator::Coordinator(CoordinatorOptions options)
         str("cannot listen on ", listen,
             ": the port is in use or the address is not one of this host's "
             "(pick another --port, or 0 for any free port; --host 0.0.0.0 listens everywhere)"));
+  impl_->gate->bound_backlog();
   impl_->ticker = std::thread([this] { impl_->tick_loop(); });
   spdlog::info("coordinator for job '{}' listening on {} ({} workers expected{})", o.job.job_id,
                address(), o.job.world_size,
