@@ -26,7 +26,8 @@ CLI::Validator finite_above(double lo);
 // A whole number in [lo, hi], in digits or with an exponent ("5e6", as the
 // README writes sizes): rewritten as digits before CLI11 converts it. Refuses
 // a fraction, and a minus sign or overflow that CLI11 would wrap or clamp
-// (--seed -1 is not 2^64-1, --steps 1e20 is not INT64_MAX).
+// (--seed -1 is not 2^64-1, --steps 1e20 is not INT64_MAX). Attach it with
+// ->transform(): ->check() would drop the rewrite.
 CLI::Validator whole_number_in(int64_t lo, int64_t hi = std::numeric_limits<int64_t>::max());
 // An identifier sent to other processes (--job-id): 1 to max_bytes bytes,
 // checked here rather than where a peer refuses it.

@@ -16,10 +16,14 @@ namespace {
 
 // MDDP_PARSE_ONLY=1, a test seam: the command line is parsed (every flag,
 // its value and its checks) and nothing runs; tests/docs/
-// readme_commands_test.py checks the README's long commands this way.
+// readme_commands_test.py checks the README's long commands this way. A
+// subcommand's parse-complete callback runs after its flags were converted
+// and checked, before the command's own callback (which stays: it owns the
+// flags' storage).
+struct ParsedOnly {};
 void parse_only(CLI::App& app) {
   for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
-    sub->callback([] {});
+    sub->parse_complete_callback([] { throw ParsedOnly{}; });
     parse_only(*sub);
   }
 }
@@ -51,6 +55,8 @@ int main(int argc, char** argv) {
   if (const char* p = std::getenv("MDDP_PARSE_ONLY"); p && std::string(p) == "1") parse_only(app);
   try {
     app.parse(argc, argv);
+  } catch (const ParsedOnly&) {
+    return 0;
   } catch (const CLI::ParseError& e) {
     // --help and --version are "errors" with exit code 0; every other
     // parse error is bad input: one line, exit 1, like any other.

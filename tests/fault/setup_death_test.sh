@@ -7,10 +7,11 @@
 #                verdict (rank 2 died), not with their own timeout
 #                (--comm-timeout-ms, far beyond the wait).
 #  after_join    rank 1 of 2 is held just after its join was accepted (before
-#                its heartbeat and Watch stream start), released, and killed
-#                -9 a random 0-100 ms later, in each of 8 tries: the job
-#                fails naming rank 1 as died, with a heartbeat timeout far
-#                beyond the wait, so only its closed connection can tell.
+#                its heartbeat and Watch stream start) and killed -9, in 8
+#                tries: while held (odd tries), or released and killed a
+#                random 0-100 ms later: the job fails naming rank 1 as died,
+#                with a heartbeat timeout far beyond the wait, so only its
+#                closed connections can tell.
 set -uo pipefail
 BIN="$1"
 SCENARIO="$2"
@@ -36,10 +37,11 @@ case "$SCENARIO" in
     kill -STOP "$W2"
     touch "$WORK/hold/-1.go"
     sleep 2
-    kill -9 "$W2"
+    T0=$(now_ms); kill -9 "$W2"
     for w in "$W0" "$W1"; do
       wait_exit "$w" 60
       [[ $RC -ne 0 && $RC -ne 124 ]] || fail "a surviving worker exited $RC, want a failure within 60 s"
+      echo "a survivor exited $(( $(now_ms) - T0 )) ms after the kill"
     done
     for w in w0 w1; do
       expect_in "the job failed: rank 2 .*died" "$WORK/$w.out"
@@ -53,16 +55,21 @@ case "$SCENARIO" in
       RANK=0 start_worker w0; W0=$W_PID
       RANK=1 MDDP_TEST_HOLD_AT_STEPS=-2 MDDP_TEST_HOLD_DIR="$WORK/hold" start_worker w1; W1=$W_PID
       WAIT_S=60 wait_for test -e "$WORK/hold/-2.held.1" || fail "try $try: rank 1 never joined"
-      DELAY_MS=$(( RANDOM % 101 ))
-      touch "$WORK/hold/-2.go"
-      sleep "$(printf '0.%03d' "$DELAY_MS")"
-      kill -9 "$W1"
+      if (( try % 2 )); then  # while held: its Watch stream never opened
+        WHEN="while held after its join"
+      else
+        DELAY_MS=$(( RANDOM % 101 ))
+        touch "$WORK/hold/-2.go"
+        sleep "$(printf '0.%03d' "$DELAY_MS")"
+        WHEN="${DELAY_MS} ms after the release"
+      fi
+      T0=$(now_ms); kill -9 "$W1"
       wait_exit "$COORD_PID" 60
-      [[ $RC -ne 0 && $RC -ne 124 ]] || fail "try $try (kill ${DELAY_MS} ms after the release): the coordinator exited $RC, want the job's failure within 60 s"
+      [[ $RC -ne 0 && $RC -ne 124 ]] || fail "try $try (killed $WHEN): the coordinator exited $RC, want the job's failure within 60 s"
       expect_in "failed: rank 1 .*died" "$WORK/coordinator.out"
       wait_exit "$W0" 30
       [[ $RC -ne 0 && $RC -ne 124 ]] || fail "try $try: rank 0 exited $RC, want a failure"
-      echo "try $try: killed ${DELAY_MS} ms after the release; rank 1 named as died"
+      echo "try $try: killed $WHEN; rank 1 named as died, the job over $(( $(now_ms) - T0 )) ms after the kill"
     done
     ;;
   *) echo "unknown scenario $SCENARIO"; exit 2 ;;
