@@ -185,7 +185,7 @@ void bench_rank(const AllreduceFlags& o, int rank, comm::Store& store) {
 
 void add_allreduce_flags(CLI::App& cmd, AllreduceFlags& o) {
   cmd.add_option("--nproc", o.nproc, "ranks (forked processes on this host)")
-      ->check(CLI::Range(1, kMaxLocalRanks))
+      ->check(local_ranks())
       ->capture_default_str();
   cmd.add_option("-b,--minbytes", o.min_bytes, "smallest message (bytes; K, M, G suffixes)")
       ->capture_default_str();
@@ -245,14 +245,35 @@ void check_allreduce_flags(const AllreduceFlags& o) {
     throw InputError("--iters must be at least 1 and --warmup at least 0");
 }
 
-// The checks of the plain sweep (not --fit): the backend, and a --json file
-// that can be written (failing now, not after the whole sweep).
+// The host buffers of the ranks here against the memory this machine has
+// available: one clear line before anything is asked for, not a rank's
+// std::bad_alloc (or the OOM killer) in the middle of the sweep.
+void check_sweep_memory(const AllreduceFlags& o) {
+  const auto available = available_memory_bytes();
+  const int here = o.rank >= 0 ? 1 : o.nproc;
+  const double per_rank =
+      static_cast<double>(sweep_buffer_bytes(size_sweep(o), comm::parse_dtype(o.dtype)));
+  if (!available || per_rank * here <= static_cast<double>(*available)) return;
+  const auto gib = [](double b) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1f GiB", b / (1 << 30));
+    return std::string(text);
+  };
+  throw InputError(str("-e ", o.max_bytes, " asks for ", gib(per_rank), " per rank (", here,
+                       " rank", here == 1 ? "" : "s", " here: ", gib(per_rank * here),
+                       "), but this machine has ", gib(static_cast<double>(*available)),
+                       " available; give a smaller -e"));
+}
+
+// The checks of the plain sweep (not --fit): the backend, the memory, and a
+// --json file that can be written (failing now, not after the whole sweep).
 void check_sweep_flags(const AllreduceFlags& o) {
   if (o.backend != "cpu" && o.backend != "nccl" && o.backend != "gloo")
     throw InputError(str("unknown --backend '", o.backend, "' (use cpu, gloo or nccl)"));
   if (o.backend != "cpu" && (o.algo != "auto" || o.transport != "auto"))
     throw InputError(str("--algo and --transport choose microddp's own collectives; --backend ",
                          o.backend, " brings its own: leave them out"));
+  if (o.backend != "nccl") check_sweep_memory(o);  // nccl's buffers are the GPU's
   if (!o.json.empty()) {
     std::FILE* f = std::fopen(o.json.c_str(), "w");
     if (!f)

@@ -215,7 +215,7 @@ void register_bench_train(CLI::App& bench) {
   auto* cmd =
       bench.add_subcommand("train", "Training throughput: samples/s, phases, overlap, memory");
   cmd->add_option("--nproc", o->nproc, "ranks (processes on this host); 1 = no DDP")
-      ->check(CLI::Range(1, kMaxLocalRanks))
+      ->check(local_ranks())
       ->capture_default_str();
   cmd->add_option("--warmup", o->warmup, "untimed steps first")->capture_default_str();
   cmd->add_option("--iters", o->iters, "timed steps")->capture_default_str();

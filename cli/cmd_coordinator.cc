@@ -23,6 +23,7 @@
 #include <thread>
 
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "cli/job_flags.h"
 #include "cli/resume_command.h"
 #include "cli/tls_flags.h"
@@ -45,7 +46,8 @@ struct CoordinatorFlags {
   int port = 29500;
   std::string host = "127.0.0.1";
   std::string token, token_file, job_id = "local", config, address_file, http_url_file;
-  std::string http_public_url;  // what to print for the dashboard ("": its own address)
+  std::string http_public_url;     // what to print for the dashboard ("": its own address)
+  bool insecure_no_token = false;  // off loopback with no token: asked for explicitly
   DashboardFlags dashboard;
   control::TlsFlags tls;
   HealthFlags health{1000, 10000, 300};
@@ -171,6 +173,10 @@ Resolved check_flags(CLI::App& cmd, CoordinatorFlags& a) {
     throw InputError("give the number of workers: --world-size N (or world-size in --config)");
   a.train.validate();
   if (!a.token_file.empty()) a.token = read_token_file(a.token_file);
+  if (a.token.empty() && !control::is_loopback(a.host) && !a.insecure_no_token)
+    throw InputError(str("--host ", a.host,
+                         " with no --token: anyone who can reach the port could join the job; "
+                         "give --token or --token-file, or --insecure-no-token to allow it"));
   Resolved r;
   r.http_token = a.dashboard.token();
   r.tls = control::load_tls(a.tls, control::TlsRole::kServer);
@@ -267,8 +273,9 @@ void announce_listening(const CoordinatorFlags& a, const coordinator::Coordinato
           ? ""
           : (a.token_file.empty() ? " --token ..." : " --token-file " + a.token_file).c_str(),
       tls_args.c_str());
-  if (a.token.empty() && a.host != "127.0.0.1" && a.host != "localhost" && a.host != "::1")
-    std::printf("warning: no --token: anyone who can reach %s can join this job\n", addr.c_str());
+  if (a.token.empty())
+    std::printf("warning: no --token: anyone who can reach %s can join this job%s\n", addr.c_str(),
+                control::is_loopback(a.host) ? " (every user of this machine)" : "");
   if (dash.server) std::printf("dashboard: %s\n", dash.url.c_str());
   if (!resuming.empty()) std::printf("%s\n", resuming.c_str());
   std::fflush(stdout);
@@ -357,7 +364,12 @@ void register_coordinator(CLI::App& app) {
   cmd->add_option("--token-file", a->token_file, "read the token from this file")
       ->excludes(token)
       ->group(g);
+  cmd->add_flag("--insecure-no-token", a->insecure_no_token,
+                "listen off loopback with no --token: anyone who can reach the port may join the "
+                "job (refused otherwise; docs/security.md)")
+      ->group(g);
   cmd->add_option("--job-id", a->job_id, "name of the job; workers must ask for the same")
+      ->check(job_id_check())
       ->group(g)
       ->capture_default_str();
   cmd->add_option("--config", a->config,

@@ -28,7 +28,7 @@ void register_demo_bucketing(CLI::App& demo) {
   auto* cmd = demo.add_subcommand("bucketing",
                                   "Naive vs hooked vs bucketed DDP on the same job, side by side");
   cmd->add_option("--nproc", o->nproc, "ranks on this host")
-      ->check(CLI::Range(1, kMaxLocalRanks))
+      ->check(local_ranks())
       ->capture_default_str();
   cmd->add_option("--iters", o->iters, "timed steps per mode")->capture_default_str();
   add_training_flags(*cmd, *cfg);

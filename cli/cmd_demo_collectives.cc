@@ -166,7 +166,7 @@ void register_demo_collectives(CLI::App& demo) {
   auto* cmd = demo.add_subcommand("collectives",
                                   "Each rank prints its tensor before and after every collective");
   cmd->add_option("--nproc", o->nproc, "ranks (forked processes on this host)")
-      ->check(CLI::Range(1, kMaxLocalRanks))
+      ->check(local_ranks())
       ->capture_default_str();
   cmd->add_option("--algo", o->algo, "all_reduce algorithm: ring | naive | tree | doubling | auto")
       ->capture_default_str();

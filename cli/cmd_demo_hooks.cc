@@ -89,7 +89,7 @@ void register_demo_hooks(CLI::App& demo) {
   auto* cmd = demo.add_subcommand("hooks",
                                   "The order gradients become ready and when each bucket launches");
   cmd->add_option("--nproc", *nproc, "ranks on this host")
-      ->check(CLI::Range(1, kMaxLocalRanks))
+      ->check(local_ranks())
       ->capture_default_str();
   cmd->add_option("--bucket-mb", cfg->dist.bucket_mb, "bucket cap (MiB)")
       ->check(finite_above(0))

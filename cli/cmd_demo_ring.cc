@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "cli/local_ranks.h"
 #include "core/comm/algorithms/context.h"
 #include "core/comm/communicator.h"
@@ -175,6 +176,7 @@ void register_demo_ring(CLI::App& demo) {
   auto* cmd = demo.add_subcommand(
       "ring", "Watch a ring all-reduce step by step: blocks sent and partial sums");
   cmd->add_option("--nproc", o->nproc, "ranks (forked processes on this host)")
+      ->check(local_ranks())
       ->capture_default_str();
   cmd->add_option("--elements", o->elements, "elements per rank (at most 64)")
       ->capture_default_str();

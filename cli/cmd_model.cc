@@ -282,7 +282,8 @@ void register_model(CLI::App& app) {
       "speedup and efficiency against world size");
   cmd->add_option("--bytes", a->bytes, "gradient bytes all-reduced per step")
       ->check(finite_above(0));
-  cmd->add_option("--params", a->params, "parameters (fp32: 4 bytes each), instead of --bytes");
+  cmd->add_option("--params", a->params, "parameters (fp32: 4 bytes each), instead of --bytes")
+      ->transform(whole_number_in(1));
   cmd->add_option("--world-size", a->world_sizes, "ranks, or a list: 2,4,8")->capture_default_str();
   cmd->add_option("--algorithm,--algo", a->algorithm,
                   "ring | tree | naive | doubling | hierarchical")

@@ -142,7 +142,7 @@ void show_warnings(LogFollower& coordinator_log) {
 RunFiles prepare_files(const RunFlags& a, const PrivateRunDir& secrets) {
   RunFiles f;
   f.temp_logs = a.train.run_dir.empty();
-  f.logs = f.temp_logs ? make_temp_dir("microddp-logs") : a.train.run_dir;
+  f.logs = f.temp_logs ? make_run_logs_dir() : a.train.run_dir;
   make_dirs(f.logs, "--run-dir");
   f.token = secrets.path() + "/token";
   write_private(f.token, a.token.empty() ? random_token() : a.token);
@@ -358,14 +358,17 @@ void register_run(CLI::App& app) {
       "run", "Run a whole job on this machine: a coordinator and N workers as child processes");
   const char* g = "Run";
   cmd->add_option("--nproc", a->nproc, "number of workers (ranks) to start")
-      ->check(CLI::Range(1, kMaxLocalRanks))
+      ->check(local_ranks())
       ->required()
       ->group(g);
   cmd->add_option("--port", a->port, "coordinator port (0: any free port)")
       ->group(g)
       ->capture_default_str();
   cmd->add_option("--token", a->token, "the job's shared secret (default: a random one)")->group(g);
-  cmd->add_option("--job-id", a->job_id, "name of the job")->group(g)->capture_default_str();
+  cmd->add_option("--job-id", a->job_id, "name of the job")
+      ->check(job_id_check())
+      ->group(g)
+      ->capture_default_str();
   cmd->add_flag("--tls", a->tls,
                 "TLS with a throw-away CA made in the job's temporary directory: mutual TLS on the "
                 "control plane, HTTPS for the dashboard")

@@ -129,6 +129,7 @@ void register_worker(CLI::App& app) {
       ->excludes(token)
       ->group(g);
   cmd->add_option("--job-id", a->o.job_id, "the job to join (the coordinator's --job-id)")
+      ->check(job_id_check())
       ->group(g)
       ->capture_default_str();
   cmd->add_option("--device", a->o.device,

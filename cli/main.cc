@@ -1,7 +1,9 @@
 // microddp: one binary, one subcommand per job (see `microddp --help`).
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <new>
+#include <string>
 
 #include "cli/commands.h"
 #include "control/exit_status.h"
@@ -9,6 +11,24 @@
 #include "core/common/check.h"
 #include "core/common/log.h"
 #include "mddp/config.h"
+
+namespace {
+
+// MDDP_PARSE_ONLY=1, a test seam: the command line is parsed (every flag,
+// its value and its checks) and nothing runs; tests/docs/
+// readme_commands_test.py checks the README's long commands this way. A
+// subcommand's parse-complete callback runs after its flags were converted
+// and checked, before the command's own callback (which stays: it owns the
+// flags' storage).
+struct ParsedOnly {};
+void parse_only(CLI::App& app) {
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+    sub->parse_complete_callback([] { throw ParsedOnly{}; });
+    parse_only(*sub);
+  }
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   // Before any thread starts: it may set NCCL's logging variables.
@@ -33,8 +53,11 @@ int main(int argc, char** argv) {
   mddp::cli::register_gpu(app);
   mddp::cli::register_lab(app);
   mddp::cli::register_sample(app);
+  if (const char* p = std::getenv("MDDP_PARSE_ONLY"); p && std::string(p) == "1") parse_only(app);
   try {
     app.parse(argc, argv);
+  } catch (const ParsedOnly&) {
+    return 0;
   } catch (const CLI::ParseError& e) {
     // --help and --version are "errors" with exit code 0; every other
     // parse error is bad input: one line, exit 1, like any other.

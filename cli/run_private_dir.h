@@ -7,7 +7,9 @@
 // before std::exit) removes it, on success, failure and interruption alike.
 #pragma once
 
+#include <chrono>
 #include <string>
+#include <string_view>
 
 namespace mddp::cli {
 
@@ -28,5 +30,11 @@ class PrivateRunDir {
 // Removes $TMPDIR/microddp-run-<pid>-* of this user whose <pid> is not a
 // live process. Returns how many it removed.
 int remove_stale_run_dirs();
+
+// The log directory of a `run` without --run-dir, kept on failure (its
+// error names it): "$TMPDIR/microddp-logs-<pid>-XXXXXX", created. First
+// removes the ones of this user older than kKeepLogs whose run is gone.
+std::string make_run_logs_dir();
+inline constexpr std::chrono::hours kKeepLogs{24};
 
 }  // namespace mddp::cli

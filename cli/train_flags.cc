@@ -94,6 +94,7 @@ void add_data_flags(CLI::App& cmd, train::TrainConfig& cfg) {
 void add_optimization_flags(CLI::App& cmd, train::TrainConfig& cfg) {
   const char* g = "Training";
   cmd.add_option("--steps", cfg.steps, "stop after N steps (0: use --epochs)")
+      ->transform(whole_number_in(0))
       ->group(g)
       ->capture_default_str();
   cmd.add_option("--epochs", cfg.epochs, "passes over the training set")
@@ -135,6 +136,7 @@ void add_optimization_flags(CLI::App& cmd, train::TrainConfig& cfg) {
       ->group(g)
       ->capture_default_str();
   cmd.add_option("--seed", cfg.seed, "seed of the initial weights and the data order")
+      ->transform(whole_number_in(0))
       ->group(g)
       ->capture_default_str();
   cmd.add_option(

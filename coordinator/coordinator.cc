@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "control/limits.h"
+#include "coordinator/connection_gate.h"
 #include "coordinator/service.h"
 #include "core/common/check.h"
 
@@ -32,6 +33,7 @@ struct Coordinator::Impl {
   CoordinatorOptions options;
   Job job;
   Service service{job};
+  std::shared_ptr<ConnectionGate> gate;  // before the server, which holds it too
   std::unique_ptr<grpc::Server> server;
   int port = 0;
   std::thread ticker;
@@ -56,6 +58,7 @@ struct Coordinator::Impl {
       if (now - last >= job.options().heartbeat_interval + options.tick)
         job.paused(now - last, now);
       last = now;
+      job.check_join_connections([this](const std::string& p) { return gate->closed(p); }, now);
       job.tick(now);
       lock.lock();
       cv.wait_for(lock, options.tick, [&] { return stopping; });
@@ -75,12 +78,14 @@ Coordinator::Coordinator(CoordinatorOptions options)
   // Don't share a port with another process (SO_REUSEPORT would let two coordinators bind one).
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.SetMaxReceiveMessageSize(static_cast<int>(kMaxMessageBytes));
+  impl_->gate = guard_connections(builder, raise_connection_limits());
   impl_->server = builder.BuildAndStart();
   if (!impl_->server || impl_->port == 0)
     throw Error(
         str("cannot listen on ", listen,
             ": the port is in use or the address is not one of this host's "
             "(pick another --port, or 0 for any free port; --host 0.0.0.0 listens everywhere)"));
+  impl_->gate->bound_backlog();
   impl_->ticker = std::thread([this] { impl_->tick_loop(); });
   spdlog::info("coordinator for job '{}' listening on {} ({} workers expected{})", o.job.job_id,
                address(), o.job.world_size,

@@ -18,7 +18,9 @@ namespace mddp::coordinator {
 //    live worker whose connection merely dropped reopens it at once. So it
 //    is a death when a peer also lost its data-plane connection to that
 //    rank (two connections closing together are a process gone), or when
-//    the stream stays closed past the grace, min(interval, 1 s).
+//    the stream stays closed past the grace, min(interval, 1 s). A rank
+//    killed just after its join, before its stream opened, counts the same
+//    once the connection its Join came on closed (Job::check_join_connections).
 //  * A peer on the same host saw its process exit (the shared-memory
 //    transport watches the pid): a death, at once.
 //  * A peer lost its data-plane connection to it while it stays connected

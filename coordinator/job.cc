@@ -596,6 +596,21 @@ void Job::unwatch(uint64_t id, TimePoint now) {
     }
 }
 
+void Job::check_join_connections(const ConnectionClosed& closed, TimePoint now) {
+  const std::shared_ptr<Attempt> a = current();
+  const auto f = a->formed();
+  if (!f || a->ended()) return;
+  const std::vector<Member> members = a->rendezvous().members();
+  for (const auto& h : f->health.ranks()) {
+    if (h.left || h.disconnected || watchers_.watching(a->number(), h.rank)) continue;
+    const auto r = static_cast<std::size_t>(h.rank);
+    if (r >= members.size() || !closed(members[r].peer)) continue;
+    spdlog::warn("rank {} (host {}) closed its connection before it watched the job", h.rank,
+                 h.host);
+    f->health.disconnected(h.rank, now);
+  }
+}
+
 Job::Reply Job::report_peer_fault(const std::string& session, int peer, comm::PeerFault fault,
                                   const std::string& detail, TimePoint now) {
   Reply reply;

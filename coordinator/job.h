@@ -135,6 +135,15 @@ class Job {
                           const std::string& detail, TimePoint now);
 
   void tick(TimePoint now);
+  // Whether the control-plane connection with gRPC peer `peer` is closed
+  // (coordinator/connection_gate.h knows the server's connections).
+  using ConnectionClosed = std::function<bool(const std::string& peer)>;
+  // A rank of the running attempt that holds no Watch stream yet and whose
+  // join connection closed died before it could open one (killed just after
+  // its join was accepted): it counts as disconnected, as when a stream ends
+  // (Note [Who is at fault] in health.cc), not silent until the heartbeat
+  // timeout. Ticker thread.
+  void check_join_connections(const ConnectionClosed& closed, TimePoint now);
   // The coordinator's process did not run for `gap` up to `now` (its ticker
   // saw the gap: SIGSTOP, a debugger, a starved CPU). Longer than the
   // workers wait for it (they give up after the heartbeat timeout, counted

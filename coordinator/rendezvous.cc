@@ -116,7 +116,8 @@ std::vector<Rendezvous::Pending> Rendezvous::complete_locked() {
                                                       p.request.pid,
                                                       new_session_id(),
                                                       0,
-                                                      0};
+                                                      0,
+                                                      p.request.peer};
     p.request.requested_rank = rank;  // remember the assignment for the callbacks
     ready.push_back(std::move(p));
   }

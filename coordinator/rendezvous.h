@@ -45,6 +45,8 @@ struct Member {
   std::string session;  // the credential of every later call
   int threads = 0;      // as reported (Resources); 0 until then
   int cpus = 0;
+  std::string
+      peer;  // the control-plane connection it joined on (gRPC's peer(): "ipv4:a.b.c.d:port")
 };
 
 struct JoinResult {

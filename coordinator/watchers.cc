@@ -20,6 +20,12 @@ std::optional<std::pair<int, int>> Watchers::remove(uint64_t id) {
   return watched;
 }
 
+bool Watchers::watching(int attempt, int rank) const {
+  std::lock_guard lock(mu_);
+  const auto it = open_.find({attempt, rank});
+  return it != open_.end() && it->second > 0;
+}
+
 void Watchers::notify(int attempt, const control::JobStatus& status, bool finished) const {
   std::vector<Callback> callbacks;
   {

@@ -24,6 +24,8 @@ class Watchers {
   // Removes stream `id`; returns the (attempt, rank) it watched when it was
   // that rank's last open stream, else nullopt.
   std::optional<std::pair<int, int>> remove(uint64_t id);
+  // Whether `rank` of `attempt` holds a Watch stream open.
+  bool watching(int attempt, int rank) const;
   // Calls every watcher of `attempt` (-1: all) with `status`.
   void notify(int attempt, const control::JobStatus& status, bool finished) const;
 

@@ -37,6 +37,12 @@ void Heartbeat::attach(comm::ProcessGroup* comm) {
   if (comm_ && reason_) comm_->abort(reason_->message);
 }
 
+void Heartbeat::attach(comm::AbortSignal* setup) {
+  std::lock_guard lock(mu_);
+  setup_ = setup;
+  if (setup_ && reason_) setup_->abort(reason_->message);
+}
+
 void Heartbeat::set_resources(control::Resources resources) {
   {
     std::lock_guard lock(mu_);
@@ -85,6 +91,7 @@ void Heartbeat::stop_for(StopReason reason) {
   reason_ = std::move(reason);
   stopping_ = true;
   if (comm_) comm_->abort(reason_->message);
+  if (setup_) setup_->abort(reason_->message);
   cv_.notify_all();
 }
 

@@ -97,6 +97,8 @@ class Heartbeat {
   // The communicator to abort on failure (nullptr: none). Aborts at once
   // when the job has already failed. Detach before destroying it.
   void attach(comm::ProcessGroup* comm);
+  // The same for the data plane's set-up, before there is a communicator.
+  void attach(comm::AbortSignal* setup);
 
   bool stopping() const { return stopping_.load(); }
   std::optional<StopReason> stop_reason() const;
@@ -132,19 +134,23 @@ class Heartbeat {
   std::atomic<bool> stopping_{false};
   std::optional<StopReason> reason_;
   comm::ProcessGroup* comm_ = nullptr;
+  comm::AbortSignal* setup_ = nullptr;
   std::optional<control::Resources> resources_;
 };
 
-// Detaches the communicator on scope exit (declare after what owns it).
-class AttachedComm {
+// Detaches what it attached (a communicator, or the set-up's abort signal)
+// on scope exit (declare after what owns it).
+template <typename T>
+class Attached {
  public:
-  AttachedComm(Heartbeat& hb, comm::ProcessGroup* comm) : hb_(hb) { hb_.attach(comm); }
-  ~AttachedComm() { hb_.attach(nullptr); }
-  AttachedComm(const AttachedComm&) = delete;
-  AttachedComm& operator=(const AttachedComm&) = delete;
+  Attached(Heartbeat& hb, T* what) : hb_(hb) { hb_.attach(what); }
+  ~Attached() { hb_.attach(static_cast<T*>(nullptr)); }
+  Attached(const Attached&) = delete;
+  Attached& operator=(const Attached&) = delete;
 
  private:
   Heartbeat& hb_;
 };
+using AttachedComm = Attached<comm::ProcessGroup>;
 
 }  // namespace mddp::worker

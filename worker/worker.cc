@@ -183,8 +183,14 @@ train::TrainSummary train_rank(Session& s) {
                cfg.threads, cfg.threads == 1 ? "" : "s", cpus, cpus == 1 ? "" : "s");
   // The token never reaches the data plane: the attempt's key does (control/proof.h).
   const comm::JobIdentity job{s.info.job_id, s.info.attempt, s.info.data_key};
-  auto comm = train::connect_process_group(s.client, s.info.rank, s.info.world_size, job, cfg,
-                                           s.data.addr, "comm");
+  TestHold().before_data_plane(s.info.rank);
+  std::unique_ptr<comm::ProcessGroup> comm;
+  {  // the verdict ends the set-up's waits too, not only the collectives'
+    comm::AbortSignal setup_abort;
+    Attached<comm::AbortSignal> attached(s.hb, &setup_abort);
+    comm = train::connect_process_group(s.client, s.info.rank, s.info.world_size, job, cfg,
+                                        s.data.addr, "comm", &setup_abort);
+  }
   spdlog::info("data plane connected: {} transport, {} ranks", comm->transport_name(),
                comm->size());
   s.plane.comm = std::move(comm);
@@ -359,6 +365,7 @@ void run_worker(const WorkerOptions& o) {
   const DataAddress data = choose_data_address(o.coordinator, o.data_addr, o.iface);
   CoordinatorClient client({o.coordinator, o.job_id, o.token, o.call_timeout, o.tls});
   const JoinInfo info = join_job(o, client, host, want_rank, data);
+  TestHold().after_join(info.rank);
 
   ProgressBoard board;
   Heartbeat hb(client, board, {info.heartbeat_interval, info.heartbeat_timeout});

@@ -23,6 +23,7 @@
 #include "core/comm/store.h"
 #include "core/comm/topology.h"
 #include "core/comm/transport.h"
+#include "core/comm/transport/abort_signal.h"
 #include "core/comm/types.h"
 
 namespace mddp::comm {
@@ -30,6 +31,9 @@ namespace mddp::comm {
 struct CommOptions {
   Algorithm algorithm = Algorithm::kAuto;      // all_reduce's default algorithm
   std::chrono::milliseconds timeout{300'000};  // bound on every wait of a collective
+  // Watched while the TCP mesh forms (nullptr: none): once aborted, set-up
+  // ends at once with AbortedError, as every later wait does on abort().
+  const AbortSignal* setup_abort = nullptr;
 };
 
 // The CPU backend of ProcessGroup (process_group.h): buffers are host memory.

@@ -28,7 +28,8 @@ std::unique_ptr<Communicator> connect_as_host(Store& store, int rank, int size,
   HostTopology topology = exchange_topology(store, rank, size, host_id, deadline, prefix);
   if (kind == TransportKind::kAuto)
     kind = topology.single_host() ? TransportKind::kShm : TransportKind::kTcp;
-  auto transport = connect_transport(store, rank, size, job, kind, left(), bind_host, prefix);
+  auto transport = connect_transport(store, rank, size, job, kind, left(), bind_host, prefix,
+                                     options.setup_abort);
   // The hierarchical all-reduce's level within the host: its ranks meet
   // under a prefix of their own (one per host) over shared memory.
   std::unique_ptr<Transport> host;

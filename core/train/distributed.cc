@@ -25,17 +25,18 @@ comm::CommOptions comm_options(const TrainConfig& cfg) {
   return o;
 }
 
-std::unique_ptr<comm::ProcessGroup> connect_process_group(comm::Store& store, int rank, int size,
-                                                          const comm::JobIdentity& job,
-                                                          const TrainConfig& cfg,
-                                                          const std::string& bind_host,
-                                                          const std::string& prefix) {
+std::unique_ptr<comm::ProcessGroup> connect_process_group(
+    comm::Store& store, int rank, int size, const comm::JobIdentity& job, const TrainConfig& cfg,
+    const std::string& bind_host, const std::string& prefix, const comm::AbortSignal* setup_abort) {
   const tensor::Device device = tensor::Device::parse(cfg.device);
   tensor::require_available(device);  // the one clear line, before any rank waits on this one
   const std::string backend = process_group_backend(cfg);
-  if (backend == "cpu")
-    return comm::connect(store, rank, size, job, comm::parse_transport(cfg.dist.transport),
-                         comm_options(cfg), bind_host, prefix);
+  if (backend == "cpu") {
+    comm::CommOptions options = comm_options(cfg);
+    options.setup_abort = setup_abort;
+    return comm::connect(store, rank, size, job, comm::parse_transport(cfg.dist.transport), options,
+                         bind_host, prefix);
+  }
   if (backend == "gloo")
     return comm::gloo::connect_gloo(
         store, rank, size, {std::chrono::milliseconds(cfg.dist.timeout_ms), bind_host, prefix});

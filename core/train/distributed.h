@@ -68,8 +68,11 @@ comm::CommOptions comm_options(const TrainConfig& cfg);
 // cfg.dist.transport names; gloo: the gloo group (core/comm/gloo). Throws
 // InputError before any rendezvous when the device or backend cannot be
 // used (no GPU, a build without CUDA or gloo, a backend for the wrong device).
+// `setup_abort` (optional) ends the CPU backend's TCP set-up at once when
+// aborted (comm::CommOptions::setup_abort).
 std::unique_ptr<comm::ProcessGroup> connect_process_group(
     comm::Store& store, int rank, int size, const comm::JobIdentity& job, const TrainConfig& cfg,
-    const std::string& bind_host = "127.0.0.1", const std::string& prefix = "comm");
+    const std::string& bind_host = "127.0.0.1", const std::string& prefix = "comm",
+    const comm::AbortSignal* setup_abort = nullptr);
 
 }  // namespace mddp::train

@@ -143,7 +143,13 @@ TEST(Heartbeat, JobFailureAbortsTheCommunicator) {
   float v = 1;
   EXPECT_THROW(comm->all_reduce(&v, 1, comm::DataType::kFloat32, comm::ReduceOp::kSum)->wait(),
                comm::AbortedError);
-  hb.attach(nullptr);
+  hb.attach(static_cast<comm::ProcessGroup*>(nullptr));
+  // The data plane's set-up, attached after the verdict, is aborted at once with it.
+  comm::AbortSignal setup;
+  hb.attach(&setup);
+  EXPECT_TRUE(setup.aborted());
+  EXPECT_NE(setup.reason().find("rank 3 (host x) exploded"), std::string::npos) << setup.reason();
+  hb.attach(static_cast<comm::AbortSignal*>(nullptr));
 }
 
 TEST(ClockOffset, TrustsTheShortestRoundTripOfTheWindow) {

@@ -150,21 +150,27 @@ case "$SCENARIO" in
     ;;
 
   warnings)
-    # Plaintext or no token off loopback: one clear warning each; none on
-    # loopback, none with TLS and a token.
+    # No job token off loopback: refused unless asked for explicitly
+    # (--insecure-no-token). Plaintext or no token: one clear warning each
+    # (no token on loopback too: every local user can join); none with TLS
+    # and a token.
     certs lab 127.0.0.1
     L="$WORK/lab"
-    coordinator open 1 --host 0.0.0.0 --http-host 0.0.0.0 --rendezvous-timeout-s 60
+    timeout 20 "$BIN" coordinator --world-size 1 --port 0 --host 0.0.0.0 >"$WORK/refused.out" 2>&1
+    [[ $? -eq 1 ]] || { cat "$WORK/refused.out"; fail "no token on 0.0.0.0 was not refused"; }
+    expect_in "microddp: error: --host 0.0.0.0 with no --token: .*--insecure-no-token" "$WORK/refused.out"
+    coordinator open 1 --host 0.0.0.0 --http-host 0.0.0.0 --insecure-no-token --rendezvous-timeout-s 60
     expect_in "warning: the control plane on .* has no TLS: the job token, config and metrics travel in the clear" "$WORK/open.out"
     expect_in "warning: the dashboard on http://.* has no --http-token" "$WORK/open.out"
+    expect_in "warning: no --token: anyone who can reach .* can join this job$" "$WORK/open.out"
     [[ $(grep -c "has no TLS" "$WORK/open.out") -eq 1 ]] || fail "want the TLS warning once"
     coordinator safe 1 --host 0.0.0.0 --http-host 0.0.0.0 --token "$TOKEN" --http-token "$DASH_TOKEN" --rendezvous-timeout-s 60 \
       --tls-cert "$L/127.0.0.1.pem" --tls-key "$L/127.0.0.1.key"
     coordinator local 1 --rendezvous-timeout-s 60
     sleep 1
-    for f in safe local; do
-      grep -q "warning" "$WORK/$f.out" && { cat "$WORK/$f.out"; fail "$f: unexpected warning"; }
-    done
+    grep -q "warning" "$WORK/safe.out" && { cat "$WORK/safe.out"; fail "safe: unexpected warning"; }
+    [[ $(grep -c "warning" "$WORK/local.out") -eq 1 ]] || { cat "$WORK/local.out"; fail "local: want one warning"; }
+    expect_in "warning: no --token: .* (every user of this machine)" "$WORK/local.out"
     true
     ;;
 

@@ -23,7 +23,7 @@ std::unique_ptr<Transport> connect_transport(Store& store, int rank, int size,
                                              const JobIdentity& job, TransportKind kind,
                                              std::chrono::milliseconds timeout,
                                              const std::string& bind_host,
-                                             const std::string& prefix) {
+                                             const std::string& prefix, const AbortSignal* abort) {
   MDDP_CHECK(size >= 1 && rank >= 0 && rank < size, "rank ", rank, " of world size ", size);
   const Deadline deadline = Clock::now() + timeout;
   if (kind == TransportKind::kAuto)
@@ -36,7 +36,7 @@ std::unique_ptr<Transport> connect_transport(Store& store, int rank, int size,
       return ShmTransport::connect(store, rank, size, job, left, prefix);
     case TransportKind::kTcp:
     case TransportKind::kAuto:
-      return TcpTransport::connect(store, rank, size, job, left, bind_host, prefix);
+      return TcpTransport::connect(store, rank, size, job, left, bind_host, prefix, abort);
   }
   return nullptr;
 }

@@ -95,11 +95,12 @@ ssize_t write_some(int fd, const std::string& s, std::size_t from) {
 
 class Mesh {
  public:
-  Mesh(int rank, int size, const JobIdentity& job, Deadline deadline)
+  Mesh(int rank, int size, const JobIdentity& job, Deadline deadline, const AbortSignal* abort)
       : rank_(rank),
         size_(size),
         job_(job),
         deadline_(deadline),
+        abort_(abort),
         start_(Clock::now()),
         fds_(size) {}
 
@@ -112,10 +113,12 @@ class Mesh {
   bool step_incoming(Incoming& c);
   void refuse(Incoming& c, const std::string& why);
   [[noreturn]] void time_out();
+  void throw_if_aborted() const;
 
   int rank_, size_;
   const JobIdentity& job_;
   Deadline deadline_;
+  const AbortSignal* abort_;  // nullptr: none
   Clock::time_point start_;
   Fd listener_;
   std::vector<Outgoing> outgoing_;
@@ -165,10 +168,12 @@ std::vector<Fd> Mesh::run(Store& store, const std::string& bind_host, const std:
       outgoing_done = outgoing_done && o.state == Outgoing::kDone;
     }
     if (outgoing_done && accepted_ == size_ - 1 - rank_) break;
+    throw_if_aborted();
     if (Clock::now() >= deadline_) time_out();
 
     std::vector<pollfd> pfds;
     auto poll_timeout = deadline_ - Clock::now();
+    if (abort_) pfds.push_back({abort_->fd(), POLLIN, 0});  // wakes the poll on abort
     if (accepted_ < size_ - 1 - rank_) pfds.push_back({listener_.get(), POLLIN, 0});
     for (auto& o : outgoing_) {
       if (o.state == Outgoing::kConnecting || o.state == Outgoing::kSendingHello ||
@@ -344,6 +349,12 @@ void Mesh::refuse(Incoming& c, const std::string& why) {
   c.fd.reset();
 }
 
+void Mesh::throw_if_aborted() const {
+  if (abort_ && abort_->aborted())
+    throw AbortedError(
+        str("rank ", rank_, ": connecting the data plane stopped: ", abort_->reason()));
+}
+
 void Mesh::time_out() {
   std::string missing;
   for (auto& o : outgoing_)
@@ -363,9 +374,9 @@ void Mesh::time_out() {
 
 std::vector<Fd> connect_mesh(Store& store, int rank, int size, const JobIdentity& job,
                              Deadline deadline, const std::string& bind_host,
-                             const std::string& prefix) {
+                             const std::string& prefix, const AbortSignal* abort) {
   MDDP_CHECK(size >= 1 && rank >= 0 && rank < size, "rank ", rank, " of ", size);
-  Mesh mesh(rank, size, job, deadline);
+  Mesh mesh(rank, size, job, deadline, abort);
   return mesh.run(store, bind_host, prefix);
 }
 

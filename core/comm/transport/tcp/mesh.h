@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/comm/store.h"
+#include "core/comm/transport/abort_signal.h"
 #include "core/comm/transport/tcp/socket.h"
 #include "core/comm/types.h"
 
@@ -22,9 +23,11 @@ namespace mddp::comm::tcp {
 
 // Returns one connected, handshaken, non-blocking socket per rank (invalid
 // for `rank` itself). Throws TimeoutError naming the ranks still missing at
-// the deadline, PeerError when a peer refuses us.
+// the deadline, PeerError when a peer refuses us, AbortedError as soon as
+// `abort` (optional) is aborted: the job's verdict came (a peer died while
+// the mesh was forming), so waiting on for the deadline would be in vain.
 std::vector<Fd> connect_mesh(Store& store, int rank, int size, const JobIdentity& job,
                              Deadline deadline, const std::string& bind_host,
-                             const std::string& prefix);
+                             const std::string& prefix, const AbortSignal* abort = nullptr);
 
 }  // namespace mddp::comm::tcp

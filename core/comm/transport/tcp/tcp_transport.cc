@@ -73,12 +73,11 @@ struct TcpTransport::Op {
   bool finished = false;
 };
 
-std::unique_ptr<TcpTransport> TcpTransport::connect(Store& store, int rank, int size,
-                                                    const JobIdentity& job,
-                                                    std::chrono::milliseconds timeout,
-                                                    const std::string& bind_host,
-                                                    const std::string& prefix) {
-  auto fds = tcp::connect_mesh(store, rank, size, job, Clock::now() + timeout, bind_host, prefix);
+std::unique_ptr<TcpTransport> TcpTransport::connect(
+    Store& store, int rank, int size, const JobIdentity& job, std::chrono::milliseconds timeout,
+    const std::string& bind_host, const std::string& prefix, const AbortSignal* abort) {
+  auto fds =
+      tcp::connect_mesh(store, rank, size, job, Clock::now() + timeout, bind_host, prefix, abort);
   return std::make_unique<TcpTransport>(rank, size, std::move(fds));
 }
 

@@ -17,12 +17,14 @@ class TcpTransport : public Transport {
  public:
   // Connects the full mesh (see tcp/mesh.h); blocks until every peer is
   // connected and handshaken or the timeout passes (TimeoutError naming the
-  // missing ranks). Collective: every rank of the job must call it.
+  // missing ranks), or `abort` is aborted (AbortedError). Collective: every
+  // rank of the job must call it.
   static std::unique_ptr<TcpTransport> connect(Store& store, int rank, int size,
                                                const JobIdentity& job,
                                                std::chrono::milliseconds timeout,
                                                const std::string& bind_host = "127.0.0.1",
-                                               const std::string& prefix = "comm");
+                                               const std::string& prefix = "comm",
+                                               const AbortSignal* abort = nullptr);
   // Takes over connected, handshaken sockets (fds[rank] unused).
   TcpTransport(int rank, int size, std::vector<tcp::Fd> fds);
   ~TcpTransport() override;
