@@ -11,6 +11,7 @@ flag, value and check, with MDDP_PARSE_ONLY=1 (cli/main.cc), nothing run.
 import itertools
 import os
 import re
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -23,6 +24,7 @@ PARSE_ONLY = [  # (pattern on the command line, why it is not run here)
     (r"^verify ", "trains the model 4 ways on 4 ranks: a long run"),
     (r"^bench (train|allreduce)$", "a benchmark sweep: a long run"),
     (r"^analyze ", "needs the directory of an earlier run"),
+    (r"^sample ", "needs the checkpoint of an earlier GPT run"),
     (r"^scale ", "one training job per world size: a long run"),
     (r"^demo bucketing$", "trains a model several ways: a long run"),
     (r"^data verify ", "needs the dataset-fashion-mnist package"),  # only when it is missing
@@ -40,7 +42,7 @@ def commands(readme):
         if not in_code or not line.startswith("microddp "):
             continue
         words = []
-        for w in re.findall(r"\[[^\]]*\]|\S+", line[len("microddp "):]):
+        for w in re.findall(r'\[[^\]]*\]|"[^"]*"|\S+', line[len("microddp "):]):
             if w.startswith("["):
                 words.append(["", w[1:-1]])  # optional: without, with
             elif "|" in w and not w.startswith("-"):
@@ -71,7 +73,7 @@ def main():
         for cmd in cmds:
             why = reason_to_parse_only(cmd)
             env = dict(os.environ, MDDP_PARSE_ONLY="1") if why else os.environ
-            r = subprocess.run([binary] + cmd.split(), cwd=work, env=env, capture_output=True,
+            r = subprocess.run([binary] + shlex.split(cmd), cwd=work, env=env, capture_output=True,
                                text=True, timeout=300)
             print(f"{'parsed' if why else 'ran':6} exit {r.returncode}: microddp {cmd}"
                   + (f"   ({why})" if why else ""))
