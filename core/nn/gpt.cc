@@ -130,6 +130,7 @@ Gpt::Gpt(const GptConfig& cfg, Rng& rng, tensor::Device device)
       wpe_(cfg.block, cfg.embd, kInitStd, rng, device),
       drop_(cfg.dropout),
       ln_f_(cfg.embd, device) {
+  wte_.weight.uses = 2;  // the embedding lookup and the head (Note [Tied weight])
   add_prefix(wte_, "transformer.wte.");
   add_prefix(wpe_, "transformer.wpe.");
   for (int64_t i = 0; i < cfg.layers; ++i) {
@@ -160,16 +161,17 @@ const Tensor& Gpt::forward(const Tensor& ids) {
 
 const Tensor& Gpt::backward(const Tensor& dlogits, bool) {
   MDDP_CHECK(hidden_rows_.defined(), "backward before forward");
-  // The head: its share of the tied weight's gradient, and no hook yet (Note [Tied weight]).
+  // The head: the first of the tied weight's two contributions (Note [Tied weight]).
   ensure_shape(dhidden_, hidden_rows_.shape(), dlogits.device());
-  ops::gemm(false, false, 1.0f, dlogits, wte_.weight.value, 0.0f, dhidden_);
   ops::gemm(true, false, 1.0f, dlogits, hidden_rows_, 1.0f, wte_.weight.grad);
+  grad_ready(wte_.weight);
+  ops::gemm(false, false, 1.0f, dlogits, wte_.weight.value, 0.0f, dhidden_);
   dhidden_3d_ = dhidden_.reshape(x_.shape());
   const Tensor* g = &ln_f_.backward(dhidden_3d_, true);
   for (std::size_t i = blocks_.size(); i-- > 0;) g = &blocks_[i]->backward(*g, true);
   dx_rows_ = drop_.backward(*g, true).reshape({x_.dim(0) * x_.dim(1), cfg_.embd});
   wpe_.backward(dx_rows_, false);
-  wte_.backward(dx_rows_, false);  // the embedding's share: now wte's hook fires
+  wte_.backward(dx_rows_, false);  // the embedding's share: wte's hook fires again
   return none_;
 }
 
