@@ -91,7 +91,7 @@ json with_sizes(json j, train::Trainer& t) {
   else
     for (const auto& named : t.optimizer().state()) state += named.second.numel();
   j["parameters"] = t.model().num_parameters();
-  j["optimizer_state_mb"] = static_cast<double>(state) * sizeof(float) / (1024.0 * 1024.0);
+  j["optimizer_state_mb"] = static_cast<double>(state) * 4.0 / (1024.0 * 1024.0);  // fp32
   return j;
 }
 
