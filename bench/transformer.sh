@@ -15,7 +15,8 @@
 #     V C + T C + L (12 C^2 + 13 C) + 2 C;
 #  3. ZeRO-1 with AdamW's two states on the largest model: --ddp bucketed
 #     against --ddp sharded, the optimiser state and the RSS per rank after
-#     the timed steps.
+#     the timed steps; and the same with plain SGD, which keeps no state, so
+#     that AdamW's RSS minus SGD's is the state's share.
 #
 # Usage: bench/transformer.sh [--models "4:4:128:64 6:6:384:256"] [--batch B]
 #                             [--rounds R] [--iters I] [--out FILE.md] [--keep DIR]
@@ -49,9 +50,10 @@ for m in $models; do
   params[$m]=$((113 * c + t * c + l * (12 * c * c + 13 * c) + 2 * c))
 done
 
+# gpt_flags L:H:C:T [OPTIMIZER]
 gpt_flags() {
   IFS=: read -r l h c t <<< "$1"
-  echo "--model gpt --dataset $data --optimizer adamw --layers $l --heads $h --embd $c --block $t"
+  echo "--model gpt --dataset $data --optimizer ${2:-adamw} --layers $l --heads $h --embd $c --block $t"
 }
 largest=${models##* }
 for ((r = 0; r < rounds; r++)); do
@@ -63,9 +65,11 @@ for ((r = 0; r < rounds; r++)); do
     bytes=$((4 * params[$m]))
     jobs+=("run ar_${m//:/_}_r$r $MICRODDP bench allreduce --nproc 2 --algo ring --transport shm -b $bytes -e $bytes --iters 5 --json $work/ar_${m//:/_}_r$r.json")
   done
-  for mode in bucketed sharded; do
-    name="zero_${mode}_r$r"
-    jobs+=("run $name $MICRODDP bench train $(gpt_flags "$largest") --nproc 2 --batch $batch --warmup 1 --iters $iters --ddp $mode --json $work/$name.json")
+  for opt in adamw sgd; do  # plain SGD keeps no state: the rest of the memory, for comparison
+    for mode in bucketed sharded; do
+      name="zero_${opt}_${mode}_r$r"
+      jobs+=("run $name $MICRODDP bench train $(gpt_flags "$largest" $opt) --nproc 2 --batch $batch --warmup 1 --iters $iters --ddp $mode --json $work/$name.json")
+    done
   done
   run_round "$r"
 done
@@ -113,14 +117,28 @@ for row in open(os.path.join(work, "params.txt")):
     alone = series(runs("ar_" + key), lambda j: j["results"][0]["time_us"] / 1000)
     lines.append(f"| {m} | {int(p) / 1e6:.2f} M | {med(comp)} | {med(comm)} | {med(exposed)} | {med(alone)} | {fmt(pred)} | "
                  f"{med(ratio(comm, comp))} | {med(ratio(alone, comp))} | {med([pred / c if c else None for c in comp])} |")
-lines += ["", "| ZeRO-1, largest model, AdamW | bucketed | sharded | sharded − bucketed |", "|---|---|---|---|"]
-bu, sh = runs("zero_bucketed"), runs("zero_sharded")
-for name, get in {"optimiser state MB, max rank": lambda j: max(r["optimizer_state_mb"] for r in j["ranks"]),
-                  "RSS after the steps MB, max rank": lambda j: max(r["rss_mb"] for r in j["ranks"]),
-                  "peak RSS MB, max rank": lambda j: max(j["peak_rss_mb"]),
-                  "optimiser ms/step": lambda j: j["phases_ms"]["optimizer_ms"]}.items():
-    b, s = series(bu, get), series(sh, get)
-    diff = [y - x if x is not None and y is not None else None for x, y in zip(b, s)]
-    lines.append(f"| {name} | {med(b)} | {med(s)} | {med(diff)} |")
+def state_mb(j):
+    return max(r["optimizer_state_mb"] for r in j["ranks"]) if "optimizer_state_mb" in j["ranks"][0] else None
+
+def rss(j):
+    return max(r["rss_mb"] for r in j["ranks"])
+
+def diff(a, b):
+    return [y - x if x is not None and y is not None else None for x, y in zip(a, b)]
+
+# (a binary older than the optimiser state's report leaves its row empty)
+adamw = {m: runs(f"zero_adamw_{m}") for m in ("bucketed", "sharded")}
+sgd = {m: runs(f"zero_sgd_{m}") for m in ("bucketed", "sharded")}
+rows = {
+    "AdamW: optimiser state MB, max rank": {m: series(adamw[m], state_mb) for m in adamw},
+    "AdamW: RSS after the steps MB, max rank": {m: series(adamw[m], rss) for m in adamw},
+    "SGD (no state): RSS after the steps MB": {m: series(sgd[m], rss) for m in sgd},
+    "AdamW − SGD: RSS MB, the state's share": {m: diff(series(sgd[m], rss), series(adamw[m], rss)) for m in adamw},
+    "AdamW: peak RSS MB, max rank": {m: series(adamw[m], lambda j: max(j["peak_rss_mb"])) for m in adamw},
+    "AdamW: optimiser ms/step": {m: series(adamw[m], lambda j: j["phases_ms"]["optimizer_ms"]) for m in adamw},
+}
+lines += ["", "| ZeRO-1, largest model | bucketed | sharded | sharded − bucketed |", "|---|---|---|---|"]
+for name, v in rows.items():
+    lines.append(f"| {name} | {med(v['bucketed'])} | {med(v['sharded'])} | {med(diff(v['bucketed'], v['sharded']))} |")
 emit(lines, out)
 PYEOF
