@@ -12,6 +12,7 @@
 #include <algorithm>
 
 #include "core/common/rng.h"
+#include "core/common/strings.h"
 #include "core/ddp/bucket_assignment.h"
 #include "core/ddp/strategies.h"
 #include "labs/checks.h"
