@@ -16,6 +16,7 @@
 #include "core/ddp/bucket_assignment.h"
 #include "core/ddp/strategies.h"
 #include "labs/checks.h"
+#include "labs/support/dp_check.h"
 #include "labs/support/gpt_fixture.h"
 
 namespace mddp::labs {
