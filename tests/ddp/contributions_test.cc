@@ -5,7 +5,8 @@
 
 #include <gtest/gtest.h>
 
-#include "core/common/check.h"
+#include <stdexcept>
+
 #include "core/nn/module.h"
 
 namespace mddp::ddp {
@@ -41,7 +42,7 @@ TEST(UsesOf, TakesEachParametersUsesAndRefusesFewerThanOne) {
   b.uses = 2;
   EXPECT_EQ(uses_of({&a, &b}), (std::vector<int>{1, 2}));
   b.uses = 0;
-  EXPECT_THROW(uses_of({&a, &b}), Error);
+  EXPECT_THROW(uses_of({&a, &b}), std::logic_error);  // MDDP_CHECK
 }
 
 }  // namespace
