@@ -26,9 +26,9 @@ namespace {
 // is a process: one watch each).
 struct TiedLaunchWatch {
   std::size_t tied_bucket = 0;
-  int contributions = 0;             // of the tied weight so far
-  int at_launch = -1;                // contributions when its bucket was launched; -1: not launched
-  std::vector<std::size_t> pending;  // the counts the flush rule last saw
+  int contributions = 0;  // of the tied weight so far
+  int at_launch = -1;     // contributions when its bucket was launched; -1: not launched
+  std::vector<std::size_t> pending = {};  // the counts the flush rule last saw
 };
 TiedLaunchWatch g_tied_launch_watch;
 
