@@ -38,7 +38,9 @@ TEST(CountContribution, AParameterUsedThreeTimesCompletesItsBucketAtTheThird) {
 }
 
 TEST(UsesOf, TakesEachParametersUsesAndRefusesFewerThanOne) {
-  nn::Parameter a{.name = "a"}, b{.name = "b"};
+  nn::Parameter a, b;
+  a.name = "a";
+  b.name = "b";
   b.uses = 2;
   EXPECT_EQ(uses_of({&a, &b}), (std::vector<int>{1, 2}));
   b.uses = 0;
