@@ -1,6 +1,6 @@
 // `microddp bench train`: training throughput, single process or N local
 // ranks with DDP. Warm-up steps, then timed steps; global samples/s, the
-// phase breakdown, overlap and peak RSS per rank. Defaults are the
+// phase breakdown, overlap, peak RSS and optimiser state per rank. Defaults are the
 // benchmark's FullMLP (16 square layers, MSE, SGD), as in bench/README.md.
 #include <sys/resource.h>
 #include <unistd.h>
@@ -82,18 +82,33 @@ json time_steps(const BenchTrainFlags& o, const std::function<train::StepResult(
           {"host_waits_per_step", host_waits}};
 }
 
+// The model's parameters and the optimiser state this rank holds (MiB):
+// ZeRO-1 keeps 1/n of the state (docs/ddp.md, docs/transformer.md).
+json with_sizes(json j, train::Trainer& t) {
+  int64_t state = 0;
+  if (const auto* sharded = dynamic_cast<const train::ShardedOptimizer*>(&t.optimizer()))
+    state = sharded->state_numel();
+  else
+    for (const auto& named : t.optimizer().state()) state += named.second.numel();
+  j["parameters"] = t.model().num_parameters();
+  j["optimizer_state_mb"] = static_cast<double>(state) * 4.0 / (1024.0 * 1024.0);  // fp32
+  return j;
+}
+
 json run_rank(const train::TrainConfig& cfg, const BenchTrainFlags& o, int rank,
               comm::Store* store) {
   if (o.nproc == 1) {
     train::Trainer t(cfg);
-    return time_steps(
-        o, [&] { return t.step(); }, [] { return ddp::SyncStats{}; }, [] {});
+    return with_sizes(time_steps(
+                          o, [&] { return t.step(); }, [] { return ddp::SyncStats{}; }, [] {}),
+                      t);
   }
   train::DistributedTrainer dt(
       cfg, train::connect_process_group(*store, rank, o.nproc, {"bench-train", 0, ""}, cfg));
-  return time_steps(
-      o, [&] { return dt.step(); }, [&] { return dt.ddp().last_stats(); },
-      [&] { dt.comm().barrier()->wait(); });
+  return with_sizes(time_steps(
+                        o, [&] { return dt.step(); }, [&] { return dt.ddp().last_stats(); },
+                        [&] { dt.comm().barrier()->wait(); }),
+                    dt.trainer());
 }
 
 }  // namespace
@@ -123,6 +138,7 @@ json summarize(const train::TrainConfig& cfg, const BenchTrainFlags& o,
               {"depth", cfg.model.depth},
               {"batch", cfg.batch},
               {"phases_ms", mean},
+              {"parameters", ranks.front()["parameters"]},
               {"peak_rss_mb", rss},
               {"ranks", ranks}};
   if (cfg.model.kind == "gpt") {  // a sample is --block tokens
@@ -169,6 +185,9 @@ void report(const train::TrainConfig& cfg, const BenchTrainFlags& o, const json&
   for (const auto& r : j["peak_rss_mb"]) std::printf(" %.0f", r.get<double>());
   std::printf("\n  RSS after the timed steps per rank (MB):");
   for (const auto& r : j["ranks"]) std::printf(" %.0f", r["rss_mb"].get<double>());
+  std::printf("\n  optimiser state per rank (MB), of %lld parameters:",
+              static_cast<long long>(j["parameters"].get<int64_t>()));
+  for (const auto& r : j["ranks"]) std::printf(" %.2f", r["optimizer_state_mb"].get<double>());
   std::printf("\n");
   if (!o.json_path.empty()) std::ofstream(o.json_path) << j.dump(2) << "\n";
 }

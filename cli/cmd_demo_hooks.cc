@@ -2,7 +2,8 @@
 // layer first) and the bucketed reducer launch each bucket's all-reduce the
 // moment its last gradient arrives, while earlier layers are still in
 // backward, with real asynchronous all-reduces. docs/hooks.md,
-// docs/bucketing.md.
+// docs/bucketing.md; with --model gpt, the tied embedding's two
+// contributions, docs/transformer.md.
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -42,12 +43,15 @@ void run_rank(const train::TrainConfig& cfg, int nproc, int rank, comm::Store& s
     for (std::size_t i : buckets[b]) bucket_of[i] = static_cast<int>(b);
 
   std::vector<Event> events;
+  std::vector<int> fired(params.size(), 0);  // a parameter used twice fires twice
   int64_t t0 = 0;
   model.set_grad_ready_hook([&](nn::Parameter& p) {
     const auto idx = std::find(params.begin(), params.end(), &p) - params.begin();
+    const std::string use =
+        p.uses > 1 ? str(", contribution ", ++fired[idx], " of ", p.uses) : std::string();
     events.push_back(
         {now_ns(), str("grad ready   #", idx, " ", p.name, " ", tensor::shape_str(p.value.shape()),
-                       "  (bucket ", bucket_of[idx], ")")});
+                       "  (bucket ", bucket_of[idx], use, ")")});
     dt.ddp().grad_sync().on_grad_ready(p);
   });
   train::StepHooks hooks;
@@ -97,12 +101,26 @@ void register_demo_hooks(CLI::App& demo) {
   cmd->add_option("--first-bucket-mb", cfg->dist.first_bucket_mb, "first bucket's cap (MiB)")
       ->check(finite_above(0))
       ->capture_default_str();
+  cmd->add_option("--model", cfg->model.kind,
+                  "mlp (FullMLP), or gpt: its tied embedding fires twice (docs/transformer.md)")
+      ->check(CLI::IsMember({"mlp", "gpt"}))
+      ->capture_default_str();
   cmd->add_option("--width", cfg->model.width, "FullMLP width")->capture_default_str();
   cmd->add_option("--depth", cfg->model.depth, "FullMLP depth")->capture_default_str();
+  cmd->add_option("--layers", cfg->model.layers, "GPT blocks")->capture_default_str();
+  cmd->add_option("--heads", cfg->model.heads, "GPT attention heads")->capture_default_str();
+  cmd->add_option("--embd", cfg->model.embd, "GPT width")->capture_default_str();
+  cmd->add_option("--block", cfg->model.block, "GPT tokens per sequence")->capture_default_str();
+  auto* dataset = cmd->add_option("--dataset", cfg->data.spec,
+                                  "the data (--model gpt: synthetic-tokens, or text:PATH)");
   cmd->add_option("--device", cfg->device,
                   "cpu, or cuda (local rank r on cuda:r, NCCL between the ranks)")
       ->capture_default_str();
-  cmd->callback([cfg, nproc] {
+  cmd->callback([cfg, nproc, dataset] {
+    if (cfg->model.kind == "gpt") {  // token data: 64 synthetic tokens unless --dataset says
+      if (dataset->count() == 0) cfg->data.spec = "synthetic-tokens";
+      cfg->model.classes = 64;
+    }
     tensor::require_gpu_per_local_rank(cfg->device, *nproc);
     const int rc = run_local_ranks(
         *nproc, [&](int rank, comm::Store& store) { run_rank(*cfg, *nproc, rank, store); });

@@ -14,7 +14,8 @@ Implementations linked_implementations() {
           .hooks = impl::make_hooked_sync,
           .bucketing = {impl::assign_buckets, impl::flush_in_order},
           .ddp = impl::make_ddp,
-          .primitives = {impl::broadcast_model, impl::gather_eval, impl::save_on_root}};
+          .primitives = {impl::broadcast_model, impl::gather_eval, impl::save_on_root},
+          .tied_weight = impl::count_contribution};
 }
 
 }  // namespace mddp::labs

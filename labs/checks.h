@@ -20,5 +20,6 @@ void check_bucketing(const Implementations& impl, const CheckOptions& o, Report&
 void check_ddp(const Implementations& impl, const CheckOptions& o, Report& report);
 void check_sync_primitives(const Implementations& impl, const CheckOptions& o, Report& report);
 void check_performance(const Implementations& impl, const CheckOptions& o, Report& report);
+void check_tied_weight(const Implementations& impl, const CheckOptions& o, Report& report);
 
 }  // namespace mddp::labs

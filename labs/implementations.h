@@ -15,6 +15,7 @@
 #include "labs/07_bucketing/lab.h"
 #include "labs/08_ddp/lab.h"
 #include "labs/09_sync_primitives/lab.h"
+#include "labs/11_tied_weight/lab.h"
 
 namespace mddp::labs {
 
@@ -44,6 +45,8 @@ struct PrimitivesFns {
   decltype(&impl::save_on_root) save_on_root;
 };
 
+using CountFn = decltype(&impl::count_contribution);
+
 struct Implementations {
   ManualFns manual;
   AllReduceFn naive_allreduce;
@@ -54,6 +57,7 @@ struct Implementations {
   BucketingFns bucketing;
   DdpFactory ddp;
   PrimitivesFns primitives;
+  CountFn tied_weight;
 };
 
 // The impl:: functions linked into this binary (bindings.cc).

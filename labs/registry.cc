@@ -218,6 +218,22 @@ const std::vector<Lab>& all_labs() {
        "all-reduces table. The "
        "ring's time is 2(n-1)(alpha + S/(n beta)) for the largest bucket's S.",
        check_performance},
+      {11,
+       "tied_weight",
+       "labs/11_tied_weight",
+       "the tied weight (a parameter used twice: count its contributions)",
+       "docs/transformer.md",
+       "tied_weight.cc",
+       "exercise.cc",
+       {"core/ddp/contributions.cc (ddp::count_contribution)", "core/ddp/reducer.cc (ddp::Reducer)",
+        "core/nn/gpt.h (Note [Tied weight])"},
+       "The GPT's LM head is its token embedding, so transformer.wte.weight gets two gradient "
+       "contributions (uses = 2): the head's dW, the first thing backward does, and the "
+       "embedding lookup's scatter-add, the last. Its hook fires after each. count_contribution "
+       "counts uses_left[param] down at every firing, and only when it reaches 0 is the gradient "
+       "final: then pending[bucket] is counted down, and the bucket is complete at 0. Counting "
+       "firings instead launches the tied weight's bucket with the head's share alone.",
+       check_tied_weight},
   };
   return labs;
 }

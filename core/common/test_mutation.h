@@ -9,8 +9,8 @@
 //   relu_mask_inverted       ReLU's backward passes the gradient where the input was <= 0
 //   causal_mask_off_by_one   the GPT's attention lets position i see position i + 1 too
 //   tied_grad_first_contribution
-//                            the GPT's tied embedding/head gradient fires its DDP hook after
-//                            the head's contribution alone (the classic DDP tied-weight bug)
+//                            the GPT's tied embedding/head weight counts one contribution:
+//                            DDP sends it after the head's alone (the classic tied-weight bug)
 //   clip_before_allreduce    each DDP rank clips its local gradient, before the average
 //
 // The first two are caught by tests/pytorch/oracle.py, the last three by

@@ -15,6 +15,8 @@
 #include <functional>
 #include <vector>
 
+#include "core/ddp/contributions.h"
+
 namespace mddp::ddp {
 
 // `param_bytes[i]` is the gradient size of parameter i (registration order).
@@ -34,11 +36,13 @@ std::vector<std::vector<std::size_t>> assign_buckets(const std::vector<std::size
 std::size_t flush_in_order(const std::vector<std::size_t>& pending, std::size_t next,
                            const std::function<void(std::size_t bucket)>& launch);
 
-// The two rules of bucketed DDP as functions the Reducer is given: training
-// uses these; the course's Lab 7 (labs/) runs the Reducer with a student's.
+// The rules of bucketed DDP as functions the Reducer is given: training
+// uses these; the course's Labs 7 and 11 (labs/) run the Reducer with a
+// student's (count: Note [Contributions] in contributions.h).
 struct BucketRules {
   decltype(&assign_buckets) assign = assign_buckets;
   decltype(&flush_in_order) flush = flush_in_order;
+  decltype(&count_contribution) count = count_contribution;
 };
 
 }  // namespace mddp::ddp

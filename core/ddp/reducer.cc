@@ -15,10 +15,11 @@
 // decrements the count, and buckets are launched strictly in index order
 // (See Note [Bucket order] in bucket_assignment.h) as soon as a bucket and
 // all before it are complete, so all ranks issue identical collectives.
-// The count is per parameter, not per contribution: a gradient built from
-// several (the GPT's tied embedding, Note [Tied weight] in core/nn/gpt.h)
-// fires its hook once, after the last, so its bucket cannot leave with a
-// partial sum (tests/ddp/ddp_tied_weight_test.cc); a second firing is an error.
+// A parameter used several times in forward (the GPT's tied embedding,
+// Note [Tied weight] in core/nn/gpt.h) fires its hook after each
+// contribution; only its last counts it off its bucket (count_contribution,
+// Note [Contributions]), so the bucket cannot leave with a partial sum
+// (tests/ddp/ddp_tied_weight_test.cc); a firing beyond its uses is an error.
 // finish() checks every bucket was launched, then waits for them.
 #include "core/common/check.h"
 #include "core/common/timer.h"
@@ -65,6 +66,7 @@ Reducer::Reducer(std::vector<nn::Parameter*> params, const SyncOptions& options,
     throw InputError("--bucket-mb and --first-bucket-mb must be positive");
   assignment_ = rules_.assign(bytes, mib(options.first_bucket_mb), mib(options.bucket_mb));
   check_assignment(assignment_, params.size());
+  uses_ = uses_of(params);
 
   for (std::size_t b = 0; b < assignment_.size(); ++b) {
     int64_t numel = 0;
@@ -80,7 +82,7 @@ Reducer::Reducer(std::vector<nn::Parameter*> params, const SyncOptions& options,
       tensor::Tensor view = flat.view(offset, p->grad.shape());
       tensor::copy(p->grad, view);  // keep whatever the gradient held
       p->grad = view;
-      slot_of_[p] = {b};
+      slot_of_[p] = {i, b};
       offset += view.numel();
       views.push_back(view);
     }
@@ -89,14 +91,16 @@ Reducer::Reducer(std::vector<nn::Parameter*> params, const SyncOptions& options,
     bucket_size_.push_back(assignment_[b].size());
   }
   pending_ = bucket_size_;
+  uses_left_ = uses_;
 }
 
 void Reducer::on_grad_ready(nn::Parameter& p) {
   auto it = slot_of_.find(&p);
   MDDP_CHECK(it != slot_of_.end(), "grad-ready hook for unknown parameter ", p.name);
-  const std::size_t b = it->second.bucket;
-  MDDP_CHECK(pending_[b] > 0, "parameter ", p.name, " became ready twice in one backward");
-  if (--pending_[b] == 0) units_[b]->mark_ready(now_ns());
+  const auto [i, b] = it->second;
+  MDDP_CHECK(uses_left_[i] > 0, "parameter ", p.name, " became ready more often than it is used (",
+             uses_[i], ") in one backward");
+  if (rules_.count(uses_left_, pending_, i, b)) units_[b]->mark_ready(now_ns());
   next_to_launch_ = rules_.flush(pending_, next_to_launch_, [this](std::size_t k) {
     MDDP_CHECK(k < units_.size() && !units_[k]->launched(), "bucket ", k,
                " launched twice or does not exist");
@@ -117,6 +121,7 @@ void Reducer::finish() {
   for (auto& u : units_) u->complete(stats_);
   stats_.exposed_ms = ns_to_ms(now_ns() - t0);
   pending_ = bucket_size_;
+  uses_left_ = uses_;
   next_to_launch_ = 0;
 }
 

@@ -39,6 +39,8 @@ class HookedSync : public GradSync {
   comm::ProcessGroup& comm_;
   std::unordered_map<const nn::Parameter*, std::size_t> index_of_;
   std::vector<std::unique_ptr<SyncUnit>> units_;
+  std::vector<int> uses_, uses_left_;      // contributions per backward, and still to come
+  std::vector<std::size_t> pending_;       // a parameter is its own bucket: 1 until final
   std::vector<std::size_t> launch_order_;  // FIFO: the order the communicator runs them
 };
 
@@ -69,7 +71,7 @@ class Reducer : public GradSync {
 
  private:
   struct Slot {  // where a parameter lives
-    std::size_t bucket;
+    std::size_t param, bucket;
   };
   BucketRules rules_;
   std::vector<std::vector<std::size_t>> assignment_;
@@ -77,6 +79,7 @@ class Reducer : public GradSync {
   std::vector<std::unique_ptr<SyncUnit>> units_;  // one per bucket
   std::vector<std::size_t> pending_;              // gradients still missing, per bucket
   std::vector<std::size_t> bucket_size_;          // parameters per bucket
+  std::vector<int> uses_, uses_left_;             // contributions per backward, and still to come
   std::unordered_map<const nn::Parameter*, Slot> slot_of_;
   std::size_t next_to_launch_ = 0;
 };

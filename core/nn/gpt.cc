@@ -131,6 +131,10 @@ Gpt::Gpt(const GptConfig& cfg, Rng& rng, tensor::Device device)
       wpe_(cfg.block, cfg.embd, kInitStd, rng, device),
       drop_(cfg.dropout),
       ln_f_(cfg.embd, device) {
+  // The embedding lookup and the head (Note [Tied weight]). The planted bug
+  // tied_grad_first_contribution (core/common/test_mutation.h) counts one:
+  // DDP sends the gradient with the head's share alone.
+  wte_.weight.uses = test_mutation("tied_grad_first_contribution") ? 1 : 2;
   add_prefix(wte_, "transformer.wte.");
   add_prefix(wpe_, "transformer.wpe.");
   for (int64_t i = 0; i < cfg.layers; ++i) {
@@ -161,24 +165,23 @@ const Tensor& Gpt::forward(const Tensor& ids) {
 
 const Tensor& Gpt::backward(const Tensor& dlogits, bool) {
   MDDP_CHECK(hidden_rows_.defined(), "backward before forward");
-  // The head: its share of the tied weight's gradient, and no hook yet (Note [Tied weight]).
+  // The head: the first of the tied weight's two contributions (Note [Tied weight]).
   ensure_shape(dhidden_, hidden_rows_.shape(), dlogits.device());
-  ops::gemm(false, false, 1.0f, dlogits, wte_.weight.value, 0.0f, dhidden_);
   ops::gemm(true, false, 1.0f, dlogits, hidden_rows_, 1.0f, wte_.weight.grad);
-  // The planted bug tied_grad_first_contribution (core/common/test_mutation.h):
-  // the hook fires now, with the head's share alone, and not after the embedding's.
-  const bool early_tied_hook = test_mutation("tied_grad_first_contribution");
-  if (early_tied_hook) {
-    grad_ready(wte_.weight);
-    wte_.set_grad_ready_hook({});
-  }
+  grad_ready(wte_.weight);
+  ops::gemm(false, false, 1.0f, dlogits, wte_.weight.value, 0.0f, dhidden_);
   dhidden_3d_ = dhidden_.reshape(x_.shape());
   const Tensor* g = &ln_f_.backward(dhidden_3d_, true);
   for (std::size_t i = blocks_.size(); i-- > 0;) g = &blocks_[i]->backward(*g, true);
   dx_rows_ = drop_.backward(*g, true).reshape({x_.dim(0) * x_.dim(1), cfg_.embd});
   wpe_.backward(dx_rows_, false);
-  wte_.backward(dx_rows_, false);  // the embedding's share: now wte's hook fires
-  if (early_tied_hook) wte_.set_grad_ready_hook(hook_);
+  if (wte_.weight.uses == 2) {
+    wte_.backward(dx_rows_, false);  // the embedding's share: wte's hook fires again
+  } else {  // tied_grad_first_contribution (the constructor): the embedding's share unannounced
+    wte_.set_grad_ready_hook({});
+    wte_.backward(dx_rows_, false);
+    wte_.set_grad_ready_hook(hook_);
+  }
   return none_;
 }
 

@@ -20,12 +20,14 @@
 // ~~~~~~~~~~~~~~~~~~
 // transformer.wte.weight gets two gradient contributions in one backward:
 // the head's (dW += dlogits^T ln_f(x), the first thing backward does) and
-// the embedding's (rows of dx scatter-added, the last thing). Its gradient
-// is final only after both, so its grad-ready hook fires once, after the
-// second: the head adds its share silently. It is registered first in
-// parameters(), which by Note [Grad-ready hooks] makes it the last to fire,
-// as it is; DDP's reducer then needs nothing special (its bucket cannot be
-// launched early), and tests/ddp/ddp_tied_weight_test.cc checks it.
+// the embedding's (rows of dx scatter-added, the last thing). It has uses =
+// 2, and its grad-ready hook fires after each (Note [Grad-ready hooks]):
+// first of all hooks, with the head's share alone, and last of all, with
+// the whole gradient. It is registered first in parameters(), so its last
+// firing is in reverse parameters() order as every other one. DDP counts
+// the two (Note [Contributions] in core/ddp/contributions.h): its bucket
+// may leave only after the second (tests/ddp/ddp_tied_weight_test.cc;
+// docs/transformer.md).
 //
 // Note [Dropout seeds]: set_dropout(true, seed) seeds this forward's masks;
 // a composite gives each child, in order, its own draw of Rng(seed), down to

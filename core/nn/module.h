@@ -6,12 +6,15 @@
 // zero_grad() between steps, or don't, for gradient accumulation) and
 // returns dx, also owned by the module.
 //
-// Note [Grad-ready hooks]: backward fires the grad-ready hook for each
-// parameter the moment its gradient is final, in the order autograd would:
-// last layer first, and within a layer before its dx is computed, so that
-// DDP can start all-reducing while earlier layers are still in backward.
-// Each parameter fires exactly once per backward, and the firing order is
-// exactly the reverse of parameters() (a layer's bias before its weight).
+// Note [Grad-ready hooks]: backward fires the grad-ready hook for a
+// parameter the moment a contribution to its gradient is accumulated, in
+// the order autograd would: last layer first, and within a layer before its
+// dx is computed, so that DDP can start all-reducing while earlier layers
+// are still in backward. A parameter fires once per use in forward
+// (Parameter::uses: 1, except the GPT's tied weight, Note [Tied weight] in
+// gpt.h), so its gradient is final at its last firing (DDP counts them:
+// Note [Contributions] in core/ddp/contributions.h). The last firings are
+// in exactly the reverse of parameters() (a layer's bias before its weight).
 #pragma once
 
 #include <functional>
@@ -33,6 +36,9 @@ struct Parameter {
   // A lookup table (Embedding) rather than a layer's weight matrix: AdamW
   // never decays it (nn::decays in optimizer.h).
   bool embedding = false;
+  // Gradient contributions per backward: the uses in forward, each firing
+  // the grad-ready hook (Note [Grad-ready hooks]).
+  int uses = 1;
 };
 
 using GradReadyHook = std::function<void(Parameter&)>;

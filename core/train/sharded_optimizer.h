@@ -43,7 +43,7 @@ class ShardedOptimizer : public nn::Optimizer {
   // Collective: assembles the whole state from every rank's shards.
   void gather_state();
   // Elements of optimiser state this rank keeps: 1/n of the unsharded
-  // optimiser's, plus padding (verify and bench print it).
+  // optimiser's, plus padding (`bench train` prints it).
   int64_t state_numel() const;
 
  protected:

@@ -99,6 +99,13 @@ case "$SCENARIO" in
     "$BIN" demo hooks --nproc 2 >"$WORK/out" 2>&1 || { cat "$WORK/out"; fail "demo hooks"; }
     expect_in "bucket 0 launched" "$WORK/out"
     expect_in "grad ready   #33" "$WORK/out"
+    # the GPT's tied embedding fires twice: first after the head, last after the embedding lookup
+    "$BIN" demo hooks --nproc 2 --model gpt --layers 1 --embd 16 --heads 2 --block 8 >"$WORK/out" 2>&1 \
+      || { cat "$WORK/out"; fail "demo hooks --model gpt"; }
+    grep "grad ready" "$WORK/out" | head -1 | grep -q "transformer.wte.weight .*contribution 1 of 2" \
+      || { cat "$WORK/out"; fail "the tied weight's first contribution is not backward's first"; }
+    grep "grad ready" "$WORK/out" | tail -1 | grep -q "transformer.wte.weight .*contribution 2 of 2" \
+      || { cat "$WORK/out"; fail "the tied weight's second contribution is not backward's last"; }
     # demo collectives checks every value against the one worked out by hand (non-zero exit when one is wrong);
     # recursive doubling on 3 ranks folds rank 1 into rank 0
     "$BIN" demo collectives --nproc 3 --algo doubling >"$WORK/out" 2>&1 || { cat "$WORK/out"; fail "demo collectives --algo doubling"; }
@@ -109,6 +116,20 @@ case "$SCENARIO" in
       || { cat "$WORK/out"; fail "bench train"; }
     expect_in "samples/s" "$WORK/out"
     grep -q '"samples_per_s"' "$WORK/b.json" || fail "no samples_per_s in the JSON"
+    # AdamW's two states: 8 bytes per parameter on every rank, and ZeRO-1 keeps half on each of 2
+    for mode in bucketed sharded; do
+      "$BIN" bench train --nproc 2 --model gpt --layers 1 --embd 16 --heads 2 --block 8 --batch 4 --warmup 0 \
+        --iters 1 --ddp $mode --json "$WORK/$mode.json" >"$WORK/out" 2>&1 || { cat "$WORK/out"; fail "bench train --ddp $mode"; }
+    done
+    expect_in "optimiser state per rank (MB), of" "$WORK/out"
+    python3 - "$WORK/bucketed.json" "$WORK/sharded.json" <<'PY' || fail "optimiser state per rank"
+import json, sys
+full, zero = (json.load(open(f)) for f in sys.argv[1:])
+whole = 8 * full["parameters"] / 2**20
+assert all(abs(r["optimizer_state_mb"] - whole) < 1e-9 for r in full["ranks"]), (whole, full["ranks"])
+for r in zero["ranks"]:  # half, plus at most a few padding elements per bucket
+    assert whole / 2 <= r["optimizer_state_mb"] < whole / 2 + 1e-3, (whole, r)
+PY
     ;;
   compress)
     # --compress: bad spellings and impossible combinations are one clear line;

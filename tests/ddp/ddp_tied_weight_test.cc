@@ -1,12 +1,12 @@
 // The GPT's tied weight (Note [Tied weight] in core/nn/gpt.h) is DDP's
 // classic trap: transformer.wte.weight gets its head's gradient first and
-// its embedding's last, and the bucket holding it must not be all-reduced
-// before both are in. The reducer launches a bucket the moment its last
-// gradient's hook fires; here its flush rule is wrapped so that, on each
-// rank, the tied weight's gradient is recorded at the very moment its
-// bucket is launched, and compared with the rank's final local gradient
-// (from a replica without DDP). A hook fired after the head alone, or a
-// reducer that launched early, would send the head's share only.
+// its embedding's last, its hook fires after each, and the bucket holding
+// it must not be all-reduced before both are in. The reducer counts
+// contributions (Note [Contributions]); here its flush rule is wrapped so
+// that, on each rank, the tied weight's gradient is recorded at the very
+// moment its bucket is launched, and compared with the rank's final local
+// gradient (from a replica without DDP). A reducer that counted hook
+// firings instead would launch it with the head's share only.
 #include <gtest/gtest.h>
 
 #include "core/comm/communicator.h"

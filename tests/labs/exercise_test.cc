@@ -38,7 +38,8 @@ INSTANTIATE_TEST_SUITE_P(
         Untouched{"hooks", "labs/06_hooks/exercise.cc", "HookedSync::on_grad_ready"},
         Untouched{"bucketing", "labs/07_bucketing/exercise.cc", "assign_buckets"},
         Untouched{"ddp", "labs/08_ddp/exercise.cc", "Ddp::Ddp"},
-        Untouched{"sync_primitives", "labs/09_sync_primitives/exercise.cc", "broadcast_model"}),
+        Untouched{"sync_primitives", "labs/09_sync_primitives/exercise.cc", "broadcast_model"},
+        Untouched{"tied_weight", "labs/11_tied_weight/exercise.cc", "count_contribution"}),
     [](const ::testing::TestParamInfo<Untouched>& info) { return info.param.lab; });
 
 }  // namespace

@@ -22,7 +22,7 @@ TEST_P(ReferenceSolution, Passes) {
 INSTANTIATE_TEST_SUITE_P(Labs, ReferenceSolution,
                          ::testing::Values("manual", "naive_allreduce", "ring_allreduce",
                                            "tree_allreduce", "naive_dp", "hooks", "bucketing",
-                                           "ddp", "sync_primitives"),
+                                           "ddp", "sync_primitives", "tied_weight"),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            return info.param;
                          });
@@ -141,7 +141,15 @@ INSTANTIATE_TEST_SUITE_P(
                 [](Implementations& i) {
                   i.primitives.save_on_root = bugs::save_without_barrier::save_on_root;
                 },
-                {"before the root's save() had finished", "barrier"}}),
+                {"before the root's save() had finished", "barrier"}},
+        Planted{
+            "tied_count_firings",
+            "tied_weight",
+            [](Implementations& i) {
+              i.tied_weight = bugs::tied_count_firings::count_contribution;
+            },
+            {"backward 1: the tied weight's bucket",
+             "was launched after 1 of its 2 contributions: its gradient misses the embedding"}}),
     [](const ::testing::TestParamInfo<Planted>& info) { return info.param.name; });
 
 }  // namespace

@@ -138,10 +138,11 @@ TEST(GptGradCheck, WholeModelThroughCrossEntropy) {
 
 // ---- hooks: Note [Tied weight] --------------------------------------------------
 
-// Each parameter fires once, in the reverse of parameters() (the tied
-// token table last), holding its final gradient: the head's contribution
-// and the embedding's both in before wte fires.
-TEST(GptHooks, FireOnceInReverseOrderTheTiedWeightLastWithItsFinalGradient) {
+// The tied token table fires twice (uses = 2): first of all, with the
+// head's share alone, and last of all, with its final gradient. Every other
+// parameter fires once; the last firings are in the reverse of
+// parameters(), each holding the parameter's final gradient.
+TEST(GptHooks, TheTiedWeightFiresFirstWithTheHeadsShareAndLastWithItsWhole) {
   Rng rng(30);
   nn::Gpt gpt(tiny_gpt(), rng);
   struct Event {
@@ -152,18 +153,25 @@ TEST(GptHooks, FireOnceInReverseOrderTheTiedWeightLastWithItsFinalGradient) {
   gpt.set_grad_ready_hook([&](Parameter& p) { events.push_back({&p, p.grad.to_vector()}); });
   Tensor ids = token_ids(3, 6, 7, rng), labels = random_labels(18, 7, rng);
   nn::CrossEntropyLoss xent;
-  for (int round = 0; round < 2; ++round) {  // and again: every backward fires every hook once
+  for (int round = 0; round < 2; ++round) {  // and again: every backward fires every hook
     events.clear();
     gpt.zero_grad();
     xent.forward(gpt.forward(ids), labels);
     gpt.backward(xent.backward(), false);
     const auto params = gpt.parameters();
-    ASSERT_EQ(params.front()->name, "transformer.wte.weight");
-    ASSERT_EQ(events.size(), params.size());
+    Parameter* tied = params.front();
+    ASSERT_EQ(tied->name, "transformer.wte.weight");
+    EXPECT_EQ(tied->uses, 2);
+    for (std::size_t i = 1; i < params.size(); ++i) EXPECT_EQ(params[i]->uses, 1) << i;
+    ASSERT_EQ(events.size(), params.size() + 1);
+    EXPECT_EQ(events.front().p, tied) << "the head's contribution is backward's first";
+    EXPECT_FALSE(bitwise_equal(events.front().grad, tied->grad.to_vector()))
+        << "the head's share alone is not the whole gradient";
     for (std::size_t i = 0; i < params.size(); ++i) {
-      EXPECT_EQ(events[i].p, params[params.size() - 1 - i]) << "event " << i;
-      EXPECT_TRUE(bitwise_equal(events[i].grad, events[i].p->grad.to_vector()))
-          << events[i].p->name << " changed after its hook fired";
+      const Event& e = events[i + 1];
+      EXPECT_EQ(e.p, params[params.size() - 1 - i]) << "event " << i + 1;
+      EXPECT_TRUE(bitwise_equal(e.grad, e.p->grad.to_vector()))
+          << e.p->name << " changed after its last hook fired";
     }
   }
 }

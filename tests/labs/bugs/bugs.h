@@ -76,4 +76,11 @@ namespace save_without_barrier {
 void save_on_root(comm::Communicator& comm, int root, const std::function<void()>& save);
 }
 
+// Lab 11: every hook firing counts the parameter off its bucket, so the
+// tied weight's bucket leaves after its first contribution.
+namespace tied_count_firings {
+bool count_contribution(std::vector<int>& uses_left, std::vector<std::size_t>& pending,
+                        std::size_t param, std::size_t bucket);
+}
+
 }  // namespace mddp::labs::bugs

@@ -172,4 +172,11 @@ void save_on_root(comm::Communicator& comm, int root, const std::function<void()
 }
 }  // namespace save_without_barrier
 
+namespace tied_count_firings {
+bool count_contribution(std::vector<int>&, std::vector<std::size_t>& pending, std::size_t,
+                        std::size_t bucket) {
+  return --pending[bucket] == 0;
+}
+}  // namespace tied_count_firings
+
 }  // namespace mddp::labs::bugs
