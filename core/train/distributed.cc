@@ -96,7 +96,8 @@ void plant_local_clipping(StepHooks& h, ddp::DistributedDataParallel& ddp, nn::M
     if (norm > max_norm)
       for (nn::Parameter* p : params) tensor::scale(p->grad, max_norm / (norm + 1e-6f));
     ddp.before_backward(true);
-    for (auto it = params.rbegin(); it != params.rend(); ++it) ddp.grad_sync().on_grad_ready(**it);
+    for (auto it = params.rbegin(); it != params.rend(); ++it)
+      for (int use = 0; use < (*it)->uses; ++use) ddp.grad_sync().on_grad_ready(**it);
     ddp.after_backward();
   };
 }

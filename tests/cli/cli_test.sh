@@ -119,7 +119,7 @@ case "$SCENARIO" in
     # AdamW's two states: 8 bytes per parameter on every rank, and ZeRO-1 keeps half on each of 2
     for mode in bucketed sharded; do
       "$BIN" bench train --nproc 2 --model gpt --layers 1 --embd 16 --heads 2 --block 8 --batch 4 --warmup 0 \
-        --iters 1 --ddp $mode --json "$WORK/$mode.json" >"$WORK/out" 2>&1 || { cat "$WORK/out"; fail "bench train --ddp $mode"; }
+        --iters 1 --optimizer adamw --ddp $mode --json "$WORK/$mode.json" >"$WORK/out" 2>&1 || { cat "$WORK/out"; fail "bench train --ddp $mode"; }
     done
     expect_in "optimiser state per rank (MB), of" "$WORK/out"
     python3 - "$WORK/bucketed.json" "$WORK/sharded.json" <<'PY' || fail "optimiser state per rank"
