@@ -61,9 +61,9 @@ Storage::Storage(std::size_t bytes, Device device) : bytes_(bytes), device_(devi
     if (!data_) throw Error(str("out of memory allocating ", bytes, " bytes on the CPU"));
     return;
   }
-  const std::size_t padded = (bytes + 63) / 64 * 64;
   require_available(device);
 #if MDDP_HAVE_CUDA
+  const std::size_t padded = (bytes + 63) / 64 * 64;
   data_ = cuda::allocate(padded == 0 ? 64 : padded, device.index);
 #endif
 }
