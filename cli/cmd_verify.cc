@@ -67,6 +67,10 @@ bool sixteen_bit_wire(const train::TrainConfig& cfg) {
 
 bool run(const train::TrainConfig& cfg, int nproc) {
   if (cfg.steps < 1) throw InputError("verify needs --steps >= 1");
+  // Every rank takes an equal share of the one process's batch.
+  if (cfg.batch % nproc != 0)
+    throw InputError(str("verify: --batch ", cfg.batch, " does not split evenly over --nproc ",
+                         nproc, " ranks: pass a multiple of ", nproc));
   const double tol = sixteen_bit_wire(cfg) ? 5e-3 : cfg.optim.name != "sgd" ? 1e-4 : 1e-5;
   tensor::require_gpu_per_local_rank(cfg.device, nproc);
   const std::string tmp = make_temp_dir("microddp-verify");

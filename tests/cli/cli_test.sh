@@ -63,6 +63,9 @@ case "$SCENARIO" in
       [[ $(grep -c " OK$" "$WORK/out") -eq 4 ]] || { cat "$WORK/out"; fail "verify --compress $c: expected 4 OK rows"; }
       grep -q "^sharded .* OK$" "$WORK/out" || { cat "$WORK/out"; fail "verify --compress $c: no sharded row"; }
     done
+    # A batch the ranks cannot share evenly is refused before any rank starts.
+    "$BIN" verify --nproc 3 >"$WORK/out" 2>&1 && fail "verify --nproc 3 --batch 32 accepted"
+    expect_in "error: verify: --batch 32 does not split evenly over --nproc 3 ranks" "$WORK/out"
     ;;
   gpt)
     # --model gpt through the binary: it trains on synthetic tokens (the loss
