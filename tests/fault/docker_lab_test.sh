@@ -257,11 +257,12 @@ grep -q "microddp: error: MDDP_TLS=yes: give on or off" <<<"$OUT" || fail "no cl
 # ---- 4. recovery: a killed worker, then a crashed one ----------------------------------
 # (The lab's defaults: checkpoints every 50 steps, 3 restarts. The first
 # kill lands past step 60, the second past step 400 of attempt 1: each past
-# a checkpoint, well before the end. A step takes ~35 ms, and on a loaded
+# a checkpoint, well before the end. A step takes 15-35 ms, and on a loaded
 # machine the test's own polls and docker commands took ~20 s to react: a
-# first kill at step 624 and a job over before the second. 1,600 steps
-# leave room for both.)
-RSTEPS=1600
+# first kill at step 624, or at 742 with a job of 1,600 steps over 13 s
+# after it resumed, before the second kill. 4,000 steps leave room for
+# both; on a quiet machine the end costs ~25 s more.)
+RSTEPS=4000
 lab_up MDDP_STEPS=$RSTEPS MDDP_LINGER_S=600
 fetch_tls
 wait_for 180 "step 60 of the recovery run" step_at_least 60
