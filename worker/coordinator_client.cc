@@ -4,6 +4,8 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "control/duration.h"
 #include "control/limits.h"
 #include "control/proof.h"
@@ -160,11 +162,14 @@ void CoordinatorClient::wait_connected(Millis timeout) {
     const grpc_connectivity_state state = impl_->channel->GetState(/*try_to_connect=*/true);
     if (state == GRPC_CHANNEL_READY) return;
     if (state == GRPC_CHANNEL_TRANSIENT_FAILURE) {
-      // Why the last connection failed: a fail-fast call's status says.
+      // Why the last connection failed: a fail-fast call's status says. (If
+      // the channel is already trying again, the call waits for that try:
+      // on a loaded machine a TLS handshake outlasted a 1 s deadline every
+      // time, and "Deadline Exceeded" hid the handshake's reason.)
       v1::HeartbeatRequest req;
       v1::HeartbeatReply reply;
       grpc::ClientContext ctx;
-      ctx.set_deadline(after(Millis(1000)));
+      ctx.set_deadline(std::min(deadline, after(Millis(10'000))));
       const grpc::Status s = impl_->stub->Heartbeat(&ctx, req, &reply);
       const auto code = s.error_code();
       if (code != grpc::StatusCode::UNAVAILABLE && code != grpc::StatusCode::DEADLINE_EXCEEDED)

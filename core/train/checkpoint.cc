@@ -244,11 +244,10 @@ std::string find_checkpoint(const std::string& dir_or_file, const std::string& f
     if (damage.empty()) return f;
     pass_over(f, damage, true);
   }
-  throw InputError(
-      str(flag, " ", dir_or_file,
-          ": no complete checkpoint in it (looked for checkpoint.safetensors, ",
-          "checkpoints/step-*.safetensors and *.safetensors, each with its .state.safetensors)",
-          passed_over));
+  throw InputError(str(
+      flag, " ", dir_or_file, ": no complete checkpoint in it (looked for checkpoint.safetensors, ",
+      "checkpoints/step-*.safetensors and *.safetensors, each with its .state.safetensors)",
+      passed_over));
 }
 
 void prune_checkpoints(const std::string& run_dir, int64_t keep) {
