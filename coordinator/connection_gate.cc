@@ -5,6 +5,7 @@
 #include <grpc/support/sync.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/impl/server_builder_option.h>
+#include <grpcpp/version_info.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <spdlog/spdlog.h>
@@ -26,6 +27,11 @@
 // gRPC's socket mutator as its core lays it out (src/core/lib/iomgr/
 // socket_mutator.h of gRPC 1.51): the public headers only name the type.
 // gRPC calls mutate_fd_2 (the fourth entry) with every socket it makes.
+// Declared here, so another gRPC must stop the build rather than be called
+// through a layout it may not have: compare its header, then widen the check.
+static_assert(GRPC_CPP_VERSION_MAJOR == 1 && GRPC_CPP_VERSION_MINOR == 51,
+              "connection_gate.cc declares gRPC 1.51's socket mutator layout: check it against "
+              "this gRPC's src/core/lib/iomgr/socket_mutator.h");
 typedef enum {
   GRPC_FD_CLIENT_CONNECTION_USAGE,
   GRPC_FD_SERVER_LISTENER_USAGE,
