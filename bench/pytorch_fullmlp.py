@@ -30,10 +30,10 @@ import argparse
 import json
 import os
 import resource
-import socket
-import subprocess
 import sys
 import time
+
+from pytorch_ranks import launch  # beside this file, here and in a release
 
 # One compute thread per process, before torch (and its BLAS) is loaded.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -236,34 +236,6 @@ def gemm_rate(shape, reps=20):
             "blas": blas_info()}
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def launch(a, argv):
-    """Start a.ranks child processes of this script; collect their JSON lines."""
-    port = free_port()
-    env = dict(os.environ)
-    env.setdefault("GLOO_SOCKET_IFNAME", "lo")
-    procs = []
-    for r in range(a.ranks):
-        cmd = [sys.executable, os.path.abspath(__file__)] + argv + ["--_rank", str(r), "--_port", str(port)]
-        procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, env=env, text=True))
-    results, failed = [], False
-    for p in procs:
-        out, _ = p.communicate()
-        if p.returncode != 0:
-            failed = True
-            continue
-        lines = [l for l in out.splitlines() if l.startswith("{")]
-        results.append(json.loads(lines[-1]))
-    if failed or len(results) != a.ranks:
-        sys.exit("pytorch_fullmlp: a rank failed")
-    return sorted(results, key=lambda r: r["rank"])
-
-
 def main():
     argv = sys.argv[1:]
     a = parse_args(argv)
@@ -277,7 +249,7 @@ def main():
     if a._rank >= 0:  # a child of the launcher
         print(json.dumps(run_rank(a, a._rank, a.ranks)), flush=True)
         return
-    ranks = [run_rank(a, 0, 1)] if a.ranks == 1 else launch(a, argv)
+    ranks = [run_rank(a, 0, 1)] if a.ranks == 1 else launch(__file__, a.ranks, argv, "pytorch_fullmlp")
     wall = max(r["wall_s"] for r in ranks)
     phases = {k: sum(r["phases_ms"][k] for r in ranks) / len(ranks) for k in ranks[0]["phases_ms"]}
     out = {

@@ -40,10 +40,10 @@ import argparse
 import json
 import os
 import resource
-import socket
-import subprocess
 import sys
 import time
+
+from pytorch_ranks import launch  # beside this file, here and in a release
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -149,32 +149,8 @@ def run_rank(a, rank, world):
     return res
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def launch(a, argv):
-    """Start a.ranks child processes of this script; collect their JSON lines."""
-    port = free_port()
-    env = dict(os.environ)
-    env.setdefault("GLOO_SOCKET_IFNAME", "lo")
-    procs = [subprocess.Popen([sys.executable, os.path.abspath(__file__)] + argv +
-                              ["--_rank", str(r), "--_port", str(port)], stdout=subprocess.PIPE, env=env, text=True)
-             for r in range(a.ranks)]
-    results = []
-    for p in procs:
-        out, _ = p.communicate()
-        lines = [line for line in out.splitlines() if line.startswith("{")]
-        if p.returncode != 0 or not lines:
-            sys.exit("pytorch_gpt: a rank failed")
-        results.append(json.loads(lines[-1]))
-    return sorted(results, key=lambda r: r["rank"])
-
-
 def throughput(a, argv):
-    ranks = [run_rank(a, 0, 1)] if a.ranks == 1 else launch(a, argv)
+    ranks = [run_rank(a, 0, 1)] if a.ranks == 1 else launch(__file__, a.ranks, argv, "pytorch_gpt")
     wall = max(r["wall_s"] for r in ranks)
     sps = a.iters * a.batch / wall
     return {"impl": "pytorch", "ranks": a.ranks, "ddp": "none" if a.ranks == 1 else "ddp",
