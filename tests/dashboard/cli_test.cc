@@ -30,33 +30,42 @@ std::pair<std::string, int> run_command(const std::string& cmd) {
   return {out, ::pclose(p)};
 }
 
-TEST(DashboardCli, RunPrintsTheUrlAndLingersWithTheFinalState) {
-  const std::string cmd = mddp::test::microddp_binary() +
-                          " run --nproc 2 --dataset synthetic --width 32 --batch 32 --steps 20"
-                          " --http-linger 5 2>&1";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  ASSERT_NE(p, nullptr);
-  const std::regex url_line(R"(dashboard at http://127\.0\.0\.1:(\d+)/)");
-  int port = -1;
-  bool checked = false;
+// `microddp run ... --http-linger S` to its end: its output and exit status,
+// its dashboard's port, and /api/job as the lingering dashboard served it
+// when run said the workers were done (null if it never said so).
+struct LingeredRun {
   std::string out;
+  int status = -1;
+  int port = -1;
+  nlohmann::json job;
+};
+LingeredRun run_to_linger(const std::string& cmd) {
+  LingeredRun r;
+  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
+  if (!p) return r;
+  const std::regex url_line(R"(dashboard at http://127\.0\.0\.1:(\d+)/)");
   char buf[1024];
   while (std::fgets(buf, sizeof buf, p)) {
-    out += buf;
+    r.out += buf;
     std::smatch m;
     const std::string line = buf;
-    if (port < 0 && std::regex_search(line, m, url_line)) port = std::stoi(m[1]);
-    if (!checked && line.find("the dashboard stays up") != std::string::npos) {
-      ASSERT_GT(port, 0) << out;
-      const auto job = nlohmann::json::parse(request(port, "/api/job").body());
-      EXPECT_EQ(job["state"], "succeeded") << job.dump();
-      EXPECT_GT(job["step"].get<int>(), 0);
-      checked = true;
-    }
+    if (r.port < 0 && std::regex_search(line, m, url_line)) r.port = std::stoi(m[1]);
+    if (r.port > 0 && r.job.is_null() && line.find("the dashboard stays up") != std::string::npos)
+      r.job = nlohmann::json::parse(request(r.port, "/api/job").body());
   }
-  EXPECT_EQ(::pclose(p), 0) << out;
-  EXPECT_GT(port, 0) << "no dashboard URL printed:\n" << out;
-  EXPECT_TRUE(checked) << "no linger line:\n" << out;
+  r.status = ::pclose(p);
+  return r;
+}
+
+TEST(DashboardCli, RunPrintsTheUrlAndLingersWithTheFinalState) {
+  const LingeredRun r = run_to_linger(mddp::test::microddp_binary() +
+                                      " run --nproc 2 --dataset synthetic --width 32 --batch 32"
+                                      " --steps 20 --http-linger 5");
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_GT(r.port, 0) << "no dashboard URL printed:\n" << r.out;
+  ASSERT_FALSE(r.job.is_null()) << "no linger line:\n" << r.out;
+  EXPECT_EQ(r.job["state"], "succeeded") << r.job.dump();
+  EXPECT_GT(r.job["step"].get<int>(), 0);
 }
 
 // A GPT on text, two ranks, two epochs: each evaluation's point in
@@ -67,27 +76,14 @@ TEST(DashboardCli, AGptOnTextShowsASampleAtEachEvaluation) {
       std::filesystem::temp_directory_path() / ("mddp-gpt-sample-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   const std::string corpus = std::string(MDDP_TEST_DATA_DIR) + "/tiny_corpus.txt";
-  const std::string cmd = mddp::test::microddp_binary() +
-                          " run --nproc 2 --model gpt --layers 1 --heads 2 --embd 32 --block 16"
-                          " --batch 128 --epochs 2 --lr 1e-2 --dataset text:" +
-                          corpus + " --run-dir " + dir.string() + " --http-linger 5 2>&1";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  ASSERT_NE(p, nullptr);
-  const std::regex url_line(R"(dashboard at http://127\.0\.0\.1:(\d+)/)");
-  int port = -1;
-  nlohmann::json evals;
-  std::string out;
-  char buf[1024];
-  while (std::fgets(buf, sizeof buf, p)) {
-    out += buf;
-    std::smatch m;
-    const std::string line = buf;
-    if (port < 0 && std::regex_search(line, m, url_line)) port = std::stoi(m[1]);
-    if (port > 0 && evals.is_null() && line.find("the dashboard stays up") != std::string::npos)
-      evals = nlohmann::json::parse(request(port, "/api/job").body())["eval"];
-  }
-  EXPECT_EQ(::pclose(p), 0) << out;
-  ASSERT_EQ(evals.size(), 2u) << evals.dump() << out;
+  const LingeredRun r =
+      run_to_linger(mddp::test::microddp_binary() +
+                    " run --nproc 2 --model gpt --layers 1 --heads 2 --embd 32 --block 16"
+                    " --batch 128 --epochs 2 --lr 1e-2 --dataset text:" +
+                    corpus + " --run-dir " + dir.string() + " --http-linger 5");
+  EXPECT_EQ(r.status, 0) << r.out;
+  const nlohmann::json evals = r.job.is_null() ? nlohmann::json() : r.job["eval"];
+  ASSERT_EQ(evals.size(), 2u) << evals.dump() << r.out;
   std::stringstream text;
   text << std::ifstream(corpus).rdbuf();
   for (const auto& e : evals) {
