@@ -101,7 +101,9 @@ def run_rank(a, rank, world):
     if world > 1:
         dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{a._port}", rank=rank, world_size=world)
     dev = torch.device(a.device)
-    model = gpt_model.GPT(gpt_model.GPTConfig(a.vocab, a.block, a.layers, a.heads, a.embd)).to(dev)
+    # On a GPU, PyTorch's fused attention: the reference is what its users run.
+    config = gpt_model.GPTConfig(a.vocab, a.block, a.layers, a.heads, a.embd, fused_attention=dev.type == "cuda")
+    model = gpt_model.GPT(config).to(dev)
     net = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=a.bucket_mb) if world > 1 else model
     opt = gpt_model.adamw(model, a.lr)
     local = a.batch // world

@@ -73,8 +73,12 @@ void print_text(const GpuReport& r) {
                 sm_list(g.built_architectures).c_str());
   else
     std::printf("microddp %s: built without CUDA\n", MDDP_VERSION);
-  std::printf("driver: %s (CUDA %s)\n",
-              g.driver_release.empty() ? "not loaded" : g.driver_release.c_str(),
+  // A virtual machine or container may hide /proc/driver/nvidia while the
+  // driver answers CUDA: then only its release number is unknown.
+  const std::string release = !g.driver_release.empty() ? g.driver_release
+                              : g.driver_version > 0 ? "release unknown, /proc/driver/nvidia hidden"
+                                                     : "not loaded";
+  std::printf("driver: %s (CUDA %s)\n", release.c_str(),
               tensor::cuda_version_string(g.driver_version).c_str());
   for (const tensor::GpuDevice& d : g.devices)
     std::printf("cuda:%d: %s, %.1f GiB, compute capability %d.%d\n", d.index, d.name.c_str(),

@@ -41,6 +41,18 @@ std::vector<std::string> python_package_folders() {
   }
   if (const std::string home = env_or("HOME"); !home.empty())
     patterns.push_back(home + "/.local/lib/python3*/site-packages");
+  // The python3 a user runs (first on PATH) may be a virtual environment's
+  // that was never activated (container images set PATH alone): its packages.
+  const std::string path = env_or("PATH");
+  for (size_t start = 0; start < path.size();) {
+    const size_t end = std::min(path.find(':', start), path.size());
+    const std::string bin = path.substr(start, end - start);
+    start = end + 1;
+    std::error_code ec;
+    if (bin.empty() || !std::filesystem::exists(bin + "/python3", ec)) continue;
+    patterns.push_back(bin + "/../lib/python3*/site-packages");
+    break;
+  }
   for (const char* p : {"/usr/local/lib/python3*/dist-packages",
                         "/usr/local/lib/python3*/site-packages", "/usr/lib/python3/dist-packages",
                         "/usr/lib/python3*/site-packages", "/opt/conda/lib/python3*/site-packages"})

@@ -8,8 +8,9 @@
 //   2. the soname through the dynamic loader (LD_LIBRARY_PATH, the binary's
 //      run path, ld.so.cache): what an installed toolkit or package gives;
 //   3. nvidia/<wheel>/lib (CUDA 12's wheels) and nvidia/cu*/lib (CUDA 13's)
-//      in the Python package folders: the nvidia-* wheels PyTorch's pip
-//      install brings;
+//      in the Python package folders (an active virtual environment or conda,
+//      PYTHONPATH, ~/.local, the first python3 on PATH's, the system's): the
+//      nvidia-* wheels PyTorch's pip install brings;
 //   4. lib64/ and lib/ of a CUDA toolkit ($CUDA_HOME, $CUDA_PATH, /usr/local/cuda);
 //   5. the copy the build was compiled against.
 #pragma once

@@ -7,6 +7,7 @@
 #   2. from a release made with --tests, on a machine with no GPU: the
 #      environment passes with the verdict "no GPU", every GPU step is
 #      skipped saying so, exit 0, report.md and report.json written;
+#   1b. the sanitizer's summaries read, a report with benchmark rows, --only;
 #   3. a GPU that CUDA cannot start (an NVIDIA driver directory made in a
 #      private mount namespace, root only): the environment step fails
 #      naming the problem, the GPU steps are skipped, exit 1.
@@ -37,6 +38,31 @@ field "$R" "[s for s in r['steps'] if s['step'] == 'too_long'][0]['summary']" | 
 [[ "$(status_of "$R" after)" == passed ]] || fail "a step that still fits after a skip did not run"
 (($(field "$R" "int(r['elapsed_s'])") < 10)) || fail "the check overran its budget"
 echo "budget: fits passed, hangs timed out at its limit, too_long skipped for time, after passed"
+
+# ---- 1b. reading the GPU steps' output, and the report's tables ------------------------
+# The sanitizer's two summary formats (as compute-sanitizer 2025 prints them on
+# an H200), and a report with benchmark rows, from a check loaded as a module.
+python3 - "$REPO/scripts/gpu-check" "$WORK/rows" <<'PY' || fail "the sanitizer summaries or the report's tables"
+import importlib.machinery, importlib.util, json, os, sys
+loader = importlib.machinery.SourceFileLoader("gpu_check", sys.argv[1])
+g = importlib.util.module_from_spec(importlib.util.spec_from_loader("gpu_check", loader))
+loader.exec_module(g)
+assert g.sanitizer_errors("========= ERROR SUMMARY: 0 errors") == 0
+assert g.sanitizer_errors("========= ERROR SUMMARY: 3 errors") == 3
+assert g.sanitizer_errors("========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)") == 0
+assert g.sanitizer_errors("========= RACECHECK SUMMARY: 4 hazards displayed (2 errors, 2 warnings)") == 2
+assert g.sanitizer_errors("Segmentation fault") is None
+check = g.Check(type("A", (), {"release": "/nowhere", "data": "", "out": sys.argv[2], "budget_s": 10})())
+row = {"case": "gpt4x128-t64-b12-bf16", "precision": "bf16", "microddp_samples_per_s": 1760.0,
+       "pytorch_samples_per_s": 894.0, "ratio": 1.97, "host_waits_per_step": 2.0}
+check.results = [{"step": "bench", "status": "passed", "seconds": 1.0, "summary": "s", "details": {"rows": [row]}}]
+assert g.write_report(check)
+md = open(os.path.join(sys.argv[2], "report.md")).read()
+assert "| gpt4x128-t64-b12-bf16 | bf16 | 1760 | 894 | 1.97 | 2.0 |" in md, md
+PY
+python3 "$REPO/scripts/gpu-check" --fake-steps "a:1:0" --only nonsense --out "$WORK/only" >"$WORK/only.log" 2>&1
+[[ $? -eq 2 ]] && grep -q "no step nonsense" "$WORK/only.log" || { cat "$WORK/only.log"; fail "--only with no such step"; }
+echo "parsing: both sanitizer summaries, a report with benchmark rows, --only refuses a step it lacks"
 
 if compgen -G "/dev/nvidia[0-9]*" >/dev/null || [[ -d /proc/driver/nvidia ]]; then
   echo "SKIP: this machine has an NVIDIA GPU: run scripts/gpu-check for real"; exit 77

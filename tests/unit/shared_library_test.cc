@@ -75,6 +75,25 @@ TEST_F(SharedLibraryTest, CandidatesGoWheelThenCuda13WheelThenToolkitThenTheBuil
   EXPECT_EQ(mddp::library_candidates(s), (std::vector<std::string>{wheel, cu13, toolkit, built}));
 }
 
+TEST_F(SharedLibraryTest, TheFirstPython3OnThePathLendsItsPackages) {
+  const fs::path site = "venv/lib/python3.12/site-packages/nvidia";
+  const fs::path wheel = touch(site / "fake/lib" / kSoname);
+  touch("venv/bin/python3");
+  touch("later/bin/python3");
+  touch(fs::path("later/lib/python3.12/site-packages/nvidia/fake/lib") / kSoname);  // not first
+  const char* saved = getenv("PATH");
+  const std::string old_path = saved ? saved : "";
+  setenv("PATH",
+         ((dir_ / "nothing").string() + ":" + (dir_ / "venv/bin").string() + ":" +
+          (dir_ / "later/bin").string())
+             .c_str(),
+         1);
+  const std::vector<std::string> found = mddp::library_candidates(search());
+  setenv("PATH", old_path.c_str(), 1);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_TRUE(fs::equivalent(found[0], wheel)) << found[0];
+}
+
 TEST_F(SharedLibraryTest, AFileFoundTwiceIsTriedOnce) {
   setenv("CUDA_HOME", (dir_ / "cuda").c_str(), 1);
   const fs::path toolkit = touch(fs::path("cuda/lib") / kSoname);

@@ -82,16 +82,19 @@ struct LayerNormInputGradRow {
   float* dx;
   __device__ void operator()(int64_t i) const {
     const float *xr = x + i * c, *dyr = dy + i * c;
+    // __fmul_rn: dy * w rounded before it is used, as on the CPU. Fused into
+    // dy * w - g_mean, it would keep the product's rounding error, and a row
+    // of one element (dx exactly 0) would get that error times rstd.
     float g_sum = 0.0f, gx_sum = 0.0f;
     for (int64_t j = 0; j < c; ++j) {
-      const float g = dyr[j] * w[j];
+      const float g = __fmul_rn(dyr[j], w[j]);
       g_sum += g;
       gx_sum += g * (xr[j] - mean[i]) * rstd[i];
     }
     const float g_mean = g_sum / static_cast<float>(c), gx_mean = gx_sum / static_cast<float>(c);
     for (int64_t j = 0; j < c; ++j) {
       const float xhat = (xr[j] - mean[i]) * rstd[i];
-      dx[i * c + j] = rstd[i] * (dyr[j] * w[j] - g_mean - xhat * gx_mean);
+      dx[i * c + j] = rstd[i] * (__fmul_rn(dyr[j], w[j]) - g_mean - xhat * gx_mean);
     }
   }
 };
