@@ -1,6 +1,7 @@
 #include "core/nn/attention.h"
 
 #include <cmath>
+#include <initializer_list>
 
 #include "core/common/check.h"
 #include "core/tensor/ops.h"
@@ -94,6 +95,12 @@ LayerSpec CausalSelfAttention::spec() const {
 void CausalSelfAttention::collect_parameters(std::vector<Parameter*>& out) {
   c_attn_.collect_parameters(out);
   c_proj_.collect_parameters(out);
+}
+
+void CausalSelfAttention::collect_backward_buffers(std::vector<Tensor*>& out) {
+  for (Tensor* t : {&dy_heads_, &datt_, &dqkv_heads_, &dqkv_}) out.push_back(t);
+  for (Module* m : std::initializer_list<Module*>{&c_attn_, &c_proj_, &att_drop_, &resid_drop_})
+    m->collect_backward_buffers(out);
 }
 
 void CausalSelfAttention::set_grad_ready_hook(GradReadyHook hook) {

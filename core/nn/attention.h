@@ -27,6 +27,7 @@ class CausalSelfAttention : public Module {
   std::string describe() const override;
   LayerSpec spec() const override;
   void collect_parameters(std::vector<Parameter*>& out) override;
+  void collect_backward_buffers(std::vector<Tensor*>& out) override;
   void set_grad_ready_hook(GradReadyHook hook) override;
   void set_dropout(bool training, uint64_t seed) override;
 

@@ -1,6 +1,7 @@
 #include "core/nn/gpt.h"
 
 #include <cmath>
+#include <initializer_list>
 
 #include "core/common/check.h"
 #include "core/common/test_mutation.h"
@@ -75,6 +76,11 @@ void Mlp::collect_parameters(std::vector<Parameter*>& out) {
   c_proj_.collect_parameters(out);
 }
 
+void Mlp::collect_backward_buffers(std::vector<Tensor*>& out) {
+  for (Module* m : std::initializer_list<Module*>{&c_fc_, &gelu_, &c_proj_, &drop_})
+    m->collect_backward_buffers(out);
+}
+
 void Mlp::set_grad_ready_hook(GradReadyHook hook) {
   hook_ = hook;
   c_fc_.set_grad_ready_hook(hook);
@@ -111,6 +117,13 @@ void Block::collect_parameters(std::vector<Parameter*>& out) {
   attn_.collect_parameters(out);
   ln_2_.collect_parameters(out);
   mlp_.collect_parameters(out);
+}
+
+void Block::collect_backward_buffers(std::vector<Tensor*>& out) {
+  out.push_back(&dmid_);
+  out.push_back(&dx_);
+  for (Module* m : std::initializer_list<Module*>{&ln_1_, &attn_, &ln_2_, &mlp_})
+    m->collect_backward_buffers(out);
 }
 
 void Block::set_grad_ready_hook(GradReadyHook hook) {
@@ -172,7 +185,10 @@ const Tensor& Gpt::backward(const Tensor& dlogits, bool) {
   ops::gemm(false, false, 1.0f, dlogits, wte_.weight.value, 0.0f, dhidden_);
   dhidden_3d_ = dhidden_.reshape(x_.shape());
   const Tensor* g = &ln_f_.backward(dhidden_3d_, true);
-  for (std::size_t i = blocks_.size(); i-- > 0;) g = &blocks_[i]->backward(*g, true);
+  for (std::size_t i = blocks_.size(); i-- > 0;) {
+    if (i + 2 < blocks_.size()) share_backward_buffers(*blocks_[i], *blocks_[i + 2]);
+    g = &blocks_[i]->backward(*g, true);
+  }
   dx_rows_ = drop_.backward(*g, true).reshape({x_.dim(0) * x_.dim(1), cfg_.embd});
   wpe_.backward(dx_rows_, false);
   if (wte_.weight.uses == 2) {

@@ -61,6 +61,7 @@ class Mlp : public Module {
   std::string describe() const override;
   LayerSpec spec() const override { return {"MLP", {{"n_embd", c_fc_.weight.value.dim(1)}}}; }
   void collect_parameters(std::vector<Parameter*>& out) override;
+  void collect_backward_buffers(std::vector<Tensor*>& out) override;
   void set_grad_ready_hook(GradReadyHook hook) override;
   void set_dropout(bool training, uint64_t seed) override { drop_.set_dropout(training, seed); }
 
@@ -82,6 +83,7 @@ class Block : public Module {
   std::string describe() const override { return "Block(" + attn_.describe() + ")"; }
   LayerSpec spec() const override { return attn_.spec(); }
   void collect_parameters(std::vector<Parameter*>& out) override;
+  void collect_backward_buffers(std::vector<Tensor*>& out) override;
   void set_grad_ready_hook(GradReadyHook hook) override;
   void set_dropout(bool training, uint64_t seed) override;
 
@@ -93,6 +95,16 @@ class Block : public Module {
   Tensor mid_, y_, dmid_, dx_;  // mid_: the residual stream between the two halves
 };
 
+// Note [Shared backward buffers]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Forward's results must live until backward, but a block's backward
+// buffers (the gradients it hands on, its scratch: collect_backward_buffers)
+// are dead once the block before it has run its backward, which reads the
+// gradient this one hands on as its dy. So block i takes block i+2's
+// buffers (not i+1's: that one's output is block i's input): all the
+// blocks' backwards run in two sets of buffers instead of one set per block.
+// At 6 layers of 384 on a batch of 12 x 64 tokens that is about 110 MiB of
+// the step's peak memory; forward's activations are not shared.
 class Gpt : public Module {
  public:
   Gpt(const GptConfig& cfg, Rng& rng, tensor::Device device = {});

@@ -20,6 +20,7 @@ class Linear : public Module {
   std::string describe() const override;
   LayerSpec spec() const override;
   void collect_parameters(std::vector<Parameter*>& out) override;
+  void collect_backward_buffers(std::vector<Tensor*>& out) override { out.push_back(&dx_); }
 
   Parameter weight, bias;
 

@@ -1,5 +1,6 @@
 #include "core/nn/module.h"
 
+#include "core/common/check.h"
 #include "core/tensor/ops.h"
 
 namespace mddp::nn {
@@ -18,6 +19,16 @@ int64_t Module::num_parameters() {
 
 void add_prefix(Module& m, const std::string& prefix) {
   for (Parameter* p : m.parameters()) p->name = prefix + p->name;
+}
+
+void share_backward_buffers(Module& m, Module& donor) {
+  std::vector<Tensor*> mine, theirs;
+  m.collect_backward_buffers(mine);
+  donor.collect_backward_buffers(theirs);
+  MDDP_CHECK(mine.size() == theirs.size(), "sharing backward buffers between ", m.describe(),
+             " and ", donor.describe(), ", which differ");
+  for (std::size_t i = 0; i < mine.size(); ++i)
+    if (theirs[i]->defined()) *mine[i] = *theirs[i];  // the same storage (tensor.h)
 }
 
 void Module::zero_grad() {

@@ -67,6 +67,12 @@ class Module {
   std::vector<Parameter*> parameters();
   int64_t num_parameters();
 
+  // The tensors backward allocates and writes that nothing reads once the
+  // backward of the module before it has run: the gradient it hands on and
+  // its scratch (views of them excluded). A composite adds its children's.
+  // Note [Shared backward buffers] in gpt.h says who shares them.
+  virtual void collect_backward_buffers(std::vector<Tensor*>& out) { (void)out; }
+
   virtual void set_grad_ready_hook(GradReadyHook hook) { hook_ = std::move(hook); }
   void zero_grad();
   // Dropout's switch, PyTorch's train()/eval() with the randomness made
@@ -87,5 +93,9 @@ class Module {
 // Prepends `prefix` to the names of m's parameters: a composite module names
 // its children's ("ln_1." + "weight"), as PyTorch's state_dict does.
 void add_prefix(Module& m, const std::string& prefix);
+
+// Points m's backward buffers at donor's storage, where donor has one: two
+// modules of one kind and shape whose backwards never overlap in time.
+void share_backward_buffers(Module& m, Module& donor);
 
 }  // namespace mddp::nn

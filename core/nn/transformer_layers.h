@@ -39,6 +39,7 @@ class LayerNorm : public Module {
   std::string describe() const override;
   LayerSpec spec() const override { return {"LayerNorm", {{"normalized_shape", dim()}}}; }
   void collect_parameters(std::vector<Parameter*>& out) override;
+  void collect_backward_buffers(std::vector<Tensor*>& out) override { out.push_back(&dx_rows_); }
   int64_t dim() const { return weight.value.numel(); }
 
   Parameter weight, bias;  // [C], [C]
@@ -56,6 +57,7 @@ class Gelu : public Module {
   const Tensor& backward(const Tensor& dy, bool need_dx) override;
   std::string describe() const override { return "GELU(tanh)"; }
   LayerSpec spec() const override { return {"GELU", {}}; }
+  void collect_backward_buffers(std::vector<Tensor*>& out) override { out.push_back(&dx_); }
 
  private:
   const Tensor* x_ = nullptr;
@@ -73,6 +75,7 @@ class Dropout : public Module {
   const Tensor& backward(const Tensor& dy, bool need_dx) override;
   std::string describe() const override;
   LayerSpec spec() const override { return {"Dropout", {}}; }
+  void collect_backward_buffers(std::vector<Tensor*>& out) override { out.push_back(&dx_); }
   void set_dropout(bool training, uint64_t seed) override {
     active_ = training && p_ > 0.0f;
     seed_ = seed;

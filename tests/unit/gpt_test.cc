@@ -18,6 +18,8 @@
 
 #include <cmath>
 #include <functional>
+#include <initializer_list>
+#include <utility>
 #include <vector>
 
 #include "core/common/check.h"
@@ -115,11 +117,15 @@ TEST(GptGradCheck, LayerNormGeluAttentionMlpBlock) {
 // The whole model through the cross-entropy: every parameter, the tied
 // weight's two contributions included; and with dropout on, whose masks are
 // fixed by the seed, so the function is as smooth.
+// Four layers: blocks 0 and 1 run their backward in the buffers of blocks 2
+// and 3 (Note [Shared backward buffers]).
 TEST(GptGradCheck, WholeModelThroughCrossEntropy) {
-  for (float dropout : {0.0f, 0.2f}) {
-    SCOPED_TRACE(str("dropout ", dropout));
+  for (auto [dropout, layers] : {std::pair{0.0f, 2}, {0.2f, 2}, {0.0f, 4}}) {
+    SCOPED_TRACE(str("dropout ", dropout, ", ", layers, " layers"));
     Rng rng(20);
-    nn::Gpt gpt(tiny_gpt(dropout), rng);
+    nn::GptConfig cfg = tiny_gpt(dropout);
+    cfg.layers = layers;
+    nn::Gpt gpt(cfg, rng);
     for (Parameter* p : gpt.parameters())  // larger weights: gradients well above the noise
       if (p->value.ndim() == 2)
         p->value.copy_from(random_values(p->value.numel(), rng, -0.5f, 0.5f));
@@ -134,6 +140,38 @@ TEST(GptGradCheck, WholeModelThroughCrossEntropy) {
           return xent.backward();
         });
   }
+}
+
+// Note [Shared backward buffers]: a block given another's buffers computes
+// exactly what one with its own does, in the other's storage; modules of
+// different kinds cannot share.
+TEST(GptBackwardBuffers, ABlockRunsItsBackwardInAnothersBuffers) {
+  const nn::GptConfig cfg = tiny_gpt(0.2f);
+  Rng ra(30), rb(31), rc(31), rng(32);
+  nn::Block donor(cfg, ra), shared(cfg, rb), own(cfg, rc);  // shared and own: the same weights
+  const Tensor x = random_tensor({2, 4, 8}, rng), dy = random_tensor({2, 4, 8}, rng);
+  for (Module* m : std::initializer_list<Module*>{&donor, &shared, &own}) m->set_dropout(true, 9);
+  donor.forward(x);
+  donor.backward(dy, true);
+  nn::share_backward_buffers(shared, donor);
+  for (Module* m : std::initializer_list<Module*>{&shared, &own}) {
+    m->zero_grad();
+    m->forward(x);
+  }
+  EXPECT_EQ(shared.backward(dy, true).to_vector(), own.backward(dy, true).to_vector());
+  const auto ps = shared.parameters(), po = own.parameters();
+  for (std::size_t i = 0; i < ps.size(); ++i)
+    EXPECT_EQ(ps[i]->grad.to_vector(), po[i]->grad.to_vector()) << ps[i]->name;
+  std::vector<Tensor*> theirs, mine;
+  donor.collect_backward_buffers(theirs);
+  shared.collect_backward_buffers(mine);
+  ASSERT_EQ(mine.size(), theirs.size());
+  // The block's 2, the LayerNorms' 2, attention's 4 and its 4 children's, the MLP's 4 children's.
+  ASSERT_EQ(mine.size(), 16u);
+  for (std::size_t i = 0; i < mine.size(); ++i)
+    EXPECT_TRUE(mine[i]->shares_storage(*theirs[i])) << "buffer " << i;
+  nn::Linear linear(8, 8, rng);
+  EXPECT_THROW(nn::share_backward_buffers(linear, donor), std::exception);
 }
 
 // ---- hooks: Note [Tied weight] --------------------------------------------------

@@ -9,10 +9,15 @@
 // tests/gpu/cuda_ops_test.cc compares the two devices directly.
 #include <gtest/gtest.h>
 
+#include <cinttypes>
 #include <cmath>
+#include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/common/check.h"
@@ -65,6 +70,42 @@ TEST(Tensor, ViewsShareStorageAndEnsureShapeReuses) {
   EXPECT_EQ(t.data(), before);
   ops::ensure_shape(t, {4}, {});
   EXPECT_EQ(t.shape(), (Shape{4}));
+}
+
+// The mapping /proc/self/smaps lists around `p`: its length and resident
+// bytes, both 0 when none holds p.
+std::pair<std::size_t, std::size_t> mapping_of(const void* p) {
+  std::ifstream smaps("/proc/self/smaps");
+  const auto at = reinterpret_cast<std::uintptr_t>(p);
+  bool inside = false;
+  std::size_t length = 0;
+  for (std::string line; std::getline(smaps, line);) {
+    std::uintptr_t lo = 0, hi = 0;
+    if (std::sscanf(line.c_str(), "%" SCNxPTR "-%" SCNxPTR, &lo, &hi) == 2 &&
+        line.find(':') > line.find(' ')) {  // a mapping's first line, not "Rss:  12 kB"
+      inside = lo <= at && at < hi;
+      length = hi - lo;
+    } else if (std::size_t kb = 0; inside && std::sscanf(line.c_str(), "Rss: %zu kB", &kb) == 1) {
+      return {length, kb * 1024};
+    }
+  }
+  return {0, 0};
+}
+
+// Note [Huge pages for large tensors]: a tensor of 2 MiB or more is mapped
+// alone, on a 2 MiB boundary, to its length in 4 KiB pages: written whole,
+// it holds no more memory than its length, whatever the huge pages.
+TEST(Tensor, ALargeTensorIsMappedAloneOnAHugePageBoundaryToItsLength) {
+  const int64_t n = (int64_t{5} << 20) / 8 + 1000;  // 2.5 MiB and 4000 bytes
+  Tensor t = Tensor::empty({n});
+  ops::fill(t, 1.0f);
+  const std::size_t bytes = static_cast<std::size_t>(n) * sizeof(float);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(t.data()) % (std::size_t{2} << 20), 0u);
+  const auto [length, resident] = mapping_of(t.data());
+  EXPECT_EQ(length, (bytes + 4095) / 4096 * 4096);
+  EXPECT_LE(resident, length);
+  EXPECT_GE(resident, bytes / 2);  // written, so mostly resident (a sanity check of the reading)
+  EXPECT_EQ(t.to_vector()[static_cast<std::size_t>(n - 1)], 1.0f);
 }
 
 // fill, copy, scale and axpy against their one-line definitions.
