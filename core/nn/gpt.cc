@@ -107,7 +107,8 @@ const Tensor& Block::forward(const Tensor& x) {
 // A residual connection passes its gradient through unchanged and adds the
 // branch's: d(mid) = dy + d(mlp branch), dx = d(mid) + d(attention branch).
 const Tensor& Block::backward(const Tensor& dy, bool) {
-  add_into(dy, ln_2_.backward(mlp_.backward(dy, true), true), dmid_);
+  add_into(dy, ln_2_.backward(mlp_.backward(dy, true), true), dmid_);  // dy's last read
+  // dx_ may be dy's storage, written last (Note [Shared backward buffers]).
   add_into(dmid_, ln_1_.backward(attn_.backward(dmid_, true), true), dx_);
   return dx_;
 }
@@ -186,7 +187,7 @@ const Tensor& Gpt::backward(const Tensor& dlogits, bool) {
   dhidden_3d_ = dhidden_.reshape(x_.shape());
   const Tensor* g = &ln_f_.backward(dhidden_3d_, true);
   for (std::size_t i = blocks_.size(); i-- > 0;) {
-    if (i + 2 < blocks_.size()) share_backward_buffers(*blocks_[i], *blocks_[i + 2]);
+    if (i + 1 < blocks_.size()) share_backward_buffers(*blocks_[i], *blocks_[i + 1]);
     g = &blocks_[i]->backward(*g, true);
   }
   dx_rows_ = drop_.backward(*g, true).reshape({x_.dim(0) * x_.dim(1), cfg_.embd});

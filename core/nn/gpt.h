@@ -99,12 +99,15 @@ class Block : public Module {
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // Forward's results must live until backward, but a block's backward
 // buffers (the gradients it hands on, its scratch: collect_backward_buffers)
-// are dead once the block before it has run its backward, which reads the
-// gradient this one hands on as its dy. So block i takes block i+2's
-// buffers (not i+1's: that one's output is block i's input): all the
-// blocks' backwards run in two sets of buffers instead of one set per block.
-// At 6 layers of 384 on a batch of 12 x 64 tokens that is about 110 MiB of
-// the step's peak memory; forward's activations are not shared.
+// are dead once the block before it has run its backward. So every block
+// runs its backward in the last block's buffers: block i takes block i+1's.
+// One of them is live: block i's input dy is block i+1's output gradient,
+// the buffer where block i writes its own. That is safe because writing its
+// output gradient is the last thing Block::backward does, after the last
+// read of dy (the residual sum dmid = dy + ...): keep it so. One set of
+// buffers instead of one per block; at 6 layers of 384 on a batch of 12 x 64
+// tokens that is about 140 MiB of the step's peak memory. Forward's
+// activations are not shared.
 class Gpt : public Module {
  public:
   Gpt(const GptConfig& cfg, Rng& rng, tensor::Device device = {});

@@ -117,8 +117,8 @@ TEST(GptGradCheck, LayerNormGeluAttentionMlpBlock) {
 // The whole model through the cross-entropy: every parameter, the tied
 // weight's two contributions included; and with dropout on, whose masks are
 // fixed by the seed, so the function is as smooth.
-// Four layers: blocks 0 and 1 run their backward in the buffers of blocks 2
-// and 3 (Note [Shared backward buffers]).
+// Four layers: blocks 0 to 2 run their backward in block 3's buffers, each
+// writing its output gradient over its input's (Note [Shared backward buffers]).
 TEST(GptGradCheck, WholeModelThroughCrossEntropy) {
   for (auto [dropout, layers] : {std::pair{0.0f, 2}, {0.2f, 2}, {0.0f, 4}}) {
     SCOPED_TRACE(str("dropout ", dropout, ", ", layers, " layers"));
