@@ -27,29 +27,31 @@ std::vector<std::string> matches(const std::string& pattern) {
   return out;
 }
 
+// The non-empty entries of a colon-separated list (PATH, PYTHONPATH).
+std::vector<std::string> path_list(const std::string& list) {
+  std::vector<std::string> out;
+  for (size_t start = 0; start < list.size();) {
+    const size_t end = std::min(list.find(':', start), list.size());
+    if (end > start) out.push_back(list.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
 // Where pip, a virtual environment, conda and Debian put Python packages.
 std::vector<std::string> python_package_folders() {
   std::vector<std::string> patterns;
   for (const char* prefix_var : {"VIRTUAL_ENV", "CONDA_PREFIX"})
     if (const std::string prefix = env_or(prefix_var); !prefix.empty())
       patterns.push_back(prefix + "/lib/python3*/site-packages");
-  std::string pythonpath = env_or("PYTHONPATH");
-  for (size_t start = 0; start < pythonpath.size();) {
-    const size_t end = std::min(pythonpath.find(':', start), pythonpath.size());
-    if (end > start) patterns.push_back(pythonpath.substr(start, end - start));
-    start = end + 1;
-  }
+  for (std::string& entry : path_list(env_or("PYTHONPATH"))) patterns.push_back(std::move(entry));
   if (const std::string home = env_or("HOME"); !home.empty())
     patterns.push_back(home + "/.local/lib/python3*/site-packages");
   // The python3 a user runs (first on PATH) may be a virtual environment's
   // that was never activated (container images set PATH alone): its packages.
-  const std::string path = env_or("PATH");
-  for (size_t start = 0; start < path.size();) {
-    const size_t end = std::min(path.find(':', start), path.size());
-    const std::string bin = path.substr(start, end - start);
-    start = end + 1;
+  for (const std::string& bin : path_list(env_or("PATH"))) {
     std::error_code ec;
-    if (bin.empty() || !std::filesystem::exists(bin + "/python3", ec)) continue;
+    if (!std::filesystem::exists(bin + "/python3", ec)) continue;
     patterns.push_back(bin + "/../lib/python3*/site-packages");
     break;
   }
