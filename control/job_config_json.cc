@@ -26,11 +26,15 @@ class Reader {
     seen_.insert(key);
     read(*it, key, out);
   }
-  Reader object(const char* key) {
+  // The nested object `key`, read by `fields` and checked whole.
+  template <typename Fields>
+  void object(const char* key, Fields&& fields) {
     seen_.insert(key);
     static const json kEmpty = json::object();
     auto it = j_.find(key);
-    return Reader(it == j_.end() ? kEmpty : *it, path_ + key + ".");
+    Reader nested(it == j_.end() ? kEmpty : *it, path_ + key + ".");
+    fields(nested);
+    nested.finish();
   }
   void finish() const {
     for (const auto& [k, v] : j_.items())
@@ -80,177 +84,127 @@ class Reader {
   std::set<std::string> seen_;
 };
 
+// Writes fields as the keys of one JSON object, nested as the reader reads them.
+class Writer {
+ public:
+  template <typename T>
+  void operator()(const char* key, const T& value) {
+    j_[key] = value;
+  }
+  template <typename Fields>
+  void object(const char* key, Fields&& fields) {
+    Writer nested;
+    fields(nested);
+    j_[key] = std::move(nested.j_);
+  }
+  json take() { return std::move(j_); }
+
+ private:
+  json j_ = json::object();
+};
+
+// Every field of the config, named once: the writer and the reader walk the
+// same lists (C is const for writing), so the two can never disagree.
+template <typename V, typename C>
+void model_fields(V& v, C& m) {
+  v("kind", m.kind);
+  v("width", m.width);
+  v("depth", m.depth);
+  v("classes", m.classes);
+  v("channels", m.channels);
+  v("hidden", m.hidden);
+  v("layers", m.layers);
+  v("heads", m.heads);
+  v("embd", m.embd);
+  v("block", m.block);
+  v("dropout", m.dropout);
+  v("seed", m.seed);
+}
+
+template <typename V, typename C>
+void data_fields(V& v, C& d) {
+  v("spec", d.spec);
+  v("synthetic_size", d.synthetic_size);
+  v("synthetic_test_size", d.synthetic_test_size);
+  v("input_dim", d.input_dim);
+  v("classes", d.classes);
+  v("target_dim", d.target_dim);
+  v("noise", d.noise);
+  v("block", d.block);
+  v("seed", d.seed);
+}
+
+template <typename V, typename C>
+void optim_fields(V& v, C& o) {
+  v("name", o.name);
+  v("lr", o.lr);
+  v("momentum", o.momentum);
+  v("weight_decay", o.weight_decay);
+  v("beta1", o.beta1);
+  v("beta2", o.beta2);
+  v("eps", o.eps);
+  v("grad_clip", o.grad_clip);
+}
+
+template <typename V, typename C>
+void dist_fields(V& v, C& s) {
+  v("ddp", s.ddp);
+  v("bucket_mb", s.bucket_mb);
+  v("first_bucket_mb", s.first_bucket_mb);
+  v("compress", s.compress);
+  v("local_sgd", s.local_sgd);
+  v("algorithm", s.algorithm);
+  v("transport", s.transport);
+  v("backend", s.backend);
+  v("timeout_ms", s.timeout_ms);
+  v("straggler", s.straggler);
+}
+
+template <typename V, typename C>
+void config_fields(V& v, C& c) {
+  v.object("model", [&](V& r) { model_fields(r, c.model); });
+  v("loss", c.loss);
+  v.object("data", [&](V& r) { data_fields(r, c.data); });
+  v("batch", c.batch);
+  v("steps", c.steps);
+  v("epochs", c.epochs);
+  v.object("optim", [&](V& r) { optim_fields(r, c.optim); });
+  v("warmup_steps", c.warmup_steps);
+  v("lr_min", c.lr_min);
+  v("accumulate", c.accumulate);
+  v("seed", c.seed);
+  v("device", c.device);
+  v("run_dir", c.run_dir);
+  v("init_from", c.init_from);
+  v("resume", c.resume);
+  v("checkpoint_every", c.checkpoint_every);
+  v("keep_checkpoints", c.keep_checkpoints);
+  v("resume_latest", c.resume_latest);
+  v("min_nproc", c.min_nproc);
+  v("threads", c.threads);
+  v("log_every", c.log_every);
+  v("eval", c.eval);
+  v("allow_nonfinite_loss", c.allow_nonfinite_loss);
+  v("precision", c.precision);
+  v.object("loss_scale", [&](V& r) {
+    r("init", c.loss_scale.init);
+    r("window", c.loss_scale.window);
+  });
+  v.object("dist", [&](V& r) { dist_fields(r, c.dist); });
+}
+
 }  // namespace
 
 json job_config_to_json(const train::TrainConfig& c) {
-  const auto& m = c.model;
-  const auto& d = c.data;
-  const auto& o = c.optim;
-  const auto& s = c.dist;
-  return {
-      {"model",
-       {{"kind", m.kind},
-        {"width", m.width},
-        {"depth", m.depth},
-        {"classes", m.classes},
-        {"channels", m.channels},
-        {"hidden", m.hidden},
-        {"layers", m.layers},
-        {"heads", m.heads},
-        {"embd", m.embd},
-        {"block", m.block},
-        {"dropout", m.dropout},
-        {"seed", m.seed}}},
-      {"loss", c.loss},
-      {"data",
-       {{"spec", d.spec},
-        {"synthetic_size", d.synthetic_size},
-        {"synthetic_test_size", d.synthetic_test_size},
-        {"input_dim", d.input_dim},
-        {"classes", d.classes},
-        {"target_dim", d.target_dim},
-        {"noise", d.noise},
-        {"block", d.block},
-        {"seed", d.seed}}},
-      {"batch", c.batch},
-      {"steps", c.steps},
-      {"epochs", c.epochs},
-      {"optim",
-       {{"name", o.name},
-        {"lr", o.lr},
-        {"momentum", o.momentum},
-        {"weight_decay", o.weight_decay},
-        {"beta1", o.beta1},
-        {"beta2", o.beta2},
-        {"eps", o.eps},
-        {"grad_clip", o.grad_clip}}},
-      {"warmup_steps", c.warmup_steps},
-      {"lr_min", c.lr_min},
-      {"accumulate", c.accumulate},
-      {"seed", c.seed},
-      {"device", c.device},
-      {"run_dir", c.run_dir},
-      {"init_from", c.init_from},
-      {"resume", c.resume},
-      {"checkpoint_every", c.checkpoint_every},
-      {"keep_checkpoints", c.keep_checkpoints},
-      {"resume_latest", c.resume_latest},
-      {"min_nproc", c.min_nproc},
-      {"threads", c.threads},
-      {"log_every", c.log_every},
-      {"eval", c.eval},
-      {"allow_nonfinite_loss", c.allow_nonfinite_loss},
-      {"precision", c.precision},
-      {"loss_scale", {{"init", c.loss_scale.init}, {"window", c.loss_scale.window}}},
-      {"dist",
-       {{"ddp", s.ddp},
-        {"bucket_mb", s.bucket_mb},
-        {"first_bucket_mb", s.first_bucket_mb},
-        {"compress", s.compress},
-        {"local_sgd", s.local_sgd},
-        {"algorithm", s.algorithm},
-        {"transport", s.transport},
-        {"backend", s.backend},
-        {"timeout_ms", s.timeout_ms},
-        {"straggler", s.straggler}}},
-  };
+  Writer w;
+  config_fields(w, c);
+  return w.take();
 }
-
-namespace {
-
-// One reader per nested object of the config, each rejecting unknown keys.
-void read_model(Reader r, nn::ModelConfig& m) {
-  r("kind", m.kind);
-  r("width", m.width);
-  r("depth", m.depth);
-  r("classes", m.classes);
-  r("channels", m.channels);
-  r("hidden", m.hidden);
-  r("layers", m.layers);
-  r("heads", m.heads);
-  r("embd", m.embd);
-  r("block", m.block);
-  r("dropout", m.dropout);
-  r("seed", m.seed);
-  r.finish();
-}
-
-void read_data(Reader r, data::DatasetConfig& d) {
-  r("spec", d.spec);
-  r("synthetic_size", d.synthetic_size);
-  r("synthetic_test_size", d.synthetic_test_size);
-  r("input_dim", d.input_dim);
-  r("classes", d.classes);
-  r("target_dim", d.target_dim);
-  r("noise", d.noise);
-  r("block", d.block);
-  r("seed", d.seed);
-  r.finish();
-}
-
-void read_optim(Reader r, nn::OptimizerConfig& o) {
-  r("name", o.name);
-  r("lr", o.lr);
-  r("momentum", o.momentum);
-  r("weight_decay", o.weight_decay);
-  r("beta1", o.beta1);
-  r("beta2", o.beta2);
-  r("eps", o.eps);
-  r("grad_clip", o.grad_clip);
-  r.finish();
-}
-
-void read_loss_scale(Reader r, train::LossScaleConfig& s) {
-  r("init", s.init);
-  r("window", s.window);
-  r.finish();
-}
-
-void read_dist(Reader r, train::DistConfig& s) {
-  r("ddp", s.ddp);
-  r("bucket_mb", s.bucket_mb);
-  r("first_bucket_mb", s.first_bucket_mb);
-  r("compress", s.compress);
-  r("local_sgd", s.local_sgd);
-  r("algorithm", s.algorithm);
-  r("transport", s.transport);
-  r("backend", s.backend);
-  r("timeout_ms", s.timeout_ms);
-  r("straggler", s.straggler);
-  r.finish();
-}
-
-}  // namespace
 
 train::TrainConfig job_config_from_json(const json& j) {
   train::TrainConfig c;
   Reader r(j, "");
-  read_model(r.object("model"), c.model);
-  r("loss", c.loss);
-  read_data(r.object("data"), c.data);
-  r("batch", c.batch);
-  r("steps", c.steps);
-  r("epochs", c.epochs);
-  read_optim(r.object("optim"), c.optim);
-  r("warmup_steps", c.warmup_steps);
-  r("lr_min", c.lr_min);
-  r("accumulate", c.accumulate);
-  r("seed", c.seed);
-  r("device", c.device);
-  r("run_dir", c.run_dir);
-  r("init_from", c.init_from);
-  r("resume", c.resume);
-  r("checkpoint_every", c.checkpoint_every);
-  r("keep_checkpoints", c.keep_checkpoints);
-  r("resume_latest", c.resume_latest);
-  r("min_nproc", c.min_nproc);
-  r("threads", c.threads);
-  r("log_every", c.log_every);
-  r("eval", c.eval);
-  r("allow_nonfinite_loss", c.allow_nonfinite_loss);
-  r("precision", c.precision);
-  read_loss_scale(r.object("loss_scale"), c.loss_scale);
-  read_dist(r.object("dist"), c.dist);
+  config_fields(r, c);
   r.finish();
   return c;
 }
