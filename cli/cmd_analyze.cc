@@ -273,9 +273,9 @@ void register_analyze(CLI::App& app) {
       ->check(CLI::IsMember({"auto", "ring", "tree", "naive", "doubling", "hierarchical"}));
   cmd->add_option("--batch", args->batch,
                   "the job's global batch, for samples/s (default: job.json)")
-      ->check(CLI::PositiveNumber);
+      ->check(at_least(1));
   cmd->add_option("--warmup", args->options.warmup_steps, "complete steps to skip at the start")
-      ->check(CLI::NonNegativeNumber)
+      ->check(at_least(0))
       ->capture_default_str();
   cmd->add_option("--min-late-ms", args->options.min_late_ms,
                   "a rank this much behind the median is late")

@@ -74,6 +74,16 @@ CLI::Validator whole_number_in(int64_t lo, int64_t hi) {
       "whole number in " + range);
 }
 
+CLI::Validator at_least(int64_t lo) {
+  return CLI::Validator(
+      [=](const std::string& text) -> std::string {
+        const double v = number_of(text);
+        if (std::isnan(v) || v >= static_cast<double>(lo)) return "";
+        return "'" + text + "' is less than " + std::to_string(lo);
+      },
+      "at least " + std::to_string(lo));
+}
+
 CLI::Validator identifier(std::size_t max_bytes) {
   return CLI::Validator(
       [=](const std::string& text) -> std::string {

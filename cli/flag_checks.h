@@ -29,6 +29,10 @@ CLI::Validator finite_above(double lo);
 // (--seed -1 is not 2^64-1, --steps 1e20 is not INT64_MAX). Attach it with
 // ->transform(): ->check() would drop the rewrite.
 CLI::Validator whole_number_in(int64_t lo, int64_t hi = std::numeric_limits<int64_t>::max());
+// An integer flag's lower bound, said as one ("'-3' is less than 1"):
+// CLI11's PositiveNumber and NonNegativeNumber name a range up to DBL_MAX
+// printed in full. A value that is no number is left to the type check.
+CLI::Validator at_least(int64_t lo);
 // An identifier sent to other processes (--job-id): 1 to max_bytes bytes,
 // checked here rather than where a peer refuses it.
 CLI::Validator identifier(std::size_t max_bytes);

@@ -49,19 +49,19 @@ void add_model_flags(CLI::App& cmd, train::TrainConfig& cfg) {
       ->group(g)
       ->capture_default_str();
   cmd.add_option("--layers", cfg.model.layers, "GPT transformer blocks")
-      ->check(CLI::PositiveNumber)
+      ->check(at_least(1))
       ->group(g)
       ->capture_default_str();
   cmd.add_option("--heads", cfg.model.heads, "GPT attention heads (they split --embd)")
-      ->check(CLI::PositiveNumber)
+      ->check(at_least(1))
       ->group(g)
       ->capture_default_str();
   cmd.add_option("--embd", cfg.model.embd, "GPT embedding width")
-      ->check(CLI::PositiveNumber)
+      ->check(at_least(1))
       ->group(g)
       ->capture_default_str();
   cmd.add_option("--block", cfg.model.block, "GPT context length: tokens per sample")
-      ->check(CLI::PositiveNumber)
+      ->check(at_least(1))
       ->group(g)
       ->capture_default_str();
   cmd.add_option("--dropout", cfg.model.dropout,
@@ -126,7 +126,7 @@ void add_optimization_flags(CLI::App& cmd, train::TrainConfig& cfg) {
       ->capture_default_str();
   cmd.add_option("--warmup-steps", cfg.warmup_steps,
                  "linear learning-rate warm-up over the first N steps")
-      ->check(CLI::NonNegativeNumber)
+      ->check(at_least(0))
       ->group(g)
       ->capture_default_str();
   cmd.add_option("--lr-min", cfg.lr_min,
@@ -163,7 +163,7 @@ void add_optimization_flags(CLI::App& cmd, train::TrainConfig& cfg) {
       ->capture_default_str();
   cmd.add_option("--loss-scale-window", cfg.loss_scale.window,
                  "fp16: overflow-free steps before the loss scale doubles")
-      ->check(CLI::PositiveNumber)
+      ->check(at_least(1))
       ->group(g)
       ->capture_default_str();
   cmd.add_flag("--allow-nonfinite-loss", cfg.allow_nonfinite_loss,

@@ -27,6 +27,9 @@ refused "--nproc: 300 ranks" run --nproc 300
 refused "--seed: '-1' is outside \[0," train --seed -1
 refused "--steps: '1e20' is outside \[0," train --steps 1e20
 refused "--steps: '2.5' is not a whole number" train --steps 2.5
+# An integer's lower bound is said as one, not as a range up to DBL_MAX.
+refused "--layers: '-3' is less than 1 (see --help)" train --model gpt --layers -3
+refused "--warmup: '-1' is less than 0 (see --help)" analyze --warmup -1 "$WORK"
 refused "-e 99999G asks for .* per rank (2 ranks here: .*), but this machine has .* available" \
   bench allreduce --nproc 2 -b 4K -e 99999G
 # The notation the README uses for sizes is accepted, and means what it says.
