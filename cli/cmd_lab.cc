@@ -2,16 +2,25 @@
 // A student writes the functions in my_work/, rebuilds with cmake, and
 // `lab check NAME` runs the checker over what this binary was built with;
 // it builds nothing itself.
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <memory>
+#include <random>
 #include <sstream>
 
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "cli/split_list.h"
+#include "core/common/strings.h"
 #include "core/tensor/ops.h"
 #include "labs/registry.h"
+#include "labs/support/diagnosis.h"
 #include "labs/support/values.h"
 
 namespace mddp::cli {
@@ -25,6 +34,9 @@ struct LabFlags {
   std::string transports = "tcp,shm";
   int64_t timeout_ms = 10'000;
   int speed_ranks = 2;
+  std::string run_dir;  // lab run: default runs/NAME in the repository
+  int64_t seed = -1;    // lab run: -1 draws one
+  double linger_s = 120;
 };
 
 labs::CheckOptions check_options(const LabFlags& o) {
@@ -116,6 +128,45 @@ void check_command(const LabFlags& o) {
   std::printf("every Lab passed\n");
 }
 
+// `lab run NAME`: a diagnosis Lab's job with its fault planted and sealed in
+// the run directory; this process becomes `microddp run` (exec), so the
+// job's output, Ctrl-C and exit status are the run's own.
+void run_diagnosis(const LabFlags& o) {
+  const labs::Lab& lab = labs::find_lab(o.name);
+  if (!labs::is_diagnosis_lab(lab.name))
+    throw InputError(str("lab run starts the diagnosis Labs' jobs (",
+                         join(labs::diagnosis_labs(), ", "), "), not Lab ", lab.number, " ",
+                         lab.name));
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::absolute(
+      o.run_dir.empty() ? fs::path(labs::source_root()) / "runs" / lab.name : fs::path(o.run_dir));
+  if (fs::exists(dir) && !fs::is_empty(dir)) {
+    if (!fs::exists(labs::sealed_fault_path(dir)))
+      throw InputError(str("--run-dir ", dir.string(),
+                           " holds files of something else: give an empty or new directory"));
+    fs::remove_all(dir);  // an earlier try of a Lab: a new fault, a new run
+  }
+  fs::create_directories(dir);
+  const uint64_t seed = o.seed >= 0 ? static_cast<uint64_t>(o.seed) : std::random_device{}();
+  const labs::PlantedFault fault = labs::plant_fault(lab.name, seed);
+  labs::seal_fault(fault, dir);
+  std::printf(
+      "Lab %d %s: a job of 4 ranks with a fault planted at random, hidden from you.\n"
+      "Watch it (the dashboard's address follows), read %s/README.md, answer in\n"
+      "%s/%s, then: build/cli/microddp lab check %s\n\n",
+      lab.number, lab.name.c_str(), lab.folder.c_str(), o.work_dir.c_str(), lab.work_file.c_str(),
+      lab.name.c_str());
+  std::fflush(stdout);
+  std::vector<std::string> args = labs::job_arguments(lab.name, dir.string(), o.linger_s);
+  args.insert(args.begin(), "microddp");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  ::setenv("MDDP_LAB_FAULT", fault.environment().c_str(), 1);
+  ::execv("/proc/self/exe", argv.data());
+  throw Error(str("cannot start microddp run: ", std::strerror(errno)));
+}
+
 void reset(const LabFlags& o) {
   const labs::Lab& lab = labs::find_lab(o.name);
   namespace fs = std::filesystem;
@@ -188,6 +239,20 @@ void register_lab(CLI::App& app) {
       "reset", "Restore a Lab's exercise in my_work/ (your version is kept as .bak)"));
   rst->add_option("name", o->name, "the Lab")->required();
   rst->callback([o] { guarded(*o, reset); });
+
+  auto* run = work_dir(lab->add_subcommand(
+      "run", "Start a diagnosis Lab's job (hang, straggler, poisoned_shard) with a hidden fault"));
+  run->add_option("name", o->name, "the Lab")->required();
+  run->add_option("--run-dir", o->run_dir,
+                  "where the job writes (default: runs/NAME in the repository; a new try "
+                  "replaces an earlier one there)");
+  run->add_option("--seed", o->seed, "draw the fault from this seed (default: a random one)")
+      ->transform(whole_number_in(0));
+  run->add_option("--linger", o->linger_s,
+                  "keep the dashboard up this many seconds after the job ends (Ctrl-C ends it)")
+      ->check(finite_in(0, 86400))
+      ->capture_default_str();
+  run->callback([o] { guarded(*o, run_diagnosis); });
 
   auto* sol = lab->add_subcommand("solution", "Where a Lab's reference lives, and how it works");
   sol->add_option("name", o->name, "the Lab")->required();

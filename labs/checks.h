@@ -21,5 +21,9 @@ void check_ddp(const Implementations& impl, const CheckOptions& o, Report& repor
 void check_sync_primitives(const Implementations& impl, const CheckOptions& o, Report& report);
 void check_performance(const Implementations& impl, const CheckOptions& o, Report& report);
 void check_tied_weight(const Implementations& impl, const CheckOptions& o, Report& report);
+// The diagnosis Labs (labs/support/diagnosis.h): answers about a job with a planted fault.
+void check_hang(const Implementations& impl, const CheckOptions& o, Report& report);
+void check_straggler(const Implementations& impl, const CheckOptions& o, Report& report);
+void check_poisoned_shard(const Implementations& impl, const CheckOptions& o, Report& report);
 
 }  // namespace mddp::labs

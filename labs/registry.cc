@@ -234,6 +234,49 @@ const std::vector<Lab>& all_labs() {
        "final: then pending[bucket] is counted down, and the bucket is complete at 0. Counting "
        "firings instead launches the tied weight's bucket with the head's share alone.",
        check_tied_weight},
+      {12,
+       "hang",
+       "labs/12_hang",
+       "hang (a rank stopped: name it, and where)",
+       "docs/diagnosis.md",
+       "hang.toml",
+       "answers.toml",
+       {"coordinator/health.cc (Health::roll_call)", "control/progress.h (what a heartbeat says)",
+        "core/train/lab_fault.h (how the fault is planted)"},
+       "Every heartbeat carries where its rank is: step, phase, the collective entered last. "
+       "When no rank moves for two heartbeat periods, the coordinator prints a roll call that "
+       "groups the ranks by place: the ranks waiting in one collective, and the rank last seen "
+       "in a phase of a step, which is the one they wait for. The job's error comes later and "
+       "names whichever waiter timed out first.",
+       check_hang},
+      {13,
+       "straggler",
+       "labs/13_straggler",
+       "straggler (a rank slightly slow in every step: name it and its cost)",
+       "docs/diagnosis.md",
+       "straggler.toml",
+       "answers.toml",
+       {"core/perf/timeline.cc (find_straggler, summarize_stragglers)",
+        "core/perf/bottleneck.cc (the straggler's evidence)"},
+       "Each step's first all-reduce starts when the last rank's first bucket is ready. "
+       "analyze compares, step by step, when each rank got there with the median rank, and "
+       "which phase of the late rank was longer than the median's; over many steps the "
+       "planted rank is late in most of them, and the others' wait per step is its total "
+       "lateness over the steps analysed.",
+       check_straggler},
+      {14,
+       "poisoned_shard",
+       "labs/14_poisoned_shard",
+       "poisoned shard (a NaN in one rank's data: name the rank and the steps)",
+       "docs/diagnosis.md",
+       "poisoned_shard.toml",
+       "answers.toml",
+       {"core/train/trainer.cc (the loss of each rank)", "core/ddp/reducer.cc (the average)"},
+       "Each rank's own loss is in its metrics (the dashboard's rank table, metrics.jsonl). The "
+       "poisoned rank's loss is NaN at the poisoned step; the all-reduce averages its NaN "
+       "gradients into everyone's, so after that step's optimizer every replica is NaN and "
+       "every rank's loss is NaN from the next step. The console's loss is a mean over ranks.",
+       check_poisoned_shard},
   };
   return labs;
 }

@@ -68,6 +68,7 @@ Trainer::Trainer(TrainConfig cfg, int rank, int world_size)
   if (straggler_.rank >= world_size_)
     throw InputError(str("--straggler ", cfg_.dist.straggler, ": rank ", straggler_.rank,
                          " does not exist in a job of ", world_size_, " rank(s)"));
+  lab_fault_ = LabFault::from_environment();
   tensor::set_num_threads(cfg_.threads);
   precision_ = tensor::parse_precision(cfg_.precision);
   scaler_ = LossScaler(precision_ == tensor::Precision::kFp16, cfg_.loss_scale);
@@ -138,6 +139,7 @@ StepResult Trainer::step(const StepHooks& hooks) {
     if (hooks.on_phase) hooks.on_phase(r.step, name);
     if (straggler_.rank == rank_ && straggler_.phase == name)
       std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(straggler_.ms));
+    lab_fault_.at_phase(rank_, r.step, name);
   };
   const int64_t t_begin = now_ns();
   const tensor::PrecisionScope autocast(precision_);
@@ -147,6 +149,7 @@ StepResult Trainer::step(const StepHooks& hooks) {
     const int64_t t0 = now_ns();
     phase("data");
     train_set_->get_batch(indices.subspan(m * local_batch(), local_batch()), x_, y_);
+    lab_fault_.poison(rank_, r.step, y_);
     const int64_t t1 = now_ns();
     phase("forward");
     model_->set_dropout(true, dropout_seed(cfg_.seed, rank_, r.step, m));

@@ -17,6 +17,7 @@
 #include "core/tensor/precision.h"
 #include "core/train/checkpoint.h"
 #include "core/train/config.h"
+#include "core/train/lab_fault.h"
 #include "core/train/loss_scaler.h"
 
 namespace mddp::train {
@@ -124,6 +125,7 @@ class Trainer {
   TrainConfig cfg_;
   int rank_, world_size_;
   StragglerSpec straggler_;  // --straggler: this rank sleeps in a phase when it names this rank
+  LabFault lab_fault_;       // a diagnosis Lab's planted fault (MDDP_LAB_FAULT)
   std::unique_ptr<data::Dataset> train_set_, test_set_;
   std::unique_ptr<data::GlobalBatchSampler> sampler_;
   std::unique_ptr<nn::Module> model_;

@@ -372,6 +372,20 @@ PY
     expect_in "microddp: error: no Lab called 'nope'" "$WORK/out"
     "$BIN" lab check ring_allreduce --transports auto >"$WORK/out" 2>&1 && fail "--transports auto accepted"
     expect_in "microddp: error: --transports takes tcp and shm" "$WORK/out"
+    # lab run: only the diagnosis Labs have a job; a run directory of
+    # something else is never removed; a check without a run says how to make it.
+    "$BIN" lab run manual >"$WORK/out" 2>&1 && fail "lab run of a code Lab accepted"
+    expect_in "microddp: error: lab run starts the diagnosis Labs' jobs (hang, straggler, poisoned_shard), not Lab 1 manual" "$WORK/out"
+    mkdir -p "$WORK/other" && touch "$WORK/other/keep"
+    "$BIN" lab run hang --run-dir "$WORK/other" >"$WORK/out" 2>&1 && fail "lab run into a foreign directory accepted"
+    expect_in "holds files of something else" "$WORK/out"
+    [[ -e "$WORK/other/keep" ]] || fail "lab run removed a directory it did not make"
+    printf 'run = "%s"\nrank = 1\n' "$WORK/other" >"$W/hang.toml"
+    "$BIN" lab check hang --work-dir "$W" >"$WORK/out" 2>&1 && fail "Lab 12 passed without a run"
+    expect_in "build/cli/microddp lab run hang" "$WORK/out"
+    echo 0g1 >"$WORK/other/lab-fault.sealed"
+    "$BIN" lab check hang --work-dir "$W" >"$WORK/out" 2>&1 && fail "a damaged seal accepted"
+    expect_in "lab-fault.sealed is damaged: make a new run with \`microddp lab run\`" "$WORK/out"
     ;;
   precision)
     # --precision: a bad value is one clear line; a 2-rank bf16 job trains,

@@ -10,6 +10,7 @@
 
 #include "core/common/check.h"
 #include "core/data/factory.h"
+#include "tests/support/errors.h"
 
 namespace mddp::train {
 namespace {
@@ -180,6 +181,51 @@ TEST(Trainer, StragglerSleepsInTheNamedPhaseOfTheNamedRank) {
     EXPECT_GE(in_phase, 40.0) << phase;
     EXPECT_GE(t.total, in_phase) << phase;
   }
+}
+
+// The diagnosis Labs' seam (lab_fault.h): each kind parses, and a text that
+// is none of them is an InputError naming MDDP_LAB_FAULT.
+TEST(LabFault, ParsesEachKindAndRefusesOthers) {
+  const LabFault hang = LabFault::parse("hang:2:57:backward");
+  EXPECT_EQ(hang.kind, LabFault::Kind::kHang);
+  EXPECT_EQ(hang.rank, 2);
+  EXPECT_EQ(hang.step, 57);
+  EXPECT_EQ(hang.phase, "backward");
+  const LabFault slow = LabFault::parse("slow:1:data:4");
+  EXPECT_EQ(slow.kind, LabFault::Kind::kSlow);
+  EXPECT_EQ(slow.ms, 4.0);
+  const LabFault nan = LabFault::parse("nan:3:12");
+  EXPECT_EQ(nan.kind, LabFault::Kind::kNan);
+  EXPECT_EQ(nan.step, 12);
+  EXPECT_EQ(LabFault::parse("").kind, LabFault::Kind::kNone);
+  for (const char* bad : {"hang:1:5", "slow:1:sync:3", "nan:x:3", "nan:-1:3", "boom:1:2", "hang"})
+    test::expect_input_error([&] { LabFault::parse(bad); }, {"MDDP_LAB_FAULT", bad});
+}
+
+// The planted NaN reaches the named rank's loss at the named step, and no
+// other step's or rank's: a regression target (a NaN input would vanish in
+// the first ReLU).
+TEST(LabFault, NanPoisonsTheNamedRanksTargetsAtTheNamedStep) {
+  TrainConfig c = small_config();
+  c.data.spec = "synthetic-regression";
+  c.loss = "mse";
+  c.model.classes = 0;
+  c.allow_nonfinite_loss = true;
+  ::setenv("MDDP_LAB_FAULT", "nan:1:3", 1);
+  Trainer other(c, /*rank=*/0, /*world_size=*/2), poisoned(c, /*rank=*/1, /*world_size=*/2);
+  ::unsetenv("MDDP_LAB_FAULT");
+  for (int step = 1; step <= 3; ++step) {
+    EXPECT_TRUE(std::isfinite(other.step().loss)) << step;
+    EXPECT_EQ(std::isfinite(poisoned.step().loss), step < 3) << step;
+  }
+}
+
+// The planted straggler sleeps in its phase of every step.
+TEST(LabFault, SlowSleepsInTheNamedPhaseOfEveryStep) {
+  ::setenv("MDDP_LAB_FAULT", "slow:1:forward:40", 1);
+  Trainer slow(small_config(), /*rank=*/1, /*world_size=*/2);
+  ::unsetenv("MDDP_LAB_FAULT");
+  for (int step = 1; step <= 2; ++step) EXPECT_GE(slow.step().times.forward, 40.0) << step;
 }
 
 }  // namespace

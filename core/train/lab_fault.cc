@@ -1,0 +1,90 @@
+#include "core/train/lab_fault.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <limits>
+#include <thread>
+#include <vector>
+
+#include "core/common/check.h"
+#include "core/common/strings.h"
+
+namespace mddp::train {
+namespace {
+
+std::vector<std::string> fields_of(const std::string& text) {
+  std::vector<std::string> out(1);
+  for (char c : text) {
+    if (c == ':')
+      out.emplace_back();
+    else
+      out.back() += c;
+  }
+  return out;
+}
+
+int64_t whole(const std::string& text, const std::string& field, const std::string& all) {
+  try {
+    std::size_t used = 0;
+    const int64_t v = std::stoll(text, &used);
+    if (used == text.size() && v >= 0) return v;
+  } catch (const std::exception&) {
+  }
+  throw InputError(
+      str("MDDP_LAB_FAULT '", all, "': ", field, " '", text, "' is not a whole number"));
+}
+
+}  // namespace
+
+LabFault LabFault::parse(const std::string& text) {
+  LabFault f;
+  if (text.empty()) return f;
+  const auto p = fields_of(text);
+  const auto bad = [&]() -> InputError {
+    return InputError(str("MDDP_LAB_FAULT '", text,
+                          "': give hang:RANK:STEP:PHASE, slow:RANK:PHASE:MS or nan:RANK:STEP"));
+  };
+  if (p.size() < 3) throw bad();
+  f.rank = static_cast<int>(whole(p[1], "the rank", text));
+  if (p[0] == "hang" && p.size() == 4) {
+    f.kind = Kind::kHang;
+    f.step = whole(p[2], "the step", text);
+    f.phase = p[3];
+  } else if (p[0] == "slow" && p.size() == 4) {
+    f.kind = Kind::kSlow;
+    f.phase = p[2];
+    f.ms = static_cast<double>(whole(p[3], "the milliseconds", text));
+  } else if (p[0] == "nan" && p.size() == 3) {
+    f.kind = Kind::kNan;
+    f.step = whole(p[2], "the step", text);
+  } else {
+    throw bad();
+  }
+  if (f.kind != Kind::kNan && f.phase != "data" && f.phase != "forward" && f.phase != "backward")
+    throw InputError(str("MDDP_LAB_FAULT '", text, "': the phase is data, forward or backward"));
+  return f;
+}
+
+LabFault LabFault::from_environment() {
+  const char* v = std::getenv("MDDP_LAB_FAULT");
+  return parse(v ? v : "");
+}
+
+void LabFault::at_phase(int r, int64_t s, const std::string& p) const {
+  if (r != rank || p != phase) return;
+  if (kind == Kind::kSlow)
+    std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(ms));
+  // Stopped for good, as a rank stuck in a driver call or a deadlock is:
+  // the process lives on (its heartbeat thread too) until it is killed.
+  if (kind == Kind::kHang && s == step)
+    for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+}
+
+void LabFault::poison(int r, int64_t s, tensor::Tensor& y) const {
+  if (kind != Kind::kNan || r != rank || s != step) return;
+  std::vector<float> values = y.to_vector();  // once, on any device
+  values.at(0) = std::numeric_limits<float>::quiet_NaN();
+  y.copy_from(values);
+}
+
+}  // namespace mddp::train
