@@ -241,7 +241,7 @@ void register_lab(CLI::App& app) {
   rst->callback([o] { guarded(*o, reset); });
 
   auto* run = work_dir(lab->add_subcommand(
-      "run", "Start a diagnosis Lab's job (hang, straggler, poisoned_shard) with a hidden fault"));
+      "run", "Start a diagnosis Lab's job (labs/README.md) with a hidden fault"));
   run->add_option("name", o->name, "the Lab")->required();
   run->add_option("--run-dir", o->run_dir,
                   "where the job writes (default: runs/NAME in the repository; a new try "

@@ -25,5 +25,6 @@ void check_tied_weight(const Implementations& impl, const CheckOptions& o, Repor
 void check_hang(const Implementations& impl, const CheckOptions& o, Report& report);
 void check_straggler(const Implementations& impl, const CheckOptions& o, Report& report);
 void check_poisoned_shard(const Implementations& impl, const CheckOptions& o, Report& report);
+void check_mismatched_rank(const Implementations& impl, const CheckOptions& o, Report& report);
 
 }  // namespace mddp::labs

@@ -277,6 +277,22 @@ const std::vector<Lab>& all_labs() {
        "gradients into everyone's, so after that step's optimizer every replica is NaN and "
        "every rank's loss is NaN from the next step. The console's loss is a mean over ranks.",
        check_poisoned_shard},
+      {15,
+       "mismatched_rank",
+       "labs/15_mismatched_rank",
+       "mismatched rank (one rank built another model: name it and the setting)",
+       "docs/diagnosis.md",
+       "mismatched_rank.toml",
+       "answers.toml",
+       {"core/ddp/ddp.cc (check_same_model, Note [Naming the odd rank])",
+        "coordinator/fingerprint_check.h (the bucket plan's check)"},
+       "Before the first step every rank all-gathers its parameters' names and shapes and "
+       "compares them with every other rank's. The ranks that built what rank 0 built are "
+       "counted against those that built what the first differing rank built; the smaller "
+       "side is named, so rank 0 can be the odd one. Another width changes the shapes of the "
+       "same parameters; another depth puts a [width, width] layer where the others have "
+       "their output layer.",
+       check_mismatched_rank},
   };
   return labs;
 }

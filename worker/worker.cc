@@ -22,6 +22,7 @@
 #include "core/ddp/strategies.h"
 #include "core/tensor/device.h"
 #include "core/train/distributed.h"
+#include "core/train/lab_fault.h"
 #include "core/train/loop.h"
 #include "mddp/config.h"
 #include "worker/coordinator_client.h"
@@ -139,6 +140,7 @@ train::TrainConfig rank_config(const JoinInfo& info, const WorkerOptions& o) {
     cfg.init_from.clear();
     cfg.resume.clear();
   }
+  train::LabFault::from_environment().mismatch(info.rank, cfg);  // a diagnosis Lab's, if any
   return cfg;
 }
 

@@ -42,36 +42,65 @@ DistributedDataParallel::~DistributedDataParallel() {
 }
 
 // Every rank contributes its fingerprint (fixed-size, zero-padded) to an
-// all_gather; each rank then compares all of them with rank 0's, so every
-// rank reports the same, specific difference.
+// all_gather; each rank then compares all of them (model_difference), so
+// every rank reports the same, specific difference.
 void DistributedDataParallel::check_same_model() {
   const std::vector<std::string> mine = fingerprint(model_);
-  const std::string text = join(mine, ";") + ";";  // each entry ends with ';' (entry() below)
+  const std::string text = join(mine, ";") + ";";  // each entry ends with ';' (entry_at)
   constexpr int64_t kWords = 4096;  // 16 KiB of text per rank is plenty for a fingerprint
   std::vector<float> in(kWords, 0.0f), out(kWords * comm_.size());
   std::memcpy(in.data(), text.data(),
               std::min<std::size_t>(text.size(), kWords * sizeof(float) - 1));
   comm_.all_gather(in.data(), out.data(), kWords, comm::DataType::kFloat32)->wait();
-  const auto text_of = [&](int r) {
-    return std::string(reinterpret_cast<const char*>(out.data() + r * kWords));
-  };
-  const std::string ref = text_of(0);
-  for (int r = 1; r < comm_.size(); ++r) {
-    const std::string other = text_of(r);
-    if (other == ref) continue;
-    std::size_t i = 0;
-    while (i < ref.size() && i < other.size() && ref[i] == other[i]) ++i;
-    const auto entry = [&](const std::string& s) {
-      const std::size_t begin = s.rfind(';', i == 0 ? 0 : i - 1);
-      const std::size_t from = begin == std::string::npos ? 0 : begin + 1;
-      const std::string e = s.substr(from, s.find(';', from) - from);
-      return e.empty() ? std::string("(no more parameters)") : e;
-    };
-    throw InputError(
-        str("rank ", r, " built a different model than rank 0: first difference at parameter '",
-            entry(ref), "' on rank 0 vs '", entry(other), "' on rank ", r,
-            " (check that every rank got the same --model/--width/--depth/--channels flags)"));
+  std::vector<std::string> texts;
+  for (int r = 0; r < comm_.size(); ++r)
+    texts.emplace_back(reinterpret_cast<const char*>(out.data() + r * kWords));
+  const std::string difference = model_difference(texts);
+  if (!difference.empty()) throw InputError(difference);
+}
+
+namespace {
+
+std::string ranks_phrase(const std::vector<int>& ranks) {
+  return str(ranks.size() == 1 ? "rank " : "ranks ", join(ranks, ", "));
+}
+
+// The ';'-terminated entry of `s` holding byte i.
+std::string entry_at(const std::string& s, std::size_t i) {
+  const std::size_t begin = s.rfind(';', i == 0 ? 0 : i - 1);
+  const std::size_t from = begin == std::string::npos || i == 0 ? 0 : begin + 1;
+  const std::string e = s.substr(from, s.find(';', from) - from);
+  return e.empty() ? std::string("(no more parameters)") : e;
+}
+
+}  // namespace
+
+// Note [Naming the odd rank]
+// The first rank that differs from rank 0 is not always the odd one: when
+// rank 0 itself built another model (a stale flag on the first host),
+// every other rank differs from it, and "rank 1 differs from rank 0"
+// blames the wrong process. So the ranks that built what rank 0 built are
+// counted against those that built what the first differing rank built,
+// and the smaller side is named (rank 0's side wins a tie: with two ranks
+// there is no majority, and rank 1 is named as before).
+std::string model_difference(const std::vector<std::string>& fp) {
+  const auto first = std::find_if(fp.begin(), fp.end(), [&](const auto& t) { return t != fp[0]; });
+  if (first == fp.end()) return "";
+  std::vector<int> like_zero, like_first;
+  for (std::size_t r = 0; r < fp.size(); ++r) {
+    if (fp[r] == fp[0]) like_zero.push_back(static_cast<int>(r));
+    if (fp[r] == *first) like_first.push_back(static_cast<int>(r));
   }
+  const bool zero_odd = like_zero.size() < like_first.size();
+  const std::vector<int>& odd = zero_odd ? like_zero : like_first;
+  const std::vector<int>& rest = zero_odd ? like_first : like_zero;
+  const std::string &a = fp[odd[0]], &b = fp[rest[0]];
+  std::size_t i = 0;
+  while (i < a.size() && i < b.size() && a[i] == b[i]) ++i;
+  return str(ranks_phrase(odd), " built a different model than ", ranks_phrase(rest),
+             ": first difference at parameter '", entry_at(a, i), "' on ", ranks_phrase(odd),
+             " vs '", entry_at(b, i), "' on ", ranks_phrase(rest),
+             " (check that every rank got the same --model/--width/--depth/--channels flags)");
 }
 
 void broadcast_parameters(nn::Module& model, comm::ProcessGroup& comm, int root) {

@@ -31,6 +31,12 @@ class DataParallel {
   virtual void after_backward() = 0;
 };
 
+// The ranks' model fingerprints ("name:[shape]" per parameter, joined by
+// ';', index = rank) compared: "" when all are equal, else one line naming
+// the odd rank(s) and the first parameter where they differ
+// (Note [Naming the odd rank] in ddp.cc).
+std::string model_difference(const std::vector<std::string>& fingerprints);
+
 // Every rank's parameters become `root`'s: one broadcast per parameter, in
 // registration order. Collective.
 void broadcast_parameters(nn::Module& model, comm::ProcessGroup& comm, int root = 0);

@@ -42,7 +42,8 @@ LabFault LabFault::parse(const std::string& text) {
   const auto p = fields_of(text);
   const auto bad = [&]() -> InputError {
     return InputError(str("MDDP_LAB_FAULT '", text,
-                          "': give hang:RANK:STEP:PHASE, slow:RANK:PHASE:MS or nan:RANK:STEP"));
+                          "': give hang:RANK:STEP:PHASE, slow:RANK:PHASE:MS, mismatch:RANK:SETTING "
+                          "(width or depth) or nan:RANK:STEP"));
   };
   if (p.size() < 3) throw bad();
   f.rank = static_cast<int>(whole(p[1], "the rank", text));
@@ -54,13 +55,17 @@ LabFault LabFault::parse(const std::string& text) {
     f.kind = Kind::kSlow;
     f.phase = p[2];
     f.ms = static_cast<double>(whole(p[3], "the milliseconds", text));
+  } else if (p[0] == "mismatch" && p.size() == 3 && (p[2] == "width" || p[2] == "depth")) {
+    f.kind = Kind::kMismatch;
+    f.setting = p[2];
   } else if (p[0] == "nan" && p.size() == 3) {
     f.kind = Kind::kNan;
     f.step = whole(p[2], "the step", text);
   } else {
     throw bad();
   }
-  if (f.kind != Kind::kNan && f.phase != "data" && f.phase != "forward" && f.phase != "backward")
+  const bool has_phase = f.kind == Kind::kHang || f.kind == Kind::kSlow;
+  if (has_phase && f.phase != "data" && f.phase != "forward" && f.phase != "backward")
     throw InputError(str("MDDP_LAB_FAULT '", text, "': the phase is data, forward or backward"));
   return f;
 }
@@ -78,6 +83,12 @@ void LabFault::at_phase(int r, int64_t s, const std::string& p) const {
   // the process lives on (its heartbeat thread too) until it is killed.
   if (kind == Kind::kHang && s == step)
     for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+}
+
+void LabFault::mismatch(int r, TrainConfig& cfg) const {
+  if (kind != Kind::kMismatch || r != rank) return;
+  if (setting == "width") cfg.model.width = cfg.model.width * 3 / 4;
+  if (setting == "depth") cfg.model.depth += 1;
 }
 
 void LabFault::poison(int r, int64_t s, tensor::Tensor& y) const {

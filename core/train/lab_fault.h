@@ -8,6 +8,9 @@
 //   hang:RANK:STEP:PHASE  RANK stops for good when PHASE (data, forward,
 //                         backward) of STEP begins; its heartbeats go on
 //   slow:RANK:PHASE:MS    RANK sleeps MS milliseconds in PHASE of every step
+//   mismatch:RANK:SETTING RANK builds its MLP with another SETTING than the
+//                         job's (width: 3/4 of it; depth: one hidden layer
+//                         more), as a worker started from a stale script would
 //   nan:RANK:STEP         RANK's targets of STEP hold a NaN (a damaged
 //                         record of its shard; a regression target: a NaN
 //                         input would vanish in the first ReLU)
@@ -17,16 +20,18 @@
 #include <string>
 
 #include "core/tensor/tensor.h"
+#include "core/train/config.h"
 
 namespace mddp::train {
 
 struct LabFault {
-  enum class Kind { kNone, kHang, kSlow, kNan };
+  enum class Kind { kNone, kHang, kSlow, kMismatch, kNan };
   Kind kind = Kind::kNone;
   int rank = -1;
   int64_t step = 0;
   std::string phase;
   double ms = 0;
+  std::string setting;  // mismatch
 
   // The fault in `text` (the variable's syntax above); "" is none. Throws
   // InputError naming MDDP_LAB_FAULT when the text is not one of them.
@@ -37,6 +42,8 @@ struct LabFault {
   // At the start of `phase` of `step` on `rank`: never returns for the
   // planted hang; sleeps for the planted straggler.
   void at_phase(int rank, int64_t step, const std::string& phase) const;
+  // The job's config as `rank` builds it: with the planted mismatch.
+  void mismatch(int rank, TrainConfig& cfg) const;
   // After `rank` loaded the targets of `step` into y: the planted NaN.
   void poison(int rank, int64_t step, tensor::Tensor& y) const;
 };

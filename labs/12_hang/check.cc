@@ -20,7 +20,7 @@ struct HangLog {
   int blamed = -1;
 };
 
-HangLog read_log(const std::filesystem::path& run) {
+HangLog read_hang_log(const std::filesystem::path& run) {
   std::ifstream in(run / "coordinator.log");
   const std::regex roll(R"(no progress for .* waits? in ([a-z_]+(\([a-z]+\))?) #([0-9]+))");
   const std::regex failed(R"(job '.*' failed: rank ([0-9]+))");
@@ -36,7 +36,7 @@ HangLog read_log(const std::filesystem::path& run) {
   return log;
 }
 
-Grading grade_rank(const DiagnosisCase& c, const HangLog& log) {
+Grading grade_hung_rank(const DiagnosisCase& c, const HangLog& log) {
   const auto rank = c.whole("rank");
   if (!rank) return not_answered("rank");
   if (*rank == c.fault.rank) return {};
@@ -52,7 +52,7 @@ Grading grade_rank(const DiagnosisCase& c, const HangLog& log) {
   return g;
 }
 
-Grading grade_place(const DiagnosisCase& c) {
+Grading grade_hung_place(const DiagnosisCase& c) {
   const auto step = c.whole("step");
   const auto phase = c.text("phase");
   if (!step) return not_answered("step");
@@ -68,7 +68,7 @@ Grading grade_place(const DiagnosisCase& c) {
   return g;
 }
 
-Grading grade_collective(const DiagnosisCase& c, const HangLog& log) {
+Grading grade_awaited_collective(const DiagnosisCase& c, const HangLog& log) {
   const auto op = c.text("collective");
   const auto seq = c.whole("sequence");
   if (!op) return not_answered("collective");
@@ -95,10 +95,10 @@ Grading grade_collective(const DiagnosisCase& c, const HangLog& log) {
 void check_hang(const Implementations&, const CheckOptions& o, Report& report) {
   const auto c = open_case("hang", o, report);
   if (!c) return;
-  const HangLog log = read_log(c->run);
-  Grading g = grade_rank(*c, log);
-  if (g.wrong.empty()) g = grade_place(*c);
-  if (g.wrong.empty()) g = grade_collective(*c, log);
+  const HangLog log = read_hang_log(c->run);
+  Grading g = grade_hung_rank(*c, log);
+  if (g.wrong.empty()) g = grade_hung_place(*c);
+  if (g.wrong.empty()) g = grade_awaited_collective(*c, log);
   const PlantedFault& f = c->fault;
   report_diagnosis(
       g,

@@ -19,7 +19,7 @@ int most_exposed_rank(const perf::Analysis& an) {
   return an.phases[perf::kExposedComm].slowest_rank;
 }
 
-Grading grade_rank(const DiagnosisCase& c, const perf::Analysis& an) {
+Grading grade_straggler_rank(const DiagnosisCase& c, const perf::Analysis& an) {
   const auto rank = c.whole("rank");
   if (!rank) return not_answered("rank");
   if (*rank == c.fault.rank) return {};
@@ -34,7 +34,7 @@ Grading grade_rank(const DiagnosisCase& c, const perf::Analysis& an) {
   return g;
 }
 
-Grading grade_phase(const DiagnosisCase& c) {
+Grading grade_straggler_phase(const DiagnosisCase& c) {
   const auto phase = c.text("phase");
   if (!phase) return not_answered("phase");
   if (*phase == c.fault.phase) return {};
@@ -47,7 +47,7 @@ Grading grade_phase(const DiagnosisCase& c) {
   return g;
 }
 
-Grading grade_wait(const DiagnosisCase& c, const perf::Analysis& an) {
+Grading grade_straggler_wait(const DiagnosisCase& c, const perf::Analysis& an) {
   const auto wait = c.number("wait_ms_per_step");
   if (!wait) return not_answered("wait_ms_per_step");
   const auto& ranks = an.stragglers.ranks;
@@ -78,9 +78,9 @@ void check_straggler(const Implementations&, const CheckOptions& o, Report& repo
     report.fail(str("analyze cannot read ", c->run.string(), ": ", e.what()));
     return;
   }
-  Grading g = grade_rank(*c, an);
-  if (g.wrong.empty()) g = grade_phase(*c);
-  if (g.wrong.empty()) g = grade_wait(*c, an);
+  Grading g = grade_straggler_rank(*c, an);
+  if (g.wrong.empty()) g = grade_straggler_phase(*c);
+  if (g.wrong.empty()) g = grade_straggler_wait(*c, an);
   const PlantedFault& f = c->fault;
   report_diagnosis(
       g,

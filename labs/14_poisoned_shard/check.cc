@@ -9,7 +9,7 @@
 namespace mddp::labs {
 namespace {
 
-Grading grade_rank(const DiagnosisCase& c) {
+Grading grade_poisoned_rank(const DiagnosisCase& c) {
   const auto rank = c.whole("rank");
   if (!rank) return not_answered("rank");
   if (*rank == c.fault.rank) return {};
@@ -25,7 +25,7 @@ Grading grade_rank(const DiagnosisCase& c) {
   return g;
 }
 
-Grading grade_steps(const DiagnosisCase& c) {
+Grading grade_poisoned_steps(const DiagnosisCase& c) {
   const auto step = c.whole("step");
   const auto spread = c.whole("spread_step");
   if (!step) return not_answered("step");
@@ -55,8 +55,8 @@ Grading grade_steps(const DiagnosisCase& c) {
 void check_poisoned_shard(const Implementations&, const CheckOptions& o, Report& report) {
   const auto c = open_case("poisoned_shard", o, report);
   if (!c) return;
-  Grading g = grade_rank(*c);
-  if (g.wrong.empty()) g = grade_steps(*c);
+  Grading g = grade_poisoned_rank(*c);
+  if (g.wrong.empty()) g = grade_poisoned_steps(*c);
   const PlantedFault& f = c->fault;
   report_diagnosis(
       g,

@@ -75,11 +75,13 @@ nlohmann::json answers_of(const toml::table& t) {
 std::string PlantedFault::environment() const {
   if (lab == "hang") return str("hang:", rank, ":", step, ":", phase);
   if (lab == "straggler") return str("slow:", rank, ":", phase, ":", ms);
+  if (lab == "mismatched_rank") return str("mismatch:", rank, ":", setting);
   return str("nan:", rank, ":", step);
 }
 
 const std::vector<std::string>& diagnosis_labs() {
-  static const std::vector<std::string> names{"hang", "straggler", "poisoned_shard"};
+  static const std::vector<std::string> names{"hang", "straggler", "poisoned_shard",
+                                              "mismatched_rank"};
   return names;
 }
 
@@ -101,6 +103,8 @@ PlantedFault plant_fault(const std::string& lab, uint64_t seed) {
   } else if (lab == "straggler") {
     f.phase = pick(rng, phases);
     f.ms = static_cast<int>(between(rng, 2, 5));
+  } else if (lab == "mismatched_rank") {
+    f.setting = pick(rng, std::vector<std::string>{"width", "depth"});
   } else {
     f.step = between(rng, 10, 50);
   }
@@ -116,6 +120,8 @@ std::vector<std::string> job_arguments(const std::string& lab, const std::string
                              "--comm-timeout-ms", "15000"});
   else if (lab == "straggler")
     args.insert(args.end(), {"synthetic", "--width", "256", "--steps", "200"});
+  else if (lab == "mismatched_rank")
+    args.insert(args.end(), {"synthetic", "--width", "256", "--depth", "2", "--steps", "50"});
   else  // a regression: a NaN target reaches the loss (a NaN input would vanish in a ReLU)
     args.insert(args.end(), {"synthetic-regression", "--loss", "mse", "--classes", "0", "--width",
                              "64", "--steps", "60", "--log-every", "1", "--allow-nonfinite-loss"});
@@ -127,8 +133,8 @@ std::filesystem::path sealed_fault_path(const std::filesystem::path& run_dir) {
 }
 
 void seal_fault(const PlantedFault& f, const std::filesystem::path& run_dir) {
-  const nlohmann::json j{
-      {"lab", f.lab}, {"rank", f.rank}, {"step", f.step}, {"phase", f.phase}, {"ms", f.ms}};
+  const nlohmann::json j{{"lab", f.lab},     {"rank", f.rank}, {"step", f.step},
+                         {"phase", f.phase}, {"ms", f.ms},     {"setting", f.setting}};
   std::ofstream out(sealed_fault_path(run_dir));
   out << to_hex(xor_stream(j.dump())) << "\n";
   if (!out.flush()) throw InputError(str("cannot write ", sealed_fault_path(run_dir).string()));
@@ -145,8 +151,8 @@ std::optional<PlantedFault> unseal_fault(const std::filesystem::path& run_dir) {
   if (!j.is_object() || !j.contains("lab"))
     throw InputError(str(sealed_fault_path(run_dir).string(),
                          " is damaged: make a new run with `microddp lab run`"));
-  return PlantedFault{j.value("lab", ""), j.value("rank", -1), j.value("step", int64_t{0}),
-                      j.value("phase", ""), j.value("ms", 0)};
+  return PlantedFault{j.value("lab", ""),   j.value("rank", -1), j.value("step", int64_t{0}),
+                      j.value("phase", ""), j.value("ms", 0),    j.value("setting", "")};
 }
 
 std::optional<int64_t> DiagnosisCase::whole(const char* key) const {

@@ -1,4 +1,5 @@
-// The diagnosis Labs (12 hang, 13 straggler, 14 poisoned_shard): a real job
+// The diagnosis Labs (12 hang, 13 straggler, 14 poisoned_shard, 15
+// mismatched_rank): a real job
 // with a fault planted at random, found by the student from what microddp
 // shows. `microddp lab run NAME` plants the fault (plant_fault), seals it
 // into the run directory (seal_fault: not readable at a glance, so the
@@ -21,11 +22,12 @@
 namespace mddp::labs {
 
 struct PlantedFault {
-  std::string lab;  // hang | straggler | poisoned_shard
+  std::string lab;  // hang | straggler | poisoned_shard | mismatched_rank
   int rank = -1;
-  int64_t step = 0;   // hang, poisoned_shard: the step it strikes
-  std::string phase;  // hang, straggler: data | forward | backward
-  int ms = 0;         // straggler: the sleep in every step
+  int64_t step = 0;     // hang, poisoned_shard: the step it strikes
+  std::string phase;    // hang, straggler: data | forward | backward
+  int ms = 0;           // straggler: the sleep in every step
+  std::string setting;  // mismatched_rank: width | depth
   // MDDP_LAB_FAULT's value for it.
   std::string environment() const;
 };

@@ -189,5 +189,26 @@ TEST(DdpModelCheck, MismatchedModelsAreRefusedWithTheDifference) {
   }
 }
 
+// Note [Naming the odd rank]: when rank 0 built the odd model, every other
+// rank differs from it, and rank 0 is the one named.
+TEST(DdpModelCheck, TheOddRankIsNamedEvenWhenItIsRankZero) {
+  const std::string a = "1.weight:[8, 8];1.bias:[8];", b = "1.weight:[6, 6];1.bias:[6];";
+  EXPECT_EQ(ddp::model_difference({a, a, a}), "");
+  const std::string zero_odd = ddp::model_difference({b, a, a, a});
+  EXPECT_NE(
+      zero_odd.find("rank 0 built a different model than ranks 1, 2, 3: first difference at "
+                    "parameter '1.weight:[6, 6]' on rank 0 vs '1.weight:[8, 8]' on ranks 1, 2, 3"),
+      std::string::npos)
+      << zero_odd;
+  const std::string two_odd = ddp::model_difference({a, a, b, a});
+  EXPECT_NE(two_odd.find("rank 2 built a different model than ranks 0, 1, 3"), std::string::npos)
+      << two_odd;
+  // A parameter only one side has.
+  const std::string extra = ddp::model_difference({a, a + "2.weight:[8, 8];"});
+  EXPECT_NE(extra.find("'2.weight:[8, 8]' on rank 1 vs '(no more parameters)' on rank 0"),
+            std::string::npos)
+      << extra;
+}
+
 }  // namespace
 }  // namespace mddp::test

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Plays the student of a diagnosis Lab (labs/12_hang, 13_straggler,
-14_poisoned_shard): starts the Lab's job with `microddp lab run` and a random
+14_poisoned_shard, 15_mismatched_rank): starts the Lab's job with `microddp lab run` and a random
 seed (printed, to replay a failure with --seed), finds the planted fault
 from what a user sees (the console, `microddp analyze --json`, the run's
 metrics.jsonl), and checks that `microddp lab check` accepts those answers
@@ -83,7 +83,34 @@ def poisoned_answers(binary, run_dir, console):
     return right, wrong
 
 
-STUDENTS = {"hang": hang_answers, "straggler": straggler_answers, "poisoned_shard": poisoned_answers}
+def mismatched_answers(binary, run_dir, console):
+    """The model check's error: the odd rank, and the shapes on each side."""
+    m = re.search(r"ranks? ([\d, ]+) built a different model than ranks? [\d, ]+: first difference at "
+                  r"parameter '([^']*)' on .*? vs '([^']*)' on", console)
+    reporter = re.search(r"microddp: error: (?:the job failed: )?rank (\d+) \(host \S+\) failed", console)
+    if not (m and reporter):
+        fail("the console does not name the rank that built another model")
+    odd = [int(r) for r in m[1].split(", ")]
+    if len(odd) != 1:
+        fail(f"the error names {odd}, not one odd rank")
+    shape = lambda entry: [int(d) for d in re.findall(r"\d+", entry.split(":", 1)[1])]
+    odd_shape, rest_shape = shape(m[2]), shape(m[3])
+    # Another width: the same layer, square on both sides, of another size;
+    # one layer more: a square hidden layer where the others have their output layer.
+    square = lambda s: len(s) == 2 and s[0] == s[1]
+    setting = "width" if square(odd_shape) and square(rest_shape) else "depth"
+    right = dict(rank=odd[0], setting=setting)
+    wrong = [(dict(right, setting="depth" if setting == "width" else "width"),
+              "job.json's model")]
+    if int(reporter[1]) != odd[0]:
+        wrong.insert(0, (dict(right, rank=int(reporter[1])), "it only reported the difference first"))
+    if odd[0] != 0:
+        wrong.insert(0, (dict(right, rank=0), "rank 0 is where the weights come from"))
+    return right, wrong
+
+
+STUDENTS = {"hang": hang_answers, "straggler": straggler_answers, "poisoned_shard": poisoned_answers,
+            "mismatched_rank": mismatched_answers}
 
 
 def write_answers(path, run_dir, answers):
@@ -107,7 +134,7 @@ def main():
         job = run([a.binary, "lab", "run", a.lab, "--run-dir", str(run_dir), "--seed", str(a.seed),
                    "--linger", "0"], timeout=240)
         console = job.stdout + job.stderr
-        if a.lab != "hang" and job.returncode != 0:
+        if a.lab not in ("hang", "mismatched_rank") and job.returncode != 0:
             fail(f"the job failed:\n{console[-3000:]}")
         right, misreadings = STUDENTS[a.lab](a.binary, run_dir, console)
         print(f"the student's answers: {right}")
