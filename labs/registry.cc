@@ -293,6 +293,21 @@ const std::vector<Lab>& all_labs() {
        "same parameters; another depth puts a [width, width] layer where the others have "
        "their output layer.",
        check_mismatched_rank},
+      {16,
+       "uneven_work",
+       "labs/16_uneven_work",
+       "uneven work (one rank's shard ran out first: name it, and where they parted)",
+       "docs/diagnosis.md",
+       "uneven_work.toml",
+       "answers.toml",
+       {"core/comm/transport/ (the size check of every message)",
+        "core/train/loop.cc (what a rank does after its last step)"},
+       "Every rank must run the same collectives in the same order. The rank whose shard ended "
+       "reduced the loss of its last progress line, an all-reduce of one number, while the others "
+       "went on to the next step's gradient all-reduce: the same sequence number, different sizes. "
+       "The transport compares each message's size with the one expected and fails at once, "
+       "naming both ranks; the rank with the 4-byte message is the one that had finished.",
+       check_uneven_work},
   };
   return labs;
 }

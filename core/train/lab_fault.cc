@@ -43,7 +43,7 @@ LabFault LabFault::parse(const std::string& text) {
   const auto bad = [&]() -> InputError {
     return InputError(str("MDDP_LAB_FAULT '", text,
                           "': give hang:RANK:STEP:PHASE, slow:RANK:PHASE:MS, mismatch:RANK:SETTING "
-                          "(width or depth) or nan:RANK:STEP"));
+                          "(width or depth), short:RANK:STEPS or nan:RANK:STEP"));
   };
   if (p.size() < 3) throw bad();
   f.rank = static_cast<int>(whole(p[1], "the rank", text));
@@ -58,6 +58,9 @@ LabFault LabFault::parse(const std::string& text) {
   } else if (p[0] == "mismatch" && p.size() == 3 && (p[2] == "width" || p[2] == "depth")) {
     f.kind = Kind::kMismatch;
     f.setting = p[2];
+  } else if (p[0] == "short" && p.size() == 3) {
+    f.kind = Kind::kShort;
+    f.step = whole(p[2], "the steps", text);
   } else if (p[0] == "nan" && p.size() == 3) {
     f.kind = Kind::kNan;
     f.step = whole(p[2], "the step", text);
@@ -86,7 +89,9 @@ void LabFault::at_phase(int r, int64_t s, const std::string& p) const {
 }
 
 void LabFault::mismatch(int r, TrainConfig& cfg) const {
-  if (kind != Kind::kMismatch || r != rank) return;
+  if (r != rank) return;
+  if (kind == Kind::kShort) cfg.steps = step;
+  if (kind != Kind::kMismatch) return;
   if (setting == "width") cfg.model.width = cfg.model.width * 3 / 4;
   if (setting == "depth") cfg.model.depth += 1;
 }

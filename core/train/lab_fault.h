@@ -11,6 +11,8 @@
 //   mismatch:RANK:SETTING RANK builds its MLP with another SETTING than the
 //                         job's (width: 3/4 of it; depth: one hidden layer
 //                         more), as a worker started from a stale script would
+//   short:RANK:STEPS      RANK's shard ends after STEPS steps (the others'
+//                         go on): uneven work, as with shards of unequal size
 //   nan:RANK:STEP         RANK's targets of STEP hold a NaN (a damaged
 //                         record of its shard; a regression target: a NaN
 //                         input would vanish in the first ReLU)
@@ -25,7 +27,7 @@
 namespace mddp::train {
 
 struct LabFault {
-  enum class Kind { kNone, kHang, kSlow, kMismatch, kNan };
+  enum class Kind { kNone, kHang, kSlow, kMismatch, kShort, kNan };
   Kind kind = Kind::kNone;
   int rank = -1;
   int64_t step = 0;
@@ -42,7 +44,8 @@ struct LabFault {
   // At the start of `phase` of `step` on `rank`: never returns for the
   // planted hang; sleeps for the planted straggler.
   void at_phase(int rank, int64_t step, const std::string& phase) const;
-  // The job's config as `rank` builds it: with the planted mismatch.
+  // The job's config as `rank` builds it: with the planted mismatch or
+  // short shard.
   void mismatch(int rank, TrainConfig& cfg) const;
   // After `rank` loaded the targets of `step` into y: the planted NaN.
   void poison(int rank, int64_t step, tensor::Tensor& y) const;

@@ -76,12 +76,13 @@ std::string PlantedFault::environment() const {
   if (lab == "hang") return str("hang:", rank, ":", step, ":", phase);
   if (lab == "straggler") return str("slow:", rank, ":", phase, ":", ms);
   if (lab == "mismatched_rank") return str("mismatch:", rank, ":", setting);
+  if (lab == "uneven_work") return str("short:", rank, ":", step);
   return str("nan:", rank, ":", step);
 }
 
 const std::vector<std::string>& diagnosis_labs() {
   static const std::vector<std::string> names{"hang", "straggler", "poisoned_shard",
-                                              "mismatched_rank"};
+                                              "mismatched_rank", "uneven_work"};
   return names;
 }
 
@@ -100,6 +101,12 @@ PlantedFault plant_fault(const std::string& lab, uint64_t seed) {
   if (lab == "hang") {
     f.step = between(rng, 20, 200);
     f.phase = pick(rng, phases);
+  } else if (lab == "uneven_work") {
+    // Not a step every rank ends with a loss all-reduce anyway (every 20th
+    // prints a line; 128 ends an epoch): there the last step's all-reduce
+    // of the loss would still match the others'.
+    f.step = 20 * between(rng, 1, 9) + between(rng, 1, 19);
+    if (f.step % 128 == 0) ++f.step;
   } else if (lab == "straggler") {
     f.phase = pick(rng, phases);
     f.ms = static_cast<int>(between(rng, 2, 5));
@@ -115,7 +122,7 @@ std::vector<std::string> job_arguments(const std::string& lab, const std::string
                                        double linger_s) {
   std::vector<std::string> args{"run",   "--nproc",       std::to_string(kRanks), "--run-dir",
                                 run_dir, "--http-linger", str(linger_s),          "--dataset"};
-  if (lab == "hang")  // stopped ranks time out after 15 s, not the default minute
+  if (lab == "hang" || lab == "uneven_work")  // waits time out in 15 s, not the default minute
     args.insert(args.end(), {"synthetic", "--width", "64", "--steps", "400", "--log-every", "20",
                              "--comm-timeout-ms", "15000"});
   else if (lab == "straggler")

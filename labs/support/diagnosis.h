@@ -1,5 +1,5 @@
 // The diagnosis Labs (12 hang, 13 straggler, 14 poisoned_shard, 15
-// mismatched_rank): a real job
+// mismatched_rank, 16 uneven_work): a real job
 // with a fault planted at random, found by the student from what microddp
 // shows. `microddp lab run NAME` plants the fault (plant_fault), seals it
 // into the run directory (seal_fault: not readable at a glance, so the
@@ -22,9 +22,9 @@
 namespace mddp::labs {
 
 struct PlantedFault {
-  std::string lab;  // hang | straggler | poisoned_shard | mismatched_rank
+  std::string lab;  // hang | straggler | poisoned_shard | mismatched_rank | uneven_work
   int rank = -1;
-  int64_t step = 0;     // hang, poisoned_shard: the step it strikes
+  int64_t step = 0;     // hang, poisoned_shard: the step it strikes; uneven_work: its last
   std::string phase;    // hang, straggler: data | forward | backward
   int ms = 0;           // straggler: the sleep in every step
   std::string setting;  // mismatched_rank: width | depth

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Plays the student of a diagnosis Lab (labs/12_hang, 13_straggler,
-14_poisoned_shard, 15_mismatched_rank): starts the Lab's job with `microddp lab run` and a random
+14_poisoned_shard, 15_mismatched_rank, 16_uneven_work): starts the Lab's job with `microddp lab run` and a random
 seed (printed, to replay a failure with --seed), finds the planted fault
 from what a user sees (the console, `microddp analyze --json`, the run's
 metrics.jsonl), and checks that `microddp lab check` accepts those answers
@@ -109,8 +109,27 @@ def mismatched_answers(binary, run_dir, console):
     return right, wrong
 
 
+def uneven_answers(binary, run_dir, console):
+    """The size error's pair: the rank with the 4-byte message had finished training."""
+    m = re.search(r"#(\d+): .* rank (\d+) sent a message of (\d+) bytes but rank (\d+) expected (\d+) bytes",
+                  console)
+    if not m:
+        fail("the console shows no message-size error")
+    seq, sender, sent, receiver, expected = (int(x) for x in m.groups())
+    short, busy = (sender, receiver) if sent < expected else (receiver, sender)
+    last = 0
+    for line in open(run_dir / "metrics.jsonl"):
+        r = json.loads(line)
+        if r.get("kind") == "step":
+            last = max(last, r["step"])
+    right = dict(rank=short, last_step=last, sequence=seq)
+    wrong = [(dict(right, rank=busy), "one sent or expected a 4-byte message"),
+             (dict(right, last_step=last + 1), "the others failed inside its first all-reduce")]
+    return right, wrong
+
+
 STUDENTS = {"hang": hang_answers, "straggler": straggler_answers, "poisoned_shard": poisoned_answers,
-            "mismatched_rank": mismatched_answers}
+            "mismatched_rank": mismatched_answers, "uneven_work": uneven_answers}
 
 
 def write_answers(path, run_dir, answers):
@@ -134,7 +153,7 @@ def main():
         job = run([a.binary, "lab", "run", a.lab, "--run-dir", str(run_dir), "--seed", str(a.seed),
                    "--linger", "0"], timeout=240)
         console = job.stdout + job.stderr
-        if a.lab not in ("hang", "mismatched_rank") and job.returncode != 0:
+        if a.lab in ("straggler", "poisoned_shard") and job.returncode != 0:
             fail(f"the job failed:\n{console[-3000:]}")
         right, misreadings = STUDENTS[a.lab](a.binary, run_dir, console)
         print(f"the student's answers: {right}")

@@ -197,8 +197,19 @@ TEST(LabFault, ParsesEachKindAndRefusesOthers) {
   const LabFault nan = LabFault::parse("nan:3:12");
   EXPECT_EQ(nan.kind, LabFault::Kind::kNan);
   EXPECT_EQ(nan.step, 12);
+  const LabFault mismatch = LabFault::parse("mismatch:0:depth");
+  EXPECT_EQ(mismatch.kind, LabFault::Kind::kMismatch);
+  EXPECT_EQ(mismatch.setting, "depth");
+  TrainConfig c;
+  LabFault::parse("short:1:40").mismatch(1, c);
+  EXPECT_EQ(c.steps, 40);
+  mismatch.mismatch(0, c);
+  EXPECT_EQ(c.model.depth, TrainConfig{}.model.depth + 1);
+  mismatch.mismatch(1, c);  // another rank: untouched
+  EXPECT_EQ(c.model.depth, TrainConfig{}.model.depth + 1);
   EXPECT_EQ(LabFault::parse("").kind, LabFault::Kind::kNone);
-  for (const char* bad : {"hang:1:5", "slow:1:sync:3", "nan:x:3", "nan:-1:3", "boom:1:2", "hang"})
+  for (const char* bad : {"hang:1:5", "slow:1:sync:3", "nan:x:3", "nan:-1:3", "boom:1:2", "hang",
+                          "mismatch:1:heads", "short:1"})
     test::expect_input_error([&] { LabFault::parse(bad); }, {"MDDP_LAB_FAULT", bad});
 }
 
