@@ -75,19 +75,22 @@ json job_json(const JobSnapshot& s) {
 json ranks_json(const JobSnapshot& s) {
   json out = json::array();
   for (const RankSnapshot& r : s.ranks)
-    out.push_back({{"rank", r.rank},
-                   {"host", r.host},
-                   {"device", r.device},
-                   {"pid", r.pid},
-                   {"threads", r.threads > 0 ? json(r.threads) : json(nullptr)},
-                   {"cpus", r.cpus > 0 ? json(r.cpus) : json(nullptr)},
-                   {"oversubscribed", r.oversubscribed},
-                   {"state", r.state},
-                   {"phase", r.phase},
-                   {"step", r.step},
-                   {"heartbeat_age_ms", r.heartbeat_age_ms},
-                   {"clock_offset_ms", or_null(r.clock_offset_ms)},
-                   {"message", r.message}});
+    out.push_back(
+        {{"rank", r.rank},
+         {"host", r.host},
+         {"device", r.device},
+         {"pid", r.pid},
+         {"threads", r.threads > 0 ? json(r.threads) : json(nullptr)},
+         {"cpus", r.cpus > 0 ? json(r.cpus) : json(nullptr)},
+         {"oversubscribed", r.oversubscribed},
+         {"state", r.state},
+         {"phase", r.phase},
+         {"step", r.step},
+         {"heartbeat_age_ms", r.heartbeat_age_ms},
+         {"clock_offset_ms", or_null(r.clock_offset_ms)},
+         {"loss", r.loss && std::isfinite(*r.loss) ? json(*r.loss) : json(nullptr)},
+         {"nonfinite_since", r.nonfinite_since > 0 ? json(r.nonfinite_since) : json(nullptr)},
+         {"message", r.message}});
   return out;
 }
 

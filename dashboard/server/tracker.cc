@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "control/job_config_json.h"
@@ -69,6 +70,8 @@ void Tracker::observe(const std::vector<control::MetricsRecord>& records, TimePo
     w.bytes += m.comm_bytes;
     w.grad_bytes += m.grad_bytes;
     if (m.clock_offset_ns != 0) w.clock_offset_ns = m.clock_offset_ns;
+    if (!std::isfinite(m.loss) && (w.nonfinite_since == 0 || m.step < w.nonfinite_since))
+      w.nonfinite_since = m.step;
     w.last.push_back({r.time_unix_ns,
                       m.step,
                       m.loss,
@@ -191,6 +194,8 @@ void Tracker::add_ranks(JobSnapshot& s, const std::vector<coordinator::Member>& 
       const RankWindow& w = it->second;
       if (w.clock_offset_ns != 0) r.clock_offset_ms = static_cast<double>(w.clock_offset_ns) * 1e-6;
       r.allreduce_bytes = w.bytes;
+      if (!w.last.empty()) r.loss = w.last.back().loss;
+      r.nonfinite_since = w.nonfinite_since;
       for (const Sample& x : w.last)
         for (std::size_t p = 0; p < kPhases.size(); ++p) r.phase_mean_ms[p] += x.phase_ms[p];
       for (double& v : r.phase_mean_ms)

@@ -43,6 +43,11 @@ struct RankSnapshot {
   std::optional<double> clock_offset_ms;               // none until a record carried one
   std::array<double, kPhases.size()> phase_mean_ms{};  // over the last kPhaseWindow steps
   uint64_t allreduce_bytes = 0;                        // every record since the start
+  // Its own loss at its latest step (none before its first record), and the
+  // first step whose loss was NaN or infinite (0: none yet): a mean over
+  // ranks hides which rank went first.
+  std::optional<double> loss;
+  int64_t nonfinite_since = 0;
 };
 
 struct JobSnapshot {
@@ -92,7 +97,8 @@ class Tracker {
     std::deque<Sample> last;  // the latest kPhaseWindow training records
     int64_t clock_offset_ns = 0;
     uint64_t bytes = 0;
-    uint64_t grad_bytes = 0;  // the fp32 gradients `bytes` stood for
+    uint64_t grad_bytes = 0;      // the fp32 gradients `bytes` stood for
+    int64_t nonfinite_since = 0;  // the first step with a NaN or infinite loss (0: none)
   };
 
   double samples_per_s() const;

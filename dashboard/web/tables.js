@@ -66,6 +66,17 @@ function coresCell(k) {
       + 'which inflates exposed comm and stragglers' });
 }
 
+// The rank's own loss; from the first step it was NaN or infinite on, that
+// step instead (API.md, nonfinite_since): which rank went first, which the
+// job's loss, a mean over ranks, cannot say.
+function lossCell(k) {
+  if (k.nonfinite_since) {
+    return el('td', { class: 'num nonfinite', 'data-nonfinite': String(k.nonfinite_since),
+      text: `NaN since ${k.nonfinite_since}` });
+  }
+  return el('td', { class: 'num', text: num(k.loss, 4) });
+}
+
 // Past this many ranks the table shows one page of them at a time: a
 // thousand rows rebuilt four times a second would make the page crawl.
 export const RANKS_PER_PAGE = 100;
@@ -111,10 +122,11 @@ export function renderRanks(tbody, ranks, lastStep, page = 0) {
       el('td', {}, el('span', { class: 'state', 'data-state': k.state, text: k.state })),
       el('td', { text: PHASE_LABEL[k.phase] ?? k.phase ?? '' }),
       el('td', { class: 'num', text: step > 0 ? String(step) : '' }),
+      lossCell(k),
       el('td', { class: `num${stale ? ' stale' : ''}`, text: Number.isFinite(age) ? ms(age) : '–' }),
       el('td', { class: 'msg', text: k.message ?? '' }));
   });
-  if (!rows.length) rows.push(el('tr', {}, el('td', { colspan: '10', class: 'empty', text: 'No ranks have joined yet.' })));
+  if (!rows.length) rows.push(el('tr', {}, el('td', { colspan: '11', class: 'empty', text: 'No ranks have joined yet.' })));
   tbody.replaceChildren(...rows);
   return pages;
 }

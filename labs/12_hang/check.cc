@@ -5,6 +5,7 @@
 
 #include <fstream>
 #include <regex>
+#include <set>
 
 #include "labs/checks.h"
 #include "labs/support/diagnosis.h"
@@ -13,17 +14,21 @@ namespace mddp::labs {
 namespace {
 
 // What the run's coordinator log shows: the roll call's collective and
-// sequence number, and the rank its verdict blamed (the first to time out).
+// sequence number, the rank its verdict blamed (the first to time out), and
+// every rank whose own wait timed out.
 struct HangLog {
   std::string op;  // "all_reduce(ring)"
   int64_t sequence = -1;
   int blamed = -1;
+  std::set<int> timed_out;
 };
 
 HangLog read_hang_log(const std::filesystem::path& run) {
   std::ifstream in(run / "coordinator.log");
   const std::regex roll(R"(no progress for .* waits? in ([a-z_]+(\([a-z]+\))?) #([0-9]+))");
   const std::regex failed(R"(job '.*' failed: rank ([0-9]+))");
+  const std::regex waited(
+      R"(error: rank ([0-9]+) .*left with a failure: rank [0-9]+: .* timed out)");
   HangLog log;
   std::smatch m;
   for (std::string line; std::getline(in, line);) {
@@ -32,6 +37,7 @@ HangLog read_hang_log(const std::filesystem::path& run) {
       log.sequence = std::stoll(m[3]);
     }
     if (log.blamed < 0 && std::regex_search(line, m, failed)) log.blamed = std::stoi(m[1]);
+    if (std::regex_search(line, m, waited)) log.timed_out.insert(std::stoi(m[1]));
   }
   return log;
 }
@@ -41,11 +47,11 @@ Grading grade_hung_rank(const DiagnosisCase& c, const HangLog& log) {
   if (!rank) return not_answered("rank");
   if (*rank == c.fault.rank) return {};
   Grading g{str("rank ", *rank, " did not stop"), {}};
-  if (*rank == log.blamed)
-    g.details.push_back(str("rank ", log.blamed,
-                            " is the one the job's error names: it timed out "
-                            "first, waiting for a rank that never came. A timeout names a "
-                            "waiter, not the rank that hung"));
+  if (*rank == log.blamed || log.timed_out.count(static_cast<int>(*rank)))
+    g.details.push_back(str("rank ", *rank, " timed out",
+                            *rank == log.blamed ? " first (the job's error names it)" : "",
+                            ", waiting for a rank that never came. A timeout names a waiter, not "
+                            "the rank that hung"));
   g.details.push_back(
       "the roll call ('no progress for ...') says where every rank is: the one "
       "not waiting in the collective is the one the others wait for");

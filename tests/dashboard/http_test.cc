@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -94,6 +95,29 @@ TEST_F(DashboardTest, RanksCarryWhatEachWorkerRunsOn) {
   EXPECT_EQ(ranks[0]["threads"], 4);
   EXPECT_EQ(ranks[0]["cpus"], 2);
   EXPECT_EQ(ranks[0]["oversubscribed"], true);  // host0: 4 compute threads on 2 CPUs
+}
+
+// Each rank's own loss, and the first step it was NaN: the job's loss (a
+// mean) turns NaN with the first rank's and cannot say whose it was.
+TEST_F(DashboardTest, RanksSayWhoseLossTurnedNonFiniteFirst) {
+  feed(1, 4);
+  json ranks = json::parse(request(port(), "/api/ranks").body());
+  EXPECT_DOUBLE_EQ(ranks[0]["loss"].get<double>(), 2.0 / 5);
+  EXPECT_TRUE(ranks[0]["nonfinite_since"].is_null());
+  const auto record = [](int64_t step, double loss) {
+    control::MetricsRecord r;
+    r.metrics.step = step;
+    r.metrics.loss = loss;
+    return r;
+  };
+  const double nan = std::nan("");
+  job_.metrics(sessions_[1], 0, {record(5, nan), record(6, nan)});
+  job_.metrics(sessions_[0], 0, {record(5, 0.3), record(6, nan)});
+  ranks = json::parse(request(port(), "/api/ranks").body());
+  EXPECT_EQ(ranks[1]["nonfinite_since"], 5);
+  EXPECT_EQ(ranks[0]["nonfinite_since"], 6);
+  EXPECT_TRUE(ranks[1]["loss"].is_null());
+  EXPECT_TRUE(json::parse(request(port(), "/api/job").body())["loss"].is_null());
 }
 
 TEST_F(DashboardTest, JobCarriesTheFitOfItsLink) {

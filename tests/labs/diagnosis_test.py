@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Plays the student of a diagnosis Lab (labs/12_hang, 13_straggler,
-14_poisoned_shard, 15_mismatched_rank, 16_uneven_work): starts the Lab's job with `microddp lab run` and a random
-seed (printed, to replay a failure with --seed), finds the planted fault
-from what a user sees (the console, `microddp analyze --json`, the run's
+14_poisoned_shard, 15_mismatched_rank, 16_uneven_work): starts the Lab's
+job with `microddp lab run` and a random seed (printed, to replay a failure
+with --seed), finds the planted fault from what a user sees (the console,
+the lingering dashboard's /api/ranks, `microddp analyze --json`, the run's
 metrics.jsonl), and checks that `microddp lab check` accepts those answers
 and rejects each classic misreading with its explanation.
 
@@ -16,7 +17,9 @@ import random
 import re
 import subprocess
 import sys
+import signal
 import tempfile
+import urllib.request
 from pathlib import Path
 
 
@@ -29,24 +32,26 @@ def fail(msg):
     sys.exit(1)
 
 
-def hang_answers(binary, run_dir, console):
+def hang_answers(binary, run_dir, console, ranks):
     """The roll call names the stopped rank and where; the error names a waiter."""
     stopped = re.search(r"rank (\d+) was last seen in (\w+) of step (\d+)", console)
     waiting = re.search(r"wait in ([a-z_]+)(?:\(\w+\))? #(\d+)", console)
-    blamed = re.search(r"microddp: error: rank (\d+) \(host", console)
+    # The job's verdict is the console's last error line (rank 0's own error may come before it).
+    verdicts = re.findall(r"microddp: error: (?:the job failed: )?rank (\d+) \(host \S+\) failed", console)
+    blamed = verdicts[-1] if verdicts else None
     if not (stopped and waiting and blamed):
         fail("the console shows no roll call naming the stopped rank, or no error")
     rank, phase, step = int(stopped[1]), stopped[2], int(stopped[3])
     right = dict(rank=rank, step=step, phase=phase, collective=waiting[1], sequence=int(waiting[2]))
     wrong = []
-    if int(blamed[1]) != rank:
-        wrong.append((dict(right, rank=int(blamed[1])), "A timeout names a waiter"))
+    if int(blamed) != rank:
+        wrong.append((dict(right, rank=int(blamed)), "A timeout names a waiter"))
     wrong.append((dict(right, phase="sync"), "sync is where the other ranks wait"))
     wrong.append((dict(right, sequence=right["sequence"] - 1), "the last collective every rank finished"))
     return right, wrong
 
 
-def straggler_answers(binary, run_dir, console):
+def straggler_answers(binary, run_dir, console, ranks):
     """analyze's stragglers: the late rank, its phase, the others' wait per step."""
     out = run([binary, "analyze", str(run_dir), "--json"])
     if out.returncode != 0:
@@ -65,17 +70,21 @@ def straggler_answers(binary, run_dir, console):
     return right, wrong
 
 
-def poisoned_answers(binary, run_dir, console):
-    """Each rank's own loss (metrics.jsonl, NaN as null): who turned NaN first."""
+def poisoned_answers(binary, run_dir, console, ranks):
+    """Each rank's own loss: /api/ranks says from which step it was NaN."""
+    since = {k["rank"]: k["nonfinite_since"] for k in ranks}
+    if None in since.values() or len(since) != 4:
+        fail(f"the rank table does not show every rank's loss turning NaN: {since}")
+    rank = min(since, key=since.get)
+    right = dict(rank=rank, step=since[rank], spread_step=max(since.values()))
+    # The same from the run's metrics.jsonl (NaN written as null).
     first_nan = {}
     for line in open(run_dir / "metrics.jsonl"):
         r = json.loads(line)
         if r.get("kind") == "step" and r.get("loss") is None:
             first_nan[r["rank"]] = min(first_nan.get(r["rank"], r["step"]), r["step"])
-    if len(first_nan) != 4:
-        fail(f"not every rank's loss turned NaN: {first_nan}")
-    rank = min(first_nan, key=first_nan.get)
-    right = dict(rank=rank, step=first_nan[rank], spread_step=max(first_nan.values()))
+    if first_nan != since:
+        fail(f"/api/ranks says {since}, metrics.jsonl {first_nan}")
     wrong = [(dict(right, step=right["spread_step"]), "that is when every rank's loss is NaN"),
              (dict(right, spread_step=right["step"]), "the console's loss (a mean over ranks) is NaN at once")]
     if rank != 0:
@@ -83,11 +92,12 @@ def poisoned_answers(binary, run_dir, console):
     return right, wrong
 
 
-def mismatched_answers(binary, run_dir, console):
+def mismatched_answers(binary, run_dir, console, ranks):
     """The model check's error: the odd rank, and the shapes on each side."""
     m = re.search(r"ranks? ([\d, ]+) built a different model than ranks? [\d, ]+: first difference at "
                   r"parameter '([^']*)' on .*? vs '([^']*)' on", console)
-    reporter = re.search(r"microddp: error: (?:the job failed: )?rank (\d+) \(host \S+\) failed", console)
+    reporters = re.findall(r"microddp: error: (?:the job failed: )?rank (\d+) \(host \S+\) failed", console)
+    reporter = reporters[-1] if reporters else None  # the job's verdict: the last error line
     if not (m and reporter):
         fail("the console does not name the rank that built another model")
     odd = [int(r) for r in m[1].split(", ")]
@@ -102,14 +112,14 @@ def mismatched_answers(binary, run_dir, console):
     right = dict(rank=odd[0], setting=setting)
     wrong = [(dict(right, setting="depth" if setting == "width" else "width"),
               "job.json's model")]
-    if int(reporter[1]) != odd[0]:
-        wrong.insert(0, (dict(right, rank=int(reporter[1])), "it only reported the difference first"))
+    if int(reporter) != odd[0]:
+        wrong.insert(0, (dict(right, rank=int(reporter)), "it only reported the difference first"))
     if odd[0] != 0:
         wrong.insert(0, (dict(right, rank=0), "rank 0 is where the weights come from"))
     return right, wrong
 
 
-def uneven_answers(binary, run_dir, console):
+def uneven_answers(binary, run_dir, console, ranks):
     """The size error's pair: the rank with the 4-byte message had finished training."""
     m = re.search(r"#(\d+): .* rank (\d+) sent a message of (\d+) bytes but rank (\d+) expected (\d+) bytes",
                   console)
@@ -132,6 +142,32 @@ STUDENTS = {"hang": hang_answers, "straggler": straggler_answers, "poisoned_shar
             "mismatched_rank": mismatched_answers, "uneven_work": uneven_answers}
 
 
+def run_lab(binary, lab, run_dir, seed):
+    """`lab run`; the poisoned shard's job lingers so that its rank table is
+    read over HTTP as the student would, then Ctrl-C ends it. Returns the
+    console and /api/ranks (None for the other Labs)."""
+    cmd = [binary, "lab", "run", lab, "--run-dir", str(run_dir), "--seed", str(seed)]
+    if lab != "poisoned_shard":
+        job = run(cmd + ["--linger", "0"], timeout=240)
+        if lab == "straggler" and job.returncode != 0:
+            fail(f"the job failed:\n{(job.stdout + job.stderr)[-3000:]}")
+        return job.stdout + job.stderr, None
+    job = subprocess.Popen(cmd + ["--linger", "60"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    console, url, ranks = [], None, None
+    for line in job.stdout:
+        console.append(line)
+        url = url or (re.search(r"dashboard at (http://\S+/)", line) or [None, None])[1]
+        if "the dashboard stays up" in line:
+            break
+    if url:
+        ranks = json.load(urllib.request.urlopen(url + "api/ranks", timeout=10))
+    job.send_signal(signal.SIGINT)
+    rest, _ = job.communicate(timeout=60)
+    if not url:
+        fail(f"no dashboard address on the console:\n{''.join(console)}{rest}")
+    return "".join(console) + rest, ranks
+
+
 def write_answers(path, run_dir, answers):
     lines = [f'run = "{run_dir}"']
     for k, v in answers.items():
@@ -150,12 +186,8 @@ def main():
         tmp = Path(tmp)
         run_dir, work = tmp / a.lab, tmp / "work"
         work.mkdir()
-        job = run([a.binary, "lab", "run", a.lab, "--run-dir", str(run_dir), "--seed", str(a.seed),
-                   "--linger", "0"], timeout=240)
-        console = job.stdout + job.stderr
-        if a.lab in ("straggler", "poisoned_shard") and job.returncode != 0:
-            fail(f"the job failed:\n{console[-3000:]}")
-        right, misreadings = STUDENTS[a.lab](a.binary, run_dir, console)
+        console, ranks = run_lab(a.binary, a.lab, run_dir, a.seed)
+        right, misreadings = STUDENTS[a.lab](a.binary, run_dir, console, ranks)
         print(f"the student's answers: {right}")
         answers = work / f"{a.lab}.toml"
         check = [a.binary, "lab", "check", a.lab, "--work-dir", str(work)]

@@ -99,6 +99,7 @@ function ranks() {
     state: r === failedRank ? 'failed' : state === 'succeeded' ? 'done' : state === 'failed' ? 'running' : 'running',
     phase: ['forward', 'backward', 'optimizer'][(step + r) % 3], step: step - (r % 2),
     heartbeat_age_ms: r === failedRank ? 4200 : 40 + ((r * 37) % 200), clock_offset_ms: 0,
+    loss: 2 / (step + 1), nonfinite_since: null,
     message: r === failedRank ? 'killed by signal 9 (SIGKILL) during step ' + failedAt : '',
   }));
 }
