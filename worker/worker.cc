@@ -140,7 +140,7 @@ train::TrainConfig rank_config(const JoinInfo& info, const WorkerOptions& o) {
     cfg.init_from.clear();
     cfg.resume.clear();
   }
-  train::LabFault::from_environment().mismatch(info.rank, cfg);  // a diagnosis Lab's, if any
+  train::LabFault::from_environment().adjust_config(info.rank, cfg);  // a diagnosis Lab's, if any
   return cfg;
 }
 

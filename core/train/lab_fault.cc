@@ -78,7 +78,7 @@ LabFault LabFault::from_environment() {
   return parse(v ? v : "");
 }
 
-void LabFault::at_phase(int r, int64_t s, const std::string& p) const {
+void LabFault::at_phase(int r, int64_t s, std::string_view p) const {
   if (r != rank || p != phase) return;
   if (kind == Kind::kSlow)
     std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(ms));
@@ -88,7 +88,7 @@ void LabFault::at_phase(int r, int64_t s, const std::string& p) const {
     for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
 }
 
-void LabFault::mismatch(int r, TrainConfig& cfg) const {
+void LabFault::adjust_config(int r, TrainConfig& cfg) const {
   if (r != rank) return;
   if (kind == Kind::kShort) cfg.steps = step;
   if (kind != Kind::kMismatch) return;

@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "core/tensor/tensor.h"
 #include "core/train/config.h"
@@ -43,10 +44,10 @@ struct LabFault {
 
   // At the start of `phase` of `step` on `rank`: never returns for the
   // planted hang; sleeps for the planted straggler.
-  void at_phase(int rank, int64_t step, const std::string& phase) const;
+  void at_phase(int rank, int64_t step, std::string_view phase) const;
   // The job's config as `rank` builds it: with the planted mismatch or
   // short shard.
-  void mismatch(int rank, TrainConfig& cfg) const;
+  void adjust_config(int rank, TrainConfig& cfg) const;
   // After `rank` loaded the targets of `step` into y: the planted NaN.
   void poison(int rank, int64_t step, tensor::Tensor& y) const;
 };

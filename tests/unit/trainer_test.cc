@@ -201,11 +201,11 @@ TEST(LabFault, ParsesEachKindAndRefusesOthers) {
   EXPECT_EQ(mismatch.kind, LabFault::Kind::kMismatch);
   EXPECT_EQ(mismatch.setting, "depth");
   TrainConfig c;
-  LabFault::parse("short:1:40").mismatch(1, c);
+  LabFault::parse("short:1:40").adjust_config(1, c);
   EXPECT_EQ(c.steps, 40);
-  mismatch.mismatch(0, c);
+  mismatch.adjust_config(0, c);
   EXPECT_EQ(c.model.depth, TrainConfig{}.model.depth + 1);
-  mismatch.mismatch(1, c);  // another rank: untouched
+  mismatch.adjust_config(1, c);  // another rank: untouched
   EXPECT_EQ(c.model.depth, TrainConfig{}.model.depth + 1);
   EXPECT_EQ(LabFault::parse("").kind, LabFault::Kind::kNone);
   for (const char* bad : {"hang:1:5", "slow:1:sync:3", "nan:x:3", "nan:-1:3", "boom:1:2", "hang",
