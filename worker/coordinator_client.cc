@@ -180,7 +180,15 @@ void CoordinatorClient::wait_connected(Millis timeout) {
             str("cannot connect to the coordinator at ", options_.address, ": ", why),
             static_cast<int>(grpc::StatusCode::UNAVAILABLE));
     }
-    if (!impl_->channel->WaitForStateChange(state, deadline))
+    // TRANSIENT_FAILURE is sticky: the channel reports it until a connection
+    // is READY, so waiting for it to change could outlast the whole timeout
+    // while each new attempt fails for a reason that the next probe would
+    // name (a first attempt cut short before the server's SETTINGS frame,
+    // then "Socket closed"). So a failing channel is probed again each second.
+    const auto wake = state == GRPC_CHANNEL_TRANSIENT_FAILURE
+                          ? std::min(deadline, after(Millis(1000)))
+                          : deadline;
+    if (!impl_->channel->WaitForStateChange(state, wake) && wake == deadline)
       throw CoordinatorError(
           str("cannot reach the coordinator at ", options_.address, " within ",
               control::format_duration(timeout),

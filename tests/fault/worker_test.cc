@@ -3,9 +3,12 @@
 // heartbeat's verdicts, the metrics streamer's re-sends, the data address.
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <sched.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -18,6 +21,7 @@
 #include "core/comm/communicator.h"
 #include "core/comm/memory_store.h"
 #include "core/comm/transport/connect.h"
+#include "core/comm/transport/tcp/socket.h"
 #include "core/common/timer.h"
 #include "proto/microddp.grpc.pb.h"
 #include "worker/coordinator_client.h"
@@ -114,6 +118,60 @@ TEST(CoordinatorClient, UnreachableCoordinatorIsNamed) {
     EXPECT_NE(std::string(e.what()).find("127.0.0.1:1"), std::string::npos) << e.what();
   }
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
+}
+
+// A "coordinator" that fails each connection on purpose: the first gets an
+// HTTP/1.1 answer (gRPC reports a reason the worker does not recognise), every
+// later one is closed at once ("Socket closed": a TLS server refusing a
+// plaintext client looks the same).
+class FailingListener {
+ public:
+  FailingListener() {
+    auto [fd, port] = comm::tcp::listen_ephemeral("127.0.0.1");
+    fd_ = std::move(fd);
+    port_ = port;
+    thread_ = std::thread([this] { serve(); });
+  }
+  ~FailingListener() {
+    stop_ = true;
+    thread_.join();
+  }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  void serve() {
+    for (int n = 0; !stop_;) {
+      pollfd p{fd_.get(), POLLIN, 0};
+      if (::poll(&p, 1, 50) <= 0) continue;
+      comm::tcp::Fd conn(::accept(fd_.get(), nullptr, nullptr));
+      if (!conn.valid()) continue;
+      if (n++ == 0) {
+        const char answer[] = "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n";
+        [[maybe_unused]] const auto sent = ::write(conn.get(), answer, sizeof answer - 1);
+      }
+    }
+  }
+  comm::tcp::Fd fd_;
+  int port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+// gRPC keeps a failing channel in TRANSIENT_FAILURE until a connection is
+// ready, so a wait for the state to change outlasted the whole connect
+// timeout when the first failure was not one the worker names. Each new
+// failure must be looked at: the second one here is named within the timeout
+// (before, the channel's state changed after about 30 s).
+TEST(CoordinatorClient, ALaterFailureIsNamedWhenTheFirstIsNot) {
+  FailingListener listener;
+  CoordinatorClient client(client_options(listener.address()));
+  try {
+    client.wait_connected(15s);
+    FAIL() << "connected to a listener that closes every connection";
+  } catch (const CoordinatorError& e) {
+    EXPECT_NE(std::string(e.what()).find("closed the connection during set-up"), std::string::npos)
+        << e.what();
+  }
 }
 
 // A world-size-1 communicator to abort.
