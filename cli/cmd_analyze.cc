@@ -56,6 +56,28 @@ void print_levels(const perf::LevelSplit& l) {
   std::printf("\n");
 }
 
+// Each link's rate as the all-reduces saw it (perf::LinkRate), slowest
+// first; the median beside them, since a slow link is slow against the rest.
+void print_links(const std::vector<perf::LinkRate>& links) {
+  if (links.empty()) return;
+  std::vector<double> rates;
+  for (const auto& l : links) rates.push_back(l.gbps());
+  const double median = perf::summarize(rates).median;
+  std::printf(
+      "\nlinks, as the traced steps' transfers waited on them (slowest first; median %.3f "
+      "GB/s):\n",
+      median);
+  constexpr std::size_t kShown = 6;
+  for (std::size_t i = 0; i < std::min(kShown, links.size()); ++i) {
+    const auto& l = links[i];
+    std::printf("  rank %d -> rank %d  %9.3f GB/s  (%s in %lld transfers, waited %.1f ms)\n",
+                l.from, l.to, l.gbps(), bytes_str(static_cast<double>(l.bytes)).c_str(),
+                static_cast<long long>(l.transfers), l.wait_ms);
+  }
+  if (links.size() > kShown)
+    std::printf("  ... %zu more (--json has them all)\n", links.size() - kShown);
+}
+
 // What the run was: its size, its steps, its job config and its hosts.
 void print_run(const perf::Analysis& a) {
   const auto& c = a.config;
@@ -184,6 +206,7 @@ void print_text(const perf::Analysis& a, const std::string& report) {
   print_communication(a);
   print_buckets(a);
   if (a.levels) print_levels(*a.levels);
+  print_links(a.links);
   print_stragglers(a);
   print_verdict(a, report);
 }

@@ -199,6 +199,21 @@ void add_levels(Analysis& a, const Steps& steps, const std::vector<RankPlacement
   }
 }
 
+// Each link's rate over the steps that carry algorithm steps (the traced
+// ones): Note [Link rate] in collectives.cc.
+void add_links(Analysis& a, const Steps& steps) {
+  for (const auto& step : steps) {
+    const bool traced = std::any_of(step.begin(), step.end(), [](const StepMetrics& r) {
+      return std::any_of(r.buckets.begin(), r.buckets.end(),
+                         [](const comm::CommSpan& b) { return !b.steps.empty(); });
+    });
+    if (traced)
+      add_link_rates(build_collectives(step, a.config.world_size, a.config.algorithm, std::nullopt),
+                     a.links);
+  }
+  sort_slowest_first(a.links);
+}
+
 void add_notes(Analysis& a, const AnalyzeOptions& o, int64_t incomplete) {
   auto& c = a.config;
   if (c.source != "job.json") {
@@ -338,6 +353,7 @@ Analysis analyze(const RunLog& run, const AnalyzeOptions& o) {
   add_comm_and_series(a, complete);
   add_levels(a, complete, run.members, o);
   add_buckets(a, complete, o);
+  add_links(a, complete);
   if (world > 1) {
     std::vector<StepTimeline> timelines;
     timelines.reserve(complete.size());

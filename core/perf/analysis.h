@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "core/perf/collectives.h"
 #include "core/perf/cost_model.h"
 #include "core/perf/host_load.h"
 #include "core/perf/step_metrics.h"
@@ -194,6 +195,7 @@ struct Analysis {
   double tokens_per_s = 0;                // a language model's; 0 for the others
   std::vector<BucketStats> buckets;       // by size, largest first
   std::optional<LevelSplit> levels;       // when the hierarchical all-reduce ran
+  std::vector<LinkRate> links;            // over the traced steps, slowest first
   std::vector<LinkFit> fits;              // the fits of this run's transport and world size
   double predicted_comm_ms_per_step = 0;  // 0 unless every size has a fit
   StragglerSummary stragglers;

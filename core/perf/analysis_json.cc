@@ -144,6 +144,7 @@ nlohmann::json to_json(const Analysis& a) {
       {"tokens_per_s", positive_or_null(a.tokens_per_s)},
       {"allreduces", allreduces_json(a)},
       {"hierarchical", levels_json(a)},
+      {"links", to_json(a.links)},
       {"stragglers", to_json(a.stragglers)},
       {"hosts", hosts_json(a)},
       {"oversubscribed", oversubscribed_json(a)},

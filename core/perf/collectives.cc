@@ -1,6 +1,7 @@
 #include "core/perf/collectives.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 
 #include "core/perf/analysis.h"
@@ -98,6 +99,56 @@ StepCollectives build_collectives(const std::vector<StepMetrics>& step_records, 
   return out;
 }
 
+// Note [Link rate]. A transfer's bytes cannot start on their way before the
+// sender began its step, nor be taken before the receiver began its own;
+// they are all in when the receiver's step ends. So the receiver waited on
+// the link from the later of the two starts to its end: on a slow link that
+// is the bytes' time on the wire, on a fast one next to nothing. Summed per
+// (from, to) over many steps, bytes / wait is the link's rate as the
+// algorithm saw it. (A sender blocked on a full socket buffer makes its own
+// step end late, so the link into it looks slow as well: the slower of the
+// two is the cause. Small buckets never fill the buffer.)
+void add_link_rates(const StepCollectives& c, std::vector<LinkRate>& links) {
+  std::map<std::pair<int, int>, LinkRate> by_pair;
+  for (LinkRate& l : links) by_pair[{l.from, l.to}] = l;
+  for (const CollectiveView& v : c.collectives)
+    for (const CollectiveStep& s : v.steps)
+      for (const Transfer& t : s.transfers) {
+        if (t.from < 0 || t.recv_bytes == 0) continue;
+        const auto sender = std::find_if(s.transfers.begin(), s.transfers.end(),
+                                         [&](const Transfer& x) { return x.rank == t.from; });
+        if (sender == s.transfers.end()) continue;
+        LinkRate& l = by_pair[{t.from, t.rank}];
+        l.from = t.from;
+        l.to = t.rank;
+        l.bytes += t.recv_bytes;
+        l.wait_ms += std::max(0.0, t.end_ms - std::max(t.start_ms, sender->start_ms));
+        ++l.transfers;
+      }
+  links.clear();
+  for (auto& [pair, l] : by_pair) links.push_back(l);
+}
+
+void sort_slowest_first(std::vector<LinkRate>& links) {
+  const auto key = [](const LinkRate& l) {
+    return l.gbps() > 0 ? l.gbps() : std::numeric_limits<double>::infinity();
+  };
+  std::stable_sort(links.begin(), links.end(),
+                   [&](const LinkRate& a, const LinkRate& b) { return key(a) < key(b); });
+}
+
+nlohmann::json to_json(const std::vector<LinkRate>& links) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const LinkRate& l : links)
+    out.push_back({{"from", l.from},
+                   {"to", l.to},
+                   {"bytes", l.bytes},
+                   {"wait_ms", l.wait_ms},
+                   {"transfers", l.transfers},
+                   {"gbps", l.gbps() > 0 ? nlohmann::json(l.gbps()) : nlohmann::json()}});
+  return out;
+}
+
 namespace {
 
 nlohmann::json steps_json(const CollectiveView& v, bool predicted) {
@@ -150,8 +201,16 @@ nlohmann::json to_json(const StepCollectives& c, int bucket) {
     fit = {{"transport", c.fit->transport},    {"algorithm", c.fit->algorithm},
            {"world_size", c.fit->world_size},  {"alpha_s", c.fit->link.alpha_s},
            {"beta_Bps", c.fit->link.beta_Bps}, {"r2", c.fit->r2}};
-  return {{"step", c.step}, {"world_size", c.world_size},    {"origin_unix_ns", c.origin_unix_ns},
-          {"fit", fit},     {"buckets", std::move(buckets)}, {"collective", std::move(collective)}};
+  std::vector<LinkRate> links;
+  add_link_rates(c, links);
+  sort_slowest_first(links);
+  return {{"step", c.step},
+          {"world_size", c.world_size},
+          {"origin_unix_ns", c.origin_unix_ns},
+          {"fit", fit},
+          {"buckets", std::move(buckets)},
+          {"collective", std::move(collective)},
+          {"links", to_json(links)}};
 }
 
 }  // namespace mddp::perf

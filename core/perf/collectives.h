@@ -55,11 +55,29 @@ struct StepCollectives {
 StepCollectives build_collectives(const std::vector<StepMetrics>& step_records, int world_size,
                                   const std::string& algorithm, const std::optional<LinkFit>& fit);
 
-// {step, world_size, origin_unix_ns, fit, buckets: [summary...], collective}:
+// One direction of one link over some algorithm steps: the bytes the
+// receiver took from the sender and how long it waited for them
+// (Note [Link rate]).
+struct LinkRate {
+  int from = 0, to = 0;
+  int64_t bytes = 0;
+  double wait_ms = 0;
+  int64_t transfers = 0;
+  double gbps() const { return wait_ms > 0 ? static_cast<double>(bytes) / wait_ms * 1e-6 : 0; }
+};
+// Adds the transfers of every step of `c` to `links`, one entry per (from,
+// to) in that order.
+void add_link_rates(const StepCollectives& c, std::vector<LinkRate>& links);
+// The links slowest first (by GB/s; a link with no measured wait last).
+void sort_slowest_first(std::vector<LinkRate>& links);
+nlohmann::json to_json(const std::vector<LinkRate>& links);
+
+// {step, world_size, origin_unix_ns, fit, buckets: [summary...], collective, links}:
 // every bucket's summary (its steps counted), and the steps of one bucket
 // only — `bucket`, or the largest when -1 (the reply stays small at many
 // ranks: a ring has 2(n-1) steps of n transfers). collective is null when
-// the step carries no algorithm steps or `bucket` is not among them.
+// the step carries no algorithm steps or `bucket` is not among them. links:
+// every bucket's transfers, slowest link first.
 nlohmann::json to_json(const StepCollectives& c, int bucket = -1);
 
 }  // namespace mddp::perf

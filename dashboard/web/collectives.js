@@ -47,6 +47,16 @@ function arrow(a, b, n, size, nodeR, label, progress, marker) {
   return g;
 }
 
+// The step's slowest link beside the median one: each link's bytes over the
+// time its receiver waited on them (perf::LinkRate, Note [Link rate]).
+function slowestLink(links) {
+  const rated = (links ?? []).filter((l) => l.gbps !== null);
+  if (rated.length < 2) return '';
+  const median = [...rated].sort((a, b) => a.gbps - b.gbps)[Math.floor(rated.length / 2)].gbps;
+  const s = rated[0];
+  return ` Slowest link: rank ${s.from} → rank ${s.to}, ${s.gbps.toFixed(3)} GB/s (the median link ${median.toFixed(3)} GB/s).`;
+}
+
 // A ring's static parts: the nodes and their numbers.
 function ringNodes(n, size, nodeR) {
   const g = svg('g', { class: 'nodes' });
@@ -184,7 +194,7 @@ export class CollectivesView {
       + (fit ? `; the α-β model says ${ms(c.predicted_ms)} (α ${(fit.alpha_s * 1e6).toFixed(1)} µs, β ${(fit.beta_Bps / 1e9).toFixed(2)} GB/s, `
         + `the ${fit.transport} ${fit.algorithm} fit of microddp bench allreduce --fit).`
         : '. No α-β fit of this link: run microddp bench allreduce --fit for the model beside it.')
-      + ` Played ${Math.round(PLAY_MS / total)}× slower than it ran.`;
+      + ` Played ${Math.round(PLAY_MS / total)}× slower than it ran.` + slowestLink(data.links);
     this.modelCaption.textContent = fit ? 'α-β model' : 'α-β model (no fit)';
     this.table.replaceChildren(
       el('thead', {}, el('tr', {}, el('th', { scope: 'col' }, 'step'), el('th', { scope: 'col', class: 'num' }, 'measured'),

@@ -87,6 +87,56 @@ TEST(CollectivesView, PredictsEachStepAndTheWholeWithAFit) {
   EXPECT_EQ(j["fit"]["alpha_s"], 5e-6);
 }
 
+// Rank r of a 3-rank ring's first step: it sends to r+1 and receives 1000
+// bytes from r-1 between start_us and end_us (one clock for all).
+StepMetrics ring_step(int r, int64_t start_us, int64_t end_us) {
+  StepMetrics m;
+  m.rank = r;
+  m.step = 10;
+  m.start_ns = 0;
+  comm::CommSpan b{.index = 0, .bytes = 3000, .start_ns = start_us * kUs, .end_ns = end_us * kUs};
+  b.steps.push_back({.phase = comm::StepPhase::kReduceScatter,
+                     .index = 0,
+                     .send_peer = (r + 1) % 3,
+                     .recv_peer = (r + 2) % 3,
+                     .send_bytes = 1000,
+                     .recv_bytes = 1000,
+                     .start_ns = start_us * kUs,
+                     .end_ns = end_us * kUs});
+  m.buckets.push_back(b);
+  return m;
+}
+
+TEST(LinkRates, TheReceiverOnTheSlowLinkWaitsAndALateReceiverDoesNot) {
+  // 0 -> 1 is slow: rank 1 waits 1 ms for its bytes. Rank 2 starts 500 us
+  // late and has rank 1's bytes 10 us later: its lateness is not the link's;
+  // rank 0 has rank 2's 20 us after rank 2 began sending them.
+  const auto c =
+      build_collectives({ring_step(0, 0, 520), ring_step(1, 0, 1000), ring_step(2, 500, 510)}, 3,
+                        "ring", std::nullopt);
+  std::vector<LinkRate> links;
+  add_link_rates(c, links);
+  add_link_rates(c, links);  // a second traced step adds to the same links
+  sort_slowest_first(links);
+  ASSERT_EQ(links.size(), 3u);
+  EXPECT_EQ(links[0].from, 0);
+  EXPECT_EQ(links[0].to, 1);
+  EXPECT_EQ(links[0].bytes, 2000);
+  EXPECT_EQ(links[0].transfers, 2);
+  EXPECT_NEAR(links[0].wait_ms, 2.0, 1e-9);
+  EXPECT_NEAR(links[0].gbps(), 1e-3, 1e-12);  // 2000 bytes in 2 ms
+  EXPECT_EQ(links[1].from, 2);                // 2000 bytes in 40 us
+  EXPECT_NEAR(links[1].gbps(), 0.05, 1e-9);
+  EXPECT_EQ(links[2].from, 1);  // 2000 bytes in 20 us
+  EXPECT_NEAR(links[2].wait_ms, 0.02, 1e-9);
+  EXPECT_NEAR(links[2].gbps(), 0.1, 1e-9);
+  const auto j = to_json(c)["links"];
+  ASSERT_EQ(j.size(), 3u);
+  EXPECT_EQ(j[0]["from"], 0);
+  EXPECT_EQ(j[0]["to"], 1);
+  EXPECT_NEAR(j[0]["gbps"].get<double>(), 1e-3, 1e-12);
+}
+
 TEST(CollectivesView, AnUntracedStepHasNothingToShow) {
   StepMetrics m = ring_rank(0, 0, 0);
   m.buckets[0].steps.clear();
