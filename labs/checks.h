@@ -27,5 +27,6 @@ void check_straggler(const Implementations& impl, const CheckOptions& o, Report&
 void check_poisoned_shard(const Implementations& impl, const CheckOptions& o, Report& report);
 void check_mismatched_rank(const Implementations& impl, const CheckOptions& o, Report& report);
 void check_uneven_work(const Implementations& impl, const CheckOptions& o, Report& report);
+void check_slow_link(const Implementations& impl, const CheckOptions& o, Report& report);
 
 }  // namespace mddp::labs

@@ -308,6 +308,20 @@ const std::vector<Lab>& all_labs() {
        "The transport compares each message's size with the one expected and fails at once, "
        "naming both ranks; the rank with the 4-byte message is the one that had finished.",
        check_uneven_work},
+      {17,
+       "slow_link",
+       "labs/17_slow_link",
+       "slow link (one link of the ring is slow: name it and its bandwidth)",
+       "docs/diagnosis.md",
+       "slow_link.toml",
+       "answers.toml",
+       {"core/comm/transport/tcp/tcp_transport.cc (limit_send_rate)",
+        "core/perf/collectives.cc (add_link_rates, Note [Link rate])"},
+       "A ring all-reduce moves 2(n-1)/n of the buffer over every link, each step waiting for its "
+       "slowest transfer, so every rank is as slow as the slowest link and busbw is that link's "
+       "rate. Which link it is shows in where the time goes: each receiver waits on its "
+       "left neighbour's bytes, and only the receiver on the slow link waits long.",
+       check_slow_link},
   };
   return labs;
 }

@@ -34,6 +34,10 @@ struct CommOptions {
   // Watched while the TCP mesh forms (nullptr: none): once aborted, set-up
   // ends at once with AbortedError, as every later wait does on abort().
   const AbortSignal* setup_abort = nullptr;
+  // A link slowed on purpose (Transport::limit_send_rate, the slow-link
+  // Lab): what this rank sends to slow_peer goes at most this fast. -1: none.
+  int slow_peer = -1;
+  double slow_peer_bytes_per_second = 0;
 };
 
 // The CPU backend of ProcessGroup (process_group.h): buffers are host memory.

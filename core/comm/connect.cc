@@ -30,6 +30,8 @@ std::unique_ptr<Communicator> connect_as_host(Store& store, int rank, int size,
     kind = topology.single_host() ? TransportKind::kShm : TransportKind::kTcp;
   auto transport = connect_transport(store, rank, size, job, kind, left(), bind_host, prefix,
                                      options.setup_abort);
+  if (options.slow_peer >= 0)
+    transport->limit_send_rate(options.slow_peer, options.slow_peer_bytes_per_second);
   // The hierarchical all-reduce's level within the host: its ranks meet
   // under a prefix of their own (one per host) over shared memory.
   std::unique_ptr<Transport> host;

@@ -44,6 +44,15 @@ class Transport {
   // throws AbortedError carrying `reason`. Idempotent.
   virtual void abort(const std::string& reason) = 0;
 
+  // Caps what this rank sends to `peer` at `bytes_per_second`, as a slow
+  // link would: the slow-link Lab's fault (core/train/lab_fault.h). Only a
+  // transport whose bytes cross a link can: the others throw InputError.
+  virtual void limit_send_rate(int peer, double bytes_per_second) {
+    (void)bytes_per_second;
+    throw InputError(str("the ", name(), " transport cannot slow the link to rank ", peer,
+                         ": use --transport tcp"));
+  }
+
  protected:
   // The checks every implementation makes on each side of a send_recv():
   // `peer` is another rank of this world, and a non-empty message has a buffer.

@@ -41,9 +41,10 @@ LabFault LabFault::parse(const std::string& text) {
   if (text.empty()) return f;
   const auto p = fields_of(text);
   const auto bad = [&]() -> InputError {
-    return InputError(str("MDDP_LAB_FAULT '", text,
-                          "': give hang:RANK:STEP:PHASE, slow:RANK:PHASE:MS, mismatch:RANK:SETTING "
-                          "(width or depth), short:RANK:STEPS or nan:RANK:STEP"));
+    return InputError(
+        str("MDDP_LAB_FAULT '", text,
+            "': give hang:RANK:STEP:PHASE, slow:RANK:PHASE:MS, mismatch:RANK:SETTING "
+            "(width or depth), short:RANK:STEPS, nan:RANK:STEP or link:RANK:PEER:MBPS"));
   };
   if (p.size() < 3) throw bad();
   f.rank = static_cast<int>(whole(p[1], "the rank", text));
@@ -64,6 +65,13 @@ LabFault LabFault::parse(const std::string& text) {
   } else if (p[0] == "nan" && p.size() == 3) {
     f.kind = Kind::kNan;
     f.step = whole(p[2], "the step", text);
+  } else if (p[0] == "link" && p.size() == 4) {
+    f.kind = Kind::kLink;
+    f.peer = static_cast<int>(whole(p[2], "the peer", text));
+    f.mbps = static_cast<double>(whole(p[3], "the MB/s", text));
+    if (f.peer == f.rank || f.mbps < 1)
+      throw InputError(
+          str("MDDP_LAB_FAULT '", text, "': a link joins two ranks at 1 MB/s or more"));
   } else {
     throw bad();
   }
@@ -101,6 +109,12 @@ void LabFault::poison(int r, int64_t s, tensor::Tensor& y) const {
   std::vector<float> values = y.to_vector();  // once, on any device
   values.at(0) = std::numeric_limits<float>::quiet_NaN();
   y.copy_from(values);
+}
+
+void LabFault::adjust_comm(int r, comm::CommOptions& options) const {
+  if (kind != Kind::kLink || (r != rank && r != peer)) return;
+  options.slow_peer = r == rank ? peer : rank;
+  options.slow_peer_bytes_per_second = mbps * 1e6;
 }
 
 }  // namespace mddp::train

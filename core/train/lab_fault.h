@@ -16,25 +16,31 @@
 //   nan:RANK:STEP         RANK's targets of STEP hold a NaN (a damaged
 //                         record of its shard; a regression target: a NaN
 //                         input would vanish in the first ReLU)
+//   link:RANK:PEER:MBPS   the TCP link between RANK and PEER carries at most
+//                         MBPS MB/s each way (the kernel paces both ends'
+//                         sends: Transport::limit_send_rate), a slow cable
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <string_view>
 
+#include "core/comm/communicator.h"
 #include "core/tensor/tensor.h"
 #include "core/train/config.h"
 
 namespace mddp::train {
 
 struct LabFault {
-  enum class Kind { kNone, kHang, kSlow, kMismatch, kShort, kNan };
+  enum class Kind { kNone, kHang, kSlow, kMismatch, kShort, kNan, kLink };
   Kind kind = Kind::kNone;
   int rank = -1;
   int64_t step = 0;
   std::string phase;
   double ms = 0;
   std::string setting;  // mismatch
+  int peer = -1;        // link: the other end
+  double mbps = 0;      // link: MB/s each way
 
   // The fault in `text` (the variable's syntax above); "" is none. Throws
   // InputError naming MDDP_LAB_FAULT when the text is not one of them.
@@ -50,6 +56,8 @@ struct LabFault {
   void adjust_config(int rank, TrainConfig& cfg) const;
   // After `rank` loaded the targets of `step` into y: the planted NaN.
   void poison(int rank, int64_t step, tensor::Tensor& y) const;
+  // The data plane's options as `rank` connects: the planted slow link.
+  void adjust_comm(int rank, comm::CommOptions& options) const;
 };
 
 }  // namespace mddp::train

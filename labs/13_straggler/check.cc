@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "core/perf/analysis.h"
 #include "labs/checks.h"
 #include "labs/support/diagnosis.h"
 
@@ -71,16 +70,11 @@ Grading grade_straggler_wait(const DiagnosisCase& c, const perf::Analysis& an) {
 void check_straggler(const Implementations&, const CheckOptions& o, Report& report) {
   const auto c = open_case("straggler", o, report);
   if (!c) return;
-  perf::Analysis an;
-  try {
-    an = perf::analyze(perf::load_run(c->run), perf::AnalyzeOptions{});
-  } catch (const InputError& e) {
-    report.fail(str("analyze cannot read ", c->run.string(), ": ", e.what()));
-    return;
-  }
-  Grading g = grade_straggler_rank(*c, an);
+  const auto an = analyze_case(*c, report);
+  if (!an) return;
+  Grading g = grade_straggler_rank(*c, *an);
   if (g.wrong.empty()) g = grade_straggler_phase(*c);
-  if (g.wrong.empty()) g = grade_straggler_wait(*c, an);
+  if (g.wrong.empty()) g = grade_straggler_wait(*c, *an);
   const PlantedFault& f = c->fault;
   report_diagnosis(
       g,

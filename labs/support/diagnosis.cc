@@ -77,12 +77,13 @@ std::string PlantedFault::environment() const {
   if (lab == "straggler") return str("slow:", rank, ":", phase, ":", ms);
   if (lab == "mismatched_rank") return str("mismatch:", rank, ":", setting);
   if (lab == "uneven_work") return str("short:", rank, ":", step);
+  if (lab == "slow_link") return str("link:", rank, ":", peer, ":", mbps);
   return str("nan:", rank, ":", step);
 }
 
 const std::vector<std::string>& diagnosis_labs() {
-  static const std::vector<std::string> names{"hang", "straggler", "poisoned_shard",
-                                              "mismatched_rank", "uneven_work"};
+  static const std::vector<std::string> names{
+      "hang", "straggler", "poisoned_shard", "mismatched_rank", "uneven_work", "slow_link"};
   return names;
 }
 
@@ -112,6 +113,11 @@ PlantedFault plant_fault(const std::string& lab, uint64_t seed) {
     f.ms = static_cast<int>(between(rng, 2, 5));
   } else if (lab == "mismatched_rank") {
     f.setting = pick(rng, std::vector<std::string>{"width", "depth"});
+  } else if (lab == "slow_link") {
+    // Neighbours on the ring the job runs (--algo ring), so the link is used:
+    // rank sends to peer on it. Far below loopback's GB/s, far above nothing.
+    f.peer = (f.rank + 1) % kRanks;
+    f.mbps = static_cast<int>(between(rng, 20, 80));
   } else {
     f.step = between(rng, 10, 50);
   }
@@ -127,6 +133,9 @@ std::vector<std::string> job_arguments(const std::string& lab, const std::string
                              "--comm-timeout-ms", "15000"});
   else if (lab == "straggler")
     args.insert(args.end(), {"synthetic", "--width", "256", "--steps", "200"});
+  else if (lab == "slow_link")  // TCP: the kernel paces it; ring: every link carries the same bytes
+    args.insert(args.end(), {"synthetic", "--width", "256", "--steps", "200", "--transport", "tcp",
+                             "--algo", "ring"});
   else if (lab == "mismatched_rank")
     args.insert(args.end(), {"synthetic", "--width", "256", "--depth", "2", "--steps", "50"});
   else  // a regression: a NaN target reaches the loss (a NaN input would vanish in a ReLU)
@@ -141,7 +150,8 @@ std::filesystem::path sealed_fault_path(const std::filesystem::path& run_dir) {
 
 void seal_fault(const PlantedFault& f, const std::filesystem::path& run_dir) {
   const nlohmann::json j{{"lab", f.lab},     {"rank", f.rank}, {"step", f.step},
-                         {"phase", f.phase}, {"ms", f.ms},     {"setting", f.setting}};
+                         {"phase", f.phase}, {"ms", f.ms},     {"setting", f.setting},
+                         {"peer", f.peer},   {"mbps", f.mbps}};
   std::ofstream out(sealed_fault_path(run_dir));
   out << to_hex(xor_stream(j.dump())) << "\n";
   if (!out.flush()) throw InputError(str("cannot write ", sealed_fault_path(run_dir).string()));
@@ -159,7 +169,8 @@ std::optional<PlantedFault> unseal_fault(const std::filesystem::path& run_dir) {
     throw InputError(str(sealed_fault_path(run_dir).string(),
                          " is damaged: make a new run with `microddp lab run`"));
   return PlantedFault{j.value("lab", ""),   j.value("rank", -1), j.value("step", int64_t{0}),
-                      j.value("phase", ""), j.value("ms", 0),    j.value("setting", "")};
+                      j.value("phase", ""), j.value("ms", 0),    j.value("setting", ""),
+                      j.value("peer", -1),  j.value("mbps", 0)};
 }
 
 std::optional<int64_t> DiagnosisCase::whole(const char* key) const {
@@ -207,6 +218,15 @@ std::optional<DiagnosisCase> open_case(const std::string& lab, const CheckOption
   c.fault = *fault;
   report.passed(str("read the run ", c.run.string()), 1);
   return c;
+}
+
+std::optional<perf::Analysis> analyze_case(const DiagnosisCase& c, Report& report) {
+  try {
+    return perf::analyze(perf::load_run(c.run), perf::AnalyzeOptions{});
+  } catch (const InputError& e) {
+    report.fail(str("analyze cannot read ", c.run.string(), ": ", e.what()));
+    return std::nullopt;
+  }
 }
 
 Grading not_answered(const char* key) {

@@ -1,5 +1,5 @@
 // The diagnosis Labs (12 hang, 13 straggler, 14 poisoned_shard, 15
-// mismatched_rank, 16 uneven_work): a real job
+// mismatched_rank, 16 uneven_work, 17 slow_link): a real job
 // with a fault planted at random, found by the student from what microddp
 // shows. `microddp lab run NAME` plants the fault (plant_fault), seals it
 // into the run directory (seal_fault: not readable at a glance, so the
@@ -16,18 +16,21 @@
 #include <string>
 #include <vector>
 
+#include "core/perf/analysis.h"
 #include "labs/support/options.h"
 #include "labs/support/report.h"
 
 namespace mddp::labs {
 
 struct PlantedFault {
-  std::string lab;  // hang | straggler | poisoned_shard | mismatched_rank | uneven_work
-  int rank = -1;
+  std::string lab;  // hang | straggler | poisoned_shard | mismatched_rank | uneven_work | slow_link
+  int rank = -1;    // slow_link: one end of the link
   int64_t step = 0;     // hang, poisoned_shard: the step it strikes; uneven_work: its last
   std::string phase;    // hang, straggler: data | forward | backward
   int ms = 0;           // straggler: the sleep in every step
   std::string setting;  // mismatched_rank: width | depth
+  int peer = -1;        // slow_link: the other end (the next rank of the ring)
+  int mbps = 0;         // slow_link: its MB/s each way
   // MDDP_LAB_FAULT's value for it.
   std::string environment() const;
 };
@@ -63,6 +66,10 @@ struct DiagnosisCase {
 };
 std::optional<DiagnosisCase> open_case(const std::string& lab, const CheckOptions& o,
                                        Report& report);
+
+// `microddp analyze`'s reading of the case's run; nullopt after reporting
+// why it cannot be read.
+std::optional<perf::Analysis> analyze_case(const DiagnosisCase& c, Report& report);
 
 // What a checker says after the answers were graded: the first wrong one
 // (with its misreading named) fails the check; when all are right, the

@@ -37,6 +37,19 @@ TEST(DiagnosisPlant, EveryPlantedFaultIsOneTheJobAcceptsInItsRange) {
         EXPECT_TRUE(f.step >= 10 && f.step <= 50) << f.step;
       } else if (lab == "mismatched_rank") {
         EXPECT_EQ(seam.kind, LabFault::Kind::kMismatch);
+      } else if (lab == "slow_link") {
+        EXPECT_EQ(seam.kind, LabFault::Kind::kLink);
+        // Ring neighbours, so the ring all-reduce uses the link.
+        EXPECT_EQ(seam.peer, (f.rank + 1) % 4);
+        EXPECT_TRUE(f.mbps >= 20 && f.mbps <= 80) << f.mbps;
+        comm::CommOptions ends[2], elsewhere;
+        seam.adjust_comm(f.rank, ends[0]);
+        seam.adjust_comm(f.peer, ends[1]);
+        seam.adjust_comm((f.rank + 2) % 4, elsewhere);
+        EXPECT_EQ(ends[0].slow_peer, f.peer);
+        EXPECT_EQ(ends[1].slow_peer, f.rank);
+        EXPECT_EQ(ends[0].slow_peer_bytes_per_second, f.mbps * 1e6);
+        EXPECT_EQ(elsewhere.slow_peer, -1) << "a rank off the link paces nothing";
       } else {
         EXPECT_EQ(seam.kind, LabFault::Kind::kShort);
         // Not a step whose loss every rank all-reduces anyway (a log line
@@ -52,6 +65,14 @@ TEST(DiagnosisPlant, EveryPlantedFaultIsOneTheJobAcceptsInItsRange) {
 TEST(DiagnosisSeal, ASealedFaultReadsBackWholeAndADamagedOneIsRefused) {
   const test::TempDir dir;
   EXPECT_FALSE(unseal_fault(dir.path()).has_value());
+  for (const char* lab : {"mismatched_rank", "slow_link"}) {
+    const PlantedFault f = plant_fault(lab, 7);
+    seal_fault(f, dir.path());
+    const auto back = unseal_fault(dir.path());
+    ASSERT_TRUE(back.has_value());
+    EXPECT_EQ(back->environment(), f.environment());
+    EXPECT_EQ(back->lab, f.lab);
+  }
   const PlantedFault f = plant_fault("mismatched_rank", 7);
   seal_fault(f, dir.path());
   std::ifstream in(sealed_fault_path(dir.path()));

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Plays the student of a diagnosis Lab (labs/12_hang, 13_straggler,
-14_poisoned_shard, 15_mismatched_rank, 16_uneven_work): starts the Lab's
+14_poisoned_shard, 15_mismatched_rank, 16_uneven_work, 17_slow_link): starts the Lab's
 job with `microddp lab run` and a random seed (printed, to replay a failure
 with --seed), finds the planted fault from what a user sees (the console,
 the lingering dashboard's /api/ranks, `microddp analyze --json`, the run's
@@ -138,8 +138,30 @@ def uneven_answers(binary, run_dir, console, ranks):
     return right, wrong
 
 
+def slow_link_answers(binary, run_dir, console, ranks):
+    """analyze's links table names the slow link; its all-reduces' busbw is its rate."""
+    out = run([binary, "analyze", str(run_dir), "--json"])
+    if out.returncode != 0:
+        fail(f"analyze --json failed: {out.stderr}")
+    a = json.loads(out.stdout)
+    links, busbw = a["links"], a["allreduces"][0]["busbw_gbps"]
+    rates = sorted(l["gbps"] for l in links)
+    if len(links) != 4 or rates[0] * 3 > rates[len(rates) // 2]:
+        fail(f"the links table does not single out one slow link: {links}")
+    slow = links[0]
+    right = dict(link=f"{slow['from']}-{slow['to']}", mbps=round(busbw * 1000, 1))
+    n = a["config"]["world_size"]
+    wrong = [(dict(right, mbps=round(busbw * 1000 * n / (2 * (n - 1)), 1)), "the algorithm bandwidth"),
+             (dict(right, mbps=round(busbw, 4)), "the figure in GB/s")]
+    late = (a["stragglers"].get("worst") or {}).get("rank")
+    if late is not None and late != slow["from"]:
+        wrong.insert(0, (dict(right, link=f"{late}-{(late + 1) % n}"), "the slow link is the one into the late rank"))
+    return right, wrong
+
+
 STUDENTS = {"hang": hang_answers, "straggler": straggler_answers, "poisoned_shard": poisoned_answers,
-            "mismatched_rank": mismatched_answers, "uneven_work": uneven_answers}
+            "mismatched_rank": mismatched_answers, "uneven_work": uneven_answers,
+            "slow_link": slow_link_answers}
 
 
 def run_lab(binary, lab, run_dir, seed):
@@ -149,7 +171,7 @@ def run_lab(binary, lab, run_dir, seed):
     cmd = [binary, "lab", "run", lab, "--run-dir", str(run_dir), "--seed", str(seed)]
     if lab != "poisoned_shard":
         job = run(cmd + ["--linger", "0"], timeout=240)
-        if lab == "straggler" and job.returncode != 0:
+        if lab in ("straggler", "slow_link") and job.returncode != 0:
             fail(f"the job failed:\n{(job.stdout + job.stderr)[-3000:]}")
         return job.stdout + job.stderr, None
     job = subprocess.Popen(cmd + ["--linger", "60"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

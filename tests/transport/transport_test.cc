@@ -283,6 +283,42 @@ TEST_P(TransportTest, PeerThatClosesEndsAWaitingRecvWithPeerError) {
       60s);
 }
 
+// The slow-link Lab's seam: a paced TCP link delivers no faster than its
+// rate (a lower bound: a loaded machine only makes it slower), and the
+// bytes arrive whole; shared memory has no link to pace and says so.
+TEST(LinkRate, APacedTcpLinkIsNoFasterThanItsRate) {
+  const std::size_t bytes = 4u << 20;
+  const double rate = 20e6;  // 4 MiB: at least 0.2 s
+  with_transports(
+      TransportKind::kTcp, 2,
+      [&](int rank, Transport& t) {
+        if (rank == 0) {
+          t.limit_send_rate(1, rate);
+          const auto out = pattern(0, 1, bytes);
+          t.send(1, out.data(), bytes, in(60s));
+          return;
+        }
+        std::vector<uint8_t> got(bytes);
+        const auto start = Clock::now();
+        t.recv(0, got.data(), bytes, in(60s));
+        const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+        EXPECT_TRUE(same_bytes(got, pattern(0, 1, bytes)));
+        EXPECT_GE(seconds, 0.75 * static_cast<double>(bytes) / rate) << "not paced";
+      },
+      120s);
+  with_transports(
+      TransportKind::kShm, 2,
+      [&](int rank, Transport& t) {
+        try {
+          t.limit_send_rate(1 - rank, rate);
+          ADD_FAILURE() << "shm paced a link";
+        } catch (const InputError& e) {
+          EXPECT_TRUE(contains(e.what(), "use --transport tcp")) << e.what();
+        }
+      },
+      60s);
+}
+
 INSTANTIATE_TEST_SUITE_P(Kinds, TransportTest,
                          ::testing::Values(TransportKind::kTcp, TransportKind::kShm), kind_name);
 

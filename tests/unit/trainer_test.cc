@@ -207,9 +207,13 @@ TEST(LabFault, ParsesEachKindAndRefusesOthers) {
   EXPECT_EQ(c.model.depth, TrainConfig{}.model.depth + 1);
   mismatch.adjust_config(1, c);  // another rank: untouched
   EXPECT_EQ(c.model.depth, TrainConfig{}.model.depth + 1);
+  const LabFault link = LabFault::parse("link:2:3:40");
+  EXPECT_EQ(link.kind, LabFault::Kind::kLink);
+  EXPECT_EQ(link.peer, 3);
+  EXPECT_EQ(link.mbps, 40.0);
   EXPECT_EQ(LabFault::parse("").kind, LabFault::Kind::kNone);
   for (const char* bad : {"hang:1:5", "slow:1:sync:3", "nan:x:3", "nan:-1:3", "boom:1:2", "hang",
-                          "mismatch:1:heads", "short:1"})
+                          "mismatch:1:heads", "short:1", "link:1:1:40", "link:1:2:0", "link:1:2"})
     test::expect_input_error([&] { LabFault::parse(bad); }, {"MDDP_LAB_FAULT", bad});
 }
 

@@ -99,6 +99,21 @@ void TcpTransport::abort(const std::string& reason) {
   abort_.abort(reason);
 }
 
+// A slow link without a slow network: the kernel's TCP pacing sends the
+// connection's packets no faster than the rate (on loopback too), so the
+// bytes arrive spread out as over a thin wire, and flow control slows the
+// sender once the socket's buffer is full.
+void TcpTransport::limit_send_rate(int peer, double bytes_per_second) {
+  check_message(peer, nullptr, 0);
+  MDDP_CHECK(bytes_per_second >= 1 && bytes_per_second < 4e9, "a send rate of ", bytes_per_second,
+             " bytes/s");
+  const auto rate = static_cast<unsigned>(bytes_per_second);
+  if (::setsockopt(peers_[static_cast<std::size_t>(peer)]->fd.get(), SOL_SOCKET, SO_MAX_PACING_RATE,
+                   &rate, sizeof rate) != 0)
+    throw CommError(str("rank ", rank_, ": cannot pace the link to rank ", peer, ": ",
+                        tcp::errno_string(errno)));
+}
+
 void TcpTransport::send_recv(int send_peer, const void* send_data, std::size_t send_bytes,
                              int recv_peer, void* recv_data, std::size_t recv_bytes,
                              Deadline deadline) {

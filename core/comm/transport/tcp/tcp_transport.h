@@ -37,6 +37,8 @@ class TcpTransport : public Transport {
   void send_recv(int send_peer, const void* send_data, std::size_t send_bytes, int recv_peer,
                  void* recv_data, std::size_t recv_bytes, Deadline deadline) override;
   void abort(const std::string& reason) override;
+  // The kernel paces the connection's outgoing bytes (SO_MAX_PACING_RATE).
+  void limit_send_rate(int peer, double bytes_per_second) override;
 
   struct Op;  // one frame being sent or received (tcp_transport.cc)
 
