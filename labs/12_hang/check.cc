@@ -26,17 +26,16 @@ struct HangLog {
 HangLog read_hang_log(const std::filesystem::path& run) {
   std::ifstream in(run / "coordinator.log");
   const std::regex roll(R"(no progress for .* waits? in ([a-z_]+(\([a-z]+\))?) #([0-9]+))");
-  const std::regex failed(R"(job '.*' failed: rank ([0-9]+))");
   const std::regex waited(
       R"(error: rank ([0-9]+) .*left with a failure: rank [0-9]+: .* timed out)");
   HangLog log;
+  log.blamed = verdict_rank(run);
   std::smatch m;
   for (std::string line; std::getline(in, line);) {
     if (log.sequence < 0 && std::regex_search(line, m, roll)) {
       log.op = m[1];
       log.sequence = std::stoll(m[3]);
     }
-    if (log.blamed < 0 && std::regex_search(line, m, failed)) log.blamed = std::stoi(m[1]);
     if (std::regex_search(line, m, waited)) log.timed_out.insert(std::stoi(m[1]));
   }
   return log;

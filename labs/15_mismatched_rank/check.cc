@@ -3,32 +3,18 @@
 // rank and setting `microddp lab run mismatched_rank` planted.
 #include "core/common/check.h"
 
-#include <fstream>
-#include <regex>
-
 #include "labs/checks.h"
 #include "labs/support/diagnosis.h"
 
 namespace mddp::labs {
 namespace {
 
-// The rank the job's verdict names as failed (coordinator.log): the first
-// to report the difference, not necessarily the one that made it.
-int reporting_rank(const std::filesystem::path& run) {
-  std::ifstream in(run / "coordinator.log");
-  const std::regex failed(R"(job '.*' failed: rank ([0-9]+) \(host)");
-  std::smatch m;
-  for (std::string line; std::getline(in, line);)
-    if (std::regex_search(line, m, failed)) return std::stoi(m[1]);
-  return -1;
-}
-
 Grading grade_odd_rank(const DiagnosisCase& c) {
   const auto rank = c.whole("rank");
   if (!rank) return not_answered("rank");
   if (*rank == c.fault.rank) return {};
   Grading g{str("rank ", *rank, " built the same model as most ranks"), {}};
-  if (*rank == reporting_rank(c.run))
+  if (*rank == verdict_rank(c.run))
     g.details.push_back(str("rank ", *rank,
                             " is the one the job's verdict says failed: it only "
                             "reported the difference first; every rank finds it, and the "

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <fstream>
 #include <random>
+#include <regex>
 #include <sstream>
 
 #include "core/common/check.h"
@@ -218,6 +219,15 @@ std::optional<DiagnosisCase> open_case(const std::string& lab, const CheckOption
   c.fault = *fault;
   report.passed(str("read the run ", c.run.string()), 1);
   return c;
+}
+
+int verdict_rank(const std::filesystem::path& run) {
+  std::ifstream in(run / "coordinator.log");
+  const std::regex failed(R"(job '.*' failed: rank ([0-9]+) \(host)");
+  std::smatch m;
+  for (std::string line; std::getline(in, line);)
+    if (std::regex_search(line, m, failed)) return std::stoi(m[1]);
+  return -1;
 }
 
 std::optional<perf::Analysis> analyze_case(const DiagnosisCase& c, Report& report) {

@@ -67,6 +67,10 @@ struct DiagnosisCase {
 std::optional<DiagnosisCase> open_case(const std::string& lab, const CheckOptions& o,
                                        Report& report);
 
+// The rank the job's verdict in run/coordinator.log names as failed (the
+// first to report or time out, often a victim); -1 when the job has none.
+int verdict_rank(const std::filesystem::path& run);
+
 // `microddp analyze`'s reading of the case's run; nullopt after reporting
 // why it cannot be read.
 std::optional<perf::Analysis> analyze_case(const DiagnosisCase& c, Report& report);
