@@ -1,25 +1,52 @@
 #include "coordinator/fingerprint_check.h"
 
+#include <algorithm>
+
 #include "core/common/check.h"
+#include "core/common/strings.h"
 
 namespace mddp::coordinator {
 
 FingerprintCheck::FingerprintCheck(int world_size) : world_size_(world_size) {}
 
 Outcome FingerprintCheck::compare(const std::string& who, const Fingerprint& fp) const {
-  const std::string diff = fingerprint_diff(fp, *rank0_);
+  const std::string diff = fingerprint_diff(fp, *job_, job_first_);
   if (diff.empty()) return Outcome::success();
   return Outcome::error(
       Code::kFailedPrecondition,
-      str(who, " differs from rank 0: ", diff,
+      str(who, " differs from ", job_ranks_, ": ", diff,
           ". Every rank must build the same model from the coordinator's config: run the same "
           "microddp build everywhere"));
+}
+
+// Groups the ranks by fingerprint, in rank order; the largest group is the
+// job's (the first, rank 0's, on a tie: with two ranks nothing says which
+// is odd), and every rank is answered against it.
+void FingerprintCheck::judge(Fire& fire) {
+  std::vector<std::vector<int>> groups;
+  for (const auto& [rank, w] : waiting_) {
+    const auto same = std::find_if(groups.begin(), groups.end(), [&](const auto& g) {
+      return fingerprint_diff(w.fp, waiting_.at(g.front()).fp).empty();
+    });
+    if (same == groups.end())
+      groups.push_back({rank});
+    else
+      same->push_back(rank);
+  }
+  const auto& job =
+      *std::max_element(groups.begin(), groups.end(),
+                        [](const auto& a, const auto& b) { return a.size() < b.size(); });
+  job_ = waiting_.at(job.front()).fp;
+  job_first_ = str("rank ", job.front());
+  job_ranks_ = str(job.size() > 1 ? "ranks " : "rank ", join(job, ", "));
+  for (auto& [rank, w] : waiting_) fire.emplace_back(std::move(w.done), compare(w.who, w.fp));
+  waiting_.clear();
 }
 
 Ticket FingerprintCheck::submit(int rank, const std::string& who, Fingerprint fp,
                                 TimePoint deadline, TimePoint now, Callback done) {
   const Ticket ticket{Ticket::Kind::kValidate, next_ticket_id()};
-  std::vector<std::pair<Callback, Outcome>> fire;
+  Fire fire;
   {
     std::lock_guard lock(mu_);
     if (aborted_) {
@@ -27,16 +54,15 @@ Ticket FingerprintCheck::submit(int rank, const std::string& who, Fingerprint fp
     } else if (rank < 0 || rank >= world_size_) {
       fire.emplace_back(std::move(done), Outcome::error(Code::kInvalidArgument,
                                                         str("rank ", rank, " out of range")));
-    } else if (rank == 0) {
-      rank0_ = std::move(fp);
-      fire.emplace_back(std::move(done), Outcome::success());
-      for (auto& [id, w] : waiting_) fire.emplace_back(std::move(w.done), compare(w.who, w.fp));
-      waiting_.clear();
-    } else if (rank0_) {
+    } else if (job_) {
       fire.emplace_back(std::move(done), compare(who, fp));
     } else {
-      waiting_.emplace(ticket.id,
-                       Waiting{rank, who, std::move(fp), deadline, now, std::move(done)});
+      if (auto it = waiting_.find(rank); it != waiting_.end())
+        fire.emplace_back(std::move(it->second.done),
+                          Outcome::error(Code::kCancelled, "replaced by a newer validation"));
+      waiting_.insert_or_assign(
+          rank, Waiting{ticket.id, who, std::move(fp), deadline, now, std::move(done)});
+      if (static_cast<int>(waiting_.size()) == world_size_) judge(fire);
     }
   }
   for (auto& [cb, outcome] : fire) cb(outcome);
@@ -47,7 +73,8 @@ void FingerprintCheck::cancel(uint64_t id) {
   Callback done;
   {
     std::lock_guard lock(mu_);
-    auto it = waiting_.find(id);
+    auto it = std::find_if(waiting_.begin(), waiting_.end(),
+                           [&](const auto& w) { return w.second.id == id; });
     if (it == waiting_.end()) return;
     done = std::move(it->second.done);
     waiting_.erase(it);
@@ -55,14 +82,22 @@ void FingerprintCheck::cancel(uint64_t id) {
   done(Outcome::error(Code::kCancelled, "the worker cancelled its validation"));
 }
 
+std::string FingerprintCheck::missing() const {
+  std::vector<int> ranks;
+  for (int r = 0; r < world_size_; ++r)
+    if (!waiting_.count(r)) ranks.push_back(r);
+  return ranks.size() == 1 ? str("rank ", ranks[0], " has not validated its model")
+                           : str("ranks ", join(ranks, ", "), " have not validated their models");
+}
+
 void FingerprintCheck::expire(TimePoint now) {
-  std::vector<std::pair<Callback, Outcome>> fire;
+  Fire fire;
   {
     std::lock_guard lock(mu_);
+    const std::string absent = missing();
     fire = take_expired(waiting_, now, [&](const auto& w) {
       return str(w.who, " waited ", format_duration(now - w.since),
-                 " for rank 0's fingerprint: rank 0 has not validated its model (is it still "
-                 "building it, or stuck?)");
+                 " for every rank's fingerprint: ", absent, " (still building, or stuck?)");
     });
   }
   for (auto& [cb, outcome] : fire) cb(outcome);
@@ -73,7 +108,7 @@ void FingerprintCheck::abort(const std::string& why) {
   {
     std::lock_guard lock(mu_);
     aborted_ = why;
-    for (auto& [id, w] : waiting_) fire.push_back(std::move(w.done));
+    for (auto& [rank, w] : waiting_) fire.push_back(std::move(w.done));
     waiting_.clear();
   }
   for (auto& cb : fire) cb(Outcome::error(Code::kAborted, why));

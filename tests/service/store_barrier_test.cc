@@ -6,6 +6,7 @@
 #include "coordinator/barrier.h"
 #include "coordinator/fingerprint_check.h"
 #include "coordinator/kv_store.h"
+#include "core/common/check.h"
 #include "service/test_clock.h"
 
 namespace mddp::coordinator {
@@ -233,8 +234,8 @@ TEST(Fingerprint, DiffIsEmptyForEqualAndShowsEachDifference) {
             "model '..." + std::string(24, 'x') + "A" + std::string(23, 'y') + "...' here vs '..." +
                 std::string(24, 'x') + "B" + std::string(23, 'y') +
                 "...' on rank 0 (first difference at character 100)");
-  EXPECT_NE(fingerprint_diff(f, mlp(), 1).find("(and 3 more)"), std::string::npos)
-      << fingerprint_diff(f, mlp(), 1);
+  EXPECT_NE(fingerprint_diff(f, mlp(), "rank 0", 1).find("(and 3 more)"), std::string::npos)
+      << fingerprint_diff(f, mlp(), "rank 0", 1);
 }
 
 struct CheckResult {
@@ -247,37 +248,69 @@ struct CheckResult {
   }
 };
 
-TEST(FingerprintCheck, OthersWaitForRankZeroThenCompare) {
+TEST(FingerprintCheck, EveryRankWaitsForAllThenTheOddOneIsNamed) {
   FingerprintCheck check(3);
   CheckResult r1, r2, r0;
   Fingerprint bad = mlp();
   bad.parameters[3].shape = {11};
   check.submit(1, "rank 1 (host b)", mlp(), t0 + 5s, t0, r1.cb());
-  check.submit(2, "rank 2 (host c)", bad, t0 + 5s, t0, r2.cb());
-  EXPECT_FALSE(r1.outcome || r2.outcome);
   check.submit(0, "rank 0 (host a)", mlp(), t0 + 5s, t0, r0.cb());
+  EXPECT_FALSE(r0.outcome || r1.outcome) << "answered before every rank's fingerprint was in";
+  check.submit(2, "rank 2 (host c)", bad, t0 + 5s, t0, r2.cb());
   ASSERT_TRUE(r0.outcome && r1.outcome && r2.outcome);
   EXPECT_TRUE(r0.outcome->ok());
   EXPECT_TRUE(r1.outcome->ok());
   EXPECT_EQ(r2.outcome->code, Code::kFailedPrecondition);
   EXPECT_NE(r2.outcome->message.find(
-                "rank 2 (host c) differs from rank 0: parameter 3 '2.bias': shape [11] here vs "
-                "[10] on rank 0"),
+                "rank 2 (host c) differs from ranks 0, 1: parameter 3 '2.bias': shape [11] here "
+                "vs [10] on rank 0"),
             std::string::npos)
       << r2.outcome->message;
   CheckResult late;
   check.submit(1, "rank 1 (host b)", mlp(), t0 + 5s, t0, late.cb());
-  EXPECT_TRUE(late.outcome && late.outcome->ok()) << "answered at once once rank 0's is in";
+  EXPECT_TRUE(late.outcome && late.outcome->ok()) << "answered at once once judged";
 }
 
-TEST(FingerprintCheck, TimesOutWhenRankZeroNeverValidates) {
+// Compared with rank 0 alone, every other rank would differ and rank 1 would
+// be named; counted, rank 0 is the odd one.
+TEST(FingerprintCheck, AnOddRankZeroIsNamedNotTheRankComparedWithIt) {
+  FingerprintCheck check(4);
+  CheckResult r[4];
+  Fingerprint odd = mlp();
+  odd.buckets = {{0, 1, 2, 3}};
+  check.submit(0, "rank 0 (host a)", odd, t0 + 5s, t0, r[0].cb());
+  for (int k = 1; k < 4; ++k) check.submit(k, str("rank ", k), mlp(), t0 + 5s, t0, r[k].cb());
+  ASSERT_TRUE(r[0].outcome && r[1].outcome && r[2].outcome && r[3].outcome);
+  for (int k = 1; k < 4; ++k) EXPECT_TRUE(r[k].outcome->ok()) << k << ": " << r[k].outcome->message;
+  EXPECT_EQ(r[0].outcome->code, Code::kFailedPrecondition);
+  EXPECT_NE(r[0].outcome->message.find("rank 0 (host a) differs from ranks 1, 2, 3: 1 buckets here "
+                                       "vs 2 on rank 1"),
+            std::string::npos)
+      << r[0].outcome->message;
+}
+
+TEST(FingerprintCheck, ASecondCheckWhileWaitingReplacesTheFirst) {
   FingerprintCheck check(2);
+  CheckResult first, second, r0;
+  check.submit(1, "rank 1 (host b)", mlp(), t0 + 5s, t0, first.cb());
+  check.submit(1, "rank 1 (host b)", mlp(), t0 + 5s, t0, second.cb());
+  ASSERT_TRUE(first.outcome);
+  EXPECT_EQ(first.outcome->code, Code::kCancelled);
+  EXPECT_FALSE(second.outcome);
+  check.submit(0, "rank 0 (host a)", mlp(), t0 + 5s, t0, r0.cb());
+  ASSERT_TRUE(second.outcome && r0.outcome);
+  EXPECT_TRUE(second.outcome->ok() && r0.outcome->ok());
+}
+
+TEST(FingerprintCheck, TimesOutNamingTheRanksThatNeverValidated) {
+  FingerprintCheck check(3);
   CheckResult r1;
   check.submit(1, "rank 1 (host b)", mlp(), t0 + 5s, t0, r1.cb());
   check.expire(t0 + 5s);
   ASSERT_TRUE(r1.outcome);
   EXPECT_EQ(r1.outcome->code, Code::kDeadlineExceeded);
-  EXPECT_NE(r1.outcome->message.find("rank 1 (host b) waited 5.0 s for rank 0's fingerprint"),
+  EXPECT_NE(r1.outcome->message.find("rank 1 (host b) waited 5.0 s for every rank's fingerprint: "
+                                     "ranks 0, 2 have not validated their models"),
             std::string::npos)
       << r1.outcome->message;
 }
