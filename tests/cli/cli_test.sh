@@ -375,7 +375,7 @@ PY
     # lab run: only the diagnosis Labs have a job; a run directory of
     # something else is never removed; a check without a run says how to make it.
     "$BIN" lab run manual >"$WORK/out" 2>&1 && fail "lab run of a code Lab accepted"
-    expect_in "microddp: error: lab run starts the diagnosis Labs' jobs (hang, straggler, poisoned_shard, mismatched_rank, uneven_work), not Lab 1 manual" "$WORK/out"
+    expect_in "microddp: error: lab run starts the diagnosis Labs' jobs (hang, straggler, poisoned_shard, mismatched_rank, uneven_work, slow_link), not Lab 1 manual" "$WORK/out"
     mkdir -p "$WORK/other" && touch "$WORK/other/keep"
     "$BIN" lab run hang --run-dir "$WORK/other" >"$WORK/out" 2>&1 && fail "lab run into a foreign directory accepted"
     expect_in "holds files of something else" "$WORK/out"
