@@ -284,26 +284,31 @@ TEST_P(TransportTest, PeerThatClosesEndsAWaitingRecvWithPeerError) {
 }
 
 // The slow-link Lab's seam: a paced TCP link delivers no faster than its
-// rate (a lower bound: a loaded machine only makes it slower), and the
-// bytes arrive whole; shared memory has no link to pace and says so.
+// rate, and the bytes arrive whole; shared memory has no link to pace and
+// says so. Timed by the sender from its send to the receiver's 1-byte
+// answer (the answer's way back is not paced), which the bytes must have
+// crossed first: a lower bound that no scheduling delay can shorten.
 TEST(LinkRate, APacedTcpLinkIsNoFasterThanItsRate) {
   const std::size_t bytes = 4u << 20;
   const double rate = 20e6;  // 4 MiB: at least 0.2 s
   with_transports(
       TransportKind::kTcp, 2,
       [&](int rank, Transport& t) {
+        char answer = 0;
         if (rank == 0) {
           t.limit_send_rate(1, rate);
           const auto out = pattern(0, 1, bytes);
+          const auto start = Clock::now();
           t.send(1, out.data(), bytes, in(60s));
+          t.recv(1, &answer, 1, in(60s));
+          const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+          EXPECT_GE(seconds, 0.75 * static_cast<double>(bytes) / rate) << "not paced";
           return;
         }
         std::vector<uint8_t> got(bytes);
-        const auto start = Clock::now();
         t.recv(0, got.data(), bytes, in(60s));
-        const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
         EXPECT_TRUE(same_bytes(got, pattern(0, 1, bytes)));
-        EXPECT_GE(seconds, 0.75 * static_cast<double>(bytes) / rate) << "not paced";
+        t.send(0, &answer, 1, in(60s));
       },
       120s);
   with_transports(
