@@ -35,7 +35,7 @@ std::unique_ptr<comm::ProcessGroup> connect_process_group(
   if (backend == "cpu") {
     comm::CommOptions options = comm_options(cfg);
     options.setup_abort = setup_abort;
-    LabFault::from_environment().adjust_comm(rank, options);  // a diagnosis Lab's, if any
+    LabFault::from_environment().adjust_comm(rank, size, options);  // a diagnosis Lab's, if any
     return comm::connect(store, rank, size, job, comm::parse_transport(cfg.dist.transport), options,
                          bind_host, prefix);
   }

@@ -1,5 +1,6 @@
 #include "core/train/lab_fault.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <limits>
@@ -111,8 +112,12 @@ void LabFault::poison(int r, int64_t s, tensor::Tensor& y) const {
   y.copy_from(values);
 }
 
-void LabFault::adjust_comm(int r, comm::CommOptions& options) const {
-  if (kind != Kind::kLink || (r != rank && r != peer)) return;
+void LabFault::adjust_comm(int r, int world_size, comm::CommOptions& options) const {
+  if (kind != Kind::kLink) return;
+  if (std::max(rank, peer) >= world_size)
+    throw InputError(str("MDDP_LAB_FAULT 'link:", rank, ":", peer, ":", mbps, "': rank ",
+                         std::max(rank, peer), " is not in a job of ", world_size, " ranks"));
+  if (r != rank && r != peer) return;
   options.slow_peer = r == rank ? peer : rank;
   options.slow_peer_bytes_per_second = mbps * 1e6;
 }

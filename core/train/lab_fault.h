@@ -56,8 +56,9 @@ struct LabFault {
   void adjust_config(int rank, TrainConfig& cfg) const;
   // After `rank` loaded the targets of `step` into y: the planted NaN.
   void poison(int rank, int64_t step, tensor::Tensor& y) const;
-  // The data plane's options as `rank` connects: the planted slow link.
-  void adjust_comm(int rank, comm::CommOptions& options) const;
+  // The data plane's options as `rank` of `world_size` connects: the
+  // planted slow link. InputError when an end of it is not in the job.
+  void adjust_comm(int rank, int world_size, comm::CommOptions& options) const;
 };
 
 }  // namespace mddp::train

@@ -43,9 +43,9 @@ TEST(DiagnosisPlant, EveryPlantedFaultIsOneTheJobAcceptsInItsRange) {
         EXPECT_EQ(seam.peer, (f.rank + 1) % 4);
         EXPECT_TRUE(f.mbps >= 15 && f.mbps <= 40) << f.mbps;
         comm::CommOptions ends[2], elsewhere;
-        seam.adjust_comm(f.rank, ends[0]);
-        seam.adjust_comm(f.peer, ends[1]);
-        seam.adjust_comm((f.rank + 2) % 4, elsewhere);
+        seam.adjust_comm(f.rank, 4, ends[0]);
+        seam.adjust_comm(f.peer, 4, ends[1]);
+        seam.adjust_comm((f.rank + 2) % 4, 4, elsewhere);
         EXPECT_EQ(ends[0].slow_peer, f.peer);
         EXPECT_EQ(ends[1].slow_peer, f.rank);
         EXPECT_EQ(ends[0].slow_peer_bytes_per_second, f.mbps * 1e6);

@@ -211,6 +211,9 @@ TEST(LabFault, ParsesEachKindAndRefusesOthers) {
   EXPECT_EQ(link.kind, LabFault::Kind::kLink);
   EXPECT_EQ(link.peer, 3);
   EXPECT_EQ(link.mbps, 40.0);
+  comm::CommOptions o;
+  test::expect_input_error([&] { link.adjust_comm(0, 3, o); },
+                           {"MDDP_LAB_FAULT 'link:2:3:40'", "rank 3 is not in a job of 3 ranks"});
   EXPECT_EQ(LabFault::parse("").kind, LabFault::Kind::kNone);
   for (const char* bad : {"hang:1:5", "slow:1:sync:3", "nan:x:3", "nan:-1:3", "boom:1:2", "hang",
                           "mismatch:1:heads", "short:1", "link:1:1:40", "link:1:2:0", "link:1:2"})
