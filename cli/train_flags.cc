@@ -245,6 +245,13 @@ void add_ddp_flags(CLI::App& cmd, train::TrainConfig& cfg) {
                  "average parameters every K steps instead of gradients (0: off)")
       ->group(g)
       ->capture_default_str();
+  cmd.add_option("--check-replicas-every", cfg.dist.check_replicas_every,
+                 "compare a hash of every rank's parameters and optimiser state every K steps, "
+                 "besides at each evaluation and before each checkpoint (0: only there); a rank "
+                 "that differs stops the job, named")
+      ->check(at_least(0))
+      ->group(g)
+      ->capture_default_str();
   cmd.add_option("--algo", cfg.dist.algorithm,
                  "all-reduce algorithm: auto (hierarchical on several hosts with several ranks "
                  "each, else ring, tree or doubling by size), ring, naive, tree, doubling "

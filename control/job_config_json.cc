@@ -157,6 +157,7 @@ void dist_fields(V& v, C& s) {
   v("transport", s.transport);
   v("backend", s.backend);
   v("timeout_ms", s.timeout_ms);
+  v("check_replicas_every", s.check_replicas_every);
   v("straggler", s.straggler);
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/common/check.h"
+#include "core/common/rank_groups.h"
 #include "core/common/strings.h"
 
 namespace mddp::coordinator {
@@ -19,23 +20,15 @@ Outcome FingerprintCheck::compare(const std::string& who, const Fingerprint& fp)
           "microddp build everywhere"));
 }
 
-// Groups the ranks by fingerprint, in rank order; the largest group is the
-// job's (the first, rank 0's, on a tie: with two ranks nothing says which
-// is odd), and every rank is answered against it.
+// Groups the ranks by fingerprint (core/common/rank_groups.h); the largest
+// group is the job's, and every rank is answered against it.
 void FingerprintCheck::judge(Fire& fire) {
-  std::vector<std::vector<int>> groups;
-  for (const auto& [rank, w] : waiting_) {
-    const auto same = std::find_if(groups.begin(), groups.end(), [&](const auto& g) {
-      return fingerprint_diff(w.fp, waiting_.at(g.front()).fp).empty();
-    });
-    if (same == groups.end())
-      groups.push_back({rank});
-    else
-      same->push_back(rank);
-  }
-  const auto& job =
-      *std::max_element(groups.begin(), groups.end(),
-                        [](const auto& a, const auto& b) { return a.size() < b.size(); });
+  std::vector<int> ranks;
+  for (const auto& [rank, w] : waiting_) ranks.push_back(rank);
+  const auto groups = group_ranks(ranks, [&](int a, int b) {
+    return fingerprint_diff(waiting_.at(a).fp, waiting_.at(b).fp).empty();
+  });
+  const std::vector<int>& job = largest_group(groups);
   job_ = waiting_.at(job.front()).fp;
   job_first_ = str("rank ", job.front());
   job_ranks_ = str(job.size() > 1 ? "ranks " : "rank ", join(job, ", "));

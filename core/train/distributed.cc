@@ -15,6 +15,7 @@
 #include "core/tensor/ops.h"
 #include "core/train/lab_fault.h"
 #include "core/train/mixed_precision.h"
+#include "core/train/replica_check.h"
 #include "core/train/sharded_optimizer.h"
 
 namespace mddp::train {
@@ -126,11 +127,8 @@ DistributedTrainer::DistributedTrainer(const TrainConfig& cfg,
     // sanitizer replaces malloc, and glibc's trim would walk arenas it never made.)
     malloc_trim(0);
 #endif
-    h.before_checkpoint = [this](int64_t step, bool final) {
-      const bool due = final || (job_checkpoints_.every > 0 && step % job_checkpoints_.every == 0);
-      if (job_checkpoints_.written && due) sharded_optimizer_->gather_state();
-    };
   }
+  h.before_checkpoint = [this](int64_t step, bool final) { at_step_end(step, final); };
   h.step.before_backward = [this](bool last) { ddp_->before_backward(last); };
   h.step.after_backward = [this] { ddp_->after_backward(); };
   if (test_mutation("clip_before_allreduce") && cfg.optim.grad_clip > 0.0f)
@@ -186,6 +184,36 @@ void DistributedTrainer::broadcast_training_state() {
   job_checkpoints_ = {counters[2], counters[3] != 0};
   trainer_.set_loss_scaler_state(std::bit_cast<float>(static_cast<int32_t>(counters[4])),
                                  counters[5], counters[6]);
+}
+
+// Before each checkpoint rank 0 writes, every ZeRO-1 rank contributes its
+// shard of the optimiser state; and the replica check runs when it is due.
+void DistributedTrainer::at_step_end(int64_t step, bool final) {
+  const bool checkpoint_due =
+      job_checkpoints_.written &&
+      (final || (job_checkpoints_.every > 0 && step % job_checkpoints_.every == 0));
+  if (sharded_optimizer_ && checkpoint_due) sharded_optimizer_->gather_state();
+  if (step == replicas_checked_at_ || !replica_check_due(step, checkpoint_due)) return;
+  replicas_checked_at_ = step;
+  const TrainConfig& cfg = trainer_.config();
+  // ZeRO-1's optimiser state is a different shard on every rank, and local
+  // SGD's moments follow each rank's own gradients: their parameters alone.
+  nn::Optimizer* replicated_state =
+      sharded_optimizer_ || cfg.dist.local_sgd > 0 ? nullptr : &trainer_.optimizer();
+  check_replicas(*comm_, replica_digest(trainer_.model(), replicated_state), step,
+                 tensor::Device::parse(cfg.device));
+}
+
+// The replica check's steps (Note [Replica check]): before each checkpoint,
+// at each evaluation, and every --check-replicas-every steps; with local
+// SGD only where the parameters were just averaged (they differ between).
+bool DistributedTrainer::replica_check_due(int64_t step, bool checkpoint_due) const {
+  const TrainConfig& cfg = trainer_.config();
+  if (cfg.dist.local_sgd > 0 && step % cfg.dist.local_sgd != 0) return false;
+  const int64_t every = cfg.dist.check_replicas_every;
+  const bool evaluates =
+      cfg.eval && (step % trainer_.steps_per_epoch() == 0 || step == trainer_.total_steps());
+  return checkpoint_due || evaluates || (every > 0 && step % every == 0);
 }
 
 StepResult DistributedTrainer::step() {

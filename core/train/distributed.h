@@ -43,6 +43,8 @@ class DistributedTrainer {
 
  private:
   void broadcast_training_state();
+  void at_step_end(int64_t step, bool final);  // LoopHooks::before_checkpoint
+  bool replica_check_due(int64_t step, bool checkpoint_due) const;
 
   std::shared_ptr<comm::ProcessGroup> comm_;
   comm::nccl::ComputeTimeline* timeline_;  // non-null on a GPU: comm_ implements it
@@ -57,6 +59,7 @@ class DistributedTrainer {
   ShardedOptimizer* sharded_optimizer_ = nullptr;  // --ddp sharded: the trainer's optimiser
   StepTimes gpu_times_;                            // the last step's phases on the GPU ...
   int64_t gpu_times_step_ = -1;                    // ... and its step
+  int64_t replicas_checked_at_ = -1;               // the step of the last replica check
 };
 
 // The communicator options a TrainConfig asks for.

@@ -1,6 +1,7 @@
 #include "core/train/lab_fault.h"
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cstdlib>
 #include <limits>
@@ -45,7 +46,8 @@ LabFault LabFault::parse(const std::string& text) {
     return InputError(
         str("MDDP_LAB_FAULT '", text,
             "': give hang:RANK:STEP:PHASE, slow:RANK:PHASE:MS, mismatch:RANK:SETTING "
-            "(width or depth), short:RANK:STEPS, nan:RANK:STEP or link:RANK:PEER:MBPS"));
+            "(width or depth), short:RANK:STEPS, nan:RANK:STEP, link:RANK:PEER:MBPS or "
+            "flip:RANK:STEP"));
   };
   if (p.size() < 3) throw bad();
   f.rank = static_cast<int>(whole(p[1], "the rank", text));
@@ -65,6 +67,9 @@ LabFault LabFault::parse(const std::string& text) {
     f.step = whole(p[2], "the steps", text);
   } else if (p[0] == "nan" && p.size() == 3) {
     f.kind = Kind::kNan;
+    f.step = whole(p[2], "the step", text);
+  } else if (p[0] == "flip" && p.size() == 3) {
+    f.kind = Kind::kFlip;
     f.step = whole(p[2], "the step", text);
   } else if (p[0] == "link" && p.size() == 4) {
     f.kind = Kind::kLink;
@@ -110,6 +115,15 @@ void LabFault::poison(int r, int64_t s, tensor::Tensor& y) const {
   std::vector<float> values = y.to_vector();  // once, on any device
   values.at(0) = std::numeric_limits<float>::quiet_NaN();
   y.copy_from(values);
+}
+
+void LabFault::corrupt(int r, int64_t s, nn::Module& model) const {
+  if (kind != Kind::kFlip || r != rank || s != step) return;
+  tensor::Tensor& w = model.parameters().front()->value;
+  std::vector<float> values = w.to_vector();
+  values.at(0) =
+      std::bit_cast<float>(std::bit_cast<uint32_t>(values[0]) ^ 1u);  // the lowest mantissa bit
+  w.copy_from(values);
 }
 
 void LabFault::adjust_comm(int r, int world_size, comm::CommOptions& options) const {

@@ -19,6 +19,9 @@
 //   link:RANK:PEER:MBPS   the TCP link between RANK and PEER carries at most
 //                         MBPS MB/s each way (the kernel paces both ends'
 //                         sends: Transport::limit_send_rate), a slow cable
+//   flip:RANK:STEP        RANK flips one bit of its first parameter after
+//                         STEP's update, as faulty memory would: a replica
+//                         that silently differs (core/train/replica_check.h)
 #pragma once
 
 #include <cstdint>
@@ -26,13 +29,14 @@
 #include <string_view>
 
 #include "core/comm/communicator.h"
+#include "core/nn/module.h"
 #include "core/tensor/tensor.h"
 #include "core/train/config.h"
 
 namespace mddp::train {
 
 struct LabFault {
-  enum class Kind { kNone, kHang, kSlow, kMismatch, kShort, kNan, kLink };
+  enum class Kind { kNone, kHang, kSlow, kMismatch, kShort, kNan, kLink, kFlip };
   Kind kind = Kind::kNone;
   int rank = -1;
   int64_t step = 0;
@@ -56,6 +60,8 @@ struct LabFault {
   void adjust_config(int rank, TrainConfig& cfg) const;
   // After `rank` loaded the targets of `step` into y: the planted NaN.
   void poison(int rank, int64_t step, tensor::Tensor& y) const;
+  // After `rank`'s update of `step`: the planted bit flip in `model`.
+  void corrupt(int rank, int64_t step, nn::Module& model) const;
   // The data plane's options as `rank` of `world_size` connects: the
   // planted slow link. InputError when an end of it is not in the job.
   void adjust_comm(int rank, int world_size, comm::CommOptions& options) const;

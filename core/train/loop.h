@@ -16,7 +16,8 @@ struct LoopHooks {
   std::function<double(double)> global_mean;                     // DDP: mean of a scalar over ranks
   // On every rank, after each step (final: false) and once after the last
   // (final: true), before rank 0 would write a checkpoint there: ZeRO-1
-  // gathers its optimiser state when the job's checkpoint schedule says so.
+  // gathers its optimiser state when the job's checkpoint schedule says so,
+  // and the replica check runs when due (DistributedTrainer).
   std::function<void(int64_t step, bool final)> before_checkpoint;
   bool print = true;  // rank 0 prints, others stay quiet
 };

@@ -184,6 +184,7 @@ StepResult Trainer::step(const StepHooks& hooks) {
   }
   ++steps_done_;
   if (hooks.after_optimizer) hooks.after_optimizer(steps_done_);
+  lab_fault_.corrupt(rank_, steps_done_, *model_);
   const int64_t t6 = now_ns();
   r.times.optimizer = ns_to_ms(t6 - t5);
   r.times.total = ns_to_ms(t6 - t_begin);

@@ -137,6 +137,29 @@ with open(sys.argv[1], "r+b") as f:
     [[ -s "$WORK/small/run/checkpoint.safetensors" ]] || fail "no checkpoint after space came back"
     ;;
 
+  replicas_diverged)
+    # A bit flipped on rank 1 (MDDP_LAB_FAULT=flip:RANK:STEP, after the
+    # step's update) is named by the replica check on every rank: at the
+    # next --check-replicas-every step; by default before the next
+    # checkpoint, which is then not written, so a resume starts from replicas
+    # that agreed and finishes.
+    JOB3=(--dataset synthetic --synthetic-size 1024 --width 32 --batch 30 --no-eval)  # 3 ranks
+    MDDP_LAB_FAULT=flip:1:3 timeout 120 "$BIN" run --nproc 3 --http-port -1 "${JOB3[@]}" --steps 20 \
+      --check-replicas-every 2 --run-dir "$WORK/every" >"$WORK/every.out" 2>&1; RC=$?
+    expect_rc 1 "a flipped bit with --check-replicas-every 2"
+    expect_in "microddp: error: .*the replicas diverged by step 4: rank 1 differs from ranks 0, 2 in " "$WORK/every.out"
+    for r in 1 2; do expect_in "the replicas diverged by step 4: rank 1 differs" "$WORK/every/worker-$r.log"; done  # rank 0: every.out
+    MDDP_LAB_FAULT=flip:1:6 timeout 120 "$BIN" run --nproc 3 --http-port -1 "${JOB3[@]}" --steps 20 \
+      --checkpoint-every 5 --run-dir "$WORK/ckpt" >"$WORK/ckpt.out" 2>&1; RC=$?
+    expect_rc 1 "a flipped bit before a checkpoint"
+    expect_in "the replicas diverged by step 10: rank 1 differs" "$WORK/ckpt.out"
+    [[ -s "$WORK/ckpt/checkpoints/step-00000005.safetensors" ]] || fail "no checkpoint of step 5"
+    ! compgen -G "$WORK/ckpt/checkpoints/step-00000010.*" >/dev/null || fail "the checkpoint of step 10 was written from replicas that differ"
+    timeout 120 "$BIN" run --nproc 3 --http-port -1 "${JOB3[@]}" --steps 20 --checkpoint-every 5 \
+      --resume "$WORK/ckpt" --run-dir "$WORK/ckpt" >"$WORK/resume.out" 2>&1 || fail "the resume from step 5 failed"
+    expect_in "resuming at step 5 of 20" "$WORK/resume.out"
+    ;;
+
   nan_loss)
     # A diverging run stops at the step its loss turns NaN or inf, exit 1,
     # naming the step: in one process, and in a job where every rank stops.

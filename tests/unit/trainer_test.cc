@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <filesystem>
 #include <set>
@@ -214,9 +215,13 @@ TEST(LabFault, ParsesEachKindAndRefusesOthers) {
   comm::CommOptions o;
   test::expect_input_error([&] { link.adjust_comm(0, 3, o); },
                            {"MDDP_LAB_FAULT 'link:2:3:40'", "rank 3 is not in a job of 3 ranks"});
+  const LabFault flip = LabFault::parse("flip:1:3");
+  EXPECT_EQ(flip.kind, LabFault::Kind::kFlip);
+  EXPECT_EQ(flip.step, 3);
   EXPECT_EQ(LabFault::parse("").kind, LabFault::Kind::kNone);
-  for (const char* bad : {"hang:1:5", "slow:1:sync:3", "nan:x:3", "nan:-1:3", "boom:1:2", "hang",
-                          "mismatch:1:heads", "short:1", "link:1:1:40", "link:1:2:0", "link:1:2"})
+  for (const char* bad :
+       {"hang:1:5", "flip:1", "flip:1:x", "slow:1:sync:3", "nan:x:3", "nan:-1:3", "boom:1:2",
+        "hang", "mismatch:1:heads", "short:1", "link:1:1:40", "link:1:2:0", "link:1:2"})
     test::expect_input_error([&] { LabFault::parse(bad); }, {"MDDP_LAB_FAULT", bad});
 }
 
@@ -244,6 +249,28 @@ TEST(LabFault, SlowSleepsInTheNamedPhaseOfEveryStep) {
   Trainer slow(small_config(), /*rank=*/1, /*world_size=*/2);
   ::unsetenv("MDDP_LAB_FAULT");
   for (int step = 1; step <= 2; ++step) EXPECT_GE(slow.step().times.forward, 40.0) << step;
+}
+
+// The planted bit flip: after the named step's update, the named rank's
+// first weight differs from an untouched replica's in one bit of one value.
+TEST(LabFault, FlipChangesOneBitOfTheFirstWeightAfterTheNamedStep) {
+  ::setenv("MDDP_LAB_FAULT", "flip:1:2", 1);
+  Trainer flipped(small_config(), /*rank=*/1, /*world_size=*/2);
+  ::unsetenv("MDDP_LAB_FAULT");
+  Trainer plain(small_config(), /*rank=*/1, /*world_size=*/2);
+  for (int step = 1; step <= 2; ++step) {
+    flipped.step();
+    plain.step();
+    const auto params = flipped.model().parameters();
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      const std::vector<float> a = params[i]->value.to_vector();
+      const std::vector<float> b = plain.model().parameters()[i]->value.to_vector();
+      for (std::size_t j = 0; j < a.size(); ++j) {
+        const uint32_t bits = std::bit_cast<uint32_t>(a[j]) ^ std::bit_cast<uint32_t>(b[j]);
+        EXPECT_EQ(bits, step == 2 && i == 0 && j == 0 ? 1u : 0u) << step << " " << i << " " << j;
+      }
+    }
+  }
 }
 
 }  // namespace
