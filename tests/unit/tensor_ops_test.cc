@@ -277,6 +277,25 @@ TEST(GemmCpu, ThreadCountDoesNotChangeResult) {
   EXPECT_TRUE(all_within("gemm 2 threads", want, bound, c2.to_vector()));
 }
 
+// Note [OpenBLAS's idle threads]: with one compute thread OpenBLAS's thread
+// pool is stopped (its threads would spin at every process start), also
+// after more threads were asked for and served a GEMM. OpenBLAS's own flag
+// says whether its pool runs (absent from a BLAS without threads).
+extern "C" __attribute__((weak)) int blas_server_avail;
+TEST(GemmCpu, OneComputeThreadStopsOpenBlasThreads) {
+  if (&blas_server_avail == nullptr) GTEST_SKIP() << "this BLAS has no thread pool";
+  Rng rng(12);
+  Tensor a = random_tensor({512, 512}, rng), c = Tensor::zeros({512, 512});
+  const int saved = ops::num_threads();
+  ops::set_num_threads(1);
+  EXPECT_EQ(blas_server_avail, 0);
+  ops::set_num_threads(2);
+  ops::gemm(false, false, 1.0f, a, a, 0.0f, c);
+  ops::set_num_threads(1);
+  EXPECT_EQ(blas_server_avail, 0);
+  ops::set_num_threads(saved);
+}
+
 // ---- bias, relu ------------------------------------------------------------
 
 // bias_add adds b[c] at every (n, h, w); bias_grad accumulates sums of dy into dbias.

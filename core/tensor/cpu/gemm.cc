@@ -73,8 +73,29 @@ std::string gemm_policy() {
              blas, " above (with one compute thread; with more, ", blas, ")");
 }
 
+// Note [OpenBLAS's idle threads]
+// Debian's OpenBLAS (its pthread build) starts a thread per core as it is
+// loaded, before main, and each spins (sched_yield) a while before it
+// sleeps: about 90 ms of CPU in every process on 2 cores (a one-step
+// `train` took 180 ms of CPU, 91 ms with OPENBLAS_NUM_THREADS=1), and a
+// spinning thread per core in every rank of a big host, where the ranks
+// start together. A process here computes on one thread unless --threads
+// asks for more. So OpenBLAS's threads are stopped, with the call its own
+// fork handler uses, once the libraries are initialised (a constructor of
+// the executable runs after theirs), and again after each setting of one
+// thread (openblas_set_num_threads starts the pool it finds stopped); a
+// setting of more starts them, and they serve the GEMMs. Weak: a BLAS
+// build without threads has no such function, and nothing to stop.
+extern "C" __attribute__((weak)) void blas_thread_shutdown_();
+namespace {
+__attribute__((constructor)) void stop_blas_threads() {
+  if (blas_thread_shutdown_ != nullptr) blas_thread_shutdown_();
+}
+}  // namespace
+
 void set_blas_threads(int n) {
   openblas_set_num_threads(n);
+  if (n == 1) stop_blas_threads();
 }  // oneDNN follows OpenMP's setting
 
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
