@@ -180,7 +180,7 @@ Resolved check_flags(CLI::App& cmd, CoordinatorFlags& a) {
   Resolved r;
   r.http_token = a.dashboard.token();
   r.tls = control::load_tls(a.tls, control::TlsRole::kServer);
-  validate_health(a.health);
+  validate_health(a.health, a.train.dist.timeout_ms);
   validate_elastic(a.restarts, a.train.min_nproc, a.world_size, a.train.batch, a.health);
   if (!a.train.resume.empty()) {
     const train::Checkpoint ck = train::checked_resume(a.train, a.world_size);

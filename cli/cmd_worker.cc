@@ -142,6 +142,7 @@ void register_worker(CLI::App& app) {
   cmd->add_option("--iface", a->o.iface, "network interface whose IPv4 address the data plane uses")
       ->excludes(addr)
       ->group(g);
+  cmd->footer(kTimeoutsHelp);
   cmd->add_option("--connect-timeout-s", a->connect_timeout_s,
                   "give up when the coordinator does not accept connections this long")
       ->check(finite_above(0))

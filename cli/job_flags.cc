@@ -22,7 +22,15 @@ std::string read_token_file(const std::string& path, const char* flag) {
   return t;
 }
 
+const char* const kTimeoutsHelp =
+    "Timeouts nest, outermost first (docs/failures.md, \"Timeouts\"): a worker's "
+    "--connect-timeout-s and --join-timeout-s; the coordinator's --rendezvous-timeout-s, longer "
+    "than --elastic-wait-s; each collective's --comm-timeout-ms, longer than "
+    "--heartbeat-timeout-ms, longer than two --heartbeat-ms. A combination that cannot work is "
+    "refused at start.";
+
 void add_health_flags(CLI::App& cmd, HealthFlags& h, const std::string& group) {
+  cmd.footer(kTimeoutsHelp);
   cmd.add_option("--heartbeat-ms", h.heartbeat_ms, "how often workers send a heartbeat")
       ->check(CLI::Range(int64_t{1}, kMaxTimeoutMs))
       ->group(group)
@@ -98,11 +106,19 @@ void validate_elastic(const RestartFlags& r, int64_t min_nproc, int world_size, 
                          " (the rendezvous fails before it would form with fewer ranks)"));
 }
 
-void validate_health(const HealthFlags& h) {
-  if (h.heartbeat_timeout_ms <= h.heartbeat_ms)
+// The timeouts' nesting (docs/failures.md, "Timeouts"): each check says
+// which wait must outlast which, and why.
+void validate_health(const HealthFlags& h, int64_t comm_timeout_ms) {
+  if (h.heartbeat_timeout_ms <= 2 * h.heartbeat_ms)
     throw InputError(str("--heartbeat-timeout-ms ", h.heartbeat_timeout_ms,
-                         " must be longer than --heartbeat-ms ", h.heartbeat_ms,
-                         " (a worker is declared lost after that long without a heartbeat)"));
+                         " must be longer than two --heartbeat-ms ", h.heartbeat_ms,
+                         ": a worker is declared lost after that long without a heartbeat, and "
+                         "one late heartbeat must not do it"));
+  if (comm_timeout_ms <= h.heartbeat_timeout_ms)
+    throw InputError(str("--comm-timeout-ms ", comm_timeout_ms,
+                         " must be longer than --heartbeat-timeout-ms ", h.heartbeat_timeout_ms,
+                         ": a collective waiting on a rank that went silent would give up before "
+                         "the coordinator names that rank"));
 }
 
 void add_dashboard_flags(CLI::App& cmd, DashboardFlags& d) {

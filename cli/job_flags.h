@@ -38,7 +38,11 @@ void validate_elastic(const RestartFlags& r, int64_t min_nproc, int world_size, 
                       const HealthFlags& h);
 // What one flag's check cannot see: the timeout must be longer than the
 // interval (InputError naming both).
-void validate_health(const HealthFlags& h);
+// How the timeouts nest, for the --help of coordinator, run and worker.
+extern const char* const kTimeoutsHelp;
+// Refuses timeouts that cannot nest: two --heartbeat-ms under
+// --heartbeat-timeout-ms, under the collectives' --comm-timeout-ms.
+void validate_health(const HealthFlags& h, int64_t comm_timeout_ms);
 
 // The coordinator's dashboard server (dashboard/API.md). `microddp run`
 // takes the same flags and hands them to its coordinator.

@@ -32,6 +32,14 @@ refused "--layers: '-3' is less than 1 (see --help)" train --model gpt --layers 
 refused "--warmup: '-1' is less than 0 (see --help)" analyze --warmup -1 "$WORK"
 refused "-e 99999G asks for .* per rank (2 ranks here: .*), but this machine has .* available" \
   bench allreduce --nproc 2 -b 4K -e 99999G
+# Timeouts that cannot nest (docs/failures.md, "Timeouts").
+refused "--comm-timeout-ms 5000 must be longer than --heartbeat-timeout-ms 5000: a collective waiting" \
+  run --nproc 2 --comm-timeout-ms 5000
+refused "--comm-timeout-ms 9000 must be longer than --heartbeat-timeout-ms 10000" \
+  coordinator --world-size 2 --comm-timeout-ms 9000
+refused "--heartbeat-timeout-ms 1000 must be longer than two --heartbeat-ms 500" run --nproc 2 --heartbeat-timeout-ms 1000
+refused "--elastic-wait-s 130 must be shorter than --rendezvous-timeout-s 120" \
+  run --nproc 2 --min-nproc 1 --batch 64 --elastic-wait-s 130
 # The notation the README uses for sizes is accepted, and means what it says.
 "$BIN" model --params 5e6 --world-size 4 --bandwidth-gbps 10 >"$WORK/model" 2>&1 || { cat "$WORK/model"; fail "--params 5e6 refused"; }
 "$BIN" model --params 5000000 --world-size 4 --bandwidth-gbps 10 >"$WORK/model_digits" 2>&1

@@ -161,7 +161,7 @@ case "$SCENARIO" in
     # (Note [Aborting gloo] in core/comm/gloo/gloo_group.cc): a rank whose end saw
     # nothing leaves at the collective timeout, so it is short here.
     TIMEOUT=()
-    [[ $3 == gloo ]] && TIMEOUT=(--comm-timeout-ms 8000)
+    [[ $3 == gloo ]] && TIMEOUT=(--comm-timeout-ms 8000 --heartbeat-timeout-ms 5000)
     # shellcheck disable=SC2046  # two words
     start_coordinator 2 "${JOB[@]}" "${SPIN[@]}" $(data_plane "$3") "${TIMEOUT[@]}" --run-dir "$WORK/run"
     start_workers 2
@@ -185,7 +185,7 @@ case "$SCENARIO" in
     # seam makes it, at rank 0's collective #300): a broken link between
     # live ranks as above, not a crash (Note [gloo's device thread dies] in
     # core/comm/gloo/device_thread.h). Rank 1 leaves at the collective timeout.
-    start_coordinator 2 "${JOB[@]}" "${SPIN[@]}" --backend gloo --comm-timeout-ms 8000 --run-dir "$WORK/run"
+    start_coordinator 2 "${JOB[@]}" "${SPIN[@]}" --backend gloo --comm-timeout-ms 8000 --heartbeat-timeout-ms 5000 --run-dir "$WORK/run"
     MDDP_TEST_GLOO_DEVICE_THROW=0:300 start_workers 2
     T0=$(now_ms)
     exit_times "${W[0]}" "${W[1]}" "$COORD_PID"

@@ -27,7 +27,7 @@ case "$SCENARIO" in
     # store wait instead, which proves less but fails nothing.)
     mkdir -p "$WORK/hold"
     start_coordinator 3 "${JOB[@]}" --steps 20 --transport tcp --comm-timeout-ms 600000 \
-      --heartbeat-ms 200 --heartbeat-timeout-ms 600000
+      --heartbeat-ms 200 --heartbeat-timeout-ms 590000
     RANK=0 MDDP_TEST_HOLD_AT_STEPS=-1 MDDP_TEST_HOLD_DIR="$WORK/hold" start_worker w0; W0=$W_PID
     RANK=1 MDDP_TEST_HOLD_AT_STEPS=-1 MDDP_TEST_HOLD_DIR="$WORK/hold" start_worker w1; W1=$W_PID
     RANK=2 start_worker w2; W2=$W_PID
@@ -51,7 +51,8 @@ case "$SCENARIO" in
   after_join)
     for try in 1 2 3 4 5 6 7 8; do
       rm -rf "$WORK/hold" "$WORK"/*.out "$WORK/addr"; mkdir -p "$WORK/hold"
-      start_coordinator 2 "${JOB[@]}" --steps 100000000 --heartbeat-ms 1000 --heartbeat-timeout-ms 600000
+      start_coordinator 2 "${JOB[@]}" --steps 100000000 --heartbeat-ms 1000 --heartbeat-timeout-ms 600000 \
+        --comm-timeout-ms 610000
       RANK=0 start_worker w0; W0=$W_PID
       RANK=1 MDDP_TEST_HOLD_AT_STEPS=-2 MDDP_TEST_HOLD_DIR="$WORK/hold" start_worker w1; W1=$W_PID
       WAIT_S=60 wait_for test -e "$WORK/hold/-2.held.1" || fail "try $try: rank 1 never joined"
