@@ -247,9 +247,10 @@ void add_ddp_flags(CLI::App& cmd, train::TrainConfig& cfg) {
       ->capture_default_str();
   cmd.add_option("--check-replicas-every", cfg.dist.check_replicas_every,
                  "compare a hash of every rank's parameters and optimiser state every K steps, "
-                 "besides at each evaluation and before each checkpoint (0: only there); a rank "
-                 "that differs stops the job, named")
-      ->check(at_least(0))
+                 "besides at each evaluation and before each checkpoint (0: only there; -1: "
+                 "never, for replicas that differ on purpose); a rank that differs stops the "
+                 "job, named")
+      ->check(at_least(-1))
       ->group(g)
       ->capture_default_str();
   cmd.add_option("--algo", cfg.dist.algorithm,

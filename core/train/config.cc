@@ -58,10 +58,10 @@ void TrainConfig::validate() const {
   if (!(optim.grad_clip >= 0.0f))
     throw InputError(str("--grad-clip must be >= 0 (0: off), got ", optim.grad_clip));
   parse_straggler(dist.straggler);
-  if (dist.check_replicas_every < 0)
+  if (dist.check_replicas_every < -1)
     throw InputError(
-        str("--check-replicas-every must be >= 0 (0: at each evaluation and before "
-            "each checkpoint only), got ",
+        str("--check-replicas-every must be -1 (never), 0 (at each evaluation and "
+            "before each checkpoint) or a number of steps, got ",
             dist.check_replicas_every));
   validate_precision(*this);
   const ddp::Compression compress = ddp::parse_compression(dist.compress);

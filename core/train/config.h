@@ -31,7 +31,7 @@ struct DistConfig {
   std::string backend = "auto";
   int64_t timeout_ms = 60'000;  // bound on every collective wait
   // > 0: the replica check (core/train/replica_check.h) every K steps too,
-  // besides at each evaluation and before each checkpoint.
+  // besides at each evaluation and before each checkpoint; -1: never.
   int64_t check_replicas_every = 0;
   // A lab setting: "RANK:PHASE:MS" makes rank RANK sleep MS milliseconds in
   // PHASE (data, forward or backward) of every step, a straggler to watch

@@ -205,12 +205,14 @@ void DistributedTrainer::at_step_end(int64_t step, bool final) {
 }
 
 // The replica check's steps (Note [Replica check]): before each checkpoint,
-// at each evaluation, and every --check-replicas-every steps; with local
-// SGD only where the parameters were just averaged (they differ between).
+// at each evaluation, and every --check-replicas-every steps (-1: never);
+// with local SGD only where the parameters were just averaged (they differ
+// between).
 bool DistributedTrainer::replica_check_due(int64_t step, bool checkpoint_due) const {
   const TrainConfig& cfg = trainer_.config();
-  if (cfg.dist.local_sgd > 0 && step % cfg.dist.local_sgd != 0) return false;
   const int64_t every = cfg.dist.check_replicas_every;
+  if (every < 0) return false;
+  if (cfg.dist.local_sgd > 0 && step % cfg.dist.local_sgd != 0) return false;
   const bool evaluates =
       cfg.eval && (step % trainer_.steps_per_epoch() == 0 || step == trainer_.total_steps());
   return checkpoint_due || evaluates || (every > 0 && step % every == 0);

@@ -38,6 +38,8 @@ by a fraction of lr (measured: 1e-3 and more).
   gpt_oracle.py MICRODDP --mutation NAME   the planted bug NAME on in microddp (MDDP_TEST_MUTATION,
                                            core/common/test_mutation.h), in the run it concerns:
                                            exit 0 only if the oracle catches it and names the step
+                                           (and, for a bug that makes replicas differ, microddp's
+                                           replica check stops the run first when left on)
 Exits 77 (skipped) when torch is not installed.
 """
 import argparse
@@ -78,6 +80,12 @@ TORCH_DDP = "PyTorch DDP (gloo), 2 ranks"
 # core/nn/gpt.h), so there the early hook only races with the embedding's share.
 MUTATION_RUN = {"causal_mask_off_by_one": RUNS[0], "tied_grad_first_contribution": RUNS[3],
                 "clip_before_allreduce": RUNS[1]}
+# The planted bugs that leave the ranks' replicas different: microddp's own
+# replica check (docs/ddp.md) stops such a run before its final checkpoint,
+# naming them. The oracle's runs turn the check off (--check-replicas-every
+# -1), so that the oracle proves it would catch the bug too.
+DIVERGING = {"tied_grad_first_contribution"}
+REPLICA_CHECK_OFF = ["--check-replicas-every", "-1"]
 
 
 def microddp_flags(block, layers, heads, embd):
@@ -86,12 +94,17 @@ def microddp_flags(block, layers, heads, embd):
             "--seed", str(SEED), "--no-eval", "--log-every", "1"] + TRAIN_FLAGS
 
 
+def microddp_command(binary, label, command, init_path, work):
+    """The command line of one microddp run, and its run directory."""
+    run_dir = os.path.join(work, label.replace(" ", "_").replace(",", ""))
+    return [binary] + command + (["--http-port", "-1"] if command[0] == "run" else []) + microddp_flags(
+        MODEL["block_size"], MODEL["n_layer"], MODEL["n_head"], MODEL["n_embd"]) + [
+        "--init-from", init_path, "--run-dir", run_dir], run_dir
+
+
 def microddp_train(binary, label, command, init_path, work, env):
     """(losses by step, checkpoint metadata, state metadata) of one microddp run."""
-    run_dir = os.path.join(work, label.replace(" ", "_").replace(",", ""))
-    cmd = [binary] + command + (["--http-port", "-1"] if command[0] == "run" else []) + microddp_flags(
-        MODEL["block_size"], MODEL["n_layer"], MODEL["n_head"], MODEL["n_embd"]) + [
-        "--init-from", init_path, "--run-dir", run_dir]
+    cmd, run_dir = microddp_command(binary, label, command, init_path, work)
     r = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if r.returncode != 0:
         sys.exit(f"FAIL: {' '.join(cmd)} exited {r.returncode}:\n{r.stdout}\n{r.stderr}")
@@ -181,6 +194,20 @@ def initial_weights(work):
     return path, init
 
 
+def replica_check_names_it(binary, label, command, env):
+    """True when the run with the replica check on fails naming replicas that diverged."""
+    with tempfile.TemporaryDirectory(prefix="microddp-replicas-") as work:
+        init_path, _ = initial_weights(work)
+        cmd, _ = microddp_command(binary, label, command, init_path, work)
+        r = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    line = next((l for l in r.stderr.splitlines() if "the replicas diverged by step" in l), "")
+    print(f"with the replica check: exit {r.returncode}, {line.strip() or 'no line naming diverged replicas'}")
+    if r.returncode == 1 and line:
+        return True
+    print(f"FAIL: the replica check did not stop the run with '{label}'")
+    return False
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("microddp")
@@ -198,6 +225,11 @@ def main():
     if a.mutation:
         env["MDDP_TEST_MUTATION"] = a.mutation
     runs = [MUTATION_RUN[a.mutation]] if a.mutation else RUNS
+    if a.mutation:
+        label, command = runs[0]
+        runs = [(label, command + (REPLICA_CHECK_OFF if command[0] == "run" else []))]
+        if a.mutation in DIVERGING and not replica_check_names_it(a.microddp, label, command, env):
+            return 1
     with tempfile.TemporaryDirectory(prefix="microddp-gpt-oracle-") as work:
         init_path, init = initial_weights(work)
         results = {}
