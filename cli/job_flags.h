@@ -36,8 +36,6 @@ void add_restart_flags(CLI::App& cmd, RestartFlags& r, int64_t& min_nproc,
 // timeout. InputError naming the flags.
 void validate_elastic(const RestartFlags& r, int64_t min_nproc, int world_size, int64_t batch,
                       const HealthFlags& h);
-// What one flag's check cannot see: the timeout must be longer than the
-// interval (InputError naming both).
 // How the timeouts nest, for the --help of coordinator, run and worker.
 extern const char* const kTimeoutsHelp;
 // Refuses timeouts that cannot nest: two --heartbeat-ms under

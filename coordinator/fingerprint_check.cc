@@ -31,7 +31,7 @@ void FingerprintCheck::judge(Fire& fire) {
   const std::vector<int>& job = largest_group(groups);
   job_ = waiting_.at(job.front()).fp;
   job_first_ = str("rank ", job.front());
-  job_ranks_ = str(job.size() > 1 ? "ranks " : "rank ", join(job, ", "));
+  job_ranks_ = ranks_phrase(job);
   for (auto& [rank, w] : waiting_) fire.emplace_back(std::move(w.done), compare(w.who, w.fp));
   waiting_.clear();
 }

@@ -5,7 +5,11 @@
 #pragma once
 
 #include <algorithm>
+#include <string>
 #include <vector>
+
+#include "core/common/check.h"
+#include "core/common/strings.h"
 
 namespace mddp {
 
@@ -28,6 +32,11 @@ std::vector<std::vector<int>> group_ranks(const std::vector<int>& ranks, Same sa
 inline const std::vector<int>& largest_group(const std::vector<std::vector<int>>& groups) {
   return *std::max_element(groups.begin(), groups.end(),
                            [](const auto& a, const auto& b) { return a.size() < b.size(); });
+}
+
+// "rank 2" or "ranks 1, 3": how a message names ranks.
+inline std::string ranks_phrase(const std::vector<int>& ranks) {
+  return str(ranks.size() == 1 ? "rank " : "ranks ", join(ranks, ", "));
 }
 
 }  // namespace mddp

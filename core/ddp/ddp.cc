@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/common/check.h"
+#include "core/common/rank_groups.h"
 #include "core/common/strings.h"
 #include "core/tensor/tensor.h"
 
@@ -60,10 +61,6 @@ void DistributedDataParallel::check_same_model() {
 }
 
 namespace {
-
-std::string ranks_phrase(const std::vector<int>& ranks) {
-  return str(ranks.size() == 1 ? "rank " : "ranks ", join(ranks, ", "));
-}
 
 // The ';'-terminated entry of `s` holding byte i.
 std::string entry_at(const std::string& s, std::size_t i) {

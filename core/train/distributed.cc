@@ -213,8 +213,7 @@ bool DistributedTrainer::replica_check_due(int64_t step, bool checkpoint_due) co
   const int64_t every = cfg.dist.check_replicas_every;
   if (every < 0) return false;
   if (cfg.dist.local_sgd > 0 && step % cfg.dist.local_sgd != 0) return false;
-  const bool evaluates =
-      cfg.eval && (step % trainer_.steps_per_epoch() == 0 || step == trainer_.total_steps());
+  const bool evaluates = cfg.eval && trainer_.ends_epoch(step);
   return checkpoint_due || evaluates || (every > 0 && step % every == 0);
 }
 

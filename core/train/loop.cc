@@ -48,7 +48,7 @@ TrainSummary run_training(Trainer& trainer, const LoopHooks& hooks) {
     samples_window += cfg.batch * cfg.accumulate;
     loss_window += r.loss;
     ++steps_window;
-    const bool epoch_end = r.step % trainer.steps_per_epoch() == 0 || r.step == total;
+    const bool epoch_end = trainer.ends_epoch(r.step);
     const int64_t every = cfg.log_every > 0 ? cfg.log_every : std::max<int64_t>(1, total / 20);
     const bool report = r.step == 1 || r.step == total || r.step % every == 0;
     if (report || epoch_end) {

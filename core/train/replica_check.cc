@@ -32,10 +32,6 @@ uint64_t hash_of(const tensor::Tensor& t) {
   return std::stoull(sha.hex().substr(0, 16), nullptr, 16);
 }
 
-std::string ranks_text(const std::vector<int>& ranks) {
-  return str(ranks.size() > 1 ? "ranks " : "rank ", join(ranks, ", "));
-}
-
 // The names of the tensors where rows a and b of `all` differ: the first
 // three, and how many more.
 std::string differing(const std::vector<std::string>& names, const uint64_t* a, const uint64_t* b) {
@@ -84,8 +80,8 @@ std::string replica_divergence(const std::vector<std::string>& names,
   std::vector<std::string> parts;
   for (const std::vector<int>& g : groups) {
     if (&g == &job) continue;
-    parts.push_back(str(ranks_text(g), g.size() > 1 ? " differ from " : " differs from ",
-                        ranks_text(job), " in ",
+    parts.push_back(str(ranks_phrase(g), g.size() > 1 ? " differ from " : " differs from ",
+                        ranks_phrase(job), " in ",
                         differing(names, row(g.front()), row(job.front()))));
   }
   return join(parts, "; ");

@@ -82,6 +82,11 @@ class Trainer {
   const data::Dataset& train_set() const { return *train_set_; }
   int64_t steps_per_epoch() const { return sampler_->steps_per_epoch(); }
   int64_t total_steps() const;
+  // Whether `step` (1-based) is the last of an epoch, or of the run: where
+  // run_training evaluates.
+  bool ends_epoch(int64_t step) const {
+    return step % steps_per_epoch() == 0 || step == total_steps();
+  }
   int64_t steps_done() const { return steps_done_; }
   int64_t local_batch() const { return cfg_.batch / world_size_; }  // per micro-batch
   // Tokens in one sample for a text dataset (its targets per sample), else

@@ -76,8 +76,8 @@ std::string gemm_policy() {
 // Note [OpenBLAS's idle threads]
 // Debian's OpenBLAS (its pthread build) starts a thread per core as it is
 // loaded, before main, and each spins (sched_yield) a while before it
-// sleeps: about 90 ms of CPU in every process on 2 cores (a one-step
-// `train` took 180 ms of CPU, 91 ms with OPENBLAS_NUM_THREADS=1), and a
+// sleeps: about 70 ms of CPU in every process on 2 cores (a one-step
+// `train` took 175 ms of CPU, 104 ms with the pool stopped), and a
 // spinning thread per core in every rank of a big host, where the ranks
 // start together. A process here computes on one thread unless --threads
 // asks for more. So OpenBLAS's threads are stopped, with the call its own
