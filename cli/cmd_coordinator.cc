@@ -181,7 +181,7 @@ Resolved check_flags(CLI::App& cmd, CoordinatorFlags& a) {
   r.http_token = a.dashboard.token();
   r.tls = control::load_tls(a.tls, control::TlsRole::kServer);
   validate_health(a.health, a.train.dist.timeout_ms);
-  validate_elastic(a.restarts, a.train.min_nproc, a.world_size, a.train.batch, a.health);
+  validate_elastic(a.restarts, a.train.min_nproc, a.world_size, a.health);
   if (!a.train.resume.empty()) {
     const train::Checkpoint ck = train::checked_resume(a.train, a.world_size);
     // The directory resolved, to this pair whatever is written meanwhile, and

@@ -325,9 +325,7 @@ void check_run_flags(const RunFlags& a) {
   if (a.nproc < 1) throw InputError("give the number of workers: --nproc N");
   a.train.validate();
   validate_health(a.health, a.train.dist.timeout_ms);
-  if (a.train.batch % a.nproc != 0)
-    throw InputError(str("--batch ", a.train.batch, " is not divisible by --nproc ", a.nproc));
-  validate_elastic(a.restarts, a.train.min_nproc, a.nproc, a.train.batch, a.health);
+  validate_elastic(a.restarts, a.train.min_nproc, a.nproc, a.health);
   tensor::require_gpu_per_local_rank(a.train.device, a.nproc);  // before any process starts
 }
 

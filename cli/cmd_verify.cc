@@ -23,6 +23,7 @@
 #include "cli/flag_checks.h"
 #include "cli/local_ranks.h"
 #include "cli/train_flags.h"
+#include "core/data/sampler.h"
 #include "core/ddp/compression.h"
 #include "core/tensor/device.h"
 #include "core/train/distributed.h"
@@ -65,12 +66,30 @@ bool sixteen_bit_wire(const train::TrainConfig& cfg) {
   return c.is_half();
 }
 
+// "11, 11, 10": how `total` samples are shared over nproc ranks.
+std::string shares(int64_t total, int nproc) {
+  std::string s;
+  for (int r = 0; r < nproc; ++r) s += str(r ? ", " : "", data::even_share(total, nproc, r).size());
+  return s;
+}
+
+// The ranks share the one process's batch, unevenly when nproc does not
+// divide it, and the short last step of --last-batch keep too (Note [Uneven
+// shares] in core/train/trainer.cc): said when it happens, since that is
+// what the weighting must get right.
+void print_uneven_shares(const train::TrainConfig& cfg, int nproc, int64_t dataset_size) {
+  const int64_t batch = cfg.batch * cfg.accumulate, left = dataset_size % batch;
+  if (batch % nproc != 0)
+    std::printf(
+        "uneven shares: %s samples of each step's %lld, each gradient weighted by its share\n",
+        shares(batch, nproc).c_str(), static_cast<long long>(batch));
+  if (cfg.last_batch == "keep" && left > 0)
+    std::printf("last step of each epoch: %lld samples, shared %s (--last-batch keep)\n",
+                static_cast<long long>(left), shares(left, nproc).c_str());
+}
+
 bool run(const train::TrainConfig& cfg, int nproc) {
   if (cfg.steps < 1) throw InputError("verify needs --steps >= 1");
-  // Every rank takes an equal share of the one process's batch.
-  if (cfg.batch % nproc != 0)
-    throw InputError(str("verify: --batch ", cfg.batch, " does not split evenly over --nproc ",
-                         nproc, " ranks: pass a multiple of ", nproc));
   const double tol = sixteen_bit_wire(cfg) ? 5e-3 : cfg.optim.name != "sgd" ? 1e-4 : 1e-5;
   tensor::require_gpu_per_local_rank(cfg.device, nproc);
   const std::string tmp = make_temp_dir("microddp-verify");
@@ -84,6 +103,7 @@ bool run(const train::TrainConfig& cfg, int nproc) {
         single.model().describe().substr(0, 60).c_str(),
         static_cast<long long>(single.model().num_parameters()), static_cast<long long>(cfg.steps),
         cfg.optim.name.c_str(), static_cast<long long>(cfg.batch), nproc);
+    print_uneven_shares(cfg, nproc, single.train_set().size());
     for (int64_t s = 0; s < cfg.steps; ++s) single.step();
     save_params(single.model(), tmp + "/single.safetensors");
   });

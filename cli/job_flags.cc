@@ -2,7 +2,6 @@
 
 #include <fstream>
 #include <limits>
-#include <numeric>
 #include <sstream>
 
 #include "cli/flag_checks.h"
@@ -67,8 +66,7 @@ void add_restart_flags(CLI::App& cmd, RestartFlags& r, int64_t& min_nproc,
          "--min-nproc", min_nproc,
          "elastic: an attempt that still lacks ranks after --elastic-wait-s forms with the "
          "ones there, at least this many (a host gone for good); the global --batch is kept "
-         "and split over the ranks, so it must divide by every size from this to the "
-         "world size. 0: always the full world size, waited for up to "
+         "and shared over the ranks there. 0: always the full world size, waited for up to "
          "--rendezvous-timeout-s")
       ->check(CLI::Range(int64_t{0}, int64_t{std::numeric_limits<int>::max()}))
       ->group(group)
@@ -81,25 +79,12 @@ void add_restart_flags(CLI::App& cmd, RestartFlags& r, int64_t& min_nproc,
       ->capture_default_str();
 }
 
-void validate_elastic(const RestartFlags& r, int64_t min_nproc, int world_size, int64_t batch,
+void validate_elastic(const RestartFlags& r, int64_t min_nproc, int world_size,
                       const HealthFlags& h) {
   if (min_nproc == 0) return;
   if (min_nproc > world_size)
     throw InputError(str("--min-nproc ", min_nproc, " is more than the job's ", world_size,
                          " ranks: give 1..", world_size));
-  std::string sizes;  // the sizes the global batch does not split over
-  int64_t lcm = 1;    // the smallest batch that splits over all of them (0: too large to say)
-  for (int64_t n = min_nproc; n <= world_size; ++n) {
-    if (batch % n != 0) sizes += str(sizes.empty() ? "" : ", ", n);
-    if (lcm > 0) lcm = lcm / std::gcd(lcm, n) > (int64_t{1} << 40) / n ? 0 : std::lcm(lcm, n);
-  }
-  if (!sizes.empty())
-    throw InputError(str(
-        "--batch ", batch, " does not split over ", sizes, " ranks, which --min-nproc ", min_nproc,
-        " allows: the global batch stays "
-        "the same when the world size changes, so give a multiple of every size from ",
-        min_nproc, " to ", world_size, lcm > 0 ? str(" (of ", lcm, ")") : std::string(),
-        ", or narrow the range"));
   if (min_nproc < world_size && r.elastic_wait_s >= h.rendezvous_timeout_s)
     throw InputError(str("--elastic-wait-s ", r.elastic_wait_s,
                          " must be shorter than --rendezvous-timeout-s ", h.rendezvous_timeout_s,

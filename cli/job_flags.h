@@ -31,10 +31,9 @@ struct RestartFlags {
 void add_restart_flags(CLI::App& cmd, RestartFlags& r, int64_t& min_nproc,
                        const std::string& group);
 // What the flags' own checks cannot see: --min-nproc at most the world size,
-// the global --batch divisible by every size the job may run on (it is kept
-// when the size changes), the elastic wait shorter than the rendezvous
-// timeout. InputError naming the flags.
-void validate_elastic(const RestartFlags& r, int64_t min_nproc, int world_size, int64_t batch,
+// the elastic wait shorter than the rendezvous timeout. InputError naming
+// the flags.
+void validate_elastic(const RestartFlags& r, int64_t min_nproc, int world_size,
                       const HealthFlags& h);
 // How the timeouts nest, for the --help of coordinator, run and worker.
 extern const char* const kTimeoutsHelp;

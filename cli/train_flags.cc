@@ -148,6 +148,12 @@ void add_optimization_flags(CLI::App& cmd, train::TrainConfig& cfg) {
                  "micro-batches of --batch per step (DDP syncs only the last: no_sync)")
       ->group(g)
       ->capture_default_str();
+  cmd.add_option("--last-batch", cfg.last_batch,
+                 "an epoch's last dataset-size mod --batch samples: drop them, or keep them as "
+                 "one shorter step (every sample once per epoch)")
+      ->check(CLI::IsMember({"drop", "keep"}))
+      ->group(g)
+      ->capture_default_str();
   cmd.add_flag("!--no-eval", cfg.eval, "skip the test-set evaluation at each epoch end")->group(g);
   cmd.add_option("--precision", cfg.precision,
                  "GEMM precision: fp32, bf16 (oneDNN bf16 matmul on AVX-512 BF16 CPUs) or fp16 "

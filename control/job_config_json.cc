@@ -173,6 +173,7 @@ void config_fields(V& v, C& c) {
   v("warmup_steps", c.warmup_steps);
   v("lr_min", c.lr_min);
   v("accumulate", c.accumulate);
+  v("last_batch", c.last_batch);
   v("seed", c.seed);
   v("device", c.device);
   v("run_dir", c.run_dir);

@@ -134,6 +134,7 @@ std::map<std::string, std::string> config_fingerprint(const TrainConfig& c, int 
       {"--synthetic-size", std::to_string(c.data.synthetic_size)},
       {"--batch", std::to_string(c.batch)},
       {"--accumulate", std::to_string(c.accumulate)},
+      {"--last-batch", c.last_batch},
       {"--optimizer", c.optim.name},
       {"--lr", float_text(c.optim.lr)},
       {"--momentum", float_text(c.optim.momentum)},
@@ -200,6 +201,7 @@ std::map<std::string, std::string> state_metadata(const TrainConfig& cfg, int wo
                        {"step_in_epoch", p.step % p.steps_per_epoch},
                        {"steps_per_epoch", p.steps_per_epoch},
                        {"global_batch", cfg.batch * cfg.accumulate},
+                       {"last_batch", cfg.last_batch},
                        {"dataset_size", p.dataset_size},
                        {"shuffle_seed", cfg.seed}}
                       .dump()},

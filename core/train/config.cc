@@ -39,6 +39,8 @@ void TrainConfig::validate() const {
   if (steps < 0) throw InputError(str("--steps must be >= 0, got ", steps));
   if (steps == 0 && epochs < 1) throw InputError("give --steps N or --epochs N (at least 1)");
   if (accumulate < 1) throw InputError(str("--accumulate must be at least 1, got ", accumulate));
+  if (last_batch != "drop" && last_batch != "keep")
+    throw InputError("--last-batch must be drop or keep, got '" + last_batch + "'");
   if (threads < 1) throw InputError(str("--threads must be at least 1, got ", threads));
   if (loss != "xent" && loss != "mse")
     throw InputError("--loss must be xent or mse, got '" + loss + "'");

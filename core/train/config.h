@@ -69,7 +69,10 @@ struct TrainConfig {
   int64_t warmup_steps = 0;
   float lr_min = -1.0f;
   int64_t accumulate = 1;  // micro-batches of `batch` per optimiser step
-  uint64_t seed = 42;      // model init and data order
+  // An epoch's last N mod batch samples: "drop" them, or "keep" them as one
+  // shorter step (Note [Global batch] in core/data/sampler.h).
+  std::string last_batch = "drop";
+  uint64_t seed = 42;  // model init and data order
   std::string device = "cpu";
   std::string run_dir;  // logs, checkpoints ("" = none)
   // Checkpoints (core/train/checkpoint.h, docs/checkpoints.md).

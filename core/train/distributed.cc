@@ -238,8 +238,7 @@ perf::StepMetrics DistributedTrainer::metrics(const StepResult& r) const {
   m.comm_bytes = s.bytes;
   m.grad_bytes = s.grad_bytes;
   m.sent_bytes = s.sent_bytes;
-  const TrainConfig& cfg = trainer_.config();
-  m.samples = trainer_.local_batch() * cfg.accumulate;
+  m.samples = r.samples;
   m.tokens = m.samples * trainer_.tokens_per_sample();
   m.buckets = s.spans;
   if (!perf::traced_step(r.step, comm_->size()))

@@ -40,12 +40,13 @@ TrainSummary run_training(Trainer& trainer, const LoopHooks& hooks) {
   const int64_t first = trainer.steps_done();  // > 0 after --resume
   if (first > 0 && hooks.print) progress.message(str("resuming at step ", first, " of ", total));
   const int64_t t_start = now_ns();
-  int64_t t_window = t_start, samples_window = 0, steps_window = 0;
+  int64_t t_window = t_start, samples_window = 0, steps_window = 0, samples = 0;
   double loss = 0, loss_window = 0;
   for (int64_t i = first; i < total; ++i) {
     const StepResult r = trainer.step(hooks.step);
     if (hooks.on_step) hooks.on_step(r);
-    samples_window += cfg.batch * cfg.accumulate;
+    samples_window += r.batch;
+    samples += r.batch;
     loss_window += r.loss;
     ++steps_window;
     const bool epoch_end = trainer.ends_epoch(r.step);
@@ -86,7 +87,7 @@ TrainSummary run_training(Trainer& trainer, const LoopHooks& hooks) {
   }
   s.steps = total - first;
   s.seconds = (now_ns() - t_start) * 1e-9;
-  s.samples_per_s = s.steps * cfg.batch * cfg.accumulate / std::max(1e-9, s.seconds);
+  s.samples_per_s = static_cast<double>(samples) / std::max(1e-9, s.seconds);
   s.tokens_per_s = s.samples_per_s * static_cast<double>(tokens_per_sample);
   s.final_loss = loss;
   s.lost_records = log.lost();

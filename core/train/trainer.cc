@@ -90,27 +90,66 @@ Trainer::Trainer(TrainConfig cfg, int rank, int world_size)
   if (cfg_.eval) test_set_ = data::make_dataset(cfg_.data, data::Split::kTest);
   fit_model_to_data(cfg_.model, *train_set_);
 
-  if (cfg_.batch % world_size_ != 0)
-    throw InputError(str("--batch ", cfg_.batch, " is not divisible by ", world_size_, " ranks"));
   sampler_ = std::make_unique<data::GlobalBatchSampler>(
-      train_set_->size(), cfg_.batch * cfg_.accumulate, rank_, world_size_, cfg_.seed);
+      train_set_->size(), cfg_.batch * cfg_.accumulate, rank_, world_size_, cfg_.seed,
+      /*shuffle=*/true, cfg_.last_batch == "keep");
   cfg_.model.seed = cfg_.seed;
   model_ = nn::build_model(cfg_.model, train_set_->sample_shape(), device);
   loss_ = nn::make_loss(cfg_.loss);
   optimizer_ = nn::make_optimizer(cfg_.optim, model_->parameters());
-  x_ = tensor::Tensor::empty(batch_shape(local_batch(), train_set_->sample_shape()), device);
-  y_ = tensor::Tensor::empty(target_shape(local_batch(), *train_set_), device);
+  // The largest micro-batch a rank runs: its share of a full step, split K ways.
+  const int64_t rows = (sampler_->max_local_batch() + cfg_.accumulate - 1) / cfg_.accumulate;
+  x_ = tensor::Tensor::empty(batch_shape(rows, train_set_->sample_shape()), device);
+  y_ = tensor::Tensor::empty(target_shape(rows, *train_set_), device);
   if (!cfg_.init_from.empty()) load_weights(cfg_.init_from);
   if (auto from = resume_point(cfg_, world_size_)) restore(*from);
 }
 
-const tensor::Tensor& Trainer::scaled_loss_grad() {
+const tensor::Tensor& Trainer::scaled_loss_grad(float weight) {
   const tensor::Tensor& g = loss_->backward();
-  if (!scaler_.enabled()) return g;
+  if (!scaler_.enabled() && weight == 1.0f) return g;
   tensor::ensure_shape(scaled_dloss_, g.shape(), g.device());
   tensor::copy(g, scaled_dloss_);
-  tensor::scale(scaled_dloss_, scaler_.scale());
+  tensor::scale(scaled_dloss_, weight * (scaler_.enabled() ? scaler_.scale() : 1.0f));
   return scaled_dloss_;
+}
+
+// Note [Uneven shares]
+// ~~~~~~~~~~~~~~~~~~~~
+// A step's R samples are shared out over the W ranks and, within a rank, over
+// its K micro-batches, as evenly as they go (data::even_share): when W·K does
+// not divide R the pieces differ by one sample, and at a kept last step with
+// R < W·K some are empty. A piece's loss is the mean over its own n samples;
+// DDP averages the ranks' gradients (÷W) and the step averages micro-batches
+// (÷K). So each piece's loss gradient is scaled by its weight w = W·K·n / R:
+// the result is then Σ n·mean / R, the mean gradient over the whole batch,
+// which is what one process computes on it. When W·K divides R every weight
+// is exactly 1 and nothing is scaled: even splits train bitwise as before.
+// An empty piece (w = 0) runs forward and backward on one stand-in sample of
+// the step with its gradient scaled to zero, so its rank's hooks and
+// collectives run exactly as on every other rank and no peer waits for it
+// (PyTorch DDP's join() for uneven inputs, within one step). Its loss is not
+// counted; a rank whose whole share is empty reports the stand-in's loss.
+Trainer::MicroBatch Trainer::micro_batch(int64_t epoch, int64_t step_in_epoch,
+                                         std::span<const int64_t> mine, int64_t m) {
+  const int64_t k = cfg_.accumulate, total = sampler_->batch_at(step_in_epoch);
+  const data::Share piece = data::even_share(static_cast<int64_t>(mine.size()), k, m);
+  MicroBatch mb;
+  mb.samples = piece.size();
+  mb.indices = mb.samples > 0 ? mine.subspan(static_cast<std::size_t>(piece.begin),
+                                             static_cast<std::size_t>(mb.samples))
+                              : sampler_->stand_in(epoch, step_in_epoch);
+  const int64_t share = world_size_ * k * mb.samples;
+  mb.weight = share == total ? 1.0f : static_cast<float>(static_cast<double>(share) / total);
+  return mb;
+}
+
+void Trainer::load_batch(const MicroBatch& mb, int64_t step) {
+  const auto rows = static_cast<int64_t>(mb.indices.size());  // fewer than x_'s: a view
+  x_batch_ = rows == x_.dim(0) ? x_ : x_.view(0, batch_shape(rows, train_set_->sample_shape()));
+  y_batch_ = rows == y_.dim(0) ? y_ : y_.view(0, target_shape(rows, *train_set_));
+  train_set_->get_batch(mb.indices, x_batch_, y_batch_);
+  lab_fault_.poison(rank_, step, y_batch_);
 }
 
 int64_t Trainer::tokens_per_sample() const {
@@ -130,9 +169,11 @@ StepResult Trainer::step(const StepHooks& hooks) {
   r.epoch = steps_done_ / steps_per_epoch();
   r.step = steps_done_ + 1;
   const int64_t k_micro = cfg_.accumulate;
-  // This rank's slice of the step's global batch: `accumulate` micro-batches
-  // of local_batch() samples each (Note [Global batch] in core/data/sampler.h).
-  const auto indices = sampler_->indices(r.epoch, steps_done_ % steps_per_epoch());
+  // This rank's slice of the step's global batch, run as `accumulate`
+  // micro-batches (Note [Global batch] in core/data/sampler.h).
+  const int64_t in_epoch = steps_done_ % steps_per_epoch();
+  const auto mine = sampler_->indices(r.epoch, in_epoch);
+  r.batch = sampler_->batch_at(in_epoch);
   // Each phase's hook (and --straggler's sleep) runs inside that phase's
   // timed span, so an injected delay shows up where it was put.
   const auto phase = [&](const char* name) {
@@ -144,24 +185,26 @@ StepResult Trainer::step(const StepHooks& hooks) {
   const int64_t t_begin = now_ns();
   const tensor::PrecisionScope autocast(precision_);
   model_->zero_grad();
-  double loss_sum = 0;
+  double loss_sum = 0, stand_in_loss = 0;  // loss_sum: over this rank's samples
   for (int64_t m = 0; m < k_micro; ++m) {
     const int64_t t0 = now_ns();
     phase("data");
-    train_set_->get_batch(indices.subspan(m * local_batch(), local_batch()), x_, y_);
-    lab_fault_.poison(rank_, r.step, y_);
+    const MicroBatch mb = micro_batch(r.epoch, in_epoch, mine, m);
+    load_batch(mb, r.step);
     const int64_t t1 = now_ns();
     phase("forward");
     model_->set_dropout(true, dropout_seed(cfg_.seed, rank_, r.step, m));
-    const tensor::Tensor& out = model_->forward(x_);
-    const float loss = loss_->forward(out, y_);
+    const tensor::Tensor& out = model_->forward(x_batch_);
+    const float loss = loss_->forward(out, y_batch_);
     if (!std::isfinite(loss) && !cfg_.allow_nonfinite_loss) throw_nonfinite_loss(r.step, loss);
-    loss_sum += loss;
+    loss_sum += static_cast<double>(loss) * static_cast<double>(mb.samples);
+    if (mb.samples == 0) stand_in_loss = loss;
+    r.samples += mb.samples;
     const int64_t t2 = now_ns();
     const bool last = m + 1 == k_micro;
     phase("backward");
     if (hooks.before_backward) hooks.before_backward(last);
-    model_->backward(scaled_loss_grad(), /*need_dx=*/false);
+    model_->backward(scaled_loss_grad(mb.weight), /*need_dx=*/false);
     const int64_t t3 = now_ns();
     if (last) phase("sync");
     if (last && hooks.after_backward) hooks.after_backward();
@@ -189,7 +232,8 @@ StepResult Trainer::step(const StepHooks& hooks) {
   r.times.optimizer = ns_to_ms(t6 - t5);
   r.times.total = ns_to_ms(t6 - t_begin);
   r.start_ns = t_begin;
-  r.loss = static_cast<float>(loss_sum / static_cast<double>(k_micro));
+  r.loss = r.samples > 0 ? static_cast<float>(loss_sum / static_cast<double>(r.samples))
+                         : static_cast<float>(stand_in_loss);
   return r;
 }
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "core/data/dataset.h"
@@ -45,6 +46,8 @@ struct StepResult {
   int64_t step = 0;     // 1-based, global across epochs
   int64_t epoch = 0;    // 0-based
   float loss = 0;       // this rank's mean loss over its shard
+  int64_t samples = 0;  // in its shard: its share of the step's batch (Note [Global batch])
+  int64_t batch = 0;    // over all ranks: --batch × --accumulate, fewer at a kept last step
   float lr = 0;         // the step's learning rate (the schedule's)
   float grad_norm = 0;  // the global gradient norm before clipping (0: not computed)
   StepTimes times;
@@ -88,7 +91,6 @@ class Trainer {
     return step % steps_per_epoch() == 0 || step == total_steps();
   }
   int64_t steps_done() const { return steps_done_; }
-  int64_t local_batch() const { return cfg_.batch / world_size_; }  // per micro-batch
   // Tokens in one sample for a text dataset (its targets per sample), else
   // 0: what turns samples/s into tokens/s.
   int64_t tokens_per_sample() const;
@@ -124,8 +126,20 @@ class Trainer {
   }
 
  private:
-  // The loss gradient to start the backward from: times the loss scale with fp16.
-  const tensor::Tensor& scaled_loss_grad();
+  // One micro-batch of this rank's shard (Note [Uneven shares] in trainer.cc).
+  struct MicroBatch {
+    std::span<const int64_t> indices;  // its samples, or one stand-in when it has none
+    int64_t samples = 0;               // how many it really has (0: a stand-in)
+    float weight = 1;                  // its loss gradient's scale, W·K·samples / R
+  };
+  // Micro-batch m of `mine`, this rank's slice of step `step_in_epoch` of `epoch`.
+  MicroBatch micro_batch(int64_t epoch, int64_t step_in_epoch, std::span<const int64_t> mine,
+                         int64_t m);
+  // Fills x_batch_ and y_batch_ (the first rows of x_ and y_) with mb's samples.
+  void load_batch(const MicroBatch& mb, int64_t step);
+  // The loss gradient to start the backward from: times the micro-batch's
+  // weight, and times the loss scale with fp16.
+  const tensor::Tensor& scaled_loss_grad(float weight);
 
   TrainConfig cfg_;
   int rank_, world_size_;
@@ -136,7 +150,8 @@ class Trainer {
   std::unique_ptr<nn::Module> model_;
   std::unique_ptr<nn::Loss> loss_;
   std::unique_ptr<nn::Optimizer> optimizer_;
-  tensor::Tensor x_, y_;  // this rank's batch, allocated once
+  tensor::Tensor x_, y_;              // this rank's batch, allocated once
+  tensor::Tensor x_batch_, y_batch_;  // the rows of x_, y_ the micro-batch in hand uses
   tensor::Precision precision_ = tensor::Precision::kFp32;
   LossScaler scaler_{false, {}};
   tensor::Tensor scaled_dloss_;  // the loss gradient times the loss scale (fp16)

@@ -140,6 +140,45 @@ TEST(DdpUnevenDataset, DropsTheSameRemainderAsOneProcess) {
   expect_close(ranks[0], train_single(cfg, steps), 1e-5, "uneven");
 }
 
+// Note [Uneven shares]: a global batch the ranks cannot share evenly (12 over
+// 5 ranks: 3, 3, 2, 2, 2; over 7: 2, 2, 2, 2, 2, 1, 1), each rank's gradient
+// weighted by its share, still trains the single process's model.
+TEST(DdpUnevenShares, BatchThatDoesNotDivideMatchesOneProcess) {
+  for (const char* model : {"mlp", "cnn", "gpt"})
+    for (const char* mode : {"naive", "bucketed", "sharded"})
+      for (int world : {5, 7}) {
+        SCOPED_TRACE(str(model, " ", mode, " on ", world, " ranks"));
+        const train::TrainConfig cfg = ddp_config(model, mode, 0.001);
+        const auto ranks = train_ranks(cfg, world, comm::TransportKind::kShm, kSteps);
+        expect_identical_across_ranks(ranks);
+        expect_close(ranks[0], train_single(cfg, kSteps), 1e-5, model);
+      }
+}
+
+// --last-batch keep: 90 samples, global batch 12, so each epoch ends with a
+// step of 6. Over 4 ranks with 2 micro-batches each, some micro-batches are
+// empty (stand-ins with weight 0); over 7 ranks, rank 6 has no sample at that
+// step at all. Every rank still takes part, nobody hangs, and the model is
+// the single process's across the epoch boundary, fp16 loss scaling too.
+TEST(DdpUnevenShares, KeptLastStepMatchesOneProcess) {
+  for (auto [world, accumulate] : {std::pair{3, 1}, {4, 2}, {7, 1}})
+    for (const char* precision : {"fp32", "fp16"}) {
+      SCOPED_TRACE(str(world, " ranks, accumulate ", accumulate, ", ", precision));
+      train::TrainConfig cfg = mlp_config();
+      cfg.data.synthetic_size = 90;
+      cfg.last_batch = "keep";
+      cfg.accumulate = accumulate;
+      cfg.precision = precision;
+      cfg.loss_scale.init = 128.0f;  // as ddp_precision_test.cc: no overflow on either side
+      const int steps = 90 / (12 * accumulate) + 2;  // into the second epoch
+      const auto ranks = train_ranks(cfg, world, comm::TransportKind::kTcp, steps);
+      expect_identical_across_ranks(ranks);
+      // fp16: ddp_precision_test.cc's bound (16-bit products and wire).
+      const double tol = precision == std::string("fp32") ? 1e-5 : 5e-3;
+      expect_close(ranks[0], train_single(cfg, steps), tol, precision);
+    }
+}
+
 // The compression hook rounds gradients to 16 bits for the wire, so the
 // result is only close: documented tolerances are 1e-3 (fp16) and 1e-2
 // (bf16) relative after 4 steps. Ranks still agree bitwise.
