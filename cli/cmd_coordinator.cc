@@ -221,6 +221,8 @@ coordinator::CoordinatorOptions coordinator_options(const CoordinatorFlags& a,
   o.job.run_dir = a.train.run_dir;
   o.job.max_restarts = a.restarts.max_restarts;
   o.job.min_nproc = static_cast<int>(a.train.min_nproc);
+  o.job.shrink = a.train.on_failure == "shrink";
+  if (a.train.on_failure == "fail") o.job.max_restarts = 0;
   o.job.elastic_wait =
       std::chrono::milliseconds(static_cast<int64_t>(a.restarts.elastic_wait_s * 1000.0));
   return o;
@@ -377,7 +379,7 @@ void register_coordinator(CLI::App& app) {
       ->configurable(false)
       ->group(g);
   add_health_flags(*cmd, a->health, g);
-  add_restart_flags(*cmd, a->restarts, a->train.min_nproc, g);
+  add_restart_flags(*cmd, a->restarts, a->train.min_nproc, a->train.on_failure, g);
   cmd->add_option("--address-file", a->address_file,
                   "write HOST:PORT for workers here once listening")
       ->group(g);

@@ -230,8 +230,11 @@ void supervise(const RunFlags& a, const RunFiles& f, const std::string& address,
                ChildProcesses& children, LogFollower& coordinator_log) {
   const auto linger = std::chrono::duration_cast<RunClock::duration>(
       std::chrono::duration<double>(a.dashboard.http_port >= 0 ? a.dashboard.http_linger_s : 0));
+  // A worker gone for good is the coordinator's to decide about when the job
+  // may go on without it (--min-nproc; --on-failure shrink).
+  const bool elastic = a.train.min_nproc > 0 || a.train.on_failure == "shrink";
   RunPolicy policy(a.nproc, {.max_restarts = a.restarts.max_restarts,
-                             .elastic = a.train.min_nproc > 0,
+                             .elastic = elastic,
                              .grace = std::chrono::milliseconds(a.health.heartbeat_timeout_ms) + 5s,
                              .linger = linger});
   while (!children.all_done()) {
@@ -280,7 +283,8 @@ std::string describe_children(ChildProcesses& children, const std::vector<int>& 
 void finish(const RunFlags& a, const RunFiles& f, ChildProcesses& children,
             PrivateRunDir& secrets) {
   const RunOutcome o =
-      run_outcome(children.states(), a.train.min_nproc > 0, children.interrupted());
+      run_outcome(children.states(), a.train.min_nproc > 0 || a.train.on_failure == "shrink",
+                  children.interrupted());
   const auto say_how_to_resume = [&] {
     std::fflush(stdout);
     std::fprintf(stderr, "microddp run: %s\n",
@@ -295,15 +299,17 @@ void finish(const RunFlags& a, const RunFiles& f, ChildProcesses& children,
       secrets.remove();
       std::exit(o.exit_code());
     case RunOutcome::End::kSucceeded:
-      std::printf("microddp run: %s%s\n",
-                  o.gone.empty()
-                      ? str("all ", a.nproc, " ranks finished").c_str()
-                      : str("the job finished without ", describe_children(children, o.gone, false),
-                            ": --min-nproc ", a.train.min_nproc, " let it go on with fewer ranks")
-                            .c_str(),
-                  a.train.run_dir.empty()
-                      ? ""
-                      : (", metrics in " + a.train.run_dir + "/metrics.jsonl").c_str());
+      std::printf(
+          "microddp run: %s%s\n",
+          o.gone.empty()
+              ? str("all ", a.nproc, " ranks finished").c_str()
+              : str("the job finished without ", describe_children(children, o.gone, false), ": ",
+                    a.train.on_failure == "shrink" ? std::string("--on-failure shrink")
+                                                   : str("--min-nproc ", a.train.min_nproc),
+                    " let it go on with fewer ranks")
+                    .c_str(),
+          a.train.run_dir.empty() ? ""
+                                  : (", metrics in " + a.train.run_dir + "/metrics.jsonl").c_str());
       if (f.temp_logs) std::filesystem::remove_all(f.logs);
       return;
     case RunOutcome::End::kRecordsLost:
@@ -372,7 +378,7 @@ void register_run(CLI::App& app) {
                 "control plane, HTTPS for the dashboard")
       ->group(g);
   add_health_flags(*cmd, a->health, g);
-  add_restart_flags(*cmd, a->restarts, a->train.min_nproc, g);
+  add_restart_flags(*cmd, a->restarts, a->train.min_nproc, a->train.on_failure, g);
   add_dashboard_flags(*cmd, a->dashboard);
   add_training_flags(*cmd, a->train);
   add_checkpoint_flags(*cmd, a->train);

@@ -53,8 +53,16 @@ std::string DashboardFlags::token() const {
   return t;
 }
 
-void add_restart_flags(CLI::App& cmd, RestartFlags& r, int64_t& min_nproc,
+void add_restart_flags(CLI::App& cmd, RestartFlags& r, int64_t& min_nproc, std::string& on_failure,
                        const std::string& group) {
+  cmd.add_option("--on-failure", on_failure,
+                 "when a rank dies or hangs: restart (every rank starts again from the last "
+                 "checkpoint, up to --max-restarts times), shrink (the others train on in their "
+                 "processes from the state they hold, down to --min-nproc ranks; no checkpoint "
+                 "read) or fail")
+      ->check(CLI::IsMember({"restart", "shrink", "fail"}))
+      ->group(group)
+      ->capture_default_str();
   cmd.add_option(
          "--max-restarts", r.max_restarts,
          "when a rank dies, re-form the job up to this many times in all, resuming from the "

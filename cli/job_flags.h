@@ -26,9 +26,9 @@ struct RestartFlags {
   // (at least --min-nproc, the job's TrainConfig::min_nproc).
   double elastic_wait_s = 10;
 };
-// --max-restarts, --min-nproc (into `min_nproc`), --elastic-wait-s in
-// `group` (Note [Attempts] in coordinator/job.cc).
-void add_restart_flags(CLI::App& cmd, RestartFlags& r, int64_t& min_nproc,
+// --on-failure (into `on_failure`), --max-restarts, --min-nproc (into `min_nproc`),
+// --elastic-wait-s in `group` (Note [Attempts] in coordinator/job.cc).
+void add_restart_flags(CLI::App& cmd, RestartFlags& r, int64_t& min_nproc, std::string& on_failure,
                        const std::string& group);
 // What the flags' own checks cannot see: --min-nproc at most the world size,
 // the elastic wait shorter than the rendezvous timeout. InputError naming

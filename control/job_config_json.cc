@@ -183,6 +183,7 @@ void config_fields(V& v, C& c) {
   v("keep_checkpoints", c.keep_checkpoints);
   v("resume_latest", c.resume_latest);
   v("min_nproc", c.min_nproc);
+  v("on_failure", c.on_failure);
   v("threads", c.threads);
   v("log_every", c.log_every);
   v("eval", c.eval);

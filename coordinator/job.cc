@@ -87,9 +87,14 @@ Job::Job(JobOptions options, TimePoint now)
   }
 }
 
-std::shared_ptr<Attempt> Job::open_attempt(int number, TimePoint now) {
+std::shared_ptr<Attempt> Job::open_attempt(int number, TimePoint now, int shrink_from) {
   Rendezvous::Options rv{options_.job_id,       options_.world_size,         options_.min_nproc,
                          options_.elastic_wait, options_.rendezvous_timeout, number};
+  if (shrink_from > 0) {  // the survivors ask for their old ranks and get 0..n-2 in that order
+    rv.world_size = shrink_from;
+    rv.min_nproc = shrink_from - 1;
+    rv.elastic_wait = {};
+  }
   return std::make_shared<Attempt>(
       number, rv, Health::Options{options_.heartbeat_interval, options_.heartbeat_timeout}, now,
       [this](Attempt& a, const std::vector<Member>& members, TimePoint t) {
@@ -132,9 +137,12 @@ void Job::on_formed(Attempt& attempt, const std::vector<Member>& members, TimePo
                  options_.job_id, n, table);
   else
     spdlog::warn(
-        "attempt {} of job '{}' formed with {} of {} workers (--min-nproc {}): the world size "
+        "attempt {} of job '{}' formed with {} of {} workers ({}): the world size "
         "changed to {}, the global batch is split over {} ranks (rank {})",
-        attempt.number(), options_.job_id, n, options_.world_size, options_.min_nproc, n, n, table);
+        attempt.number(), options_.job_id, n, options_.world_size,
+        options_.shrink ? std::string("--on-failure shrink")
+                        : str("--min-nproc ", options_.min_nproc),
+        n, n, table);
 }
 
 std::optional<Job::Caller> Job::lookup(const std::string& session, Outcome& refusal,
@@ -493,18 +501,38 @@ void Job::cancel(Ticket ticket) {
   }
 }
 
+// Note [Shrinking]
+// ~~~~~~~~~~~~~~~~
+// With --on-failure shrink, a verdict that names one rank at fault (it
+// died, or went silent) ends the attempt like a restart, but the next
+// attempt is formed by the survivors alone, at once: its rendezvous expects
+// the old size less one and completes as soon as they are there, giving
+// them ranks 0..n-2 in the order of their old ranks (each asks for its
+// old one). The survivors hear RESTARTING with that verdict and re-join
+// from their running processes, keeping their state (Note [Survivors train
+// on] in core/train/distributed.cc); the rank named, if it still runs,
+// stops. Below max(1, --min-nproc) survivors the job fails instead. A
+// shrink spends no --max-restarts; the failures that name no single rank
+// (a broken link, ...) restart as --max-restarts says, every process
+// starting again.
 void Job::fail(Verdict verdict, TimePoint now, const std::shared_ptr<Attempt>& attempt) {
-  bool restart_it;
+  bool restart_it, shrink_it;
   std::string note;
   {
     std::lock_guard lock(mu_);
     // A verdict of an attempt that ended already is an echo of why it ended.
     if (attempt != attempts_.back() || attempt->ended()) return;
-    restart_it = restarts_.cures(verdict) && !state_.status().terminal();
-    note = restarts_.failure_note(verdict, attempt->number());
+    const bool live = !state_.status().terminal();
+    const bool one_rank = options_.shrink && verdict.failed_rank() >= 0;
+    const int survivors = attempt->world_size() - 1;
+    shrink_it = one_rank && live && survivors >= std::max(1, options_.min_nproc);
+    restart_it = !one_rank && restarts_.cures(verdict) && live;
+    note = one_rank ? str(" (--on-failure shrink: ", survivors, " rank", survivors == 1 ? "" : "s",
+                          " left, fewer than --min-nproc ", std::max(1, options_.min_nproc), ")")
+                    : restarts_.failure_note(verdict, attempt->number());
   }
-  if (restart_it) {
-    restart(attempt, std::move(verdict), now);
+  if (restart_it || shrink_it) {
+    restart(attempt, std::move(verdict), now, shrink_it);
     return;
   }
   verdict.message += note;
@@ -527,29 +555,37 @@ void Job::fail_job(Verdict verdict) {
   watchers_.notify(-1, state_.status(), false);
 }
 
-void Job::restart(const std::shared_ptr<Attempt>& ended, Verdict verdict, TimePoint now) {
+void Job::restart(const std::shared_ptr<Attempt>& ended, Verdict verdict, TimePoint now,
+                  bool shrink) {
   const int next_number = ended->number() + 1;
   const std::string why = str("attempt ", ended->number(), " ended: ", verdict.message);
   if (!ended->end(verdict, why + str("; join attempt ", next_number))) return;
-  std::shared_ptr<Attempt> next = open_attempt(next_number, now);
+  const int from = ended->world_size();
+  std::shared_ptr<Attempt> next = open_attempt(next_number, now, shrink ? from : 0);
   std::map<uint64_t, Parked> parked;
   int used;
   {
     std::lock_guard lock(mu_);
     attempts_.push_back(next);
-    restarts_.record(Restart{next_number, verdict, unix_ns_now()});
+    restarts_.record(Restart{next_number, verdict, unix_ns_now(), shrink});
     used = restarts_.used();
     parked.swap(parked_);
     failed_at_.reset();
     members_changed_ = true;  // job.json: the restart, the attempt
   }
   state_.restart(next_number);
-  spdlog::warn(
-      "{}; restart {} of {} (--max-restarts): attempt {} forms now, every rank joins again "
-      "and resumes from the last checkpoint",
-      why, used, options_.max_restarts, next_number);
+  if (shrink)
+    spdlog::warn(
+        "{}; --on-failure shrink: the other {} ranks form attempt {} now and train on from the "
+        "state they hold",
+        why, from - 1, next_number);
+  else
+    spdlog::warn(
+        "{}; restart {} of {} (--max-restarts): attempt {} forms now, every rank joins again "
+        "and resumes from the last checkpoint",
+        why, used, options_.max_restarts, next_number);
   nlohmann::json line = verdict_json(verdict);
-  line.update({{"kind", "restart"},
+  line.update({{"kind", shrink ? "shrink" : "restart"},
                {"attempt", next_number},
                {"restart", used},
                {"max_restarts", options_.max_restarts},

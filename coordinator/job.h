@@ -58,7 +58,11 @@ struct JobOptions {
   // this many, once elastic_wait passed since it opened (0: always world_size).
   int min_nproc = 0;
   std::chrono::milliseconds elastic_wait{10'000};
-  int max_restarts = 0;            // attempts after the first, for the whole job
+  int max_restarts = 0;  // attempts after the first, for the whole job
+  // --on-failure shrink: a rank that died or went silent is dropped and the
+  // others re-form the next attempt at once, in their processes
+  // (Note [Shrinking] in job.cc); other failures restart as max_restarts says.
+  bool shrink = false;
   std::string config_json = "{}";  // handed to every worker at join
   std::chrono::milliseconds heartbeat_interval{1000};
   std::chrono::milliseconds heartbeat_timeout{10000};
@@ -194,14 +198,18 @@ class Job {
   // attempt and the status it is told; else nullopt, `reply` saying why.
   std::optional<Caller> status_caller(const std::string& session, Reply& reply) const;
   std::shared_ptr<Attempt> current() const;
-  std::shared_ptr<Attempt> open_attempt(int number, TimePoint now);
+  // The next attempt's rendezvous: the job's size (elastic down to
+  // --min-nproc), or with `shrink_from` > 0 the survivors of an attempt of
+  // that size, formed as soon as they are all there.
+  std::shared_ptr<Attempt> open_attempt(int number, TimePoint now, int shrink_from = 0);
   // The status a session of `attempt` is told.
   JobStatus status_for(const Attempt& attempt) const;
   // A verdict of `attempt`: it restarts, or the job fails (ignored when
   // `attempt` is not the current one, or ended already).
   void fail(Verdict verdict, TimePoint now, const std::shared_ptr<Attempt>& attempt);
   void fail_job(Verdict verdict);
-  void restart(const std::shared_ptr<Attempt>& ended, Verdict verdict, TimePoint now);
+  void restart(const std::shared_ptr<Attempt>& ended, Verdict verdict, TimePoint now,
+               bool shrink = false);
   // A join refused by `attempt` (full, ended) may wait for the next one.
   bool may_wait_for_next(const std::shared_ptr<Attempt>& attempt) const;
   void join_attempt(JoinRequest request, TimePoint deadline, TimePoint now,

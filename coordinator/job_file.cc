@@ -37,6 +37,7 @@ nlohmann::json restarts_json(const JobFile& f) {
   for (const auto& r : f.restarts) {
     nlohmann::json j = verdict_json(r.verdict);
     j.update({{"attempt", r.attempt}, {"unix_ns", r.unix_ns}});
+    if (r.shrink) j["shrink"] = true;  // the survivors went on: nobody restarted
     if (auto it = resumed.find(r.attempt); it != resumed.end())
       j.update(
           {{"resumed_from_step", it->second.from_step}, {"steps_lost", it->second.steps_lost}});
@@ -96,6 +97,7 @@ std::vector<Restart> earlier_restarts(const std::filesystem::path& run_dir) {
     old.verdict.message = r.value("message", std::string());
     old.verdict.rank = r.value("rank", -1);
     old.verdict.host = r.value("host", std::string());
+    old.shrink = r.value("shrink", false);
     out.push_back(old);
   }
   return out;

@@ -21,6 +21,7 @@ struct Restart {
   int attempt = 0;  // the attempt it started
   Verdict verdict;  // why the attempt before ended (cause kNone: a new coordinator took over)
   int64_t unix_ns = 0;
+  bool shrink = false;  // --on-failure shrink: the survivors went on (no restart spent)
 };
 
 class Restarts {

@@ -155,10 +155,19 @@ struct DataPlane {
   std::shared_ptr<comm::ProcessGroup> comm;
   std::optional<AttachedComm> attached;
   std::optional<train::DistributedTrainer> dt;
+  // --on-failure shrink: the Trainer this process kept from the attempt
+  // before, to go on from (Note [Survivors train on] in core/train/distributed.cc).
+  std::unique_ptr<train::Trainer> kept;
   void close() {
     dt.reset();
     attached.reset();
     comm.reset();
+  }
+  // Closes the data plane but keeps the trainer and its state, when it was built.
+  std::unique_ptr<train::Trainer> close_keeping_trainer() {
+    std::unique_ptr<train::Trainer> t = dt ? dt->release_trainer() : std::move(kept);
+    close();
+    return t;
   }
   ~DataPlane() { close(); }
 };
@@ -198,7 +207,14 @@ train::TrainSummary train_rank(Session& s) {
   s.plane.comm = std::move(comm);
   s.plane.attached.emplace(s.hb, s.plane.comm.get());  // the heartbeat may abort it from now on
   std::optional<train::DistributedTrainer>& dt = s.plane.dt;
-  dt.emplace(cfg, s.plane.comm);
+  if (s.plane.kept) {  // a survivor of a shrink: the state it holds, in its new place
+    spdlog::info("going on from step {} as rank {} of {}", s.plane.kept->steps_done(), s.info.rank,
+                 s.info.world_size);
+    s.plane.kept->set_world(s.info.rank, s.info.world_size, cfg);
+    dt.emplace(std::move(s.plane.kept), s.plane.comm);
+  } else {
+    dt.emplace(cfg, s.plane.comm);
+  }
 
   s.client.validate(fingerprint(*dt, cfg), Millis(cfg.dist.timeout_ms));
   s.client.barrier("start", Millis(cfg.dist.timeout_ms));
@@ -308,13 +324,37 @@ JoinInfo join_job(const WorkerOptions& o, CoordinatorClient& client, const std::
 // for the coordinator's verdict, which names the rank at fault, rather than
 // blaming this one. Always throws: RestartError when this rank's attempt
 // ended, else the verdict's line or this rank's own error.
-[[noreturn]] void stop_after(Session& s, const std::exception& e, const std::string& host) {
-  const std::string mine = e.what();
+std::optional<StopReason> verdict_after(Session& s, const std::exception& e) {
   std::optional<StopReason> reason = s.hb.stop_reason();
   if (!reason) report_peer_fault(s.client, s.hb, e);
   reason = s.hb.stop_reason();
   if (!reason && waits_on_verdict(e))
     reason = s.hb.wait_stop_reason(s.info.heartbeat_timeout + 2 * s.info.heartbeat_interval + 1s);
+  return reason;
+}
+
+// Whether this rank's attempt ended in a shrink that it survives (Note
+// [Shrinking] in coordinator/job.cc): the job shrinks, and the rank at
+// fault is another. It then leaves the attempt keeping its trainer (the
+// coordinator re-forms the next one from the survivors) and joins again.
+std::unique_ptr<train::Trainer> survive(Session& s, const std::optional<StopReason>& reason) {
+  const bool shrinks = reason && reason->restart() &&
+                       control::parse_job_config(s.info.job_config_json).on_failure == "shrink" &&
+                       reason->status.failed_rank() >= 0 &&
+                       reason->status.failed_rank() != s.info.rank;
+  if (!shrinks) return nullptr;
+  s.metrics.flush(1s);  // the steps this attempt completed
+  s.metrics.stop();
+  s.hb.stop();
+  std::unique_ptr<train::Trainer> t = s.plane.close_keeping_trainer();
+  if (t)
+    spdlog::warn("{}; this rank trains on with the others (--on-failure shrink)", reason->message);
+  return t;
+}
+
+[[noreturn]] void stop_after(Session& s, const std::exception& e, const std::string& host,
+                             std::optional<StopReason> reason) {
+  const std::string mine = e.what();
   const bool reachable = !(reason && reason->coordinator_lost);
   const bool restart = reason && reason->restart();
   spdlog::debug("stopping after: {}", mine);
@@ -357,15 +397,20 @@ void after_training(const JoinInfo& info, const control::JobStatus& after,
     throw control::RecordsLostError("rank 0 finished, but " + summary.lost_records);
 }
 
-}  // namespace
+// What one attempt leaves to the next in this process: nothing (the job
+// ended for this rank), or a shrink's survivor with its state and rank.
+struct Survivor {
+  std::unique_ptr<train::Trainer> trainer;
+  int rank = -1;  // in the attempt that ended: asked for again, to keep the ranks' order
+};
 
-void run_worker(const WorkerOptions& o) {
-  std::optional<Signals> signals;
-  if (o.handle_signals) signals.emplace();
-  const std::string host = hostname();
-  const int want_rank = requested_rank();
-  const DataAddress data = choose_data_address(o.coordinator, o.data_addr, o.iface);
-  CoordinatorClient client({o.coordinator, o.job_id, o.token, o.call_timeout, o.tls});
+// Joins the job (its next attempt, for a survivor holding `kept`) and
+// trains in it: returns normally when the job is done for this rank, or a
+// Survivor when the attempt ended in a shrink this rank outlived; throws
+// when this rank stops.
+Survivor run_attempt(const WorkerOptions& o, CoordinatorClient& client, const std::string& host,
+                     int want_rank, const DataAddress& data, Signals* signals,
+                     std::unique_ptr<train::Trainer> kept) {
   const JoinInfo info = join_job(o, client, host, want_rank, data);
   TestHold().after_join(info.rank);
 
@@ -375,10 +420,11 @@ void run_worker(const WorkerOptions& o) {
   // Open from here until after Leave (destroyed last): the coordinator sees
   // this process go the moment it dies, and pushes the job's verdict at once.
   JobWatch watch(client, [&hb](const control::JobStatus& status) { hb.heard(status); });
-  Armed armed(signals ? &*signals : nullptr, &hb, info.rank);
+  Armed armed(signals, &hb, info.rank);
   MetricsStreamer metrics(client, {.call_deadline = info.heartbeat_timeout + 5s});
   metrics.start();
   DataPlane plane;
+  plane.kept = std::move(kept);
   Session session{o, client, info, data, board, hb, metrics, plane};
 
   train::TrainSummary summary;
@@ -392,9 +438,27 @@ void run_worker(const WorkerOptions& o) {
     after = client.leave(true, "", o.call_timeout);
     plane.close();
   } catch (const std::exception& e) {
-    stop_after(session, e, host);
+    std::optional<StopReason> reason = verdict_after(session, e);
+    if (auto t = survive(session, reason)) return {std::move(t), info.rank};
+    stop_after(session, e, host, std::move(reason));
   }
   after_training(info, after, summary);
+  return {};
+}
+
+}  // namespace
+
+void run_worker(const WorkerOptions& o) {
+  std::optional<Signals> signals;
+  if (o.handle_signals) signals.emplace();
+  const std::string host = hostname();
+  const DataAddress data = choose_data_address(o.coordinator, o.data_addr, o.iface);
+  CoordinatorClient client({o.coordinator, o.job_id, o.token, o.call_timeout, o.tls});
+  Survivor s{nullptr, requested_rank()};
+  do {
+    s = run_attempt(o, client, host, s.rank, data, signals ? &*signals : nullptr,
+                    std::move(s.trainer));
+  } while (s.trainer);
 }
 
 }  // namespace mddp::worker

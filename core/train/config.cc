@@ -41,6 +41,14 @@ void TrainConfig::validate() const {
   if (accumulate < 1) throw InputError(str("--accumulate must be at least 1, got ", accumulate));
   if (last_batch != "drop" && last_batch != "keep")
     throw InputError("--last-batch must be drop or keep, got '" + last_batch + "'");
+  if (on_failure != "restart" && on_failure != "shrink" && on_failure != "fail")
+    throw InputError("--on-failure must be restart, shrink or fail, got '" + on_failure + "'");
+  if (on_failure == "shrink" && (dist.ddp == "sharded" || dist.local_sgd > 0))
+    throw InputError(str("--on-failure shrink keeps the survivors' state, and ",
+                         dist.ddp == "sharded"
+                             ? "--ddp sharded holds 1/n of it on each rank"
+                             : "--local-sgd leaves the replicas different between averages",
+                         ": use --on-failure restart (from a checkpoint) with it"));
   if (threads < 1) throw InputError(str("--threads must be at least 1, got ", threads));
   if (loss != "xent" && loss != "mse")
     throw InputError("--loss must be xent or mse, got '" + loss + "'");

@@ -88,6 +88,11 @@ struct TrainConfig {
   // this many; a resume may then change the world size (not bitwise: the
   // gradients are summed in another order).
   int64_t min_nproc = 0;
+  // What a lost rank does to the job (docs/recovery.md): "restart" (every
+  // rank starts again from the last checkpoint, as --max-restarts allows),
+  // "shrink" (the survivors train on in their processes, Note [Survivors
+  // train on] in core/train/distributed.cc) or "fail".
+  std::string on_failure = "restart";
   int threads = 1;        // compute threads per process
   int64_t log_every = 0;  // 0 = about 20 lines per run
   bool eval = true;       // test accuracy after each epoch

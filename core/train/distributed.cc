@@ -2,6 +2,7 @@
 
 #include <malloc.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -109,19 +110,40 @@ void plant_local_clipping(StepHooks& h, ddp::DistributedDataParallel& ddp, nn::M
 
 DistributedTrainer::DistributedTrainer(const TrainConfig& cfg,
                                        std::shared_ptr<comm::ProcessGroup> comm)
+    : DistributedTrainer(std::make_unique<Trainer>(cfg, comm->rank(), comm->size()), comm, false) {}
+
+DistributedTrainer::DistributedTrainer(std::unique_ptr<Trainer> survivor,
+                                       std::shared_ptr<comm::ProcessGroup> comm)
+    : DistributedTrainer(std::move(survivor), std::move(comm), true) {}
+
+DistributedTrainer::~DistributedTrainer() = default;
+
+std::unique_ptr<Trainer> DistributedTrainer::release_trainer() {
+  ddp_.reset();
+  return std::move(trainer_);
+}
+
+DistributedTrainer::DistributedTrainer(std::unique_ptr<Trainer> trainer,
+                                       std::shared_ptr<comm::ProcessGroup> comm, bool survivor)
     : comm_(std::move(comm)),
       timeline_(dynamic_cast<comm::nccl::ComputeTimeline*>(comm_.get())),
-      trainer_(cfg, comm_->rank(), comm_->size()) {
-  ddp_ = std::make_unique<ddp::DistributedDataParallel>(trainer_.model(), *comm_, ddp_options(cfg));
+      trainer_(std::move(trainer)) {
+  const TrainConfig& cfg = trainer_->config();
+  MDDP_CHECK(trainer_->rank() == comm_->rank() && trainer_->world_size() == comm_->size(),
+             "a trainer of rank ", trainer_->rank(), " of ", trainer_->world_size(),
+             " in a group where it is rank ", comm_->rank(), " of ", comm_->size());
+  if (survivor) take_furthest_state();
+  ddp_ =
+      std::make_unique<ddp::DistributedDataParallel>(trainer_->model(), *comm_, ddp_options(cfg));
   broadcast_training_state();
   LoopHooks& h = hooks_;
   if (auto* sharded = dynamic_cast<ddp::ShardedSync*>(&ddp_->grad_sync())) {
     // ZeRO-1: the sharded optimiser takes over the broadcast state; before
     // each checkpoint rank 0 writes, every rank contributes its shard.
-    auto opt = std::make_unique<ShardedOptimizer>(cfg.optim, trainer_.model().parameters(),
-                                                  *sharded, *comm_, trainer_.optimizer());
+    auto opt = std::make_unique<ShardedOptimizer>(cfg.optim, trainer_->model().parameters(),
+                                                  *sharded, *comm_, trainer_->optimizer());
     sharded_optimizer_ = opt.get();
-    trainer_.set_optimizer(std::move(opt));
+    trainer_->set_optimizer(std::move(opt));
 #if !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
     // glibc would keep the unsharded state's freed heap pages resident. (A
     // sanitizer replaces malloc, and glibc's trim would walk arenas it never made.)
@@ -132,7 +154,7 @@ DistributedTrainer::DistributedTrainer(const TrainConfig& cfg,
   h.step.before_backward = [this](bool last) { ddp_->before_backward(last); };
   h.step.after_backward = [this] { ddp_->after_backward(); };
   if (test_mutation("clip_before_allreduce") && cfg.optim.grad_clip > 0.0f)
-    plant_local_clipping(h.step, *ddp_, trainer_.model(), cfg.optim.grad_clip);
+    plant_local_clipping(h.step, *ddp_, trainer_->model(), cfg.optim.grad_clip);
   h.step.after_optimizer = [this](int64_t step) { ddp_->after_optimizer(step); };
   if (timeline_) {
     // On a GPU the host only queues kernels, so host clocks would time the
@@ -153,19 +175,56 @@ DistributedTrainer::DistributedTrainer(const TrainConfig& cfg,
   h.print = comm_->rank() == 0;
 }
 
+// Note [Survivors train on]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~
+// With --on-failure shrink, the ranks that outlived a failed one re-form a
+// smaller group inside their running processes and go on from the state
+// they hold: no checkpoint is read. After every completed step the replicas
+// are identical, and a step in flight when a rank died is abandoned on
+// the ranks where it failed: its gradients are thrown away with the step,
+// before the optimiser ran. But a step can complete on some survivors
+// only: the dead rank's contribution was in, a survivor received every
+// reduced bucket and stepped, while another still waited for a message the
+// dead rank was to forward. Every gradient it used was complete, so that
+// survivor's state is a correct one, one step further. So the survivors
+// compare their step counts and all take the state of the furthest (the
+// lowest rank of those, when several are): at most the one step in flight
+// is lost, and no rank keeps an update the others lack. ZeRO-1 (a step
+// half-gathered leaves mixed shards) and local SGD (replicas differ between
+// averages) are refused with shrink.
+void DistributedTrainer::take_furthest_state() {
+  const int n = comm_->size();
+  const tensor::Device device = tensor::Device::parse(trainer_->config().device);
+  // int64 step counts carried bit for bit as float pairs (all_gather copies bytes).
+  const int64_t mine = trainer_->steps_done();
+  std::vector<float> bits(2);
+  std::memcpy(bits.data(), &mine, sizeof mine);
+  const tensor::Tensor in = tensor::Tensor::from_vector({2}, bits, device);
+  tensor::Tensor out = tensor::Tensor::zeros({2 * n}, device);
+  comm_->all_gather(in.data(), out.data(), 2, comm::DataType::kFloat32)->wait();
+  const std::vector<float> all = out.to_vector();
+  std::vector<int64_t> steps(static_cast<std::size_t>(n));
+  std::memcpy(steps.data(), all.data(), steps.size() * sizeof(int64_t));
+  const auto furthest = std::max_element(steps.begin(), steps.end());
+  if (std::all_of(steps.begin(), steps.end(), [&](int64_t s) { return s == *furthest; })) return;
+  const int root = static_cast<int>(furthest - steps.begin());
+  ddp::broadcast_parameters(trainer_->model(), *comm_, root);
+  broadcast_training_state(root);
+}
+
 // DDP's constructor sent rank 0's weights; the rest of where training stands
-// follows, so that every rank continues exactly where rank 0 does.
-void DistributedTrainer::broadcast_training_state() {
-  nn::Optimizer& opt = trainer_.optimizer();
+// follows, so that every rank continues exactly where rank 0 (or `root`) does.
+void DistributedTrainer::broadcast_training_state(int root) {
+  nn::Optimizer& opt = trainer_->optimizer();
   for (auto& [name, t] : opt.state())
-    comm_->broadcast(t.data(), t.numel(), comm::DataType::kFloat32, 0)->wait();
+    comm_->broadcast(t.data(), t.numel(), comm::DataType::kFloat32, root)->wait();
   // int64 counters carried bit for bit as floats (a broadcast only copies
   // bytes): the steps; rank 0's checkpoint schedule, which the worker gives
   // rank 0 alone (ZeRO-1's ranks all take part in a checkpoint); and fp16's
   // loss scaler, so that every rank takes rank 0's skip decisions.
-  const TrainConfig& cfg = trainer_.config();
-  const LossScaler& scaler = trainer_.loss_scaler();
-  int64_t counters[7] = {trainer_.steps_done(),
+  const TrainConfig& cfg = trainer_->config();
+  const LossScaler& scaler = trainer_->loss_scaler();
+  int64_t counters[7] = {trainer_->steps_done(),
                          opt.steps(),
                          cfg.checkpoint_every,
                          cfg.run_dir.empty() ? 0 : 1,
@@ -176,14 +235,14 @@ void DistributedTrainer::broadcast_training_state() {
   std::vector<float> bits(n);
   std::memcpy(bits.data(), counters, sizeof counters);
   tensor::Tensor buf = tensor::Tensor::from_vector({n}, bits, tensor::Device::parse(cfg.device));
-  comm_->broadcast(buf.data(), n, comm::DataType::kFloat32, 0)->wait();
+  comm_->broadcast(buf.data(), n, comm::DataType::kFloat32, root)->wait();
   bits = buf.to_vector();
   std::memcpy(counters, bits.data(), sizeof counters);
-  trainer_.set_steps_done(counters[0]);
+  trainer_->set_steps_done(counters[0]);
   opt.set_steps(counters[1]);
   job_checkpoints_ = {counters[2], counters[3] != 0};
-  trainer_.set_loss_scaler_state(std::bit_cast<float>(static_cast<int32_t>(counters[4])),
-                                 counters[5], counters[6]);
+  trainer_->set_loss_scaler_state(std::bit_cast<float>(static_cast<int32_t>(counters[4])),
+                                  counters[5], counters[6]);
 }
 
 // Before each checkpoint rank 0 writes, every ZeRO-1 rank contributes its
@@ -195,12 +254,12 @@ void DistributedTrainer::at_step_end(int64_t step, bool final) {
   if (sharded_optimizer_ && checkpoint_due) sharded_optimizer_->gather_state();
   if (step == replicas_checked_at_ || !replica_check_due(step, checkpoint_due)) return;
   replicas_checked_at_ = step;
-  const TrainConfig& cfg = trainer_.config();
+  const TrainConfig& cfg = trainer_->config();
   // ZeRO-1's optimiser state is a different shard on every rank, and local
   // SGD's moments follow each rank's own gradients: their parameters alone.
   nn::Optimizer* replicated_state =
-      sharded_optimizer_ || cfg.dist.local_sgd > 0 ? nullptr : &trainer_.optimizer();
-  check_replicas(*comm_, replica_digest(trainer_.model(), replicated_state), step,
+      sharded_optimizer_ || cfg.dist.local_sgd > 0 ? nullptr : &trainer_->optimizer();
+  check_replicas(*comm_, replica_digest(trainer_->model(), replicated_state), step,
                  tensor::Device::parse(cfg.device));
 }
 
@@ -209,16 +268,16 @@ void DistributedTrainer::at_step_end(int64_t step, bool final) {
 // with local SGD only where the parameters were just averaged (they differ
 // between).
 bool DistributedTrainer::replica_check_due(int64_t step, bool checkpoint_due) const {
-  const TrainConfig& cfg = trainer_.config();
+  const TrainConfig& cfg = trainer_->config();
   const int64_t every = cfg.dist.check_replicas_every;
   if (every < 0) return false;
   if (cfg.dist.local_sgd > 0 && step % cfg.dist.local_sgd != 0) return false;
-  const bool evaluates = cfg.eval && trainer_.ends_epoch(step);
+  const bool evaluates = cfg.eval && trainer_->ends_epoch(step);
   return checkpoint_due || evaluates || (every > 0 && step % every == 0);
 }
 
 StepResult DistributedTrainer::step() {
-  return trainer_.step(hooks_.step);
+  return trainer_->step(hooks_.step);
 }
 
 perf::StepMetrics DistributedTrainer::metrics(const StepResult& r) const {
@@ -239,7 +298,7 @@ perf::StepMetrics DistributedTrainer::metrics(const StepResult& r) const {
   m.grad_bytes = s.grad_bytes;
   m.sent_bytes = s.sent_bytes;
   m.samples = r.samples;
-  m.tokens = m.samples * trainer_.tokens_per_sample();
+  m.tokens = m.samples * trainer_->tokens_per_sample();
   m.buckets = s.spans;
   if (!perf::traced_step(r.step, comm_->size()))
     for (comm::CommSpan& b : m.buckets) b.steps.clear();

@@ -29,8 +29,19 @@ class DistributedTrainer {
   // abort() it (the worker's heartbeat) keeps it alive when this
   // constructor fails.
   DistributedTrainer(const TrainConfig& cfg, std::shared_ptr<comm::ProcessGroup> comm);
+  // A job that shrank (Note [Survivors train on] in distributed.cc): each
+  // survivor brings the Trainer it kept, already set_world() to its place
+  // in `comm`. The survivors first take the state of the one that got
+  // furthest (a step may have completed on some of them only), then go on
+  // as above. Not for ZeRO-1 or local SGD (their state is not whole on
+  // every rank at every step boundary).
+  DistributedTrainer(std::unique_ptr<Trainer> survivor, std::shared_ptr<comm::ProcessGroup> comm);
+  ~DistributedTrainer();
+  // Gives up the Trainer, with its state, to a DistributedTrainer of the
+  // next group (this one's DDP is torn down first: the hooks come off).
+  std::unique_ptr<Trainer> release_trainer();
 
-  Trainer& trainer() { return trainer_; }
+  Trainer& trainer() { return *trainer_; }
   comm::ProcessGroup& comm() { return *comm_; }
   ddp::DistributedDataParallel& ddp() { return *ddp_; }
   // One synchronised optimiser step.
@@ -42,13 +53,16 @@ class DistributedTrainer {
   const LoopHooks& loop_hooks() const { return hooks_; }
 
  private:
-  void broadcast_training_state();
+  DistributedTrainer(std::unique_ptr<Trainer> trainer, std::shared_ptr<comm::ProcessGroup> comm,
+                     bool survivor);
+  void broadcast_training_state(int root = 0);
+  void take_furthest_state();
   void at_step_end(int64_t step, bool final);  // LoopHooks::before_checkpoint
   bool replica_check_due(int64_t step, bool checkpoint_due) const;
 
   std::shared_ptr<comm::ProcessGroup> comm_;
   comm::nccl::ComputeTimeline* timeline_;  // non-null on a GPU: comm_ implements it
-  Trainer trainer_;
+  std::unique_ptr<Trainer> trainer_;
   std::unique_ptr<ddp::DistributedDataParallel> ddp_;
   LoopHooks hooks_;
   struct CheckpointSchedule {  // rank 0's: --checkpoint-every, and whether it has a --run-dir

@@ -90,19 +90,33 @@ Trainer::Trainer(TrainConfig cfg, int rank, int world_size)
   if (cfg_.eval) test_set_ = data::make_dataset(cfg_.data, data::Split::kTest);
   fit_model_to_data(cfg_.model, *train_set_);
 
-  sampler_ = std::make_unique<data::GlobalBatchSampler>(
-      train_set_->size(), cfg_.batch * cfg_.accumulate, rank_, world_size_, cfg_.seed,
-      /*shuffle=*/true, cfg_.last_batch == "keep");
   cfg_.model.seed = cfg_.seed;
   model_ = nn::build_model(cfg_.model, train_set_->sample_shape(), device);
   loss_ = nn::make_loss(cfg_.loss);
   optimizer_ = nn::make_optimizer(cfg_.optim, model_->parameters());
-  // The largest micro-batch a rank runs: its share of a full step, split K ways.
-  const int64_t rows = (sampler_->max_local_batch() + cfg_.accumulate - 1) / cfg_.accumulate;
-  x_ = tensor::Tensor::empty(batch_shape(rows, train_set_->sample_shape()), device);
-  y_ = tensor::Tensor::empty(target_shape(rows, *train_set_), device);
+  shard_data();
   if (!cfg_.init_from.empty()) load_weights(cfg_.init_from);
   if (auto from = resume_point(cfg_, world_size_)) restore(*from);
+}
+
+void Trainer::shard_data() {
+  sampler_ = std::make_unique<data::GlobalBatchSampler>(
+      train_set_->size(), cfg_.batch * cfg_.accumulate, rank_, world_size_, cfg_.seed,
+      /*shuffle=*/true, cfg_.last_batch == "keep");
+  // The largest micro-batch a rank runs: its share of a full step, split K ways.
+  const int64_t rows = (sampler_->max_local_batch() + cfg_.accumulate - 1) / cfg_.accumulate;
+  const tensor::Device device = tensor::Device::parse(cfg_.device);
+  x_ = tensor::Tensor::empty(batch_shape(rows, train_set_->sample_shape()), device);
+  y_ = tensor::Tensor::empty(target_shape(rows, *train_set_), device);
+}
+
+void Trainer::set_world(int rank, int world_size, const TrainConfig& cfg) {
+  MDDP_CHECK(world_size > 0 && rank >= 0 && rank < world_size, "rank ", rank, " of ", world_size);
+  rank_ = rank;
+  world_size_ = world_size;
+  cfg_.run_dir = cfg.run_dir;
+  cfg_.checkpoint_every = cfg.checkpoint_every;
+  shard_data();
 }
 
 const tensor::Tensor& Trainer::scaled_loss_grad(float weight) {

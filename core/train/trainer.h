@@ -91,6 +91,8 @@ class Trainer {
     return step % steps_per_epoch() == 0 || step == total_steps();
   }
   int64_t steps_done() const { return steps_done_; }
+  int rank() const { return rank_; }
+  int world_size() const { return world_size_; }
   // Tokens in one sample for a text dataset (its targets per sample), else
   // 0: what turns samples/s into tokens/s.
   int64_t tokens_per_sample() const;
@@ -119,6 +121,12 @@ class Trainer {
   // model file, or a state_dict saved from PyTorch. Names and shapes must
   // match the model's exactly; the error names the first tensor that does not.
   void load_weights(const std::string& path);
+  // Goes on as `rank` of `world_size` with the state it holds (a survivor
+  // of a job that shrank, Note [Survivors train on] in distributed.cc): its
+  // share of each global batch and its batch buffers follow the new world,
+  // and cfg's run directory and checkpoint schedule (rank 0's alone) replace
+  // its own. The step, weights and optimiser state stay.
+  void set_world(int rank, int world_size, const TrainConfig& cfg);
   // DDP's initial broadcast: ranks other than 0 take rank 0's step.
   void set_steps_done(int64_t steps) { steps_done_ = steps; }
   void set_loss_scaler_state(float scale, int64_t good_steps, int64_t skipped) {
@@ -126,6 +134,8 @@ class Trainer {
   }
 
  private:
+  // This rank's sampler and batch buffers, for rank_ of world_size_.
+  void shard_data();
   // One micro-batch of this rank's shard (Note [Uneven shares] in trainer.cc).
   struct MicroBatch {
     std::span<const int64_t> indices;  // its samples, or one stand-in when it has none

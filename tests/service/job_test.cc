@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <thread>
@@ -318,6 +319,54 @@ TEST(Job, ADeadRankEndsTheAttemptAndTheJobReformsWithinItsBudget) {
   EXPECT_EQ(job.status().state, State::kFailed);
   EXPECT_NE(job.status().failure().find("no restart left: all 1 of --max-restarts used"),
             std::string::npos)
+      << job.status().failure();
+}
+
+// --on-failure shrink (Note [Shrinking]): a silent rank ends the attempt,
+// the survivors re-join asking for their old ranks and form the next attempt
+// at once, as ranks 0..n-2 in that order; no restart is spent. Below
+// --min-nproc survivors the job fails, saying so.
+TEST(Job, ShrinkReformsTheSurvivorsAtOnceInTheOrderOfTheirRanks) {
+  JobOptions o = job_options(3);
+  o.shrink = true;
+  o.min_nproc = 2;
+  Job job(o);
+  const TimePoint t0 = Clock::now();
+  auto s = form(job, 3, t0);
+  job.heartbeat(s[0], {}, t0 + 900ms);
+  job.heartbeat(s[2], {}, t0 + 900ms);
+  job.tick(t0 + 1500ms);  // rank 1 silent for longer than the timeout
+  const Job::Reply hb = job.heartbeat(s[2], {}, t0 + 1600ms);
+  ASSERT_EQ(hb.status.state, State::kRestarting) << hb.status.failure();
+  EXPECT_EQ(hb.status.failed_rank(), 1);
+  ASSERT_EQ(job.restarts().size(), 1u);
+  EXPECT_TRUE(job.restarts()[0].shrink);
+
+  // Old rank 2 joins first: it still gets rank 1, after old rank 0.
+  std::map<int, int> rank_of_host;  // host index -> new rank
+  int world = 0;
+  for (int old : {2, 0}) {
+    JoinRequest r = worker(job, old);
+    r.requested_rank = old;
+    job.join(r, t0 + 1h, t0 + 1700ms, [&, old](JoinResult res) {
+      ASSERT_TRUE(res.outcome.ok()) << res.outcome.message;
+      rank_of_host[old] = res.self.rank;
+      world = res.world_size;
+    });
+  }
+  EXPECT_EQ(world, 2) << "the attempt formed without waiting for the dead rank";
+  EXPECT_EQ(rank_of_host, (std::map<int, int>{{0, 0}, {2, 1}}));
+  EXPECT_EQ(job.status().state, State::kRunning);
+  EXPECT_EQ(job.world_size(), 2);
+
+  // One more silent rank would leave 1, fewer than --min-nproc 2.
+  const auto members = job.members();
+  job.heartbeat(members[0].session, {}, t0 + 2500ms);
+  job.tick(t0 + 3000ms);
+  EXPECT_EQ(job.status().state, State::kFailed);
+  EXPECT_NE(
+      job.status().failure().find("(--on-failure shrink: 1 rank left, fewer than --min-nproc 2)"),
+      std::string::npos)
       << job.status().failure();
 }
 
