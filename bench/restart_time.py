@@ -9,16 +9,21 @@ stamps (same host, same clock) to split the time from the kill into:
   * form:    -> the next attempt's "attempt" line (every rank joined again),
   * step:    -> the first training step of that attempt ends (the checkpoint
              loaded, broadcast, the data plane set up, one step computed).
-Two modes (--mode full,elastic):
+Three modes (--mode full,elastic,shrink):
   full     `microddp run --nproc 3 --max-restarts 1`: run starts the killed
            worker again; the job re-forms with 3 ranks.
+  shrink   `microddp run --nproc 3 --on-failure shrink`: the two survivors
+           re-form in their own processes from the state they hold (the
+           coordinator's line is "shrink"; no checkpoint is read).
   elastic  a coordinator with --min-nproc 2 --elastic-wait-s W and 3 workers
            with --restart; the killed one is not started again: the next
            attempt forms with 2 ranks once the elastic wait passed (so `form`
            includes W by design).
+Each try also counts the steps computed again: the highest step logged in
+attempt 0, less the step attempt 1 went on from.
 Prints one line per try, then median [min..max] per mode.
 
-    python3 bench/restart_time.py [--tries 6] [--mode full,elastic] [--elastic-wait-s 2]
+    python3 bench/restart_time.py [--tries 6] [--mode full,elastic,shrink] [--elastic-wait-s 2]
               [--microddp PATH]
 """
 import argparse
@@ -72,8 +77,9 @@ def one_try(binary, mode, victim, elastic_wait, work):
         return p
 
     try:
-        if mode == "full":
-            spawn("run", ["run", "--nproc", "3", "--max-restarts", "1", "--run-dir", run_dir] + JOB)
+        if mode in ("full", "shrink"):
+            how = ["--max-restarts", "1"] if mode == "full" else ["--on-failure", "shrink"]
+            spawn("run", ["run", "--nproc", "3", "--run-dir", run_dir] + how + JOB)
         else:
             addr = os.path.join(work, "addr")
             spawn("coordinator", ["coordinator", "--world-size", "3", "--port", "0", "--address-file", addr,
@@ -97,11 +103,12 @@ def one_try(binary, mode, victim, elastic_wait, work):
             return min(steps) if steps else None
         wait(lambda: first_step() is not None, "the first step of attempt 1")
         ev = events(metrics)
-        restart = next(e["time_unix_ns"] for e in ev if e.get("kind") == "restart")
+        restart = next(e["time_unix_ns"] for e in ev if e.get("kind") in ("restart", "shrink"))
         formed = next(e for e in ev if e.get("kind") == "attempt" and e.get("attempt") == 1)
+        steps = lambda a: [e["step"] for e in ev if e.get("kind") == "step" and e.get("attempt") == a]
         s = lambda ns: (ns - killed_ns) / 1e9
         return {"detect": s(restart), "form": s(formed["time_unix_ns"]), "step": s(first_step()),
-                "world_size": formed["world_size"]}
+                "world_size": formed["world_size"], "redone": max(steps(0)) - (min(steps(1)) - 1)}
     finally:
         for p in procs:
             if p.poll() is None:
@@ -116,14 +123,14 @@ def fmt(xs):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tries", type=int, default=6)
-    ap.add_argument("--mode", default="full,elastic")
+    ap.add_argument("--mode", default="full,elastic,shrink")
     ap.add_argument("--elastic-wait-s", type=float, default=2.0)
     ap.add_argument("--microddp", default=os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                                        "..", "build", "cli", "microddp"))
     a = ap.parse_args()
     for mode in a.mode.split(","):
-        if mode not in ("full", "elastic"):
-            sys.exit(f"restart_time.py: error: --mode {mode}: give full and/or elastic")
+        if mode not in ("full", "elastic", "shrink"):
+            sys.exit(f"restart_time.py: error: --mode {mode}: give full, elastic and/or shrink")
         rows = []
         for i in range(a.tries):
             victim = i % 3
@@ -132,11 +139,12 @@ def main():
             rows.append(r)
             print(f"{mode} try {i + 1}: kill -9 rank {victim}: restart line {r['detect']:.2f} s, attempt 1 "
                   f"formed ({r['world_size']} ranks) {r['form']:.2f} s, its first step {r['step']:.2f} s "
-                  f"after the kill")
+                  f"after the kill; {r['redone']} steps computed again")
             sys.stdout.flush()
         print(f"{mode}: kill -9 -> restart line {fmt([r['detect'] for r in rows])}; -> formed "
-              f"{fmt([r['form'] for r in rows])}; -> first step {fmt([r['step'] for r in rows])} "
-              f"({a.tries} tries{'' if mode == 'full' else f', --elastic-wait-s {a.elastic_wait_s:g}'})")
+              f"{fmt([r['form'] for r in rows])}; -> first step {fmt([r['step'] for r in rows])}; "
+              f"steps computed again {max(r['redone'] for r in rows)} at most "
+              f"({a.tries} tries{'' if mode != 'elastic' else f', --elastic-wait-s {a.elastic_wait_s:g}'})")
 
 
 if __name__ == "__main__":
