@@ -14,7 +14,8 @@ Three modes (--mode full,elastic,shrink):
            worker again; the job re-forms with 3 ranks.
   shrink   `microddp run --nproc 3 --on-failure shrink`: the two survivors
            re-form in their own processes from the state they hold (the
-           coordinator's line is "shrink"; no checkpoint is read).
+           coordinator's "restart" line says "shrink": true; no checkpoint
+           is read).
   elastic  a coordinator with --min-nproc 2 --elastic-wait-s W and 3 workers
            with --restart; the killed one is not started again: the next
            attempt forms with 2 ranks once the elastic wait passed (so `form`
@@ -103,7 +104,7 @@ def one_try(binary, mode, victim, elastic_wait, work):
             return min(steps) if steps else None
         wait(lambda: first_step() is not None, "the first step of attempt 1")
         ev = events(metrics)
-        restart = next(e["time_unix_ns"] for e in ev if e.get("kind") in ("restart", "shrink"))
+        restart = next(e["time_unix_ns"] for e in ev if e.get("kind") == "restart")
         formed = next(e for e in ev if e.get("kind") == "attempt" and e.get("attempt") == 1)
         steps = lambda a: [e["step"] for e in ev if e.get("kind") == "step" and e.get("attempt") == a]
         s = lambda ns: (ns - killed_ns) / 1e9

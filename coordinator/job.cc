@@ -585,11 +585,12 @@ void Job::restart(const std::shared_ptr<Attempt>& ended, Verdict verdict, TimePo
         "and resumes from the last checkpoint",
         why, used, options_.max_restarts, next_number);
   nlohmann::json line = verdict_json(verdict);
-  line.update({{"kind", shrink ? "shrink" : "restart"},
+  line.update({{"kind", "restart"},
                {"attempt", next_number},
                {"restart", used},
                {"max_restarts", options_.max_restarts},
                {"time_unix_ns", unix_ns_now()}});
+  if (shrink) line["shrink"] = true;  // the survivors went on in their processes
   note_metrics_error(metrics_log_.event(line));
   watchers_.notify(ended->number(), status_for(*ended), true);
   for (auto& [id, p] : parked)

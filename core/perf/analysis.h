@@ -55,6 +55,7 @@ struct RestartEvent {
   // The ranks of the attempt before and of this one ("attempt" lines; 0:
   // not logged). They differ when an elastic job (--min-nproc) shrank.
   int from_world_size = 0, world_size = 0;
+  bool shrink = false;  // --on-failure shrink: the survivors went on in their processes
 };
 
 struct RunLog {

@@ -118,7 +118,7 @@ void apply_event(const nlohmann::json& j, std::vector<StepMetrics>& out,
   const int attempt = j.value("attempt", 0);
   if (kind == "restart" && restarts)
     restarts->push_back({attempt, str_or(j, "cause"), j.value("rank", -1), str_or(j, "host"),
-                         str_or(j, "message"), -1, 0, world_size, 0});
+                         str_or(j, "message"), -1, 0, world_size, 0, j.value("shrink", false)});
   if (kind == "attempt") {
     world_size = j.value("world_size", 0);
     if (restarts)

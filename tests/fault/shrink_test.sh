@@ -74,6 +74,8 @@ case "$SCENARIO" in
     FROM=$(( $(first_step "$WORK/run" 1) - 1 ))
     (( FROM == KILL + 1 )) || fail "the survivors went on from step $FROM, want $(( KILL + 1 ))"
     grep -q "going on from step $FROM as rank 0 of 2" "$WORK"/w*.out || fail "no survivor went on from step $FROM"
+    "$BIN" analyze "$WORK/run" --no-report >"$WORK/analyze.out" 2>&1 || fail "analyze failed"
+    expect_in "the survivors went on in their processes from step $FROM, 0 steps lost; the world size changed from 3 to 2 ranks (--on-failure shrink)" "$WORK/analyze.out"
     # The reference: a plain 3-rank job to step FROM (rank 0, killed, may not
     # have written that checkpoint), then a plain 2-rank job resumed from it.
     mkdir -p "$WORK/ref3" "$WORK/ref"
