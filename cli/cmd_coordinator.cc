@@ -182,6 +182,7 @@ Resolved check_flags(CLI::App& cmd, CoordinatorFlags& a) {
   r.tls = control::load_tls(a.tls, control::TlsRole::kServer);
   validate_health(a.health, a.train.dist.timeout_ms);
   validate_elastic(a.restarts, a.train.min_nproc, a.world_size, a.health);
+  validate_on_failure(a.restarts, a.train.on_failure);
   if (!a.train.resume.empty()) {
     const train::Checkpoint ck = train::checked_resume(a.train, a.world_size);
     // The directory resolved, to this pair whatever is written meanwhile, and
@@ -222,7 +223,6 @@ coordinator::CoordinatorOptions coordinator_options(const CoordinatorFlags& a,
   o.job.max_restarts = a.restarts.max_restarts;
   o.job.min_nproc = static_cast<int>(a.train.min_nproc);
   o.job.shrink = a.train.on_failure == "shrink";
-  if (a.train.on_failure == "fail") o.job.max_restarts = 0;
   o.job.elastic_wait =
       std::chrono::milliseconds(static_cast<int64_t>(a.restarts.elastic_wait_s * 1000.0));
   return o;

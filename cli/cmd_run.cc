@@ -235,6 +235,7 @@ void supervise(const RunFlags& a, const RunFiles& f, const std::string& address,
   const bool elastic = a.train.min_nproc > 0 || a.train.on_failure == "shrink";
   RunPolicy policy(a.nproc, {.max_restarts = a.restarts.max_restarts,
                              .elastic = elastic,
+                             .shrink = a.train.on_failure == "shrink",
                              .grace = std::chrono::milliseconds(a.health.heartbeat_timeout_ms) + 5s,
                              .linger = linger});
   while (!children.all_done()) {
@@ -332,6 +333,7 @@ void check_run_flags(const RunFlags& a) {
   a.train.validate();
   validate_health(a.health, a.train.dist.timeout_ms);
   validate_elastic(a.restarts, a.train.min_nproc, a.nproc, a.health);
+  validate_on_failure(a.restarts, a.train.on_failure);
   tensor::require_gpu_per_local_rank(a.train.device, a.nproc);  // before any process starts
 }
 

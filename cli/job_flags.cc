@@ -99,6 +99,12 @@ void validate_elastic(const RestartFlags& r, int64_t min_nproc, int world_size,
                          " (the rendezvous fails before it would form with fewer ranks)"));
 }
 
+void validate_on_failure(const RestartFlags& r, const std::string& on_failure) {
+  if (on_failure == "fail" && r.max_restarts > 0)
+    throw InputError(str("--on-failure fail and --max-restarts ", r.max_restarts,
+                         " contradict each other: a failure either ends the job or restarts it"));
+}
+
 // The timeouts' nesting (docs/failures.md, "Timeouts"): each check says
 // which wait must outlast which, and why.
 void validate_health(const HealthFlags& h, int64_t comm_timeout_ms) {

@@ -35,6 +35,8 @@ void add_restart_flags(CLI::App& cmd, RestartFlags& r, int64_t& min_nproc, std::
 // the flags.
 void validate_elastic(const RestartFlags& r, int64_t min_nproc, int world_size,
                       const HealthFlags& h);
+// --on-failure fail with restarts allowed: InputError naming both flags.
+void validate_on_failure(const RestartFlags& r, const std::string& on_failure);
 // How the timeouts nest, for the --help of coordinator, run and worker.
 extern const char* const kTimeoutsHelp;
 // Refuses timeouts that cannot nest: two --heartbeat-ms under

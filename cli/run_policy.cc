@@ -18,7 +18,9 @@ RunPolicy::RunPolicy(int workers, RunPolicyOptions options)
 // the job goes on; the coordinator decides whether it is taken.
 bool RunPolicy::restartable(const std::vector<ChildState>& children, int i) const {
   const ChildState& c = children[static_cast<std::size_t>(i)];
-  return i != kCoordinator && c.done && (c.status == control::kExitRestart || c.status > 128) &&
+  const bool died = c.status > 128;
+  return i != kCoordinator && c.done &&
+         (c.status == control::kExitRestart || (died && !options_.shrink)) &&
          !children[kCoordinator].done && restarts(i) < options_.max_restarts && !stop_workers_at_;
 }
 
@@ -57,6 +59,10 @@ void RunPolicy::escalate(const std::vector<ChildState>& children, bool interrupt
   for (std::size_t i = 1; i < children.size(); ++i) workers_done = workers_done && children[i].done;
   if (interrupted && (!stop_workers_at_ || *stop_workers_at_ > now)) stop_workers_at_ = now;
   if (failed(children) && !stop_workers_at_) stop_workers_at_ = now + options_.grace;
+  // Elastic: a worker the job went on without may still run (a hung one,
+  // SIGSTOPped); once the coordinator ended, it gets the grace, then the stops.
+  if (options_.elastic && children[kCoordinator].done && !workers_done && !stop_workers_at_)
+    stop_workers_at_ = now + options_.grace;
   const auto linger = interrupted ? RunClock::duration::zero() : options_.linger;
   if (stop_workers_at_ && now >= *stop_workers_at_ && !workers_stopped_) {
     actions.stop_workers = true;

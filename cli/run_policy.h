@@ -39,8 +39,11 @@ struct ChildState {
 };
 
 struct RunPolicyOptions {
-  int max_restarts = 0;         // per rank
-  bool elastic = false;         // --min-nproc: the coordinator decides about a lost worker
+  int max_restarts = 0;  // per rank
+  bool elastic = false;  // --min-nproc: the coordinator decides about a lost worker
+  // --on-failure shrink: a worker that died is not started again (the others
+  // went on without it); one that left an ended attempt (exit 75) still is.
+  bool shrink = false;
   RunClock::duration grace{};   // after a failure, before the workers are stopped
   RunClock::duration linger{};  // --http-linger: the coordinator serves this long after the workers
 };

@@ -278,6 +278,15 @@ void Job::join_attempt(JoinRequest request, TimePoint deadline, TimePoint now,
   {
     std::lock_guard lock(mu_);
     attempt = attempts_.back();
+    if (!attempt->formed() && !survivors_.empty() &&
+        !survivors_.count({request.host, request.pid})) {
+      const std::string why =
+          str("attempt ", attempt->number(), " re-forms from the survivors of attempt ",
+              attempt->number() - 1,
+              " alone (--on-failure shrink): a new worker cannot join a job that shrank");
+      done(JoinResult{Outcome::error(Code::kFailedPrecondition, why), {}, {}, 0, {}});
+      return;
+    }
     // The attempt runs: a restarted rank waits for the next one while one may come.
     if (attempt->formed() && !state_.status().terminal() && restarts_.left()) {
       spdlog::info("host {} pid {} waits for the next attempt: attempt {} runs with all its ranks",
@@ -561,6 +570,10 @@ void Job::restart(const std::shared_ptr<Attempt>& ended, Verdict verdict, TimePo
   const std::string why = str("attempt ", ended->number(), " ended: ", verdict.message);
   if (!ended->end(verdict, why + str("; join attempt ", next_number))) return;
   const int from = ended->world_size();
+  std::set<std::pair<std::string, int64_t>> survivors;
+  if (shrink)
+    for (const Member& m : ended->rendezvous().members())
+      if (m.rank != verdict.failed_rank()) survivors.emplace(m.host, m.pid);
   std::shared_ptr<Attempt> next = open_attempt(next_number, now, shrink ? from : 0);
   std::map<uint64_t, Parked> parked;
   int used;
@@ -570,6 +583,7 @@ void Job::restart(const std::shared_ptr<Attempt>& ended, Verdict verdict, TimePo
     restarts_.record(Restart{next_number, verdict, unix_ns_now(), shrink});
     used = restarts_.used();
     parked.swap(parked_);
+    survivors_ = std::move(survivors);
     failed_at_.reset();
     members_changed_ = true;  // job.json: the restart, the attempt
   }

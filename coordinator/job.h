@@ -240,6 +240,9 @@ class Job {
     Rendezvous::JoinCallback done;
   };
   std::map<uint64_t, Parked> parked_;  // by ticket id
+  // While a shrink's attempt forms: the survivors' (host, pid), the only
+  // workers it takes (Note [Shrinking]); empty otherwise.
+  std::set<std::pair<std::string, int64_t>> survivors_;
   bool finished_ = false;
   std::optional<TimePoint> failed_at_;
   TimePoint next_sync_{};

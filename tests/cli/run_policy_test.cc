@@ -111,6 +111,28 @@ TEST(RunPolicy, ElasticLeavesALostWorkerToTheCoordinator) {
       << "once the coordinator failed, the job did";
 }
 
+// --on-failure shrink: the others went on without a worker that died, so it
+// is not started again (it could not join them), while one that left an
+// attempt that ended for another reason (exit 75) still is.
+TEST(RunPolicy, ShrinkStartsNoDeadWorkerAgain) {
+  RunPolicyOptions o = options(2, true);
+  o.shrink = true;
+  RunPolicy p(2, o);
+  RunActions a = p.tick({running(), ended(128 + SIGKILL), ended(control::kExitRestart)}, false, t0);
+  EXPECT_EQ(a.restart, (std::vector<int>{2}));
+  EXPECT_FALSE(a.stop_workers) << "the coordinator decides about the dead one";
+}
+
+// A worker the elastic job went on without may hang on (stopped, hung):
+// once the coordinator ended, it gets the grace, then it is stopped.
+TEST(RunPolicy, ElasticStopsAWorkerLeftBehindOnceTheCoordinatorEnded) {
+  RunPolicy p(2, options(0, true));
+  EXPECT_FALSE(p.tick({ended(0), ended(0), running()}, false, t0).stop_workers);
+  EXPECT_TRUE(p.tick({ended(0), ended(0), running()}, false, t0 + 10s).stop_workers);
+  EXPECT_TRUE(p.tick({ended(0), ended(0), running()}, false, t0 + 15s).stop_all);
+  EXPECT_TRUE(p.tick({ended(0), ended(0), running()}, false, t0 + 18s).kill_all);
+}
+
 TEST(RunPolicy, RecordsLostIsNoFailureToStopFor) {
   RunPolicy p(2, options());
   EXPECT_FALSE(p.tick({running(), ended(control::kExitRecordsLost), running()}, false, t0 + 60s)

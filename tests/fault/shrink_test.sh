@@ -13,7 +13,10 @@
 #   shrink_test.sh MICRODDP min              --min-nproc 3: a kill fails the job, saying why.
 #   shrink_test.sh MICRODDP run              `run --on-failure shrink`: a worker killed, the run
 #                                            ends 0 without it, saying so.
-#   shrink_test.sh MICRODDP flags            shrink with --ddp sharded or --local-sgd: refused.
+#   shrink_test.sh MICRODDP hang             `run`: a worker SIGSTOPped: the others go on without it,
+#                                            and once the job is done `run` kills the stopped one.
+#   shrink_test.sh MICRODDP flags            shrink with --ddp sharded or --local-sgd, fail with
+#                                            --max-restarts: refused.
 # No assertion on wall-clock time (the kill-to-step time is printed).
 set -uo pipefail
 BIN="$1"
@@ -119,6 +122,21 @@ case "$SCENARIO" in
     expect_in "the job finished without rank 2 (signal 9): --on-failure shrink let it go on with fewer ranks" "$WORK/run.out"
     expect_in "the other 2 ranks form attempt 1 now" "$WORK/run/coordinator.log"
     ;;
+  hang)
+    "${HELD[@]}" "$BIN" run --nproc 3 --on-failure shrink "${TRAIN[@]}" --steps "$STEPS" "${HB[@]}" --run-dir "$WORK/run" \
+      >"$WORK/run.out" 2>&1 &
+    RUN_PID=$!
+    PIDS+=("$RUN_PID")
+    WAIT_S=120 wait_for formed "$WORK/run" 0 || fail "attempt 0 did not form"
+    read -r -a pids <<<"$(members "$WORK/run")"
+    WAIT_S=120 wait_for all_held 3 $(( KILL + 1 )) || fail "the ranks did not hold after step $(( KILL + 1 ))"
+    kill -STOP "${pids[1]}"
+    touch "$HOLD_DIR/$(( KILL + 1 )).go"
+    wait_exit "$RUN_PID" 300
+    [[ $RC -eq 0 ]] || fail "run exited $RC, want 0"
+    expect_in "rank 1 (host .*) stopped sending heartbeats" "$WORK/run/coordinator.log"
+    expect_in "the job finished without rank 1 (signal 9): --on-failure shrink let it go on with fewer ranks" "$WORK/run.out"
+    ;;
   flags)
     for bad in "--ddp sharded:--ddp sharded holds 1/n of it" "--local-sgd 4:--local-sgd leaves the replicas"; do
       out=$("$BIN" run --nproc 2 --on-failure shrink ${bad%%:*} --steps 1 2>&1)
@@ -126,6 +144,10 @@ case "$SCENARIO" in
       grep -q "^microddp: error: --on-failure shrink keeps the survivors' state, and ${bad#*:}" <<<"$out" ||
         fail "--on-failure shrink ${bad%%:*}: got '$out'"
     done
+    out=$("$BIN" coordinator --world-size 2 --port 0 --on-failure fail --max-restarts 2 2>&1)
+    [[ $? -eq 1 ]] || fail "--on-failure fail --max-restarts 2: not refused"
+    grep -q "^microddp: error: --on-failure fail and --max-restarts 2 contradict each other" <<<"$out" ||
+      fail "--on-failure fail --max-restarts 2: got '$out'"
     ;;
   *)
     fail "unknown scenario $SCENARIO"

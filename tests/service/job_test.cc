@@ -342,6 +342,13 @@ TEST(Job, ShrinkReformsTheSurvivorsAtOnceInTheOrderOfTheirRanks) {
   ASSERT_EQ(job.restarts().size(), 1u);
   EXPECT_TRUE(job.restarts()[0].shrink);
 
+  // A newcomer (not a survivor) cannot join the shrink's attempt.
+  Outcome newcomer;
+  job.join(worker(job, 7), t0 + 1h, t0 + 1650ms, [&](JoinResult res) { newcomer = res.outcome; });
+  EXPECT_EQ(newcomer.code, Code::kFailedPrecondition);
+  EXPECT_NE(newcomer.message.find("re-forms from the survivors of attempt 0 alone"),
+            std::string::npos)
+      << newcomer.message;
   // Old rank 2 joins first: it still gets rank 1, after old rank 0.
   std::map<int, int> rank_of_host;  // host index -> new rank
   int world = 0;
