@@ -52,6 +52,21 @@ last_attempt() {
     "$1/job.json" "$2" || fail "job.json does not end in shrunk attempt $2"
 }
 
+# held_run: `run --on-failure shrink` of the job in the background, its
+# ranks held after step KILL + 1; RUN_PID.
+held_run() {
+  "${HELD[@]}" "$BIN" run --nproc 3 --on-failure shrink "${TRAIN[@]}" --steps "$STEPS" "${HB[@]}" \
+    --run-dir "$WORK/run" >"$WORK/run.out" 2>&1 &
+  RUN_PID=$!
+  PIDS+=("$RUN_PID")
+}
+# run_ends_without RANK: the run exits 0, saying the job finished without RANK (ended by SIGKILL).
+run_ends_without() {
+  wait_exit "$RUN_PID" 300
+  [[ $RC -eq 0 ]] || fail "run exited $RC, want 0"
+  expect_in "the job finished without rank $1 (signal 9): --on-failure shrink let it go on with fewer ranks" "$WORK/run.out"
+}
+
 case "$SCENARIO" in
   kill)
     RANK="$3" DATA="$4"
@@ -112,30 +127,20 @@ case "$SCENARIO" in
     expect_in "(--on-failure shrink: 2 ranks left, fewer than --min-nproc 3)" "$WORK/coordinator.out"
     ;;
   run)
-    "${HELD[@]}" "$BIN" run --nproc 3 --on-failure shrink "${TRAIN[@]}" --steps "$STEPS" "${HB[@]}" --run-dir "$WORK/run" \
-      >"$WORK/run.out" 2>&1 &
-    RUN_PID=$!
-    PIDS+=("$RUN_PID")
+    held_run
     kill_at_step "$WORK/run" 0 "$KILL" 2
-    wait_exit "$RUN_PID" 300
-    [[ $RC -eq 0 ]] || fail "run exited $RC, want 0"
-    expect_in "the job finished without rank 2 (signal 9): --on-failure shrink let it go on with fewer ranks" "$WORK/run.out"
+    run_ends_without 2
     expect_in "the other 2 ranks form attempt 1 now" "$WORK/run/coordinator.log"
     ;;
   hang)
-    "${HELD[@]}" "$BIN" run --nproc 3 --on-failure shrink "${TRAIN[@]}" --steps "$STEPS" "${HB[@]}" --run-dir "$WORK/run" \
-      >"$WORK/run.out" 2>&1 &
-    RUN_PID=$!
-    PIDS+=("$RUN_PID")
+    held_run
     WAIT_S=120 wait_for formed "$WORK/run" 0 || fail "attempt 0 did not form"
     read -r -a pids <<<"$(members "$WORK/run")"
     WAIT_S=120 wait_for all_held 3 $(( KILL + 1 )) || fail "the ranks did not hold after step $(( KILL + 1 ))"
     kill -STOP "${pids[1]}"
     touch "$HOLD_DIR/$(( KILL + 1 )).go"
-    wait_exit "$RUN_PID" 300
-    [[ $RC -eq 0 ]] || fail "run exited $RC, want 0"
+    run_ends_without 1
     expect_in "rank 1 (host .*) stopped sending heartbeats" "$WORK/run/coordinator.log"
-    expect_in "the job finished without rank 1 (signal 9): --on-failure shrink let it go on with fewer ranks" "$WORK/run.out"
     ;;
   flags)
     for bad in "--ddp sharded:--ddp sharded holds 1/n of it" "--local-sgd 4:--local-sgd leaves the replicas"; do
