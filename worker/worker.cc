@@ -318,12 +318,11 @@ JoinInfo join_job(const WorkerOptions& o, CoordinatorClient& client, const std::
   return info;
 }
 
-// After this rank's training threw `e`: why it stops, and its Leave. A
-// collective that failed here is usually the echo of a fault elsewhere (a
-// peer died: the socket closed). Say what was seen of the peer, then wait
-// for the coordinator's verdict, which names the rank at fault, rather than
-// blaming this one. Always throws: RestartError when this rank's attempt
-// ended, else the verdict's line or this rank's own error.
+// After this rank's training threw `e`: why it stopped. A collective that
+// failed here is usually the echo of a fault elsewhere (a peer died: the
+// socket closed). Say what was seen of the peer, then wait for the
+// coordinator's verdict, which names the rank at fault, rather than blaming
+// this one (none: this rank's own error, or the coordinator said nothing).
 std::optional<StopReason> verdict_after(Session& s, const std::exception& e) {
   std::optional<StopReason> reason = s.hb.stop_reason();
   if (!reason) report_peer_fault(s.client, s.hb, e);
@@ -352,6 +351,10 @@ std::unique_ptr<train::Trainer> survive(Session& s, const std::optional<StopReas
   return t;
 }
 
+// This rank stops after `e`, for `reason` (verdict_after's): metrics
+// delivered, its Leave, the data plane closed. Always throws: RestartError
+// when this rank's attempt ended, else the verdict's line or this rank's
+// own error.
 [[noreturn]] void stop_after(Session& s, const std::exception& e, const std::string& host,
                              std::optional<StopReason> reason) {
   const std::string mine = e.what();
