@@ -18,6 +18,7 @@
 #include "core/train/mixed_precision.h"
 #include "core/train/replica_check.h"
 #include "core/train/sharded_optimizer.h"
+#include "core/train/word_collectives.h"
 
 namespace mddp::train {
 
@@ -193,20 +194,11 @@ DistributedTrainer::DistributedTrainer(std::unique_ptr<Trainer> trainer,
 // half-gathered leaves mixed shards) and local SGD (replicas differ between
 // averages) are refused with shrink.
 void DistributedTrainer::take_furthest_state() {
-  const int n = comm_->size();
-  const tensor::Device device = tensor::Device::parse(trainer_->config().device);
-  // int64 step counts carried bit for bit as float pairs (all_gather copies bytes).
-  const int64_t mine = trainer_->steps_done();
-  std::vector<float> bits(2);
-  std::memcpy(bits.data(), &mine, sizeof mine);
-  const tensor::Tensor in = tensor::Tensor::from_vector({2}, bits, device);
-  tensor::Tensor out = tensor::Tensor::zeros({2 * n}, device);
-  comm_->all_gather(in.data(), out.data(), 2, comm::DataType::kFloat32)->wait();
-  const std::vector<float> all = out.to_vector();
-  std::vector<int64_t> steps(static_cast<std::size_t>(n));
-  std::memcpy(steps.data(), all.data(), steps.size() * sizeof(int64_t));
+  const uint64_t mine = static_cast<uint64_t>(trainer_->steps_done());
+  const std::vector<uint64_t> steps = all_gather_words(
+      *comm_, std::span(&mine, 1), tensor::Device::parse(trainer_->config().device));
   const auto furthest = std::max_element(steps.begin(), steps.end());
-  if (std::all_of(steps.begin(), steps.end(), [&](int64_t s) { return s == *furthest; })) return;
+  if (std::all_of(steps.begin(), steps.end(), [&](uint64_t s) { return s == *furthest; })) return;
   const int root = static_cast<int>(furthest - steps.begin());
   ddp::broadcast_parameters(trainer_->model(), *comm_, root);
   broadcast_training_state(root);
@@ -218,31 +210,26 @@ void DistributedTrainer::broadcast_training_state(int root) {
   nn::Optimizer& opt = trainer_->optimizer();
   for (auto& [name, t] : opt.state())
     comm_->broadcast(t.data(), t.numel(), comm::DataType::kFloat32, root)->wait();
-  // int64 counters carried bit for bit as floats (a broadcast only copies
-  // bytes): the steps; rank 0's checkpoint schedule, which the worker gives
-  // rank 0 alone (ZeRO-1's ranks all take part in a checkpoint); and fp16's
-  // loss scaler, so that every rank takes rank 0's skip decisions.
+  // The counters, bit for bit (word_collectives.h): the steps; rank 0's checkpoint schedule, which
+  // the worker gives rank 0 alone (ZeRO-1's ranks all take part in a checkpoint); and fp16's loss
+  // scaler, so that every rank takes rank 0's skip decisions.
   const TrainConfig& cfg = trainer_->config();
   const LossScaler& scaler = trainer_->loss_scaler();
-  int64_t counters[7] = {trainer_->steps_done(),
-                         opt.steps(),
-                         cfg.checkpoint_every,
-                         cfg.run_dir.empty() ? 0 : 1,
-                         std::bit_cast<int32_t>(scaler.scale()),
-                         scaler.good_steps(),
-                         scaler.skipped_steps()};
-  constexpr int64_t n = 2 * std::size(counters);  // floats that carry them
-  std::vector<float> bits(n);
-  std::memcpy(bits.data(), counters, sizeof counters);
-  tensor::Tensor buf = tensor::Tensor::from_vector({n}, bits, tensor::Device::parse(cfg.device));
-  comm_->broadcast(buf.data(), n, comm::DataType::kFloat32, root)->wait();
-  bits = buf.to_vector();
-  std::memcpy(counters, bits.data(), sizeof counters);
-  trainer_->set_steps_done(counters[0]);
-  opt.set_steps(counters[1]);
-  job_checkpoints_ = {counters[2], counters[3] != 0};
-  trainer_->set_loss_scaler_state(std::bit_cast<float>(static_cast<int32_t>(counters[4])),
-                                  counters[5], counters[6]);
+  const auto word = [](int64_t v) { return static_cast<uint64_t>(v); };
+  uint64_t counters[7] = {word(trainer_->steps_done()),
+                          word(opt.steps()),
+                          word(cfg.checkpoint_every),
+                          cfg.run_dir.empty() ? 0u : 1u,
+                          std::bit_cast<uint32_t>(scaler.scale()),
+                          word(scaler.good_steps()),
+                          word(scaler.skipped_steps())};
+  broadcast_words(*comm_, counters, root, tensor::Device::parse(cfg.device));
+  const auto count = [](uint64_t w) { return static_cast<int64_t>(w); };
+  trainer_->set_steps_done(count(counters[0]));
+  opt.set_steps(count(counters[1]));
+  job_checkpoints_ = {count(counters[2]), counters[3] != 0};
+  trainer_->set_loss_scaler_state(std::bit_cast<float>(static_cast<uint32_t>(counters[4])),
+                                  count(counters[5]), count(counters[6]));
 }
 
 // Before each checkpoint rank 0 writes, every ZeRO-1 rank contributes its

@@ -1,12 +1,12 @@
 #include "core/train/replica_check.h"
 
-#include <cstring>
 #include <numeric>
 
 #include "core/common/check.h"
 #include "core/common/rank_groups.h"
 #include "core/common/sha256.h"
 #include "core/common/strings.h"
+#include "core/train/word_collectives.h"
 
 namespace mddp::train {
 
@@ -89,16 +89,7 @@ std::string replica_divergence(const std::vector<std::string>& names,
 
 void check_replicas(comm::ProcessGroup& comm, const ReplicaDigest& mine, int64_t step,
                     const tensor::Device& device) {
-  // The hashes travel as floats, bit for bit (an all-gather only copies bytes).
-  const auto n = static_cast<int64_t>(mine.hashes.size() * 2);
-  std::vector<float> bits(static_cast<std::size_t>(n));
-  std::memcpy(bits.data(), mine.hashes.data(), bits.size() * sizeof(float));
-  const tensor::Tensor in = tensor::Tensor::from_vector({n}, bits, device);
-  tensor::Tensor out = tensor::Tensor::zeros({n * comm.size()}, device);
-  comm.all_gather(in.data(), out.data(), n, comm::DataType::kFloat32)->wait();
-  bits = out.to_vector();
-  std::vector<uint64_t> all(mine.hashes.size() * static_cast<std::size_t>(comm.size()));
-  std::memcpy(all.data(), bits.data(), all.size() * sizeof(uint64_t));
+  const std::vector<uint64_t> all = all_gather_words(comm, mine.hashes, device);
   const std::string diverged = replica_divergence(mine.names, all, comm.size());
   if (!diverged.empty())
     throw Error(str("the replicas diverged by step ", step, ": ", diverged,
