@@ -225,7 +225,8 @@ nlohmann::json restarts_json(const std::vector<perf::RestartEvent>& restarts) {
                    {"steps_lost", r.steps_lost},
                    {"from_world_size", r.from_world_size},
                    {"world_size", r.world_size},
-                   {"shrink", r.shrink}});
+                   {"shrink", r.shrink},
+                   {"grow", r.grow}});
   return out;
 }
 
@@ -236,12 +237,15 @@ void print_restarts(const std::vector<perf::RestartEvent>& restarts) {
   for (const auto& r : restarts) {
     std::printf("  attempt %d: %s; %s from step %lld, %lld step%s lost", r.attempt,
                 r.message.c_str(),
-                r.shrink ? "the survivors went on in their processes" : "resumed",
+                r.shrink || r.grow ? "the survivors went on in their processes" : "resumed",
                 static_cast<long long>(r.resumed_from_step), static_cast<long long>(r.steps_lost),
                 r.steps_lost == 1 ? "" : "s");
     if (r.world_size > 0 && r.from_world_size > 0 && r.world_size != r.from_world_size)
       std::printf("; the world size changed from %d to %d ranks (%s)", r.from_world_size,
-                  r.world_size, r.shrink ? "--on-failure shrink" : "--min-nproc");
+                  r.world_size,
+                  r.grow     ? "--on-failure heal: the newcomers took the state from live ranks"
+                  : r.shrink ? "--on-failure shrink"
+                             : "--min-nproc");
     std::printf("\n");
   }
 }

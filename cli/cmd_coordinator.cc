@@ -222,7 +222,8 @@ coordinator::CoordinatorOptions coordinator_options(const CoordinatorFlags& a,
   o.job.run_dir = a.train.run_dir;
   o.job.max_restarts = a.restarts.max_restarts;
   o.job.min_nproc = static_cast<int>(a.train.min_nproc);
-  o.job.shrink = a.train.on_failure == "shrink";
+  o.job.shrink = a.train.survivors_train_on();
+  o.job.heal = a.train.on_failure == "heal";
   o.job.elastic_wait =
       std::chrono::milliseconds(static_cast<int64_t>(a.restarts.elastic_wait_s * 1000.0));
   return o;

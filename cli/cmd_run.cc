@@ -21,6 +21,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -37,6 +38,7 @@
 #include "cli/job_flags.h"
 #include "cli/local_ranks.h"
 #include "cli/log_follower.h"
+#include "cli/replay.h"
 #include "cli/resume_command.h"
 #include "cli/run_policy.h"
 #include "cli/run_private_dir.h"
@@ -64,6 +66,7 @@ struct RunFlags {
   RestartFlags restarts;     // forwarded to the coordinator as typed
   DashboardFlags dashboard;  // forwarded to the coordinator as typed
   train::TrainConfig train;
+  std::string replay;  // --replay RUN_DIR: the membership changes to run again (replay.h)
 };
 
 // The flags of this command that are re-emitted explicitly (with run's
@@ -78,21 +81,10 @@ const std::set<std::string> kOwnSwitches = {"--tls"};  // the same, without a va
 
 // The arguments after `run` on our own command line, less kOwnFlags.
 std::vector<std::string> forwarded_args() {
-  const std::vector<std::string> argv = own_command_line();
-  std::vector<std::string> out;
-  std::size_t i = 1;
-  while (i < argv.size() && argv[i] != "run") ++i;
-  for (++i; i < argv.size(); ++i) {
-    const std::string& a = argv[i];
-    const std::string name = a.substr(0, a.find('='));
-    if (kOwnSwitches.count(name)) continue;
-    if (kOwnFlags.count(name)) {
-      if (name == a) ++i;  // "--flag value": skip the value too
-      continue;
-    }
-    out.push_back(a);
-  }
-  return out;
+  std::vector<std::string> argv = own_command_line();
+  const auto run = std::find(argv.begin(), argv.end(), "run");
+  argv.erase(argv.begin(), run == argv.end() ? run : run + 1);
+  return without_flags(argv, kOwnFlags, kOwnSwitches);
 }
 
 std::string random_token() {
@@ -231,8 +223,8 @@ void supervise(const RunFlags& a, const RunFiles& f, const std::string& address,
   const auto linger = std::chrono::duration_cast<RunClock::duration>(
       std::chrono::duration<double>(a.dashboard.http_port >= 0 ? a.dashboard.http_linger_s : 0));
   // A worker gone for good is the coordinator's to decide about when the job
-  // may go on without it (--min-nproc; --on-failure shrink).
-  const bool elastic = a.train.min_nproc > 0 || a.train.on_failure == "shrink";
+  // may go on without it (--min-nproc; --on-failure shrink, heal).
+  const bool elastic = a.train.min_nproc > 0 || a.train.survivors_train_on();
   RunPolicy policy(a.nproc, {.max_restarts = a.restarts.max_restarts,
                              .elastic = elastic,
                              .shrink = a.train.on_failure == "shrink",
@@ -284,7 +276,7 @@ std::string describe_children(ChildProcesses& children, const std::vector<int>& 
 void finish(const RunFlags& a, const RunFiles& f, ChildProcesses& children,
             PrivateRunDir& secrets) {
   const RunOutcome o =
-      run_outcome(children.states(), a.train.min_nproc > 0 || a.train.on_failure == "shrink",
+      run_outcome(children.states(), a.train.min_nproc > 0 || a.train.survivors_train_on(),
                   children.interrupted());
   const auto say_how_to_resume = [&] {
     std::fflush(stdout);
@@ -305,8 +297,8 @@ void finish(const RunFlags& a, const RunFiles& f, ChildProcesses& children,
           o.gone.empty()
               ? str("all ", a.nproc, " ranks finished").c_str()
               : str("the job finished without ", describe_children(children, o.gone, false), ": ",
-                    a.train.on_failure == "shrink" ? std::string("--on-failure shrink")
-                                                   : str("--min-nproc ", a.train.min_nproc),
+                    a.train.survivors_train_on() ? "--on-failure " + a.train.on_failure
+                                                 : str("--min-nproc ", a.train.min_nproc),
                     " let it go on with fewer ranks")
                     .c_str(),
           a.train.run_dir.empty() ? ""
@@ -337,7 +329,18 @@ void check_run_flags(const RunFlags& a) {
   tensor::require_gpu_per_local_rank(a.train.device, a.nproc);  // before any process starts
 }
 
+// --replay: the job in legs, each a `run` of its own (replay.h).
+void replay_job(const RunFlags& a) {
+  if (a.train.run_dir.empty())
+    throw InputError("--replay writes the replayed run's checkpoints: give --run-dir");
+  std::error_code ec;
+  if (std::filesystem::equivalent(a.train.run_dir, a.replay, ec))
+    throw InputError("--replay " + a.replay + ": give another --run-dir than the run replayed");
+  replay(replay_legs(a.replay), without_flags(own_command_line(), {"--replay"}), a.train.run_dir);
+}
+
 void run_job(const RunFlags& a) {
+  if (!a.replay.empty()) return replay_job(a);
   check_run_flags(a);
   PrivateRunDir secrets;  // the token and the coordinator's address; removed on every way out
   const RunFiles files = prepare_files(a, secrets);
@@ -365,7 +368,12 @@ void register_run(CLI::App& app) {
   const char* g = "Run";
   cmd->add_option("--nproc", a->nproc, "number of workers (ranks) to start")
       ->check(local_ranks())
-      ->required()
+      ->group(g);
+  cmd->add_option("--replay", a->replay,
+                  "run the job again with the membership changes of an earlier run (its run "
+                  "directory, or its membership.jsonl) at the same steps, so that its final model "
+                  "is that run's bit for bit: give that job's flags and a new --run-dir; --nproc "
+                  "comes from the log (docs/recovery.md)")
       ->group(g);
   cmd->add_option("--port", a->port, "coordinator port (0: any free port)")
       ->group(g)

@@ -59,8 +59,10 @@ void add_restart_flags(CLI::App& cmd, RestartFlags& r, int64_t& min_nproc, std::
                  "when a rank dies or hangs: restart (every rank starts again from the last "
                  "checkpoint, up to --max-restarts times), shrink (the others train on in their "
                  "processes from the state they hold, down to --min-nproc ranks; no checkpoint "
-                 "read) or fail")
-      ->check(CLI::IsMember({"restart", "shrink", "fail"}))
+                 "read), heal (shrink; a worker that joins later, such as the dead one started "
+                 "again by run up to --max-restarts times, takes the state from the live ranks "
+                 "and the job grows back) or fail")
+      ->check(CLI::IsMember({"restart", "shrink", "heal", "fail"}))
       ->group(group)
       ->capture_default_str();
   cmd.add_option(

@@ -44,18 +44,26 @@ std::string command_text(const std::vector<std::string>& words) {
 
 }  // namespace
 
-std::string resume_line(const std::vector<std::string>& argv, const std::string& run_dir) {
-  std::vector<std::string> args;
-  bool had_resume = false;
+std::vector<std::string> without_flags(const std::vector<std::string>& argv,
+                                       const std::set<std::string>& with_value,
+                                       const std::set<std::string>& switches) {
+  std::vector<std::string> out;
   for (std::size_t i = 0; i < argv.size(); ++i) {
     const std::string& a = argv[i];
-    if (a == "--resume" || a.rfind("--resume=", 0) == 0) {
-      had_resume = true;
-      if (a == "--resume") ++i;  // its value too
+    const std::string name = a.substr(0, a.find('='));
+    if (switches.count(name)) continue;
+    if (with_value.count(name)) {
+      if (name == a) ++i;  // "--flag value": its value too
       continue;
     }
-    args.push_back(a);
+    out.push_back(a);
   }
+  return out;
+}
+
+std::string resume_line(const std::vector<std::string>& argv, const std::string& run_dir) {
+  std::vector<std::string> args = without_flags(argv, {"--resume"});
+  const bool had_resume = args.size() != argv.size();
   std::string checkpoint;
   if (!run_dir.empty()) {
     try {

@@ -3,6 +3,7 @@
 // from this process's own command line.
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,12 @@ inline constexpr const char* kNoResumeHintEnv = "MICRODDP_NO_RESUME_HINT";
 
 // This process's arguments as it was started (/proc/self/cmdline), argv[0] first.
 std::vector<std::string> own_command_line();
+
+// `argv` less the flags named in `with_value` ("--flag v" and "--flag=v")
+// and in `switches` ("--flag").
+std::vector<std::string> without_flags(const std::vector<std::string>& argv,
+                                       const std::set<std::string>& with_value,
+                                       const std::set<std::string>& switches = {});
 
 // `arg` as one word for a POSIX shell: as is when it is made only of
 // characters no shell treats specially, else in single quotes.

@@ -97,6 +97,13 @@ void add_optimization_flags(CLI::App& cmd, train::TrainConfig& cfg) {
       ->transform(whole_number_in(0))
       ->group(g)
       ->capture_default_str();
+  cmd.add_option("--stop-after-step", cfg.stop_after_step,
+                 "end this run after step N with its final checkpoint there, as if stopped: the "
+                 "schedule still spans --steps, and --resume goes on from it bit for bit (0: run "
+                 "to the end)")
+      ->transform(whole_number_in(0))
+      ->group(g)
+      ->capture_default_str();
   cmd.add_option("--epochs", cfg.epochs, "passes over the training set")
       ->group(g)
       ->capture_default_str();

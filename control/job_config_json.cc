@@ -182,6 +182,8 @@ void config_fields(V& v, C& c) {
   v("checkpoint_every", c.checkpoint_every);
   v("keep_checkpoints", c.keep_checkpoints);
   v("resume_latest", c.resume_latest);
+  v("from_peers", c.from_peers);
+  v("stop_after_step", c.stop_after_step);
   v("min_nproc", c.min_nproc);
   v("on_failure", c.on_failure);
   v("threads", c.threads);

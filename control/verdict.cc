@@ -22,6 +22,8 @@ const char* to_string(Cause c) {
       return "rendezvous timeout";
     case Cause::kShutdown:
       return "shutdown";
+    case Cause::kGrow:
+      return "grow";
   }
   return "?";
 }

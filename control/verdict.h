@@ -21,6 +21,10 @@ enum class Cause {
   kModelMismatch,       // a rank built another model (fingerprint)
   kRendezvousTimeout,   // not every worker joined in time
   kShutdown,            // the coordinator was stopped (Ctrl-C, SIGTERM)
+  // No failure: a worker joined a job that shrank (--on-failure heal); the
+  // attempt ends so that the next one takes it in (Note [Healing] in
+  // coordinator/job.cc).
+  kGrow,
 };
 // "rank error", "process died", "heartbeat timeout", "link broken", ...
 const char* to_string(Cause c);

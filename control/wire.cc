@@ -109,7 +109,7 @@ State from_proto(v1::JobState s) {
 
 // Cause and comm::PeerFault are numbered as their proto enums (FailureCause,
 // PeerFault), so they convert by value.
-static_assert(static_cast<int>(Cause::kShutdown) == v1::FAILURE_CAUSE_SHUTDOWN &&
+static_assert(static_cast<int>(Cause::kGrow) == v1::FAILURE_CAUSE_GROW &&
               static_cast<int>(Cause::kProcessDied) == v1::FAILURE_CAUSE_PROCESS_DIED);
 static_assert(static_cast<int>(comm::PeerFault::kDied) == v1::PEER_FAULT_DIED &&
               static_cast<int>(comm::PeerFault::kReset) == v1::PEER_FAULT_RESET);

@@ -55,7 +55,8 @@ Admission::Options admission_options(const JobOptions& o) {
 Job::Job(JobOptions options, TimePoint now)
     : options_(std::move(options)),
       admission_(admission_options(options_)),
-      metrics_log_(options_.run_dir) {
+      metrics_log_(options_.run_dir),
+      membership_log_(options_.run_dir) {
   if (options_.world_size < 1)
     throw InputError(str("--world-size must be at least 1, got ", options_.world_size));
   if (options_.min_nproc < 0 || options_.min_nproc > options_.world_size)
@@ -87,13 +88,17 @@ Job::Job(JobOptions options, TimePoint now)
   }
 }
 
-std::shared_ptr<Attempt> Job::open_attempt(int number, TimePoint now, int shrink_from) {
+std::shared_ptr<Attempt> Job::open_attempt(int number, TimePoint now, Reform how, int size) {
   Rendezvous::Options rv{options_.job_id,       options_.world_size,         options_.min_nproc,
                          options_.elastic_wait, options_.rendezvous_timeout, number};
-  if (shrink_from > 0) {  // the survivors ask for their old ranks and get 0..n-2 in that order
-    rv.world_size = shrink_from;
-    rv.min_nproc = shrink_from - 1;
+  if (how ==
+      Reform::kShrink) {  // the survivors ask for their old ranks and get 0..n-1 in that order
+    rv.world_size = size + 1;
+    rv.min_nproc = size;
     rv.elastic_wait = {};
+  } else if (how == Reform::kGrow) {  // the survivors keep theirs, the newcomers take the rest
+    rv.world_size = size;
+    rv.min_nproc = 0;
   }
   return std::make_shared<Attempt>(
       number, rv, Health::Options{options_.heartbeat_interval, options_.heartbeat_timeout}, now,
@@ -128,6 +133,11 @@ void Job::on_formed(Attempt& attempt, const std::vector<Member>& members, TimePo
                             {"world_size", n},
                             {"time_unix_ns", unix_ns_now()}};
   note_metrics_error(metrics_log_.event(line));
+  const nlohmann::json config = nlohmann::json::parse(options_.config_json, nullptr, false);
+  const int64_t global_batch = config.is_object() ? config.value("batch", int64_t{0}) *
+                                                        config.value("accumulate", int64_t{1})
+                                                  : 0;
+  membership_log_.formed(attempt.number(), how_formed(attempt.number()), members, global_batch);
   state_.set_running();
   if (attempt.number() == first_attempt_ && n == options_.world_size)
     spdlog::info("rendezvous complete: all {} workers joined job '{}' (rank {})", n,
@@ -228,7 +238,11 @@ std::string Job::config_for(int attempt) const {
   if (attempt <= first_attempt_) return options_.config_json;
   nlohmann::json config = nlohmann::json::parse(options_.config_json, nullptr, false);
   if (!config.is_object()) return options_.config_json;
-  config["resume_latest"] = true;
+  std::lock_guard lock(mu_);
+  if (reformed_.count(attempt))
+    config["from_peers"] = true;  // the state is in the survivors' memory
+  else
+    config["resume_latest"] = true;
   return config.dump();
 }
 
@@ -278,8 +292,10 @@ void Job::join_attempt(JoinRequest request, TimePoint deadline, TimePoint now,
   {
     std::lock_guard lock(mu_);
     attempt = attempts_.back();
-    if (!attempt->formed() && !survivors_.empty() &&
-        !survivors_.count({request.host, request.pid})) {
+    const std::pair<std::string, int64_t> who{request.host, request.pid};
+    const bool reforming = !attempt->formed() && !survivors_.empty();
+    if (reforming && newcomers_.count(who)) request.requested_rank = -1;  // after the survivors
+    if (reforming && !survivors_.count(who) && !newcomers_.count(who) && !options_.heal) {
       const std::string why =
           str("attempt ", attempt->number(), " re-forms from the survivors of attempt ",
               attempt->number() - 1,
@@ -287,10 +303,15 @@ void Job::join_attempt(JoinRequest request, TimePoint deadline, TimePoint now,
       done(JoinResult{Outcome::error(Code::kFailedPrecondition, why), {}, {}, 0, {}});
       return;
     }
-    // The attempt runs: a restarted rank waits for the next one while one may come.
-    if (attempt->formed() && !state_.status().terminal() && restarts_.left()) {
-      spdlog::info("host {} pid {} waits for the next attempt: attempt {} runs with all its ranks",
-                   request.host, request.pid, attempt->number());
+    // The attempt runs (or re-forms without it): a worker waits for the next
+    // one while one may come. With heal, the next comes once this one runs
+    // (grow_if_joined), unless it already has every rank.
+    const bool live = !state_.status().terminal();
+    if (live && ((attempt->formed() && (restarts_.left() || options_.heal)) ||
+                 (reforming && !survivors_.count(who) && !newcomers_.count(who)))) {
+      spdlog::info("host {} pid {} waits for the next attempt: attempt {} {}", request.host,
+                   request.pid, attempt->number(),
+                   attempt->formed() ? "runs" : "re-forms from the survivors first");
       parked_.emplace(id, Parked{std::move(request), deadline, std::move(done)});
       return;
     }
@@ -451,9 +472,30 @@ Job::Reply Job::metrics(const std::string& session, int attempt,
     r.metrics.rank = c->member.rank;
     r.attempt = c->attempt->number();
   }
+  note_membership(attempt, records);
   note_metrics_error(metrics_log_.append(std::move(records)));
   reply.status = status_for(*c->attempt);
   return reply;
+}
+
+std::string Job::how_formed(int attempt) const {
+  if (attempt == first_attempt_) return "start";
+  std::lock_guard lock(mu_);
+  for (const Restart& r : restarts_.history())
+    if (r.attempt == attempt) return r.grow ? "grow" : r.shrink ? "shrink" : "restart";
+  return "restart";
+}
+
+void Job::note_membership(int attempt, const std::vector<MetricsRecord>& records) {
+  int64_t first = -1;
+  for (const MetricsRecord& r : records)
+    if (!r.metrics.eval && (first < 0 || r.metrics.step < first)) first = r.metrics.step;
+  if (first < 0) return;
+  std::optional<nlohmann::json> line = membership_log_.trained(attempt, first);
+  if (!line) return;
+  note_metrics_error(membership_log_.error());
+  (*line)["kind"] = "membership";
+  note_metrics_error(metrics_log_.event(*line));
 }
 
 Job::Reply Job::leave(const std::string& session, bool ok, const std::string& message,
@@ -541,7 +583,7 @@ void Job::fail(Verdict verdict, TimePoint now, const std::shared_ptr<Attempt>& a
                     : restarts_.failure_note(verdict, attempt->number());
   }
   if (restart_it || shrink_it) {
-    restart(attempt, std::move(verdict), now, shrink_it);
+    restart(attempt, std::move(verdict), now, shrink_it ? Reform::kShrink : Reform::kRestart);
     return;
   }
   verdict.message += note;
@@ -565,50 +607,105 @@ void Job::fail_job(Verdict verdict) {
 }
 
 void Job::restart(const std::shared_ptr<Attempt>& ended, Verdict verdict, TimePoint now,
-                  bool shrink) {
+                  Reform how) {
   const int next_number = ended->number() + 1;
   const std::string why = str("attempt ", ended->number(), " ended: ", verdict.message);
   if (!ended->end(verdict, why + str("; join attempt ", next_number))) return;
   const int from = ended->world_size();
-  std::set<std::pair<std::string, int64_t>> survivors;
-  if (shrink)
+  std::set<std::pair<std::string, int64_t>> survivors, newcomers;
+  if (how != Reform::kRestart)
     for (const Member& m : ended->rendezvous().members())
       if (m.rank != verdict.failed_rank()) survivors.emplace(m.host, m.pid);
-  std::shared_ptr<Attempt> next = open_attempt(next_number, now, shrink ? from : 0);
   std::map<uint64_t, Parked> parked;
-  int used;
+  int used, size = static_cast<int>(survivors.size());
+  {
+    std::lock_guard lock(mu_);
+    parked.swap(parked_);
+    if (how == Reform::kGrow)  // the parked workers that fit, in the order they came
+      for (const auto& [id, p] : parked)
+        if (size < options_.world_size && newcomers.emplace(p.request.host, p.request.pid).second)
+          ++size;
+  }
+  std::shared_ptr<Attempt> next = open_attempt(next_number, now, how, size);
   {
     std::lock_guard lock(mu_);
     attempts_.push_back(next);
-    restarts_.record(Restart{next_number, verdict, unix_ns_now(), shrink});
+    restarts_.record(
+        Restart{next_number, verdict, unix_ns_now(), how == Reform::kShrink, how == Reform::kGrow});
     used = restarts_.used();
-    parked.swap(parked_);
     survivors_ = std::move(survivors);
+    newcomers_ = std::move(newcomers);
+    if (how != Reform::kRestart) reformed_.insert(next_number);
     failed_at_.reset();
     members_changed_ = true;  // job.json: the restart, the attempt
   }
   state_.restart(next_number);
-  if (shrink)
-    spdlog::warn(
-        "{}; --on-failure shrink: the other {} ranks form attempt {} now and train on from the "
-        "state they hold",
-        why, from - 1, next_number);
-  else
-    spdlog::warn(
-        "{}; restart {} of {} (--max-restarts): attempt {} forms now, every rank joins again "
-        "and resumes from the last checkpoint",
-        why, used, options_.max_restarts, next_number);
+  say_restart(why, how, from, size, next_number, used);
   nlohmann::json line = verdict_json(verdict);
   line.update({{"kind", "restart"},
                {"attempt", next_number},
                {"restart", used},
                {"max_restarts", options_.max_restarts},
                {"time_unix_ns", unix_ns_now()}});
-  if (shrink) line["shrink"] = true;  // the survivors went on in their processes
+  if (how == Reform::kShrink) line["shrink"] = true;  // the survivors went on in their processes
+  if (how == Reform::kGrow) line["grow"] = true;      // and workers joined them
   note_metrics_error(metrics_log_.event(line));
   watchers_.notify(ended->number(), status_for(*ended), true);
   for (auto& [id, p] : parked)
     join_attempt(std::move(p.request), p.deadline, now, std::move(p.done), id);
+}
+
+void Job::say_restart(const std::string& why, Reform how, int from, int size, int next,
+                      int used) const {
+  if (how == Reform::kShrink)
+    spdlog::warn(
+        "{}; --on-failure {}: the other {} ranks form attempt {} now and train on from the "
+        "state they hold",
+        why, options_.heal ? "heal" : "shrink", size, next);
+  else if (how == Reform::kGrow)
+    spdlog::warn(
+        "{}; --on-failure heal: attempt {} forms now with the {} ranks and {} newcomer{}, which "
+        "take the state from them",
+        why, next, from, size - from, size - from == 1 ? "" : "s");
+  else
+    spdlog::warn(
+        "{}; restart {} of {} (--max-restarts): attempt {} forms now, every rank joins again "
+        "and resumes from the last checkpoint",
+        why, used, options_.max_restarts, next);
+}
+
+// Note [Healing]
+// ~~~~~~~~~~~~~~
+// With --on-failure heal, a job that shrank grows back: a worker that joins
+// while the attempt runs on fewer than --world-size ranks (the dead one
+// started again, a replacement on another host) is parked, and at the next
+// tick the attempt ends with a verdict of cause "grow" and the next one
+// forms from its ranks and the parked workers that fit. The survivors hear
+// RESTARTING, abandon the step in flight and re-join in their processes
+// keeping their state, asking for their old ranks; the newcomers take the
+// ranks after them. Every rank of a re-formed attempt is told from_peers,
+// so a rank that holds no state takes it from the live ones over the data
+// plane (Note [Survivors train on] in core/train/distributed.cc): no disk
+// is read, and the run directory's host may be the one that was lost. A
+// grow spends no --max-restarts.
+void Job::grow_if_joined(TimePoint now) {
+  std::shared_ptr<Attempt> attempt;
+  std::string who;
+  {
+    std::lock_guard lock(mu_);
+    attempt = attempts_.back();
+    if (!options_.heal || parked_.empty() || !attempt->formed() || attempt->ended() ||
+        state_.status().state != State::kRunning || attempt->world_size() >= options_.world_size)
+      return;
+    const JoinRequest& first = parked_.begin()->second.request;
+    who = str("host ", first.host, " pid ", first.pid,
+              parked_.size() > 1 ? str(" and ", parked_.size() - 1, " more") : std::string());
+  }
+  restart(attempt,
+          Verdict{.cause = Cause::kGrow,
+                  .message = str(who, " joined: the job grows back towards ", options_.world_size,
+                                 " ranks (--on-failure heal)")},
+          now, Reform::kGrow);
 }
 
 Job::WatchReply Job::watch(const std::string& session, TimePoint now, WatchCallback on_change) {
@@ -780,6 +877,7 @@ void Job::tick(TimePoint now) {
     if (h.roll_call) spdlog::warn("{}", *h.roll_call);
     if (h.failure) fail(std::move(*h.failure), now, attempt);
   }
+  grow_if_joined(now);
   bool all_left = true;
   if (formed)
     for (const auto& r : formed->health.ranks()) all_left = all_left && r.left;

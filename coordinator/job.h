@@ -42,6 +42,7 @@
 #include "coordinator/admission.h"
 #include "coordinator/attempt.h"
 #include "coordinator/job_state.h"
+#include "coordinator/membership_log.h"
 #include "coordinator/metrics_log.h"
 #include "coordinator/outcome.h"
 #include "coordinator/restarts.h"
@@ -63,6 +64,10 @@ struct JobOptions {
   // others re-form the next attempt at once, in their processes
   // (Note [Shrinking] in job.cc); other failures restart as max_restarts says.
   bool shrink = false;
+  // --on-failure heal (with shrink): a worker that joins a job running on
+  // fewer ranks than world_size is taken in at once; the survivors re-form
+  // with it and it takes the state from them (Note [Healing] in job.cc).
+  bool heal = false;
   std::string config_json = "{}";  // handed to every worker at join
   std::chrono::milliseconds heartbeat_interval{1000};
   std::chrono::milliseconds heartbeat_timeout{10000};
@@ -198,10 +203,16 @@ class Job {
   // attempt and the status it is told; else nullopt, `reply` saying why.
   std::optional<Caller> status_caller(const std::string& session, Reply& reply) const;
   std::shared_ptr<Attempt> current() const;
+  // How the next attempt forms: every rank starts again (kRestart), or the
+  // survivors re-form in their processes without the rank at fault
+  // (kShrink) or with the workers that joined (kGrow).
+  enum class Reform { kRestart, kShrink, kGrow };
   // The next attempt's rendezvous: the job's size (elastic down to
-  // --min-nproc), or with `shrink_from` > 0 the survivors of an attempt of
-  // that size, formed as soon as they are all there.
-  std::shared_ptr<Attempt> open_attempt(int number, TimePoint now, int shrink_from = 0);
+  // --min-nproc), or for a re-form `size` ranks (kShrink: the survivors of
+  // an attempt of size + 1, their old ranks asked for), formed as soon as
+  // they are all there.
+  std::shared_ptr<Attempt> open_attempt(int number, TimePoint now, Reform how = Reform::kRestart,
+                                        int size = 0);
   // The status a session of `attempt` is told.
   JobStatus status_for(const Attempt& attempt) const;
   // A verdict of `attempt`: it restarts, or the job fails (ignored when
@@ -209,7 +220,12 @@ class Job {
   void fail(Verdict verdict, TimePoint now, const std::shared_ptr<Attempt>& attempt);
   void fail_job(Verdict verdict);
   void restart(const std::shared_ptr<Attempt>& ended, Verdict verdict, TimePoint now,
-               bool shrink = false);
+               Reform how = Reform::kRestart);
+  void say_restart(const std::string& why, Reform how, int from, int size, int next,
+                   int used) const;
+  // --on-failure heal: the running attempt, on fewer ranks than the job's,
+  // takes in the workers parked meanwhile (tick).
+  void grow_if_joined(TimePoint now);
   // A join refused by `attempt` (full, ended) may wait for the next one.
   bool may_wait_for_next(const std::shared_ptr<Attempt>& attempt) const;
   void join_attempt(JoinRequest request, TimePoint deadline, TimePoint now,
@@ -217,6 +233,10 @@ class Job {
   void note_job_file(const std::string& error);
   void note_metrics_error(const std::string& error);  // logged once
   void on_formed(Attempt& attempt, const std::vector<Member>& members, TimePoint now);
+  // How `attempt` formed, for the membership log: "start", "restart", "shrink" or "grow".
+  std::string how_formed(int attempt) const;
+  // The membership log's line of the attempt whose first training step is in `records`.
+  void note_membership(int attempt, const std::vector<MetricsRecord>& records);
   // Rewrites job.json and warns of newly oversubscribed hosts when a member
   // changed since the last call (ticker thread).
   void on_members_changed();
@@ -228,6 +248,7 @@ class Job {
   JobState state_;
   Admission admission_;
   MetricsLog metrics_log_;
+  MembershipLog membership_log_;
   int first_attempt_ = 0;  // set once, in the constructor
 
   mutable std::mutex mu_;
@@ -240,9 +261,13 @@ class Job {
     Rendezvous::JoinCallback done;
   };
   std::map<uint64_t, Parked> parked_;  // by ticket id
-  // While a shrink's attempt forms: the survivors' (host, pid), the only
-  // workers it takes (Note [Shrinking]); empty otherwise.
-  std::set<std::pair<std::string, int64_t>> survivors_;
+  // While a re-formed attempt forms: the survivors' (host, pid), and the
+  // newcomers' of a grow, the only workers it takes (Note [Shrinking]);
+  // empty otherwise.
+  std::set<std::pair<std::string, int64_t>> survivors_, newcomers_;
+  // The attempts re-formed in the running processes (shrink, grow): their
+  // ranks take the state from live peers, not from a checkpoint.
+  std::set<int> reformed_;
   bool finished_ = false;
   std::optional<TimePoint> failed_at_;
   TimePoint next_sync_{};

@@ -38,6 +38,7 @@ nlohmann::json restarts_json(const JobFile& f) {
     nlohmann::json j = verdict_json(r.verdict);
     j.update({{"attempt", r.attempt}, {"unix_ns", r.unix_ns}});
     if (r.shrink) j["shrink"] = true;  // the survivors went on: nobody restarted
+    if (r.grow) j["grow"] = true;      // and workers joined them, healed from live peers
     if (auto it = resumed.find(r.attempt); it != resumed.end())
       j.update(
           {{"resumed_from_step", it->second.from_step}, {"steps_lost", it->second.steps_lost}});
@@ -98,6 +99,7 @@ std::vector<Restart> earlier_restarts(const std::filesystem::path& run_dir) {
     old.verdict.rank = r.value("rank", -1);
     old.verdict.host = r.value("host", std::string());
     old.shrink = r.value("shrink", false);
+    old.grow = r.value("grow", false);
     out.push_back(old);
   }
   return out;

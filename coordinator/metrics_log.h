@@ -18,8 +18,9 @@
 // same rule), so readers see one record per (rank, step). The steps lost
 // are those the attempt before reached beyond S. Event lines have a "kind"
 // of their own: "attempt" (an attempt formed, with its world size),
-// "restart" (an attempt ended and the next forms, with the verdict), and
-// "resume".
+// "restart" (an attempt ended and the next forms, with the verdict),
+// "resume", and "membership" (the membership log's line of an attempt:
+// membership_log.h).
 // Thread-safe.
 #pragma once
 

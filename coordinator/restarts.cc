@@ -29,9 +29,9 @@ void Restarts::record(Restart r) {
 
 int Restarts::used() const {
   // A new coordinator taking over (attempt first_attempt_) is no restart of its own.
-  // Nor is a shrink: the survivors went on, nobody started again.
+  // Nor is a shrink or a grow: the survivors went on, nobody started again.
   return static_cast<int>(std::count_if(history_.begin(), history_.end(), [&](const Restart& r) {
-    return r.attempt > first_attempt_ && !r.shrink;
+    return r.attempt > first_attempt_ && !r.shrink && !r.grow;
   }));
 }
 

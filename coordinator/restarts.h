@@ -22,6 +22,7 @@ struct Restart {
   Verdict verdict;  // why the attempt before ended (cause kNone: a new coordinator took over)
   int64_t unix_ns = 0;
   bool shrink = false;  // --on-failure shrink: the survivors went on (no restart spent)
+  bool grow = false;    // --on-failure heal: workers joined the survivors (no restart spent)
 };
 
 class Restarts {

@@ -211,7 +211,7 @@ train::TrainSummary train_rank(Session& s) {
     spdlog::info("going on from step {} as rank {} of {}", s.plane.kept->steps_done(), s.info.rank,
                  s.info.world_size);
     s.plane.kept->set_world(s.info.rank, s.info.world_size, cfg);
-    dt.emplace(std::move(s.plane.kept), s.plane.comm);
+    dt.emplace(s.plane.kept, s.plane.comm);  // hands the trainer back if the re-form fails
   } else {
     dt.emplace(cfg, s.plane.comm);
   }
@@ -332,22 +332,23 @@ std::optional<StopReason> verdict_after(Session& s, const std::exception& e) {
   return reason;
 }
 
-// Whether this rank's attempt ended in a shrink that it survives (Note
-// [Shrinking] in coordinator/job.cc): the job shrinks, and the rank at
-// fault is another. It then leaves the attempt keeping its trainer (the
-// coordinator re-forms the next one from the survivors) and joins again.
+// Whether this rank's attempt ended in a re-form that it survives (Notes
+// [Shrinking] and [Healing] in coordinator/job.cc): the job shrinks and the
+// rank at fault is another, or it grows. It then leaves the attempt keeping
+// its trainer (the coordinator re-forms the next one from the survivors,
+// and the newcomers) and joins again.
 std::unique_ptr<train::Trainer> survive(Session& s, const std::optional<StopReason>& reason) {
-  const bool shrinks = reason && reason->restart() &&
-                       control::parse_job_config(s.info.job_config_json).on_failure == "shrink" &&
-                       reason->status.failed_rank() >= 0 &&
-                       reason->status.failed_rank() != s.info.rank;
-  if (!shrinks) return nullptr;
+  if (!reason || !reason->restart() ||
+      !control::parse_job_config(s.info.job_config_json).survivors_train_on())
+    return nullptr;
+  const int at_fault = reason->status.failed_rank();
+  const bool grows = reason->status.verdict.cause == control::Cause::kGrow;
+  if (!grows && (at_fault < 0 || at_fault == s.info.rank)) return nullptr;
   s.metrics.flush(1s);  // the steps this attempt completed
   s.metrics.stop();
   s.hb.stop();
   std::unique_ptr<train::Trainer> t = s.plane.close_keeping_trainer();
-  if (t)
-    spdlog::warn("{}; this rank trains on with the others (--on-failure shrink)", reason->message);
+  if (t) spdlog::warn("{}; this rank trains on with the others", reason->message);
   return t;
 }
 

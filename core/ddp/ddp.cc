@@ -31,7 +31,7 @@ DistributedDataParallel::DistributedDataParallel(nn::Module& model, comm::Proces
         "per "
         "rank: use one or the other (e.g. --ddp bucketed with --local-sgd)");
   check_same_model();
-  broadcast_parameters(model_, comm_);
+  if (options_.broadcast_parameters) broadcast_parameters(model_, comm_);
   sync_ = make_grad_sync(options_.sync, model_.parameters(), comm_);
   model_.set_grad_ready_hook([this](nn::Parameter& p) {
     if (sync_enabled_) sync_->on_grad_ready(p);

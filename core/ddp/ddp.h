@@ -44,6 +44,9 @@ void broadcast_parameters(nn::Module& model, comm::ProcessGroup& comm, int root 
 struct DdpOptions {
   SyncOptions sync;
   int64_t local_sgd = 0;  // > 0: average parameters every K steps instead of gradients
+  // Every rank starts from rank 0's weights; false when the ranks hold the
+  // same ones already (a re-formed group that agreed on its state).
+  bool broadcast_parameters = true;
 };
 
 class DistributedDataParallel : public DataParallel {

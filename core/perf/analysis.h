@@ -56,6 +56,7 @@ struct RestartEvent {
   // not logged). They differ when an elastic job (--min-nproc) shrank.
   int from_world_size = 0, world_size = 0;
   bool shrink = false;  // --on-failure shrink: the survivors went on in their processes
+  bool grow = false;    // --on-failure heal: and workers joined them, healed from live ranks
 };
 
 struct RunLog {

@@ -103,7 +103,7 @@ std::string infer_transport(const std::vector<StepMetrics>& records) {
 // "step" and "eval").
 bool is_event(const nlohmann::json& j) {
   const std::string kind = str_or(j, "kind");
-  return kind == "attempt" || kind == "restart" || kind == "resume";
+  return kind == "attempt" || kind == "restart" || kind == "resume" || kind == "membership";
 }
 
 // An event line of the coordinator ("kind": "attempt", "restart", "resume":
@@ -118,7 +118,8 @@ void apply_event(const nlohmann::json& j, std::vector<StepMetrics>& out,
   const int attempt = j.value("attempt", 0);
   if (kind == "restart" && restarts)
     restarts->push_back({attempt, str_or(j, "cause"), j.value("rank", -1), str_or(j, "host"),
-                         str_or(j, "message"), -1, 0, world_size, 0, j.value("shrink", false)});
+                         str_or(j, "message"), -1, 0, world_size, 0, j.value("shrink", false),
+                         j.value("grow", false)});
   if (kind == "attempt") {
     world_size = j.value("world_size", 0);
     if (restarts)

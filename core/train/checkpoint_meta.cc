@@ -253,7 +253,7 @@ void check_resumable(const Checkpoint& c, const TrainConfig& cfg, int world_size
     const auto s = saved.find(flag);
     if (s == saved.end()) continue;
     // An elastic job (--min-nproc, --on-failure shrink) may resume on another number of ranks.
-    if (flag == "--nproc" && (cfg.min_nproc > 0 || cfg.on_failure == "shrink")) continue;
+    if (flag == "--nproc" && (cfg.min_nproc > 0 || cfg.survivors_train_on())) continue;
     const std::string there = s->is_string() ? s->get<std::string>() : s->dump();
     if (there != here && !same_buckets(flag, there, here)) differ(flag, there, here);
   }

@@ -41,10 +41,11 @@ void TrainConfig::validate() const {
   if (accumulate < 1) throw InputError(str("--accumulate must be at least 1, got ", accumulate));
   if (last_batch != "drop" && last_batch != "keep")
     throw InputError("--last-batch must be drop or keep, got '" + last_batch + "'");
-  if (on_failure != "restart" && on_failure != "shrink" && on_failure != "fail")
-    throw InputError("--on-failure must be restart, shrink or fail, got '" + on_failure + "'");
-  if (on_failure == "shrink" && (dist.ddp == "sharded" || dist.local_sgd > 0))
-    throw InputError(str("--on-failure shrink keeps the survivors' state, and ",
+  if (on_failure != "restart" && !survivors_train_on() && on_failure != "fail")
+    throw InputError("--on-failure must be restart, shrink, heal or fail, got '" + on_failure +
+                     "'");
+  if (survivors_train_on() && (dist.ddp == "sharded" || dist.local_sgd > 0))
+    throw InputError(str("--on-failure ", on_failure, " keeps the survivors' state, and ",
                          dist.ddp == "sharded"
                              ? "--ddp sharded holds 1/n of it on each rank"
                              : "--local-sgd leaves the replicas different between averages",

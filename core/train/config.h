@@ -84,6 +84,14 @@ struct TrainConfig {
   // rank 0 resumes from the newest complete checkpoint in run_dir when it is
   // further than `resume` (from `resume`, or from the start, when there is none).
   bool resume_latest = false;
+  // Set by the coordinator for the attempts a job re-formed in its running
+  // processes (--on-failure shrink, heal): a rank that holds no state (a
+  // newcomer) takes it from the live ranks over the data plane (Note
+  // [Survivors train on] in core/train/distributed.cc), not from a checkpoint.
+  bool from_peers = false;
+  // > 0: this run ends after that step (its final checkpoint there), the
+  // schedule still spanning all the steps: a job done in legs (run --replay).
+  int64_t stop_after_step = 0;
   // > 0: an elastic job (--min-nproc) that may run on fewer ranks, at least
   // this many; a resume may then change the world size (not bitwise: the
   // gradients are summed in another order).
@@ -91,8 +99,11 @@ struct TrainConfig {
   // What a lost rank does to the job (docs/recovery.md): "restart" (every
   // rank starts again from the last checkpoint, as --max-restarts allows),
   // "shrink" (the survivors train on in their processes, Note [Survivors
-  // train on] in core/train/distributed.cc) or "fail".
+  // train on] in core/train/distributed.cc), "heal" (shrink, then a worker
+  // that joins grows the job back, taking the state from live peers) or "fail".
   std::string on_failure = "restart";
+  // shrink or heal: a lost rank's survivors go on in their processes.
+  bool survivors_train_on() const { return on_failure == "shrink" || on_failure == "heal"; }
   int threads = 1;        // compute threads per process
   int64_t log_every = 0;  // 0 = about 20 lines per run
   bool eval = true;       // test accuracy after each epoch

@@ -111,11 +111,12 @@ void plant_local_clipping(StepHooks& h, ddp::DistributedDataParallel& ddp, nn::M
 
 DistributedTrainer::DistributedTrainer(const TrainConfig& cfg,
                                        std::shared_ptr<comm::ProcessGroup> comm)
-    : DistributedTrainer(std::make_unique<Trainer>(cfg, comm->rank(), comm->size()), comm, false) {}
+    : DistributedTrainer(std::make_unique<Trainer>(cfg, comm->rank(), comm->size()), comm,
+                         cfg.from_peers, nullptr) {}
 
-DistributedTrainer::DistributedTrainer(std::unique_ptr<Trainer> survivor,
+DistributedTrainer::DistributedTrainer(std::unique_ptr<Trainer>& survivor,
                                        std::shared_ptr<comm::ProcessGroup> comm)
-    : DistributedTrainer(std::move(survivor), std::move(comm), true) {}
+    : DistributedTrainer(std::move(survivor), std::move(comm), true, &survivor) {}
 
 DistributedTrainer::~DistributedTrainer() = default;
 
@@ -125,18 +126,34 @@ std::unique_ptr<Trainer> DistributedTrainer::release_trainer() {
 }
 
 DistributedTrainer::DistributedTrainer(std::unique_ptr<Trainer> trainer,
-                                       std::shared_ptr<comm::ProcessGroup> comm, bool survivor)
+                                       std::shared_ptr<comm::ProcessGroup> comm, bool reformed,
+                                       std::unique_ptr<Trainer>* hand_back)
     : comm_(std::move(comm)),
       timeline_(dynamic_cast<comm::nccl::ComputeTimeline*>(comm_.get())),
       trainer_(std::move(trainer)) {
+  // A newcomer built its trainer from the config: the job's state is the live ranks'.
+  if (reformed && !hand_back) trainer_->set_holds_state(false);
+  try {
+    set_up(reformed);
+  } catch (...) {
+    ddp_.reset();  // the hooks come off the model
+    if (hand_back) *hand_back = std::move(trainer_);
+    throw;
+  }
+}
+
+void DistributedTrainer::set_up(bool reformed) {
   const TrainConfig& cfg = trainer_->config();
   MDDP_CHECK(trainer_->rank() == comm_->rank() && trainer_->world_size() == comm_->size(),
              "a trainer of rank ", trainer_->rank(), " of ", trainer_->world_size(),
              " in a group where it is rank ", comm_->rank(), " of ", comm_->size());
-  if (survivor) take_furthest_state();
-  ddp_ =
-      std::make_unique<ddp::DistributedDataParallel>(trainer_->model(), *comm_, ddp_options(cfg));
-  broadcast_training_state();
+  // A re-formed group agrees on the state first; then every rank holds it
+  // and DDP need not send rank 0's weights again.
+  if (reformed) take_furthest_state();
+  ddp::DdpOptions options = ddp_options(cfg);
+  options.broadcast_parameters = !reformed;
+  ddp_ = std::make_unique<ddp::DistributedDataParallel>(trainer_->model(), *comm_, options);
+  broadcast_training_state(0, !reformed);
   LoopHooks& h = hooks_;
   if (auto* sharded = dynamic_cast<ddp::ShardedSync*>(&ddp_->grad_sync())) {
     // ZeRO-1: the sharded optimiser takes over the broadcast state; before
@@ -178,38 +195,77 @@ DistributedTrainer::DistributedTrainer(std::unique_ptr<Trainer> trainer,
 
 // Note [Survivors train on]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~
-// With --on-failure shrink, the ranks that outlived a failed one re-form a
-// smaller group inside their running processes and go on from the state
-// they hold: no checkpoint is read. After every completed step the replicas
-// are identical, and a step in flight when a rank died is abandoned on
-// the ranks where it failed: its gradients are thrown away with the step,
-// before the optimiser ran. But a step can complete on some survivors
-// only: the dead rank's contribution was in, a survivor received every
-// reduced bucket and stepped, while another still waited for a message the
-// dead rank was to forward. Every gradient it used was complete, so that
-// survivor's state is a correct one, one step further. So the survivors
-// compare their step counts and all take the state of the furthest (the
-// lowest rank of those, when several are): at most the one step in flight
-// is lost, and no rank keeps an update the others lack. ZeRO-1 (a step
-// half-gathered leaves mixed shards) and local SGD (replicas differ between
-// averages) are refused with shrink.
+// With --on-failure shrink or heal, the ranks that outlived a failed one
+// re-form a smaller group inside their running processes and go on from
+// the state they hold: no checkpoint is read. After every completed step
+// the replicas are identical, and a step in flight when a rank died is
+// abandoned on the ranks where it failed: its gradients are thrown away
+// with the step, before the optimiser ran. But a step can complete on some
+// survivors only: the dead rank's contribution was in, a survivor received
+// every reduced bucket and stepped, while another still waited for a
+// message the dead rank was to forward. Every gradient it used was
+// complete, so that survivor's state is a correct one, one step further.
+// So the ranks compare their step counts and all take the state of the
+// furthest: at most the one step in flight is lost, and no rank keeps an
+// update the others lack.
+//
+// A newcomer (heal: the dead rank started again, a replacement) holds no
+// state and counts as the least far. The ranks at the furthest step hold
+// the same state, so each chunk of it comes from one of them in turn: the
+// copy is spread over the live ranks rather than all sent by rank 0. Then
+// the replica check's hashes (replica_check.h) confirm, end to end, that
+// every rank holds the same bytes, naming any rank that does not. While a
+// copy into a survivor's trainer is under way, it holds no state: should
+// the group fail meanwhile, that half-copied trainer does not count as a
+// source at the next re-form. ZeRO-1 (a step half-gathered leaves mixed
+// shards) and local SGD (replicas differ between averages) are refused.
 void DistributedTrainer::take_furthest_state() {
-  const uint64_t mine = static_cast<uint64_t>(trainer_->steps_done());
-  const std::vector<uint64_t> steps = all_gather_words(
-      *comm_, std::span(&mine, 1), tensor::Device::parse(trainer_->config().device));
-  const auto furthest = std::max_element(steps.begin(), steps.end());
-  if (std::all_of(steps.begin(), steps.end(), [&](uint64_t s) { return s == *furthest; })) return;
-  const int root = static_cast<int>(furthest - steps.begin());
-  ddp::broadcast_parameters(trainer_->model(), *comm_, root);
-  broadcast_training_state(root);
+  // 0: no state; else the steps done, plus 1.
+  const uint64_t mine =
+      trainer_->holds_state() ? static_cast<uint64_t>(trainer_->steps_done()) + 1 : 0;
+  const tensor::Device device = tensor::Device::parse(trainer_->config().device);
+  const std::vector<uint64_t> held = all_gather_words(*comm_, std::span(&mine, 1), device);
+  const uint64_t furthest = *std::max_element(held.begin(), held.end());
+  if (furthest == 0)
+    throw Error(
+        "no rank of the re-formed group holds the training state (every survivor lost it): "
+        "restart the job from its last checkpoint (--resume RUN_DIR)");
+  std::vector<int> sources;
+  for (int r = 0; r < static_cast<int>(held.size()); ++r)
+    if (held[static_cast<std::size_t>(r)] == furthest) sources.push_back(r);
+  if (static_cast<int>(sources.size()) == comm_->size()) return;  // level: nothing moves
+  trainer_->set_holds_state(mine == furthest);
+  copy_state_from(sources);
+  trainer_->set_holds_state(true);
+  check_replicas(*comm_, replica_digest(trainer_->model(), &trainer_->optimizer()),
+                 trainer_->steps_done(), device);
+}
+
+// Every parameter and optimiser state tensor, in chunks of at most
+// kChunk floats, chunk i broadcast from sources[i mod n]; then the
+// counters from the first source.
+void DistributedTrainer::copy_state_from(const std::vector<int>& sources) {
+  constexpr int64_t kChunk = int64_t{1} << 20;  // 4 MB
+  std::vector<tensor::Tensor> tensors;          // handles on the trainer's storage
+  for (nn::Parameter* p : trainer_->model().parameters()) tensors.push_back(p->value);
+  for (auto& [name, t] : trainer_->optimizer().state()) tensors.push_back(t);
+  std::size_t chunk = 0;
+  for (const tensor::Tensor& t : tensors)
+    for (int64_t at = 0; at < t.numel(); at += kChunk, ++chunk)
+      comm_
+          ->broadcast(t.data() + at, std::min(kChunk, t.numel() - at), comm::DataType::kFloat32,
+                      sources[chunk % sources.size()])
+          ->wait();
+  broadcast_training_state(sources.front(), false);
 }
 
 // DDP's constructor sent rank 0's weights; the rest of where training stands
 // follows, so that every rank continues exactly where rank 0 (or `root`) does.
-void DistributedTrainer::broadcast_training_state(int root) {
+void DistributedTrainer::broadcast_training_state(int root, bool optimizer_state) {
   nn::Optimizer& opt = trainer_->optimizer();
-  for (auto& [name, t] : opt.state())
-    comm_->broadcast(t.data(), t.numel(), comm::DataType::kFloat32, root)->wait();
+  if (optimizer_state)
+    for (auto& [name, t] : opt.state())
+      comm_->broadcast(t.data(), t.numel(), comm::DataType::kFloat32, root)->wait();
   // The counters, bit for bit (word_collectives.h): the steps; rank 0's checkpoint schedule, which
   // the worker gives rank 0 alone (ZeRO-1's ranks all take part in a checkpoint); and fp16's loss
   // scaler, so that every rank takes rank 0's skip decisions.

@@ -28,14 +28,17 @@ class DistributedTrainer {
   // of every step. `comm` is shared so that a caller whose other thread may
   // abort() it (the worker's heartbeat) keeps it alive when this
   // constructor fails.
+  // With cfg.from_peers (a newcomer to a job that re-formed), the state
+  // comes from the live ranks instead, as for a survivor below.
   DistributedTrainer(const TrainConfig& cfg, std::shared_ptr<comm::ProcessGroup> comm);
-  // A job that shrank (Note [Survivors train on] in distributed.cc): each
-  // survivor brings the Trainer it kept, already set_world() to its place
-  // in `comm`. The survivors first take the state of the one that got
-  // furthest (a step may have completed on some of them only), then go on
-  // as above. Not for ZeRO-1 or local SGD (their state is not whole on
-  // every rank at every step boundary).
-  DistributedTrainer(std::unique_ptr<Trainer> survivor, std::shared_ptr<comm::ProcessGroup> comm);
+  // A job that shrank or grew (Note [Survivors train on] in distributed.cc):
+  // each survivor brings the Trainer it kept, already set_world() to its
+  // place in `comm`. The ranks first all take the state of the one that got
+  // furthest (a step may have completed on some of them only; a newcomer
+  // holds none), then go on as above. When this throws (the group failed
+  // meanwhile), `survivor` holds the Trainer again. Not for ZeRO-1 or local
+  // SGD (their state is not whole on every rank at every step boundary).
+  DistributedTrainer(std::unique_ptr<Trainer>& survivor, std::shared_ptr<comm::ProcessGroup> comm);
   ~DistributedTrainer();
   // Gives up the Trainer, with its state, to a DistributedTrainer of the
   // next group (this one's DDP is torn down first: the hooks come off).
@@ -53,10 +56,14 @@ class DistributedTrainer {
   const LoopHooks& loop_hooks() const { return hooks_; }
 
  private:
+  // `hand_back`: where the trainer goes when this throws (null: dropped).
   DistributedTrainer(std::unique_ptr<Trainer> trainer, std::shared_ptr<comm::ProcessGroup> comm,
-                     bool survivor);
-  void broadcast_training_state(int root = 0);
+                     bool reformed, std::unique_ptr<Trainer>* hand_back);
+  void set_up(bool reformed);
+  // The optimiser state (with `optimizer_state`) and the counters, from `root`.
+  void broadcast_training_state(int root, bool optimizer_state);
   void take_furthest_state();
+  void copy_state_from(const std::vector<int>& sources);
   void at_step_end(int64_t step, bool final);  // LoopHooks::before_checkpoint
   bool replica_check_due(int64_t step, bool checkpoint_due) const;
 

@@ -1,5 +1,6 @@
 #include "core/train/loop.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "core/common/check.h"
@@ -36,8 +37,14 @@ TrainSummary run_training(Trainer& trainer, const LoopHooks& hooks) {
 
   TrainSummary s;
   const int64_t tokens_per_sample = trainer.tokens_per_sample();  // 0: not a language model
-  const int64_t total = trainer.total_steps();
+  // The last step of this run: the job's, or --stop-after-step's (a leg of it).
+  const int64_t total = cfg.stop_after_step > 0
+                            ? std::min(trainer.total_steps(), cfg.stop_after_step)
+                            : trainer.total_steps();
   const int64_t first = trainer.steps_done();  // > 0 after --resume
+  if (cfg.stop_after_step > 0 && first >= total)
+    throw InputError(str("--stop-after-step ", cfg.stop_after_step, ": this run resumed at step ",
+                         first, ", which is not before it"));
   if (first > 0 && hooks.print) progress.message(str("resuming at step ", first, " of ", total));
   const int64_t t_start = now_ns();
   int64_t t_window = t_start, samples_window = 0, steps_window = 0, samples = 0;

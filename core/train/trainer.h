@@ -127,6 +127,12 @@ class Trainer {
   // and cfg's run directory and checkpoint schedule (rank 0's alone) replace
   // its own. The step, weights and optimiser state stay.
   void set_world(int rank, int world_size, const TrainConfig& cfg);
+  // Whether its parameters and optimiser state are a replica of the job's:
+  // not for a newcomer until it took them from live peers (cfg.from_peers),
+  // nor while a copy into it is under way (Note [Survivors train on] in
+  // distributed.cc).
+  bool holds_state() const { return holds_state_; }
+  void set_holds_state(bool holds) { holds_state_ = holds; }
   // DDP's initial broadcast: ranks other than 0 take rank 0's step.
   void set_steps_done(int64_t steps) { steps_done_ = steps; }
   void set_loss_scaler_state(float scale, int64_t good_steps, int64_t skipped) {
@@ -167,6 +173,7 @@ class Trainer {
   tensor::Tensor scaled_dloss_;  // the loss gradient times the loss scale (fp16)
   int64_t steps_done_ = 0;
   int resumed_world_size_ = 0;
+  bool holds_state_ = true;
 };
 
 }  // namespace mddp::train

@@ -9,6 +9,16 @@
 #                                            plain 2-rank job resumed from step 21's checkpoint
 #                                            ends. RANK 0 is the process that wrote the
 #                                            checkpoints. DATA: shm, tcp or gloo (--backend gloo).
+#   shrink_test.sh MICRODDP heal RANK DATA   --on-failure heal: as kill, then with the 2 survivors held
+#                                            after step 41 a new worker joins: the job grows back to 3
+#                                            ranks (the newcomer last), which take the state from the
+#                                            survivors' memory, and ends byte for byte where a 3-rank
+#                                            job resumed on 2 ranks, then on 3, at the same steps ends.
+#   shrink_test.sh MICRODDP heal_run         `run --on-failure heal --max-restarts 1`: a worker
+#                                            killed is started again, heals, and all 3 finish.
+#   shrink_test.sh MICRODDP replay           --on-failure heal, three kills (after steps 21, 41 and 61)
+#                                            and two newcomers: `run --replay` of its membership log
+#                                            ends byte for byte where the job ended.
 #   shrink_test.sh MICRODDP twice            3 ranks, two kills: down to 1 rank, which finishes.
 #   shrink_test.sh MICRODDP min              --min-nproc 3: a kill fails the job, saying why.
 #   shrink_test.sh MICRODDP run              `run --on-failure shrink`: a worker killed, the run
@@ -25,7 +35,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/../support/same_checkpoint.sh"  # same_checkpoint
 KILL=20                       # the kill lands once every rank holds after step KILL + 1
 HOLD_AT_STEPS=$(( KILL + 1 ))
-[[ $SCENARIO == twice ]] && HOLD_AT_STEPS+=",41"  # its second kill
+[[ $SCENARIO == twice || $SCENARIO == heal ]] && HOLD_AT_STEPS+=",41"  # its second kill, or the heal
+[[ $SCENARIO == replay ]] && HOLD_AT_STEPS+=",41,61"
 source "$(dirname "${BASH_SOURCE[0]}")/restart_lib.sh"  # kill_at_step, restarted, ...
 
 STEPS=80
@@ -46,16 +57,18 @@ first_step() {
   python3 -c 'import json,sys; print(min(j["step"] for j in map(json.loads, open(sys.argv[1])) if j.get("kind") == "step" and j.get("attempt") == int(sys.argv[2])))' \
     "$1/metrics.jsonl" "$2"
 }
-# last_attempt DIR ATTEMPT: the job ended in ATTEMPT, whose restart entry says it was a shrink.
+# last_attempt DIR ATTEMPT [HOW]: the job ended in ATTEMPT, whose restart entry says it was a
+# HOW (shrink, or grow).
 last_attempt() {
-  python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); a=int(sys.argv[2]); assert j["attempt"]==a and j["restarts"][-1]["attempt"]==a and j["restarts"][-1]["shrink"], j' \
-    "$1/job.json" "$2" || fail "job.json does not end in shrunk attempt $2"
+  python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); a=int(sys.argv[2]); assert j["attempt"]==a and j["restarts"][-1]["attempt"]==a and j["restarts"][-1][sys.argv[3]], j' \
+    "$1/job.json" "$2" "${3:-shrink}" || fail "job.json does not end in attempt $2, a ${3:-shrink}"
 }
 
-# held_run: `run --on-failure shrink` of the job in the background, its
+# held_run [FLAGS...]: `run --on-failure shrink` (or FLAGS) of the job in the background, its
 # ranks held after step KILL + 1; RUN_PID.
 held_run() {
-  "${HELD[@]}" "$BIN" run --nproc 3 --on-failure shrink "${TRAIN[@]}" --steps "$STEPS" "${HB[@]}" \
+  (( $# )) || set -- --on-failure shrink
+  "${HELD[@]}" "$BIN" run --nproc 3 "$@" "${TRAIN[@]}" --steps "$STEPS" "${HB[@]}" \
     --run-dir "$WORK/run" >"$WORK/run.out" 2>&1 &
   RUN_PID=$!
   PIDS+=("$RUN_PID")
@@ -104,6 +117,81 @@ case "$SCENARIO" in
     "$BIN" run --nproc 2 --min-nproc 2 "${TRAIN[@]}" --steps "$STEPS" "${HB[@]}" $(data_plane "$DATA") --resume "$WORK/ref3" \
       --run-dir "$WORK/ref" >"$WORK/ref.out" 2>&1 || { cat "$WORK/ref.out"; fail "the 2-rank reference run failed"; }
     same_checkpoint "$WORK/ref" "$WORK/run" "the job that shrank to 2 ranks in its processes"
+    ;;
+  heal)
+    RANK="$3" DATA="$4"
+    # shellcheck disable=SC2046
+    start_coordinator 3 "${TRAIN[@]}" --steps "$STEPS" "${HB[@]}" $(data_plane "$DATA") --token s3cret --on-failure heal \
+      --run-dir "$WORK/run"
+    three_workers
+    read -r -a before <<<"$(WAIT_S=60 wait_for formed "$WORK/run" 0 && members "$WORK/run")"
+    kill_at_step "$WORK/run" 0 "$KILL" "$RANK"
+    restarted "$WORK/run" 1
+    WAIT_S=120 wait_for all_held 2 41 || fail "the survivors did not hold after step 41"
+    HEAL_AT=$(now_ms)
+    RANK=$RANK start_worker newcomer --token s3cret  # asks for its old rank: it gets the last
+    # The survivors hear of it while held, and re-join once let go.
+    WAIT_S=60 wait_for grep -q "attempt 2 forms now" "$WORK/coordinator.out" || fail "the newcomer did not make the job grow"
+    touch "$HOLD_DIR/41.go"
+    restarted "$WORK/run" 2
+    echo "heal time: $(( $(now_ms) - HEAL_AT )) ms from the newcomer's start to the first step of attempt 2"
+    survivors=()
+    for r in 0 1 2; do (( r == RANK )) || survivors+=("${W[r]}"); done
+    all_exit 0 "${survivors[@]}" "$W_PID" "$COORD_PID"
+    expect_in "attempt 2 forms now with the 2 ranks and 1 newcomer, which take the state from them" "$WORK/coordinator.out"
+    last_attempt "$WORK/run" 2 grow
+    [[ "$(members "$WORK/run")" == "${survivors[*]} $W_PID" ]] ||
+      fail "attempt 2's members are $(members "$WORK/run"), want the survivors ${survivors[*]} and the newcomer $W_PID"
+    F1=$(( $(first_step "$WORK/run" 1) - 1 )) F2=$(( $(first_step "$WORK/run" 2) - 1 ))
+    (( F1 == KILL + 1 && F2 >= 41 && F2 <= 42 )) || fail "the shrink went on from step $F1 and the grow from $F2"
+    "$BIN" analyze "$WORK/run" --no-report >"$WORK/analyze.out" 2>&1 || fail "analyze failed"
+    expect_in "from step $F2, 0 steps lost; the world size changed from 2 to 3 ranks (--on-failure heal: the newcomers took the state from live ranks)" "$WORK/analyze.out"
+    # The reference: 3 plain ranks to F1, 2 resumed from there to F2, 3 resumed from there to the end.
+    leg=0 from=""
+    for nproc_to in "3:$F1" "2:$F2" "3:$STEPS"; do
+      leg=$(( leg + 1 ))
+      # shellcheck disable=SC2046
+      "$BIN" run --nproc "${nproc_to%%:*}" --min-nproc 2 "${TRAIN[@]}" --steps "${nproc_to#*:}" "${HB[@]}" $(data_plane "$DATA") \
+        ${from:+--resume "$from"} --run-dir "$WORK/ref$leg" >"$WORK/ref$leg.out" 2>&1 ||
+        { cat "$WORK/ref$leg.out"; fail "reference leg $leg ($nproc_to) failed"; }
+      from="$WORK/ref$leg"
+    done
+    same_checkpoint "$WORK/ref3" "$WORK/run" "the job that shrank to 2 ranks and healed back to 3"
+    ;;
+  heal_run)
+    held_run --on-failure heal --max-restarts 1
+    kill_at_step "$WORK/run" 0 "$KILL" 2
+    wait_exit "$RUN_PID" 300
+    [[ $RC -eq 0 ]] || fail "run exited $RC, want 0"
+    expect_in "rank 2 died (signal 9); starting it again" "$WORK/run.out"
+    expect_in "all 3 ranks finished" "$WORK/run.out"
+    expect_in "1 newcomer, which take the state from them" "$WORK/run/coordinator.log"
+    last_attempt "$WORK/run" 2 grow
+    ;;
+  replay)
+    start_coordinator 3 "${TRAIN[@]}" --steps "$STEPS" "${HB[@]}" --token s3cret --on-failure heal --run-dir "$WORK/run"
+    three_workers
+    kill_at_step "$WORK/run" 0 "$KILL" 1
+    RANK=1 held start_worker newcomer1 --token s3cret
+    kill_at_step "$WORK/run" 2 40 2
+    RANK=2 held start_worker newcomer2 --token s3cret
+    kill_at_step "$WORK/run" 4 60 0
+    WAIT_S=300 wait_for grep -q "job 'local' succeeded" "$WORK/coordinator.out" || fail "the job did not finish"
+    wait_exit "$COORD_PID" 60
+    python3 - "$WORK/run/membership.jsonl" <<'PY' || fail "membership.jsonl is not three kills and two heals"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+print("membership:", [(j["attempt"], j["from_step"], j["how"], j["world_size"]) for j in lines])
+# An attempt that took no step (the grow came first) has no line: count who left and joined.
+left = sum(len(j["left"]) for j in lines)
+joined = sum(len(j["joined"]) for j in lines[1:])
+assert lines[0]["how"] == "start" and len(lines[0]["joined"]) == 3, lines[0]
+assert (left, joined, lines[-1]["world_size"]) == (3, 2, 2), (left, joined, lines[-1])
+PY
+    "$BIN" run --on-failure heal "${TRAIN[@]}" --steps "$STEPS" "${HB[@]}" --replay "$WORK/run" --run-dir "$WORK/replay" \
+      >"$WORK/replay.out" 2>&1 || { cat "$WORK/replay.out"; fail "the replay failed"; }
+    expect_in "microddp run --replay: leg [0-9] of [0-9]: steps .* to the end on 2 ranks" "$WORK/replay.out"
+    same_checkpoint "$WORK/replay" "$WORK/run" "the replay of three kills and two heals"
     ;;
   twice)
     start_coordinator 3 "${TRAIN[@]}" --steps "$STEPS" "${HB[@]}" --token s3cret --on-failure shrink --run-dir "$WORK/run"

@@ -377,6 +377,73 @@ TEST(Job, ShrinkReformsTheSurvivorsAtOnceInTheOrderOfTheirRanks) {
       << job.status().failure();
 }
 
+// --on-failure heal (Note [Healing]): a worker that joins while the job
+// runs on fewer ranks than --world-size is parked; at the next tick the
+// attempt ends with cause "grow", and the survivors (their old ranks first)
+// and the newcomer (the ranks after, whatever RANK it asked for) form the
+// next one. Its ranks are told to take the state from live peers, not from
+// a checkpoint. No restart is spent; a worker more than the world waits.
+TEST(Job, HealGrowsTheJobBackWithTheNewcomerAfterTheSurvivors) {
+  JobOptions o = job_options(3);
+  o.shrink = o.heal = true;
+  Job job(o);
+  const TimePoint t0 = Clock::now();
+  auto s = form(job, 3, t0);
+  job.heartbeat(s[0], {}, t0 + 900ms);
+  job.heartbeat(s[2], {}, t0 + 900ms);
+  job.tick(t0 + 1500ms);  // rank 1 silent: the job shrinks to 2
+  ASSERT_EQ(job.heartbeat(s[2], {}, t0 + 1600ms).status.state, State::kRestarting);
+
+  // The dead rank started again (asking for its old rank, as `run` does)
+  // while the survivors re-form: it waits for the attempt after.
+  std::optional<JoinResult> newcomer;
+  JoinRequest again = worker(job, 7);
+  again.requested_rank = 1;
+  job.join(again, t0 + 1h, t0 + 1650ms, [&](JoinResult r) { newcomer = r; });
+  // The survivors re-join, asking for their old ranks, and form attempt 1.
+  const auto rejoin = [&](const std::vector<std::pair<int, int>>& host_and_rank, TimePoint at) {
+    std::map<int, int> rank_of_host;
+    for (auto [host, old] : host_and_rank) {
+      JoinRequest r = worker(job, host);
+      r.requested_rank = old;
+      job.join(r, at + 1h, at, [&, host](JoinResult res) {
+        ASSERT_TRUE(res.outcome.ok()) << res.outcome.message;
+        rank_of_host[host] = res.self.rank;
+      });
+    }
+    return rank_of_host;
+  };
+  EXPECT_EQ(rejoin({{2, 2}, {0, 0}}, t0 + 1700ms), (std::map<int, int>{{0, 0}, {2, 1}}));
+  EXPECT_EQ(job.world_size(), 2);
+  EXPECT_FALSE(newcomer) << "the newcomer was answered before the job shrank";
+
+  job.tick(t0 + 1800ms);  // the running attempt takes the newcomer in
+  ASSERT_EQ(job.restarts().size(), 2u);
+  EXPECT_TRUE(job.restarts()[1].grow);
+  EXPECT_EQ(job.restarts()[1].verdict.cause, Cause::kGrow);
+  EXPECT_NE(job.restarts()[1].verdict.message.find("host host7 pid 1007 joined"), std::string::npos)
+      << job.restarts()[1].verdict.message;
+  // The survivors of attempt 1 (hosts 0 and 2, its ranks 0 and 1) re-join.
+  EXPECT_EQ(rejoin({{2, 1}, {0, 0}}, t0 + 1900ms), (std::map<int, int>{{0, 0}, {2, 1}}));
+  ASSERT_TRUE(newcomer && newcomer->outcome.ok()) << (newcomer ? newcomer->outcome.message : "");
+  EXPECT_EQ(newcomer->attempt, 2);
+  EXPECT_EQ(newcomer->world_size, 3);
+  EXPECT_EQ(newcomer->self.rank, 2) << "the newcomer takes the rank after the survivors";
+  EXPECT_EQ(job.status().state, State::kRunning);
+  EXPECT_EQ(job.restarts()[0].shrink + job.restarts()[1].grow, 2);
+  for (int attempt : {1, 2}) {
+    EXPECT_NE(job.config_for(attempt).find("\"from_peers\":true"), std::string::npos);
+    EXPECT_EQ(job.config_for(attempt).find("resume_latest"), std::string::npos);
+  }
+
+  // Full again: one worker more waits, and the job does not re-form for it.
+  bool answered = false;
+  job.join(worker(job, 8), t0 + 1h, t0 + 2000ms, [&](JoinResult) { answered = true; });
+  job.tick(t0 + 2100ms);
+  EXPECT_FALSE(answered);
+  EXPECT_EQ(job.restarts().size(), 2u);
+}
+
 // Ranks as threads hammering the store, barriers, heartbeats and metrics while
 // a ticker drives deadlines: every wait completes, nothing is lost (also the
 // test to run under -DMICRODDP_SANITIZE=thread).
