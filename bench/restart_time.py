@@ -22,14 +22,28 @@ Three modes (--mode full,elastic,shrink):
            includes W by design).
 Each try also counts the steps computed again: the highest step logged in
 attempt 0, less the step attempt 1 went on from.
+A fourth mode measures a heal instead (docs/recovery.md, "A newcomer heals"):
+  heal     `microddp run --nproc 3 --on-failure heal --max-restarts 1` of an
+           MLP whose parameters and Adam state weigh --state-mb (about 100 MB);
+           one rank killed -9 after step 10, run starts it again, it joins the
+           two survivors (which trained on meanwhile) and takes the state from
+           them. Split from the coordinator's "grow" line (the newcomer joined):
+             pause:    -> the grown attempt's first step ends, less one step
+                       (what the running job lost to the heal),
+             copy:     the state's transfer and check, from the worker's log line,
+           against the job's step time and, for the copy's MB/s, the all-reduce
+           busbw of `microddp bench allreduce` at 4 MB (the copy's chunk) on
+           the same transport.
 Prints one line per try, then median [min..max] per mode.
 
-    python3 bench/restart_time.py [--tries 6] [--mode full,elastic,shrink] [--elastic-wait-s 2]
-              [--microddp PATH]
+    python3 bench/restart_time.py [--tries 6] [--mode full,elastic,shrink,heal] [--elastic-wait-s 2]
+              [--state-mb 100] [--microddp PATH]
 """
 import argparse
+import glob
 import json
 import os
+import re
 import signal
 import statistics
 import subprocess
@@ -117,6 +131,83 @@ def one_try(binary, mode, victim, elastic_wait, work):
             p.wait()
 
 
+def heal_job(state_mb):
+    """JOB with a 2-layer MLP whose fp32 parameters and two Adam moments weigh state_mb."""
+    width = int((state_mb * 1e6 / 12 / 2) ** 0.5)  # about 2 width^2 parameters
+    job = [a for a in JOB if a not in ("--checkpoint-every", "50", "--keep-checkpoints", "0")]
+    job[job.index("--width") + 1] = str(width)
+    return job + ["--depth", "2", "--optimizer", "adam", "--check-replicas-every", "-1"]
+
+
+COPY_LINE = re.compile(r"took the state of step (\d+) from (\d+) live ranks?: ([\d.]+) MB in ([\d.]+) s")
+
+
+def heal_try(binary, victim, state_mb, work):
+    """One heal: the pause it cost the running job, the copy, the step time (seconds)."""
+    run_dir = os.path.join(work, "run")
+    out = open(os.path.join(work, "run.log"), "wb")
+    p = subprocess.Popen([binary, "run", "--nproc", "3", "--run-dir", run_dir, "--on-failure", "heal",
+                          "--max-restarts", "1"] + heal_job(state_mb), stdout=out, stderr=subprocess.STDOUT)
+    try:
+        metrics = os.path.join(run_dir, "metrics.jsonl")
+        steps_of = lambda ev, a: [e for e in ev if e.get("kind") == "step" and e.get("attempt") == a]
+
+        def running(cond):
+            if p.poll() is not None:
+                raise RuntimeError(f"run ended (exit {p.returncode}): see {out.name}")
+            return cond()
+        wait(lambda: running(lambda: len(steps_of(events(metrics), 0)) >= 30), "10 steps of attempt 0", 300)
+        with open(os.path.join(run_dir, "job.json")) as f:
+            os.kill(json.load(f)["members"][victim]["pid"], signal.SIGKILL)
+        grown = lambda: next((e["attempt"] for e in events(metrics) if e.get("grow")), None)
+        wait(lambda: running(lambda: grown() is not None and steps_of(events(metrics), grown())),
+             "the grown attempt's first step", 300)
+        ev = events(metrics)
+        grow_ns = next(e["time_unix_ns"] for e in ev if e.get("grow"))
+        step_s = statistics.median(e["step_ms"] for e in steps_of(ev, 0)) / 1e3
+        first_ns = min(e["time_unix_ns"] for e in steps_of(ev, grown()))
+        copies = [COPY_LINE.search(line) for f in glob.glob(os.path.join(work, "*.log")) +
+                  glob.glob(os.path.join(run_dir, "*.log")) for line in open(f, errors="replace")]
+        copy = next(m for m in copies if m)
+        return {"pause": (first_ns - grow_ns) / 1e9 - step_s, "step": step_s, "mb": float(copy.group(3)),
+                "copy": float(copy.group(4)), "sources": int(copy.group(2))}
+    finally:
+        p.send_signal(signal.SIGINT)
+        try:
+            p.wait(30)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+def allreduce_busbw(binary, work):
+    """busbw (GB/s) of a 4 MB all-reduce over 3 ranks on shared memory."""
+    out = os.path.join(work, "allreduce.json")
+    subprocess.run([binary, "bench", "allreduce", "--nproc", "3", "--transport", "shm", "-b", "4M", "-e", "4M",
+                    "--json", out], check=True, stdout=subprocess.DEVNULL)
+    rows = json.load(open(out))
+    rows = rows.get("results", rows) if isinstance(rows, dict) else rows
+    return rows[-1]["busbw_gbps"]
+
+
+def heal_mode(a):
+    rows = []
+    for i in range(a.tries):
+        with tempfile.TemporaryDirectory(prefix="mddp-heal-") as work:
+            r = heal_try(a.microddp, 2 - i % 3, a.state_mb, work)
+        rows.append(r)
+        print(f"heal try {i + 1}: kill -9 rank {2 - i % 3}: the newcomer took {r['mb']:.1f} MB from "
+              f"{r['sources']} ranks in {r['copy']:.2f} s ({r['mb'] / r['copy']:.0f} MB/s); the job paused "
+              f"{r['pause']:.2f} s beyond its step of {r['step']:.2f} s")
+        sys.stdout.flush()
+    with tempfile.TemporaryDirectory(prefix="mddp-heal-") as work:
+        busbw = allreduce_busbw(a.microddp, work)
+    print(f"heal: pause beyond one step {fmt([r['pause'] for r in rows])}; copy {fmt([r['copy'] for r in rows])} "
+          f"at {statistics.median(r['mb'] / r['copy'] for r in rows):.0f} MB/s, against a 4 MB all-reduce's busbw "
+          f"of {busbw * 1e3:.0f} MB/s on the same transport; step {fmt([r['step'] for r in rows])} "
+          f"({a.tries} tries, {rows[0]['mb']:.0f} MB of state)")
+
+
 def fmt(xs):
     return f"{statistics.median(xs):.2f} s [{min(xs):.2f}..{max(xs):.2f}]"
 
@@ -126,12 +217,16 @@ def main():
     ap.add_argument("--tries", type=int, default=6)
     ap.add_argument("--mode", default="full,elastic,shrink")
     ap.add_argument("--elastic-wait-s", type=float, default=2.0)
+    ap.add_argument("--state-mb", type=float, default=100.0)
     ap.add_argument("--microddp", default=os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                                        "..", "build", "cli", "microddp"))
     a = ap.parse_args()
     for mode in a.mode.split(","):
-        if mode not in ("full", "elastic", "shrink"):
-            sys.exit(f"restart_time.py: error: --mode {mode}: give full, elastic and/or shrink")
+        if mode not in ("full", "elastic", "shrink", "heal"):
+            sys.exit(f"restart_time.py: error: --mode {mode}: give full, elastic, shrink and/or heal")
+        if mode == "heal":
+            heal_mode(a)
+            continue
         rows = []
         for i in range(a.tries):
             victim = i % 3

@@ -234,11 +234,14 @@ void DistributedTrainer::take_furthest_state() {
   for (int r = 0; r < static_cast<int>(held.size()); ++r)
     if (held[static_cast<std::size_t>(r)] == furthest) sources.push_back(r);
   if (static_cast<int>(sources.size()) == comm_->size()) return;  // level: nothing moves
+  const int64_t start = now_ns();
   trainer_->set_holds_state(mine == furthest);
   copy_state_from(sources);
   trainer_->set_holds_state(true);
   check_replicas(*comm_, replica_digest(trainer_->model(), &trainer_->optimizer()),
                  trainer_->steps_done(), device);
+  state_copy_.sources = static_cast<int>(sources.size());
+  state_copy_.seconds = (now_ns() - start) * 1e-9;
 }
 
 // Every parameter and optimiser state tensor, in chunks of at most
@@ -250,12 +253,14 @@ void DistributedTrainer::copy_state_from(const std::vector<int>& sources) {
   for (nn::Parameter* p : trainer_->model().parameters()) tensors.push_back(p->value);
   for (auto& [name, t] : trainer_->optimizer().state()) tensors.push_back(t);
   std::size_t chunk = 0;
-  for (const tensor::Tensor& t : tensors)
+  for (const tensor::Tensor& t : tensors) {
+    state_copy_.bytes += t.numel() * static_cast<int64_t>(sizeof(float));
     for (int64_t at = 0; at < t.numel(); at += kChunk, ++chunk)
       comm_
           ->broadcast(t.data() + at, std::min(kChunk, t.numel() - at), comm::DataType::kFloat32,
                       sources[chunk % sources.size()])
           ->wait();
+  }
   broadcast_training_state(sources.front(), false);
 }
 

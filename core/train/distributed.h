@@ -49,6 +49,15 @@ class DistributedTrainer {
   ddp::DistributedDataParallel& ddp() { return *ddp_; }
   // One synchronised optimiser step.
   StepResult step();
+  // What the re-form copied (Note [Survivors train on]): the state's bytes,
+  // from how many live ranks, how long it took, with the check; zero when
+  // nothing moved (every rank held it).
+  struct StateCopy {
+    int64_t bytes = 0;
+    int sources = 0;
+    double seconds = 0;
+  };
+  const StateCopy& state_copy() const { return state_copy_; }
   // The metrics record of a step just taken (phases, communication, bucket spans).
   perf::StepMetrics metrics(const StepResult& r) const;
   // Hooks for run_training(): DDP's places in a step, the loss averaged over
@@ -81,6 +90,7 @@ class DistributedTrainer {
   StepTimes gpu_times_;                            // the last step's phases on the GPU ...
   int64_t gpu_times_step_ = -1;                    // ... and its step
   int64_t replicas_checked_at_ = -1;               // the step of the last replica check
+  StateCopy state_copy_;
 };
 
 // The communicator options a TrainConfig asks for.
