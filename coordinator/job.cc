@@ -137,7 +137,8 @@ void Job::on_formed(Attempt& attempt, const std::vector<Member>& members, TimePo
   const int64_t global_batch = config.is_object() ? config.value("batch", int64_t{0}) *
                                                         config.value("accumulate", int64_t{1})
                                                   : 0;
-  membership_log_.formed(attempt.number(), how_formed(attempt.number()), members, global_batch);
+  membership_log_.formed(attempt.number(), how_formed(attempt.number()), members, global_batch,
+                         ended_unix_ns(attempt.number()));
   state_.set_running();
   if (attempt.number() == first_attempt_ && n == options_.world_size)
     spdlog::info("rendezvous complete: all {} workers joined job '{}' (rank {})", n,
@@ -478,6 +479,13 @@ Job::Reply Job::metrics(const std::string& session, int attempt,
   return reply;
 }
 
+int64_t Job::ended_unix_ns(int attempt) const {
+  std::lock_guard lock(mu_);
+  for (const Restart& r : restarts_.history())
+    if (r.attempt == attempt) return r.unix_ns;
+  return unix_ns_now();  // the first: from when it formed
+}
+
 std::string Job::how_formed(int attempt) const {
   if (attempt == first_attempt_) return "start";
   std::lock_guard lock(mu_);
@@ -487,11 +495,12 @@ std::string Job::how_formed(int attempt) const {
 }
 
 void Job::note_membership(int attempt, const std::vector<MetricsRecord>& records) {
-  int64_t first = -1;
+  const MetricsRecord* first = nullptr;
   for (const MetricsRecord& r : records)
-    if (!r.metrics.eval && (first < 0 || r.metrics.step < first)) first = r.metrics.step;
-  if (first < 0) return;
-  std::optional<nlohmann::json> line = membership_log_.trained(attempt, first);
+    if (!r.metrics.eval && (!first || r.metrics.step < first->metrics.step)) first = &r;
+  if (!first) return;
+  std::optional<nlohmann::json> line =
+      membership_log_.trained(attempt, first->metrics.step, first->time_unix_ns);
   if (!line) return;
   note_metrics_error(membership_log_.error());
   (*line)["kind"] = "membership";

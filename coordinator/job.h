@@ -185,6 +185,7 @@ class Job {
   int joined() const;              // workers waiting in the current attempt's rendezvous
   std::size_t store_size() const;  // keys in the current attempt's store; 0 while it forms
   const MetricsLog& metrics_log() const { return metrics_log_; }
+  const MembershipLog& membership_log() const { return membership_log_; }
   // Why <run dir>/job.json is not up to date (its last write failed), or "".
   std::string job_file_error() const;
 
@@ -235,6 +236,8 @@ class Job {
   void on_formed(Attempt& attempt, const std::vector<Member>& members, TimePoint now);
   // How `attempt` formed, for the membership log: "start", "restart", "shrink" or "grow".
   std::string how_formed(int attempt) const;
+  // When the attempt before `attempt` ended (its restart line); now for the first.
+  int64_t ended_unix_ns(int attempt) const;
   // The membership log's line of the attempt whose first training step is in `records`.
   void note_membership(int attempt, const std::vector<MetricsRecord>& records);
   // Rewrites job.json and warns of newly oversubscribed hosts when a member

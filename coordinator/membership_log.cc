@@ -13,23 +13,29 @@ MembershipLog::MembershipLog(const std::filesystem::path& run_dir) {
 MembershipLog::~MembershipLog() = default;
 
 void MembershipLog::formed(int attempt, const std::string& how, const std::vector<Member>& members,
-                           int64_t global_batch) {
-  Formed f{attempt, how, {}, global_batch};
+                           int64_t global_batch, int64_t since_unix_ns) {
+  Formed f{attempt, how, {}, global_batch, since_unix_ns};
   for (const Member& m : members) f.ranks.push_back({m.rank, m.host, m.pid});
   std::lock_guard lock(mu_);
   pending_ = std::move(f);
 }
 
-std::optional<nlohmann::json> MembershipLog::trained(int attempt, int64_t step) {
+std::optional<nlohmann::json> MembershipLog::trained(int attempt, int64_t step, int64_t unix_ns) {
   std::lock_guard lock(mu_);
   if (!pending_ || pending_->attempt != attempt) return std::nullopt;
   // Every rank's first step of an attempt is the one after the state it
   // started from (a checkpoint's, or the survivors' furthest).
-  nlohmann::json line = line_of(*pending_, last_, step - 1);
+  nlohmann::json line = line_of(*pending_, last_, step - 1, unix_ns);
   last_ = std::move(pending_->ranks);
   pending_.reset();
+  lines_.push_back(line);
   if (file_ && file_->append(line.dump() + "\n") != 1) error_ = file_->error();
   return line;
+}
+
+std::vector<nlohmann::json> MembershipLog::lines() const {
+  std::lock_guard lock(mu_);
+  return lines_;
 }
 
 std::string MembershipLog::error() const {
@@ -40,7 +46,7 @@ std::string MembershipLog::error() const {
 // A worker is its (host, pid): the same process keeps it through a shrink
 // or a grow, under a new rank.
 nlohmann::json MembershipLog::line_of(const Formed& now, const std::vector<Rank>& before,
-                                      int64_t from_step) {
+                                      int64_t from_step, int64_t first_step_unix_ns) {
   const auto json_of = [](const Rank& r) {
     return nlohmann::json{{"rank", r.rank}, {"host", r.host}, {"pid", r.pid}};
   };
@@ -63,7 +69,11 @@ nlohmann::json MembershipLog::line_of(const Formed& now, const std::vector<Rank>
           {"global_batch", now.global_batch},
           {"members", members},
           {"left", left},
-          {"joined", joined}};
+          {"joined", joined},
+          {"since_unix_ns", now.since_unix_ns},
+          {"first_step_unix_ns", first_step_unix_ns},
+          // From the end of the attempt before to the end of this one's first step.
+          {"to_first_step_s", (first_step_unix_ns - now.since_unix_ns) * 1e-9}};
 }
 
 }  // namespace mddp::coordinator

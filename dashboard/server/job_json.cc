@@ -33,6 +33,12 @@ json job_json(const JobSnapshot& s) {
                         {"from_step", from_step},
                         {"steps_lost", steps_lost}});
   }
+  json membership = json::array();
+  for (const json& line : s.membership) {
+    json m = line;
+    m.erase("members");  // the ranks table has them; left and joined say what changed
+    membership.push_back(std::move(m));
+  }
   json evals = json::array();
   for (const EvalPoint& e : s.evals) {
     json point = {{"step", e.step}, {"loss", e.loss}, {"accuracy", e.accuracy}};
@@ -45,6 +51,8 @@ json job_json(const JobSnapshot& s) {
           {"max_world_size", s.max_world_size},
           {"attempt", s.attempt},
           {"restarts", restarts},
+          {"membership", membership},
+          {"goodput", s.goodput},
           {"backend", s.backend},
           {"transport", s.transport},
           {"algorithm", s.algorithm},

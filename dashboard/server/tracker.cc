@@ -80,6 +80,7 @@ void Tracker::observe(const std::vector<control::MetricsRecord>& records, TimePo
                        m.optimizer_ms}});
     if (w.last.size() > kPhaseWindow) w.last.pop_front();
     step_ = std::max(step_, m.step);
+    goodput_.add(r.attempt, m.step, m.step_ms, r.time_unix_ns);
   }
   const control::State state = job_.status().state;
   if (state != control::State::kForming && !running_since_) running_since_ = now;
@@ -129,6 +130,8 @@ JobSnapshot Tracker::snapshot(TimePoint now) const {
   s.records_total = job_.metrics_log().count();
   s.restarts = job_.restarts();
   s.resumes = job_.metrics_log().resumes();
+  s.membership = job_.membership_log().lines();
+  s.goodput = goodput_.value();
   s.attempt = s.restarts.empty() ? 0 : s.restarts.back().attempt;
   if (running_since_)
     s.elapsed_s = std::chrono::duration<double>(ended_at_.value_or(now) - *running_since_).count();

@@ -18,6 +18,7 @@
 
 #include "coordinator/job.h"
 #include "core/perf/cost_model.h"
+#include "core/perf/goodput.h"
 #include "core/train/config.h"
 
 namespace mddp::dashboard {
@@ -73,6 +74,11 @@ struct JobSnapshot {
   // shm when every rank is on one host, else tcp; algorithm `auto`: ring,
   // which carries the large buckets), from `microddp bench allreduce --fit`.
   std::optional<perf::LinkFit> fit;
+  // The share of wall time spent on steps that count (core/perf/goodput.h).
+  double goodput = 0;
+  // The membership log's lines (coordinator/membership_log.h): who left and
+  // joined at which step, and how long each change took to the next step.
+  std::vector<nlohmann::json> membership;
 };
 
 class Tracker {
@@ -117,6 +123,7 @@ class Tracker {
   const std::vector<perf::LinkFit> fits_;  // read once at start
   std::map<int, RankWindow> ranks_;
   std::vector<EvalPoint> evals_;  // one per evaluated step, in step order
+  perf::Goodput goodput_;
   int64_t step_ = 0;
   std::optional<coordinator::TimePoint> running_since_, ended_at_;
 };

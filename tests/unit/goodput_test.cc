@@ -1,0 +1,37 @@
+// Goodput (core/perf/goodput.h): the time on steps that count over the wall
+// time. A step computed again by a later attempt counts once, at its later
+// duration; the gap of a recovery counts in the wall time only.
+#include "core/perf/goodput.h"
+
+#include <gtest/gtest.h>
+
+namespace mddp::perf {
+namespace {
+
+constexpr int64_t kSecond = 1'000'000'000;
+
+TEST(Goodput, StepsBackToBackAreAllGoodput) {
+  Goodput g;
+  EXPECT_EQ(g.value(), 0.0);
+  for (int64_t step = 1; step <= 10; ++step)
+    for (int rank = 0; rank < 3; ++rank) g.add(0, step, 100.0 + rank, step * kSecond / 10);
+  EXPECT_NEAR(g.counted_s(), 10 * 0.102, 1e-9) << "each step counts once, at its longest rank";
+  EXPECT_NEAR(g.wall_s(), 1.002, 1e-9);
+  EXPECT_EQ(g.value(), 1.0) << "capped: ranks' clocks overlap by a little";
+}
+
+TEST(Goodput, ARecoveryGapAndRedoneStepsAreNotGoodput) {
+  Goodput g;
+  for (int64_t step = 1; step <= 10; ++step) g.add(0, step, 100, step * kSecond / 10);  // 0..1 s
+  // Attempt 1 resumed from step 6's checkpoint after a 2 s recovery: steps
+  // 7-10 again, then 11-12; each counts once.
+  for (int64_t step = 7; step <= 12; ++step) g.add(1, step, 100, 2 * kSecond + step * kSecond / 10);
+  EXPECT_NEAR(g.counted_s(), 1.2, 1e-9);
+  EXPECT_NEAR(g.wall_s(), 3.2, 1e-9);
+  EXPECT_NEAR(g.value(), 1.2 / 3.2, 1e-9);
+  g.add(0, 8, 500, 1 * kSecond);  // a late record of the attempt before changes nothing
+  EXPECT_NEAR(g.counted_s(), 1.2, 1e-9);
+}
+
+}  // namespace
+}  // namespace mddp::perf
