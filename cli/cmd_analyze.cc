@@ -250,6 +250,50 @@ void print_restarts(const std::vector<perf::RestartEvent>& restarts) {
   }
 }
 
+// The membership log's changes (docs/recovery.md), the failures survived
+// and heals among them, and the goodput.
+nlohmann::json membership_json(const perf::MetricsEvents& e) {
+  nlohmann::json changes = nlohmann::json::array();
+  for (const auto& m : e.membership)
+    changes.push_back({{"attempt", m.attempt},
+                       {"from_step", m.from_step},
+                       {"how", m.how},
+                       {"world_size", m.world_size},
+                       {"left", m.left},
+                       {"joined", m.joined},
+                       {"to_first_step_s", m.to_first_step_s}});
+  return {{"membership", changes},
+          {"goodput", e.goodput.value()},
+          {"counted_s", e.goodput.counted_s()},
+          {"wall_s", e.goodput.wall_s()}};
+}
+
+void print_membership(const perf::MetricsEvents& e) {
+  if (e.goodput.wall_s() <= 0) return;
+  int left = 0, heals = 0;
+  for (const auto& m : e.membership) {
+    left += static_cast<int>(m.left.size());
+    heals += m.how == "grow";
+  }
+  std::printf("\ngoodput: %.1f%% (%.1f s of steps that count in %.1f s)", e.goodput.value() * 100,
+              e.goodput.counted_s(), e.goodput.wall_s());
+  if (e.membership.size() > 1)
+    std::printf("; %d rank%s left, %d heal%s", left, left == 1 ? "" : "s", heals,
+                heals == 1 ? "" : "s");
+  std::printf("\n");
+  if (e.membership.size() <= 1) return;
+  std::printf("membership (membership.jsonl):\n");
+  for (const auto& m : e.membership) {
+    std::printf("  from step %lld, attempt %d (%s): %d rank%s", static_cast<long long>(m.from_step),
+                m.attempt, m.how.c_str(), m.world_size, m.world_size == 1 ? "" : "s");
+    if (!m.left.empty()) std::printf("; left: %s", join(m.left, ", ").c_str());
+    if (!m.joined.empty() && m.how != "start")
+      std::printf("; joined: %s", join(m.joined, ", ").c_str());
+    if (m.how != "start") std::printf("; %.2f s to its first step", m.to_first_step_s);
+    std::printf("\n");
+  }
+}
+
 void run(AnalyzeFlags& args) {
   perf::RunLog run = perf::load_run(args.run_dir);
   // The flags fill in (or override) what job.json says.
@@ -273,11 +317,13 @@ void run(AnalyzeFlags& args) {
   if (args.json) {
     nlohmann::json j = perf::to_json(a);
     j["report"] = report.empty() ? nlohmann::json(nullptr) : nlohmann::json(report);
-    j["restarts"] = restarts_json(run.restarts);
+    j["restarts"] = restarts_json(run.events.restarts);
+    j.update(membership_json(run.events));
     std::printf("%s\n", j.dump(2).c_str());
   } else {
     print_text(a, report);
-    print_restarts(run.restarts);
+    print_restarts(run.events.restarts);
+    print_membership(run.events);
   }
 }
 

@@ -362,11 +362,11 @@ Analysis analyze(const RunLog& run, const AnalyzeOptions& o) {
   }
   a.hosts = host_loads(run.members);
   add_notes(a, o, incomplete);
-  if (run.other_size_records > 0)
-    a.notes.push_back(
-        str("the world size changed (an elastic job, --min-nproc): the ", run.other_size_records,
-            " records of the attempts with another number of ranks are left out; this is the ",
-            world, "-rank part of the run"));
+  if (run.events.other_size_records > 0)
+    a.notes.push_back(str(
+        "the world size changed (an elastic job, --min-nproc): the ", run.events.other_size_records,
+        " records of the attempts with another number of ranks are left out; this is the ", world,
+        "-rank part of the run"));
   a.verdict = classify(a);
   return a;
 }

@@ -23,6 +23,7 @@
 
 #include "core/perf/collectives.h"
 #include "core/perf/cost_model.h"
+#include "core/perf/goodput.h"
 #include "core/perf/host_load.h"
 #include "core/perf/step_metrics.h"
 #include "core/perf/timeline.h"
@@ -59,6 +60,27 @@ struct RestartEvent {
   bool grow = false;    // --on-failure heal: and workers joined them, healed from live ranks
 };
 
+// One membership change: metrics.jsonl's "membership" line of an attempt
+// (coordinator/membership_log.h).
+struct MembershipChange {
+  int attempt = 0;
+  int64_t from_step = 0;
+  std::string how;  // start | restart | shrink | grow
+  int world_size = 0;
+  std::vector<std::string> left, joined;  // "rank 1 (host vm, pid 4102)"
+  double to_first_step_s = 0;             // from the end of the attempt before
+};
+
+// What metrics.jsonl says besides the records (parse_metrics).
+struct MetricsEvents {
+  std::vector<RestartEvent> restarts;
+  std::vector<MembershipChange> membership;
+  Goodput goodput;  // over every training record, of every world size
+  // Records left out because their attempt ran on another number of ranks
+  // than the last one (an elastic job that shrank): one world size is analysed.
+  int64_t other_size_records = 0;
+};
+
 struct RunLog {
   std::filesystem::path dir;
   // Every record of metrics.jsonl, in file order, less those a restart
@@ -68,22 +90,19 @@ struct RunLog {
   // job.json's members: host, compute threads, CPUs (0: not recorded, as in
   // a run of an older microddp). Empty without job.json.
   std::vector<RankPlacement> members;
-  std::vector<RestartEvent> restarts;
-  // Records left out because their attempt ran on another number of ranks
-  // than the last one (an elastic job that shrank): one world size is analysed.
-  int64_t other_size_records = 0;
+  MetricsEvents events;
 };
 
 // Parses metrics.jsonl text (one JSON object per line; blank lines are
 // skipped). The coordinator's event lines (with a "kind") are not records:
-// a "resume" drops the records it superseded, and the restarts go to
-// `restarts` when given. Throws InputError naming `name`:LINE and what is wrong.
-// When attempts formed with different world sizes (an elastic job), only the
-// records of those of the last attempt's size are kept; `other_size` (when
-// given) counts those left out.
+// a "resume" drops the records it superseded; the restarts and membership
+// changes go to `events` when given, with the goodput of every training
+// record. Throws InputError naming `name`:LINE and what is wrong. When
+// attempts formed with different world sizes (an elastic job), only the
+// records of those of the last attempt's size are kept (`events` counts
+// those left out).
 std::vector<StepMetrics> parse_metrics(std::istream& in, const std::string& name,
-                                       std::vector<RestartEvent>* restarts = nullptr,
-                                       int64_t* other_size = nullptr);
+                                       MetricsEvents* events = nullptr);
 
 // Reads RUN_DIR/metrics.jsonl (required) and RUN_DIR/job.json (optional).
 // Throws InputError when the directory or the log is missing, or a line is

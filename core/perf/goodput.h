@@ -2,16 +2,18 @@
 // counts is one the final model went through: a step computed again after
 // a restart from a checkpoint counts once (its last computation), one
 // abandoned in flight when a rank died never reported and does not count.
-// Each step counts for its duration (the longest any rank of its attempt
-// reported); the wall time runs from the start of the first step to the
-// end of the last. What is not a step that counts is recovery: detection,
-// re-forming, heals, checkpoints written and read, steps redone.
-// Fed record by record (the dashboard's tracker) or from a whole
-// metrics.jsonl (`microddp analyze`).
+// Each attempt's time runs from the start of its first step to the end of
+// its last (over all its ranks: per-rank step times overlap, as a rank
+// waits in a step for another's previous one), and counts in the share of
+// its steps that count. The wall time runs from the first step's start to
+// the last step's end; what is not goodput is recovery: detection,
+// re-forming, heals, checkpoints read, steps redone. Fed record by record
+// (the dashboard's tracker) or from a whole metrics.jsonl (`microddp analyze`).
 #pragma once
 
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <vector>
 
 namespace mddp::perf {
@@ -21,19 +23,21 @@ class Goodput {
   // A training record of `attempt` for `step`, `step_ms` long, ending at
   // `end_unix_ns` (the coordinator's clock).
   void add(int attempt, int64_t step, double step_ms, int64_t end_unix_ns);
-  double counted_s() const { return counted_ms_ / 1e3; }
+  double counted_s() const;
   double wall_s() const;
   // counted_s() / wall_s(), in [0, 1]; 0 before any record.
   double value() const;
 
  private:
-  struct Step {
-    int attempt = -1;
-    double ms = 0;
+  static constexpr int64_t kNone = std::numeric_limits<int64_t>::max();
+  struct Span {
+    int64_t start_ns = kNone, end_ns = 0;  // of its first step, its last
+    int64_t first_step = kNone, last_step = 0;
+    int64_t owned = 0;  // its steps that no later attempt computed again
   };
-  std::vector<Step> steps_;  // by step number
-  double counted_ms_ = 0;
-  int64_t first_start_ns_ = std::numeric_limits<int64_t>::max(), last_end_ns_ = 0;
+  std::map<int, Span> attempts_;
+  std::vector<int> owner_;  // by step: the latest attempt that reported it (-1: none)
+  int64_t start_ns_ = kNone, end_ns_ = 0;
 };
 
 }  // namespace mddp::perf

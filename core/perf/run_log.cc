@@ -144,10 +144,30 @@ void apply_event(const nlohmann::json& j, std::vector<StepMetrics>& out,
       }
 }
 
+// A "membership" line (coordinator/membership_log.h), its ranks in words.
+MembershipChange membership_change(const nlohmann::json& j) {
+  const auto who = [](const nlohmann::json& ranks) {
+    std::vector<std::string> out;
+    if (ranks.is_array())
+      for (const auto& r : ranks)
+        out.push_back(str("rank ", r.value("rank", -1), " (host ", str_or(r, "host"), ", pid ",
+                          r.value("pid", int64_t{0}), ")"));
+    return out;
+  };
+  return {j.value("attempt", 0),
+          j.value("from_step", int64_t{0}),
+          str_or(j, "how"),
+          j.value("world_size", 0),
+          who(j.value("left", nlohmann::json())),
+          who(j.value("joined", nlohmann::json())),
+          j.value("to_first_step_s", 0.0)};
+}
+
 }  // namespace
 
 std::vector<StepMetrics> parse_metrics(std::istream& in, const std::string& name,
-                                       std::vector<RestartEvent>* restarts, int64_t* other_size) {
+                                       MetricsEvents* events) {
+  std::vector<RestartEvent>* restarts = events ? &events->restarts : nullptr;
   std::vector<StepMetrics> out;
   std::vector<int> attempt_of;  // parallel to out
   int world_size = 0;           // of the last attempt that formed
@@ -177,6 +197,8 @@ std::vector<StepMetrics> parse_metrics(std::istream& in, const std::string& name
       throw InputError(str(name, ":", n, ": expected a JSON object, got ", j.type_name()));
     if (is_event(j)) {
       apply_event(j, out, attempt_of, restarts, world_size);
+      if (events && str_or(j, "kind") == "membership")
+        events->membership.push_back(membership_change(j));
       if (str_or(j, "kind") == "attempt") size_of[j.value("attempt", 0)] = world_size;
       continue;
     }
@@ -193,6 +215,10 @@ std::vector<StepMetrics> parse_metrics(std::istream& in, const std::string& name
       throw InputError(str(name, ":", n, ": negative rank ", out.back().rank));
     attempt_of.push_back(
         j.contains("attempt") && j["attempt"].is_number_integer() ? j["attempt"].get<int>() : 0);
+    const StepMetrics& m = out.back();
+    if (events && !m.eval)
+      events->goodput.add(attempt_of.back(), m.step, m.step_ms,
+                          j.value("time_unix_ns", int64_t{0}));
   }
   // An elastic job that changed size: the steps of one size only, the last.
   const auto other = [&](std::size_t i) {
@@ -205,7 +231,7 @@ std::vector<StepMetrics> parse_metrics(std::istream& in, const std::string& name
       if (kept != i) out[kept] = std::move(out[i]);
       ++kept;
     }
-  if (other_size) *other_size = static_cast<int64_t>(out.size() - kept);
+  if (events) events->other_size_records = static_cast<int64_t>(out.size() - kept);
   out.resize(kept);
   return out;
 }
@@ -220,7 +246,7 @@ RunLog load_run(const std::filesystem::path& dir) {
     throw InputError(str("no metrics.jsonl in ", dir.string(),
                          ": is this the --run-dir of `microddp run` or `microddp coordinator`?"));
   RunLog run{dir, {}, {}, {}, {}};
-  run.records = parse_metrics(in, metrics.string(), &run.restarts, &run.other_size_records);
+  run.records = parse_metrics(in, metrics.string(), &run.events);
   read_job(dir / "job.json", run.config, run.members);
   int max_rank = -1;
   for (const auto& r : run.records) max_rank = std::max(max_rank, r.rank);

@@ -31,7 +31,9 @@ json job_json(const JobSnapshot& s) {
                         {"message", r.verdict.message},
                         {"unix_ns", r.unix_ns},
                         {"from_step", from_step},
-                        {"steps_lost", steps_lost}});
+                        {"steps_lost", steps_lost},
+                        {"shrink", r.shrink},  // the survivors went on in their processes
+                        {"grow", r.grow}});    // and newcomers joined them (a heal)
   }
   json membership = json::array();
   for (const json& line : s.membership) {

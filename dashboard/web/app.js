@@ -7,6 +7,7 @@ import { getJSON, Stream } from './api.js';
 import { AccuracyChart, BusbwChart, LossChart, OverlapChart, PhaseChart } from './charts.js';
 import { CollectivesView } from './collectives.js';
 import { ms, PHASE_LABEL } from './format.js';
+import { MembershipView } from './membership.js';
 import { renderSamples } from './samples.js';
 import { Store } from './store.js';
 import { RANKS_PER_PAGE, ranksSummary, renderHeader, renderRanks, renderStragglers } from './tables.js';
@@ -21,6 +22,7 @@ const views = {
   overlap: new OverlapChart($('chart-overlap')),
   busbw: new BusbwChart($('chart-busbw'), $('busbw-fit')),
 };
+const membership = new MembershipView($('membership-panel'));
 const timelineView = new Timeline($('timeline'));
 legend($('tl-legend'));
 
@@ -137,6 +139,7 @@ function draw() {
   const evals = store.evalPoints();
   views.loss.update(curves, evals, store.job?.restarts ?? []);
   views.acc.update(evals);
+  membership.update(store.job);
   $('samples-panel').hidden = renderSamples($('samples'), evals) === 0;
   views.phases.update(store.phaseMeans());
   views.overlap.update(curves);

@@ -80,7 +80,7 @@ function restartMarkers(chart) {
           ctx.lineTo(x, bbox.top + bbox.height);
           ctx.stroke();
           // The label beside the line, on its left near the right edge.
-          const label = `restart ${r.attempt}`;
+          const label = `${r.grow ? 'heal' : r.shrink ? 'shrink' : 'restart'} ${r.attempt}`;
           const w = ctx.measureText(label).width;
           const lx = x + 4 * px + w > bbox.left + bbox.width ? x - 4 * px - w : x + 4 * px;
           ctx.fillText(label, lx, bbox.top + 12 * px);

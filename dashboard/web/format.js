@@ -17,6 +17,12 @@ export function ms(v) {
   return `${v.toFixed(2)} ms`;
 }
 
+// A share in [0, 1] as "97.3 %" (– when unknown).
+export function percent(v, digits = 1) {
+  if (v === null || v === undefined || !Number.isFinite(v)) return '–';
+  return `${(100 * v).toFixed(digits)} %`;
+}
+
 export function duration(seconds) {
   if (seconds === null || seconds === undefined || !Number.isFinite(seconds)) return '–';
   const s = Math.max(0, Math.round(seconds));

@@ -1,6 +1,15 @@
 // The job header, the failure banner, the rank table and the straggler table.
 
-import { duration, el, fixed, ms, num, PHASE_LABEL, rate, where } from './format.js';
+import { duration, el, fixed, ms, num, percent, PHASE_LABEL, rate, where } from './format.js';
+
+// "2 restarts", "1 shrink, 1 heal": how the attempts after the first formed.
+function attemptChanges(restarts) {
+  const count = (n, what) => (n ? [`${n} ${what}${n === 1 ? '' : 's'}`] : []);
+  const heals = restarts.filter((r) => r.grow).length;
+  const shrinks = restarts.filter((r) => r.shrink).length;
+  return [...count(restarts.length - heals - shrinks, 'restart'), ...count(shrinks, 'shrink'),
+    ...count(heals, 'heal')].join(', ');
+}
 
 export function renderHeader(job, ranks) {
   document.getElementById('job-id').textContent = job.job_id ? `· ${job.job_id}` : '';
@@ -11,7 +20,7 @@ export function renderHeader(job, ranks) {
   const values = {
     // An elastic job that formed with fewer ranks than it was started with says so.
     world_size: job.max_world_size > job.world_size ? `${job.world_size} of ${job.max_world_size}` : String(job.world_size ?? '–'),
-    attempt: job.restarts?.length ? `${job.attempt} (${job.restarts.length} restart${job.restarts.length === 1 ? '' : 's'})` : String(job.attempt ?? 0),
+    attempt: job.restarts?.length ? `${job.attempt} (${attemptChanges(job.restarts)})` : String(job.attempt ?? 0),
     backend: job.backend ?? '–',
     transport: job.transport ?? '–',
     algorithm: job.algorithm ?? '–',
@@ -24,6 +33,8 @@ export function renderHeader(job, ranks) {
     samples_per_s: rate(job.samples_per_s),
     eta_s: job.state === 'succeeded' ? 'done' : duration(job.eta_s),
     elapsed_s: duration(job.elapsed_s),
+    // 0 until the first step's record: nothing measured yet.
+    goodput: job.goodput > 0 ? percent(job.goodput) : '–',
     loss: num(job.loss, 4),
   };
   for (const dd of document.querySelectorAll('#job-facts dd')) dd.textContent = values[dd.dataset.k] ?? '–';

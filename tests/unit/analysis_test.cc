@@ -686,9 +686,10 @@ TEST(Analysis, ParseKeepsTheLastWorldSizeOfAnElasticJob) {
       << "\n";
   records(2, 5, 8, 1);
   std::istringstream in(text.str());
-  std::vector<RestartEvent> restarts;
-  int64_t other = -1;
-  const auto kept = parse_metrics(in, "m.jsonl", &restarts, &other);
+  MetricsEvents events;
+  const auto kept = parse_metrics(in, "m.jsonl", &events);
+  const std::vector<RestartEvent>& restarts = events.restarts;
+  const int64_t other = events.other_size_records;
   ASSERT_EQ(restarts.size(), 1u);
   EXPECT_EQ(restarts[0].from_world_size, 3);
   EXPECT_EQ(restarts[0].world_size, 2);
@@ -708,8 +709,9 @@ TEST(Analysis, ParseKeepsTheLastWorldSizeOfAnElasticJob) {
   text << R"({"kind":"resume","attempt":1,"from_step":6,"steps_lost":0})"
        << "\n";
   std::istringstream plain(text.str());
-  const auto all = parse_metrics(plain, "m.jsonl", nullptr, &other);
-  EXPECT_EQ(other, 0);
+  MetricsEvents plain_events;
+  const auto all = parse_metrics(plain, "m.jsonl", &plain_events);
+  EXPECT_EQ(plain_events.other_size_records, 0);
   ASSERT_EQ(all.size(), 6u * 2);
   for (const auto& m : all) EXPECT_EQ(m.buckets.size(), 2u) << m.rank << " " << m.step;
 }

@@ -3,6 +3,7 @@
 # checked first:
 #   dashboard_e2e.sh MICRODDP|--mock|--attach=URL NODE_MODULES SCREENSHOT.png [--ranks N (mock, attach)] [--spki HASH (attach)]
 #   dashboard_e2e.sh MICRODDP NODE_MODULES SCREENSHOT.png --auth   (auth.e2e.mjs: the token over HTTPS)
+#   dashboard_e2e.sh --mock NODE_MODULES SCREENSHOT.png --membership   (membership.e2e.mjs: shrink, grow, goodput)
 # (--attach=URL: the page of a job already running there, e.g. the compose
 # lab's; its login URL over HTTPS: dashboard.e2e.mjs says how it is trusted)
 # Needs node (20+), Debian's chromium (/usr/bin/chromium, or $CHROMIUM) and
@@ -33,6 +34,9 @@ node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)
 
 if [[ "$BIN" == --attach=* ]]; then
   exec node "$HERE/dashboard.e2e.mjs" --attach "${BIN#--attach=}" --node-modules "$MODULES" --chromium "$CHROMIUM" --screenshot "$SHOT" "${@:4}"
+fi
+if [[ "$BIN" == "--mock" && "${4:-}" == "--membership" ]]; then
+  exec node "$HERE/membership.e2e.mjs" --node-modules "$MODULES" --chromium "$CHROMIUM" --screenshot "$SHOT"
 fi
 if [[ "$BIN" == "--mock" ]]; then
   exec node "$HERE/dashboard.e2e.mjs" --mock --node-modules "$MODULES" --chromium "$CHROMIUM" --screenshot "$SHOT" "${@:4}"

@@ -1,6 +1,7 @@
 // What a browser test of the dashboard needs around its checks: bounded
 // waits, child processes that die with the test, and the run-to-PASS/FAIL
-// wrapper. (auth.e2e.mjs uses it; dashboard.e2e.mjs still has its own copy.)
+// wrapper. (auth.e2e.mjs and membership.e2e.mjs use it; dashboard.e2e.mjs
+// still has its own copy.)
 import { spawn } from 'node:child_process';
 import { rmSync } from 'node:fs';
 

@@ -14,6 +14,10 @@
 // the simulation's pace depends on the machine's load). POST /mock/restart
 // restarts the job as --max-restarts would: the next attempt resumes from
 // the last multiple of 50 steps (its checkpoint), as /api/job then says.
+// POST /mock/shrink drops rank 1 (the survivors go on, one rank fewer) and
+// POST /mock/grow?host=H heals a newcomer on host H back in, as
+// --on-failure heal does: each adds a line to /api/job's membership (as
+// does a restart), and each change takes 1.25 points off its goodput.
 // Prints "listening on http://127.0.0.1:PORT/" once it serves.
 
 import { createHash } from 'node:crypto';
@@ -49,6 +53,11 @@ const evals = [];
 const clients = new Set();
 let state = 'running', failure = null, failedRank = -1, failedAt = 0;
 const restarts = [];
+// The workers of the current attempt (rank order) and the job's membership
+// lines (API.md): the first, "start", before any step.
+let members = Array.from({ length: N }, (_, r) => ({ rank: r, host: `host-${Math.floor(r / 8)}`, pid: 40000 + r }));
+let nextPid = 40000 + N;
+const membership = [];
 const origin = BigInt(Date.now()) * 1000000n;
 
 function stepRecords(s) {
@@ -82,7 +91,8 @@ function job() {
   const el = (Date.now() - start) / 1000;
   const sps = state === 'running' ? (64 * 1000) / STEP_MS : 0;
   return {
-    job_id: 'mock', state, world_size: N, max_world_size: N, attempt: restarts.length, restarts, backend: 'cpu', transport: 'shm', algorithm: 'ring', ddp: 'bucketed',
+    job_id: 'mock', state, world_size: members.length, max_world_size: N, attempt: restarts.length, restarts,
+    membership, goodput: 0.998 - 0.0125 * (membership.length - 1), backend: 'cpu', transport: 'shm', algorithm: 'ring', ddp: 'bucketed',
     compress: 'none', model: GPT ? 'gpt' : 'mlp', global_batch: 64, step, total_steps: TOTAL, samples_per_s: sps,
     eta_s: state === 'running' ? ((TOTAL - step) * STEP_MS) / 1000 : null, elapsed_s: el,
     loss: tail.length ? tail[tail.length - 1].loss : 0, eval: evals, failure, failed_rank: failedRank,
@@ -187,6 +197,37 @@ function fail() {
   failure = `rank ${failedRank} (host-0, pid ${40000 + failedRank}) left: killed by signal 9 (SIGKILL); the others stopped at step ${step}`;
   broadcast({ type: 'job', job: job(), ranks: ranks() });
 }
+// A membership line for the attempt that formed with `now` after `before`,
+// trained from `fromStep`, its first step `toFirstS` after the attempt before ended.
+function formed(how, now, fromStep, toFirstS) {
+  const same = (a) => (b) => a.host === b.host && a.pid === b.pid;
+  const before = membership.length ? members : [];
+  const t = BigInt(Date.now()) * 1000000n;
+  membership.push({
+    attempt: restarts.length, from_step: fromStep, how, world_size: now.length, global_batch: 64,
+    left: before.filter((m) => !now.some(same(m))), joined: now.filter((m) => !before.some(same(m))),
+    since_unix_ns: Number(t - BigInt(Math.round(toFirstS * 1e9))), first_step_unix_ns: Number(t), to_first_step_s: toFirstS,
+  });
+  members = now;
+}
+formed('start', members, 0, 0.41);
+// A shrink or a grow: the attempt after the verdict, without spending a restart's budget.
+function change(how, now, message) {
+  restarts.push({ attempt: restarts.length + 1, cause: how === 'grow' ? 'grow' : 'process died', rank: how === 'grow' ? -1 : 1,
+    host: 'host-0', message, unix_ns: Date.now() * 1e6, from_step: step, steps_lost: 0,
+    shrink: how === 'shrink', grow: how === 'grow' });
+  formed(how, now, step, how === 'grow' ? 0.74 : 0.06);
+  broadcast({ type: 'job', job: job(), ranks: ranks() });
+}
+function shrink() {
+  const gone = members[Math.min(1, members.length - 1)];
+  change('shrink', members.filter((m) => m !== gone).map((m, r) => ({ ...m, rank: r })),
+    `killed by signal 9 (SIGKILL) during step ${step}`);
+}
+function grow(host) {
+  const pid = nextPid++;
+  change('grow', [...members, { rank: members.length, host, pid }], `host ${host} pid ${pid} joined`);
+}
 function restart() {
   const fromStep = step - (step % 50);
   restarts.push({
@@ -195,6 +236,7 @@ function restart() {
     from_step: fromStep, steps_lost: step - fromStep,
   });
   step = fromStep;
+  formed('restart', members.map((m) => ({ ...m, pid: nextPid++ })), fromStep, 0.41);  // every process started again
   broadcast({ type: 'job', job: job(), ranks: ranks() });
 }
 const timer = setInterval(() => {
@@ -232,6 +274,14 @@ const server = createServer(async (req, res) => {
   if (p === '/mock/restart' && req.method === 'POST') {
     if (state === 'running') restart();
     return json({ state, attempt: restarts.length });
+  }
+  if (p === '/mock/shrink' && req.method === 'POST') {
+    if (state === 'running' && members.length > 1) shrink();
+    return json({ state, world_size: members.length });
+  }
+  if (p === '/mock/grow' && req.method === 'POST') {
+    if (state === 'running') grow(url.searchParams.get('host') || 'host-0');
+    return json({ state, world_size: members.length });
   }
   if (p === '/mock/fail' && req.method === 'POST') {
     if (state === 'running') fail();
