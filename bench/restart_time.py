@@ -197,7 +197,7 @@ def heal_mode(a):
             r = heal_try(a.microddp, 2 - i % 3, a.state_mb, work)
         rows.append(r)
         print(f"heal try {i + 1}: kill -9 rank {2 - i % 3}: the newcomer took {r['mb']:.1f} MB from "
-              f"{r['sources']} ranks in {r['copy']:.2f} s ({r['mb'] / r['copy']:.0f} MB/s); the job paused "
+              f"{r['sources']} rank{'' if r['sources'] == 1 else 's'} in {r['copy']:.2f} s ({r['mb'] / r['copy']:.0f} MB/s); the job paused "
               f"{r['pause']:.2f} s beyond its step of {r['step']:.2f} s")
         sys.stdout.flush()
     with tempfile.TemporaryDirectory(prefix="mddp-heal-") as work:

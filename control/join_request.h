@@ -23,6 +23,9 @@ struct JoinRequest {
   // The proof of the token (control/proof.h; checked by coordinator/admission.h): raw bytes.
   std::string client_nonce, server_nonce, proof;
   std::string peer;  // the caller's address as the server saw it, for the log ("" unknown)
+  // It holds its trainer already: a survivor, or a newcomer that prepared
+  // (Note [Healing] in coordinator/job.cc).
+  bool ready = false;
 };
 
 // Longer device names than this are not recorded ("cuda:15" is 7).

@@ -14,6 +14,7 @@ JoinRequest from_proto(const v1::JoinRequest& m) {
   r.client_nonce = m.client_nonce();
   r.server_nonce = m.server_nonce();
   r.proof = m.proof();
+  r.ready = m.ready();
   return r;
 }
 

@@ -91,14 +91,13 @@ Job::Job(JobOptions options, TimePoint now)
 std::shared_ptr<Attempt> Job::open_attempt(int number, TimePoint now, Reform how, int size) {
   Rendezvous::Options rv{options_.job_id,       options_.world_size,         options_.min_nproc,
                          options_.elastic_wait, options_.rendezvous_timeout, number};
-  if (how ==
-      Reform::kShrink) {  // the survivors ask for their old ranks and get 0..n-1 in that order
-    rv.world_size = size + 1;
-    rv.min_nproc = size;
-    rv.elastic_wait = {};
-  } else if (how == Reform::kGrow) {  // the survivors keep theirs, the newcomers take the rest
+  if (how != Reform::kRestart) {
+    // Formed as soon as every member is there; one that does not come
+    // within a heartbeat timeout (it died or hung meanwhile) is left out,
+    // down to max(1, --min-nproc), as the elastic rendezvous does.
     rv.world_size = size;
-    rv.min_nproc = 0;
+    rv.min_nproc = std::min(size, std::max(1, options_.min_nproc));
+    rv.elastic_wait = options_.heartbeat_timeout;
   }
   return std::make_shared<Attempt>(
       number, rv, Health::Options{options_.heartbeat_interval, options_.heartbeat_timeout}, now,
@@ -247,6 +246,13 @@ std::string Job::config_for(int attempt) const {
   return config.dump();
 }
 
+std::string Job::newcomer_config() const {
+  nlohmann::json config = nlohmann::json::parse(options_.config_json, nullptr, false);
+  if (!config.is_object()) return options_.config_json;
+  config["from_peers"] = true;
+  return config.dump();
+}
+
 std::vector<Restart> Job::restarts() const {
   std::lock_guard lock(mu_);
   return restarts_.history();
@@ -295,7 +301,9 @@ void Job::join_attempt(JoinRequest request, TimePoint deadline, TimePoint now,
     attempt = attempts_.back();
     const std::pair<std::string, int64_t> who{request.host, request.pid};
     const bool reforming = !attempt->formed() && !survivors_.empty();
-    if (reforming && newcomers_.count(who)) request.requested_rank = -1;  // after the survivors
+    // A survivor's rank is the place of its old one among theirs; a newcomer's, after them.
+    if (reforming && survivors_.count(who)) request.requested_rank = survivors_.at(who);
+    if (reforming && newcomers_.count(who)) request.requested_rank = -1;
     if (reforming && !survivors_.count(who) && !newcomers_.count(who) && !options_.heal) {
       const std::string why =
           str("attempt ", attempt->number(), " re-forms from the survivors of attempt ",
@@ -304,10 +312,22 @@ void Job::join_attempt(JoinRequest request, TimePoint deadline, TimePoint now,
       done(JoinResult{Outcome::error(Code::kFailedPrecondition, why), {}, {}, 0, {}});
       return;
     }
+    const bool live = !state_.status().terminal();
+    const bool member = survivors_.count(who) || newcomers_.count(who);
+    // A newcomer to a running job first builds its model, while the job
+    // trains on; it is parked once it joins again, ready (Note [Healing]).
+    if (options_.heal && live && !request.ready && !member && (attempt->formed() || reforming)) {
+      spdlog::info(
+          "host {} pid {} joins the running job: it builds its model first (--on-failure heal)",
+          request.host, request.pid);
+      JoinResult r{Outcome::success(), {}, options_.world_size, 0, {}};
+      r.prepare = true;
+      done(std::move(r));
+      return;
+    }
     // The attempt runs (or re-forms without it): a worker waits for the next
     // one while one may come. With heal, the next comes once this one runs
     // (grow_if_joined), unless it already has every rank.
-    const bool live = !state_.status().terminal();
     if (live && ((attempt->formed() && (restarts_.left() || options_.heal)) ||
                  (reforming && !survivors_.count(who) && !newcomers_.count(who)))) {
       spdlog::info("host {} pid {} waits for the next attempt: attempt {} {}", request.host,
@@ -564,11 +584,13 @@ void Job::cancel(Ticket ticket) {
 // Note [Shrinking]
 // ~~~~~~~~~~~~~~~~
 // With --on-failure shrink, a verdict that names one rank at fault (it
-// died, or went silent) ends the attempt like a restart, but the next
+// died, or went silent; not its own error, such as a NaN loss or Ctrl-C,
+// which fails the job) ends the attempt like a restart, but the next
 // attempt is formed by the survivors alone, at once: its rendezvous expects
-// the old size less one and completes as soon as they are there, giving
-// them ranks 0..n-2 in the order of their old ranks (each asks for its
-// old one). The survivors hear RESTARTING with that verdict and re-join
+// them and completes as soon as they are there, giving them ranks 0..n-2
+// in the order of their old ranks. A survivor that does not come within a
+// heartbeat timeout (it died or hung meanwhile) is left out, down to
+// max(1, --min-nproc). The survivors hear RESTARTING with that verdict and re-join
 // from their running processes, keeping their state (Note [Survivors train
 // on] in core/train/distributed.cc); the rank named, if it still runs,
 // stops. Below max(1, --min-nproc) survivors the job fails instead. A
@@ -583,7 +605,10 @@ void Job::fail(Verdict verdict, TimePoint now, const std::shared_ptr<Attempt>& a
     // A verdict of an attempt that ended already is an echo of why it ended.
     if (attempt != attempts_.back() || attempt->ended()) return;
     const bool live = !state_.status().terminal();
-    const bool one_rank = options_.shrink && verdict.failed_rank() >= 0;
+    // A rank that died or hung: the others go on without it. Its own error
+    // (a NaN loss, a bad file, Ctrl-C) or another model is not cured so.
+    const bool one_rank =
+        options_.shrink && control::restartable(verdict.cause) && verdict.failed_rank() >= 0;
     const int survivors = attempt->world_size() - 1;
     shrink_it = one_rank && live && survivors >= std::max(1, options_.min_nproc);
     restart_it = !one_rank && restarts_.cures(verdict) && live;
@@ -621,10 +646,12 @@ void Job::restart(const std::shared_ptr<Attempt>& ended, Verdict verdict, TimePo
   const std::string why = str("attempt ", ended->number(), " ended: ", verdict.message);
   if (!ended->end(verdict, why + str("; join attempt ", next_number))) return;
   const int from = ended->world_size();
-  std::set<std::pair<std::string, int64_t>> survivors, newcomers;
+  std::map<std::pair<std::string, int64_t>, int> survivors;  // -> its rank in the next attempt
+  std::set<std::pair<std::string, int64_t>> newcomers;
   if (how != Reform::kRestart)
-    for (const Member& m : ended->rendezvous().members())
-      if (m.rank != verdict.failed_rank()) survivors.emplace(m.host, m.pid);
+    for (const Member& m : ended->rendezvous().members())  // in rank order
+      if (m.rank != verdict.failed_rank())
+        survivors.emplace(std::pair{m.host, m.pid}, static_cast<int>(survivors.size()));
   std::map<uint64_t, Parked> parked;
   int used, size = static_cast<int>(survivors.size());
   {
@@ -689,7 +716,10 @@ void Job::say_restart(const std::string& why, Reform how, int from, int size, in
 // while the attempt runs on fewer than --world-size ranks (the dead one
 // started again, a replacement on another host) is parked, and at the next
 // tick the attempt ends with a verdict of cause "grow" and the next one
-// forms from its ranks and the parked workers that fit. The survivors hear
+// forms from its ranks and the parked workers that fit. A newcomer's first
+// join is answered at once with "prepare" and the config (no session): it
+// builds its model and optimiser, then joins again, ready, so the job
+// pauses for the copy and not for the newcomer's set-up. The survivors hear
 // RESTARTING, abandon the step in flight and re-join in their processes
 // keeping their state, asking for their old ranks; the newcomers take the
 // ranks after them. Every rank of a re-formed attempt is told from_peers,

@@ -182,6 +182,9 @@ class Job {
   // given, with "resume_latest" set in the attempts after a restart, so
   // that rank 0 resumes from the newest checkpoint in the run directory.
   std::string config_for(int attempt) const;
+  // The config a newcomer prepares from (JoinResult::prepare): it will take
+  // the state from the live ranks.
+  std::string newcomer_config() const;
   int joined() const;              // workers waiting in the current attempt's rendezvous
   std::size_t store_size() const;  // keys in the current attempt's store; 0 while it forms
   const MetricsLog& metrics_log() const { return metrics_log_; }
@@ -209,9 +212,8 @@ class Job {
   // (kShrink) or with the workers that joined (kGrow).
   enum class Reform { kRestart, kShrink, kGrow };
   // The next attempt's rendezvous: the job's size (elastic down to
-  // --min-nproc), or for a re-form `size` ranks (kShrink: the survivors of
-  // an attempt of size + 1, their old ranks asked for), formed as soon as
-  // they are all there.
+  // --min-nproc), or for a re-form `size` ranks, formed as soon as they are
+  // all there (or, after a heartbeat timeout, with those there).
   std::shared_ptr<Attempt> open_attempt(int number, TimePoint now, Reform how = Reform::kRestart,
                                         int size = 0);
   // The status a session of `attempt` is told.
@@ -264,10 +266,11 @@ class Job {
     Rendezvous::JoinCallback done;
   };
   std::map<uint64_t, Parked> parked_;  // by ticket id
-  // While a re-formed attempt forms: the survivors' (host, pid), and the
-  // newcomers' of a grow, the only workers it takes (Note [Shrinking]);
-  // empty otherwise.
-  std::set<std::pair<std::string, int64_t>> survivors_, newcomers_;
+  // While a re-formed attempt forms: the survivors' (host, pid) with their
+  // ranks in it, and the newcomers' of a grow, the only workers it takes
+  // (Note [Shrinking]); empty otherwise.
+  std::map<std::pair<std::string, int64_t>, int> survivors_;
+  std::set<std::pair<std::string, int64_t>> newcomers_;
   // The attempts re-formed in the running processes (shrink, grow): their
   // ranks take the state from live peers, not from a checkpoint.
   std::set<int> reformed_;

@@ -55,6 +55,9 @@ struct JoinResult {
   int world_size = 0;         // when ok: the ranks formed (Rendezvous::members() lists them)
   int attempt = 0;            // when ok: the attempt it joined (set by Job)
   std::string attempt_nonce;  // ... and its nonce (Attempt::nonce)
+  // A newcomer to a running job that is not ready: no session; it builds
+  // its model and joins again (Note [Healing] in job.cc).
+  bool prepare = false;
 };
 
 class Rendezvous {

@@ -302,7 +302,12 @@ grpc::ServerUnaryReactor* Service::Join(grpc::CallbackServerContext* ctx,
   JoinRequest request = from_proto(*req);
   request.peer = ctx->peer();
   const Ticket t = job_.join(std::move(request), deadline, now, [this, call, reply](JoinResult r) {
-    if (r.outcome.ok()) {
+    if (r.outcome.ok() && r.prepare) {
+      reply->set_prepare(true);
+      reply->set_world_size(r.world_size);
+      reply->set_job_config_json(job_.newcomer_config());
+      reply->set_job_id(job_.options().job_id);
+    } else if (r.outcome.ok()) {
       const JobOptions& o = job_.options();
       reply->set_session(r.self.session);
       reply->set_rank(r.self.rank);

@@ -78,6 +78,7 @@ JoinInfo CoordinatorClient::join(const JoinOptions& a) {
   if (a.requested_rank >= 0) req.set_requested_rank(a.requested_rank);
   req.set_pid(pid);
   req.set_version(MDDP_VERSION);
+  req.set_ready(a.ready);
   req.set_client_nonce(random_bytes(kNonceBytes));
   req.set_server_nonce(challenge.server_nonce());
   req.set_proof(control::join_proof(options_.token, options_.job_id, req.server_nonce(),
@@ -94,6 +95,7 @@ JoinInfo CoordinatorClient::join(const JoinOptions& a) {
   info.heartbeat_timeout = Millis(reply.heartbeat_timeout_ms());
   info.attempt = reply.attempt();
   info.data_key = control::data_plane_key(options_.token, info.job_id, reply.attempt_nonce());
+  info.prepare = reply.prepare();
   session_ = info.session;
   attempt_ = info.attempt;
   return info;

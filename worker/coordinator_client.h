@@ -44,6 +44,7 @@ struct JoinOptions {
   std::string host, data_addr, device;
   int requested_rank = -1;                  // < 0: any
   Millis timeout{std::chrono::minutes(6)};  // bounds the whole rendezvous wait
+  bool ready = false;  // it holds its trainer already (a survivor; a newcomer that prepared)
 };
 
 struct JoinInfo {
@@ -52,6 +53,9 @@ struct JoinInfo {
   Millis heartbeat_interval{1000}, heartbeat_timeout{10000};
   int attempt = 0;       // the job's attempt this session belongs to
   std::string data_key;  // the attempt's data-plane key (control::data_plane_key)
+  // A newcomer to a running job (--on-failure heal): no session; build the
+  // model from job_config_json for world_size ranks, then join again, ready.
+  bool prepare = false;
 };
 
 // One heartbeat's answer.

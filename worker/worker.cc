@@ -207,9 +207,13 @@ train::TrainSummary train_rank(Session& s) {
   s.plane.comm = std::move(comm);
   s.plane.attached.emplace(s.hb, s.plane.comm.get());  // the heartbeat may abort it from now on
   std::optional<train::DistributedTrainer>& dt = s.plane.dt;
-  if (s.plane.kept) {  // a survivor of a shrink: the state it holds, in its new place
-    spdlog::info("going on from step {} as rank {} of {}", s.plane.kept->steps_done(), s.info.rank,
-                 s.info.world_size);
+  if (s.plane.kept) {  // a survivor: the state it holds, in its new place; a newcomer: none yet
+    if (s.plane.kept->holds_state())
+      spdlog::info("going on from step {} as rank {} of {}", s.plane.kept->steps_done(),
+                   s.info.rank, s.info.world_size);
+    else
+      spdlog::info("taking the state from the live ranks as rank {} of {}", s.info.rank,
+                   s.info.world_size);
     s.plane.kept->set_world(s.info.rank, s.info.world_size, cfg);
     dt.emplace(s.plane.kept, s.plane.comm);  // hands the trainer back if the re-form fails
   } else {
@@ -291,7 +295,7 @@ bool waits_on_verdict(const std::exception& e) {
 
 // Connects to the coordinator and joins the job: this rank's place in it.
 JoinInfo join_job(const WorkerOptions& o, CoordinatorClient& client, const std::string& host,
-                  int want_rank, const DataAddress& data) {
+                  int want_rank, const DataAddress& data, bool ready) {
   spdlog::info("joining job '{}' at {} as host {}{}", o.job_id, o.coordinator, host,
                want_rank >= 0 ? str(", rank ", want_rank) : std::string());
   // A port that speaks another protocol (the dashboard's, say) is named at
@@ -305,7 +309,8 @@ JoinInfo join_job(const WorkerOptions& o, CoordinatorClient& client, const std::
             ". Give the address the coordinator printed (\"start each worker with: ...\"), "
             "not its dashboard's"));
   client.wait_connected(o.connect_timeout);
-  const JoinInfo info = client.join({host, data.addr, o.device, want_rank, o.join_timeout});
+  const JoinInfo info = client.join({host, data.addr, o.device, want_rank, o.join_timeout, ready});
+  if (info.prepare) return info;  // no rank yet
   if (o.expected_world_size > 0 && info.world_size != o.expected_world_size) {
     const std::string why =
         str("srun started ", o.expected_world_size, " tasks (SLURM_NTASKS) but the job at ",
@@ -408,11 +413,24 @@ void after_training(const JoinInfo& info, const control::JobStatus& after,
 }
 
 // What one attempt leaves to the next in this process: nothing (the job
-// ended for this rank), or a shrink's survivor with its state and rank.
+// ended for this rank), or the trainer to join the next with: a survivor's,
+// with its state and rank, or a newcomer's, prepared.
 struct Survivor {
   std::unique_ptr<train::Trainer> trainer;
   int rank = -1;  // in the attempt that ended: asked for again, to keep the ranks' order
 };
+
+// A newcomer to a running job (--on-failure heal, Note [Healing] in
+// coordinator/job.cc): its model and optimiser built from the job's config
+// before it joins again, so that the job pauses for the copy of the state
+// alone. It holds no state until it took the live ranks'.
+Survivor prepare(const WorkerOptions& o, const JoinInfo& info) {
+  spdlog::info("the job runs already: building the model before joining it (--on-failure heal)");
+  const train::TrainConfig cfg = rank_config(info, o);
+  auto trainer = std::make_unique<train::Trainer>(cfg, info.world_size - 1, info.world_size);
+  trainer->set_holds_state(false);
+  return {std::move(trainer), -1};
+}
 
 // Joins the job (its next attempt, for a survivor holding `kept`) and
 // trains in it: returns normally when the job is done for this rank, or a
@@ -421,7 +439,8 @@ struct Survivor {
 Survivor run_attempt(const WorkerOptions& o, CoordinatorClient& client, const std::string& host,
                      int want_rank, const DataAddress& data, Signals* signals,
                      std::unique_ptr<train::Trainer> kept) {
-  const JoinInfo info = join_job(o, client, host, want_rank, data);
+  const JoinInfo info = join_job(o, client, host, want_rank, data, kept != nullptr);
+  if (info.prepare) return prepare(o, info);
   TestHold().after_join(info.rank);
 
   ProgressBoard board;

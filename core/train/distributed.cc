@@ -244,22 +244,38 @@ void DistributedTrainer::take_furthest_state() {
   state_copy_.seconds = (now_ns() - start) * 1e-9;
 }
 
-// Every parameter and optimiser state tensor, in chunks of at most
-// kChunk floats, chunk i broadcast from sources[i mod n]; then the
-// counters from the first source.
+// Every parameter and optimiser state tensor, in chunks of at most kChunk
+// floats, chunk i from sources[i mod n]; then the counters from the first
+// source. A chunk travels as an all-reduce (sum) of a staging buffer into
+// which its source copies it and every other rank puts -0.0: the identity
+// of IEEE addition (x + -0.0 is x bit for bit, +0.0, -0.0 and NaN
+// included; with no flush-to-zero, which microddp never sets), so every
+// rank ends with the chunk whatever the order of the sum. An all-reduce
+// moves 2(n-1)/n of a chunk over each rank's link, every link busy at the
+// transport's busbw, where a broadcast tree sends the whole chunk once per
+// child from the root, the sources included. The sources' own tensors are
+// never written: a copy cut short leaves them whole.
 void DistributedTrainer::copy_state_from(const std::vector<int>& sources) {
   constexpr int64_t kChunk = int64_t{1} << 20;  // 4 MB
   std::vector<tensor::Tensor> tensors;          // handles on the trainer's storage
   for (nn::Parameter* p : trainer_->model().parameters()) tensors.push_back(p->value);
   for (auto& [name, t] : trainer_->optimizer().state()) tensors.push_back(t);
+  const bool receives = !trainer_->holds_state();
+  tensor::Tensor staging =
+      tensor::Tensor::zeros({kChunk}, tensor::Device::parse(trainer_->config().device));
   std::size_t chunk = 0;
   for (const tensor::Tensor& t : tensors) {
     state_copy_.bytes += t.numel() * static_cast<int64_t>(sizeof(float));
-    for (int64_t at = 0; at < t.numel(); at += kChunk, ++chunk)
-      comm_
-          ->broadcast(t.data() + at, std::min(kChunk, t.numel() - at), comm::DataType::kFloat32,
-                      sources[chunk % sources.size()])
-          ->wait();
+    for (int64_t at = 0; at < t.numel(); at += kChunk, ++chunk) {
+      const int64_t n = std::min(kChunk, t.numel() - at);
+      tensor::Tensor part = t.view(at, {n}), stage = staging.view(0, {n});
+      if (comm_->rank() == sources[chunk % sources.size()])
+        tensor::copy(part, stage);
+      else
+        tensor::fill(stage, -0.0f);
+      comm_->all_reduce(stage.data(), n, comm::DataType::kFloat32, comm::ReduceOp::kSum)->wait();
+      if (receives) tensor::copy(stage, part);
+    }
   }
   broadcast_training_state(sources.front(), false);
 }

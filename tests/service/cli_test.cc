@@ -172,7 +172,7 @@ TEST_F(CoordinatorCli, ExitsZeroWhenAllRanksFinish) {
   std::ifstream log(dir_ / "run" / "metrics.jsonl");
   int lines = 0;
   for (std::string l; std::getline(log, l);) ++lines;
-  EXPECT_EQ(lines, 6 + 1);  // the records, and the line of attempt 0 forming
+  EXPECT_EQ(lines, 6 + 2);  // the records, the line of attempt 0 forming, and its membership line
 }
 
 TEST_F(CoordinatorCli, ExitsOneWithOneLineNamingTheFailedRank) {

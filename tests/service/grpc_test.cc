@@ -377,7 +377,7 @@ TEST(CoordinatorGrpc, MetricsStreamsArePersistedOneLinePerRankAndStep) {
   int lines = 0, events = 0;
   for (std::string l; std::getline(in, l); ++lines) {
     const auto j = nlohmann::json::parse(l);
-    if (j["kind"] == "attempt") {  // the event line of the attempt that formed
+    if (j["kind"] == "attempt" || j["kind"] == "membership") {  // the attempt formed, trained
       EXPECT_EQ(j["attempt"], 0);
       ++events;
       continue;
@@ -386,8 +386,8 @@ TEST(CoordinatorGrpc, MetricsStreamsArePersistedOneLinePerRankAndStep) {
     seen.emplace(j["rank"].get<int>(), j["step"].get<int64_t>());
     EXPECT_EQ(j["buckets"][0]["bytes"], 4096);
   }
-  EXPECT_EQ(events, 1);
-  EXPECT_EQ(lines, 3 * kSteps + 1);
+  EXPECT_EQ(events, 2);
+  EXPECT_EQ(lines, 3 * kSteps + 2);
   EXPECT_EQ(seen.size(), 3u * kSteps) << "each (rank, step) exactly once";
   fs::remove_all(dir);
 }
@@ -435,6 +435,8 @@ TEST(CoordinatorGrpc, AlgorithmStepsAreLoggedAndAnUnknownPhaseRefused) {
   std::string line;
   ASSERT_TRUE(std::getline(in, line));  // the attempt's event line
   EXPECT_EQ(nlohmann::json::parse(line)["kind"], "attempt");
+  ASSERT_TRUE(std::getline(in, line));  // its membership line, with its first step
+  EXPECT_EQ(nlohmann::json::parse(line)["kind"], "membership");
   ASSERT_TRUE(std::getline(in, line));
   EXPECT_EQ(nlohmann::json::parse(line)["buckets"][0]["steps"][0],
             nlohmann::json::parse(R"(["reduce-scatter",0,1,1,0,0,0,0,0,500])"));

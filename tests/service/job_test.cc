@@ -377,6 +377,51 @@ TEST(Job, ShrinkReformsTheSurvivorsAtOnceInTheOrderOfTheirRanks) {
       << job.status().failure();
 }
 
+// A rank's own error (a NaN loss, a bad file, Ctrl-C) is not cured by
+// going on without it: under shrink the job fails, as it would without.
+TEST(Job, ShrinkLeavesARanksOwnErrorFatal) {
+  JobOptions o = job_options(3);
+  o.shrink = true;
+  Job job(o);
+  const TimePoint t0 = Clock::now();
+  auto s = form(job, 3, t0);
+  job.leave(s[1], false, "rank 1 was interrupted (SIGTERM)", t0 + 100ms);
+  EXPECT_EQ(job.status().state, State::kFailed);
+  EXPECT_TRUE(job.restarts().empty());
+  EXPECT_NE(job.status().failure().find("interrupted"), std::string::npos)
+      << job.status().failure();
+}
+
+// A survivor that dies (or hangs) before it re-joins does not hold the
+// others' re-form back for the rendezvous timeout: after a heartbeat
+// timeout the attempt forms with those there, its ranks in the order of
+// their old ones.
+TEST(Job, AReformFormsWithoutASurvivorThatNeverCame) {
+  JobOptions o = job_options(4);
+  o.shrink = true;
+  Job job(o);
+  const TimePoint t0 = Clock::now();
+  auto s = form(job, 4, t0);
+  for (int r : {0, 2, 3}) job.heartbeat(s[r], {}, t0 + 900ms);
+  job.tick(t0 + 1500ms);  // rank 1 silent: the 3 others re-form
+  ASSERT_EQ(job.restarts().size(), 1u);
+  std::map<int, int> rank_of_host;
+  for (int host : {3, 0}) {  // old rank 2 never comes back
+    JoinRequest r = worker(job, host);
+    r.requested_rank = host;
+    job.join(r, t0 + 1h, t0 + 1600ms, [&, host](JoinResult res) {
+      ASSERT_TRUE(res.outcome.ok()) << res.outcome.message;
+      rank_of_host[host] = res.self.rank;
+    });
+  }
+  job.tick(t0 + 2000ms);
+  EXPECT_TRUE(rank_of_host.empty()) << "formed before the missing survivor's time was up";
+  job.tick(t0 + 2700ms);  // a heartbeat timeout after the re-form opened
+  EXPECT_EQ(rank_of_host, (std::map<int, int>{{0, 0}, {3, 1}}));
+  EXPECT_EQ(job.world_size(), 2);
+  EXPECT_EQ(job.status().state, State::kRunning);
+}
+
 // --on-failure heal (Note [Healing]): a worker that joins while the job
 // runs on fewer ranks than --world-size is parked; at the next tick the
 // attempt ends with cause "grow", and the survivors (their old ranks first)
@@ -395,11 +440,21 @@ TEST(Job, HealGrowsTheJobBackWithTheNewcomerAfterTheSurvivors) {
   ASSERT_EQ(job.heartbeat(s[2], {}, t0 + 1600ms).status.state, State::kRestarting);
 
   // The dead rank started again (asking for its old rank, as `run` does)
-  // while the survivors re-form: it waits for the attempt after.
+  // while the survivors re-form: it is told to prepare (its model built
+  // first, no session), then, ready, waits for the attempt after.
   std::optional<JoinResult> newcomer;
   JoinRequest again = worker(job, 7);
   again.requested_rank = 1;
   job.join(again, t0 + 1h, t0 + 1650ms, [&](JoinResult r) { newcomer = r; });
+  ASSERT_TRUE(newcomer && newcomer->outcome.ok() && newcomer->prepare);
+  EXPECT_TRUE(newcomer->self.session.empty());
+  EXPECT_EQ(newcomer->world_size, 3);
+  EXPECT_NE(job.newcomer_config().find("\"from_peers\":true"), std::string::npos);
+  newcomer.reset();
+  again = worker(job, 7);
+  again.requested_rank = 1;
+  again.ready = true;
+  job.join(again, t0 + 1h, t0 + 1660ms, [&](JoinResult r) { newcomer = r; });
   // The survivors re-join, asking for their old ranks, and form attempt 1.
   const auto rejoin = [&](const std::vector<std::pair<int, int>>& host_and_rank, TimePoint at) {
     std::map<int, int> rank_of_host;
@@ -438,7 +493,9 @@ TEST(Job, HealGrowsTheJobBackWithTheNewcomerAfterTheSurvivors) {
 
   // Full again: one worker more waits, and the job does not re-form for it.
   bool answered = false;
-  job.join(worker(job, 8), t0 + 1h, t0 + 2000ms, [&](JoinResult) { answered = true; });
+  JoinRequest extra = worker(job, 8);
+  extra.ready = true;
+  job.join(extra, t0 + 1h, t0 + 2000ms, [&](JoinResult) { answered = true; });
   job.tick(t0 + 2100ms);
   EXPECT_FALSE(answered);
   EXPECT_EQ(job.restarts().size(), 2u);
