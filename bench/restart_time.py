@@ -139,7 +139,8 @@ def heal_job(state_mb):
     return job + ["--depth", "2", "--optimizer", "adam", "--check-replicas-every", "-1"]
 
 
-COPY_LINE = re.compile(r"took the state of step (\d+) from (\d+) live ranks?: ([\d.]+) MB in ([\d.]+) s")
+COPY_LINE = re.compile(r"took the state of step (\d+) from (\d+) live ranks?: ([\d.]+) MB in ([\d.]+) s "
+                       r".*checked in ([\d.]+) s")
 
 
 def heal_try(binary, victim, state_mb, work):
@@ -170,7 +171,7 @@ def heal_try(binary, victim, state_mb, work):
                   glob.glob(os.path.join(run_dir, "*.log")) for line in open(f, errors="replace")]
         copy = next(m for m in copies if m)
         return {"pause": (first_ns - grow_ns) / 1e9 - step_s, "step": step_s, "mb": float(copy.group(3)),
-                "copy": float(copy.group(4)), "sources": int(copy.group(2))}
+                "copy": float(copy.group(4)), "check": float(copy.group(5)), "sources": int(copy.group(2))}
     finally:
         p.send_signal(signal.SIGINT)
         try:
@@ -197,13 +198,14 @@ def heal_mode(a):
             r = heal_try(a.microddp, 2 - i % 3, a.state_mb, work)
         rows.append(r)
         print(f"heal try {i + 1}: kill -9 rank {2 - i % 3}: the newcomer took {r['mb']:.1f} MB from "
-              f"{r['sources']} rank{'' if r['sources'] == 1 else 's'} in {r['copy']:.2f} s ({r['mb'] / r['copy']:.0f} MB/s); the job paused "
+              f"{r['sources']} rank{'' if r['sources'] == 1 else 's'} in {r['copy']:.2f} s ({r['mb'] / r['copy']:.0f} MB/s), checked in {r['check']:.2f} s; the job paused "
               f"{r['pause']:.2f} s beyond its step of {r['step']:.2f} s")
         sys.stdout.flush()
     with tempfile.TemporaryDirectory(prefix="mddp-heal-") as work:
         busbw = allreduce_busbw(a.microddp, work)
     print(f"heal: pause beyond one step {fmt([r['pause'] for r in rows])}; copy {fmt([r['copy'] for r in rows])} "
-          f"at {statistics.median(r['mb'] / r['copy'] for r in rows):.0f} MB/s, against a 4 MB all-reduce's busbw "
+          f"at {statistics.median(r['mb'] / r['copy'] for r in rows):.0f} MB/s, then the check "
+          f"{fmt([r['check'] for r in rows])}, against a 4 MB all-reduce's busbw "
           f"of {busbw * 1e3:.0f} MB/s on the same transport; step {fmt([r['step'] for r in rows])} "
           f"({a.tries} tries, {rows[0]['mb']:.0f} MB of state)")
 

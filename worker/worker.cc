@@ -223,9 +223,9 @@ train::TrainSummary train_rank(Session& s) {
   if (const auto& copy = dt->state_copy(); copy.bytes > 0)
     spdlog::info(
         "the group took the state of step {} from {} live rank{}: {:.1f} MB in {:.3f} s ({:.0f} "
-        "MB/s, checked)",
+        "MB/s), checked in {:.3f} s",
         dt->trainer().steps_done(), copy.sources, copy.sources == 1 ? "" : "s", copy.bytes / 1e6,
-        copy.seconds, copy.bytes / 1e6 / std::max(copy.seconds, 1e-9));
+        copy.seconds, copy.bytes / 1e6 / std::max(copy.seconds, 1e-9), copy.check_seconds);
   s.client.validate(fingerprint(*dt, cfg), Millis(cfg.dist.timeout_ms));
   s.client.barrier("start", Millis(cfg.dist.timeout_ms));
 

@@ -238,10 +238,12 @@ void DistributedTrainer::take_furthest_state() {
   trainer_->set_holds_state(mine == furthest);
   copy_state_from(sources);
   trainer_->set_holds_state(true);
+  const int64_t copied = now_ns();
   check_replicas(*comm_, replica_digest(trainer_->model(), &trainer_->optimizer()),
                  trainer_->steps_done(), device);
   state_copy_.sources = static_cast<int>(sources.size());
-  state_copy_.seconds = (now_ns() - start) * 1e-9;
+  state_copy_.seconds = (copied - start) * 1e-9;
+  state_copy_.check_seconds = (now_ns() - copied) * 1e-9;
 }
 
 // Every parameter and optimiser state tensor, in chunks of at most kChunk

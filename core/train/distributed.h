@@ -50,12 +50,12 @@ class DistributedTrainer {
   // One synchronised optimiser step.
   StepResult step();
   // What the re-form copied (Note [Survivors train on]): the state's bytes,
-  // from how many live ranks, how long it took, with the check; zero when
-  // nothing moved (every rank held it).
+  // from how many live ranks, how long the copy took and then the check of
+  // the replicas; zero when nothing moved (every rank held it).
   struct StateCopy {
     int64_t bytes = 0;
     int sources = 0;
-    double seconds = 0;
+    double seconds = 0, check_seconds = 0;
   };
   const StateCopy& state_copy() const { return state_copy_; }
   // The metrics record of a step just taken (phases, communication, bucket spans).

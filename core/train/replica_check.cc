@@ -26,9 +26,13 @@ namespace mddp::train {
 namespace {
 
 uint64_t hash_of(const tensor::Tensor& t) {
-  const std::vector<float> values = t.to_vector();  // from any device
   Sha256 sha;
-  sha.update(values.data(), values.size() * sizeof(float));
+  if (t.device().is_cpu()) {  // in place: no copy of a tensor of hundreds of MB
+    sha.update(t.data(), static_cast<std::size_t>(t.numel()) * sizeof(float));
+  } else {
+    const std::vector<float> values = t.to_vector();
+    sha.update(values.data(), values.size() * sizeof(float));
+  }
   return std::stoull(sha.hex().substr(0, 16), nullptr, 16);
 }
 
