@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -389,6 +390,55 @@ TEST(NcclGpu, DdpOnGpusMatchesOneCpuProcess) {
         cfg.accumulate = accumulate;
         expect_all_close(train_on_gpus(cfg, kSteps), mddp::test::train_single(cfg, kSteps), 1e-4);
       }
+}
+
+// --on-failure heal on GPUs (Note [Survivors train on]): the ranks train 3
+// steps over NCCL; the last rank's process is lost, and a newcomer (a
+// Trainer built from the config, from_peers) takes its place on its GPU next
+// to the survivors, which kept theirs, over a new NCCL communicator. Its copy
+// is all-reduces with -0.0 from the others, so it arrives bit for bit, and
+// after 3 more steps every rank holds what 6 steps of an unbroken job give,
+// bit for bit (the same communicator size, the same kernels).
+TEST(NcclGpu, ANewcomerHealsFromLiveGpusAndTheJobTrainsOnBitwise) {
+  REQUIRE_GPUS(2);
+  train::TrainConfig cfg = mddp::test::ddp_config("mlp", "bucketed", 25);
+  cfg.optim = {.name = "adam", .lr = 1e-2f};
+  const std::vector<mddp::test::Params> want = train_on_gpus(cfg, 6);
+  const int world = static_cast<int>(want.size());
+  std::vector<mddp::test::Params> got(world);
+  MemoryStore store;
+  const std::string before = next_prefix(), after = next_prefix();
+  mddp::test::run_threads(
+      world,
+      [&](int rank) {
+        train::TrainConfig c = cfg;
+        c.device = str("cuda:", rank);
+        std::unique_ptr<train::Trainer> kept;
+        {
+          train::DistributedTrainer dt(
+              c, train::connect_process_group(store, rank, world, {"gpu-heal", 1, ""}, c,
+                                              "127.0.0.1", before));
+          for (int s = 0; s < 3; ++s) dt.step();
+          if (rank < world - 1) kept = dt.release_trainer();  // the last rank's state is lost
+        }
+        std::shared_ptr<ProcessGroup> group = train::connect_process_group(
+            store, rank, world, {"gpu-heal", 2, ""}, c, "127.0.0.1", after);
+        std::optional<train::DistributedTrainer> dt;
+        if (kept) {
+          kept->set_world(rank, world, c);
+          dt.emplace(kept, group);
+        } else {
+          c.from_peers = true;
+          dt.emplace(c, group);
+          EXPECT_EQ(dt->state_copy().sources, world - 1);
+        }
+        EXPECT_EQ(dt->trainer().steps_done(), 3);
+        for (int s = 0; s < 3; ++s) dt->step();
+        got[rank] = mddp::test::snapshot(dt->trainer().model());
+      },
+      300s);
+  for (int r = 0; r < world; ++r)
+    EXPECT_EQ(got[r], want[r]) << "rank " << r << ": not what an unbroken job holds after 6 steps";
 }
 
 // The compression hook on the GPU: gradients rounded to 16 bits by a kernel
