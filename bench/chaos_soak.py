@@ -88,6 +88,13 @@ def shm_names():
     return set(os.listdir("/dev/shm"))
 
 
+def owned_by(name, pids):
+    """Whether shared-memory segment `name` ("mddp-<job>-<pid ns>-<pid>-...")
+    was made by one of `pids` (other jobs may run meanwhile)."""
+    parts = name.split("-")
+    return len(parts) > 3 and parts[0] == "mddp" and parts[3].isdigit() and int(parts[3]) in pids
+
+
 def mean_loss_tail(metrics, last_step):
     """The mean training loss over the last 10% of steps 1..last_step (the
     record of the latest attempt for each step and rank)."""
@@ -111,6 +118,7 @@ def soak(a, work):
                            stdout=log, stderr=subprocess.STDOUT)
     rng = random.Random(a.seed)
     kills = []
+    seen = set()  # every worker's pid: the segments they made are the job's
     try:
         deadline = time.monotonic() + 60
         while len(members(run_dir)) < a.nproc:
@@ -124,6 +132,7 @@ def soak(a, work):
         while time.monotonic() - start < a.duration and (a.kills == 0 or len(kills) < a.kills):
             if run.poll() is not None:
                 raise RuntimeError(f"run ended (exit {run.returncode}) during the soak: see {work}/run.log")
+            seen.update(members(run_dir))
             if time.monotonic() >= next_kill:
                 pids = members(run_dir)
                 if pids:
@@ -151,7 +160,8 @@ def soak(a, work):
     leftovers = subprocess.run(["pgrep", "-f", run_dir], capture_output=True, text=True).stdout.split()
     temps = [f for f in os.listdir(run_dir) if ".tmp" in f]
     return {"kills": kills, "wall_s": wall, "run_exit": run.returncode, "rss_start_kb": rss_start,
-            "rss_end_kb": rss_end, "leftover_pids": leftovers, "leftover_shm": sorted(shm_names() - shm_before),
+            "rss_end_kb": rss_end, "leftover_pids": leftovers,
+            "leftover_shm": sorted(n for n in shm_names() - shm_before if owned_by(n, seen)),
             "leftover_temps": temps, "run_dir": run_dir}
 
 
@@ -226,7 +236,8 @@ def main():
             json.dump(out, f, indent=2)
     if a.check:
         problems = []
-        if out["survived"] != out["kills"]:
+        # A rank slow to heartbeat on a loaded machine is one more shrink, and survived too.
+        if out["survived"] < out["kills"]:
             problems.append(f"{out['kills']} kills but {out['survived']} shrinks the job went on from")
         if out["run_exit"] != 128 + signal.SIGINT:
             problems.append(f"run exited {out['run_exit']}, not by the SIGINT that ended the soak")
