@@ -336,6 +336,7 @@ void replay_job(const RunFlags& a) {
   std::error_code ec;
   if (std::filesystem::equivalent(a.train.run_dir, a.replay, ec))
     throw InputError("--replay " + a.replay + ": give another --run-dir than the run replayed");
+  check_same_job(a.replay, a.train);
   replay(replay_legs(a.replay), without_flags(own_command_line(), {"--replay"}), a.train.run_dir);
 }
 

@@ -3,16 +3,62 @@
 #include <signal.h>
 
 #include <cstdio>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
 
 #include "cli/child_processes.h"
 #include "cli/resume_command.h"
+#include "control/job_config_json.h"
 #include "core/common/check.h"
 #include "core/common/strings.h"
 
 namespace mddp::cli {
 namespace {
+
 using namespace std::chrono_literals;
+
+// `j` as "key.sub" -> value text, for a flat comparison.
+void flatten(const nlohmann::json& j, const std::string& prefix,
+             std::map<std::string, std::string>& out) {
+  if (!j.is_object()) {
+    out[prefix] = j.dump();
+    return;
+  }
+  for (const auto& [key, value] : j.items())
+    flatten(value, prefix.empty() ? key : prefix + "." + key, out);
+}
+
 }  // namespace
+
+void check_same_job(const std::filesystem::path& replayed, const train::TrainConfig& here) {
+  const std::filesystem::path dir =
+      std::filesystem::is_directory(replayed) ? replayed : replayed.parent_path();
+  std::ifstream in(dir / "job.json");
+  const nlohmann::json job = nlohmann::json::parse(in, nullptr, false);
+  if (!in || !job.is_object() || !job.contains("config"))
+    throw InputError(str("--replay: no job.json with the job's config in ", dir.string(),
+                         ": the replay could not check it runs the same job"));
+  // What may differ: where things are written and read, and what a failure does.
+  static const std::set<std::string> kFree = {
+      "run_dir",          "resume",    "resume_latest", "from_peers",
+      "stop_after_step",  "min_nproc", "on_failure",    "checkpoint_every",
+      "keep_checkpoints", "log_every", "eval"};
+  std::map<std::string, std::string> there, mine;
+  flatten(job["config"], "", there);
+  flatten(control::job_config_to_json(here), "", mine);
+  std::vector<std::string> diffs;
+  for (const auto& [key, value] : mine) {
+    const auto it = there.find(key);
+    if (kFree.count(key.substr(0, key.find('.'))) || it == there.end() || it->second == value)
+      continue;
+    diffs.push_back(str(key, " ", it->second, " there, ", value, " here"));
+  }
+  if (!diffs.empty())
+    throw InputError(str("--replay: this job is not the one in ", dir.string(), " (",
+                         join(diffs, "; "), "): give the replayed job's flags"));
+}
 
 void replay(const std::vector<ReplayLeg>& legs, const std::vector<std::string>& args,
             const std::string& run_dir) {

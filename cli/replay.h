@@ -13,12 +13,20 @@
 // --run-dir; the others write RUN_DIR/replay/leg-K.
 #pragma once
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
 #include "cli/replay_legs.h"
+#include "core/train/config.h"
 
 namespace mddp::cli {
+
+// Refuses (InputError, naming the differences) a replay whose training
+// config differs from the replayed run's (its job.json, beside the log)
+// in anything that changes the model's bytes; the run directory, resume,
+// checkpoint and logging flags and the failure policy may differ.
+void check_same_job(const std::filesystem::path& replayed, const train::TrainConfig& here);
 
 // Runs the legs as children: `args` is this command's line (argv[0],
 // `run` and its flags, without --replay), `run_dir` its --run-dir. Throws

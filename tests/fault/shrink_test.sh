@@ -18,7 +18,8 @@
 #                                            killed is started again, heals, and all 3 finish.
 #   shrink_test.sh MICRODDP replay           --on-failure heal, three kills (after steps 21, 41 and 61)
 #                                            and two newcomers: `run --replay` of its membership log
-#                                            ends byte for byte where the job ended.
+#                                            ends byte for byte where the job ended; a replay with
+#                                            another job's flags is refused.
 #   shrink_test.sh MICRODDP twice            3 ranks, two kills: down to 1 rank, which finishes.
 #   shrink_test.sh MICRODDP min              --min-nproc 3: a kill fails the job, saying why.
 #   shrink_test.sh MICRODDP run              `run --on-failure shrink`: a worker killed, the run
@@ -192,6 +193,12 @@ PY
       >"$WORK/replay.out" 2>&1 || { cat "$WORK/replay.out"; fail "the replay failed"; }
     expect_in "microddp run --replay: leg [0-9] of [0-9]: steps .* to the end on 2 ranks" "$WORK/replay.out"
     same_checkpoint "$WORK/replay" "$WORK/run" "the replay of three kills and two heals"
+    # Another job's flags: refused, naming the difference.
+    out=$("$BIN" run --on-failure heal "${TRAIN[@]}" --weight-decay 0.5 --steps "$STEPS" --replay "$WORK/run" \
+      --run-dir "$WORK/replay2" 2>&1)
+    [[ $? -eq 1 ]] || fail "a replay with another --weight-decay was not refused"
+    grep -q "^microddp: error: --replay: this job is not the one in .*optim.weight_decay" <<<"$out" ||
+      fail "the refusal does not name the flag: '$out'"
     ;;
   twice)
     start_coordinator 3 "${TRAIN[@]}" --steps "$STEPS" "${HB[@]}" --token s3cret --on-failure shrink --run-dir "$WORK/run"
