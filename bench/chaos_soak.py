@@ -35,25 +35,12 @@ import sys
 import tempfile
 import time
 
+from restart_time import events  # a JSON-lines file, parsed
+
 JOB = ["--dataset", "fashion-mnist", "--width", "128", "--batch", "64",
        "--no-eval", "--log-every", "1000000", "--steps", "100000000", "--http-port", "-1",
        "--optimizer", "adam", "--lr", "0.001", "--seed", "3", "--check-replicas-every", "200",
        "--heartbeat-ms", "200", "--heartbeat-timeout-ms", "2000"]
-
-
-def lines(path):
-    """A JSON-lines file, parsed (a torn last line skipped)."""
-    out = []
-    try:
-        with open(path) as f:
-            for line in f:
-                try:
-                    out.append(json.loads(line))
-                except ValueError:
-                    pass
-    except OSError:
-        pass
-    return out
 
 
 def members(run_dir):
@@ -167,8 +154,8 @@ def soak(a, work):
 
 def report(a, work, s):
     run_dir = s["run_dir"]
-    metrics = lines(os.path.join(run_dir, "metrics.jsonl"))
-    membership = lines(os.path.join(run_dir, "membership.jsonl"))
+    metrics = events(os.path.join(run_dir, "metrics.jsonl"))
+    membership = events(os.path.join(run_dir, "membership.jsonl"))
     analysis = json.loads(subprocess.run([a.microddp, "analyze", run_dir, "--json", "--no-report"],
                                          capture_output=True, text=True, check=True).stdout)
     left = sum(len(m["left"]) for m in membership)
@@ -191,7 +178,7 @@ def report(a, work, s):
         subprocess.run([a.microddp, "run", "--nproc", str(a.nproc), "--run-dir", ref] +
                        [x if x != "100000000" else str(last_step) for x in JOB],
                        stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, check=True)
-        out["reference_loss_tail"] = mean_loss_tail(lines(os.path.join(ref, "metrics.jsonl")), last_step)
+        out["reference_loss_tail"] = mean_loss_tail(events(os.path.join(ref, "metrics.jsonl")), last_step)
     med = lambda xs: sorted(xs)[len(xs) // 2] if xs else float("nan")
     print(f"chaos soak: {a.nproc} ranks, {out['wall_s']:.0f} s, {out['kills']} kills -9, {survived} survived "
           f"({out['shrinks']} shrinks, median {med(out['shrink_s']):.2f} s to the next step), "

@@ -81,16 +81,22 @@ run_ends_without() {
   expect_in "the job finished without rank $1 (signal 9): --on-failure shrink let it go on with fewer ranks" "$WORK/run.out"
 }
 
+# kill_one POLICY: a coordinator (--on-failure POLICY, over DATA) and 3 workers;
+# rank RANK killed -9 after step KILL + 1, and attempt 1's first step; before: the pids.
+kill_one() {
+  # shellcheck disable=SC2046
+  start_coordinator 3 "${TRAIN[@]}" --steps "$STEPS" "${HB[@]}" $(data_plane "$DATA") --token s3cret --on-failure "$1" \
+    --run-dir "$WORK/run"
+  three_workers
+  read -r -a before <<<"$(WAIT_S=60 wait_for formed "$WORK/run" 0 && members "$WORK/run")"
+  kill_at_step "$WORK/run" 0 "$KILL" "$RANK"
+  restarted "$WORK/run" 1
+}
+
 case "$SCENARIO" in
   kill)
     RANK="$3" DATA="$4"
-    # shellcheck disable=SC2046
-    start_coordinator 3 "${TRAIN[@]}" --steps "$STEPS" "${HB[@]}" $(data_plane "$DATA") --token s3cret --on-failure shrink \
-      --run-dir "$WORK/run"
-    three_workers
-    read -r -a before <<<"$(WAIT_S=60 wait_for formed "$WORK/run" 0 && members "$WORK/run")"
-    kill_at_step "$WORK/run" 0 "$KILL" "$RANK"
-    restarted "$WORK/run" 1
+    kill_one shrink
     survivors=()
     for r in 0 1 2; do (( r == RANK )) || survivors+=("${W[r]}"); done
     all_exit 0 "${survivors[@]}" "$COORD_PID"
@@ -121,13 +127,7 @@ case "$SCENARIO" in
     ;;
   heal)
     RANK="$3" DATA="$4"
-    # shellcheck disable=SC2046
-    start_coordinator 3 "${TRAIN[@]}" --steps "$STEPS" "${HB[@]}" $(data_plane "$DATA") --token s3cret --on-failure heal \
-      --run-dir "$WORK/run"
-    three_workers
-    read -r -a before <<<"$(WAIT_S=60 wait_for formed "$WORK/run" 0 && members "$WORK/run")"
-    kill_at_step "$WORK/run" 0 "$KILL" "$RANK"
-    restarted "$WORK/run" 1
+    kill_one heal
     WAIT_S=120 wait_for all_held 2 41 || fail "the survivors did not hold after step 41"
     HEAL_AT=$(now_ms)
     RANK=$RANK start_worker newcomer --token s3cret  # asks for its old rank: it gets the last
