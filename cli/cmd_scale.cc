@@ -194,7 +194,8 @@ void measure_points(const ScaleFlags& a, std::vector<Point>& points) {
     for (Point& p : points) {
       const std::string name = str(scaling_name(p.scaling), "-n", p.n, "-r", round);
       const fs::path dir = fs::path(a.out) / name;
-      fs::remove_all(dir);
+      std::error_code gone;  // a point of an earlier study; another may be removing it too
+      fs::remove_all(dir, gone);
       std::vector<std::string> args = {"microddp",  "run",
                                        "--nproc",   std::to_string(p.n),
                                        "--batch",   std::to_string(p.global_batch),
