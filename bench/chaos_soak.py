@@ -35,7 +35,7 @@ import sys
 import tempfile
 import time
 
-from restart_time import events  # a JSON-lines file, parsed
+from restart_time import events, interrupt  # a JSON-lines file parsed; `run` stopped
 
 JOB = ["--dataset", "fashion-mnist", "--width", "128", "--batch", "64",
        "--no-eval", "--log-every", "1000000", "--steps", "100000000", "--http-port", "-1",
@@ -136,13 +136,7 @@ def soak(a, work):
         rss_end = rss_kb(coord)
         wall = time.monotonic() - start
     finally:
-        if run.poll() is None:
-            run.send_signal(signal.SIGINT)
-        try:
-            run.wait(60)
-        except subprocess.TimeoutExpired:
-            run.kill()
-            run.wait()
+        interrupt(run, 60)
     time.sleep(0.5)
     leftovers = subprocess.run(["pgrep", "-f", run_dir], capture_output=True, text=True).stdout.split()
     temps = [f for f in os.listdir(run_dir) if ".tmp" in f]

@@ -173,12 +173,18 @@ def heal_try(binary, victim, state_mb, work):
         return {"pause": (first_ns - grow_ns) / 1e9 - step_s, "step": step_s, "mb": float(copy.group(3)),
                 "copy": float(copy.group(4)), "check": float(copy.group(5)), "sources": int(copy.group(2))}
     finally:
+        interrupt(p, 30)
+
+
+def interrupt(p, timeout):
+    """Stops `run` process p as Ctrl-C would (it stops its children), or kills it after `timeout` s."""
+    if p.poll() is None:
         p.send_signal(signal.SIGINT)
-        try:
-            p.wait(30)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
+    try:
+        p.wait(timeout)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
 
 
 def allreduce_busbw(binary, work):

@@ -236,20 +236,23 @@ int Job::joined() const {
 
 std::string Job::config_for(int attempt) const {
   if (attempt <= first_attempt_) return options_.config_json;
-  nlohmann::json config = nlohmann::json::parse(options_.config_json, nullptr, false);
-  if (!config.is_object()) return options_.config_json;
-  std::lock_guard lock(mu_);
-  if (reformed_.count(attempt))
-    config["from_peers"] = true;  // the state is in the survivors' memory
-  else
-    config["resume_latest"] = true;
-  return config.dump();
+  bool reformed;
+  {
+    std::lock_guard lock(mu_);
+    reformed = reformed_.count(attempt) > 0;
+  }
+  // From the survivors' memory, or from the newest checkpoint.
+  return config_with(reformed ? "from_peers" : "resume_latest");
 }
 
 std::string Job::newcomer_config() const {
+  return config_with("from_peers");
+}
+
+std::string Job::config_with(const char* flag) const {
   nlohmann::json config = nlohmann::json::parse(options_.config_json, nullptr, false);
   if (!config.is_object()) return options_.config_json;
-  config["from_peers"] = true;
+  config[flag] = true;
   return config.dump();
 }
 
@@ -301,10 +304,11 @@ void Job::join_attempt(JoinRequest request, TimePoint deadline, TimePoint now,
     attempt = attempts_.back();
     const std::pair<std::string, int64_t> who{request.host, request.pid};
     const bool reforming = !attempt->formed() && !survivors_.empty();
+    const bool member = survivors_.count(who) || newcomers_.count(who);  // of a re-form
     // A survivor's rank is the place of its old one among theirs; a newcomer's, after them.
     if (reforming && survivors_.count(who)) request.requested_rank = survivors_.at(who);
     if (reforming && newcomers_.count(who)) request.requested_rank = -1;
-    if (reforming && !survivors_.count(who) && !newcomers_.count(who) && !options_.heal) {
+    if (reforming && !member && !options_.heal) {
       const std::string why =
           str("attempt ", attempt->number(), " re-forms from the survivors of attempt ",
               attempt->number() - 1,
@@ -313,7 +317,6 @@ void Job::join_attempt(JoinRequest request, TimePoint deadline, TimePoint now,
       return;
     }
     const bool live = !state_.status().terminal();
-    const bool member = survivors_.count(who) || newcomers_.count(who);
     // A newcomer to a running job first builds its model, while the job
     // trains on; it is parked once it joins again, ready (Note [Healing]).
     if (options_.heal && live && !request.ready && !member && (attempt->formed() || reforming)) {
@@ -328,8 +331,8 @@ void Job::join_attempt(JoinRequest request, TimePoint deadline, TimePoint now,
     // The attempt runs (or re-forms without it): a worker waits for the next
     // one while one may come. With heal, the next comes once this one runs
     // (grow_if_joined), unless it already has every rank.
-    if (live && ((attempt->formed() && (restarts_.left() || options_.heal)) ||
-                 (reforming && !survivors_.count(who) && !newcomers_.count(who)))) {
+    if (live &&
+        ((attempt->formed() && (restarts_.left() || options_.heal)) || (reforming && !member))) {
       spdlog::info("host {} pid {} waits for the next attempt: attempt {} {}", request.host,
                    request.pid, attempt->number(),
                    attempt->formed() ? "runs" : "re-forms from the survivors first");

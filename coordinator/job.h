@@ -207,6 +207,8 @@ class Job {
   // attempt and the status it is told; else nullopt, `reply` saying why.
   std::optional<Caller> status_caller(const std::string& session, Reply& reply) const;
   std::shared_ptr<Attempt> current() const;
+  // The job's config with boolean `flag` set (as given when it is no JSON object).
+  std::string config_with(const char* flag) const;
   // How the next attempt forms: every rank starts again (kRestart), or the
   // survivors re-form in their processes without the rank at fault
   // (kShrink) or with the workers that joined (kGrow).
