@@ -76,6 +76,7 @@
 #include "core/comm/transport/frame.h"
 #include "core/comm/transport/pending_frames.h"
 #include "core/common/hmac.h"
+#include "core/common/sanitizers.h"
 
 namespace mddp::comm {
 
@@ -166,7 +167,7 @@ void ring_doorbell(SegmentHeader* h) {
 // fences, so there a seq_cst read-modify-write of `a` stands in for one
 // (slower: it takes the cache line exclusive).
 inline uint32_t load_after_barrier(std::atomic<uint32_t>& a) {
-#if defined(__SANITIZE_THREAD__)
+#if defined(MDDP_TSAN)
   return a.fetch_add(0, std::memory_order_seq_cst);
 #else
   std::atomic_thread_fence(std::memory_order_seq_cst);
@@ -527,20 +528,25 @@ void ShmTransport::sleep(Op* ops, int count, Deadline deadline) {
 
 void ShmTransport::check_peers_alive(Op* ops, int count) {
   for (int i = 0; i < count; ++i) {
-    if (ops[i].finished || could_advance(ops[i])) continue;
+    if (ops[i].finished) continue;
     Channel& c = *ops[i].ch;
+    // The peer's end first, then the ring: a peer that wrote its last bytes
+    // and exited between a look at the ring and a look at the peer left
+    // them there to take; only an op with nothing left to take fails.
+    const bool closed = c.peer_header->closed.load(std::memory_order_acquire);
+    const bool gone = !closed && shm::liveness(c.owner) == shm::Liveness::kGone;
+    if (!(closed || gone) || could_advance(ops[i])) continue;
     const char* doing = ops[i].sending ? "sending" : "receiving";
-    if (c.peer_header->closed.load(std::memory_order_acquire))
+    if (closed)
       fail(c,
            str("rank ", c.peer, " closed its transport while rank ", rank_, " was ", doing, " ",
                ops[i].bytes, " bytes (", ops[i].done,
                " done): it exited or left the collective early"),
            PeerFault::kClosed);
-    if (shm::liveness(c.owner) == shm::Liveness::kGone)
-      fail(c,
-           str("rank ", c.peer, " (pid ", c.owner.pid, ") died while rank ", rank_, " was ", doing,
-               " ", ops[i].bytes, " bytes (", ops[i].done, " done); see its log or exit status"),
-           PeerFault::kDied);
+    fail(c,
+         str("rank ", c.peer, " (pid ", c.owner.pid, ") died while rank ", rank_, " was ", doing,
+             " ", ops[i].bytes, " bytes (", ops[i].done, " done); see its log or exit status"),
+         PeerFault::kDied);
   }
 }
 
