@@ -86,6 +86,17 @@ build() {
   cmake --build "$dir" -j "$JOBS" "${targets[@]}"
 }
 
+# configure_fuzz DIR [core]: the clang build of scripts/fuzz (libFuzzer; every
+# library and test under ASan + UBSan); "core" builds core/ only, which is
+# also what scripts/test runs its AddressSanitizer tests from.
+configure_fuzz() {
+  local dir="$1" core=()
+  [[ "${2:-}" == core ]] && core=(-DMICRODDP_CORE_ONLY=ON)
+  say "configuring $dir (clang-14, libFuzzer, ASan + UBSan)"
+  configure "$dir" -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 -DMICRODDP_FUZZ=ON \
+    -DMICRODDP_CUDA=OFF "${core[@]}"
+}
+
 configure_and_build() {
   local dir="$1"
   shift

@@ -9,6 +9,7 @@
 #include <iterator>
 
 #include "core/comm/gloo/gloo.h"
+#include "core/common/sanitizers.h"
 #include "core/common/test_mutation.h"
 #include "core/common/timer.h"
 #include "core/ddp/sharded_sync.h"
@@ -162,7 +163,7 @@ void DistributedTrainer::set_up(bool reformed) {
                                                   *sharded, *comm_, trainer_->optimizer());
     sharded_optimizer_ = opt.get();
     trainer_->set_optimizer(std::move(opt));
-#if !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
+#if !defined(MDDP_TSAN) && !defined(MDDP_ASAN)
     // glibc would keep the unsharded state's freed heap pages resident. (A
     // sanitizer replaces malloc, and glibc's trim would walk arenas it never made.)
     malloc_trim(0);

@@ -12,7 +12,8 @@ namespace {
 class AllReduceTest : public ::testing::TestWithParam<WorldParam> {};
 
 TEST_P(AllReduceTest, EveryAlgorithmOpDtypeAndCount) {
-  const auto [kind, n] = GetParam();
+  const TransportKind kind = GetParam().kind;
+  const int n = GetParam().world;
   with_comms(kind, n, [&](Communicator& comm) {
     for (auto algo : {Algorithm::kRing, Algorithm::kNaive, Algorithm::kTree, Algorithm::kDoubling,
                       Algorithm::kAuto})

@@ -20,7 +20,8 @@ std::vector<int> roots(int n) {
 }
 
 TEST_P(CollectivesTest, ReduceScatter) {
-  const auto [kind, n] = GetParam();
+  const TransportKind kind = GetParam().kind;
+  const int n = GetParam().world;
   with_comms(kind, n, [&](Communicator& comm) {
     const int r = comm.rank();
     for (auto op : kOps)
@@ -45,7 +46,8 @@ TEST_P(CollectivesTest, ReduceScatter) {
 }
 
 TEST_P(CollectivesTest, AllGather) {
-  const auto [kind, n] = GetParam();
+  const TransportKind kind = GetParam().kind;
+  const int n = GetParam().world;
   with_comms(kind, n, [&](Communicator& comm) {
     const int r = comm.rank();
     for (auto t : kDtypes)
@@ -63,7 +65,8 @@ TEST_P(CollectivesTest, AllGather) {
 }
 
 TEST_P(CollectivesTest, BroadcastFromEveryRootKind) {
-  const auto [kind, n] = GetParam();
+  const TransportKind kind = GetParam().kind;
+  const int n = GetParam().world;
   with_comms(kind, n, [&](Communicator& comm) {
     for (int root : roots(n))
       for (auto t : kDtypes)
@@ -79,7 +82,8 @@ TEST_P(CollectivesTest, BroadcastFromEveryRootKind) {
 }
 
 TEST_P(CollectivesTest, Reduce) {
-  const auto [kind, n] = GetParam();
+  const TransportKind kind = GetParam().kind;
+  const int n = GetParam().world;
   with_comms(kind, n, [&](Communicator& comm) {
     for (int root : roots(n))
       for (auto op : kOps)
@@ -97,7 +101,8 @@ TEST_P(CollectivesTest, Reduce) {
 }
 
 TEST_P(CollectivesTest, ScatterAndGather) {
-  const auto [kind, n] = GetParam();
+  const TransportKind kind = GetParam().kind;
+  const int n = GetParam().world;
   with_comms(kind, n, [&](Communicator& comm) {
     const int r = comm.rank();
     for (int root : roots(n))
@@ -131,7 +136,8 @@ TEST_P(CollectivesTest, ScatterAndGather) {
 // No rank leaves a barrier before every rank has entered it: each rank
 // counts itself in, and after the barrier must see all n.
 TEST_P(CollectivesTest, BarrierWaitsForEveryRank) {
-  const auto [kind, n] = GetParam();
+  const TransportKind kind = GetParam().kind;
+  const int n = GetParam().world;
   for (int round = 0; round < 3; ++round) {
     std::atomic<int> arrived{0};
     with_comms(kind, n, [&](Communicator& comm) {
@@ -149,7 +155,8 @@ TEST_P(CollectivesTest, BarrierWaitsForEveryRank) {
 // so every send meets a posted receive (one progress thread per rank runs
 // its queue in order, and a transport need not buffer a whole message).
 TEST_P(CollectivesTest, SendRecvRing) {
-  const auto [kind, n] = GetParam();
+  const TransportKind kind = GetParam().kind;
+  const int n = GetParam().world;
   if (n == 1) GTEST_SKIP() << "no peer to talk to";
   with_comms(kind, n, [&](Communicator& comm) {
     const int r = comm.rank(), right = (r + 1) % n, left = (r + n - 1) % n;

@@ -191,11 +191,13 @@ INSTANTIATE_TEST_SUITE_P(Layouts, HierarchicalTest, ::testing::ValuesIn(layouts(
 // `auto` is hierarchical exactly on several hosts with several ranks on one;
 // elsewhere the flat rule's choice.
 TEST(HierarchicalAuto, PicksHierarchicalOnlyWhereHostsShareRanks) {
-  for (const auto& [hosts, want] :
+  for (const auto& [layout_hosts, hierarchical] :
        std::vector<std::pair<std::vector<std::string>, bool>>{{layout({2, 2}), true},
                                                               {layout({1, 2}), true},
                                                               {layout({3}), false},
                                                               {layout({1, 1, 1}), false}}) {
+    const auto& hosts = layout_hosts;  // (not the binding: clang 14 cannot capture one)
+    const bool want = hierarchical;
     with_hosts(hosts, Algorithm::kAuto, [&](Communicator& c) {
       float x = 1;
       c.all_reduce(&x, 1, DataType::kFloat32, ReduceOp::kSum)->wait();

@@ -155,7 +155,9 @@ TEST_P(StepsTest, DoublingExchangesWithPartners) {
         {{R, 1, 5, 5}, {R, 2, 0, 0}},
         {{R, 1, 4, 4}, {R, 2, 2, 2}}}}};
   constexpr int64_t kCount = 5;
-  for (const auto& [n, want] : worlds) {
+  for (const auto& world : worlds) {
+    const int n = world.first;
+    const auto& want = world.second;
     with_comms(GetParam(), n, [&](Communicator& c) {
       const int r = c.rank();
       std::vector<float> data(kCount, 1.0f);

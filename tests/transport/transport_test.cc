@@ -61,7 +61,8 @@ class ExchangeTest : public ::testing::TestWithParam<Case> {};
 // (i, j), i sends first and j receives first. Deadlock-free: the earliest
 // unfinished pair always has both its ranks at it.
 TEST_P(ExchangeTest, EveryPairSendRecvExactBytes) {
-  const auto [kind, n] = GetParam();
+  const TransportKind kind = GetParam().kind;
+  const int n = GetParam().size;
   with_transports(
       kind, n,
       [&](int rank, Transport& t) {
@@ -88,7 +89,8 @@ TEST_P(ExchangeTest, EveryPairSendRecvExactBytes) {
 
 // Round k: send to rank+k while receiving from rank-k, all ranks at once.
 TEST_P(ExchangeTest, AllToAllSendRecvExactBytes) {
-  const auto [kind, n] = GetParam();
+  const TransportKind kind = GetParam().kind;
+  const int n = GetParam().size;
   with_transports(
       kind, n,
       [&](int rank, Transport& t) {

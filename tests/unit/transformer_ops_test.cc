@@ -152,7 +152,8 @@ Doubles layernorm_ref(const Doubles& x, const std::vector<float>& w, const std::
 
 TEST_P(LayerNorm, ForwardAndBackwardMatchTheDoubleFormula) {
   Rng rng(3);
-  for (auto [n, c] : {std::pair<int64_t, int64_t>{1, 1}, {3, 8}, {5, 13}}) {
+  for (const auto& shape : {std::pair<int64_t, int64_t>{1, 1}, {3, 8}, {5, 13}}) {
+    const int64_t n = shape.first, c = shape.second;  // (lambdas below capture them)
     SCOPED_TRACE(str("N ", n, " C ", c));
     Tensor x = put(random_tensor({n, c}, rng, -2, 2)), w = put(random_tensor({c}, rng)),
            b = put(random_tensor({c}, rng));
@@ -259,7 +260,8 @@ Doubles causal_softmax_ref(const Doubles& s, int64_t n, int64_t t) {
 
 TEST_P(CausalSoftmax, ForwardAndBackwardMatchTheMaskedSoftmax) {
   Rng rng(6);
-  for (auto [n, t] : {std::pair<int64_t, int64_t>{1, 1}, {2, 5}, {3, 8}}) {
+  for (const auto& shape : {std::pair<int64_t, int64_t>{1, 1}, {2, 5}, {3, 8}}) {
+    const int64_t n = shape.first, t = shape.second;  // (lambdas below capture them)
     SCOPED_TRACE(str("N ", n, " T ", t));
     Tensor s = put(random_tensor({n, t, t}, rng, -3, 3));
     const auto sv = s.to_vector();

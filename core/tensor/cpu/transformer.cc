@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/common/sanitizers.h"
 #include "core/tensor/cpu/kernels.h"
 #include "core/tensor/cpu/vectorize.h"
 #include "core/tensor/dropout_mask.h"
@@ -15,7 +16,7 @@
 // barriers (libgomp is not built with it) and would report every parallel
 // loop as a race; under it the loops run on one thread, which gives the same
 // results (each row is computed by one thread either way).
-#if defined(__SANITIZE_THREAD__)
+#if defined(MDDP_TSAN)
 #define MDDP_PARALLEL_ROWS
 #else
 #define MDDP_PARALLEL_ROWS _Pragma("omp parallel for schedule(static)")

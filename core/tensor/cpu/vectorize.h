@@ -9,14 +9,16 @@
 #include <cmath>
 #include <cstdint>
 
+#include "core/common/sanitizers.h"
+
 // Note [Kernel clones]: the portable build targets baseline x86-64 (SSE2),
 // so each element-wise loop is also compiled for AVX2 and the CPU picks the
 // clone at load time (GCC target_clones, an ifunc). The clones compute the
 // same values: the loops are element-wise (no reassociation) and AVX2 alone
 // does not contract a*b+c into FMA. Off under the sanitizers: their runtimes
 // are not ready when ifunc resolvers run at load time (TSan crashes).
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
-    !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(MDDP_TSAN) && \
+    !defined(MDDP_ASAN)
 #define MDDP_VECTOR_KERNEL __attribute__((target_clones("avx2", "default")))
 #else
 #define MDDP_VECTOR_KERNEL
