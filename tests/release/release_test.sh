@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The relocatable release (scripts/bundle) in a bare root: a debootstrap
 # --variant=minbase Debian, which has glibc and libstdc++ and none of
-# microddp's libraries (gRPC, protobuf, oneDNN, OpenBLAS, gloo, ...). The
+# microddp's libraries (oneDNN, OpenBLAS, gloo, spdlog, ...). The
 # release is unpacked in a user's home there and run as that user, not root:
 #   1. `ldd` finds every library of bin/microddp inside the release;
 #   2. `microddp --help`, a `train --steps 20` on Fashion-MNIST copied in,
@@ -84,8 +84,8 @@ grep -q "all 2 ranks finished" "$WORK/run.txt" || { tail -n 20 "$WORK/run.txt"; 
 say "--help, train --steps 20 and run --nproc 2 ran as user $USER_ID"
 
 # ---- 3. a missing library is named ---------------------------------------------------
-victim="$(ls "$ROOTFS/home/user/$NAME/lib" | grep -m1 '^libprotobuf\.so')"
-[[ -n "$victim" ]] || fail "the release has no libprotobuf"
+victim="$(ls "$ROOTFS/home/user/$NAME/lib" | grep -m1 '^libdnnl\.so')"
+[[ -n "$victim" ]] || fail "the release has no libdnnl"
 mv "$ROOTFS/home/user/$NAME/lib/$victim" "$WORK/"
 if as_user "$MDDP" --help >"$WORK/broken.txt" 2>&1; then fail "ran without $victim"; fi
 grep -q "$victim" "$WORK/broken.txt" || { cat "$WORK/broken.txt"; fail "the failure does not name $victim"; }
