@@ -80,10 +80,14 @@ std::string read_exactly(const Fd& fd, std::size_t n) {
   std::string out;
   while (out.size() < n) {
     pollfd p{fd.get(), POLLIN, 0};
-    if (::poll(&p, 1, 10'000) != 1) return "";
     char buf[256];
-    ssize_t got = ::recv(fd.get(), buf, std::min(sizeof buf, n - out.size()), 0);
-    if (got <= 0) return "";
+    const ssize_t got = ::poll(&p, 1, 10'000) == 1
+                            ? ::recv(fd.get(), buf, std::min(sizeof buf, n - out.size()), 0)
+                            : 0;
+    if (got <= 0) {  // nothing within 10 s, or closed: "" (one return: gcc 12 misreads two)
+      out.clear();
+      break;
+    }
     out.append(buf, static_cast<std::size_t>(got));
   }
   return out;
