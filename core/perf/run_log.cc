@@ -115,19 +115,19 @@ void apply_event(const nlohmann::json& j, std::vector<StepMetrics>& out,
                  std::vector<int>& attempt_of, std::vector<RestartEvent>* restarts,
                  int& world_size) {
   const std::string kind = str_or(j, "kind");
-  const int attempt = j.value("attempt", 0);
+  const int attempt = number_at<int>(j, "attempt").value_or(0);
   if (kind == "restart" && restarts)
-    restarts->push_back({attempt, str_or(j, "cause"), j.value("rank", -1), str_or(j, "host"),
-                         str_or(j, "message"), -1, 0, world_size, 0, j.value("shrink", false),
-                         j.value("grow", false)});
+    restarts->push_back({attempt, str_or(j, "cause"), number_at<int>(j, "rank").value_or(-1),
+                         str_or(j, "host"), str_or(j, "message"), -1, 0, world_size, 0,
+                         j.value("shrink", false), j.value("grow", false)});
   if (kind == "attempt") {
-    world_size = j.value("world_size", 0);
+    world_size = number_at<int>(j, "world_size").value_or(0);
     if (restarts)
       for (auto& r : *restarts)
         if (r.attempt == attempt) r.world_size = world_size;
   }
   if (kind != "resume") return;
-  const int64_t from = j.value("from_step", int64_t{0});
+  const int64_t from = number_at<int64_t>(j, "from_step").value_or(0);
   std::size_t kept = 0;
   for (std::size_t i = 0; i < out.size(); ++i)
     if (!(attempt_of[i] < attempt && out[i].step > from)) {
@@ -140,7 +140,7 @@ void apply_event(const nlohmann::json& j, std::vector<StepMetrics>& out,
     for (auto& r : *restarts)
       if (r.attempt == attempt) {
         r.resumed_from_step = from;
-        r.steps_lost = j.value("steps_lost", int64_t{0});
+        r.steps_lost = number_at<int64_t>(j, "steps_lost").value_or(0);
       }
 }
 
@@ -150,17 +150,18 @@ MembershipChange membership_change(const nlohmann::json& j) {
     std::vector<std::string> out;
     if (ranks.is_array())
       for (const auto& r : ranks)
-        out.push_back(str("rank ", r.value("rank", -1), " (host ", str_or(r, "host"), ", pid ",
-                          r.value("pid", int64_t{0}), ")"));
+        out.push_back(str("rank ", number_at<int>(r, "rank").value_or(-1), " (host ",
+                          str_or(r, "host"), ", pid ", number_at<int64_t>(r, "pid").value_or(0),
+                          ")"));
     return out;
   };
-  return {j.value("attempt", 0),
-          j.value("from_step", int64_t{0}),
+  return {number_at<int>(j, "attempt").value_or(0),
+          number_at<int64_t>(j, "from_step").value_or(0),
           str_or(j, "how"),
-          j.value("world_size", 0),
+          number_at<int>(j, "world_size").value_or(0),
           who(j.value("left", nlohmann::json())),
           who(j.value("joined", nlohmann::json())),
-          j.value("to_first_step_s", 0.0)};
+          number_at<double>(j, "to_first_step_s").value_or(0.0)};
 }
 
 }  // namespace
@@ -199,7 +200,8 @@ std::vector<StepMetrics> parse_metrics(std::istream& in, const std::string& name
       apply_event(j, out, attempt_of, restarts, world_size);
       if (events && str_or(j, "kind") == "membership")
         events->membership.push_back(membership_change(j));
-      if (str_or(j, "kind") == "attempt") size_of[j.value("attempt", 0)] = world_size;
+      if (str_or(j, "kind") == "attempt")
+        size_of[number_at<int>(j, "attempt").value_or(0)] = world_size;
       continue;
     }
     if (!j.contains("rank") || !j.contains("step"))
@@ -218,7 +220,7 @@ std::vector<StepMetrics> parse_metrics(std::istream& in, const std::string& name
     const StepMetrics& m = out.back();
     if (events && !m.eval)
       events->goodput.add(attempt_of.back(), m.step, m.step_ms,
-                          j.value("time_unix_ns", int64_t{0}));
+                          number_at<int64_t>(j, "time_unix_ns").value_or(0));
   }
   // An elastic job that changed size: the steps of one size only, the last.
   const auto other = [&](std::size_t i) {
