@@ -733,6 +733,38 @@ TEST_P(Optimizers, SgdAndAdamMatchDoubleFormulas) {
   EXPECT_TRUE(all_close("adam param", p_want, p.to_vector(), 1e-5, 1e-6));
 }
 
+// The CPU's Adam and AdamW loops are vectorised (and cloned for AVX2): the
+// whole array in one call, whose body runs several elements per
+// instruction, gives the same bits as a call per element, which runs only
+// the scalar remainder. Element-wise arithmetic with no reassociation and
+// a correctly rounded sqrt cannot differ; this holds the build to that.
+TEST(AdamCpu, VectorisedLoopGivesTheBitsOfOneElementAtATime) {
+  Rng rng(53);
+  const int64_t n = 1003;  // a vector body and a remainder at any width
+  const Tensor g = random_tensor({n}, rng), p0 = random_tensor({n}, rng),
+               m0 = random_tensor({n}, rng), v0 = random_tensor({n}, rng, 0.0f, 1.0f);
+  for (const bool decoupled : {false, true}) {
+    SCOPED_TRACE(decoupled ? "adamw" : "adam");
+    const auto update = [&](Tensor& p, const Tensor& gi, Tensor& m, Tensor& v) {
+      if (decoupled)
+        ops::adamw_update(p, gi, m, v, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, 7);
+      else
+        ops::adam_update(p, gi, m, v, 1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f, 7);
+    };
+    const auto copy = [&](const Tensor& t) { return Tensor::from_vector({n}, t.to_vector()); };
+    Tensor p = copy(p0), m = copy(m0), v = copy(v0);
+    update(p, g, m, v);
+    Tensor p1 = copy(p0), m1 = copy(m0), v1 = copy(v0);
+    for (int64_t i = 0; i < n; ++i) {
+      Tensor pi = p1.view(i, {1}), mi = m1.view(i, {1}), vi = v1.view(i, {1});
+      update(pi, g.view(i, {1}), mi, vi);
+    }
+    EXPECT_TRUE(bitwise_equal(p.to_vector(), p1.to_vector()));
+    EXPECT_TRUE(bitwise_equal(m.to_vector(), m1.to_vector()));
+    EXPECT_TRUE(bitwise_equal(v.to_vector(), v1.to_vector()));
+  }
+}
+
 // ---- transfers -------------------------------------------------------------
 
 // Tensor::to and ops::copy move values between the host and the device exactly,
