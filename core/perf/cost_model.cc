@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/common/check.h"
+#include "core/common/json_number.h"
 
 namespace mddp::perf {
 namespace {
@@ -138,6 +139,37 @@ std::filesystem::path default_fit_path() {
   return std::filesystem::path(home && *home ? home : ".") / ".cache/microddp/alpha_beta.json";
 }
 
+namespace {
+
+// One fit as the file has it; every number read through json_number (a
+// world size of 1e10 or 2.5 is refused, not converted with undefined
+// behaviour), and a fit that predicts nothing sensible (a negative latency,
+// a bandwidth of zero, an unknown algorithm) is refused too.
+LinkFit parse_fit(const nlohmann::json& f) {
+  const auto number = [&](const char* key) {
+    const std::optional<double> x = json_number<double>(f.at(key));
+    if (!x) throw InputError(str("\"", key, "\" is not a number"));
+    return *x;
+  };
+  const std::optional<int> world = json_number<int>(f.at("world_size"));
+  if (!world || *world < 1) throw InputError("\"world_size\" is not a whole number of ranks");
+  const double alpha_us = number("alpha_us"), beta_gbps = number("beta_gbps");
+  // From a nanosecond to 1000 s a message, from 1 kB/s to 1 PB/s: beyond
+  // either end a prediction is meaningless (or infinite).
+  if (!(alpha_us >= 0 && alpha_us <= 1e9 && beta_gbps >= 1e-6 && beta_gbps <= 1e6))
+    throw InputError(str("alpha_us ", alpha_us, " and beta_gbps ", beta_gbps,
+                         " are no link: want 0 <= alpha_us <= 1e9, 1e-6 <= beta_gbps <= 1e6"));
+  const LinkFit fit{f.at("transport").get<std::string>(),
+                    f.at("algorithm").get<std::string>(),
+                    *world,
+                    {alpha_us * 1e-6, beta_gbps * 1e9},
+                    f.contains("r2") ? json_number<double>(f["r2"]).value_or(0.0) : 0.0};
+  allreduce_seconds(fit.algorithm, 0, fit.world_size, fit.link);  // an unknown algorithm throws
+  return fit;
+}
+
+}  // namespace
+
 std::vector<LinkFit> load_fits(const std::filesystem::path& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
@@ -145,19 +177,18 @@ std::vector<LinkFit> load_fits(const std::filesystem::path& path) {
         str(path.string(), ": is a directory, not a fit file of `microddp bench allreduce --fit`"));
   std::ifstream in(path);
   if (!in) return {};
+  const auto refuse = [&](const std::string& why) {
+    return InputError(
+        str(path.string(), ": not a fit file of `microddp bench allreduce --fit` (", why, ")"));
+  };
   std::vector<LinkFit> fits;
   try {
     const nlohmann::json j = nlohmann::json::parse(in);
-    for (const auto& f : j.at("fits"))
-      fits.push_back(
-          {f.at("transport").get<std::string>(),
-           f.at("algorithm").get<std::string>(),
-           f.at("world_size").get<int>(),
-           {f.at("alpha_us").get<double>() * 1e-6, f.at("beta_gbps").get<double>() * 1e9},
-           f.value("r2", 0.0)});
+    for (const auto& f : j.at("fits")) fits.push_back(parse_fit(f));
   } catch (const nlohmann::json::exception& e) {
-    throw InputError(str(path.string(), ": not a fit file of `microddp bench allreduce --fit` (",
-                         e.what(), ")"));
+    throw refuse(e.what());
+  } catch (const InputError& e) {
+    throw refuse(e.what());
   }
   return fits;
 }

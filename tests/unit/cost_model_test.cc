@@ -261,7 +261,23 @@ TEST_F(FitFile, SaveLoadRoundTripReplacesSameKeyKeepsOthers) {
 
 TEST_F(FitFile, BadFileIsAnInputErrorNamingThePath) {
   const auto path = dir_ / "bad.json";
-  for (const char* text : {"not json", "{\"fits\": [{\"transport\": \"tcp\"}]}", "{}"}) {
+  const auto fit = [](const std::string& fields) {
+    return R"({"fits": [{"transport": "tcp", "algorithm": "ring", )" + fields + "}]}";
+  };
+  const std::vector<std::string> texts{
+      "not json", R"({"fits": [{"transport": "tcp"}]})", "{}",
+      // Numbers that do not fit (1e10 ranks was undefined behaviour, 2.5
+      // and -2 converted silently), and links that predict nothing.
+      fit(R"("world_size": 1e10, "alpha_us": 1, "beta_gbps": 1)"),
+      fit(R"("world_size": 2.5, "alpha_us": 1, "beta_gbps": 1)"),
+      fit(R"("world_size": -2, "alpha_us": 1, "beta_gbps": 1)"),
+      fit(R"("world_size": 2, "alpha_us": -1, "beta_gbps": 1)"),
+      fit(R"("world_size": 2, "alpha_us": 1, "beta_gbps": 0)"),
+      fit(R"("world_size": 2, "alpha_us": "1", "beta_gbps": 1)"),
+      fit(R"("world_size": 2, "alpha_us": 1e300, "beta_gbps": 1)"),
+      R"({"fits": [{"transport": "tcp", "algorithm": "butterfly", "world_size": 2, )"
+      R"("alpha_us": 1, "beta_gbps": 1}]})"};
+  for (const std::string& text : texts) {
     std::ofstream(path) << text;
     try {
       load_fits(path);
