@@ -1,8 +1,8 @@
 // What makes a CPU kernel's loop vectorise (cpu/kernels.cc, cpu/transformer.cc):
 // the AVX2 clones of Note [Kernel clones], -fno-math-errno (a sqrt that may
 // set errno is a branch to libm per element: Adam ran scalar and 2.3x slower),
-// and a tanh the compiler can vectorise (the C library's is a scalar call: GPT-2's GELU spent 40%
-// of a training step of the default GPT in tanhf).
+// and a tanh the compiler can vectorise (the C library's is a scalar call:
+// GPT-2's GELU spent 40% of a training step of the default GPT in tanhf).
 #pragma once
 
 #include <algorithm>
