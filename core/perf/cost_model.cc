@@ -154,11 +154,11 @@ LinkFit parse_fit(const nlohmann::json& f) {
   const std::optional<int> world = json_number<int>(f.at("world_size"));
   if (!world || *world < 1) throw InputError("\"world_size\" is not a whole number of ranks");
   const double alpha_us = number("alpha_us"), beta_gbps = number("beta_gbps");
-  // From a nanosecond to 1000 s a message, from 1 kB/s to 1 PB/s: beyond
-  // either end a prediction is meaningless (or infinite).
-  if (!(alpha_us >= 0 && alpha_us <= 1e9 && beta_gbps >= 1e-6 && beta_gbps <= 1e6))
+  // Bounds that keep every prediction finite (a latency of up to 11 days a
+  // message, a bandwidth of at least a millibyte a second), not plausible.
+  if (!(alpha_us >= 0 && alpha_us <= 1e12 && beta_gbps >= 1e-12))
     throw InputError(str("alpha_us ", alpha_us, " and beta_gbps ", beta_gbps,
-                         " are no link: want 0 <= alpha_us <= 1e9, 1e-6 <= beta_gbps <= 1e6"));
+                         " are no link: want 0 <= alpha_us <= 1e12 and beta_gbps >= 1e-12"));
   const LinkFit fit{f.at("transport").get<std::string>(),
                     f.at("algorithm").get<std::string>(),
                     *world,
