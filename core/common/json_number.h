@@ -36,4 +36,10 @@ std::optional<T> json_number(const nlohmann::json& v) {
   }
 }
 
+// j[key] as T when j has the key and its value is a number that fits T, else nullopt.
+template <typename T>
+std::optional<T> number_at(const nlohmann::json& j, const char* key) {
+  return j.contains(key) ? json_number<T>(j[key]) : std::nullopt;
+}
+
 }  // namespace mddp

@@ -163,7 +163,7 @@ LinkFit parse_fit(const nlohmann::json& f) {
                     f.at("algorithm").get<std::string>(),
                     *world,
                     {alpha_us * 1e-6, beta_gbps * 1e9},
-                    f.contains("r2") ? json_number<double>(f["r2"]).value_or(0.0) : 0.0};
+                    number_at<double>(f, "r2").value_or(0.0)};
   allreduce_seconds(fit.algorithm, 0, fit.world_size, fit.link);  // an unknown algorithm throws
   return fit;
 }

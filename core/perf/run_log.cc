@@ -24,12 +24,6 @@ std::string str_or(const nlohmann::json& j, const char* key) {
   return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
 }
 
-// j[key] as T when it is a number that fits T (json_number.h), else nullopt.
-template <typename T>
-std::optional<T> number_at(const nlohmann::json& j, const char* key) {
-  return j.contains(key) ? json_number<T>(j[key]) : std::nullopt;
-}
-
 // A positive count, else 0 ("unknown": absent, null, or not a number).
 int count_or_0(const nlohmann::json& j, const char* key) {
   return std::max(0, number_at<int>(j, key).value_or(0));
