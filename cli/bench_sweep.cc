@@ -50,15 +50,15 @@ int64_t count_wrong(comm::DataType t, const std::byte* data, int64_t count, int 
 
 class HostBuffer final : public SweepBuffer {
  public:
-  explicit HostBuffer(std::size_t bytes) : bytes_(bytes) {}
-  void* data() override { return bytes_.data(); }
-  std::byte* host() override { return bytes_.data(); }
+  explicit HostBuffer(std::shared_ptr<void> memory) : memory_(std::move(memory)) {}
+  void* data() override { return memory_.get(); }
+  std::byte* host() override { return static_cast<std::byte*>(memory_.get()); }
   void to_data() override {}
   void from_data() override {}
-  void zero(std::size_t bytes) override { std::memset(bytes_.data(), 0, bytes); }
+  void zero(std::size_t bytes) override { std::memset(memory_.get(), 0, bytes); }
 
  private:
-  std::vector<std::byte> bytes_;
+  std::shared_ptr<void> memory_;
 };
 
 // The op inside "all_reduce(ring)": the algorithm kAuto resolved to.
@@ -131,8 +131,11 @@ void agree(comm::ProcessGroup& group, float& time_us, int64_t& wrong, int64_t& x
 
 }  // namespace
 
-std::unique_ptr<SweepBuffer> host_buffer(std::size_t bytes) {
-  return std::make_unique<HostBuffer>(bytes);
+std::unique_ptr<SweepBuffer> host_buffer(std::size_t bytes, comm::ProcessGroup* group) {
+  std::shared_ptr<void> memory = group ? group->allocate_shared(bytes) : nullptr;
+  if (!memory)
+    memory = std::shared_ptr<std::byte[]>(new std::byte[std::max<std::size_t>(bytes, 1)]);
+  return std::make_unique<HostBuffer>(std::move(memory));
 }
 
 std::size_t sweep_buffer_bytes(const std::vector<std::size_t>& sizes, comm::DataType dtype) {

@@ -46,8 +46,10 @@ class SweepBuffer {
   virtual void from_data() = 0;              // data() -> host()
   virtual void zero(std::size_t bytes) = 0;  // the first `bytes` of data()
 };
-// A buffer of `bytes` in host memory (the cpu and gloo backends).
-std::unique_ptr<SweepBuffer> host_buffer(std::size_t bytes);
+// A buffer of `bytes` in host memory (the cpu and gloo backends): in
+// `group`'s shared memory where it has some (ProcessGroup::allocate_shared,
+// as DDP's buckets are), else private.
+std::unique_ptr<SweepBuffer> host_buffer(std::size_t bytes, comm::ProcessGroup* group = nullptr);
 
 // The bytes a buffer needs for the largest message of `sizes` in `dtype`.
 std::size_t sweep_buffer_bytes(const std::vector<std::size_t>& sizes, comm::DataType dtype);

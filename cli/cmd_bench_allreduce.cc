@@ -53,6 +53,7 @@ struct AllreduceFlags {
   int rank = -1;           // >= 0: run only this rank, in this process
   std::string rendezvous;  // with --rank: the directory the ranks meet in
   std::string bind_host = "127.0.0.1";
+  std::string buffer = "shared";
 };
 
 // "4096", "4K", "64M", "1G" (powers of 1024; a trailing B or iB is allowed).
@@ -169,7 +170,8 @@ void bench_rank(const AllreduceFlags& o, int rank, comm::Store& store) {
   const auto* own = dynamic_cast<const comm::Communicator*>(group.get());
   const bool hosts = own && own->topology().host_count() > 1;
   if (rank == 0) print_sweep_header(o, *group, hosts);
-  const auto buffer = host_buffer(sweep_buffer_bytes(sweep.sizes, sweep.dtype));
+  const auto buffer = host_buffer(sweep_buffer_bytes(sweep.sizes, sweep.dtype),
+                                  o.buffer == "shared" ? group.get() : nullptr);
   const std::vector<SweepRow> rows = run_sweep(*group, *buffer, sweep, [&](const SweepRow& r) {
     if (rank == 0) print_sweep_row(o, r, hosts);
   });
@@ -199,6 +201,12 @@ void add_allreduce_flags(CLI::App& cmd, AllreduceFlags& o) {
   cmd.add_option("--transport", o.transport, "tcp | shm | auto (shm on one host)")
       ->capture_default_str();
   cmd.add_option("--dtype", o.dtype, "fp32 | bf16 | fp16 (16-bit on the wire, summed in fp32)")
+      ->capture_default_str();
+  cmd.add_option("--buffer", o.buffer,
+                 "shared: in the shm transport's shared memory, as DDP's buckets are, where peers "
+                 "read it in place (the direct all-reduce of --algo auto); private: ordinary "
+                 "memory, which every algorithm copies through the transport")
+      ->check(CLI::IsMember({"shared", "private"}))
       ->capture_default_str();
   cmd.add_option("--timeout-ms", o.timeout_ms, "bound on each collective")
       ->check(CLI::Range(int64_t{1}, kMaxTimeoutMs))

@@ -43,6 +43,16 @@ struct Communicator::Impl {
     });
   }
 
+  // The shared memory an all-reduce asked for with `requested` runs the
+  // direct all-reduce on (algorithms/direct_all_reduce.cc): only auto's,
+  // on one host's transport (shm), when no algorithm was forced for the job.
+  HostSharedMemory* direct(Algorithm requested) const {
+    if (requested != Algorithm::kAuto || options.algorithm != Algorithm::kAuto || size == 1)
+      return nullptr;
+    if (has_levels() && topology.multi_host_multi_rank()) return nullptr;  // hierarchical
+    return transport->shared_memory();
+  }
+
   // The hierarchical all-reduce's levels: within a host its own transport,
   // or the world's when the whole job is on one host.
   bool has_levels() const {
@@ -110,6 +120,7 @@ WorkPtr Communicator::all_reduce(void* data, int64_t count, DataType dtype, Redu
                                  Algorithm algorithm) {
   check_args(data, count, "all_reduce");
   const std::size_t bytes = bytes_of(count, dtype);
+  const Algorithm requested = algorithm;
   if (algorithm == Algorithm::kAuto) algorithm = impl_->options.algorithm;
   if (algorithm == Algorithm::kAuto)
     algorithm = impl_->has_levels() && impl_->topology.multi_host_multi_rank()
@@ -126,8 +137,23 @@ WorkPtr Communicator::all_reduce(void* data, int64_t count, DataType dtype, Redu
                          });
   }
   const AllReduceFn fn = flat_all_reduce(algorithm);
+  if (HostSharedMemory* shm = impl_->direct(requested)) {
+    // Every rank posts; the direct all-reduce runs where every buffer is shared.
+    const bool shared = shm->holds(data, bytes);
+    return impl_->submit(
+        shared ? std::string("all_reduce(direct)") : str("all_reduce(", to_string(algorithm), ")"),
+        bytes, [=](const AlgoContext& ctx) {
+          if (!all_reduce_direct(ctx, *shm, data, count, dtype, op))
+            fn(ctx, data, count, dtype, op);
+        });
+  }
   return impl_->submit(str("all_reduce(", to_string(algorithm), ")"), bytes,
                        [=](const AlgoContext& ctx) { fn(ctx, data, count, dtype, op); });
+}
+
+std::shared_ptr<void> Communicator::allocate_shared(std::size_t bytes) {
+  HostSharedMemory* shm = impl_->direct(Algorithm::kAuto);
+  return shm ? shm->allocate(bytes) : nullptr;
 }
 
 WorkPtr Communicator::reduce_scatter(const void* in, void* out, int64_t count, DataType dtype,

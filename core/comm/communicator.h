@@ -63,11 +63,17 @@ class Communicator : public ProcessGroup {
 
   // In place: data[count] becomes the element-wise reduction over ranks,
   // with CommOptions::algorithm. kAuto: kHierarchical on a job of several
-  // hosts with several ranks on one of them (when the topology is known),
-  // else ring or tree by size (auto_select.cc) ...
+  // hosts with several ranks on one of them (when the topology is known);
+  // on one host's shared memory, the direct all-reduce when every rank's
+  // buffer came from allocate_shared(); else ring, tree or doubling by size
+  // (auto_select.cc) ...
   WorkPtr all_reduce(void* data, int64_t count, DataType dtype, ReduceOp op) override;
   // ... or with `algorithm` (kAuto as above).
   WorkPtr all_reduce(void* data, int64_t count, DataType dtype, ReduceOp op, Algorithm algorithm);
+  // Memory in this rank's shared arena when the transport is shm and the
+  // all-reduce algorithm auto (process_group.h): an all_reduce of it runs
+  // the direct all-reduce when every rank's buffer is such memory.
+  std::shared_ptr<void> allocate_shared(std::size_t bytes) override;
   // process_group.h's contract; in place it is the first half of the ring
   // all-reduce (ring_reduce_scatter_inplace).
   WorkPtr reduce_scatter(const void* in, void* out, int64_t count, DataType dtype,

@@ -67,6 +67,14 @@ class ProcessGroup {
   virtual std::string transport_name() const = 0;
 
   // In place: data[count] becomes the element-wise reduction over ranks.
+  // `bytes` of zeroed memory that peers on this host read in place when it
+  // is all-reduced (the shm transport's arena, shared_memory.h), kept alive
+  // by the pointer; nullptr where there is none (other transports, an
+  // algorithm other than auto, a full arena): use private memory then.
+  virtual std::shared_ptr<void> allocate_shared(std::size_t bytes) {
+    (void)bytes;
+    return nullptr;
+  }
   virtual WorkPtr all_reduce(void* data, int64_t count, DataType dtype, ReduceOp op) = 0;
   // in[count * size] on every rank; out[count] = reduction of block `rank`
   // (in[rank*count .. (rank+1)*count)). In place when out == in + rank*count

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <string>
 
+#include "core/comm/shared_memory.h"
 #include "core/comm/types.h"
 
 namespace mddp::comm {
@@ -43,6 +44,10 @@ class Transport {
   // Thread-safe, callable from any thread: every blocked and future call
   // throws AbortedError carrying `reason`. Idempotent.
   virtual void abort(const std::string& reason) = 0;
+
+  // Memory the ranks can read in one another (shared_memory.h), or nullptr:
+  // only ranks on one host have it (the shm transport).
+  virtual HostSharedMemory* shared_memory() { return nullptr; }
 
   // Caps what this rank sends to `peer` at `bytes_per_second`, as a slow
   // link would: the slow-link Lab's fault (core/train/lab_fault.h). Only a

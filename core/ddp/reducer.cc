@@ -11,6 +11,16 @@
 // their un-averaged gradient. Views make that bug impossible, and
 // tests/ddp/ddp_grad_test.cc checks every parameter anyway.)
 //
+// Note [Shared buckets]
+// ~~~~~~~~~~~~~~~~~~~~~
+// On one host (the shm transport, all-reduce auto) the flat buffers are
+// allocated from the communicator's shared arena (ProcessGroup::
+// allocate_shared), which every rank of the host has mapped: the all-reduce
+// then reads each peer's bucket where it lies instead of copying it through
+// a ring (core/comm/algorithms/direct_all_reduce.cc, docs/allreduce.md).
+// It returns only once no peer reads this rank's bucket any more, so the
+// next backward may write into it.
+//
 // Flush rule: each bucket counts the gradients it still waits for; the hook
 // decrements the count, and buckets are launched strictly in index order
 // (See Note [Bucket order] in bucket_assignment.h) as soon as a bucket and
@@ -46,6 +56,16 @@ void check_assignment(const std::vector<std::vector<std::size_t>>& buckets,
     MDDP_CHECK(seen[i] == 1, "parameter ", i, " is in no bucket");
 }
 
+// A bucket's flat buffer, zeroed (padding must stay zero): on the CPU in
+// shared memory where the process group has it, so that peers on this host
+// reduce straight out of it (Note [Shared buckets]).
+tensor::Tensor bucket_buffer(comm::ProcessGroup& comm, int64_t numel, tensor::Device device) {
+  if (device.is_cpu())
+    if (auto memory = comm.allocate_shared(static_cast<std::size_t>(numel) * sizeof(float)))
+      return tensor::Tensor::wrap({numel}, std::move(memory));  // zero: fresh tmpfs pages
+  return tensor::Tensor::zeros({numel}, device);
+}
+
 }  // namespace
 
 Reducer::Reducer(std::vector<nn::Parameter*> params, const SyncOptions& options,
@@ -73,8 +93,7 @@ Reducer::Reducer(std::vector<nn::Parameter*> params, const SyncOptions& options,
     for (std::size_t i : assignment_[b]) numel += params[i]->grad.numel();
     const int64_t padded = (numel + pad_to - 1) / pad_to * pad_to;  // the padding stays zero
     const tensor::Device device = params[assignment_[b].front()]->grad.device();
-    tensor::Tensor flat = padded == numel ? tensor::Tensor::empty({numel}, device)
-                                          : tensor::Tensor::zeros({padded}, device);
+    tensor::Tensor flat = bucket_buffer(comm, padded, device);
     int64_t offset = 0;
     std::vector<tensor::Tensor> views;
     for (std::size_t i : assignment_[b]) {

@@ -95,7 +95,13 @@ Storage::Storage(std::size_t bytes, Device device) : bytes_(bytes), device_(devi
 #endif
 }
 
+Storage::Storage(std::shared_ptr<void> memory, std::size_t bytes)
+    : data_(memory.get()), borrowed_(std::move(memory)), bytes_(bytes) {
+  MDDP_CHECK(data_ != nullptr || bytes == 0, "a borrowed storage of ", bytes, " bytes at null");
+}
+
 Storage::~Storage() {
+  if (borrowed_) return;
   if (device_.is_cpu()) {
     free_cpu(data_, bytes_);
     return;
@@ -140,6 +146,14 @@ Tensor Tensor::empty(const Shape& shape, Device device) {
   t.numel_ = numel_of(shape);
   t.shape_ = shape;
   t.storage_ = std::make_shared<Storage>(t.bytes(), device);
+  return t;
+}
+
+Tensor Tensor::wrap(const Shape& shape, std::shared_ptr<void> memory) {
+  Tensor t;
+  t.numel_ = numel_of(shape);
+  t.shape_ = shape;
+  t.storage_ = std::make_shared<Storage>(std::move(memory), t.bytes());
   return t;
 }
 

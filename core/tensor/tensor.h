@@ -29,6 +29,9 @@ struct Upload;  // cuda/cuda_runtime.h
 class Storage {
  public:
   Storage(std::size_t bytes, Device device);
+  // Borrows `bytes` of CPU memory at memory.get(), which `memory` keeps
+  // alive (the shared buffers DDP's buckets live in, core/comm/shared_memory.h).
+  Storage(std::shared_ptr<void> memory, std::size_t bytes);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -41,6 +44,7 @@ class Storage {
 
  private:
   void* data_ = nullptr;
+  std::shared_ptr<void> borrowed_;  // set when the memory is someone else's
   cuda::Upload* upload_ = nullptr;
   std::size_t bytes_ = 0;
   Device device_;
@@ -52,6 +56,9 @@ class Tensor {
 
   static Tensor empty(const Shape& shape, Device device = {});  // contents unspecified
   static Tensor zeros(const Shape& shape, Device device = {});
+  // A CPU tensor over memory someone else allocated, at least
+  // numel_of(shape) floats at memory.get(), kept alive by `memory`.
+  static Tensor wrap(const Shape& shape, std::shared_ptr<void> memory);
 
   // A window of numel_of(shape) elements starting `offset` elements into this tensor.
   Tensor view(int64_t offset, const Shape& shape) const;

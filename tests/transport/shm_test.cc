@@ -108,7 +108,7 @@ TEST(ShmTest, OrphanedSegmentsOfDeadCreatorsAreRemovedOthersKept) {
   const pid_t child = ::fork();
   ASSERT_GE(child, 0);
   if (child == 0) {  // creates a segment, says its name, waits to be killed
-    auto seg = shm::Segment::create(shm::Segment::make_name(42, 0), 0, 2, 42, 4096, kTag);
+    auto seg = shm::Segment::create(shm::Segment::make_name(42, 0), 0, 2, 42, 4096, 0, kTag);
     const std::string name = seg.name();
     [[maybe_unused]] auto n = ::write(pipe_fds[1], name.data(), name.size());
     for (;;) ::pause();
@@ -128,7 +128,7 @@ TEST(ShmTest, OrphanedSegmentsOfDeadCreatorsAreRemovedOthersKept) {
   ASSERT_TRUE(made) << "'" << orphan << "': the creator did not make it";
 
   auto live =
-      shm::Segment::create(shm::Segment::make_name(42, 1), 1, 2, 42, 4096, kTag);  // ours: alive
+      shm::Segment::create(shm::Segment::make_name(42, 1), 1, 2, 42, 4096, 0, kTag);  // ours: alive
   const std::string foreign = "/mddp-not-one-of-ours";
   const int fd = ::shm_open(foreign.c_str(), O_CREAT | O_RDWR, 0600);
   ASSERT_GE(fd, 0);
@@ -150,7 +150,7 @@ TEST(ShmTest, APreCreatedSegmentIsRefused) {
   ASSERT_GE(fd, 0);
   ::close(fd);
   try {
-    shm::Segment::create(name, 0, 2, 42, 4096, kTag);
+    shm::Segment::create(name, 0, 2, 42, 4096, 0, kTag);
     ADD_FAILURE() << "a pre-created segment was used";
   } catch (const CommError& e) {
     EXPECT_TRUE(contains(e.what(), "exists already: refused")) << e.what();
@@ -159,7 +159,7 @@ TEST(ShmTest, APreCreatedSegmentIsRefused) {
 }
 
 TEST(ShmTest, ASegmentOthersMayOpenIsRefused) {
-  auto seg = shm::Segment::create(shm::Segment::make_name(42, 0), 0, 2, 42, 4096, kTag);
+  auto seg = shm::Segment::create(shm::Segment::make_name(42, 0), 0, 2, 42, 4096, 0, kTag);
   struct stat st {};
   ASSERT_EQ(::stat(("/dev/shm" + seg.name()).c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u) << "created with permissions for others";
@@ -173,7 +173,7 @@ TEST(ShmTest, ASegmentOthersMayOpenIsRefused) {
 }
 
 TEST(ShmTest, ASegmentWithoutTheAttemptsTagIsRefused) {
-  auto seg = shm::Segment::create(shm::Segment::make_name(42, 0), 0, 2, 42, 4096, kTag);
+  auto seg = shm::Segment::create(shm::Segment::make_name(42, 0), 0, 2, 42, 4096, 0, kTag);
   EXPECT_NO_THROW(shm::Segment::attach(seg.name(), 0, 2, 42, kTag));
   try {
     shm::Segment::attach(seg.name(), 0, 2, 42, std::string(shm::kSegmentTagBytes, 'u'));

@@ -23,6 +23,13 @@ void all_reduce_naive(const AlgoContext& ctx, void* data, int64_t count, DataTyp
 void all_reduce_tree(const AlgoContext& ctx, void* data, int64_t count, DataType t, ReduceOp op);
 void all_reduce_doubling(const AlgoContext& ctx, void* data, int64_t count, DataType t,
                          ReduceOp op);
+// Direct all-reduce among ranks of one host (direct_all_reduce.cc): when
+// every rank's data lies in its shared arena, each reduces its block
+// straight out of its peers' buffers and copies theirs back; true when it
+// ran. false when some rank's buffer is private: nothing was done, on every
+// rank, and the caller runs a flat algorithm instead.
+bool all_reduce_direct(const AlgoContext& ctx, HostSharedMemory& shm, void* data, int64_t count,
+                       DataType t, ReduceOp op);
 // kAuto's choice among the flat algorithms for a message of `bytes` on
 // `world` ranks: ring, tree or doubling. Depends only on its arguments, so
 // every rank picks the same. (The Communicator picks kHierarchical first

@@ -28,6 +28,12 @@ namespace {
   throw CommError(str("shared memory: ", what, " '", name, "': ", std::strerror(errno), hint));
 }
 
+#ifdef MADV_POPULATE_WRITE
+constexpr int kPopulateWrite = MADV_POPULATE_WRITE;
+#else
+constexpr int kPopulateWrite = 23;  // Linux 5.14's value
+#endif
+
 constexpr const char* kShmDir = "/dev/shm";  // where glibc's shm_open keeps the names
 constexpr const char* kPrefix = "mddp-";
 
@@ -76,7 +82,7 @@ int Segment::remove_orphans() {
 }
 
 Segment Segment::create(const std::string& name, int rank, int size, uint64_t job_hash,
-                        uint64_t ring_capacity, const std::string& tag) {
+                        uint64_t ring_capacity, uint64_t arena_bytes, const std::string& tag) {
   MDDP_CHECK_EQ(tag.size(), kSegmentTagBytes);
   int fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
   if (fd < 0 && errno == EEXIST)
@@ -87,18 +93,24 @@ Segment Segment::create(const std::string& name, int rank, int size, uint64_t jo
   if (fd < 0) fail("cannot create", name);
   Segment s;
   s.name_ = name;  // from here on, the destructor unlinks it
-  s.bytes_ = bytes_for(size, ring_capacity);
-  if (::ftruncate(fd, static_cast<off_t>(s.bytes_)) != 0) {
-    ::close(fd);
-    fail("cannot size", name);
+  s.fd_ = fd;
+  s.bytes_ = bytes_for(size, ring_capacity, arena_bytes);
+  const std::size_t rings = bytes_for(size, ring_capacity, 0);
+  // The rings' pages are allocated now (a full /dev/shm fails here, not
+  // with a SIGBUS at the first message); the arena stays sparse.
+  if (::ftruncate(fd, static_cast<off_t>(s.bytes_)) != 0) fail("cannot size", name);
+  if (const int e = ::posix_fallocate(fd, 0, static_cast<off_t>(rings)); e != 0) {
+    errno = e;
+    fail("cannot allocate", name);
   }
-  // MAP_POPULATE allocates the pages now, not on the first message.
-  s.base_ = ::mmap(nullptr, s.bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
-  ::close(fd);
+  s.base_ = ::mmap(nullptr, s.bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (s.base_ == MAP_FAILED) {
     s.base_ = nullptr;
     fail("cannot map", name);
   }
+  // Map the rings' pages now, not on the first message (advice only: older
+  // kernels have no MADV_POPULATE_WRITE and fault them in as they go).
+  ::madvise(s.base_, rings, kPopulateWrite);
   auto* h = new (s.base_) SegmentHeader{};
   h->version = kSegmentVersion;
   h->rank = rank;
@@ -107,6 +119,7 @@ Segment Segment::create(const std::string& name, int rank, int size, uint64_t jo
   h->pid = h->owner.pid;
   h->job_hash = job_hash;
   h->ring_capacity = ring_capacity;
+  h->arena_bytes = arena_bytes;
   std::memcpy(h->tag, tag.data(), kSegmentTagBytes);
   for (int sender = 0; sender < size; ++sender)
     if (sender != rank) new (s.ring(sender)) RingHeader{};
@@ -142,7 +155,7 @@ Segment Segment::attach(const std::string& name, int rank, int size, uint64_t jo
   const SegmentHeader* h = s.header();
   if (h->magic.load(std::memory_order_acquire) != kSegmentMagic || h->version != kSegmentVersion ||
       h->rank != rank || h->size != size || h->job_hash != job_hash ||
-      s.bytes_ != bytes_for(size, h->ring_capacity))
+      s.bytes_ != bytes_for(size, h->ring_capacity, h->arena_bytes))
     throw CommError(str("shared memory: segment '", name, "' is not rank ", rank, " of ", size,
                         " of this job (stale name in the store, or a different microddp build?)"));
   if (!constant_time_equal(
@@ -157,6 +170,7 @@ Segment Segment::attach(const std::string& name, int rank, int size, uint64_t jo
 Segment::Segment(Segment&& o) noexcept
     : base_(std::exchange(o.base_, nullptr)),
       bytes_(std::exchange(o.bytes_, 0)),
+      fd_(std::exchange(o.fd_, -1)),
       name_(std::move(o.name_)) {
   o.name_.clear();
 }
@@ -166,6 +180,7 @@ Segment& Segment::operator=(Segment&& o) noexcept {
     release();
     base_ = std::exchange(o.base_, nullptr);
     bytes_ = std::exchange(o.bytes_, 0);
+    fd_ = std::exchange(o.fd_, -1);
     name_ = std::move(o.name_);
     o.name_.clear();
   }
@@ -179,7 +194,16 @@ Segment::~Segment() {
 void Segment::release() {
   unlink();
   if (base_) ::munmap(base_, bytes_);
+  if (fd_ >= 0) ::close(fd_);
   base_ = nullptr;
+  fd_ = -1;
+}
+
+int Segment::reserve(uint64_t offset, uint64_t bytes) const {
+  MDDP_CHECK(fd_ >= 0, "only a segment's creator allocates its arena");
+  MDDP_CHECK(offset + bytes <= header()->arena_bytes, "arena range past its end");
+  const auto at = static_cast<off_t>(bytes_for(header()->size, capacity(), 0) + offset);
+  return ::posix_fallocate(fd_, at, static_cast<off_t>(bytes));
 }
 
 void Segment::unlink() {

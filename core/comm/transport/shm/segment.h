@@ -2,10 +2,13 @@
 // carry messages *to* it, one from each peer. See the spec comment in
 // shm_transport.cc for how the rings are used.
 //
-//   page 0        SegmentHeader (identity, pid, closed flag, doorbell)
+//   page 0        SegmentHeader (identity, pid, closed flag, doorbell, the
+//                 direct all-reduce's progress)
 //   then, for each peer p != owner, in rank order:
 //     one page    RingHeader (head, tail and acked, each on its own cache line)
 //     capacity    ring bytes
+//   arena_bytes   the owner's shared buffers (SharedBuffers), reserved, not
+//                 allocated: pages exist only once the owner allocates them
 #pragma once
 
 #include <atomic>
@@ -18,7 +21,7 @@
 namespace mddp::comm::shm {
 
 constexpr uint64_t kSegmentMagic = 0x314d48534444444dull;  // "MDDDSHM1"
-constexpr uint32_t kSegmentVersion = 3;
+constexpr uint32_t kSegmentVersion = 4;
 constexpr std::size_t kSegmentTagBytes = 32;
 
 struct SegmentHeader {
@@ -29,6 +32,7 @@ struct SegmentHeader {
   ProcessId owner;  // to tell when the owner has died (liveness())
   uint64_t job_hash;
   uint64_t ring_capacity;
+  uint64_t arena_bytes;  // reserved for shared buffers, after the rings
   // HMAC of the attempt's key over this segment's identity (segment_tag in
   // shm_transport.cc): only a rank holding the key can make a segment its
   // peers accept.
@@ -43,7 +47,17 @@ struct SegmentHeader {
   // rings, space freed in the rings it writes); it sleeps on it with a futex.
   alignas(64) std::atomic<uint32_t> doorbell;
   std::atomic<uint32_t> sleepers;  // owner threads asleep on the doorbell
+  // The direct all-reduce's progress (direct_all_reduce.cc), written by the
+  // owner only: the sequence number of the last collective whose buffer it
+  // posted, whose block it reduced, and whose peers' buffers it is done with.
+  alignas(64) std::atomic<uint64_t> posted;
+  struct Post {
+    uint64_t seq, offset, bytes;  // offset into the owner's arena, or kNotShared
+  } post[2];                      // [seq % 2]: a peer may still read the previous one
+  alignas(64) std::atomic<uint64_t> reduced;
+  alignas(64) std::atomic<uint64_t> released;
 };
+constexpr uint64_t kNotShared = ~uint64_t{0};
 
 // A single-producer single-consumer byte ring. head and tail count bytes
 // ever written and read (never wrap; 2^64 bytes is forever): used = head - tail.
@@ -89,8 +103,10 @@ class Segment {
   static int remove_orphans();
   // Creates and maps a new segment named `name` (make_name()), owner only,
   // with `tag` in its header; refuses (CommError) a name that exists already.
+  // The arena's `arena_bytes` are reserved (the file is sparse) and mapped,
+  // and allocated only by reserve().
   static Segment create(const std::string& name, int rank, int size, uint64_t job_hash,
-                        uint64_t ring_capacity, const std::string& tag);
+                        uint64_t ring_capacity, uint64_t arena_bytes, const std::string& tag);
   // Maps an existing segment and checks it belongs to rank `rank` of this
   // job and attempt: owned by this user, no permission for others, and
   // carrying `tag` (compared in constant time). Throws CommError otherwise.
@@ -106,18 +122,28 @@ class Segment {
   RingHeader* ring(int sender) const;
   uint8_t* ring_data(int sender) const { return reinterpret_cast<uint8_t*>(ring(sender)) + kPage; }
   uint64_t capacity() const { return header()->ring_capacity; }
+  // The shared buffers' region, header()->arena_bytes long.
+  uint8_t* arena() const {
+    return static_cast<uint8_t*>(base_) + bytes_for(header()->size, capacity(), 0);
+  }
+  // Allocates the pages of arena()[offset, offset + bytes) (creator only):
+  // 0, or the errno of a tmpfs that has no room left (ENOSPC), so that a
+  // full /dev/shm is an error now and not a SIGBUS at the first write.
+  int reserve(uint64_t offset, uint64_t bytes) const;
   const std::string& name() const { return name_; }  // "" once unlinked, or when attached
   void unlink();                                     // removes the name (creator only); idempotent
 
   static constexpr std::size_t kPage = 4096;
-  static std::size_t bytes_for(int size, uint64_t ring_capacity) {
-    return kPage + static_cast<std::size_t>(size > 0 ? size - 1 : 0) * (kPage + ring_capacity);
+  static std::size_t bytes_for(int size, uint64_t ring_capacity, uint64_t arena_bytes) {
+    return kPage + static_cast<std::size_t>(size > 0 ? size - 1 : 0) * (kPage + ring_capacity) +
+           arena_bytes;
   }
 
  private:
   void release();
   void* base_ = nullptr;
   std::size_t bytes_ = 0;
+  int fd_ = -1;       // the creator's, kept open for reserve()
   std::string name_;  // non-empty while we created it and have not unlinked it
 };
 

@@ -47,7 +47,8 @@
 // 100 us), then sleeps on its rank's *doorbell*, a futex word in its own
 // segment: whoever publishes head or tail that the sleeper waits on bumps the
 // doorbell and wakes it if it is asleep (a sleeper count, and seq_cst fences
-// on both sides, close the lost-wakeup race: See Note [Doorbell]). One
+// on both sides, close the lost-wakeup race: See Note [Doorbell] in
+// shm/doorbell.h). One
 // doorbell per rank lets send_recv wait on its send and its receive at once.
 // Sleeps last at most 10 ms, and between them the sleeper checks the deadline
 // (TimeoutError), abort() (which also rings the doorbell, so it is seen at
@@ -59,15 +60,12 @@
 // call on it throws the same error.
 #include "core/comm/transport/shm/shm_transport.h"
 
-#include <linux/futex.h>
 #include <sched.h>
 #include <spdlog/spdlog.h>
-#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
@@ -75,6 +73,7 @@
 #include "core/comm/transport/cpu_relax.h"
 #include "core/comm/transport/frame.h"
 #include "core/comm/transport/pending_frames.h"
+#include "core/comm/transport/shm/doorbell.h"
 #include "core/common/hmac.h"
 #include "core/common/sanitizers.h"
 
@@ -82,6 +81,11 @@ namespace mddp::comm {
 
 namespace {
 using namespace std::chrono_literals;
+using shm::kSleepSlice;
+using shm::kSpin;
+using shm::kYield;
+using shm::notify;
+using shm::ring_doorbell;
 using shm::RingHeader;
 using shm::SegmentHeader;
 
@@ -94,13 +98,6 @@ constexpr std::size_t kChunk = 256 << 10;
 constexpr std::size_t kDirectChunk = 4 << 20;
 constexpr uint64_t kProbeValue = 0x626f7270706464dull;
 const volatile uint64_t probe_word = kProbeValue;  // read by peers to test process_vm_readv
-constexpr std::chrono::microseconds kSpin{20}, kYield{100};
-constexpr std::chrono::milliseconds kSleepSlice{10};
-
-long futex(std::atomic<uint32_t>* word, int op, uint32_t value, const timespec* timeout) {
-  // Shared (not FUTEX_PRIVATE) futexes: the waker may be another process.
-  return ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), op, value, timeout, nullptr, 0);
-}
 
 uint64_t fnv1a(const std::string& s) {
   uint64_t h = 1469598103934665603ull;
@@ -146,41 +143,6 @@ bool can_read_directly(int pid, uint64_t probe_addr) {
   iovec remote{reinterpret_cast<void*>(probe_addr), sizeof value};
   return ::process_vm_readv(pid, &local, 1, &remote, 1, 0) == static_cast<ssize_t>(sizeof value) &&
          value == kProbeValue;
-}
-}  // namespace
-
-// Note [Doorbell]: a waiter does sleepers++ (seq_cst RMW), v = doorbell,
-// re-checks its rings (seq_cst loads), then futex_wait(doorbell, v). A waker
-// publishes head/tail, fences (seq_cst), and if sleepers > 0 bumps the
-// doorbell and wakes. Either the waker's fence comes first in the seq_cst
-// order, and the waiter's re-check sees the published counter; or the
-// waiter's increment comes first, the waker sees sleepers > 0, and its bump
-// makes futex_wait return at once (value != v) or wakes it.
-namespace {
-// Wakes the owner of `h` unconditionally (abort, close).
-void ring_doorbell(SegmentHeader* h) {
-  h->doorbell.fetch_add(1, std::memory_order_seq_cst);
-  futex(&h->doorbell, FUTEX_WAKE, INT_MAX, nullptr);
-}
-
-// Loads `a` after a store-load barrier. ThreadSanitizer does not support
-// fences, so there a seq_cst read-modify-write of `a` stands in for one
-// (slower: it takes the cache line exclusive).
-inline uint32_t load_after_barrier(std::atomic<uint32_t>& a) {
-#if defined(MDDP_TSAN)
-  return a.fetch_add(0, std::memory_order_seq_cst);
-#else
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  return a.load(std::memory_order_relaxed);
-#endif
-}
-
-// Wakes the owner of `h` if it sleeps, after we published head or tail.
-inline void notify(SegmentHeader* h) {
-  if (load_after_barrier(h->sleepers) > 0) {
-    h->doorbell.fetch_add(1, std::memory_order_seq_cst);
-    futex(&h->doorbell, FUTEX_WAKE, INT_MAX, nullptr);
-  }
 }
 }  // namespace
 
@@ -249,7 +211,7 @@ std::unique_ptr<ShmTransport> ShmTransport::connect(Store& store, int rank, int 
   const uint64_t job_hash = fnv1a(job.job_id);  // names the job in segment names: no secret
   auto& mine = segments[static_cast<std::size_t>(rank)];
   const std::string my_name = shm::Segment::make_name(job_hash, rank);
-  mine = shm::Segment::create(my_name, rank, size, job_hash, ring_bytes,
+  mine = shm::Segment::create(my_name, rank, size, job_hash, ring_bytes, options.arena_bytes,
                               segment_tag(job, rank, size, my_name));
   try {
     mine.header()->probe_addr.store(reinterpret_cast<uint64_t>(&probe_word),
@@ -282,16 +244,12 @@ std::unique_ptr<ShmTransport> ShmTransport::connect(Store& store, int rank, int 
 
 ShmTransport::ShmTransport(int rank, int size, std::vector<shm::Segment> segments,
                            const ShmOptions& options)
-    : rank_(rank),
-      size_(size),
-      options_(options),
-      segments_(std::move(segments)),
-      out_(size),
-      in_(size) {
+    : rank_(rank), size_(size), options_(options), out_(size), in_(size) {
+  for (auto& s : segments) segments_.push_back(std::make_shared<shm::Segment>(std::move(s)));
   for (int p = 0; p < size; ++p) {
     if (p == rank) continue;
-    const auto& theirs = segments_[static_cast<std::size_t>(p)];
-    const auto& mine = segments_[static_cast<std::size_t>(rank)];
+    const auto& theirs = *segments_[static_cast<std::size_t>(p)];
+    const auto& mine = *segments_[static_cast<std::size_t>(rank)];
     auto out = std::make_unique<Channel>();
     out->peer = p;
     out->ring = theirs.ring(rank);
@@ -313,14 +271,14 @@ ShmTransport::ShmTransport(int rank, int size, std::vector<shm::Segment> segment
 
 ShmTransport::~ShmTransport() {
   if (size_ == 1) return;
-  segments_[static_cast<std::size_t>(rank_)].header()->closed.store(1, std::memory_order_release);
+  segments_[static_cast<std::size_t>(rank_)]->header()->closed.store(1, std::memory_order_release);
   for (int p = 0; p < size_; ++p)
-    if (p != rank_) ring_doorbell(segments_[static_cast<std::size_t>(p)].header());
+    if (p != rank_) ring_doorbell(segments_[static_cast<std::size_t>(p)]->header());
 }
 
 void ShmTransport::abort(const std::string& reason) {
   abort_.abort(reason);
-  if (size_ > 1) ring_doorbell(segments_[static_cast<std::size_t>(rank_)].header());
+  if (size_ > 1) ring_doorbell(segments_[static_cast<std::size_t>(rank_)]->header());
 }
 
 void ShmTransport::send_recv(int send_peer, const void* send_data, std::size_t send_bytes,
@@ -511,19 +469,12 @@ void ShmTransport::run(Op* ops, int count, Deadline deadline) {
 }
 
 void ShmTransport::sleep(Op* ops, int count, Deadline deadline) {
-  SegmentHeader* me = segments_[static_cast<std::size_t>(rank_)].header();
-  me->sleepers.fetch_add(1, std::memory_order_seq_cst);
-  const uint32_t seen = me->doorbell.load(std::memory_order_seq_cst);
-  bool ready = abort_.aborted();
-  for (int i = 0; i < count; ++i) ready = ready || could_advance(ops[i]);
-  if (!ready) {
-    auto left = std::min<Clock::duration>(deadline - Clock::now(), kSleepSlice);
-    auto ns =
-        std::max<int64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(left).count(), 0);
-    timespec ts{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
-    futex(&me->doorbell, FUTEX_WAIT, seen, &ts);
-  }
-  me->sleepers.fetch_sub(1, std::memory_order_seq_cst);
+  const auto left = std::min<Clock::duration>(deadline - Clock::now(), kSleepSlice);
+  shm::sleep_on_doorbell(segments_[static_cast<std::size_t>(rank_)]->header(), left, [&] {
+    bool ready = abort_.aborted();
+    for (int i = 0; i < count; ++i) ready = ready || could_advance(ops[i]);
+    return ready;
+  });
 }
 
 void ShmTransport::check_peers_alive(Op* ops, int count) {

@@ -2,7 +2,9 @@
 // See the spec comment in shm_transport.cc.
 #pragma once
 
+#include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -21,9 +23,13 @@ struct ShmOptions {
   // from the sender's buffer (process_vm_readv, one copy) when the peers may
   // read each other's memory; 0 never does.
   std::size_t single_copy_min_bytes = 256 << 10;
+  // Bytes of address space each rank reserves for its shared buffers
+  // (HostSharedMemory::allocate): pages are taken from /dev/shm only when
+  // allocated. 0: no arena, and every all-reduce takes the rings.
+  std::size_t arena_bytes = std::size_t{1} << 30;
 };
 
-class ShmTransport : public Transport {
+class ShmTransport : public Transport, public HostSharedMemory {
  public:
   // Creates this rank's segment, attaches every peer's, and waits until all
   // ranks attached before unlinking its own name (so nothing is left in
@@ -43,6 +49,17 @@ class ShmTransport : public Transport {
   void send_recv(int send_peer, const void* send_data, std::size_t send_bytes, int recv_peer,
                  void* recv_data, std::size_t recv_bytes, Deadline deadline) override;
   void abort(const std::string& reason) override;
+  HostSharedMemory* shared_memory() override { return this; }
+
+  // HostSharedMemory (shared_memory.h; implemented in shm/shared_memory.cc).
+  // Thread-safety: allocate() from any thread; the rest on the thread that
+  // sends and receives.
+  std::shared_ptr<void> allocate(std::size_t bytes) override;
+  bool holds(const void* data, std::size_t bytes) const override;
+  Post post(const void* data, std::size_t bytes) override;
+  const std::byte* posted(int peer, uint64_t seq, std::size_t bytes, Deadline deadline) override;
+  void signal(Stage stage, uint64_t seq) override;
+  void wait(int peer, Stage stage, uint64_t seq, Deadline deadline) override;
 
   struct Channel;  // one direction with one peer (shm_transport.cc)
   struct Op;       // one message being sent or received
@@ -56,10 +73,22 @@ class ShmTransport : public Transport {
   void sleep(Op* ops, int count, Deadline deadline);
   void check_peers_alive(Op* ops, int count);
   [[noreturn]] void fail(Channel& c, const std::string& what, PeerFault fault);
+  // The waiting of wait() and posted(): until `word` of `peer`'s segment
+  // reaches `seq`; `what` says what for, in errors.
+  void wait_for(int peer, const std::atomic<uint64_t>& word, uint64_t seq, Deadline deadline,
+                const char* what);
+  void check_peer_alive(int peer, const std::atomic<uint64_t>& word, uint64_t seq,
+                        const char* what);
+  void signal_peers();  // rings the doorbell of every peer that sleeps
 
   int rank_, size_;
   ShmOptions options_;
-  std::vector<shm::Segment> segments_;              // [r]: rank r's segment (rings into r)
+  // [r]: rank r's segment (rings into r, its arena). Shared: the buffers
+  // allocate() hands out keep this rank's mapped.
+  std::vector<std::shared_ptr<shm::Segment>> segments_;
+  std::mutex arena_mu_;                             // allocate()
+  std::atomic<uint64_t> arena_used_{0};             // bytes of our arena handed out
+  uint64_t direct_seq_ = 0;                         // direct collectives posted
   std::vector<std::unique_ptr<Channel>> out_, in_;  // [peer]
   AbortSignal abort_;
 };

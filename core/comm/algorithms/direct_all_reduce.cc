@@ -1,0 +1,155 @@
+// Direct all-reduce: ranks of one host reduce straight out of each other's
+// buffers (HostSharedMemory, shared_memory.h).
+//
+// Why. The ring (ring_all_reduce.cc) is built for links: a rank may only
+// talk to its neighbours, and every byte it reads it first receives into
+// its own memory. On one host, with the buffers in memory every rank has
+// mapped, none of that is needed: any rank can read any rank's buffer where
+// it lies. A message through the rings costs a copy in and a copy out (or one
+// process_vm_readv) before the reduction even reads it; here the reduction
+// reads it in place: fewer bytes through the memory system, and less time
+// taken from the cores backward runs on (see Cost).
+//
+// Spec. data[count] is split into n blocks as the ring splits it (Blocks).
+// For collective `seq`, rank r:
+//
+//   1. posts its buffer and waits for every peer's post. If any buffer is
+//      private (not in its owner's arena), every rank sees it in the posts
+//      and returns false: the caller runs the ring instead, on every rank.
+//   2. reduces block r: data_r[block r] = op(x_0, x_1, ..., x_{n-1}) read
+//      from each rank's buffer, in rank order, chunk by chunk (kChunkBytes,
+//      so the partial result stays in L1); kAvg then divides it by n. It
+//      signals kReduced.
+//   3. for each peer p, from r+1 round the ring (so the ranks do not all
+//      read one buffer at once): waits for p's kReduced and copies block p
+//      of p's buffer into its own. It signals kReleased.
+//   4. waits for every peer's kReleased before it returns.
+//
+// Why no block is written while someone reads it: rank q reads block q of
+// rank r's buffer in its step 2, and r writes that block only in its step
+// 3, after q's kReduced. In step 3 rank r reads block p of p's buffer,
+// which p wrote before its kReduced and never writes again. And step 4
+// keeps r's buffer untouched by the caller (the next backward writes
+// gradients into DDP's buckets) until no peer reads it any more:
+// tests/multirank/direct_all_reduce_test.cc hunts that race with random
+// delays.
+//
+// Bits: block b is computed once, by rank b, in rank order, and copied
+// verbatim: every rank holds the same bits (though not the ring's: its sums
+// run in another order).
+//
+// Cost per rank: step 2 reads n blocks and writes one, step 3 reads and
+// writes n-1: (2n-1)S/n read and S written (2.5 S in all at n = 2), plus
+// three rounds of signals (post, reduced, released). The ring moves every
+// block through a ring of shared memory first, a copy in and a copy out
+// (or one process_vm_readv) before its reduction reads it, and pays
+// 2(n-1) messages.
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "core/comm/algorithms/algorithms.h"
+#include "core/comm/reduce_kernels.h"
+
+namespace mddp::comm {
+namespace {
+
+constexpr std::size_t kChunkBytes = 32 * 1024;
+
+// Test seam (tests/multirank/direct_all_reduce_test.cc):
+// MDDP_TEST_DIRECT_DELAY_US=N sleeps a random 0..N us before each read of
+// the peers' buffers, widening every window in which a missing wait would
+// let a buffer be overwritten while it is read.
+void delay_for_tests() {
+  static const int max_us = [] {
+    const char* v = std::getenv("MDDP_TEST_DIRECT_DELAY_US");
+    return v ? std::atoi(v) : 0;
+  }();
+  if (max_us <= 0) return;
+  thread_local std::minstd_rand rng(
+      static_cast<unsigned>(std::hash<std::thread::id>{}(std::this_thread::get_id())));
+  std::this_thread::sleep_for(std::chrono::microseconds(rng() % static_cast<unsigned>(max_us)));
+}
+
+// out[0, n) = op over the ranks' inputs in rank order, chunk by chunk.
+// `out` is one of `in` (rank r's own buffer): for r >= 2 the partial result
+// cannot be built in place (it would overwrite x_r before it is read), so it
+// is built in a chunk of scratch and copied.
+void reduce_block(const AlgoContext& ctx, const std::vector<const std::byte*>& in, std::byte* out,
+                  std::size_t elems, DataType t, ReduceOp op) {
+  const std::size_t es = element_size(t), step = std::max<std::size_t>(1, kChunkBytes / es);
+  const int n = ctx.size;
+  auto* acc =
+      ctx.rank < 2
+          ? nullptr
+          : static_cast<std::byte*>(ctx.scratch.get(Scratch::kAccum, std::min(step, elems) * es));
+  for (std::size_t c = 0; c < elems; c += step) {
+    const std::size_t m = std::min(step, elems - c), off = c * es;
+    std::byte* dst = acc ? acc : out + off;
+    reduce(dst, in[0] + off, in[1] + off, m, t, op);
+    for (int q = 2; q < n; ++q) reduce(dst, dst, in[static_cast<std::size_t>(q)] + off, m, t, op);
+    if (acc) std::memcpy(out + off, acc, m * es);
+  }
+}
+
+}  // namespace
+
+bool all_reduce_direct(const AlgoContext& ctx, HostSharedMemory& shm, void* data, int64_t count,
+                       DataType t, ReduceOp op) {
+  const int n = ctx.size, r = ctx.rank;
+  const std::size_t bytes = bytes_of(count, t);
+  auto* mine = static_cast<std::byte*>(data);
+
+  // 1. Posts.
+  int64_t t0 = ctx.step_clock();
+  const HostSharedMemory::Post post = shm.post(data, bytes);
+  if (!post.shared) return false;  // the peers see it in the post and fall back too
+  std::vector<const std::byte*> in(static_cast<std::size_t>(n));
+  bool all_shared = true;
+  for (int q = 0; q < n; ++q) {
+    in[static_cast<std::size_t>(q)] = q == r ? mine : shm.posted(q, post.seq, bytes, ctx.deadline);
+    all_shared = all_shared && in[static_cast<std::size_t>(q)] != nullptr;
+  }
+  if (!all_shared) return false;
+
+  // 2. This rank's block, straight out of every buffer.
+  const Blocks blocks{count, n};
+  const auto block_bytes = [&](int b) { return static_cast<int64_t>(bytes_of(blocks.size(b), t)); };
+  const auto offset = [&](int b) { return bytes_of(blocks.begin(b), t); };
+  std::vector<const std::byte*> block_in(in);
+  for (auto& p : block_in) p += offset(r);
+  delay_for_tests();
+  reduce_block(ctx, block_in, mine + offset(r), static_cast<std::size_t>(blocks.size(r)), t, op);
+  if (op == ReduceOp::kAvg)
+    divide(mine + offset(r), static_cast<std::size_t>(blocks.size(r)), t, static_cast<float>(n));
+  shm.signal(HostSharedMemory::Stage::kReduced, post.seq);
+  ctx.traced(
+      {.phase = StepPhase::kReduceScatter, .recv_block = r, .recv_bytes = block_bytes(r) * (n - 1)},
+      t0, data);
+
+  // 3. The others' blocks, each from its owner.
+  t0 = ctx.step_clock();
+  for (int k = 1; k < n; ++k) {
+    const int p = ctx.peer(k);
+    shm.wait(p, HostSharedMemory::Stage::kReduced, post.seq, ctx.deadline);
+    delay_for_tests();
+    std::memcpy(mine + offset(p), in[static_cast<std::size_t>(p)] + offset(p),
+                static_cast<std::size_t>(block_bytes(p)));
+  }
+  shm.signal(HostSharedMemory::Stage::kReleased, post.seq);
+
+  // 4. Nobody reads this buffer any more: the caller may write it.
+  for (int k = 1; k < n; ++k)
+    shm.wait(ctx.peer(k), HostSharedMemory::Stage::kReleased, post.seq, ctx.deadline);
+  ctx.traced(
+      {.phase = StepPhase::kAllGather, .recv_bytes = static_cast<int64_t>(bytes) - block_bytes(r)},
+      t0, data);
+  return true;
+}
+
+}  // namespace mddp::comm
