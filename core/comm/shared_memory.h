@@ -7,9 +7,10 @@
 // The words: each rank owns an *arena*, memory its peers have mapped too.
 // For the direct collective number `seq` (the same on every rank: every rank
 // issues the same collectives in the same order), a rank *posts* its buffer
-// (where in its arena it lies, or that it lies elsewhere), then *signals*
-// each stage it finished; a peer waits for those signals before it reads,
-// and the owner waits for its peers' before it lets anyone write again.
+// (where in its arena it lies, or that it lies elsewhere); peers wait for
+// the post before they touch the buffer, and each signals when it is
+// *finished* with the others' buffers; a rank lets its caller write its
+// buffer again only once every peer finished.
 #pragma once
 
 #include <cstddef>
@@ -42,20 +43,17 @@ class HostSharedMemory {
   // never waits, so a rank whose buffer is private posts and moves on.
   virtual Post post(const void* data, std::size_t bytes) = 0;
   // Waits until `peer` posted collective `seq`; returns its buffer as mapped
-  // here, or nullptr when it is not in the peer's arena. PeerError when the
-  // peer posted another byte count (the ranks run different collectives).
-  virtual const std::byte* posted(int peer, uint64_t seq, std::size_t bytes, Deadline deadline) = 0;
+  // here (read and written as the collective's protocol allows), or nullptr
+  // when it is not in the peer's arena. PeerError when the peer posted
+  // another byte count (the ranks run different collectives).
+  virtual std::byte* posted(int peer, uint64_t seq, std::size_t bytes, Deadline deadline) = 0;
 
-  enum class Stage {
-    kReduced,   // this rank's block of the result is final
-    kReleased,  // this rank reads its peers' buffers no more
-  };
-  // Tells every peer this rank finished `stage` of collective `seq`.
-  virtual void signal(Stage stage, uint64_t seq) = 0;
-  // Waits until `peer` signalled `stage` of collective `seq` (or a later
-  // one). Throws TimeoutError, AbortedError or PeerError (the peer closed
-  // its transport or died) naming the peer.
-  virtual void wait(int peer, Stage stage, uint64_t seq, Deadline deadline) = 0;
+  // Tells every peer this rank is finished with their buffers in collective `seq`.
+  virtual void finish(uint64_t seq) = 0;
+  // Waits until `peer` finished collective `seq` (or a later one). Throws
+  // TimeoutError, AbortedError or PeerError (the peer closed its transport
+  // or died) naming the peer.
+  virtual void wait_finished(int peer, uint64_t seq, Deadline deadline) = 0;
 };
 
 }  // namespace mddp::comm

@@ -15,35 +15,36 @@
 //
 //   1. posts its buffer and waits for every peer's post. If any buffer is
 //      private (not in its owner's arena), every rank sees it in the posts
-//      and returns false: the caller runs the ring instead, on every rank.
+//      and returns false: the caller runs a flat algorithm instead, on
+//      every rank.
 //   2. reduces block r: data_r[block r] = op(x_0, x_1, ..., x_{n-1}) read
 //      from each rank's buffer, in rank order, chunk by chunk (kChunkBytes,
-//      so the partial result stays in L1); kAvg then divides it by n. It
-//      signals kReduced.
-//   3. for each peer p, from r+1 round the ring (so the ranks do not all
-//      read one buffer at once): waits for p's kReduced and copies block p
-//      of p's buffer into its own. It signals kReleased.
-//   4. waits for every peer's kReleased before it returns.
+//      so the partial result stays in L1); kAvg then divides it by n.
+//   3. writes its finished block r into every peer's buffer, from r+1 round
+//      the ring (so the ranks do not all write one buffer at once), and
+//      signals that it is finished with the peers' buffers.
+//   4. waits until every peer is finished with its buffer, then returns.
 //
-// Why no block is written while someone reads it: rank q reads block q of
-// rank r's buffer in its step 2, and r writes that block only in its step
-// 3, after q's kReduced. In step 3 rank r reads block p of p's buffer,
-// which p wrote before its kReduced and never writes again. And step 4
-// keeps r's buffer untouched by the caller (the next backward writes
-// gradients into DDP's buckets) until no peer reads it any more:
-// tests/multirank/direct_all_reduce_test.cc hunts that race with random
-// delays.
+// Why no block is written while someone reads it: block r of any buffer is
+// read (step 2) and then written (step 3) by rank r alone, in that order;
+// the owner of the buffer does not touch it between its post and its
+// return. And step 4 keeps r's buffer from its caller (the next backward
+// writes gradients into DDP's buckets) until no peer reads or writes it any
+// more: tests/multirank/direct_all_reduce_test.cc hunts that race with
+// random delays, and fails without step 4.
 //
 // Bits: block b is computed once, by rank b, in rank order, and copied
 // verbatim: every rank holds the same bits (though not the ring's: its sums
 // run in another order).
 //
-// Cost per rank: step 2 reads n blocks and writes one, step 3 reads and
-// writes n-1: (2n-1)S/n read and S written (2.5 S in all at n = 2), plus
-// three rounds of signals (post, reduced, released). The ring moves every
-// block through a ring of shared memory first, a copy in and a copy out
-// (or one process_vm_readv) before its reduction reads it, and pays
-// 2(n-1) messages.
+// Cost per rank: step 2 reads n blocks and writes one, step 3 writes n-1
+// blocks (one each into the others' memory): S read and S written (2 S in
+// all), and two rounds of signals (post, finished). Pulling the finished
+// blocks instead would read them once more and need a third round (a
+// rank may only read a block once its owner says it is final). The ring
+// moves every block through a ring of shared memory first, a copy in and a
+// copy out (or one process_vm_readv) before its reduction reads it, and
+// pays 2(n-1) messages.
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -109,7 +110,7 @@ bool all_reduce_direct(const AlgoContext& ctx, HostSharedMemory& shm, void* data
   int64_t t0 = ctx.step_clock();
   const HostSharedMemory::Post post = shm.post(data, bytes);
   if (!post.shared) return false;  // the peers see it in the post and fall back too
-  std::vector<const std::byte*> in(static_cast<std::size_t>(n));
+  std::vector<std::byte*> in(static_cast<std::size_t>(n));
   bool all_shared = true;
   for (int q = 0; q < n; ++q) {
     in[static_cast<std::size_t>(q)] = q == r ? mine : shm.posted(q, post.seq, bytes, ctx.deadline);
@@ -119,36 +120,31 @@ bool all_reduce_direct(const AlgoContext& ctx, HostSharedMemory& shm, void* data
 
   // 2. This rank's block, straight out of every buffer.
   const Blocks blocks{count, n};
-  const auto block_bytes = [&](int b) { return static_cast<int64_t>(bytes_of(blocks.size(b), t)); };
-  const auto offset = [&](int b) { return bytes_of(blocks.begin(b), t); };
-  std::vector<const std::byte*> block_in(in);
-  for (auto& p : block_in) p += offset(r);
+  const auto offset = bytes_of(blocks.begin(r), t);
+  const auto elems = static_cast<std::size_t>(blocks.size(r));
+  std::vector<const std::byte*> block_in(in.begin(), in.end());
+  for (auto& p : block_in) p += offset;
   delay_for_tests();
-  reduce_block(ctx, block_in, mine + offset(r), static_cast<std::size_t>(blocks.size(r)), t, op);
-  if (op == ReduceOp::kAvg)
-    divide(mine + offset(r), static_cast<std::size_t>(blocks.size(r)), t, static_cast<float>(n));
-  shm.signal(HostSharedMemory::Stage::kReduced, post.seq);
+  reduce_block(ctx, block_in, mine + offset, elems, t, op);
+  if (op == ReduceOp::kAvg) divide(mine + offset, elems, t, static_cast<float>(n));
+  const auto block_bytes = static_cast<int64_t>(bytes_of(blocks.size(r), t));
   ctx.traced(
-      {.phase = StepPhase::kReduceScatter, .recv_block = r, .recv_bytes = block_bytes(r) * (n - 1)},
+      {.phase = StepPhase::kReduceScatter, .recv_block = r, .recv_bytes = block_bytes * (n - 1)},
       t0, data);
 
-  // 3. The others' blocks, each from its owner.
+  // 3. The result, into every peer's buffer.
   t0 = ctx.step_clock();
   for (int k = 1; k < n; ++k) {
-    const int p = ctx.peer(k);
-    shm.wait(p, HostSharedMemory::Stage::kReduced, post.seq, ctx.deadline);
     delay_for_tests();
-    std::memcpy(mine + offset(p), in[static_cast<std::size_t>(p)] + offset(p),
-                static_cast<std::size_t>(block_bytes(p)));
+    std::memcpy(in[static_cast<std::size_t>(ctx.peer(k))] + offset, mine + offset,
+                static_cast<std::size_t>(block_bytes));
   }
-  shm.signal(HostSharedMemory::Stage::kReleased, post.seq);
+  shm.finish(post.seq);
 
-  // 4. Nobody reads this buffer any more: the caller may write it.
-  for (int k = 1; k < n; ++k)
-    shm.wait(ctx.peer(k), HostSharedMemory::Stage::kReleased, post.seq, ctx.deadline);
-  ctx.traced(
-      {.phase = StepPhase::kAllGather, .recv_bytes = static_cast<int64_t>(bytes) - block_bytes(r)},
-      t0, data);
+  // 4. Nobody reads or writes this buffer any more: the caller may.
+  for (int k = 1; k < n; ++k) shm.wait_finished(ctx.peer(k), post.seq, ctx.deadline);
+  ctx.traced({.phase = StepPhase::kAllGather, .send_block = r, .send_bytes = block_bytes * (n - 1)},
+             t0, data);
   return true;
 }
 

@@ -49,13 +49,12 @@ struct SegmentHeader {
   std::atomic<uint32_t> sleepers;  // owner threads asleep on the doorbell
   // The direct all-reduce's progress (direct_all_reduce.cc), written by the
   // owner only: the sequence number of the last collective whose buffer it
-  // posted, whose block it reduced, and whose peers' buffers it is done with.
+  // posted, and of the last in which it finished with its peers' buffers.
   alignas(64) std::atomic<uint64_t> posted;
   struct Post {
     uint64_t seq, offset, bytes;  // offset into the owner's arena, or kNotShared
   } post[2];                      // [seq % 2]: a peer may still read the previous one
-  alignas(64) std::atomic<uint64_t> reduced;
-  alignas(64) std::atomic<uint64_t> released;
+  alignas(64) std::atomic<uint64_t> finished;
 };
 constexpr uint64_t kNotShared = ~uint64_t{0};
 

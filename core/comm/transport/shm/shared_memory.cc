@@ -16,10 +16,10 @@
 // rank whose buffer is private posts and runs on to the rings at once, and
 // may post the next collective while a slower peer still reads this one's
 // slot; it cannot get two ahead, because an all-reduce finishes on no rank
-// before every rank has joined it, that is, has read every post. `reduced`
-// and `released` are the stage signals, each a counter only its owner
-// writes. A waiter spins, yields, then sleeps on its own doorbell; every
-// signal rings the peers' doorbells if they sleep (Note [Doorbell]).
+// before every rank has joined it, that is, has read every post.
+// `finished` is the other signal, a counter only its owner writes. A waiter
+// spins, yields, then sleeps on its own doorbell; every signal rings the
+// peers' doorbells if they sleep (Note [Doorbell]).
 #include <sched.h>
 #include <spdlog/spdlog.h>
 
@@ -30,19 +30,6 @@
 #include "core/comm/transport/shm/shm_transport.h"
 
 namespace mddp::comm {
-namespace {
-
-const std::atomic<uint64_t>& stage_word(const shm::SegmentHeader& h,
-                                        HostSharedMemory::Stage stage) {
-  return stage == HostSharedMemory::Stage::kReduced ? h.reduced : h.released;
-}
-
-const char* stage_name(HostSharedMemory::Stage stage) {
-  return stage == HostSharedMemory::Stage::kReduced ? "reduce its block" : "finish reading";
-}
-
-}  // namespace
-
 std::shared_ptr<void> ShmTransport::allocate(std::size_t bytes) {
   if (size_ == 1) return nullptr;  // no peers, no arena
   const auto& mine = segments_[static_cast<std::size_t>(rank_)];
@@ -91,8 +78,7 @@ HostSharedMemory::Post ShmTransport::post(const void* data, std::size_t bytes) {
   return {seq, shared};
 }
 
-const std::byte* ShmTransport::posted(int peer, uint64_t seq, std::size_t bytes,
-                                      Deadline deadline) {
+std::byte* ShmTransport::posted(int peer, uint64_t seq, std::size_t bytes, Deadline deadline) {
   check_message(peer, nullptr, 0);
   const auto& theirs = *segments_[static_cast<std::size_t>(peer)];
   wait_for(peer, theirs.header()->posted, seq, deadline, "post its buffer");
@@ -108,13 +94,13 @@ const std::byte* ShmTransport::posted(int peer, uint64_t seq, std::size_t bytes,
   if (post.offset > theirs.header()->arena_bytes ||
       bytes > theirs.header()->arena_bytes - post.offset)
     throw PeerError(str(which, " posted a buffer outside its arena"), peer);
-  return reinterpret_cast<const std::byte*>(theirs.arena() + post.offset);
+  return reinterpret_cast<std::byte*>(theirs.arena() + post.offset);
 }
 
-void ShmTransport::signal(Stage stage, uint64_t seq) {
+void ShmTransport::finish(uint64_t seq) {
   if (size_ == 1) return;
-  auto* h = segments_[static_cast<std::size_t>(rank_)]->header();
-  (stage == Stage::kReduced ? h->reduced : h->released).store(seq, std::memory_order_release);
+  segments_[static_cast<std::size_t>(rank_)]->header()->finished.store(seq,
+                                                                       std::memory_order_release);
   signal_peers();
 }
 
@@ -123,10 +109,10 @@ void ShmTransport::signal_peers() {
     if (p != rank_) shm::notify(segments_[static_cast<std::size_t>(p)]->header());
 }
 
-void ShmTransport::wait(int peer, Stage stage, uint64_t seq, Deadline deadline) {
+void ShmTransport::wait_finished(int peer, uint64_t seq, Deadline deadline) {
   check_message(peer, nullptr, 0);
-  wait_for(peer, stage_word(*segments_[static_cast<std::size_t>(peer)]->header(), stage), seq,
-           deadline, stage_name(stage));
+  wait_for(peer, segments_[static_cast<std::size_t>(peer)]->header()->finished, seq, deadline,
+           "finish with this rank's buffer");
 }
 
 void ShmTransport::wait_for(int peer, const std::atomic<uint64_t>& word, uint64_t seq,

@@ -57,9 +57,9 @@ class ShmTransport : public Transport, public HostSharedMemory {
   std::shared_ptr<void> allocate(std::size_t bytes) override;
   bool holds(const void* data, std::size_t bytes) const override;
   Post post(const void* data, std::size_t bytes) override;
-  const std::byte* posted(int peer, uint64_t seq, std::size_t bytes, Deadline deadline) override;
-  void signal(Stage stage, uint64_t seq) override;
-  void wait(int peer, Stage stage, uint64_t seq, Deadline deadline) override;
+  std::byte* posted(int peer, uint64_t seq, std::size_t bytes, Deadline deadline) override;
+  void finish(uint64_t seq) override;
+  void wait_finished(int peer, uint64_t seq, Deadline deadline) override;
 
   struct Channel;  // one direction with one peer (shm_transport.cc)
   struct Op;       // one message being sent or received
@@ -73,7 +73,7 @@ class ShmTransport : public Transport, public HostSharedMemory {
   void sleep(Op* ops, int count, Deadline deadline);
   void check_peers_alive(Op* ops, int count);
   [[noreturn]] void fail(Channel& c, const std::string& what, PeerFault fault);
-  // The waiting of wait() and posted(): until `word` of `peer`'s segment
+  // The waiting of wait_finished() and posted(): until `word` of `peer`'s segment
   // reaches `seq`; `what` says what for, in errors.
   void wait_for(int peer, const std::atomic<uint64_t>& word, uint64_t seq, Deadline deadline,
                 const char* what);
