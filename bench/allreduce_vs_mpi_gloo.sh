@@ -4,9 +4,11 @@
 # flips every round), medians [min..max], ratios taken per round.
 #
 # Per round:
-#   * `microddp bench allreduce --algo auto` (what a job gets: recursive
-#     doubling for small messages, the ring above) over TCP (loopback) and over shared
-#     memory; bench/mpi_allreduce.c under mpirun with the TCP BTL on lo and with
+#   * `microddp bench allreduce --algo auto` (what a job gets: over TCP
+#     recursive doubling for small messages, the ring above; over shared
+#     memory the direct all-reduce, its buffer in the shared arena as DDP's
+#     buckets are, and, as a column of its own, a private buffer, which
+#     takes doubling or the ring through the shm rings); bench/mpi_allreduce.c under mpirun with the TCP BTL on lo and with
 #     the vader (shared-memory) BTL, each both with Open MPI's default busy
 #     polling and with mpi_yield_when_idle 1 (its setting for a busy machine;
 #     the MPI columns take the better of the two per round and size);
@@ -15,6 +17,8 @@
 #     large ones with few);
 #   * the physical limits: loopback TCP, one iperf3 stream, and single-core
 #     memory bandwidth (bench/membw.c, STREAM-like copy/triad on 256 MB arrays);
+#   * shared memory at 4 ranks (on 2 cores: oversubscribed): microddp auto
+#     against vader, sizes as above;
 #   * microddp ring vs naive vs tree over shm at 2 and 4 ranks, 4 KiB .. 4 MiB,
 #     factor 2, to check the `--algo auto` crossover (core/comm/algorithms/auto_select.cc).
 # The C programs are compiled with mpicc / gcc into the work directory.
@@ -77,7 +81,8 @@ make_work_dir allreduce_vs_mpi_gloo
 if (( quick )); then small=(20 100); large=(1 4); alg=(5 30); iperf_s=2; membw_reps=3
 else small=(50 500); large=(2 10); alg=(10 100); iperf_s=3; membw_reps=5; fi
 
-mpi_flags=(-np 2 --bind-to "$MPI_BIND" --mca pml ob1)
+# --oversubscribe: 4 ranks on a 2-core machine (the 4-rank shared-memory sweep).
+mpi_flags=(--oversubscribe --bind-to "$MPI_BIND" --mca pml ob1)
 (( EUID == 0 )) && mpi_flags=(--allow-run-as-root "${mpi_flags[@]}")
 # shellcheck disable=SC2054  # the commas are part of the MCA values
 mpi_tcp=(--mca btl tcp,self --mca btl_tcp_if_include lo)
@@ -87,7 +92,7 @@ mpi_shm=(--mca btl vader,self)
 {
   machine_info
   echo "microddp: $MICRODDP ($(cd "$root" && git rev-parse --short HEAD 2>/dev/null || echo '?'), working tree may differ)"
-  echo "mpi: $("$MPIRUN" --version 2>/dev/null | head -1); mpirun ${mpi_flags[*]} + [${mpi_tcp[*]}] or [${mpi_shm[*]}]"
+  echo "mpi: $("$MPIRUN" --version 2>/dev/null | head -1); mpirun -np 2|4 ${mpi_flags[*]} + [${mpi_tcp[*]}] or [${mpi_shm[*]}]"
   echo "torch: $("$PY" -c 'import torch; print(torch.__version__)' 2>/dev/null), gloo on 127.0.0.1, torch.set_num_threads(1)"
   echo "iperf3: $(iperf3 --version 2>/dev/null | head -1)"
   echo "iterations: small sizes ${small[0]}+${small[1]}, large ${large[0]}+${large[1]}, algorithm sweep ${alg[0]}+${alg[1]} (warm-up+timed)"
@@ -102,16 +107,16 @@ sweep_args() {  # small|large|alg -> -b -e -f --warmup --iters
     alg) echo "-b 4K -e 4M -f 2 --warmup ${alg[0]} --iters ${alg[1]}" ;;
   esac
 }
-mddp() {  # NAME PART NPROC TRANSPORT ALGO
+mddp() {  # NAME PART NPROC TRANSPORT ALGO [BUFFER: shared (default) | private]
   # shellcheck disable=SC2046
-  run "$1" "$MICRODDP" bench allreduce --nproc "$3" --transport "$4" --algo "$5" $(sweep_args "$2") \
-    --json "$work/$1.json"
+  run "$1" "$MICRODDP" bench allreduce --nproc "$3" --transport "$4" --algo "$5" \
+    --buffer "${6:-shared}" $(sweep_args "$2") --json "$work/$1.json"
 }
-mpi() {  # NAME PART tcp|shm YIELD(0|1)
+mpi() {  # NAME PART tcp|shm YIELD(0|1) [NPROC: 2]
   local -n btl=mpi_$3
   # shellcheck disable=SC2046
-  run "$1" "$MPIRUN" "${mpi_flags[@]}" "${btl[@]}" --mca mpi_yield_when_idle "$4" "$work/mpi_allreduce" \
-    $(sweep_args "$2") --json "$work/$1.json"
+  run "$1" "$MPIRUN" -np "${5:-2}" "${mpi_flags[@]}" "${btl[@]}" --mca mpi_yield_when_idle "$4" \
+    "$work/mpi_allreduce" $(sweep_args "$2") --json "$work/$1.json"
 }
 gloo() {  # NAME PART
   # shellcheck disable=SC2046
@@ -140,7 +145,11 @@ for ((r = 0; r < rounds; r++)); do
       "mpi ${p}_${part}_mpi_tcp_y $part tcp 1"
       "mddp ${p}_${part}_mddp_shm $part 2 shm auto"
       "mpi ${p}_${part}_mpi_shm $part shm 0"
+      "mddp ${p}_${part}_mddp_shm_priv $part 2 shm auto private"
       "mpi ${p}_${part}_mpi_shm_y $part shm 1"
+      "mddp ${p}_${part}_mddp_shm4 $part 4 shm auto"
+      "mpi ${p}_${part}_mpi_shm4 $part shm 0 4"
+      "mpi ${p}_${part}_mpi_shm4_y $part shm 1 4"
     )
   done
   if (( algos )); then
@@ -164,7 +173,9 @@ work, rounds, out, auto_src = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.ar
 env = summary.env_lines(work)
 KiB, MiB = 1 << 10, 1 << 20
 IMPLS = [("mddp_tcp", "microddp auto, TCP"), ("mpi_tcp", "Open MPI, TCP (lo)"), ("gloo", "torch gloo"),
-         ("mddp_shm", "microddp auto, shm"), ("mpi_shm", "Open MPI, vader (shm)")]
+         ("mddp_shm", "microddp auto, shm"), ("mpi_shm", "Open MPI, vader (shm)"),
+         ("mddp_shm_priv", "microddp auto, shm, private buffer")]
+IMPLS4 = [("mddp_shm4", "microddp auto, shm, 4 ranks"), ("mpi_shm4", "Open MPI, vader, 4 ranks")]
 
 
 def cpu_pct(name):
@@ -195,7 +206,7 @@ def raw(r, impl, size, key="busbw_gbps"):
 
 def val(r, impl, size, key="busbw_gbps"):
     """For the MPI columns: the better of busy polling and mpi_yield_when_idle in that round."""
-    if impl not in ("mpi_tcp", "mpi_shm"):
+    if impl not in ("mpi_tcp", "mpi_shm", "mpi_shm4"):
         return raw(r, impl, size, key)
     xs = clean([raw(r, impl, size, key), raw(r, impl + "_y", size, key)])
     if not xs:
@@ -222,12 +233,13 @@ R = range(rounds)
 sizes = sorted(set().union(*[rows(f"r{r}_{p}_{i}").keys() for r in R for p in ("small", "large")
                              for i, _ in IMPLS]) or [0])
 sizes = [s for s in sizes if s]
-bus = {i: {s: [val(r, i, s) for r in R] for s in sizes} for i, _ in IMPLS}
-tim = {i: {s: [val(r, i, s, "time_us") for r in R] for s in sizes} for i, _ in IMPLS}
+bus = {i: {s: [val(r, i, s) for r in R] for s in sizes} for i, _ in IMPLS + IMPLS4}
+tim = {i: {s: [val(r, i, s, "time_us") for r in R] for s in sizes} for i, _ in IMPLS + IMPLS4}
 
-L = ["# All-reduce: microddp vs Open MPI vs gloo, 2 ranks, float32 sum", ""]
+L = ["# All-reduce: microddp vs Open MPI vs gloo, 2 ranks (and 4 on shared memory), float32 sum", ""]
 L.append(f"Median [min..max] over {rounds} interleaved round(s) (order flipped every round); ratios are taken "
-         "per round (same round, adjacent runs) and then the median. busbw = algbw = S/t for 2 ranks. "
+         "per round (same round, adjacent runs) and then the median. busbw = algbw = S/t for 2 ranks, "
+         "2(n-1)/n · S/t for n. "
          "`CPU%` is the share of one core a run got (both ranks together; 200 % = both cores).")
 L += ["", "```"] + env + ["```", ""]
 
@@ -265,8 +277,6 @@ best_other = [max(clean([a, b])) if clean([a, b]) else None for a, b in zip(bus[
                                                                          bus["gloo"].get(S64, []))]
 r_tcp = ratio(bus["mddp_tcp"].get(S64, []), best_other)
 r_shm = ratio(bus["mddp_shm"].get(S64, []), bus["mpi_shm"].get(S64, []))
-per_size_shm = {s: ratio(bus["mddp_shm"][s], bus["mpi_shm"][s]) for s in sizes if s >= 64 * KiB}
-worst = min(per_size_shm, key=lambda s: mval(per_size_shm[s]) or 0) if per_size_shm else None
 lat_shm, lat_tcp = tim["mddp_shm"].get(S4K, []), tim["mddp_tcp"].get(S4K, [])
 L.append("## Targets")
 L.append("")
@@ -277,13 +287,19 @@ L.append(f"| 64 MiB busbw, microddp TCP ÷ better of MPI TCP and gloo | {med(r_t
          f"{med(bus['gloo'].get(S64, []))} GB/s) | ≥ 1.2 | {target(mval(r_tcp), 1.2, True)} |")
 L.append(f"| 64 MiB busbw, microddp shm ÷ MPI vader | {med(r_shm)} ({med(bus['mddp_shm'].get(S64, []))} vs "
          f"{med(bus['mpi_shm'].get(S64, []))} GB/s) | ≥ 2 | {target(mval(r_shm), 2, True)} |")
-if worst is not None:
-    below = [hsize(s) for s in per_size_shm if (mval(per_size_shm[s]) or 0) < 1]
-    L.append(f"| microddp shm ÷ MPI vader, every size ≥ 64 KiB (worst: {hsize(worst)}) | "
-             f"{med(per_size_shm[worst])} | ≥ 1 | {target(mval(per_size_shm[worst]), 1, True)}"
+for mine, theirs, ranks in (("mddp_shm", "mpi_shm", 2), ("mddp_shm4", "mpi_shm4", 4)):
+    per_size = {s: ratio(bus[mine][s], bus[theirs][s]) for s in sizes}
+    per_size = {s: v for s, v in per_size.items() if clean(v)}
+    if not per_size:
+        continue
+    worst = min(per_size, key=lambda s: mval(per_size[s]))
+    below = [hsize(s) for s in per_size if mval(per_size[s]) < 1]
+    L.append(f"| microddp shm ÷ MPI vader busbw, every size 4 KiB..256 MiB, {ranks} ranks (worst: {hsize(worst)}) | "
+             f"{med(per_size[worst])} | ≥ 1 | {target(mval(per_size[worst]), 1, True)}"
              f"{' (below 1 at ' + ', '.join(below) + ')' if below else ''} |")
-L.append(f"| 4 KiB latency, microddp shm (MPI vader {med(tim['mpi_shm'].get(S4K, []))} µs) | {med(lat_shm)} µs "
-         f"| ≤ 10 µs | {target(mval(lat_shm), 10, False)} |")
+r_lat = ratio(lat_shm, tim["mpi_shm"].get(S4K, []))
+L.append(f"| 4 KiB latency, microddp shm ÷ MPI vader ({med(lat_shm)} vs {med(tim['mpi_shm'].get(S4K, []))} µs) | "
+         f"{med(r_lat)} | ≤ 1 | {target(mval(r_lat), 1, False)} |")
 L.append(f"| 4 KiB latency, microddp TCP (MPI TCP {med(tim['mpi_tcp'].get(S4K, []))} µs, gloo "
          f"{med(tim['gloo'].get(S4K, []))} µs) | {med(lat_tcp)} µs | ≤ 30 µs | {target(mval(lat_tcp), 30, False)} |")
 L.append("")
@@ -300,6 +316,16 @@ for s in sizes:
     bo = [max(clean([a, b])) if clean([a, b]) else None for a, b in zip(bus["mpi_tcp"][s], bus["gloo"][s])]
     L.append(f"| {hsize(s)} | " + " | ".join(med(bus[i][s]) for i, _ in IMPLS) +
              f" | {med(ratio(bus['mddp_tcp'][s], bo))} | {med(ratio(bus['mddp_shm'][s], bus['mpi_shm'][s]))} |")
+L.append("")
+L.append("Shared memory at 4 ranks (on 2 cores: two ranks a core), busbw GB/s and time, µs (medians):")
+L.append("")
+L.append("| size | " + " | ".join(n for _, n in IMPLS4) + " | microddp ÷ vader | " +
+         " | ".join(n + ", µs" for _, n in IMPLS4) + " |")
+L.append("|---" * (2 * len(IMPLS4) + 2) + "|")
+for s in sizes:
+    L.append(f"| {hsize(s)} | " + " | ".join(med(bus[i][s]) for i, _ in IMPLS4) +
+             f" | {med(ratio(bus['mddp_shm4'][s], bus['mpi_shm4'][s]))} | " +
+             " | ".join(fmt(mval(tim[i][s])) for i, _ in IMPLS4) + " |")
 L.append("")
 L.append("Time per all-reduce, µs (median):")
 L.append("")

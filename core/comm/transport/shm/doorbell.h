@@ -26,7 +26,8 @@
 
 namespace mddp::comm::shm {
 
-// A waiting side first spins (kSpin, pause), then yields (until kYield),
+// A waiting side first spins (kSpin, pause; not at all when the host has
+// more ranks than cores), then yields (until kYield),
 // then sleeps on its doorbell in slices of at most kSleepSlice, between
 // which it checks the deadline, abort and whether its peers are alive.
 inline constexpr std::chrono::microseconds kSpin{20}, kYield{100};

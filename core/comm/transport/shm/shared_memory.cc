@@ -123,7 +123,7 @@ void ShmTransport::wait_for(int peer, const std::atomic<uint64_t>& word, uint64_
   auto next_liveness_check = start;
   for (uint32_t round = 1;; ++round) {
     if (word.load(std::memory_order_acquire) >= seq) return;
-    if (round % 64 != 0) {
+    if (spin_.count() > 0 && round % 64 != 0) {
       cpu_relax();
       continue;
     }
@@ -135,7 +135,7 @@ void ShmTransport::wait_for(int peer, const std::atomic<uint64_t>& word, uint64_
       throw TimeoutError(str("rank ", rank_, ": timed out after ", waited.count(),
                              " ms waiting for rank ", peer, " to ", what, " (direct all-reduce #",
                              seq, "); is that rank alive, and running the same collective?"));
-    if (now - start < kSpin) continue;
+    if (now - start < spin_) continue;
     if (now - start < kYield) {
       ::sched_yield();
       continue;

@@ -136,6 +136,14 @@ void pause_for_tests() {
   if (ms && *ms) std::this_thread::sleep_for(std::chrono::milliseconds(std::atol(ms)));
 }
 
+// The cores this process may run on (its affinity mask; the cgroup's CPU
+// quota is not counted).
+int usable_cpus() {
+  cpu_set_t set;
+  if (::sched_getaffinity(0, sizeof set, &set) != 0) return 1;
+  return CPU_COUNT(&set);
+}
+
 // Whether this process may read `pid`'s memory: it reads the probe word there.
 bool can_read_directly(int pid, uint64_t probe_addr) {
   uint64_t value = 0;
@@ -244,7 +252,12 @@ std::unique_ptr<ShmTransport> ShmTransport::connect(Store& store, int rank, int 
 
 ShmTransport::ShmTransport(int rank, int size, std::vector<shm::Segment> segments,
                            const ShmOptions& options)
-    : rank_(rank), size_(size), options_(options), out_(size), in_(size) {
+    : rank_(rank),
+      size_(size),
+      options_(options),
+      spin_(size <= usable_cpus() ? kSpin : std::chrono::microseconds{0}),
+      out_(size),
+      in_(size) {
   for (auto& s : segments) segments_.push_back(std::make_shared<shm::Segment>(std::move(s)));
   for (int p = 0; p < size; ++p) {
     if (p == rank) continue;
@@ -447,7 +460,7 @@ void ShmTransport::run(Op* ops, int count, Deadline deadline) {
       continue;
     }
     if (idle_rounds++ == 0) idle_since = Clock::now();
-    if (idle_rounds % 64 != 0) {
+    if (spin_.count() > 0 && idle_rounds % 64 != 0) {
       cpu_relax();
       continue;
     }
@@ -455,7 +468,7 @@ void ShmTransport::run(Op* ops, int count, Deadline deadline) {
     if (now >= deadline) {
       throw_frames_timed_out(rank_, now - start, ops, count, shm_link);
     }
-    if (now - idle_since < kSpin) continue;
+    if (now - idle_since < spin_) continue;
     if (now - idle_since < kYield) {
       ::sched_yield();
       continue;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -86,9 +87,13 @@ class ShmTransport : public Transport, public HostSharedMemory {
   // [r]: rank r's segment (rings into r, its arena). Shared: the buffers
   // allocate() hands out keep this rank's mapped.
   std::vector<std::shared_ptr<shm::Segment>> segments_;
-  std::mutex arena_mu_;                             // allocate()
-  std::atomic<uint64_t> arena_used_{0};             // bytes of our arena handed out
-  uint64_t direct_seq_ = 0;                         // direct collectives posted
+  std::mutex arena_mu_;                  // allocate()
+  std::atomic<uint64_t> arena_used_{0};  // bytes of our arena handed out
+  uint64_t direct_seq_ = 0;              // direct collectives posted
+  // How long a wait spins before it yields: shm::kSpin, or nothing when the
+  // host's ranks outnumber the cores this process may run on (a spinning
+  // rank would hold the core the rank it waits for needs).
+  std::chrono::microseconds spin_;
   std::vector<std::unique_ptr<Channel>> out_, in_;  // [peer]
   AbortSignal abort_;
 };
