@@ -20,9 +20,10 @@
 //   2. reduces block r: data_r[block r] = op(x_0, x_1, ..., x_{n-1}) read
 //      from each rank's buffer, in rank order, chunk by chunk (kChunkBytes,
 //      so the partial result stays in L1); kAvg then divides it by n.
-//   3. writes its finished block r into every peer's buffer, from r+1 round
-//      the ring (so the ranks do not all write one buffer at once), and
-//      signals that it is finished with the peers' buffers.
+//   3. writes each finished chunk, while it is still in L1, into every
+//      peer's buffer, from r+1 round the ring (so the ranks do not all
+//      write one buffer at once); after the last, it signals that it is
+//      finished with the peers' buffers.
 //   4. waits until every peer is finished with its buffer, then returns.
 //
 // Why no block is written while someone reads it: block r of any buffer is
@@ -37,9 +38,9 @@
 // verbatim: every rank holds the same bits (though not the ring's: its sums
 // run in another order).
 //
-// Cost per rank: step 2 reads n blocks and writes one, step 3 writes n-1
-// blocks (one each into the others' memory): S read and S written (2 S in
-// all), and two rounds of signals (post, finished). Pulling the finished
+// Cost per rank: step 2 reads n blocks, step 3 writes n (its own and one
+// into each peer's memory): S read and S written, 2 S in all, and two
+// rounds of signals (post, finished). Pulling the finished
 // blocks instead would read them once more and need a third round (a
 // rank may only read a block once its owner says it is final). The ring
 // moves every block through a ring of shared memory first, a copy in and a
@@ -77,24 +78,29 @@ void delay_for_tests() {
   std::this_thread::sleep_for(std::chrono::microseconds(rng() % static_cast<unsigned>(max_us)));
 }
 
-// out[0, n) = op over the ranks' inputs in rank order, chunk by chunk.
-// `out` is one of `in` (rank r's own buffer): for r >= 2 the partial result
-// cannot be built in place (it would overwrite x_r before it is read), so it
-// is built in a chunk of scratch and copied.
-void reduce_block(const AlgoContext& ctx, const std::vector<const std::byte*>& in, std::byte* out,
-                  std::size_t elems, DataType t, ReduceOp op) {
+// Steps 2 and 3 on block r (`elems` elements at byte `offset` of every
+// buffer), one chunk at a time: the reduction over the ranks' inputs in
+// rank order, kAvg's division, then the finished chunk, still in L1, into
+// every peer's buffer. Rank r's own buffer receives the result too: for
+// r < 2 it is built there in place (x_r is read by the first reduce, before
+// it is overwritten); for r >= 2 that would overwrite x_r before it is
+// read, so the partial result is built in a chunk of scratch.
+void reduce_and_push(const AlgoContext& ctx, const std::vector<std::byte*>& buf, std::size_t offset,
+                     std::size_t elems, DataType t, ReduceOp op) {
   const std::size_t es = element_size(t), step = std::max<std::size_t>(1, kChunkBytes / es);
   const int n = ctx.size;
+  const auto chunk = [&](int q, std::size_t off) { return buf[static_cast<std::size_t>(q)] + off; };
   auto* acc =
       ctx.rank < 2
           ? nullptr
           : static_cast<std::byte*>(ctx.scratch.get(Scratch::kAccum, std::min(step, elems) * es));
   for (std::size_t c = 0; c < elems; c += step) {
-    const std::size_t m = std::min(step, elems - c), off = c * es;
-    std::byte* dst = acc ? acc : out + off;
-    reduce(dst, in[0] + off, in[1] + off, m, t, op);
-    for (int q = 2; q < n; ++q) reduce(dst, dst, in[static_cast<std::size_t>(q)] + off, m, t, op);
-    if (acc) std::memcpy(out + off, acc, m * es);
+    const std::size_t m = std::min(step, elems - c), off = offset + c * es;
+    std::byte* dst = acc ? acc : chunk(ctx.rank, off);
+    reduce(dst, chunk(0, off), chunk(1, off), m, t, op);
+    for (int q = 2; q < n; ++q) reduce(dst, dst, chunk(q, off), m, t, op);
+    if (op == ReduceOp::kAvg) divide(dst, m, t, static_cast<float>(n));
+    for (int k = acc ? 0 : 1; k < n; ++k) std::memcpy(chunk(ctx.peer(k), off), dst, m * es);
   }
 }
 
@@ -118,32 +124,23 @@ bool all_reduce_direct(const AlgoContext& ctx, HostSharedMemory& shm, void* data
   }
   if (!all_shared) return false;
 
-  // 2. This rank's block, straight out of every buffer.
+  // 2 and 3. This rank's block, straight out of every buffer, and into
+  // every buffer as each chunk is done.
   const Blocks blocks{count, n};
-  const auto offset = bytes_of(blocks.begin(r), t);
-  const auto elems = static_cast<std::size_t>(blocks.size(r));
-  std::vector<const std::byte*> block_in(in.begin(), in.end());
-  for (auto& p : block_in) p += offset;
-  delay_for_tests();
-  reduce_block(ctx, block_in, mine + offset, elems, t, op);
-  if (op == ReduceOp::kAvg) divide(mine + offset, elems, t, static_cast<float>(n));
   const auto block_bytes = static_cast<int64_t>(bytes_of(blocks.size(r), t));
-  ctx.traced(
-      {.phase = StepPhase::kReduceScatter, .recv_block = r, .recv_bytes = block_bytes * (n - 1)},
-      t0, data);
-
-  // 3. The result, into every peer's buffer.
-  t0 = ctx.step_clock();
-  for (int k = 1; k < n; ++k) {
-    delay_for_tests();
-    std::memcpy(in[static_cast<std::size_t>(ctx.peer(k))] + offset, mine + offset,
-                static_cast<std::size_t>(block_bytes));
-  }
+  delay_for_tests();
+  reduce_and_push(ctx, in, bytes_of(blocks.begin(r), t), static_cast<std::size_t>(blocks.size(r)),
+                  t, op);
+  delay_for_tests();
   shm.finish(post.seq);
 
   // 4. Nobody reads or writes this buffer any more: the caller may.
   for (int k = 1; k < n; ++k) shm.wait_finished(ctx.peer(k), post.seq, ctx.deadline);
-  ctx.traced({.phase = StepPhase::kAllGather, .send_block = r, .send_bytes = block_bytes * (n - 1)},
+  ctx.traced({.phase = StepPhase::kReduceScatter,
+              .send_block = r,
+              .recv_block = r,
+              .send_bytes = block_bytes * (n - 1),
+              .recv_bytes = block_bytes * (n - 1)},
              t0, data);
   return true;
 }
