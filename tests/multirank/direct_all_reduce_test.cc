@@ -16,9 +16,10 @@
 namespace mddp::comm::test {
 namespace {
 
-// Every read of a peer's buffer in this binary waits a random 0..200 us
-// first (the seam in direct_all_reduce.cc), so that a rank that finished
-// early has time to overwrite its buffer before a slow peer reads it.
+// In this binary a rank waits a random 0..200 us before it touches its
+// peers' buffers and before it says it is finished with them (the seam in
+// direct_all_reduce.cc), so that a rank that returned early has time to
+// overwrite its buffer before a slow peer is done with it.
 const bool kDelays = (::setenv("MDDP_TEST_DIRECT_DELAY_US", "200", 1), true);
 
 // `count` elements of `t` in this rank's shared arena.

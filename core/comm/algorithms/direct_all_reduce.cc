@@ -64,9 +64,10 @@ namespace {
 constexpr std::size_t kChunkBytes = 32 * 1024;
 
 // Test seam (tests/multirank/direct_all_reduce_test.cc):
-// MDDP_TEST_DIRECT_DELAY_US=N sleeps a random 0..N us before each read of
-// the peers' buffers, widening every window in which a missing wait would
-// let a buffer be overwritten while it is read.
+// MDDP_TEST_DIRECT_DELAY_US=N sleeps a random 0..N us before a rank touches
+// its peers' buffers and before it says it is finished with them, widening
+// every window in which a missing wait would let a buffer be overwritten
+// while it is read.
 void delay_for_tests() {
   static const int max_us = [] {
     const char* v = std::getenv("MDDP_TEST_DIRECT_DELAY_US");

@@ -43,13 +43,15 @@
 // every peer's memory (it read a known probe value in each; ptrace rules,
 // containers or seccomp may forbid it), else everything takes the ring.
 //
-// Waiting. A waiting side first spins (20 us, pause), then yields (until
-// 100 us), then sleeps on its rank's *doorbell*, a futex word in its own
-// segment: whoever publishes head or tail that the sleeper waits on bumps the
-// doorbell and wakes it if it is asleep (a sleeper count, and seq_cst fences
-// on both sides, close the lost-wakeup race: See Note [Doorbell] in
-// shm/doorbell.h). One
-// doorbell per rank lets send_recv wait on its send and its receive at once.
+// Waiting. A waiting side first spins (20 us, pause; not at all when the
+// host has more ranks than this process may use cores: the spinner would
+// hold the core its peer needs), then yields (until 100 us), then sleeps
+// on its rank's *doorbell*, a futex word in its own segment: whoever
+// publishes head or tail that the sleeper waits on bumps the doorbell and
+// wakes it if it is asleep (a sleeper count, and seq_cst fences on both
+// sides, close the lost-wakeup race: See Note [Doorbell] in
+// shm/doorbell.h). One doorbell per rank lets send_recv wait on its send
+// and its receive at once.
 // Sleeps last at most 10 ms, and between them the sleeper checks the deadline
 // (TimeoutError), abort() (which also rings the doorbell, so it is seen at
 // once) and whether the peers it waits on are alive: the closed flag a peer
