@@ -120,9 +120,10 @@ def mismatched_answers(binary, run_dir, console, ranks):
 
 
 def uneven_answers(binary, run_dir, console, ranks):
-    """The size error's pair: the rank with the 4-byte message had finished training."""
-    m = re.search(r"#(\d+): .* rank (\d+) sent a message of (\d+) bytes but rank (\d+) expected (\d+) bytes",
-                  console)
+    """The size error's pair, from the job's verdict (the line the checker reads: every rank that
+    noticed the sizes differ reports its own pair): the rank with the 4-byte message had finished."""
+    m = re.search(r"job '[^']*' failed: .*?#(\d+): .* rank (\d+) sent a message of (\d+) bytes but rank (\d+) "
+                  r"expected (\d+) bytes", console)
     if not m:
         fail("the console shows no message-size error")
     seq, sender, sent, receiver, expected = (int(x) for x in m.groups())

@@ -77,6 +77,34 @@ TEST(DirectAllReduce, EveryRankHoldsTheSameBits) {
         << "rank " << r;
 }
 
+// Its steps (Work::steps(), the dashboard's Collectives view): one per peer
+// and direction, as the ring's are; reading block r from each peer is the
+// reduce-scatter, writing it to each the all-gather.
+TEST(DirectAllReduce, RecordsAStepPerPeerAndDirection) {
+  const int n = 3;
+  with_comms(TransportKind::kShm, n, [&](Communicator& comm) {
+    const SharedBuffer shared(comm, DataType::kFloat32, 3000);
+    const auto work = comm.all_reduce(shared.data(), 3000, DataType::kFloat32, ReduceOp::kSum);
+    work->wait();
+    const int r = comm.rank();
+    std::vector<int> read_from, wrote_to;
+    for (const AlgoStep& s : work->steps()) {
+      if (s.phase == StepPhase::kReduceScatter) {
+        EXPECT_EQ(s.recv_block, r);
+        EXPECT_EQ(s.recv_bytes, 1000 * 4);
+        read_from.push_back(s.recv_peer);
+      } else {
+        EXPECT_EQ(s.phase, StepPhase::kAllGather);
+        EXPECT_EQ(s.send_block, r);
+        wrote_to.push_back(s.send_peer);
+      }
+    }
+    const std::vector<int> peers{(r + 1) % n, (r + 2) % n};
+    EXPECT_EQ(read_from, peers) << "rank " << r;
+    EXPECT_EQ(wrote_to, peers) << "rank " << r;
+  });
+}
+
 // One rank's buffer is private: every rank falls back to the flat
 // algorithm for that collective, and the next one runs direct again.
 TEST(DirectAllReduce, APrivateBufferOnOneRankMakesEveryRankFallBack) {

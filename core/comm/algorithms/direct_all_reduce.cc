@@ -132,17 +132,30 @@ bool all_reduce_direct(const AlgoContext& ctx, HostSharedMemory& shm, void* data
   delay_for_tests();
   reduce_and_push(ctx, in, bytes_of(blocks.begin(r), t), static_cast<std::size_t>(blocks.size(r)),
                   t, op);
+  // Steps, one per peer and direction, as the ring's are: reading block r
+  // from each peer is this rank's reduce-scatter, writing it to each its
+  // all-gather (they interleave chunk by chunk; the reads are timed up to
+  // the last chunk, the writes up to the last peer's finish).
+  for (int k = 1; k < n; ++k)
+    ctx.traced({.phase = StepPhase::kReduceScatter,
+                .index = k - 1,
+                .recv_peer = ctx.peer(k),
+                .recv_block = r,
+                .recv_bytes = block_bytes},
+               t0, data);
+  t0 = ctx.step_clock();
   delay_for_tests();
   shm.finish(post.seq);
 
   // 4. Nobody reads or writes this buffer any more: the caller may.
   for (int k = 1; k < n; ++k) shm.wait_finished(ctx.peer(k), post.seq, ctx.deadline);
-  ctx.traced({.phase = StepPhase::kReduceScatter,
-              .send_block = r,
-              .recv_block = r,
-              .send_bytes = block_bytes * (n - 1),
-              .recv_bytes = block_bytes * (n - 1)},
-             t0, data);
+  for (int k = 1; k < n; ++k)
+    ctx.traced({.phase = StepPhase::kAllGather,
+                .index = k - 1,
+                .send_peer = ctx.peer(k),
+                .send_block = r,
+                .send_bytes = block_bytes},
+               t0, data);
   return true;
 }
 

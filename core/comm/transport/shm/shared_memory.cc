@@ -26,6 +26,7 @@
 #include <cstring>
 
 #include "core/comm/transport/cpu_relax.h"
+#include "core/comm/transport/frame.h"
 #include "core/comm/transport/shm/doorbell.h"
 #include "core/comm/transport/shm/shm_transport.h"
 
@@ -83,17 +84,18 @@ std::byte* ShmTransport::posted(int peer, uint64_t seq, std::size_t bytes, Deadl
   const auto& theirs = *segments_[static_cast<std::size_t>(peer)];
   wait_for(peer, theirs.header()->posted, seq, deadline, "post its buffer");
   const shm::SegmentHeader::Post post = theirs.header()->post[seq % 2];
-  const std::string which = str("rank ", rank_, ": direct all-reduce #", seq, ": rank ", peer);
+  // Worded as the rings word it (frame::mismatch): one error for the same
+  // mistake whichever path the collective took.
+  const std::string which = str("rank ", rank_, ": shared memory with rank ", peer, ": ");
   if (post.seq != seq)
-    throw PeerError(str(which, " posted collective #", post.seq, " in its place"), peer);
-  if (post.bytes != bytes)
-    throw PeerError(str(which, " posted ", post.bytes, " bytes but rank ", rank_, " has ", bytes,
-                        ": the ranks are running different collectives or sizes"),
-                    peer);
+    throw PeerError(str(which, "rank ", peer, " posted its buffer for another collective"), peer);
+  const std::string wrong =
+      frame::mismatch({frame::kMagic, 0, post.bytes}, true, peer, rank_, 0, bytes);
+  if (!wrong.empty()) throw PeerError(which + wrong, peer);
   if (post.offset == shm::kNotShared) return nullptr;
   if (post.offset > theirs.header()->arena_bytes ||
       bytes > theirs.header()->arena_bytes - post.offset)
-    throw PeerError(str(which, " posted a buffer outside its arena"), peer);
+    throw PeerError(str(which, "rank ", peer, " posted a buffer outside its arena"), peer);
   return reinterpret_cast<std::byte*>(theirs.arena() + post.offset);
 }
 
@@ -133,8 +135,9 @@ void ShmTransport::wait_for(int peer, const std::atomic<uint64_t>& word, uint64_
     const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(now - start);
     if (now >= deadline)
       throw TimeoutError(str("rank ", rank_, ": timed out after ", waited.count(),
-                             " ms waiting for rank ", peer, " to ", what, " (direct all-reduce #",
-                             seq, "); is that rank alive, and running the same collective?"));
+                             " ms waiting for rank ", peer, " to ", what,
+                             " (direct all-reduce); is that rank alive, and running the same "
+                             "collective?"));
     if (now - start < spin_) continue;
     if (now - start < kYield) {
       ::sched_yield();
@@ -163,7 +166,7 @@ void ShmTransport::check_peer_alive(int peer, const std::atomic<uint64_t>& word,
   const bool gone = !closed && shm::liveness(h.owner) == shm::Liveness::kGone;
   if (!(closed || gone) || word.load(std::memory_order_acquire) >= seq) return;
   const std::string waiting =
-      str("rank ", rank_, " waited for it to ", what, " (direct all-reduce #", seq, ")");
+      str("rank ", rank_, " waited for it to ", what, " (direct all-reduce)");
   if (closed)
     throw PeerError(str("rank ", rank_, ": rank ", peer, " closed its transport while ", waiting,
                         ": it exited or left the collective early"),
