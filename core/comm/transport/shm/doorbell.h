@@ -23,6 +23,7 @@
 #include <ctime>
 
 #include "core/comm/transport/shm/segment.h"
+#include "core/common/sanitizers.h"  // MDDP_TSAN
 
 namespace mddp::comm::shm {
 

@@ -77,7 +77,6 @@
 #include "core/comm/transport/pending_frames.h"
 #include "core/comm/transport/shm/doorbell.h"
 #include "core/common/hmac.h"
-#include "core/common/sanitizers.h"
 
 namespace mddp::comm {
 
