@@ -31,10 +31,13 @@ struct SharedBuffer {
       : memory(comm.allocate_shared(static_cast<std::size_t>(count) * element_size(t))),
         bytes(static_cast<std::size_t>(count) * element_size(t)) {}
   void* data() const { return memory.get(); }
-  void put(const Buffer& b) const { std::memcpy(data(), b.data(), bytes); }
+  // (An empty Buffer's data() is null: memcpy must not see it, even for 0 bytes.)
+  void put(const Buffer& b) const {
+    if (bytes > 0) std::memcpy(data(), b.data(), bytes);
+  }
   Buffer get(DataType t) const {
     Buffer b(t, static_cast<int64_t>(bytes / element_size(t)));
-    std::memcpy(b.data(), data(), bytes);
+    if (bytes > 0) std::memcpy(b.data(), data(), bytes);
     return b;
   }
 };
