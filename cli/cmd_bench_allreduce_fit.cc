@@ -90,8 +90,9 @@ double time_point(comm::Communicator& c, std::vector<float>& buf, int64_t count,
   run(1);
   const double one = slowest((now_ns() - t0) * 1e-9);
   // The same iteration count on every rank (they agreed on `one`).
-  const int iters =
-      std::clamp(static_cast<int>(f.budget_s / std::max(one, 1e-7)), 2, std::max(2, s.iters));
+  // Clamped as a double: a long budget over a fast iteration exceeds an int.
+  const int iters = static_cast<int>(
+      std::clamp(f.budget_s / std::max(one, 1e-7), 2.0, static_cast<double>(std::max(2, s.iters))));
   run(std::min(s.warmup, iters / 2));
   c.barrier()->wait();
   t0 = now_ns();
@@ -232,7 +233,7 @@ std::shared_ptr<FitFlags> add_fit_flags(CLI::App& cmd) {
       ->group(g)
       ->capture_default_str();
   cmd.add_option("--fit-budget-s", f->budget_s, "time spent per measured point")
-      ->check(finite_above(0))
+      ->check(timeout_seconds())
       ->group(g)
       ->capture_default_str();
   cmd.add_option("--fit-netns", f->netns,

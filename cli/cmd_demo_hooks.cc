@@ -35,9 +35,9 @@ void run_rank(const train::TrainConfig& cfg, int nproc, int rank, comm::Store& s
   // The same pure function the reducer uses (Note [Bucket order]).
   std::vector<std::size_t> bytes;
   for (auto* p : params) bytes.push_back(p->grad.bytes());
-  const auto mib = [](double mb) { return static_cast<std::size_t>(mb * 1024 * 1024); };
-  const auto buckets =
-      ddp::assign_buckets(bytes, mib(cfg.dist.first_bucket_mb), mib(cfg.dist.bucket_mb));
+  const auto buckets = ddp::assign_buckets(
+      bytes, ddp::bucket_cap_bytes(cfg.dist.first_bucket_mb, "--first-bucket-mb"),
+      ddp::bucket_cap_bytes(cfg.dist.bucket_mb, "--bucket-mb"));
   std::vector<int> bucket_of(params.size());
   for (std::size_t b = 0; b < buckets.size(); ++b)
     for (std::size_t i : buckets[b]) bucket_of[i] = static_cast<int>(b);

@@ -145,12 +145,12 @@ void register_worker(CLI::App& app) {
   cmd->footer(kTimeoutsHelp);
   cmd->add_option("--connect-timeout-s", a->connect_timeout_s,
                   "give up when the coordinator does not accept connections this long")
-      ->check(finite_above(0))
+      ->check(timeout_seconds())
       ->group(g)
       ->capture_default_str();
   cmd->add_option("--join-timeout-s", a->join_timeout_s,
                   "give up when the job has not formed this long after joining")
-      ->check(finite_above(0))
+      ->check(timeout_seconds())
       ->group(g)
       ->capture_default_str();
   cmd->add_flag("--restart", a->restart,

@@ -51,6 +51,9 @@ CLI::Validator finite_in(double lo, double hi) {
 CLI::Validator finite_above(double lo) {
   return finite_check(lo, kNoLimit, true);
 }
+CLI::Validator timeout_seconds() {
+  return finite_check(0, static_cast<double>(kMaxTimeoutMs) / 1000.0, true);
+}
 
 CLI::Validator whole_number_in(int64_t lo, int64_t hi) {
   const std::string range = "[" + std::to_string(lo) + ", " + std::to_string(hi) + "]";

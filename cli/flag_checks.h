@@ -23,6 +23,9 @@ inline constexpr int64_t kMaxTimeoutMs = int64_t{7} * 24 * 3600 * 1000;  // a we
 CLI::Validator finite_in(double lo, double hi = kNoLimit);
 // A finite number > lo.
 CLI::Validator finite_above(double lo);
+// A duration in seconds, > 0 and at most kMaxTimeoutMs: what the code then
+// turns into milliseconds must fit (--join-timeout-s 1e300 is refused).
+CLI::Validator timeout_seconds();
 // A whole number in [lo, hi], in digits or with an exponent ("5e6", as the
 // README writes sizes): rewritten as digits before CLI11 converts it. Refuses
 // a fraction, and a minus sign or overflow that CLI11 would wrap or clamp

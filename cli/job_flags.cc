@@ -41,7 +41,7 @@ void add_health_flags(CLI::App& cmd, HealthFlags& h, const std::string& group) {
       ->capture_default_str();
   cmd.add_option("--rendezvous-timeout-s", h.rendezvous_timeout_s,
                  "fail when not all workers joined this long after the start")
-      ->check(finite_above(0))
+      ->check(timeout_seconds())
       ->group(group)
       ->capture_default_str();
 }
@@ -84,7 +84,7 @@ void add_restart_flags(CLI::App& cmd, RestartFlags& r, int64_t& min_nproc, std::
   cmd.add_option("--elastic-wait-s", r.elastic_wait_s,
                  "with --min-nproc: how long an attempt waits for all ranks before it forms with "
                  "fewer")
-      ->check(finite_above(0))
+      ->check(timeout_seconds())
       ->group(group)
       ->capture_default_str();
 }

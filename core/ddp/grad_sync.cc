@@ -1,5 +1,7 @@
 #include "core/ddp/grad_sync.h"
 
+#include <algorithm>
+
 #include "core/common/check.h"
 #include "core/ddp/sharded_sync.h"
 #include "core/ddp/strategies.h"
@@ -26,6 +28,12 @@ const char* to_string(Mode m) {
       return "sharded";
   }
   return "?";
+}
+
+std::size_t bucket_cap_bytes(double mb, const char* flag) {
+  if (!(mb > 0)) throw InputError(str(flag, " must be a positive number of MiB, got ", mb));
+  constexpr double kMaxMb = 1024.0 * 1024.0;  // 1 TiB
+  return static_cast<std::size_t>(std::min(mb, kMaxMb) * 1024 * 1024);
 }
 
 std::vector<std::unique_ptr<SyncUnit>> units_per_parameter(

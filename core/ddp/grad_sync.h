@@ -67,6 +67,11 @@ struct SyncOptions {
   Compression compress = {};
 };
 
+// A bucket cap of `mb` MiB in bytes. Throws InputError naming `flag` unless
+// mb is a positive number; a cap over 1 TiB is 1 TiB (one bucket either
+// way), so that a huge --bucket-mb cannot overflow the conversion.
+std::size_t bucket_cap_bytes(double mb, const char* flag);
+
 // Builds the strategy for `params` (registration order). Bucketed mode
 // re-points each parameter's grad to a view into its bucket's flat buffer.
 std::unique_ptr<GradSync> make_grad_sync(const SyncOptions& options,

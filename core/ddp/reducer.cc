@@ -81,10 +81,8 @@ Reducer::Reducer(std::vector<nn::Parameter*> params, const SyncOptions& options,
     : comm_(comm), rules_(rules) {
   std::vector<std::size_t> bytes;
   for (nn::Parameter* p : params) bytes.push_back(p->grad.bytes());
-  const auto mib = [](double mb) { return static_cast<std::size_t>(mb * 1024 * 1024); };
-  if (options.bucket_mb <= 0 || options.first_bucket_mb <= 0)
-    throw InputError("--bucket-mb and --first-bucket-mb must be positive");
-  assignment_ = rules_.assign(bytes, mib(options.first_bucket_mb), mib(options.bucket_mb));
+  assignment_ = rules_.assign(bytes, bucket_cap_bytes(options.first_bucket_mb, "--first-bucket-mb"),
+                              bucket_cap_bytes(options.bucket_mb, "--bucket-mb"));
   check_assignment(assignment_, params.size());
   uses_ = uses_of(params);
 

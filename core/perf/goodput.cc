@@ -1,12 +1,17 @@
 #include "core/perf/goodput.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace mddp::perf {
 
 void Goodput::add(int attempt, int64_t step, double step_ms, int64_t end_unix_ns) {
   if (step < 1 || end_unix_ns <= 0) return;
-  const int64_t start_ns = end_unix_ns - static_cast<int64_t>(step_ms * 1e6);
+  // A damaged record's duration (NaN, negative, 1e96) must not overflow the
+  // start: a step is taken to last at most a day.
+  constexpr double kDayMs = 86'400e3;
+  const double ms = std::isfinite(step_ms) ? std::clamp(step_ms, 0.0, kDayMs) : 0.0;
+  const int64_t start_ns = end_unix_ns - static_cast<int64_t>(ms * 1e6);
   Span& a = attempts_[attempt];
   a.start_ns = std::min(a.start_ns, start_ns);
   a.end_ns = std::max(a.end_ns, end_unix_ns);
@@ -14,12 +19,13 @@ void Goodput::add(int attempt, int64_t step, double step_ms, int64_t end_unix_ns
   a.last_step = std::max(a.last_step, step);
   start_ns_ = std::min(start_ns_, start_ns);
   end_ns_ = std::max(end_ns_, end_unix_ns);
-  const auto i = static_cast<std::size_t>(step);
-  if (owner_.size() <= i) owner_.resize(i + 1, -1);
   // A later attempt's computation of the step replaces the earlier one's.
-  if (owner_[i] >= attempt) return;
-  if (owner_[i] >= 0) --attempts_[owner_[i]].owned;
-  owner_[i] = attempt;
+  const auto [it, first] = owner_.try_emplace(step, attempt);
+  if (!first) {
+    if (it->second >= attempt) return;
+    --attempts_[it->second].owned;
+    it->second = attempt;
+  }
   ++a.owned;
 }
 

@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <limits>
 #include <map>
-#include <vector>
+#include <unordered_map>
 
 namespace mddp::perf {
 
@@ -36,7 +36,9 @@ class Goodput {
     int64_t owned = 0;  // its steps that no later attempt computed again
   };
   std::map<int, Span> attempts_;
-  std::vector<int> owner_;  // by step: the latest attempt that reported it (-1: none)
+  // By step: the latest attempt that reported it. A map, not a vector by
+  // step: a damaged record's step of 1e15 must not allocate 1e15 entries.
+  std::unordered_map<int64_t, int> owner_;
   int64_t start_ns_ = kNone, end_ns_ = 0;
 };
 

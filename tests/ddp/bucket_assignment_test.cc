@@ -3,7 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
+
+#include "core/common/check.h"
+#include "core/ddp/grad_sync.h"
 
 namespace mddp::ddp {
 namespace {
@@ -81,6 +85,22 @@ TEST(BucketAssignment, SmallFirstBucket) {
 
 TEST(BucketAssignment, EmptyModel) {
   EXPECT_TRUE(assign_buckets({}, 10, 10).empty());
+}
+
+// The cap flags in bytes: a fraction of a MiB, a huge value held at 1 TiB
+// (not an overflowing conversion), and no cap that is not positive.
+TEST(BucketAssignment, CapBytesFromMiB) {
+  EXPECT_EQ(bucket_cap_bytes(25, "--bucket-mb"), std::size_t{25} << 20);
+  EXPECT_EQ(bucket_cap_bytes(0.5, "--bucket-mb"), std::size_t{1} << 19);
+  EXPECT_EQ(bucket_cap_bytes(1e300, "--bucket-mb"), std::size_t{1} << 40);
+  for (double bad : {0.0, -1.0, std::nan("")}) {
+    try {
+      bucket_cap_bytes(bad, "--first-bucket-mb");
+      ADD_FAILURE() << bad << " accepted";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("--first-bucket-mb"), std::string::npos) << e.what();
+    }
+  }
 }
 
 }  // namespace

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 namespace mddp::perf {
 namespace {
 
@@ -31,6 +33,20 @@ TEST(Goodput, ARecoveryGapAndRedoneStepsAreNotGoodput) {
   EXPECT_NEAR(g.value(), 1.2 / 3.2, 1e-9);
   g.add(0, 8, 500, 1 * kSecond);  // a late record of the attempt before changes nothing
   EXPECT_NEAR(g.counted_s(), 1.2, 1e-9);
+}
+
+TEST(Goodput, DamagedDurationsAndStepsNeitherOverflowNorAllocate) {
+  Goodput g;
+  constexpr int64_t kDay = 86'400 * kSecond;
+  g.add(0, 1, 1e96, 2 * kDay);  // taken as a day long
+  EXPECT_NEAR(g.wall_s(), 86'400.0, 1e-6);
+  g.add(0, 2, std::numeric_limits<double>::quiet_NaN(), 2 * kDay + kSecond);  // no time
+  g.add(0, 3, -100, 2 * kDay + 2 * kSecond);  // a negative duration is no time
+  EXPECT_NEAR(g.wall_s(), 86'402.0, 1e-6);
+  EXPECT_NEAR(g.value(), 1.0, 1e-12);
+  g.add(0, int64_t{1} << 60, 100, 2 * kDay + 3 * kSecond);  // one entry, not 2^60
+  EXPECT_NEAR(g.wall_s(), 86'403.0, 1e-6);
+  EXPECT_GE(g.value(), 0.0);
 }
 
 }  // namespace
