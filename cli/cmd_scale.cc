@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "cli/scaling.h"
 #include "core/common/check.h"
 #include "core/common/files.h"
@@ -301,14 +302,20 @@ void register_scale(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--mode", a->mode, "strong | weak | both")->capture_default_str();
   cmd->add_option("--batch", a->batch, "strong scaling: the global batch, split over the ranks")
+      ->transform(whole_number_in(1))
       ->capture_default_str();
   cmd->add_option("--rank-batch", a->rank_batch, "weak scaling: the batch of every rank")
+      ->transform(whole_number_in(1))
       ->capture_default_str();
-  cmd->add_option("--steps", a->steps, "steps per run")->capture_default_str();
+  cmd->add_option("--steps", a->steps, "steps per run")
+      ->transform(whole_number_in(1))
+      ->capture_default_str();
   cmd->add_option("--skip", a->skip, "first steps left out of the median (warm-up)")
+      ->transform(whole_number_in(0))
       ->capture_default_str();
   cmd->add_option("--rounds", a->rounds,
                   "interleaved repetitions of the whole sweep; medians are reported")
+      ->transform(whole_number_in(1, 1000))
       ->capture_default_str();
   cmd->add_option("--out", a->out, "directory for scale.json, scale.html and the runs' logs")
       ->capture_default_str();
