@@ -346,7 +346,8 @@ void register_analyze(CLI::App& app) {
       ->check(CLI::IsMember({"tcp", "shm", "nccl"}));
   cmd->add_option("--algo", args->algorithm,
                   "the job's all-reduce algorithm (default: job.json, else auto)")
-      ->check(CLI::IsMember({"auto", "ring", "tree", "naive", "doubling", "hierarchical"}));
+      ->check(
+          CLI::IsMember({"auto", "ring", "tree", "naive", "doubling", "direct", "hierarchical"}));
   cmd->add_option("--batch", args->batch,
                   "the job's global batch, for samples/s (default: job.json)")
       ->check(at_least(1));

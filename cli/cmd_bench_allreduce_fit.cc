@@ -72,8 +72,8 @@ void enter_netns(const std::string& name) {
 
 // Seconds per all-reduce of `count` floats, the slowest rank's; every rank
 // gets the same value.
-double time_point(comm::Communicator& c, std::vector<float>& buf, int64_t count,
-                  comm::Algorithm algo, const FitFlags& f, const FitSweepOptions& s) {
+double time_point(comm::Communicator& c, float* buf, int64_t count, comm::Algorithm algo,
+                  const FitFlags& f, const FitSweepOptions& s) {
   auto slowest = [&](double seconds) {
     float t = static_cast<float>(seconds);
     c.all_reduce(&t, 1, comm::DataType::kFloat32, comm::ReduceOp::kMax)->wait();
@@ -82,7 +82,7 @@ double time_point(comm::Communicator& c, std::vector<float>& buf, int64_t count,
   auto run = [&](int k) {
     comm::WorkPtr last;
     for (int i = 0; i < k; ++i)
-      last = c.all_reduce(buf.data(), count, comm::DataType::kFloat32, comm::ReduceOp::kSum, algo);
+      last = c.all_reduce(buf, count, comm::DataType::kFloat32, comm::ReduceOp::kSum, algo);
     if (last) last->wait();
   };
   c.barrier()->wait();
@@ -103,6 +103,7 @@ double time_point(comm::Communicator& c, std::vector<float>& buf, int64_t count,
 struct Series {  // one (transport, algorithm): per size, the times of every round
   std::string transport, algorithm;
   std::vector<std::vector<double>> seconds;
+  std::size_t comm = 0;  // which communicator (one per transport)
 };
 
 // Prints the sweep and the fits and stores them; false when no series could
@@ -178,21 +179,45 @@ bool report(const FitFlags& f, const FitSweepOptions& s, int n, std::vector<Seri
   return !fits.empty();
 }
 
+// Zeros: sums of zeros stay finite however many rounds run. The direct
+// all-reduce runs on auto's path over a buffer every rank can read (shared
+// memory); the others on a private one.
+struct Buffers {
+  std::vector<float> own;
+  std::shared_ptr<void> shared;
+  float* of(const Series& x) {
+    return x.algorithm == "direct" && shared ? static_cast<float*>(shared.get()) : own.data();
+  }
+};
+
 void fit_rank(const FitFlags& f, const FitSweepOptions& s, int rank, comm::Store& store) {
   const auto netns = split_list(f.netns), bind = split_list(f.bind);
   if (!netns.empty()) enter_netns(netns[static_cast<std::size_t>(rank)]);
   const std::string host = bind.empty() ? "127.0.0.1" : bind[static_cast<std::size_t>(rank)];
   const comm::JobIdentity job{str("bench-fit-", ::getppid()), 0, ""};
-  const auto algos = algorithms_of(s);
+  const std::size_t floats = s.sizes.back() / 4 + 1;
   std::vector<std::unique_ptr<comm::Communicator>> comms;
+  Buffers buf{std::vector<float>(floats, 0.0f), nullptr};  // after comms: freed before them
   std::vector<Series> series;
   for (const std::string& t : transports_of(s, f)) {
     comms.push_back(comm::connect(
         store, rank, s.nproc, job, comm::parse_transport(t),
         comm::CommOptions{comm::Algorithm::kAuto, std::chrono::milliseconds(s.timeout_ms)}, host,
         "fit-" + t));
+    std::vector<std::string> algos = algorithms_of(s);
+    if (t == "shm" && s.algo == "auto" && s.nproc > 1) {
+      algos.push_back("direct");
+      buf.shared = comms.back()->allocate_shared(floats * sizeof(float));
+      if (buf.shared)
+        std::fill_n(static_cast<float*>(buf.shared.get()), floats, 0.0f);
+      else
+        std::fprintf(stderr,
+                     "rank %d: no shared memory for the direct all-reduce's buffer: "
+                     "its series runs the flat algorithm\n",
+                     rank);
+    }
     for (const std::string& a : algos)
-      series.push_back({t, a, std::vector<std::vector<double>>(s.sizes.size())});
+      series.push_back({t, a, std::vector<std::vector<double>>(s.sizes.size()), comms.size() - 1});
   }
   if (rank == 0) {
     std::printf("# microddp bench allreduce --fit: %d ranks, %zu sizes, %zu series, %d rounds%s\n",
@@ -200,15 +225,13 @@ void fit_rank(const FitFlags& f, const FitSweepOptions& s, int rank, comm::Store
                 netns.empty() ? "" : ", across network namespaces");
     std::fflush(stdout);
   }
-  // Zeros: sums of zeros stay finite however many rounds run.
-  std::vector<float> buf(s.sizes.back() / 4 + 1, 0.0f);
   for (int round = 0; round < f.rounds; ++round)
     for (std::size_t k = 0; k < s.sizes.size(); ++k)
-      for (std::size_t i = 0; i < series.size(); ++i) {
-        comm::Communicator& c = *comms[i / algos.size()];
+      for (Series& x : series) {
         const auto count = static_cast<int64_t>(s.sizes[k] / 4);
-        series[i].seconds[k].push_back(
-            time_point(c, buf, count, comm::parse_algorithm(series[i].algorithm), f, s));
+        const comm::Algorithm algo =
+            x.algorithm == "direct" ? comm::Algorithm::kAuto : comm::parse_algorithm(x.algorithm);
+        x.seconds[k].push_back(time_point(*comms[x.comm], buf.of(x), count, algo, f, s));
       }
   const bool fitted = rank != 0 || report(f, s, s.nproc, series);
   for (auto& c : comms) c->barrier()->wait();

@@ -210,7 +210,9 @@ void print_prediction(const ModelFlags& a, double bytes, const std::vector<WhatI
               a.algorithm.c_str(), bytes, bytes / (1 << 20), bytes / 4);
   std::printf(
       "# ring 2(n-1)(a + S/(n b)); tree 2 ceil(log2 n)(a + S/b); naive 2(n-1)(a + S/b);\n"
-      "# doubling (floor(log2 n) + 2 if n is not a power of 2)(a + S/b); busbw = S/t * 2(n-1)/n\n");
+      "# doubling (floor(log2 n) + 2 if n is not a power of 2)(a + S/b); direct 2a + 2(n-1) S/(n "
+      "b);\n"
+      "# busbw = S/t * 2(n-1)/n\n");
   if (hierarchical(a))
     std::printf(
         "# hierarchical, n = H hosts x L = %d ranks: 2(L-1)(a_l + S/(L b_l)) within hosts + "
@@ -286,8 +288,9 @@ void register_model(CLI::App& app) {
       ->transform(whole_number_in(1));
   cmd->add_option("--world-size", a->world_sizes, "ranks, or a list: 2,4,8")->capture_default_str();
   cmd->add_option("--algorithm,--algo", a->algorithm,
-                  "ring | tree | naive | doubling | hierarchical")
-      ->check(CLI::IsMember({"ring", "tree", "naive", "doubling", "hierarchical"}))
+                  "ring | tree | naive | doubling | direct (one host's shared memory) | "
+                  "hierarchical")
+      ->check(CLI::IsMember({"ring", "tree", "naive", "doubling", "direct", "hierarchical"}))
       ->capture_default_str();
   cmd->add_option("--ranks-per-host", a->ranks_per_host,
                   "hierarchical: the ranks on each host, L (world size = hosts x L)")

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace mddp::comm {
 
@@ -40,6 +41,14 @@ struct AlgoStep {
 std::string phase_name(const AlgoStep& step);
 // The inverse: sets step.phase and step.level; throws InputError naming the spelling.
 void parse_phase_name(const std::string& s, AlgoStep& step);
+
+// The all-reduce algorithm one collective's steps (on one rank) have the
+// shape of, where only the steps can tell (the choice was made where it
+// ran): "hierarchical" for steps within and across hosts (auto chose it by
+// topology), "direct" for reduce-scatter steps that only receive (the rank
+// read its block out of every peer's buffer: no other algorithm does); ""
+// otherwise, when the configured algorithm resolved by size says it.
+std::string algorithm_of(const std::vector<AlgoStep>& steps);
 
 // Receives each step as it completes, on the thread running the collective.
 // `data` is the collective's output buffer at that moment (partial results

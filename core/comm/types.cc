@@ -132,4 +132,13 @@ void parse_phase_name(const std::string& s, AlgoStep& step) {
   step.phase = parse_step_phase(std::string(rest));
 }
 
+std::string algorithm_of(const std::vector<AlgoStep>& steps) {
+  for (const AlgoStep& s : steps) {
+    if (s.level != StepLevel::kWorld) return "hierarchical";
+    if (s.phase == StepPhase::kReduceScatter && s.send_peer < 0 && s.recv_peer >= 0)
+      return "direct";
+  }
+  return "";
+}
+
 }  // namespace mddp::comm

@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 
+#include "core/comm/algo_step.h"
 #include "core/comm/algorithms/algorithms.h"
 #include "core/common/check.h"
 
@@ -199,6 +200,23 @@ void add_levels(Analysis& a, const Steps& steps, const std::vector<RankPlacement
   }
 }
 
+// Auto's direct all-reduce (one host's shared memory, DDP's buckets there)
+// where the traced steps show it ran: then the buckets are predicted with
+// its cost and fit, not with those of the algorithm their size picks.
+void add_direct(Analysis& a, const Steps& steps) {
+  if (a.config.algorithm != "auto") return;
+  for (const auto& step : steps)
+    for (const auto& r : step)
+      for (const auto& b : r.buckets)
+        if (comm::algorithm_of(b.steps) == "direct") {
+          a.config.algorithm = "direct";
+          a.notes.push_back(
+              "algorithm auto ran direct (every rank read its block out of its peers' buckets "
+              "in shared memory)");
+          return;
+        }
+}
+
 // Each link's rate over the steps that carry algorithm steps (the traced
 // ones): Note [Link rate] in collectives.cc.
 void add_links(Analysis& a, const Steps& steps) {
@@ -352,6 +370,7 @@ Analysis analyze(const RunLog& run, const AnalyzeOptions& o) {
   add_phases(a, complete, world);
   add_comm_and_series(a, complete);
   add_levels(a, complete, run.members, o);
+  add_direct(a, complete);
   add_buckets(a, complete, o);
   add_links(a, complete);
   if (world > 1) {

@@ -37,12 +37,12 @@ struct RunConfig {
   int world_size = 0;               // from job.json, else the ranks seen in the log
   std::string transport;            // tcp | shm | auto | ""
   bool transport_inferred = false;  // `auto`/unknown resolved from the clock offsets
-  std::string algorithm;            // ring | tree | naive | doubling | hierarchical | auto | ""
-  std::string ddp;                  // naive | hooked | bucketed | sharded | ""
-  std::string compress;             // none | fp16 | bf16 | topk:R | powersgd:R | "" (what was sent)
-  std::string precision;            // fp32 | bf16 | fp16 | "" (--precision: the GEMMs)
-  int64_t global_batch = 0;         // samples per step over all ranks
-  std::string source;               // where the above came from, for the report
+  std::string algorithm;     // ring | tree | naive | doubling | hierarchical | direct | auto | ""
+  std::string ddp;           // naive | hooked | bucketed | sharded | ""
+  std::string compress;      // none | fp16 | bf16 | topk:R | powersgd:R | "" (what was sent)
+  std::string precision;     // fp32 | bf16 | fp16 | "" (--precision: the GEMMs)
+  int64_t global_batch = 0;  // samples per step over all ranks
+  std::string source;        // where the above came from, for the report
 };
 
 // One restart of the job, from metrics.jsonl's "restart" and "resume" lines.
@@ -240,8 +240,8 @@ Bottleneck classify(const Analysis& a);
 
 // The all-reduce algorithm that ran for a message of `bytes`: `auto` is
 // resolved as the communicator resolves it on one host or one rank per host
-// (by size and world; analyze() sets `hierarchical` where the steps show
-// it ran); "" stays "".
+// (by size and world; analyze() sets `hierarchical` or `direct` where the
+// steps show it ran); "" stays "".
 std::string resolve_algorithm(const std::string& algorithm, std::size_t bytes, int world_size);
 
 // The fit's all-reduce time (ms) and busbw (GB/s) for `bytes` in this run

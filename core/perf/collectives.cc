@@ -4,6 +4,7 @@
 #include <limits>
 #include <map>
 
+#include "core/comm/algo_step.h"
 #include "core/perf/analysis.h"
 #include "core/perf/timeline.h"
 
@@ -64,11 +65,11 @@ StepCollectives build_collectives(const std::vector<StepMetrics>& step_records, 
         v.start_ms = ms(b.start_ns);
         v.end_ms = ms(b.end_ns);
       }
+      // Where `auto` chose by topology or by buffer, the steps say what ran.
+      if (const std::string ran = comm::algorithm_of(b.steps); !ran.empty()) v.algorithm = ran;
       v.start_ms = std::min(v.start_ms, ms(b.start_ns));
       v.end_ms = std::max(v.end_ms, ms(b.end_ns));
       for (const comm::AlgoStep& a : b.steps) {
-        if (a.level != comm::StepLevel::kWorld)
-          v.algorithm = "hierarchical";  // `auto` chose it by topology
         CollectiveStep& s = steps[b.index][{step_order(a), a.index}];
         s.phase = comm::phase_name(a);
         s.index = a.index;
@@ -107,11 +108,14 @@ StepCollectives build_collectives(const std::vector<StepMetrics>& step_records, 
 // (from, to) over many steps, bytes / wait is the link's rate as the
 // algorithm saw it. (A sender blocked on a full socket buffer makes its own
 // step end late, so the link into it looks slow as well: the slower of the
-// two is the cause. Small buckets never fill the buffer.)
+// two is the cause. Small buckets never fill the buffer.) The direct
+// all-reduce has no link: its ranks read and write each other's memory,
+// and its steps' times are the reduction's, so it has no rate here.
 void add_link_rates(const StepCollectives& c, std::vector<LinkRate>& links) {
   std::map<std::pair<int, int>, LinkRate> by_pair;
   for (LinkRate& l : links) by_pair[{l.from, l.to}] = l;
-  for (const CollectiveView& v : c.collectives)
+  for (const CollectiveView& v : c.collectives) {
+    if (v.algorithm == "direct") continue;
     for (const CollectiveStep& s : v.steps)
       for (const Transfer& t : s.transfers) {
         if (t.from < 0 || t.recv_bytes == 0) continue;
@@ -125,6 +129,7 @@ void add_link_rates(const StepCollectives& c, std::vector<LinkRate>& links) {
         l.wait_ms += std::max(0.0, t.end_ms - std::max(t.start_ms, sender->start_ms));
         ++l.transfers;
       }
+  }
   links.clear();
   for (auto& [pair, l] : by_pair) links.push_back(l);
 }

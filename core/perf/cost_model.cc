@@ -22,6 +22,7 @@ struct Shape {
 Shape shape_of(const std::string& algorithm, int n) {
   if (n <= 1) return {};
   if (algorithm == "ring") return {2.0 * (n - 1), 2.0 * (n - 1) / n};
+  if (algorithm == "direct") return {2.0, 2.0 * (n - 1) / n};
   if (algorithm == "tree") {
     const double rounds = 2.0 * std::ceil(std::log2(n));
     return {rounds, rounds};
@@ -31,8 +32,8 @@ Shape shape_of(const std::string& algorithm, int n) {
     const double steps = std::floor(std::log2(n)) + ((n & (n - 1)) != 0 ? 2 : 0);
     return {steps, steps};
   }
-  throw InputError(
-      str("unknown all-reduce algorithm '", algorithm, "' (ring, tree, naive or doubling)"));
+  throw InputError(str("unknown all-reduce algorithm '", algorithm,
+                       "' (ring, tree, naive, doubling or direct)"));
 }
 
 }  // namespace

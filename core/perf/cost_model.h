@@ -7,6 +7,10 @@
 //   doubling  floor(log2 n) exchanges of S, 2 steps more (fold-in, send-back)
 //          when n is not a power of two:  (floor(log2 n) + 2[n != 2^k])(alpha + S / beta)
 //          (its reduction of S per step is not a term here: a fit's beta absorbs it)
+//   direct (one host's shared memory, direct_all_reduce.cc): two signal
+//          rounds (every buffer posted; every rank finished), and each rank
+//          reads its block S/n from n-1 peers and writes it back to them:
+//          2 alpha + 2(n-1) S / (n beta), the ring's bytes without its latency
 //   hierarchical (H hosts of L ranks, hierarchical_all_reduce.cc): a ring
 //          within each host, then rings of one rank per host that share the
 //          host's network link:  2(L-1)(a_l + S/(L b_l)) + 2(H-1)(a_g + S/(H b_g))
@@ -28,7 +32,7 @@ struct AlphaBeta {
 };
 
 // Predicted all-reduce time (seconds) of `bytes` on `world_size` ranks with
-// `algorithm` = ring | tree | naive | doubling. 0 when world_size <= 1.
+// `algorithm` = ring | tree | naive | doubling | direct. 0 when world_size <= 1.
 double allreduce_seconds(const std::string& algorithm, double bytes, int world_size,
                          const AlphaBeta& link);
 

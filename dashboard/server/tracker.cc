@@ -7,6 +7,7 @@
 #include <set>
 
 #include "control/job_config_json.h"
+#include "core/comm/algo_step.h"
 #include "core/common/check.h"
 #include "core/perf/host_load.h"
 #include "core/train/mixed_precision.h"
@@ -81,6 +82,8 @@ void Tracker::observe(const std::vector<control::MetricsRecord>& records, TimePo
     if (w.last.size() > kPhaseWindow) w.last.pop_front();
     step_ = std::max(step_, m.step);
     goodput_.add(r.attempt, m.step, m.step_ms, r.time_unix_ns);
+    for (const comm::CommSpan& b : m.buckets)
+      ran_direct_ = ran_direct_ || comm::algorithm_of(b.steps) == "direct";
   }
   const control::State state = job_.status().state;
   if (state != control::State::kForming && !running_since_) running_since_ = now;
@@ -217,7 +220,8 @@ std::optional<perf::LinkFit> Tracker::link_fit(
                     ? "shm"
                     : "tcp";
   if (s.backend == "nccl") transport = "nccl";
-  const std::string algorithm = config_.dist.algorithm == "auto" ? "ring" : config_.dist.algorithm;
+  std::string algorithm = config_.dist.algorithm;
+  if (algorithm == "auto") algorithm = ran_direct_ ? "direct" : "ring";
   return perf::find_fit(fits_, transport, algorithm, s.world_size);
 }
 

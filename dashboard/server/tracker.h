@@ -124,6 +124,9 @@ class Tracker {
   std::map<int, RankWindow> ranks_;
   std::vector<EvalPoint> evals_;  // one per evaluated step, in step order
   perf::Goodput goodput_;
+  // Whether `auto` ran the direct all-reduce (a traced step showed it):
+  // then the link's fit is the direct one's.
+  bool ran_direct_ = false;
   int64_t step_ = 0;
   std::optional<coordinator::TimePoint> running_since_, ended_at_;
 };

@@ -257,6 +257,7 @@ export function predictedBusbw(fit, algorithm, bytesN, n) {
   if (algorithm === 'tree') t = 2 * Math.ceil(Math.log2(n)) * (alpha + bytesN / beta);
   else if (algorithm === 'naive') t = 2 * (n - 1) * (alpha + bytesN / beta);
   else if (algorithm === 'doubling') t = (Math.floor(Math.log2(n)) + (n & (n - 1) ? 2 : 0)) * (alpha + bytesN / beta);
+  else if (algorithm === 'direct') t = 2 * alpha + (2 * (n - 1) * bytesN) / (n * beta);
   else t = 2 * (n - 1) * (alpha + bytesN / (n * beta));
   return (bytesN / t) * (2 * (n - 1) / n) / 1e9;
 }

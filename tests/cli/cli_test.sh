@@ -254,16 +254,16 @@ PY
       || { cat "$WORK/out"; fail "model"; }
     expect_in " 120.600 " "$WORK/out"
     # --params is fp32 (4 bytes each); tree 4 (0.1 + 80) = 320.4 ms; naive 6 (0.1 + 80) = 480.6 ms;
-    # doubling 2 (0.1 + 80) = 160.2 ms;
+    # doubling 2 (0.1 + 80) = 160.2 ms; direct 2 x 0.1 + 1.5 x 80 = 120.2 ms;
     # 400 ms of compute split over 4 ranks, no overlap: 100 + 120.6 = 220.6 ms, speedup 400 / 220.6 = 1.81
-    for algo in ring tree naive doubling; do
+    for algo in ring tree naive doubling direct; do
       "$BIN" model --params 25000000 --world-size 4 --algorithm $algo --compute-ms 400 --json >"$WORK/$algo.json" 2>&1 \
         || { cat "$WORK/$algo.json"; fail "model --json ($algo)"; }
     done
     /usr/bin/python3 - "$WORK" <<'PY' || fail "model --json arithmetic"
 import json, sys
 w = sys.argv[1]
-want = {"ring": 120.6, "tree": 320.4, "naive": 480.6, "doubling": 160.2}
+want = {"ring": 120.6, "tree": 320.4, "naive": 480.6, "doubling": 160.2, "direct": 120.2}
 for algo, ms in want.items():
     row = json.load(open(f"{w}/{algo}.json"))["rows"][0]
     assert abs(row["allreduce_ms"] - ms) < 1e-6, (algo, row["allreduce_ms"])
@@ -317,11 +317,12 @@ PY
     # then read back by model --fit.
     "$BIN" bench allreduce --fit --nproc 2 -b 4K -e 4M -f 8 --fit-rounds 3 --fit-budget-s 0.01 \
       --fit-out "$WORK/fit.json" >"$WORK/out" 2>&1 || { cat "$WORK/out"; fail "bench allreduce --fit"; }
-    # Every one of the 8 series (tcp, shm x ring, tree, naive, doubling) is fitted and stored, or says why not (timings
-    # too noisy on a loaded machine: no timing is asserted here).
+    # Every one of the 9 series (tcp, shm x ring, tree, naive, doubling; shm direct) is fitted and stored, or says why
+    # not (timings too noisy on a loaded machine: no timing is asserted here).
     SAVED=$(sed -n 's/^# saved \([0-9]*\) fits.*/\1/p' "$WORK/out")
     UNFIT=$(grep -cE '^ +[a-z]+ +[a-z]+ +[0-9]+ +not fitted: ' "$WORK/out")  # rows of the fit table
-    [[ -n "$SAVED" && $((SAVED + UNFIT)) -eq 8 ]] || { cat "$WORK/out"; fail "want 8 series fitted or explained"; }
+    [[ -n "$SAVED" && $((SAVED + UNFIT)) -eq 9 ]] || { cat "$WORK/out"; fail "want 9 series fitted or explained"; }
+    grep -qE '^ +shm +direct +2 ' "$WORK/out" || { cat "$WORK/out"; fail "no shm direct series"; }
     RING=$(/usr/bin/python3 -c 'import json,sys; f=json.load(open(sys.argv[1]))["fits"]; n=int(sys.argv[2])
 assert len(f) == n and all(x["beta_gbps"] > 0 for x in f), f
 print(next(x["transport"] for x in f if x["algorithm"] == "ring"))' "$WORK/fit.json" "$SAVED") || fail "fit file"

@@ -127,7 +127,8 @@ TEST_F(DashboardTest, JobCarriesTheFitOfItsLink) {
       fs::temp_directory_path() / ("mddp-fit-" + std::to_string(::getpid()) + ".json");
   perf::save_fits(file, {{"shm", "ring", kWorld, {1e-6, 10e9}, 0.99},
                          {"tcp", "ring", kWorld, {12e-6, 3e9}, 0.98},
-                         {"tcp", "ring", 4, {1, 1}, 0.5}});
+                         {"tcp", "ring", 4, {1, 1}, 0.5},
+                         {"tcp", "direct", kWorld, {2e-6, 7e9}, 0.97}});
   ::setenv("MICRODDP_FIT_FILE", file.c_str(), 1);
   serve();  // the fits are read when the server starts
   ::unsetenv("MICRODDP_FIT_FILE");
@@ -139,6 +140,17 @@ TEST_F(DashboardTest, JobCarriesTheFitOfItsLink) {
   EXPECT_EQ(fit["world_size"], kWorld);
   EXPECT_DOUBLE_EQ(fit["alpha_s"].get<double>(), 12e-6);
   EXPECT_DOUBLE_EQ(fit["beta_Bps"].get<double>(), 3e9);
+
+  // A traced step of the direct all-reduce's shape (a reduce-scatter step
+  // that only reads): auto ran direct, and the fit shown is its own. (The
+  // direct all-reduce needs one host; the tracker goes by the steps.)
+  control::MetricsRecord r;
+  r.metrics.step = 1;
+  r.metrics.buckets = {{0, 1 << 20}};
+  r.metrics.buckets[0].steps = {
+      {.phase = comm::StepPhase::kReduceScatter, .recv_peer = 1, .recv_block = 0}};
+  job_.metrics(sessions_[0], 0, {r});
+  EXPECT_EQ(json::parse(request(port(), "/api/job").body())["fit"]["algorithm"], "direct");
 }
 
 TEST_F(DashboardTest, UnknownPathIs404) {

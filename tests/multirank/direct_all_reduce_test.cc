@@ -106,6 +106,14 @@ TEST(DirectAllReduce, RecordsAStepPerPeerAndDirection) {
     const std::vector<int> peers{(r + 1) % n, (r + 2) % n};
     EXPECT_EQ(read_from, peers) << "rank " << r;
     EXPECT_EQ(wrote_to, peers) << "rank " << r;
+    // The shape analyze and the dashboard tell it by; the ring's is not it.
+    EXPECT_EQ(algorithm_of(work->steps()), "direct");
+    Buffer priv = make_input(DataType::kFloat32, 3000, r);
+    const auto ring =
+        comm.all_reduce(priv.data(), 3000, DataType::kFloat32, ReduceOp::kSum, Algorithm::kRing);
+    ring->wait();
+    EXPECT_FALSE(ring->steps().empty());
+    EXPECT_EQ(algorithm_of(ring->steps()), "");
   });
 }
 

@@ -9,10 +9,12 @@
 
 #include <algorithm>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "core/common/check.h"
+#include "core/perf/collectives.h"
 #include "support/files.h"
 
 namespace mddp::perf {
@@ -599,6 +601,33 @@ TEST(Analysis, ARunDirWithoutCpuCountsMakesNoOversubscriptionClaim) {
   EXPECT_EQ(bare.verdict.kind, "communication-bound");
 }
 
+// make_log(p) with algorithm steps added to the first bucket of every
+// traced step (every tenth, as kStepTraceEvery traces them).
+std::vector<StepMetrics> with_traced_steps(
+    const Plan& p, const std::function<void(StepMetrics&, comm::CommSpan&)>& add_steps) {
+  std::vector<StepMetrics> log = make_log(p);
+  for (auto& m : log)
+    if (m.step % 10 == 0) add_steps(m, m.buckets.front());
+  return log;
+}
+
+// The analysis of `records` from a job of algorithm auto, with `fits`
+// (every step analysed: no warm-up skipped).
+Analysis analyze_auto(const std::vector<StepMetrics>& records, int world,
+                      const std::string& transport, std::vector<LinkFit> fits,
+                      std::vector<RankPlacement> members = {}) {
+  RunLog run{"synthetic", records, {}, {}, {}};
+  run.members = std::move(members);
+  run.config.world_size = world;
+  run.config.transport = transport;
+  run.config.algorithm = "auto";
+  run.config.source = "test";
+  AnalyzeOptions o;
+  o.warmup_steps = 0;
+  o.fits = std::move(fits);
+  return analyze(run, o);
+}
+
 // A 2 host x 2 rank job whose traced steps carry the hierarchical
 // all-reduce's steps: 1 ms within hosts (two steps of 0.5 ms), 4 ms across
 // (two of 2 ms), each cross-host step sending 1000 bytes; the split is read
@@ -607,10 +636,7 @@ TEST(Analysis, ARunDirWithoutCpuCountsMakesNoOversubscriptionClaim) {
 TEST(Analysis, TheHierarchicalAllReduceIsSplitIntoItsLevels) {
   Plan p = sized(4, 20);
   p.buckets = 1;
-  std::vector<StepMetrics> log = make_log(p);
-  for (auto& m : log) {
-    if (m.step % 10 != 0) continue;  // the traced steps
-    auto& b = m.buckets.front();
+  const std::vector<StepMetrics> log = with_traced_steps(p, [](StepMetrics&, comm::CommSpan& b) {
     int64_t t = b.start_ns;
     const auto add = [&](comm::StepLevel level, comm::StepPhase phase, double ms, int64_t bytes) {
       b.steps.push_back({.phase = phase,
@@ -627,17 +653,10 @@ TEST(Analysis, TheHierarchicalAllReduceIsSplitIntoItsLevels) {
     add(comm::StepLevel::kCrossHost, comm::StepPhase::kReduceScatter, 2, 1000);
     add(comm::StepLevel::kCrossHost, comm::StepPhase::kAllGather, 2, 1000);
     add(comm::StepLevel::kHost, comm::StepPhase::kAllGather, 0.5, 10);
-  }
-  RunLog run{"synthetic", log, {}, {}, {}};
-  run.members = {{0, "a"}, {1, "a"}, {2, "b"}, {3, "b"}};
-  run.config.world_size = 4;
-  run.config.transport = "tcp";
-  run.config.algorithm = "auto";
-  run.config.source = "test";
-  AnalyzeOptions o;
-  o.warmup_steps = 0;
-  o.fits = {{"shm", "ring", 2, {1e-6, 1e9}, 1}, {"tcp", "ring", 2, {1e-5, 1e8}, 1}};
-  const Analysis a = analyze(run, o);
+  });
+  const Analysis a = analyze_auto(
+      log, 4, "tcp", {{"shm", "ring", 2, {1e-6, 1e9}, 1}, {"tcp", "ring", 2, {1e-5, 1e8}, 1}},
+      {{0, "a"}, {1, "a"}, {2, "b"}, {3, "b"}});
   ASSERT_TRUE(a.levels.has_value());
   EXPECT_EQ(a.levels->traced_steps, 2);
   EXPECT_NEAR(a.levels->host_ms, 1.0, 1e-9);
@@ -655,6 +674,58 @@ TEST(Analysis, TheHierarchicalAllReduceIsSplitIntoItsLevels) {
 
   // Without steps that carry a level there is no split.
   EXPECT_FALSE(analyze_plan(p).levels.has_value());
+}
+
+// A 2-rank job on one host whose traced steps have the direct all-reduce's
+// shape (a reduce-scatter step that only reads from the peer, an all-gather
+// step that only writes to it): `auto` is named direct and its buckets are
+// predicted with the direct fit, 2 alpha + S / beta at two ranks, not with
+// the ring's by size. Without such steps the same log is ring's.
+TEST(Analysis, TheDirectAllReduceIsNamedAndPredictedAsItself) {
+  Plan p = sized(2, 20);
+  p.buckets = 1;
+  const std::vector<StepMetrics> log = with_traced_steps(p, [&](StepMetrics& m, comm::CommSpan& b) {
+    const int peer = 1 - m.rank;
+    const auto half = static_cast<int64_t>(p.bucket_bytes / 2);
+    b.steps.push_back({.phase = comm::StepPhase::kReduceScatter,
+                       .recv_peer = peer,
+                       .recv_block = m.rank,
+                       .recv_bytes = half,
+                       .start_ns = b.start_ns,
+                       .end_ns = b.end_ns});
+    b.steps.push_back({.phase = comm::StepPhase::kAllGather,
+                       .send_peer = peer,
+                       .send_block = m.rank,
+                       .send_bytes = half,
+                       .start_ns = b.start_ns,
+                       .end_ns = b.end_ns});
+  });
+  const auto analyze_log = [&](const std::vector<StepMetrics>& records) {
+    return analyze_auto(records, 2, "shm",
+                        {{"shm", "ring", 2, {1e-5, 1e9}, 1}, {"shm", "direct", 2, {2e-6, 4e9}, 1}});
+  };
+  const Analysis a = analyze_log(log);
+  EXPECT_EQ(a.config.algorithm, "direct");
+  ASSERT_EQ(a.buckets.size(), 1u);
+  EXPECT_EQ(a.buckets.front().algorithm, "direct");
+  ASSERT_TRUE(a.buckets.front().fit.has_value());
+  EXPECT_EQ(a.buckets.front().fit->algorithm, "direct");
+  const double S = static_cast<double>(p.bucket_bytes);
+  EXPECT_NEAR(a.buckets.front().predicted_ms, (2 * 2e-6 + S / 4e9) * 1e3, 1e-9);
+  EXPECT_TRUE(std::any_of(a.notes.begin(), a.notes.end(), [](const std::string& n) {
+    return n.find("auto ran direct") != std::string::npos;
+  }));
+  EXPECT_TRUE(a.links.empty()) << "ranks that read each other's memory have no link to rate";
+  const StepCollectives c = build_collectives(
+      {log[0], log[1]}, 2, "auto", std::nullopt);  // step 0 is traced; as the dashboard sees it
+  ASSERT_EQ(c.collectives.size(), 1u);
+  EXPECT_EQ(c.collectives.front().algorithm, "direct");
+
+  const Analysis untraced = analyze_log(make_log(p));  // no steps: auto resolved by size
+  EXPECT_EQ(untraced.config.algorithm, "auto");
+  EXPECT_EQ(untraced.buckets.front().algorithm, "ring");
+  ASSERT_TRUE(untraced.buckets.front().fit.has_value());
+  EXPECT_EQ(untraced.buckets.front().fit->algorithm, "ring");
 }
 
 // An elastic job that shrank from 3 to 2 ranks (docs/recovery.md): the

@@ -20,7 +20,7 @@ namespace {
 // default link; most cases below all-reduce 100 MB on 4 ranks over it.
 const AlphaBeta kTenGbitLink{1e-4, 1.25e9};
 
-TEST(CostModel, RingTreeNaiveDoublingByHand) {
+TEST(CostModel, EveryFlatAlgorithmByHand) {
   // ring: 2(n-1)(a + S/(n b)) = 6 (1e-4 + 25e6/1.25e9) = 6 * 0.0201
   EXPECT_NEAR(allreduce_seconds("ring", 100e6, 4, kTenGbitLink), 0.1206, 1e-12);
   // tree: 2 ceil(log2 4)(a + S/b) = 4 (1e-4 + 0.08)
@@ -37,8 +37,12 @@ TEST(CostModel, RingTreeNaiveDoublingByHand) {
   // two ranks: ring sends half the buffer each way, twice; doubling the whole buffer once
   EXPECT_NEAR(allreduce_seconds("doubling", 1e6, 2, {1e-5, 1e9}), 1e-5 + 1e-3, 1e-15);
   EXPECT_NEAR(allreduce_seconds("ring", 1e6, 2, {1e-5, 1e9}), 2 * (1e-5 + 0.5e-3), 1e-15);
+  // direct: two signal rounds and the ring's bytes, 2a + 2(n-1) S/(n b) = 2e-4 + 1.5 * 0.08
+  EXPECT_NEAR(allreduce_seconds("direct", 100e6, 4, kTenGbitLink), 0.1202, 1e-12);
+  EXPECT_NEAR(allreduce_seconds("direct", 1e6, 2, {1e-5, 1e9}), 2e-5 + 1e-3, 1e-15);
   // nothing to send on one rank
   EXPECT_EQ(allreduce_seconds("ring", 100e6, 1, kTenGbitLink), 0.0);
+  EXPECT_EQ(allreduce_seconds("direct", 100e6, 1, kTenGbitLink), 0.0);
   EXPECT_THROW(allreduce_seconds("butterfly", 1e6, 4, kTenGbitLink), InputError);
 }
 

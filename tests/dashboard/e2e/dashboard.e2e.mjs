@@ -54,6 +54,22 @@ const children = [];
 let output = '';
 let browser = null;
 
+// The page's α-β prediction (charts.js, predictedBusbw) against the cost
+// model of core/perf/cost_model.h, by hand: 1 MB on 4 ranks, α = 1 µs,
+// β = 1 GB/s; busbw = S/t · 2(n-1)/n.
+async function checkPredictedBusbw(page) {
+  const seconds = { ring: 6 * (1e-6 + 0.25e-3), tree: 4 * (1e-6 + 1e-3), naive: 6 * (1e-6 + 1e-3),
+    doubling: 2 * (1e-6 + 1e-3), direct: 2e-6 + 1.5e-3 };
+  const got = await page.evaluate(async (algorithms) => {
+    const { predictedBusbw } = await import('./charts.js');
+    return algorithms.map((a) => predictedBusbw({ alpha_s: 1e-6, beta_Bps: 1e9 }, a, 1e6, 4));
+  }, Object.keys(seconds));
+  Object.entries(seconds).forEach(([algorithm, t], i) => {
+    const want = (1e6 / t) * 1.5 / 1e9;
+    if (!(Math.abs(got[i] - want) < 1e-9 * want)) fail(`predictedBusbw(${algorithm}) = ${got[i]}, want ${want}`);
+  });
+}
+
 function log(msg) { console.log(`[e2e ${new Date().toISOString().slice(11, 23)}] ${msg}`); }
 
 function fail(msg) {
@@ -120,11 +136,13 @@ async function startJob() {
     '--steps', '1000000', '--no-eval', '--log-every', '1000000', '--bucket-mb', '0.25', '--first-bucket-mb', '0.0625',
     '--straggler', '1:forward:4',
     '--heartbeat-ms', '200', '--heartbeat-timeout-ms', '3000', '--run-dir', join(work, 'run')];
-  // A fit of the link (as `microddp bench allreduce --fit` writes it), so the
-  // Collectives view has an α-β model to show beside the measured ring.
+  // Fits of the link (as `microddp bench allreduce --fit` writes them), so
+  // the Collectives view has an α-β model to show beside the measured
+  // all-reduce: on one host the buckets are in shared memory and `auto`
+  // runs the direct all-reduce, whose fit is its own.
   const fitFile = join(work, 'fit.json');
-  writeFileSync(fitFile, JSON.stringify({ fits: ['shm', 'tcp'].map((transport) =>
-    ({ transport, algorithm: 'ring', world_size: 2, alpha_us: 10, beta_gbps: 3, r2: 0.99 })) }));
+  const fit = (transport, algorithm) => ({ transport, algorithm, world_size: 2, alpha_us: 10, beta_gbps: 3, r2: 0.99 });
+  writeFileSync(fitFile, JSON.stringify({ fits: [fit('shm', 'ring'), fit('tcp', 'ring'), fit('shm', 'direct')] }));
   log(`starting ${BIN} ${flags.join(' ')} (MICRODDP_FIT_FILE=${fitFile})`);
   const run = start(BIN, flags, { ...process.env, MICRODDP_FIT_FILE: fitFile });
   run.on('exit', (code, sig) => log(`microddp run exited (${code ?? sig})`));
@@ -202,6 +220,7 @@ async function main() {
   mkdirSync(dirname(SHOT), { recursive: true });
   writeFileSync(SHOT.replace(/\.png$/, '-load.json'), `${JSON.stringify({ ranks: nranks, ...loaded })}\n`);
   if (nranks > RANKS_PER_PAGE) await checkPager(page, nranks);
+  await checkPredictedBusbw(page);
   // Each rank's device and "threads / CPUs" as its worker reported them (in
   // a heartbeat after the join); the mock's last host is oversubscribed.
   const cells = await waitFor('the rank table to show rank 0\'s device and threads / CPUs', async () => {
@@ -355,6 +374,9 @@ async function main() {
       return n > 0 ? n : null;
     }, 10000, 20);
     if (!/the α-β model says/.test(coll.caption)) fail(`the Collectives view shows no α-β prediction: "${coll.caption}"`);
+    if (!MOCK && !ATTACH && !/direct over 2 ranks.*the shm direct fit/.test(coll.caption)) {
+      fail(`one host's job should show the direct all-reduce and its fit: "${coll.caption}"`);
+    }
     if ((await page.locator('#coll-model .transfer').count()) === 0) {
       await waitFor('arrows on the model\'s ring', async () => (await page.locator('#coll-model .transfer').count()) > 0, 10000, 20);
     }
