@@ -17,6 +17,11 @@
 #include "core/common/hmac.h"
 
 namespace mddp::comm::shm {
+
+OwnerState owner_state(const SegmentHeader& h) {
+  if (h.closed.load(std::memory_order_acquire) != 0) return OwnerState::kClosed;
+  return liveness(h.owner) == Liveness::kGone ? OwnerState::kGone : OwnerState::kRunning;
+}
 namespace {
 
 [[noreturn]] void fail(const std::string& what, const std::string& name) {

@@ -58,6 +58,13 @@ struct SegmentHeader {
 };
 constexpr uint64_t kNotShared = ~uint64_t{0};
 
+// How the owner of a segment stands, as a peer sees it: still running,
+// closed (it destroyed its transport), or gone (its process exited without).
+// Read before what the peer waits on: an owner that did its part and then
+// exited left it done.
+enum class OwnerState { kRunning, kClosed, kGone };
+OwnerState owner_state(const SegmentHeader& h);
+
 // A single-producer single-consumer byte ring. head and tail count bytes
 // ever written and read (never wrap; 2^64 bytes is forever): used = head - tail.
 struct RingHeader {

@@ -162,12 +162,11 @@ void ShmTransport::wait_for(int peer, const std::atomic<uint64_t>& word, uint64_
 void ShmTransport::check_peer_alive(int peer, const std::atomic<uint64_t>& word, uint64_t seq,
                                     const char* what) {
   const shm::SegmentHeader& h = *segments_[static_cast<std::size_t>(peer)]->header();
-  const bool closed = h.closed.load(std::memory_order_acquire) != 0;
-  const bool gone = !closed && shm::liveness(h.owner) == shm::Liveness::kGone;
-  if (!(closed || gone) || word.load(std::memory_order_acquire) >= seq) return;
+  const shm::OwnerState state = shm::owner_state(h);
+  if (state == shm::OwnerState::kRunning || word.load(std::memory_order_acquire) >= seq) return;
   const std::string waiting =
       str("rank ", rank_, " waited for it to ", what, " (direct all-reduce)");
-  if (closed)
+  if (state == shm::OwnerState::kClosed)
     throw PeerError(str("rank ", rank_, ": rank ", peer, " closed its transport while ", waiting,
                         ": it exited or left the collective early"),
                     peer, PeerFault::kClosed);

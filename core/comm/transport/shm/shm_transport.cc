@@ -498,11 +498,10 @@ void ShmTransport::check_peers_alive(Op* ops, int count) {
     // The peer's end first, then the ring: a peer that wrote its last bytes
     // and exited between a look at the ring and a look at the peer left
     // them there to take; only an op with nothing left to take fails.
-    const bool closed = c.peer_header->closed.load(std::memory_order_acquire);
-    const bool gone = !closed && shm::liveness(c.owner) == shm::Liveness::kGone;
-    if (!(closed || gone) || could_advance(ops[i])) continue;
+    const shm::OwnerState peer = shm::owner_state(*c.peer_header);
+    if (peer == shm::OwnerState::kRunning || could_advance(ops[i])) continue;
     const char* doing = ops[i].sending ? "sending" : "receiving";
-    if (closed)
+    if (peer == shm::OwnerState::kClosed)
       fail(c,
            str("rank ", c.peer, " closed its transport while rank ", rank_, " was ", doing, " ",
                ops[i].bytes, " bytes (", ops[i].done,
