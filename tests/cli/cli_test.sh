@@ -216,11 +216,13 @@ PY
     "$BIN" run --nproc 2 --dataset synthetic --width 64 --batch 32 --steps 60 --straggler 1:backward:15 \
       --run-dir "$WORK/run" >"$WORK/out" 2>&1 \
       || { cat "$WORK/out"; fail "run failed"; }
+    # One host: the buckets are in shared memory and auto runs the direct all-reduce, predicted with its own fit.
     echo '{"fits": [{"transport": "shm", "algorithm": "ring", "world_size": 2, "alpha_us": 2.0, "beta_gbps": 10.0, "r2": 1.0},
+      {"transport": "shm", "algorithm": "direct", "world_size": 2, "alpha_us": 1.0, "beta_gbps": 12.0, "r2": 1.0},
       {"transport": "tcp", "algorithm": "ring", "world_size": 2, "alpha_us": 12.0, "beta_gbps": 2.9, "r2": 1.0}]}' >"$WORK/fits.json"
     "$BIN" analyze "$WORK/run" --fit "$WORK/fits.json" >"$WORK/out" 2>&1 || { cat "$WORK/out"; fail "analyze failed"; }
-    for s in "2 ranks" "exposed comm" "total comm" "overlap" "busbw GB/s" "predicted total comm" "fit: " "report: " \
-             "worst: rank 1, backward" "rank 1 was late in"; do
+    for s in "2 ranks" "exposed comm" "total comm" "overlap" "busbw GB/s" "predicted total comm" "fit: shm direct" \
+             "algorithm auto ran direct" "report: " "worst: rank 1, backward" "rank 1 was late in"; do
       expect_in "$s" "$WORK/out"
     done
     grep -Eq "^verdict: ((compute|communication|memory|input)-bound|oversubscribed)" "$WORK/out" || { cat "$WORK/out"; fail "no verdict"; }
