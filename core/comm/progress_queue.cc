@@ -38,8 +38,9 @@ struct ProgressQueue::Impl {
   std::function<void(const AlgoStep&, const void*)> step_observer;  // set before issuing
   History history;
 
-  std::mutex mu;
+  mutable std::mutex mu;
   std::condition_variable wake;
+  mutable std::condition_variable idle;  // current became null
   std::deque<Entry> queue;
   Entry* current = nullptr;  // the collective the progress thread is in
   bool abandoned = false;    // See abandon()
@@ -121,6 +122,7 @@ struct ProgressQueue::Impl {
     {
       std::lock_guard lock(mu);
       current = nullptr;
+      idle.notify_all();
       if (abandoned) return;  // abandon() finished its work
     }
     const int64_t end = now_ns();
@@ -167,6 +169,11 @@ struct ProgressQueue::Impl {
     if (work) work->finish(error, 0);
   }
 
+  bool settled(std::chrono::milliseconds grace) const {
+    std::unique_lock lock(mu);
+    return idle.wait_for(lock, grace, [&] { return current == nullptr; });
+  }
+
   ~Impl() {
     bool pending;
     {
@@ -196,6 +203,10 @@ void ProgressQueue::abort(const std::string& reason) {
 
 void ProgressQueue::abandon(std::exception_ptr error) {
   impl_->abandon(std::move(error));
+}
+
+bool ProgressQueue::settled(std::chrono::milliseconds grace) const {
+  return impl_->settled(grace);
 }
 
 void ProgressQueue::set_step_observer(

@@ -43,13 +43,19 @@ class ProgressQueue {
   WorkPtr submit(std::string op, std::size_t bytes, Task task);
   // Fails every pending and future collective with AbortedError(reason). Thread-safe, idempotent.
   void abort(const std::string& reason);
-  // The engine can no longer finish the running collective (gloo's device
-  // thread died: Note [gloo's device thread dies] in gloo/device_thread.h):
-  // it fails now with `error`, worded as any failure, and everything else
-  // as after a failure. The progress thread is left where it is, inside the
-  // engine: the queue must be kept from then on, never destroyed.
-  // Thread-safe; the first call counts.
+  // The engine cannot finish the running collective, or not soon (gloo's
+  // device thread died: Note [gloo's device thread dies] in
+  // gloo/device_thread.h; gloo aborted: Note [Aborting gloo] in
+  // gloo/gloo_group.cc): it fails now with `error`, worded as any failure,
+  // and everything else as after a failure. The progress thread is left
+  // where it is, inside the engine: the queue may be destroyed only once
+  // settled() says it came out. Thread-safe; the first call counts.
   void abandon(std::exception_ptr error);
+  // Waits up to `grace` until no collective runs on the progress thread;
+  // false when one still does (after abandon(), inside an engine that has
+  // not returned: the queue must then be kept, its destructor would join
+  // that thread). Thread-safe.
+  bool settled(std::chrono::milliseconds grace) const;
   // See Communicator::set_step_observer.
   void set_step_observer(std::function<void(const AlgoStep&, const void* data)> observer);
   std::vector<CollectiveRecord> history() const;

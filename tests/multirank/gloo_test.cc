@@ -156,9 +156,11 @@ TEST(GlooFailure, APeerThatLeavesIsAPeerErrorNamingIt) {
 
 // abort() from another thread fails a collective blocked on a silent peer
 // with AbortedError carrying the reason (not the TimeoutError it would
-// otherwise get); queued work fails too. gloo wakes the blocked wait only
-// at its own per-operation timeout (Note [Aborting gloo] in gloo_group.cc),
-// so the group's timeout is short here.
+// otherwise get); queued work fails too. gloo would wake the blocked wait
+// only at its own per-operation timeout (a minute here), so abort()
+// abandons it (Note [Aborting gloo] in gloo_group.cc): when abort()
+// returns, the collective has failed, and destroying the group returns
+// (it is kept, its progress thread still inside gloo).
 TEST(GlooFailure, AbortFailsABlockedCollectiveWithAbortedError) {
   std::atomic<bool> done{false};
   with_gloo(
@@ -175,6 +177,7 @@ TEST(GlooFailure, AbortFailsABlockedCollectiveWithAbortedError) {
         std::thread aborter([&] {
           std::this_thread::sleep_for(200ms);
           g.abort("the coordinator said rank 1 died");
+          EXPECT_TRUE(blocked->completed()) << "abort() returned with the collective still in gloo";
         });
         const std::string what = expect_error<AbortedError>(blocked);
         EXPECT_TRUE(contains(what, "the coordinator said rank 1 died")) << what;
@@ -182,7 +185,7 @@ TEST(GlooFailure, AbortFailsABlockedCollectiveWithAbortedError) {
         aborter.join();
         done = true;
       },
-      3s);
+      60s);
 }
 
 // An exception that escapes gloo's own device thread (gloo throws there when

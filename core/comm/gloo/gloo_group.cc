@@ -6,13 +6,20 @@
 // peer. gloo 0.5 (Debian 12's libgloo, git 2022-05-18) has one public way
 // in: transport::Pair::close() on every pair, which closes the sockets.
 // Peers blocked on this rank see its connections close and fail at once
-// with PeerError; this rank's own blocked collective is not woken by gloo
-// (its buffers wait on their own condition until gloo's per-operation
-// timeout) and then reports AbortedError with the reason. gloo's internal
+// with PeerError; this rank's own blocked collective is not always woken by
+// gloo (a send waiting for a peer's go-ahead waits on its own condition
+// until gloo's per-operation timeout, --comm-timeout-ms). gloo's internal
 // tcp::Pair::signalExceptionExternal would wake it at once, but Debian's
 // libgloo-dev cannot compile its header (gloo/transport/tcp/pair.h includes
 // gloo/common/memory.h, which the package does not ship), and a copy of a
-// gloo header is not ours to keep.
+// gloo header is not ours to keep. So abort() does not wait for gloo: the
+// running collective is abandoned (ProgressQueue::abandon), its waiter gets
+// AbortedError with the reason at once, and the progress thread is left in
+// gloo; when the group goes, it is destroyed if that thread came out within
+// a grace period, else kept for good, as after its device thread died. (A
+// survivor of a kill -9 once sat in such a send for the whole timeout after
+// the job had failed: 1 run in about 20 of fault.kill9_gloo_rank* on a
+// loaded machine.)
 //
 // Note [Naming gloo's peers]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -139,7 +146,10 @@ class GlooGroup final : public ProcessGroup {
         throw_at_(device_throw_for_tests(context_->rank)) {}
 
   // Note [gloo's device thread dies]: then this group is never destroyed.
-  bool keep_for_good() const { return device_dead_.load(); }
+  // Whether the group must never be destroyed: its device thread died, or
+  // an abandoned collective's thread is still inside gloo after a grace
+  // period (Note [Aborting gloo]): destroying the context would join it.
+  bool keep_for_good() const { return device_dead_.load() || !queue_.settled(kAbandonGrace); }
 
   int rank() const override { return context_->rank; }
   int size() const override { return context_->size; }
@@ -221,7 +231,12 @@ class GlooGroup final : public ProcessGroup {
     });
   }
 
-  void abort(const std::string& reason) override { queue_.abort(reason); }
+  // See Note [Aborting gloo].
+  void abort(const std::string& reason) override {
+    queue_.abort(reason);
+    queue_.abandon(
+        std::make_exception_ptr(AbortedError(str("rank ", rank(), ": aborted: ", abort_reason()))));
+  }
   std::vector<CollectiveRecord> history() const override { return queue_.history(); }
 
  private:
@@ -328,6 +343,9 @@ class GlooGroup final : public ProcessGroup {
       if (auto& pair = context_->getPair(peer)) pair->close();
     }
   }
+
+  // How long a dying group waits for an abandoned collective to come out of gloo.
+  static constexpr std::chrono::milliseconds kAbandonGrace{2000};
 
   std::shared_ptr<::gloo::Context> context_;
   std::vector<std::string> peer_addresses_;
