@@ -360,12 +360,14 @@ class GlooGroup final : public ProcessGroup {
   const int64_t throw_at_;       // the test seam's collective, from 1; -1: none
 };
 
-// What connect_gloo returns: the group, destroyed with it unless its device
-// thread died: then the group is kept for good (Note [gloo's device thread dies]).
-class KeptIfDeviceDied final : public ProcessGroup {
+// What connect_gloo returns: the group, destroyed with it unless a thread is
+// left inside gloo for good — its device thread died (Note [gloo's device
+// thread dies]), or an abandoned collective has not come out (Note
+// [Aborting gloo]): then the group is kept, never destroyed.
+class KeptWhileInGloo final : public ProcessGroup {
  public:
-  explicit KeptIfDeviceDied(std::unique_ptr<GlooGroup> group) : group_(std::move(group)) {}
-  ~KeptIfDeviceDied() override {
+  explicit KeptWhileInGloo(std::unique_ptr<GlooGroup> group) : group_(std::move(group)) {}
+  ~KeptWhileInGloo() override {
     if (group_->keep_for_good()) {
       static auto* kept = new std::vector<std::unique_ptr<GlooGroup>>();  // never destroyed
       static std::mutex mu;
@@ -450,7 +452,7 @@ std::unique_ptr<ProcessGroup> connect_gloo(Store& store, int rank, int size,
         addresses[static_cast<std::size_t>(r)] =
             store.get(key + std::to_string(r), options.timeout);
   }
-  return std::make_unique<KeptIfDeviceDied>(std::make_unique<GlooGroup>(
+  return std::make_unique<KeptWhileInGloo>(std::make_unique<GlooGroup>(
       std::move(context), std::move(device), std::move(addresses), options.timeout));
 }
 
