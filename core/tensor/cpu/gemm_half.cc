@@ -10,7 +10,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
-#include <mutex>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <tuple>
 #include <vector>
@@ -75,10 +74,6 @@ void native_bf16(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, fl
   const MatmulKey key{trans_a, trans_b, m, n, k, alpha, beta};
   auto it = o.matmuls.find(key);
   if (it == o.matmuls.end()) {
-    // Primitive creation goes through oneDNN's process-wide primitive cache;
-    // ranks that are threads of one process (the tests) create one at a time.
-    static std::mutex creating;
-    const std::lock_guard<std::mutex> lock(creating);
     dnnl::primitive_attr attr;
     if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
     if (beta != 0.0f) {
