@@ -146,10 +146,10 @@ void print_communication(const perf::Analysis& a) {
 void print_buckets(const perf::Analysis& a) {
   if (a.buckets.empty()) return;
   std::printf("\nall-reduces (time: the shortest span across ranks; busbw = bytes/t x 2(n-1)/n)\n");
-  std::printf("%-11s %8s %-6s %9s %9s %10s %12s %12s %9s\n", "size", "per step", "algo",
+  std::printf("%-11s %8s %-12s %9s %9s %10s %12s %12s %9s\n", "size", "per step", "algo",
               "median ms", "p95 ms", "busbw GB/s", "predicted ms", "pred. busbw", "meas/pred");
   for (const auto& b : a.buckets) {
-    std::printf("%-11s %8.2f %-6s %9.3f %9.3f %10.3f",
+    std::printf("%-11s %8.2f %-12s %9.3f %9.3f %10.3f",
                 bytes_str(static_cast<double>(b.bytes)).c_str(), b.per_step, b.algorithm.c_str(),
                 b.measured_ms.median, b.measured_ms.p95, b.busbw_gbps);
     if (b.fit)

@@ -121,7 +121,7 @@ bool report(const FitFlags& f, const FitSweepOptions& s, int n, std::vector<Seri
   }
   std::printf(
       "#\n# fit t = messages * alpha + bytes_per_message / beta (least squares on the medians)\n");
-  std::printf("# %-9s %-6s %3s %11s %11s %8s %13s\n", "transport", "algo", "n", "alpha(us)",
+  std::printf("# %-9s %-8s %3s %11s %11s %8s %13s\n", "transport", "algo", "n", "alpha(us)",
               "beta(GB/s)", "r2", "max |err| %");
   std::vector<perf::LinkFit> fits;
   nlohmann::json j = {{"nproc", n}, {"rounds", f.rounds}, {"sizes", s.sizes}};
@@ -136,7 +136,7 @@ bool report(const FitFlags& f, const FitSweepOptions& s, int n, std::vector<Seri
     try {
       ab = perf::fit_alpha_beta(x.algorithm, n, samples);
     } catch (const InputError& e) {
-      std::printf("  %-9s %-6s %3d   not fitted: %s\n", x.transport.c_str(), x.algorithm.c_str(), n,
+      std::printf("  %-9s %-8s %3d   not fitted: %s\n", x.transport.c_str(), x.algorithm.c_str(), n,
                   e.what());
       js["error"] = e.what();
       j["series"].push_back(js);
@@ -149,7 +149,7 @@ bool report(const FitFlags& f, const FitSweepOptions& s, int n, std::vector<Seri
           std::abs(perf::allreduce_seconds(x.algorithm, p.bytes, n, ab) - p.seconds) / p.seconds);
     const double r2 = perf::fit_r2(x.algorithm, n, samples, ab);
     fits.push_back({x.transport, x.algorithm, n, ab, r2});
-    std::printf("  %-9s %-6s %3d %11.2f %11.3f %8.4f %13.1f\n", x.transport.c_str(),
+    std::printf("  %-9s %-8s %3d %11.2f %11.3f %8.4f %13.1f\n", x.transport.c_str(),
                 x.algorithm.c_str(), n, ab.alpha_s * 1e6, ab.beta_Bps * 1e-9, r2, max_err * 100);
     js.update({{"alpha_us", ab.alpha_s * 1e6},
                {"beta_gbps", ab.beta_Bps * 1e-9},
