@@ -126,7 +126,7 @@ void Job::on_formed(Attempt& attempt, const std::vector<Member>& members, TimePo
     std::lock_guard lock(mu_);
     if (started_unix_ns_ == 0) started_unix_ns_ = unix_ns_now();
   }
-  note_job_file(rewrite_job_file());
+  save_job_file();
   const nlohmann::json line{{"kind", "attempt"},
                             {"attempt", attempt.number()},
                             {"world_size", n},
@@ -843,8 +843,9 @@ void Job::shutdown(const std::string& why) {
   set_finished();
 }
 
-std::string Job::rewrite_job_file() {
-  if (options_.run_dir.empty()) return "";
+void Job::save_job_file() {
+  if (options_.run_dir.empty()) return;
+  const std::lock_guard one_writer(job_file_mu_);
   const std::shared_ptr<Attempt> attempt = current();
   JobFile f{.job_id = options_.job_id,
             .world_size = world_size(),
@@ -861,7 +862,7 @@ std::string Job::rewrite_job_file() {
     for (const auto& a : attempts_) f.attempts.push_back({a->number(), a->world_size()});
     f.restarts = restarts_.history();
   }
-  return write_job_file(options_.run_dir, f);
+  note_job_file(write_job_file(options_.run_dir, f));
 }
 
 void Job::on_members_changed() {
@@ -870,7 +871,7 @@ void Job::on_members_changed() {
     if (!members_changed_) return;
     members_changed_ = false;
   }
-  note_job_file(rewrite_job_file());
+  save_job_file();
   std::vector<perf::RankPlacement> placement;
   for (const auto& m : members()) placement.push_back({m.rank, m.host, m.threads, m.cpus});
   // Judged once every rank of the host reported its threads: a warning

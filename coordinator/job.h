@@ -247,8 +247,11 @@ class Job {
   // Rewrites job.json and warns of newly oversubscribed hosts when a member
   // changed since the last call (ticker thread).
   void on_members_changed();
-  // Writes <run dir>/job.json (job_file.h) as the job is now; "" or why not.
-  std::string rewrite_job_file();
+  // Writes <run dir>/job.json (job_file.h) as the job is now; a failure is
+  // logged and kept (job_file_error). The attempt that forms and the ticker
+  // both write it: one at a time (job_file_mu_), each with the state as it
+  // is when its turn comes, so the last write is the newest state.
+  void save_job_file();
   void set_finished();
 
   const JobOptions options_;
@@ -259,6 +262,7 @@ class Job {
   int first_attempt_ = 0;  // set once, in the constructor
 
   mutable std::mutex mu_;
+  std::mutex job_file_mu_;  // taken before mu_, never while holding it
   mutable std::condition_variable cv_;
   std::vector<std::shared_ptr<Attempt>> attempts_;  // every attempt; the current is last
   Restarts restarts_{0, 0};                         // set in the constructor

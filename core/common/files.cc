@@ -3,7 +3,9 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -13,8 +15,11 @@
 namespace mddp {
 
 std::string write_atomically(const std::string& path, std::string_view text, unsigned mode) {
-  const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+  // A temporary of this write's own: two writers sharing one would truncate
+  // each other's, and the second rename would find it gone.
+  static std::atomic<uint64_t> writes{0};
+  const std::string tmp = str(path, ".tmp.", ::getpid(), ".", writes++);
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
   if (fd < 0) return std::strerror(errno);
   std::size_t done = 0;
   while (done < text.size()) {

@@ -17,7 +17,7 @@
 #   shrink_test.sh MICRODDP heal_run         `run --on-failure heal --max-restarts 1`: a worker
 #                                            killed is started again, heals, and all 3 finish.
 #   shrink_test.sh MICRODDP replay           --on-failure heal, three kills (after steps 21, 41 and 61)
-#                                            and two newcomers: `run --replay` of its membership log
+#                                            and two newcomers (after 31 and 51): `run --replay` of its membership log
 #                                            ends byte for byte where the job ended; a replay with
 #                                            another job's flags is refused.
 #   shrink_test.sh MICRODDP twice            3 ranks, two kills: down to 1 rank, which finishes.
@@ -36,8 +36,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/../support/same_checkpoint.sh"  # same_checkpoint
 KILL=20                       # the kill lands once every rank holds after step KILL + 1
 HOLD_AT_STEPS=$(( KILL + 1 ))
-[[ $SCENARIO == twice || $SCENARIO == heal ]] && HOLD_AT_STEPS+=",41"  # its second kill, or the heal
-[[ $SCENARIO == replay ]] && HOLD_AT_STEPS+=",41,61"
+[[ $SCENARIO =~ ^(twice|heal|heal_run)$ ]] && HOLD_AT_STEPS+=",41"  # its second kill, or the heal
+[[ $SCENARIO == replay ]] && HOLD_AT_STEPS+=",31,41,51,61"  # kills after 21, 41, 61; heals after 31, 51
 source "$(dirname "${BASH_SOURCE[0]}")/restart_lib.sh"  # kill_at_step, restarted, ...
 
 STEPS=80
@@ -80,6 +80,25 @@ run_ends_without() {
   [[ $RC -eq 0 ]] || fail "run exited $RC, want 0"
   expect_in "the job finished without rank $1 (signal 9): --on-failure shrink let it go on with fewer ranks" "$WORK/run.out"
 }
+
+# grow_while_held STEP ATTEMPT LOG CMD...: with the 2 survivors held after STEP,
+# CMD starts a newcomer; once LOG (the coordinator's) says that ATTEMPT forms
+# (the survivors hear it while held), they are let go and re-join. Held ranks
+# take no step, so the grow lands at STEP however fast the survivors or slow
+# the newcomer's start: left free, survivors that reached their next hold (or
+# the end) before the newcomer joined would hear of ATTEMPT only once let go,
+# and ATTEMPT would form without them.
+grow_while_held() {
+  local step="$1" attempt="$2" log="$3"
+  shift 3
+  WAIT_S=120 wait_for all_held 2 "$step" || fail "the survivors did not hold after step $step"
+  HEAL_AT=$(now_ms)
+  "$@"
+  WAIT_S=60 wait_for grep -q "attempt $attempt forms now" "$log" || fail "no newcomer made the job grow"
+  touch "$HOLD_DIR/$step.go"
+}
+# newcomer NAME RANK: a worker that asks for RANK (it gets the last).
+newcomer() { RANK="$2" held start_worker "$1" --token s3cret; }
 
 # kill_one POLICY: a coordinator (--on-failure POLICY, over DATA) and 3 workers;
 # rank RANK killed -9 after step KILL + 1, and attempt 1's first step; before: the pids.
@@ -128,12 +147,7 @@ case "$SCENARIO" in
   heal)
     RANK="$3" DATA="$4"
     kill_one heal
-    WAIT_S=120 wait_for all_held 2 41 || fail "the survivors did not hold after step 41"
-    HEAL_AT=$(now_ms)
-    RANK=$RANK start_worker newcomer --token s3cret  # asks for its old rank: it gets the last
-    # The survivors hear of it while held, and re-join once let go.
-    WAIT_S=60 wait_for grep -q "attempt 2 forms now" "$WORK/coordinator.out" || fail "the newcomer did not make the job grow"
-    touch "$HOLD_DIR/41.go"
+    grow_while_held 41 2 "$WORK/coordinator.out" newcomer newcomer "$RANK"
     restarted "$WORK/run" 2
     echo "heal time: $(( $(now_ms) - HEAL_AT )) ms from the newcomer's start to the first step of attempt 2"
     survivors=()
@@ -162,6 +176,7 @@ case "$SCENARIO" in
   heal_run)
     held_run --on-failure heal --max-restarts 1
     kill_at_step "$WORK/run" 0 "$KILL" 2
+    grow_while_held 41 2 "$WORK/run/coordinator.log" :  # run starts the newcomer
     wait_exit "$RUN_PID" 300
     [[ $RC -eq 0 ]] || fail "run exited $RC, want 0"
     expect_in "rank 2 died (signal 9); starting it again" "$WORK/run.out"
@@ -173,9 +188,9 @@ case "$SCENARIO" in
     start_coordinator 3 "${TRAIN[@]}" --steps "$STEPS" "${HB[@]}" --token s3cret --on-failure heal --run-dir "$WORK/run"
     three_workers
     kill_at_step "$WORK/run" 0 "$KILL" 1
-    RANK=1 held start_worker newcomer1 --token s3cret
+    grow_while_held 31 2 "$WORK/coordinator.out" newcomer newcomer1 1
     kill_at_step "$WORK/run" 2 40 2
-    RANK=2 held start_worker newcomer2 --token s3cret
+    grow_while_held 51 4 "$WORK/coordinator.out" newcomer newcomer2 2
     kill_at_step "$WORK/run" 4 60 0
     WAIT_S=300 wait_for grep -q "job 'local' succeeded" "$WORK/coordinator.out" || fail "the job did not finish"
     wait_exit "$COORD_PID" 60
